@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, whatever of idlegrid's build and runtime
+# dependencies this Debian 12 machine lacks. Safe to run repeatedly.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libsqlite3-dev libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  podman runc runsc uidmap slirp4netns fuse-overlayfs catatonit conmon
+  containernetworking-plugins golang-github-containers-common
+  iproute2 iptables curl ca-certificates passwd util-linux
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,271 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "agent/log_shipper.h"
+#include "common/fs.h"
+#include "pki/pki.h"
+#include "runtime/enforcement_probe.h"
+#include "runtime/podman_runtime.h"
+
+namespace idlegrid::agent {
+
+namespace {
+
+constexpr char kVersion[] = "idlegrid-agent/0.1.0";
+constexpr char kTargetName[] = "idlegrid-coordinator";
+
+std::string Hostname() {
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return Status::Ok();
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::Unavailable(s.error_message());
+    case grpc::StatusCode::FAILED_PRECONDITION: return Status::FailedPrecondition(s.error_message());
+    case grpc::StatusCode::NOT_FOUND: return Status::NotFound(s.error_message());
+    case grpc::StatusCode::PERMISSION_DENIED: return Status::PermissionDenied(s.error_message());
+    case grpc::StatusCode::UNAUTHENTICATED: return Status::Unauthenticated(s.error_message());
+    case grpc::StatusCode::DATA_LOSS: return Status::DataLoss(s.error_message());
+    default: return Status::Internal(s.error_message());
+  }
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config) : config_(std::move(config)), runtime_(runtime::NewPodmanRuntime(config_.podman)) {}
+
+Agent::~Agent() { Shutdown(); }
+
+v1::NodeInfo Agent::Describe() const {
+  v1::NodeInfo info;
+  info.set_hostname(Hostname());
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  info.set_cpu_cores(config_.cpus > 0 ? static_cast<uint32_t>(config_.cpus) : static_cast<uint32_t>(cores));
+  struct sysinfo si;
+  uint64_t mem = ::sysinfo(&si) == 0 ? uint64_t{si.totalram} * si.mem_unit : 0;
+  info.set_memory_bytes(config_.memory_bytes > 0 ? config_.memory_bytes : mem);
+  for (const auto& r : runtime_->Runtimes()) info.add_runtimes(r);
+  *info.mutable_enforcement() = runtime_->Enforcement();
+  info.set_agent_version(kVersion);
+  info.set_region(config_.region);
+  info.set_gpus(0);  // GPU discovery arrives with the capacity work; none is claimed until measured
+  return info;
+}
+
+std::unique_ptr<grpc::ClientContext> Agent::Context(int deadline_ms) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (deadline_ms > 0) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  return ctx;
+}
+
+Status Agent::Enroll() {
+  const std::string dir = config_.data_dir;
+  IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
+  const std::string ca_path = dir + "/coordinator-ca.crt";
+  const std::string cred_path = dir + "/credentials";
+  if (!PathExists(ca_path)) {
+    if (config_.ca_hash.empty()) {
+      return Status::InvalidArgument("first start needs --ca-hash (printed by the coordinator) to pin its CA");
+    }
+    // kubeadm-style discovery: trust nothing but the pinned fingerprint.
+    IG_ASSIGN_OR_RETURN(std::string ca, pki::FetchPinnedCa(config_.coordinator, config_.ca_hash));
+    IG_RETURN_IF_ERROR(WriteFileAtomic(ca_path, ca, 0600));
+  }
+  IG_ASSIGN_OR_RETURN(std::string ca_pem, ReadFile(ca_path));
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = ca_pem;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(kTargetName);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
+  stub_ = v1::AgentService::NewStub(channel_);
+
+  if (PathExists(cred_path)) {
+    IG_ASSIGN_OR_RETURN(std::string creds, ReadFile(cred_path));
+    auto nl = creds.find('\n');
+    node_id_ = creds.substr(0, nl);
+    token_ = nl == std::string::npos ? "" : creds.substr(nl + 1);
+    while (!token_.empty() && token_.back() == '\n') token_.pop_back();
+    if (!node_id_.empty() && !token_.empty()) return Status::Ok();
+  }
+  if (config_.join_token.empty()) return Status::InvalidArgument("first start needs --join-token");
+  v1::RegisterRequest req;
+  req.set_join_secret(config_.join_token);
+  req.set_name(config_.name.empty() ? Hostname() : config_.name);
+  *req.mutable_info() = Describe();
+  v1::RegisterResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx.set_wait_for_ready(true);
+  IG_RETURN_IF_ERROR(FromGrpc(stub_->Register(&ctx, req, &resp)).WithContext("registration"));
+  node_id_ = resp.node_id();
+  token_ = resp.agent_token();
+  return WriteFileAtomic(cred_path, node_id_ + "\n" + token_ + "\n", 0600);
+}
+
+int Agent::Run() {
+  Status st = Enroll();
+  if (!st.ok()) {
+    std::fprintf(stderr, "idlegrid agent: %s\n", st.message().c_str());
+    return st.code() == Code::kInvalidArgument ? 2 : 1;
+  }
+  spdlog::info("agent {} enrolled with {}", node_id_, config_.coordinator);
+  logs_ = std::make_unique<LogShipper>([this](const v1::AppendLogsRequest& req) {
+    v1::AppendLogsResponse resp;
+    auto ctx = Context(10000);
+    grpc::Status s = stub_->AppendLogs(ctx.get(), req, &resp);
+    // Only a transport failure is worth a retry; a refusal will not change.
+    return s.ok() || (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                      s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+  });
+  std::thread heartbeats([this] { HeartbeatLoop(); });
+  ConnectLoop();
+  heartbeats.join();
+  std::vector<std::thread> runners;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, t] : attempts_) runners.push_back(std::move(t));
+    attempts_.clear();
+  }
+  for (auto& t : runners) t.join();
+  logs_.reset();
+  return 0;
+}
+
+void Agent::Shutdown() {
+  stopping_ = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (connect_ctx_) connect_ctx_->TryCancel();
+  for (const auto& [id, t] : attempts_) {
+    cancelled_.insert(id);
+    (void)runtime_->Kill("idlegrid-" + id);
+  }
+  cv_.notify_all();
+}
+
+void Agent::HeartbeatLoop() {
+  int interval_ms = 5000;
+  while (!stopping_) {
+    v1::HeartbeatRequest req;
+    *req.mutable_info() = Describe();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, t] : attempts_) req.add_running_attempts(id);
+    }
+    v1::HeartbeatResponse resp;
+    auto ctx = Context(5000);
+    grpc::Status s = stub_->Heartbeat(ctx.get(), req, &resp);
+    if (s.ok() && resp.interval_ms() > 0) interval_ms = static_cast<int>(resp.interval_ms());
+    if (!s.ok()) spdlog::warn("heartbeat failed: {}", s.error_message());
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return stopping_.load(); });
+    // Reap runners that finished.
+    for (const auto& id : finished_) {
+      auto it = attempts_.find(id);
+      if (it != attempts_.end()) {
+        it->second.join();
+        attempts_.erase(it);
+      }
+    }
+    finished_.clear();
+  }
+}
+
+void Agent::ConnectLoop() {
+  int backoff_ms = 200;
+  bool announced = false;
+  while (!stopping_) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token_);
+    ctx.set_wait_for_ready(true);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+      connect_ctx_ = &ctx;
+    }
+    v1::ConnectRequest req;
+    *req.mutable_info() = Describe();
+    auto reader = stub_->Connect(&ctx, req);
+    reader->WaitForInitialMetadata();
+    if (!announced) {
+      // Machine-readable readiness line: tests and scripts wait for it.
+      std::printf("ready node=%s\n", node_id_.c_str());
+      std::fflush(stdout);
+      announced = true;
+    }
+    v1::Command cmd;
+    while (reader->Read(&cmd)) {
+      backoff_ms = 200;
+      if (cmd.has_assign()) HandleAssignment(cmd.assign());
+      if (cmd.has_cancel()) HandleCancel(cmd.cancel());
+    }
+    grpc::Status s = reader->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      connect_ctx_ = nullptr;
+    }
+    if (stopping_) break;
+    spdlog::warn("command stream ended ({}); reconnecting in {} ms", s.error_message(), backoff_ms);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
+    backoff_ms = std::min(backoff_ms * 2, 5000);
+  }
+}
+
+void Agent::HandleAssignment(const v1::Assignment& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (attempts_.count(a.attempt_id()) || stopping_) return;  // a re-sent assignment we already run
+  attempts_[a.attempt_id()] = std::thread([this, a] {
+    RunAttempt(a);
+    std::lock_guard<std::mutex> done(mu_);
+    finished_.insert(a.attempt_id());
+  });
+}
+
+void Agent::HandleCancel(const v1::CancelAttempt& c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_.insert(c.attempt_id());
+  }
+  spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
+  Status st = runtime_->Kill("idlegrid-" + c.attempt_id());
+  if (!st.ok()) spdlog::warn("kill {}: {}", c.attempt_id(), st.message());
+}
+
+bool Agent::IsCancelled(const std::string& attempt_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_.count(attempt_id) > 0;
+}
+
+Status Agent::Report(const v1::ReportAttemptRequest& req) {
+  // Reports must not be lost to a passing network blip; refusals are final.
+  int backoff_ms = 200;
+  for (int i = 0; i < 12; ++i) {
+    v1::ReportAttemptResponse resp;
+    auto ctx = Context(10000);
+    ctx->set_wait_for_ready(true);
+    Status st = FromGrpc(stub_->ReportAttempt(ctx.get(), req, &resp));
+    if (st.code() != Code::kUnavailable) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, 5000);
+  }
+  return Status::Unavailable("coordinator unreachable; report of attempt " + req.attempt_id() + " not delivered");
+}
+
+}  // namespace idlegrid::agent

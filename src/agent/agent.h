@@ -1,0 +1,77 @@
+#pragma once
+// The agent: one per host, runs as an unprivileged user, only dials out. It
+// enrolls with a join token (pinning the coordinator's CA), keeps a command
+// stream open, heartbeats, and runs each assigned attempt in a container.
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.grpc.pb.h"
+#include "runtime/container_runtime.h"
+
+namespace idlegrid::agent {
+
+struct AgentConfig {
+  std::string coordinator;   // host:port of the coordinator's gRPC API
+  std::string join_token;    // needed only the first time (enrollment)
+  std::string ca_hash;       // "sha256:<hex>" of the coordinator CA, pinned at enrollment
+  std::string data_dir = "./idlegrid-data/agent";
+  std::string name;          // defaults to the hostname
+  double cpus = 0;           // capacity offered; 0 = every core
+  uint64_t memory_bytes = 0; // capacity offered; 0 = all physical memory
+  std::string region = "local";
+  std::string podman = "podman";
+};
+
+class LogShipper;
+
+class Agent {
+ public:
+  explicit Agent(AgentConfig config);
+  ~Agent();
+  // Enrolls if needed, then serves until Shutdown(). Returns the exit code.
+  int Run();
+  void Shutdown();
+  // What this host would advertise (used by `agent --discover` and heartbeats).
+  v1::NodeInfo Describe() const;
+
+ private:
+  Status Enroll();
+  void HeartbeatLoop();
+  void ConnectLoop();
+  void HandleAssignment(const v1::Assignment& a);
+  void HandleCancel(const v1::CancelAttempt& c);
+  void RunAttempt(v1::Assignment a);
+  Status Report(const v1::ReportAttemptRequest& req);
+  Result<std::string> EnsureImage(const v1::Assignment& a);
+  Status Download(const std::string& digest, const std::string& path);
+  Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);
+  std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
+  bool IsCancelled(const std::string& attempt_id);
+
+  const AgentConfig config_;
+  std::unique_ptr<runtime::ContainerRuntime> runtime_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+  std::string node_id_;
+  std::string token_;
+  std::unique_ptr<LogShipper> logs_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::thread> attempts_;  // attempt id -> runner; guarded by mu_
+  std::set<std::string> finished_;               // runners done, to join; guarded by mu_
+  std::set<std::string> cancelled_;              // guarded by mu_
+  std::mutex image_mu_;                          // one image download/load at a time
+  std::atomic<bool> stopping_{false};
+  grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_
+};
+
+}  // namespace idlegrid::agent

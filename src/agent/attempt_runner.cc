@@ -1,0 +1,178 @@
+// One attempt, from acknowledgement to cleanup:
+//   admission -> ACCEPTED -> image -> inputs -> run (STARTED, logs) -> outputs -> EXITED -> cleanup
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "agent/log_shipper.h"
+#include "common/digest.h"
+#include "common/fs.h"
+#include "image/oci_archive.h"
+#include "runtime/admission.h"
+#include "runtime/enforcement_probe.h"
+
+namespace idlegrid::agent {
+
+namespace {
+
+v1::ReportAttemptRequest Event(const std::string& attempt_id, v1::AttemptEvent event) {
+  v1::ReportAttemptRequest r;
+  r.set_attempt_id(attempt_id);
+  r.set_event(event);
+  return r;
+}
+
+// Regular files under `root`, relative paths. Symlinks and devices a hostile
+// job leaves behind are skipped, never followed.
+std::vector<std::string> OutputFiles(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink(ec)) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec)) out.push_back(std::filesystem::relative(it->path(), root, ec).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> Agent::EnsureImage(const v1::Assignment& a) {
+  std::string manifest_digest = a.spec().image().substr(a.spec().image().find("sha256:"));
+  std::string image_id = DigestHex(a.image_config_digest());
+  std::string cache_dir = config_.data_dir + "/images";
+  std::string marker = cache_dir + "/" + DigestHex(manifest_digest);
+  std::lock_guard<std::mutex> lock(image_mu_);
+  // Cached only if we verified it ourselves before and podman still has it.
+  if (PathExists(marker) && runtime_->HasImage(image_id)) return image_id;
+  IG_RETURN_IF_ERROR(MakeDirs(cache_dir, 0700));
+  std::string archive = cache_dir + "/" + DigestHex(a.image_archive_digest()) + ".tar";
+  IG_RETURN_IF_ERROR(Download(a.image_archive_digest(), archive).WithContext("image archive"));
+  auto info = image::InspectOciArchive(archive, manifest_digest);
+  if (!info.ok()) {
+    std::remove(archive.c_str());
+    return info.status().WithContext("image " + manifest_digest + " failed verification");
+  }
+  if (info->config_digest != a.image_config_digest()) {
+    std::remove(archive.c_str());
+    return Status::DataLoss("image " + manifest_digest + " has config " + info->config_digest + ", coordinator said " +
+                            a.image_config_digest());
+  }
+  Status st = runtime_->LoadImage(archive, image_id);
+  std::remove(archive.c_str());
+  IG_RETURN_IF_ERROR(st.WithContext("podman load"));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(marker, info->config_digest + "\n", 0600));
+  spdlog::info("image {} verified and loaded as {}", manifest_digest, image_id.substr(0, 12));
+  return image_id;
+}
+
+void Agent::RunAttempt(v1::Assignment a) {
+  const std::string& id = a.attempt_id();
+  const v1::JobSpec& spec = a.spec();
+  auto fail = [&](v1::FailureReason reason, const Status& st) {
+    spdlog::warn("attempt {} failed: {}", id, st.message());
+    auto r = Event(id, v1::ERRORED);
+    r.set_failure_reason(reason);
+    r.set_message(st.message());
+    (void)Report(r);
+  };
+
+  Status admit = runtime::CheckAdmission(spec.resources(), spec.runtime(), runtime_->Enforcement(),
+                                         runtime_->Runtimes());
+  if (!admit.ok()) {
+    spdlog::warn("attempt {} rejected: {}", id, admit.message());
+    auto r = Event(id, v1::REJECTED);
+    r.set_message(admit.message());
+    (void)Report(r);
+    return;
+  }
+  if (Status st = Report(Event(id, v1::ACCEPTED)); !st.ok()) {
+    spdlog::info("attempt {} dropped: {}", id, st.message());
+    return;
+  }
+
+  auto image_id = EnsureImage(a);
+  if (!image_id.ok()) return fail(v1::PLATFORM_FAILURE, image_id.status());
+
+  const std::string work = config_.data_dir + "/attempts/" + id;
+  const std::string out_dir = work + "/out";
+  if (Status st = MakeDirs(out_dir, 0700); !st.ok()) return fail(v1::PLATFORM_FAILURE, st);
+  runtime::RunSpec run;
+  run.container_name = "idlegrid-" + id;
+  run.image_id = *image_id;
+  run.runtime = spec.runtime();
+  run.command.assign(spec.command().begin(), spec.command().end());
+  run.args.assign(spec.args().begin(), spec.args().end());
+  for (const auto& [k, v] : spec.env()) run.env.emplace_back(k, v);
+  run.env.emplace_back("IDLEGRID_TASK_INDEX", std::to_string(a.task_index()));
+  run.env.emplace_back("IDLEGRID_TASK_COUNT", std::to_string(std::max<uint32_t>(1, spec.array_count())));
+  run.env.emplace_back("IDLEGRID_JOB_ID", a.job_id());
+  run.mounts.push_back({out_dir, spec.output_path(), false});
+  for (int i = 0; i < spec.inputs_size(); ++i) {
+    const auto& in = spec.inputs(i);
+    std::string local = work + "/input-" + std::to_string(i);
+    if (Status st = Download(in.artifact(), local); !st.ok()) {
+      RemoveTree(work).ok();
+      return fail(v1::PLATFORM_FAILURE, st.WithContext("input " + in.path()));
+    }
+    ::chmod(local.c_str(), 0444);
+    run.mounts.push_back({local, in.path(), true});
+  }
+  run.resources = spec.resources();
+  run.host_user_processes = runtime::CountUserProcesses(::getuid());
+
+  if (IsCancelled(id)) {
+    RemoveTree(work).ok();
+    (void)Report(Event(id, v1::STOPPED));
+    return;
+  }
+  auto sink = [&](const std::string& stream, std::string_view data) { logs_->Add(id, stream, data); };
+  auto on_started = [&] {
+    auto r = Event(id, v1::STARTED);
+    r.set_runtime(spec.runtime());
+    (void)Report(r);
+  };
+  auto exit = runtime_->Run(run, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
+  logs_->Flush();
+
+  v1::ReportAttemptRequest done = Event(id, v1::EXITED);
+  if (IsCancelled(id)) {
+    done = Event(id, v1::STOPPED);
+  } else if (!exit.ok()) {
+    RemoveTree(work).ok();
+    return fail(v1::PLATFORM_FAILURE, exit.status());
+  } else if (!exit->error.empty()) {
+    RemoveTree(work).ok();
+    return fail(v1::PLATFORM_FAILURE, Status::Internal(exit->error));
+  } else {
+    done.set_exit_code(exit->exit_code);
+    if (exit->timed_out) {
+      done.set_failure_reason(v1::RUN_TIMEOUT);
+      done.set_message("run timeout of " + std::to_string(spec.run_timeout_seconds()) + " s reached; killed");
+    } else if (exit->oom) {
+      done.set_failure_reason(v1::OUT_OF_MEMORY);
+      done.set_message("killed: out of memory (limit " + std::to_string(spec.resources().memory_bytes()) + " bytes)");
+    }
+    for (const auto& rel : OutputFiles(out_dir)) {
+      auto file = Upload(out_dir + "/" + rel, rel);
+      if (!file.ok()) {
+        RemoveTree(work).ok();
+        return fail(v1::PLATFORM_FAILURE, file.status());
+      }
+      *done.add_outputs() = *file;
+    }
+  }
+  RemoveTree(work).ok();
+  Status st = Report(done);
+  spdlog::info("attempt {} {} (exit {}){}", id, v1::AttemptEvent_Name(done.event()), done.exit_code(),
+               st.ok() ? "" : "; report refused: " + st.message());
+}
+
+}  // namespace idlegrid::agent

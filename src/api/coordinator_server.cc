@@ -1,0 +1,125 @@
+#include "api/coordinator_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "api/grpc_services.h"
+#include "api/http_api.h"
+#include "common/digest.h"
+#include "common/fs.h"
+#include "common/random.h"
+#include "pki/pki.h"
+
+namespace idlegrid::api {
+
+namespace {
+
+std::pair<std::string, int> SplitHostPort(const std::string& addr) {
+  auto colon = addr.rfind(':');
+  if (colon == std::string::npos) return {addr, 0};
+  return {addr.substr(0, colon), std::atoi(addr.c_str() + colon + 1)};
+}
+
+// Reads a secret file, creating it with a fresh secret on first start.
+Result<std::string> LoadOrCreateSecret(const std::string& path, const std::string& prefix, bool* created) {
+  *created = false;
+  if (PathExists(path)) {
+    IG_ASSIGN_OR_RETURN(std::string s, ReadFile(path));
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+  std::string secret = prefix + RandomHex(24);
+  IG_RETURN_IF_ERROR(WriteFileAtomic(path, secret + "\n", 0600));
+  *created = true;
+  return secret;
+}
+
+int Fail(const Status& st) {
+  std::cerr << "idlegrid coordinator: " << st.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int RunCoordinator(const CoordinatorConfig& config) {
+  // Signals are taken synchronously by this thread; block them before any other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string& dir = config.data_dir;
+  if (Status st = MakeDirs(dir, 0700); !st.ok()) return Fail(st);
+  auto lock = FileLock::Acquire(dir + "/coordinator.lock");
+  if (!lock.ok()) return Fail(lock.status().WithContext("cannot start: " + dir));
+
+  auto pki = pki::LoadOrCreate(dir + "/pki", config.tls_names);
+  if (!pki.ok()) return Fail(pki.status().WithContext("TLS setup"));
+  auto store = store::OpenSqliteStore(dir + "/state.db");
+  if (!store.ok()) return Fail(store.status());
+  auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir + "/artifacts");
+  if (Status st = artifacts->Init(); !st.ok()) return Fail(st);
+
+  bool created = false;
+  auto join = LoadOrCreateSecret(dir + "/join.token", "igj_", &created);
+  if (!join.ok()) return Fail(join.status());
+
+  coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts), sched::NewFirstFitScheduler(),
+                                 *join, config.options);
+  auto admin = LoadOrCreateSecret(dir + "/admin.token", "igt_", &created);
+  if (!admin.ok()) return Fail(admin.status());
+  if (created) {
+    if (Status st = coord.store()->AddApiToken(Sha256Digest(*admin), "admin", SystemClock::Get()->NowMs()); !st.ok()) {
+      return Fail(st);
+    }
+  }
+
+  auto requester = NewRequesterService(&coord);
+  auto agent = NewAgentService(&coord);
+  grpc::SslServerCredentialsOptions tls;
+  tls.pem_key_cert_pairs.push_back({pki->server_key_pem, pki->server_cert_pem + pki->ca_cert_pem});
+  int grpc_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.grpc_listen, grpc::SslServerCredentials(tls), &grpc_port);
+  builder.RegisterService(requester.get());
+  builder.RegisterService(agent.get());
+  builder.SetMaxReceiveMessageSize(8 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || grpc_port == 0) return Fail(Status::Unavailable("cannot listen on " + config.grpc_listen));
+
+  HttpApi http(&coord, dir + "/pki/server.crt", dir + "/pki/server.key");
+  auto [http_host, http_port_wanted] = SplitHostPort(config.http_listen);
+  auto http_port = http.Start(http_host, http_port_wanted);
+  if (!http_port.ok()) return Fail(http_port.status());
+
+  std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc_port);
+  std::string http_addr = http_host + ":" + std::to_string(*http_port);
+  std::string client_yaml = "# written by idlegrid coordinator; admin credentials, keep private\n"
+                            "address: " + grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + dir +
+                            "/pki/ca.crt\ntoken: " + *admin + "\n";
+  if (Status st = WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600); !st.ok()) return Fail(st);
+  std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + *join + " --ca-hash " +
+                          pki->ca_fingerprint + "\n";
+  if (Status st = WriteFileAtomic(dir + "/agent-join.txt", join_line, 0600); !st.ok()) return Fail(st);
+
+  coord.Start();
+  spdlog::info("coordinator listening: gRPC {} HTTPS {}; CA {}", grpc_addr, http_addr, pki->ca_fingerprint);
+  // Machine-readable readiness line: tests and scripts wait for it instead of sleeping.
+  std::printf("ready grpc=%s http=%s ca=%s\n", grpc_addr.c_str(), http_addr.c_str(), pki->ca_fingerprint.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  coord.Stop();
+  http.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
+
+}  // namespace idlegrid::api

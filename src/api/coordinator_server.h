@@ -1,0 +1,21 @@
+#pragma once
+// Runs the coordinator process: data directory, lock, PKI, store, gRPC and
+// HTTPS listeners, until SIGINT/SIGTERM.
+#include <string>
+
+#include "coordinator/coordinator.h"
+
+namespace idlegrid::api {
+
+struct CoordinatorConfig {
+  std::string data_dir = "./idlegrid-data/coordinator";
+  std::string grpc_listen = "127.0.0.1:7443";
+  std::string http_listen = "127.0.0.1:7080";
+  std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate
+  coordinator::Options options;
+};
+
+// Returns the process exit code (0 clean shutdown, 1 failure).
+int RunCoordinator(const CoordinatorConfig& config);
+
+}  // namespace idlegrid::api

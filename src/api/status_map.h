@@ -1,0 +1,13 @@
+#pragma once
+// The one place where Status codes become gRPC codes and HTTP statuses.
+#include <grpcpp/grpcpp.h>
+
+#include "common/status.h"
+
+namespace idlegrid::api {
+
+grpc::Status ToGrpc(const Status& status);
+Status FromGrpc(const grpc::Status& status);
+int ToHttp(Code code);
+
+}  // namespace idlegrid::api

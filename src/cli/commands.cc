@@ -1,0 +1,287 @@
+#include "cli/commands.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "api/status_map.h"
+#include "common/fs.h"
+#include "jobs/task_state.h"
+#include "manifest/manifest.h"
+
+namespace idlegrid::cli {
+
+namespace {
+
+int ExitCode(const Status& st) { return st.code() == Code::kInvalidArgument ? 2 : 1; }
+
+int Fail(const Status& st) {
+  std::cerr << "error: " << st.message() << "\n";
+  return ExitCode(st);
+}
+
+void PrintJson(const google::protobuf::Message& m, bool one_line = false) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = !one_line;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  std::cout << out << (one_line || out.empty() || out.back() != '\n' ? "\n" : "");
+}
+
+Result<std::unique_ptr<Client>> Open(const CommonFlags& f) {
+  IG_ASSIGN_OR_RETURN(ClientConfig cfg, ResolveConfig(f.config, f.config_file));
+  return Client::Connect(cfg);
+}
+
+std::string Counts(const v1::Job& job) {
+  std::ostringstream s;
+  int total = 0;
+  for (const auto& [state, n] : job.task_counts()) total += static_cast<int>(n);
+  s << jobs::StateName(job.state()) << " (";
+  const char* sep = "";
+  for (const char* st : {"succeeded", "running", "assigned", "queued", "failed", "cancelled"}) {
+    auto it = job.task_counts().find(st);
+    if (it == job.task_counts().end() || it->second == 0) continue;
+    s << sep << it->second << "/" << total << " " << st;
+    sep = ", ";
+  }
+  s << ")";
+  return s.str();
+}
+
+const v1::Attempt* LastAttempt(const v1::Task& t) {
+  return t.attempts_size() ? &t.attempts(t.attempts_size() - 1) : nullptr;
+}
+
+void PrintJob(const v1::Job& job) {
+  std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
+  for (const auto& t : job.tasks()) {
+    const v1::Attempt* a = LastAttempt(t);
+    std::cout << "  task " << t.index() << ": " << jobs::StateName(t.state());
+    if (a) {
+      std::cout << " on " << a->node_id();
+      if (jobs::IsTerminal(a->state()) && a->state() != v1::CANCELLED) std::cout << " exit " << a->exit_code();
+      if (t.attempts_size() > 1) std::cout << " (attempt " << t.attempts_size() << ")";
+    }
+    if (t.failure_reason() != v1::FAILURE_REASON_UNSPECIFIED) {
+      std::cout << " [" << jobs::ReasonName(t.failure_reason()) << "]";
+    }
+    if (!t.message().empty()) std::cout << ": " << t.message();
+    std::cout << "\n";
+  }
+}
+
+// Streams job updates until it ends; prints progress lines when counts change.
+Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool quiet) {
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  auto ctx = client->Context(0);
+  auto reader = client->stub()->WatchJob(ctx.get(), req);
+  v1::Job job;
+  v1::Job last;
+  std::string last_line;
+  while (reader->Read(&job)) {
+    last = job;
+    std::string line = Counts(job);
+    if (!quiet && line != last_line) std::cerr << "job " << job_id << ": " << line << "\n";
+    last_line = line;
+  }
+  IG_RETURN_IF_ERROR(api::FromGrpc(reader->Finish()));
+  return last;
+}
+
+int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
+
+}  // namespace
+
+int Validate(const CommonFlags& f, const std::string& path) {
+  auto spec = manifest::LoadManifestFile(path);
+  if (!spec.ok()) return Fail(spec.status());
+  if (f.json) PrintJson(*spec);
+  else std::cout << path << ": ok\n";
+  return 0;
+}
+
+int Submit(const CommonFlags& f, const std::string& path, bool wait) {
+  auto spec = manifest::LoadManifestFile(path);
+  if (!spec.ok()) return Fail(spec.status());
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  v1::SubmitJobResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->SubmitJob(ctx.get(), req, &resp));
+  if (!st.ok()) return Fail(st);
+  if (!wait) {
+    if (f.json) PrintJson(resp.job());
+    else std::cout << resp.job().id() << "\n";
+    return 0;
+  }
+  if (!f.json) std::cerr << "submitted " << resp.job().id() << "\n";
+  auto job = WaitJob(client->get(), resp.job().id(), f.json);
+  if (!job.ok()) return Fail(job.status());
+  if (f.json) PrintJson(*job);
+  else PrintJob(*job);
+  return JobExit(*job);
+}
+
+int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::Job job;
+  if (wait) {
+    auto j = WaitJob(client->get(), job_id, true);
+    if (!j.ok()) return Fail(j.status());
+    job = *j;
+  } else {
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    auto ctx = (*client)->Context();
+    Status st = api::FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
+    if (!st.ok()) return Fail(st);
+  }
+  if (f.json) PrintJson(job);
+  else PrintJob(job);
+  return wait ? JobExit(job) : 0;
+}
+
+int Jobs(const CommonFlags& f) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::ListJobsResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->ListJobs(ctx.get(), v1::ListJobsRequest(), &resp));
+  if (!st.ok()) return Fail(st);
+  if (f.json) {
+    PrintJson(resp);
+    return 0;
+  }
+  for (const auto& j : resp.jobs()) std::cout << j.id() << "  " << j.spec().name() << "  " << Counts(j) << "\n";
+  return 0;
+}
+
+int Nodes(const CommonFlags& f) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::ListNodesResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp));
+  if (!st.ok()) return Fail(st);
+  if (f.json) {
+    PrintJson(resp);
+    return 0;
+  }
+  for (const auto& n : resp.nodes()) {
+    std::string runtimes;
+    for (const auto& r : n.info().runtimes()) runtimes += (runtimes.empty() ? "" : ",") + r;
+    std::cout << n.id() << "  " << n.name() << "  " << n.state() << "  cpu " << n.cpu_allocated() << "/"
+              << n.info().cpu_cores() << "  mem " << (n.memory_allocated() >> 20) << "/"
+              << (n.info().memory_bytes() >> 20) << " MiB  attempts " << n.running_attempts() << "  runtimes "
+              << runtimes << "  limits memory=" << n.info().enforcement().memory()
+              << " cpu=" << (n.info().enforcement().cpu().empty() ? "none" : n.info().enforcement().cpu()) << "\n";
+  }
+  return 0;
+}
+
+int Logs(const CommonFlags& f, const std::string& job_id, bool follow) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::StreamLogsRequest req;
+  req.set_job_id(job_id);
+  req.set_follow(follow);
+  auto ctx = (*client)->Context(0);
+  auto reader = (*client)->stub()->StreamLogs(ctx.get(), req);
+  v1::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (f.json) {
+      PrintJson(chunk, true);
+    } else {
+      std::ostream& os = chunk.stream() == "stderr" ? std::cerr : std::cout;
+      os << chunk.data();
+      os.flush();
+    }
+  }
+  Status st = api::FromGrpc(reader->Finish());
+  return st.ok() ? 0 : Fail(st);
+}
+
+int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::Job job;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
+  if (!st.ok()) return Fail(st);
+  int files = 0;
+  v1::Task manifest_out;
+  for (const auto& t : job.tasks()) {
+    for (const auto& a : t.attempts()) {
+      if (a.state() != v1::SUCCEEDED) continue;
+      std::string task_dir = dir + "/task-" + std::to_string(t.index());
+      for (const auto& o : a.outputs()) {
+        std::filesystem::path rel(o.path());
+        // Paths come from an untrusted agent: never write outside DIR.
+        if (rel.is_absolute() || rel.empty() || o.path().find("..") != std::string::npos) {
+          return Fail(Status::DataLoss("refusing output path '" + o.path() + "' of task " + std::to_string(t.index())));
+        }
+        std::string target = task_dir + "/" + o.path();
+        if (Status m = MakeDirs(std::filesystem::path(target).parent_path().string()); !m.ok()) return Fail(m);
+        if (Status d = (*client)->DownloadTo(o.digest(), target); !d.ok()) return Fail(d);
+        ++files;
+        if (!f.json) std::cout << target << "  " << o.digest() << "  " << o.size() << " bytes, verified\n";
+      }
+    }
+  }
+  if (f.json) PrintJson(job);
+  if (!f.json) std::cerr << files << " file(s) fetched into " << dir << "\n";
+  return 0;
+}
+
+int Cancel(const CommonFlags& f, const std::string& job_id) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::CancelJobRequest req;
+  req.set_job_id(job_id);
+  v1::Job job;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(job);
+  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  return 0;
+}
+
+int ImagePush(const CommonFlags& f, const std::string& archive) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  auto ref = (*client)->UploadFile(archive, "image");
+  if (!ref.ok()) return Fail(ref.status());
+  v1::RegisterImageRequest req;
+  req.set_archive_digest(ref->digest());
+  v1::PushImageResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = api::FromGrpc((*client)->stub()->RegisterImage(ctx.get(), req, &resp));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(resp);
+  else std::cout << resp.image() << "\n";
+  return 0;
+}
+
+int ArtifactPush(const CommonFlags& f, const std::string& file) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  auto ref = (*client)->UploadFile(file, "input");
+  if (!ref.ok()) return Fail(ref.status());
+  if (f.json) PrintJson(*ref);
+  else std::cout << ref->digest() << "\n";
+  return 0;
+}
+
+}  // namespace idlegrid::cli

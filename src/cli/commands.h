@@ -1,0 +1,29 @@
+#pragma once
+// Client subcommands. Each returns the process exit code:
+// 0 ok, 1 the operation failed, 2 invalid input or usage.
+#include <string>
+
+#include "cli/client.h"
+
+namespace idlegrid::cli {
+
+struct CommonFlags {
+  ClientConfig config;
+  std::string config_file;
+  bool json = false;
+};
+
+int Submit(const CommonFlags& f, const std::string& manifest_path, bool wait);
+int Status_(const CommonFlags& f, const std::string& job_id, bool wait);
+int Jobs(const CommonFlags& f);
+int Nodes(const CommonFlags& f);
+int Logs(const CommonFlags& f, const std::string& job_id, bool follow);
+int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
+int Cancel(const CommonFlags& f, const std::string& job_id);
+int ImagePush(const CommonFlags& f, const std::string& archive);
+int ArtifactPush(const CommonFlags& f, const std::string& file);
+
+// Validates a manifest without a coordinator (prints the parsed spec).
+int Validate(const CommonFlags& f, const std::string& manifest_path);
+
+}  // namespace idlegrid::cli

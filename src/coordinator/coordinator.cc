@@ -1,0 +1,500 @@
+#include "coordinator/coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "common/digest.h"
+#include "common/random.h"
+#include "image/oci_archive.h"
+#include "jobs/task_state.h"
+#include "manifest/manifest.h"
+
+namespace idlegrid::coordinator {
+
+namespace {
+
+std::string BearerToken(const std::string& header) {
+  const std::string prefix = "Bearer ";
+  return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
+}
+
+std::string ImageDigestOf(const std::string& image) {
+  auto at = image.find('@');
+  return at == std::string::npos ? image : image.substr(at + 1);
+}
+
+}  // namespace
+
+// --- AgentSession -----------------------------------------------------------
+
+std::optional<v1::Command> AgentSession::Next(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return closed_ || !queue_.empty(); });
+  if (closed_ || queue_.empty()) return std::nullopt;
+  v1::Command c = std::move(queue_.front());
+  queue_.pop_front();
+  return c;
+}
+
+void AgentSession::Push(v1::Command command) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(command));
+  cv_.notify_all();
+}
+
+void AgentSession::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  cv_.notify_all();
+}
+
+bool AgentSession::closed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+// --- Coordinator ------------------------------------------------------------
+
+Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
+                         std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
+                         Clock* clock)
+    : store_(std::move(store)),
+      artifacts_(std::move(artifacts)),
+      scheduler_(std::move(scheduler)),
+      join_secret_hash_(Sha256Digest(join_secret)),
+      options_(options),
+      clock_(clock) {}
+
+Coordinator::~Coordinator() { Stop(); }
+
+void Coordinator::Start() {
+  // A restarted coordinator gives every known node a fresh grace period
+  // instead of declaring the fleet dead: nodes count from now.
+  auto nodes = store_->ListNodes();
+  if (nodes.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& n : *nodes) {
+      NodeLive& live = nodes_[n.id];
+      live.info = n.info;
+      live.last_heartbeat_ms = clock_->NowMs();
+    }
+  }
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Coordinator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, n] : nodes_) {
+      if (n.session) n.session->Close();
+    }
+    cv_.notify_all();
+  }
+  if (loop_.joinable()) loop_.join();
+}
+
+void Coordinator::Notify() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++version_;
+  dirty_ = true;
+  cv_.notify_all();
+}
+
+uint64_t Coordinator::version() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+uint64_t Coordinator::WaitForChange(uint64_t known_version, int wait_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != known_version || stopping_; });
+  return version_;
+}
+
+// --- authentication -----------------------------------------------------------
+
+Status Coordinator::AuthenticateRequester(const std::string& bearer) {
+  std::string token = BearerToken(bearer);
+  if (token.empty()) return Status::Unauthenticated("missing API token (Authorization: Bearer <token>)");
+  IG_ASSIGN_OR_RETURN(auto role, store_->ApiTokenRole(Sha256Digest(token)));
+  if (!role) return Status::Unauthenticated("unknown API token");
+  return Status::Ok();
+}
+
+Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
+  std::string token = BearerToken(bearer);
+  if (token.empty()) return Status::Unauthenticated("missing agent token");
+  std::string hash = Sha256Digest(token);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agent_tokens_.find(hash);
+    if (it != agent_tokens_.end()) return it->second;
+  }
+  IG_ASSIGN_OR_RETURN(auto node, store_->NodeByTokenHash(hash));
+  if (!node) return Status::Unauthenticated("unknown agent token; re-register the agent with a join token");
+  std::lock_guard<std::mutex> lock(mu_);
+  agent_tokens_[hash] = node->id;
+  return node->id;
+}
+
+Result<std::string> Coordinator::CreateApiToken(const std::string& role) {
+  std::string token = "igt_" + RandomHex(24);
+  IG_RETURN_IF_ERROR(store_->AddApiToken(Sha256Digest(token), role, clock_->NowMs()));
+  return token;
+}
+
+// --- requester operations ---------------------------------------------------
+
+Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
+  v1::JobSpec spec = request.spec();
+  manifest::ApplyDefaults(&spec);
+  IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
+  std::string image_digest = ImageDigestOf(spec.image());
+  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_digest));
+  if (!image) {
+    return Status::FailedPrecondition("image " + image_digest +
+                                      " is not in this coordinator's store; push it first with "
+                                      "`idlegrid image push ARCHIVE.tar`");
+  }
+  for (const auto& input : spec.inputs()) {
+    if (!artifacts_->Has(input.artifact())) {
+      return Status::FailedPrecondition("input artifact " + input.artifact() + " (for " + input.path() +
+                                        ") is not in this coordinator's store; upload it first");
+    }
+  }
+  std::string job_id = NewId("j");
+  std::string spec_bytes;
+  spec.SerializeToString(&spec_bytes);  // deterministic enough for one binary version
+  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, Sha256Digest(spec_bytes), clock_->NowMs()));
+  spdlog::info("job {} submitted: {} task(s) of {}", job_id, spec.array_count(), spec.name());
+  Notify();
+  return GetJob(job_id);
+}
+
+Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& task : *job.mutable_tasks()) {
+    if (task.state() != v1::QUEUED) continue;
+    auto it = waiting_.find(sched::TaskKey(job_id, task.index()));
+    if (it != waiting_.end()) task.set_message(it->second);
+  }
+  return job;
+}
+
+Result<v1::ListJobsResponse> Coordinator::ListJobs() {
+  IG_ASSIGN_OR_RETURN(auto jobs, store_->ListJobs());
+  v1::ListJobsResponse out;
+  for (auto& j : jobs) *out.add_jobs() = std::move(j);
+  return out;
+}
+
+Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
+  IG_ASSIGN_OR_RETURN(store::CancelResult result, store_->CancelJob(job_id, clock_->NowMs()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& a : result.stopped) {
+      auto it = nodes_.find(a.node_id);
+      if (it == nodes_.end() || !it->second.session) continue;
+      v1::Command cmd;
+      cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
+      cmd.mutable_cancel()->set_reason("cancelled by user");
+      it->second.session->Push(std::move(cmd));
+    }
+  }
+  spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
+  Notify();
+  return result.job;
+}
+
+Result<v1::ListNodesResponse> Coordinator::ListNodes() {
+  IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
+  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+  v1::ListNodesResponse out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& r : records) {
+    v1::Node* n = out.add_nodes();
+    n->set_id(r.id);
+    n->set_name(r.name);
+    auto it = nodes_.find(r.id);
+    bool online = it != nodes_.end() && it->second.online;
+    *n->mutable_info() = it != nodes_.end() && it->second.info.cpu_cores() ? it->second.info : r.info;
+    n->set_state(online ? "online" : "offline");
+    n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
+    if (it != nodes_.end()) n->set_peer(it->second.peer);
+    for (const auto& a : active) {
+      if (a.node_id != r.id) continue;
+      n->set_cpu_allocated(n->cpu_allocated() + a.cpu);
+      n->set_memory_allocated(n->memory_allocated() + a.memory);
+      n->set_running_attempts(n->running_attempts() + 1);
+    }
+  }
+  return out;
+}
+
+Result<v1::PushImageResponse> Coordinator::RegisterImage(const std::string& archive_digest) {
+  if (!artifacts_->Has(archive_digest)) {
+    return Status::NotFound("archive " + archive_digest + " was not uploaded");
+  }
+  // Verify the archive ourselves: never trust the pusher's claim of what it holds.
+  IG_ASSIGN_OR_RETURN(image::OciImageInfo info, image::InspectOciArchive(artifacts_->PathOf(archive_digest)));
+  IG_RETURN_IF_ERROR(store_->RegisterImage({info.manifest_digest, info.config_digest, archive_digest},
+                                           clock_->NowMs()));
+  spdlog::info("image {} registered (config {}, archive {})", info.manifest_digest, info.config_digest,
+               archive_digest);
+  v1::PushImageResponse out;
+  out.set_image(info.manifest_digest);
+  out.set_config_digest(info.config_digest);
+  out.set_archive_digest(archive_digest);
+  return out;
+}
+
+Result<std::vector<v1::LogChunk>> Coordinator::ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms) {
+  uint64_t seen = version();
+  IG_ASSIGN_OR_RETURN(auto chunks, store_->ReadLogs(job_id, after_seq, 500));
+  if (chunks.empty() && wait_ms > 0) {
+    WaitForChange(seen, wait_ms);
+    return store_->ReadLogs(job_id, after_seq, 500);
+  }
+  return chunks;
+}
+
+Status Coordinator::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind) {
+  return store_->RecordArtifact(digest, size, kind, clock_->NowMs());
+}
+
+// --- agent operations ---------------------------------------------------------
+
+Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest& request, const std::string& peer) {
+  if (Sha256Digest(request.join_secret()) != join_secret_hash_) {
+    spdlog::warn("registration from {} refused: wrong join token", peer);
+    return Status::PermissionDenied("join token is not valid for this coordinator");
+  }
+  if (request.name().empty() || request.name().size() > 128) {
+    return Status::InvalidArgument("node name must be 1-128 characters");
+  }
+  v1::RegisterResponse out;
+  out.set_node_id(NewId("n"));
+  out.set_agent_token("iga_" + RandomHex(24));
+  store::NodeRecord rec{out.node_id(), request.name(), request.info(), clock_->NowMs(), clock_->NowMs()};
+  IG_RETURN_IF_ERROR(store_->UpsertNode(rec, Sha256Digest(out.agent_token())));
+  spdlog::info("node {} ({}) registered from {}", out.node_id(), request.name(), peer);
+  return out;
+}
+
+std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_id, const v1::NodeInfo& info,
+                                                       const std::string& peer) {
+  auto session = std::make_shared<AgentSession>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeLive& live = nodes_[node_id];
+    if (live.session) live.session->Close();  // a reconnect replaces the old stream
+    live.session = session;
+    live.info = info;
+    live.peer = peer;
+    live.online = true;
+    live.last_heartbeat_ms = clock_->NowMs();
+  }
+  (void)store_->RecordHeartbeat(node_id, info, clock_->NowMs());
+  // Re-send assignments the agent may not have received before a disconnect;
+  // agents ignore attempt ids they already know.
+  auto assigned = store_->AssignedAttempts(node_id);
+  if (assigned.ok()) {
+    for (const auto& a : *assigned) {
+      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0});
+    }
+  }
+  spdlog::info("node {} connected from {}", node_id, peer);
+  Notify();
+  return session;
+}
+
+void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr<AgentSession>& session) {
+  session->Close();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end() && it->second.session == session) {
+    // The node stays schedulable-but-unreachable until its heartbeats stop;
+    // without a stream it cannot receive work, so take it out of placement.
+    it->second.session.reset();
+    spdlog::info("node {} disconnected", node_id);
+  }
+}
+
+Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
+  bool came_back = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeLive& live = nodes_[node_id];
+    came_back = !live.online && live.session;
+    live.last_heartbeat_ms = clock_->NowMs();
+    if (request.info().cpu_cores()) live.info = request.info();
+    if (live.session) live.online = true;
+  }
+  if (came_back) Notify();
+  v1::HeartbeatResponse out;
+  out.set_server_time_ms(clock_->NowMs());
+  out.set_interval_ms(static_cast<uint32_t>(options_.heartbeat_interval_ms));
+  return out;
+}
+
+Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request) {
+  auto result = store_->ApplyAttemptReport(node_id, request, clock_->NowMs());
+  if (!result.ok()) {
+    spdlog::warn("report {} for attempt {} from node {} rejected: {}", v1::AttemptEvent_Name(request.event()),
+                 request.attempt_id(), node_id, result.status().message());
+    return result.status();
+  }
+  const auto& o = result->outcome;
+  if (o.changed) {
+    spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
+                 node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
+                 o.message.empty() ? "" : " (" + o.message + ")");
+    Notify();
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request) {
+  std::map<std::string, std::vector<v1::LogChunk>> by_job;
+  std::map<std::string, store::Store::AttemptOwner> owners;
+  for (const auto& chunk : request.chunks()) {
+    auto it = owners.find(chunk.attempt_id());
+    if (it == owners.end()) {
+      IG_ASSIGN_OR_RETURN(auto owner, store_->GetAttemptOwner(chunk.attempt_id()));
+      if (owner.node_id != node_id) {
+        return Status::PermissionDenied("attempt " + chunk.attempt_id() + " is not assigned to this node");
+      }
+      it = owners.emplace(chunk.attempt_id(), owner).first;
+    }
+    v1::LogChunk c = chunk;
+    c.set_task_index(it->second.index);
+    by_job[it->second.job_id].push_back(std::move(c));
+  }
+  for (const auto& [job, chunks] : by_job) IG_RETURN_IF_ERROR(store_->AppendLogs(job, chunks));
+  Notify();
+  return Status::Ok();
+}
+
+// --- dispatch -----------------------------------------------------------------
+
+Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(attempt.job_id));
+  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(ImageDigestOf(job.spec().image())));
+  if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
+  v1::Command cmd;
+  v1::Assignment* a = cmd.mutable_assign();
+  a->set_attempt_id(attempt.attempt_id);
+  a->set_job_id(attempt.job_id);
+  a->set_task_index(attempt.index);
+  *a->mutable_spec() = job.spec();
+  a->set_image_archive_digest(image->archive_digest);
+  a->set_image_config_digest(image->config_digest);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(attempt.node_id);
+  if (it == nodes_.end() || !it->second.session) {
+    return Status::Unavailable("node " + attempt.node_id + " is not connected");
+  }
+  it->second.session->Push(std::move(cmd));
+  return Status::Ok();
+}
+
+void Coordinator::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.dispatch_period_ms),
+                   [&] { return dirty_ || stopping_; });
+      if (stopping_) return;
+      dirty_ = false;
+    }
+    CheckHeartbeats();
+    DispatchOnce();
+  }
+}
+
+void Coordinator::CheckHeartbeats() {
+  int64_t now = clock_->NowMs();
+  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
+  std::vector<std::string> lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, n] : nodes_) {
+      if (now - n.last_heartbeat_ms > timeout && (n.online || n.session)) {
+        n.online = false;
+        if (n.session) n.session->Close();
+        n.session.reset();
+        lost.push_back(id);
+      }
+    }
+  }
+  for (const auto& id : lost) {
+    auto failed = store_->FailNodeAttempts(id, now);
+    spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
+                 failed.ok() ? failed->size() : 0);
+  }
+  auto expired = store_->ExpireQueuedTasks(now);
+  if (!lost.empty() || (expired.ok() && *expired > 0)) Notify();
+}
+
+void Coordinator::DispatchOnce() {
+  auto queued = store_->QueuedTasks(5000);
+  if (!queued.ok()) {
+    spdlog::error("dispatch: {}", queued.status().ToString());
+    return;
+  }
+  if (queued->empty()) return;
+  auto active = store_->ActiveAttempts();
+  if (!active.ok()) return;
+  std::vector<sched::NodeView> views;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, n] : nodes_) {
+      sched::NodeView v;
+      v.id = id;
+      v.online = n.online && n.session != nullptr;
+      v.cpu_free = n.info.cpu_cores();
+      v.memory_free = n.info.memory_bytes();
+      v.gpus_free = n.info.gpus();
+      v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
+      v.enforcement = n.info.enforcement();
+      for (const auto& a : *active) {
+        if (a.node_id != id) continue;
+        v.cpu_free -= a.cpu;
+        v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
+        v.gpus_free = v.gpus_free > a.gpus ? v.gpus_free - a.gpus : 0;
+      }
+      views.push_back(std::move(v));
+    }
+  }
+  std::vector<sched::TaskView> tasks;
+  for (const auto& q : *queued) {
+    sched::TaskView t{q.job_id, q.index, q.spec.resources(), q.spec.runtime(), {}};
+    t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
+    tasks.push_back(std::move(t));
+  }
+  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = plan.waiting;
+  }
+  if (plan.placements.empty()) return;
+  std::vector<store::NewAttempt> attempts;
+  int64_t now = clock_->NowMs();
+  for (const auto& p : plan.placements) attempts.push_back({NewId("a"), p.job_id, p.index, p.node_id, now});
+  auto committed = store_->CommitAssignments(attempts);
+  if (!committed.ok()) {
+    spdlog::error("dispatch commit: {}", committed.status().ToString());
+    return;
+  }
+  for (const auto& a : *committed) {
+    Status st = SendAssignment(a);
+    if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
+  }
+  Notify();
+}
+
+}  // namespace idlegrid::coordinator

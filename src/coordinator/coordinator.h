@@ -1,0 +1,128 @@
+#pragma once
+// The coordinator's business logic, independent of gRPC and HTTP: both API
+// shells call these methods, so a job submitted with curl and one submitted
+// with the CLI take the same path. Thread-safe.
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "artifacts/artifact_store.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
+
+namespace idlegrid::coordinator {
+
+struct Options {
+  int heartbeat_interval_ms = 5000;
+  int heartbeat_margin = 3;         // offline after interval * margin of silence
+  int dispatch_period_ms = 1000;    // timeouts are checked at least this often
+};
+
+// Commands waiting to be pushed down one agent's Connect stream.
+class AgentSession {
+ public:
+  // Blocks until a command is queued, the session closes, or `timeout_ms`
+  // passes. nullopt on timeout or close.
+  std::optional<v1::Command> Next(int timeout_ms);
+  void Push(v1::Command command);
+  void Close();
+  bool closed();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::Command> queue_;  // guarded by mu_
+  bool closed_ = false;            // guarded by mu_
+};
+
+class Coordinator {
+ public:
+  Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
+              std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
+              Clock* clock = SystemClock::Get());
+  ~Coordinator();
+
+  // Starts the dispatch/monitor thread. Call once.
+  void Start();
+  void Stop();
+
+  // --- authentication (tokens arrive as "Bearer <token>") ---
+  Status AuthenticateRequester(const std::string& bearer);
+  // The node id the agent token belongs to.
+  Result<std::string> AuthenticateAgent(const std::string& bearer);
+  // Creates an API token with `role`; returns the secret (shown once).
+  Result<std::string> CreateApiToken(const std::string& role);
+
+  // --- requester operations ---
+  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request);
+  Result<v1::Job> GetJob(const std::string& job_id);
+  Result<v1::ListJobsResponse> ListJobs();
+  Result<v1::Job> CancelJob(const std::string& job_id);
+  Result<v1::ListNodesResponse> ListNodes();
+  Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
+  // Log chunks after `after_seq`; when none are ready and `wait_ms` > 0,
+  // waits for new ones (or a job change) up to wait_ms.
+  Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms);
+  // Waits until the job differs from `known_version` or wait_ms passes.
+  // Returns the current change counter.
+  uint64_t WaitForChange(uint64_t known_version, int wait_ms);
+  uint64_t version();
+
+  // --- agent operations ---
+  Result<v1::RegisterResponse> RegisterNode(const v1::RegisterRequest& request, const std::string& peer);
+  std::shared_ptr<AgentSession> OpenSession(const std::string& node_id, const v1::NodeInfo& info,
+                                            const std::string& peer);
+  void CloseSession(const std::string& node_id, const std::shared_ptr<AgentSession>& session);
+  Result<v1::HeartbeatResponse> Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request);
+  Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
+  Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
+  // May the node read this artifact? (Images and inputs of its attempts; for
+  // now any artifact: scoped tokens come with the data-plane work.)
+  artifacts::ArtifactStore* artifact_store() { return artifacts_.get(); }
+  store::Store* store() { return store_.get(); }
+  Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind);
+
+ private:
+  struct NodeLive {
+    std::shared_ptr<AgentSession> session;
+    v1::NodeInfo info;
+    std::string peer;
+    int64_t last_heartbeat_ms = 0;
+    bool online = false;
+  };
+
+  void Loop();
+  void DispatchOnce();
+  void CheckHeartbeats();
+  void Notify();  // something changed: wake the loop and watchers
+  Status SendAssignment(const store::NewAttempt& attempt);
+
+  // Constant after construction.
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  const std::string join_secret_hash_;
+  const Options options_;
+  Clock* const clock_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;                 // loop wake-ups and watchers
+  std::map<std::string, NodeLive> nodes_;      // guarded by mu_
+  std::map<std::string, std::string> waiting_; // task key -> why it waits; guarded by mu_
+  std::map<std::string, std::string> agent_tokens_;  // token hash -> node id; guarded by mu_
+  uint64_t version_ = 0;                       // guarded by mu_
+  bool dirty_ = true;                          // guarded by mu_
+  bool stopping_ = false;                      // guarded by mu_
+  std::thread loop_;
+};
+
+}  // namespace idlegrid::coordinator

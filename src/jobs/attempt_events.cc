@@ -1,0 +1,94 @@
+#include "jobs/attempt_events.h"
+
+#include "jobs/task_state.h"
+
+namespace idlegrid::jobs {
+
+namespace {
+
+AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std::string message) {
+  AttemptOutcome out;
+  out.attempt_state = v1::FAILED;
+  out.reason = reason;
+  out.message = std::move(message);
+  // A policy rejection is not the job's fault and used no run time: it never
+  // consumes a retry, it only rules out that node.
+  if (reason == v1::POLICY_REJECTED) {
+    out.task_state = v1::QUEUED;
+    out.retried = true;
+    out.exclude_node = true;
+    return out;
+  }
+  out.retried = ShouldRetry(reason, ctx.attempts_used, ctx.retries, ctx.idempotent);
+  out.task_state = out.retried ? v1::QUEUED : v1::FAILED;
+  out.exclude_node = reason == v1::PLATFORM_FAILURE || reason == v1::NODE_LOST;
+  return out;
+}
+
+}  // namespace
+
+Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
+                                         const v1::ReportAttemptRequest& report) {
+  if (IsTerminal(ctx.attempt_state)) {
+    // The cancel path: the agent confirms the container is gone.
+    if (report.event() == v1::STOPPED && ctx.attempt_state == v1::CANCELLED) {
+      AttemptOutcome same{ctx.task_state, ctx.attempt_state};
+      same.changed = false;
+      return same;
+    }
+    return Status::FailedPrecondition(std::string("attempt is already ") +
+                                      StateName(ctx.attempt_state) + "; report ignored");
+  }
+  AttemptOutcome out{ctx.task_state, ctx.attempt_state};
+  switch (report.event()) {
+    case v1::ACCEPTED:
+      if (ctx.attempt_state != v1::ASSIGNED) {
+        return Status::FailedPrecondition("ACCEPTED for an attempt that is not assigned");
+      }
+      out.changed = false;
+      return out;
+    case v1::REJECTED:
+      if (ctx.attempt_state != v1::ASSIGNED) {
+        return Status::FailedPrecondition("REJECTED for an attempt that already started");
+      }
+      return Failure(ctx, v1::POLICY_REJECTED, "rejected by node: " + report.message());
+    case v1::STARTED:
+      if (ctx.attempt_state == v1::RUNNING) {
+        out.changed = false;
+        return out;
+      }
+      IG_RETURN_IF_ERROR(CheckAttemptTransition(ctx.attempt_state, v1::RUNNING));
+      out.attempt_state = v1::RUNNING;
+      out.task_state = v1::RUNNING;
+      return out;
+    case v1::EXITED:
+      if (report.exit_code() == 0 && report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED) {
+        out.attempt_state = v1::SUCCEEDED;
+        out.task_state = v1::SUCCEEDED;
+        return out;
+      }
+      return Failure(ctx,
+                     report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
+                         ? v1::NONZERO_EXIT
+                         : report.failure_reason(),
+                     report.message().empty()
+                         ? "exited with code " + std::to_string(report.exit_code())
+                         : report.message());
+    case v1::ERRORED:
+      return Failure(ctx,
+                     report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
+                         ? v1::PLATFORM_FAILURE
+                         : report.failure_reason(),
+                     report.message());
+    case v1::STOPPED:
+      return Status::FailedPrecondition("STOPPED for an attempt that was not cancelled");
+    default:
+      return Status::InvalidArgument("unknown attempt event");
+  }
+}
+
+AttemptOutcome NodeLostOutcome(const AttemptContext& ctx) {
+  return Failure(ctx, v1::NODE_LOST, "node stopped sending heartbeats");
+}
+
+}  // namespace idlegrid::jobs

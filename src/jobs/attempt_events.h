@@ -1,0 +1,39 @@
+#pragma once
+// What an agent's report about an attempt does to the attempt and its task.
+// Pure: the store loads the current states, calls ApplyAttemptEvent, and writes
+// the outcome back in the same transaction.
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::jobs {
+
+struct AttemptContext {
+  v1::TaskState task_state = v1::QUEUED;
+  v1::TaskState attempt_state = v1::ASSIGNED;
+  uint32_t attempts_used = 0;  // attempts of this task so far, this one included
+  uint32_t retries = 0;
+  bool idempotent = false;
+};
+
+struct AttemptOutcome {
+  v1::TaskState task_state;
+  v1::TaskState attempt_state;
+  v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED;  // set when the attempt failed
+  std::string message;
+  bool retried = false;        // the task went back to the queue
+  bool exclude_node = false;   // do not place this task on that node again
+  bool changed = true;         // false for a harmless duplicate report
+};
+
+// FailedPrecondition for a report that does not fit the current state (e.g. a
+// late EXITED for an attempt that was cancelled): such reports change nothing.
+Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
+                                         const v1::ReportAttemptRequest& report);
+
+// The attempt's node went away (or its lease expired) while it was active.
+AttemptOutcome NodeLostOutcome(const AttemptContext& ctx);
+
+}  // namespace idlegrid::jobs

@@ -1,0 +1,42 @@
+#pragma once
+// The task/attempt state machine, as pure functions over plain values.
+//
+//   QUEUED ──▶ ASSIGNED ──▶ RUNNING ──▶ SUCCEEDED
+//     │  ▲        │  │         │  └───▶ FAILED(reason)
+//     │  └────────┘  │         └──────▶ CANCELLED
+//     │  (rejected,  └─▶ FAILED | CANCELLED
+//     │   retried)
+//     └──▶ FAILED(queue timeout) | CANCELLED
+//
+// A task is retried by moving it back to QUEUED; each try is a new attempt.
+// Attempts never leave a terminal state.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::jobs {
+
+using v1::FailureReason;
+using v1::TaskState;
+
+const char* StateName(TaskState state);
+const char* ReasonName(FailureReason reason);
+bool IsTerminal(TaskState state);
+
+// Ok if a task may move from `from` to `to`; FailedPrecondition naming both otherwise.
+Status CheckTaskTransition(TaskState from, TaskState to);
+// Attempts have no way back to QUEUED.
+Status CheckAttemptTransition(TaskState from, TaskState to);
+
+// Aggregate state of a job from the number of its tasks in each state.
+TaskState AggregateJobState(const std::map<TaskState, int>& counts);
+
+// Whether a failed attempt is retried. `attempts_used` counts the failed one.
+// Retried: the job's own failures and platform failures while attempts_used <= retries;
+// a lost node only for idempotent jobs; never user cancels or queue timeouts.
+bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries, bool idempotent);
+
+}  // namespace idlegrid::jobs

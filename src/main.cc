@@ -1,0 +1,160 @@
+// idlegrid: one binary, subcommands in the style of nomad/consul. This file
+// only wires flags to the modules that do the work.
+#include <CLI/CLI.hpp>
+#include <google/protobuf/util/json_util.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <thread>
+
+#include "agent/agent.h"
+#include "api/coordinator_server.h"
+#include "cli/commands.h"
+#include "manifest/manifest.h"
+
+namespace {
+
+// Logs go to stderr; stdout carries only results and readiness lines.
+void SetupLogging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("idlegrid");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+
+int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool json) {
+  idlegrid::agent::Agent agent(config);
+  if (discover) {
+    auto info = agent.Describe();
+    std::string out;
+    google::protobuf::util::JsonPrintOptions opts;
+    opts.add_whitespace = true;
+    (void)google::protobuf::util::MessageToJsonString(info, &out, opts);
+    std::cout << out;
+    if (!json) std::cout << "no GPU: GPU discovery is not implemented in this build (CPU capacity only)\n";
+    return 0;
+  }
+  // SIGTERM/SIGINT: stop taking work, kill running containers, exit.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {}: agent shutting down", sig);
+    agent.Shutdown();
+  });
+  waiter.detach();
+  return agent.Run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"idlegrid: a grid of idle GPUs and CPUs for batch ML and simulation jobs"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+
+  idlegrid::cli::CommonFlags common;
+  auto add_client_flags = [&](CLI::App* sub) {
+    sub->add_option("--addr", common.config.address, "coordinator gRPC address (env IDLEGRID_ADDR)");
+    sub->add_option("--ca-file", common.config.ca_file, "coordinator CA certificate (env IDLEGRID_CA_FILE)");
+    sub->add_option("--token", common.config.token, "API token (env IDLEGRID_TOKEN)");
+    sub->add_option("--config", common.config_file, "client config YAML (env IDLEGRID_CONFIG)");
+    sub->add_flag("--json", common.json, "machine-readable output");
+  };
+
+  // coordinator
+  idlegrid::api::CoordinatorConfig coord;
+  auto* c = app.add_subcommand("coordinator", "run the control plane");
+  c->add_option("--data-dir", coord.data_dir, "state, PKI, artifacts")->capture_default_str();
+  c->add_option("--listen", coord.grpc_listen, "gRPC address (port 0 = any)")->capture_default_str();
+  c->add_option("--http-listen", coord.http_listen, "HTTPS/JSON address (port 0 = any)")->capture_default_str();
+  c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");
+  c->add_option("--heartbeat-interval-ms", coord.options.heartbeat_interval_ms)->capture_default_str();
+  c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
+
+  // agent
+  idlegrid::agent::AgentConfig agent;
+  bool discover = false;
+  bool agent_json = false;
+  auto* a = app.add_subcommand("agent", "run the data plane on this host (dials out only)");
+  a->add_option("--coordinator", agent.coordinator, "coordinator gRPC address host:port");
+  a->add_option("--join-token", agent.join_token, "join token (first start only)");
+  a->add_option("--ca-hash", agent.ca_hash, "sha256 fingerprint of the coordinator CA to pin (first start)");
+  a->add_option("--data-dir", agent.data_dir, "agent state")->capture_default_str();
+  a->add_option("--name", agent.name, "node name (default: hostname)");
+  a->add_option("--cpus", agent.cpus, "cores offered (default: all)");
+  a->add_option("--memory-mib", agent.memory_bytes, "memory offered in MiB (default: all)")
+      ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
+  a->add_option("--region", agent.region)->capture_default_str();
+  a->add_option("--podman", agent.podman, "podman binary")->capture_default_str();
+  a->add_flag("--discover", discover, "print what this host would advertise and exit");
+  a->add_flag("--json", agent_json, "with --discover: JSON only");
+
+  std::string manifest, job_id, dir, file;
+  bool wait = false, follow = false;
+  auto* submit = app.add_subcommand("submit", "submit a job manifest");
+  submit->add_option("manifest", manifest, "job manifest YAML")->required();
+  submit->add_flag("--wait", wait, "follow progress until the job ends");
+  add_client_flags(submit);
+  auto* validate = app.add_subcommand("validate", "check a job manifest without submitting it");
+  validate->add_option("manifest", manifest)->required();
+  validate->add_flag("--json", common.json);
+  auto* status = app.add_subcommand("status", "show a job");
+  status->add_option("job", job_id)->required();
+  status->add_flag("--wait", wait, "wait until the job ends");
+  add_client_flags(status);
+  auto* jobs = app.add_subcommand("jobs", "list jobs");
+  add_client_flags(jobs);
+  auto* nodes = app.add_subcommand("nodes", "list nodes");
+  add_client_flags(nodes);
+  auto* logs = app.add_subcommand("logs", "print a job's output");
+  logs->add_option("job", job_id)->required();
+  logs->add_flag("-f,--follow", follow, "keep streaming until the job ends");
+  add_client_flags(logs);
+  auto* fetch = app.add_subcommand("fetch", "download a job's outputs, verifying digests");
+  fetch->add_option("job", job_id)->required();
+  fetch->add_option("dir", dir)->required();
+  add_client_flags(fetch);
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("job", job_id)->required();
+  add_client_flags(cancel);
+  auto* image = app.add_subcommand("image", "manage images");
+  image->require_subcommand(1);
+  auto* push = image->add_subcommand("push", "upload an OCI archive (podman save --format oci-archive)");
+  push->add_option("archive", file)->required()->check(CLI::ExistingFile);
+  add_client_flags(push);
+  auto* artifact = app.add_subcommand("artifact", "manage artifacts");
+  artifact->require_subcommand(1);
+  auto* apush = artifact->add_subcommand("push", "upload a file as a content-addressed input artifact");
+  apush->add_option("file", file)->required()->check(CLI::ExistingFile);
+  add_client_flags(apush);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  SetupLogging(log_level);
+
+  if (*c) return idlegrid::api::RunCoordinator(coord);
+  if (*a) return RunAgent(agent, discover, agent_json);
+  if (*submit) return idlegrid::cli::Submit(common, manifest, wait);
+  if (*validate) return idlegrid::cli::Validate(common, manifest);
+  if (*status) return idlegrid::cli::Status_(common, job_id, wait);
+  if (*jobs) return idlegrid::cli::Jobs(common);
+  if (*nodes) return idlegrid::cli::Nodes(common);
+  if (*logs) return idlegrid::cli::Logs(common, job_id, follow);
+  if (*fetch) return idlegrid::cli::Fetch(common, job_id, dir);
+  if (*cancel) return idlegrid::cli::Cancel(common, job_id);
+  if (*push) return idlegrid::cli::ImagePush(common, file);
+  if (*apush) return idlegrid::cli::ArtifactPush(common, file);
+  return 2;
+}

@@ -1,0 +1,436 @@
+// Manifest YAML -> JobSpec. This file checks the document's shape and types
+// and remembers where each value sits; the semantic rules live in validate.cc,
+// shared with specs that arrive as JSON, and their violations are mapped back
+// to a line and column here.
+#include "manifest/manifest.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace idlegrid::manifest {
+namespace {
+
+constexpr size_t kMaxEditDistanceForSuggestion = 2;
+constexpr size_t kMaxQuotedValueLength = 40;
+
+// A value in the document: its node, its manifest path ("resources.memory",
+// "inputs[0].path") and the place errors about it point to.
+struct Value {
+  YAML::Node node;
+  std::string path;
+  YAML::Mark mark;
+};
+
+struct FieldRule {
+  std::string_view key;
+  std::function<Status(const Value&)> read;
+};
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string JoinPath(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string InContext(const std::string& path) { return path.empty() ? "" : " in " + path; }
+
+bool IsQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+
+// "null", "a list", "a map", "\"abc\"" or "the quoted string \"2\"".
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar: {
+      std::string text = node.Scalar();
+      if (text.size() > kMaxQuotedValueLength) text = text.substr(0, kMaxQuotedValueLength) + "...";
+      return (IsQuoted(node) ? "the quoted string " : "") + Quote(text);
+    }
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+    }
+  }
+  return row[b.size()];
+}
+
+// Lowercase without separators, so "gpu_memory" and "GPU-Memory" match "gpuMemory".
+std::string Normalize(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c != '_' && c != '-')
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::optional<std::string_view> ClosestKey(const std::string& key,
+                                           const std::vector<FieldRule>& rules) {
+  std::optional<std::string_view> best;
+  size_t best_distance = kMaxEditDistanceForSuggestion + 1;
+  for (const FieldRule& rule : rules) {
+    size_t distance = Normalize(key) == Normalize(rule.key) ? 0 : EditDistance(key, rule.key);
+    if (distance < best_distance) {
+      best = rule.key;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+bool IsAllDigits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+class ManifestParser {
+ public:
+  explicit ManifestParser(std::string filename) : filename_(std::move(filename)) {}
+
+  Result<v1::JobSpec> Parse(const std::string& text);
+
+ private:
+  using FieldReader = std::function<Status(const Value&)>;
+  using EntryVisitor =
+      std::function<Status(const std::string& key, const YAML::Mark& key_mark, const Value& value)>;
+
+  Status Error(const YAML::Mark& mark, const std::string& message) const;
+  // "<path>: expected <what>, got <description of the value>".
+  Status Expected(const Value& value, const std::string& what) const;
+  // The mark recorded for `path`, else for its closest recorded parent.
+  YAML::Mark MarkFor(std::string path) const;
+
+  Result<v1::JobSpec> ParseDocument(const std::string& text);
+  // Visits each entry of a map, rejecting non-string and duplicate keys.
+  Status ForEachEntry(const Value& map, const EntryVisitor& visit);
+  // Dispatches each entry of a map to its rule; unknown keys and missing
+  // `required` keys are errors.
+  Status ReadFields(const Value& map, const std::vector<FieldRule>& rules,
+                    const std::vector<std::string_view>& required);
+
+  // A FieldReader that parses with `read` and stores the result with `set`.
+  template <typename T, typename Setter>
+  FieldReader Bind(Result<T> (ManifestParser::*read)(const Value&), Setter set) {
+    return [this, read, set](const Value& value) -> Status {
+      Result<T> result = (this->*read)(value);
+      if (!result.ok()) return result.status();
+      set(std::move(result).value());
+      return Status::Ok();
+    };
+  }
+
+  Result<std::string> ReadString(const Value& value);
+  Result<std::vector<std::string>> ReadStringList(const Value& value);
+  Result<uint32_t> ReadUint32(const Value& value);
+  Result<bool> ReadBool(const Value& value);
+  Result<uint64_t> ReadBytes(const Value& value);
+  Result<uint32_t> ReadDuration(const Value& value);
+  Result<double> ReadCpu(const Value& value);
+
+  Status ReadJob(const Value& root, v1::JobSpec* spec);
+  Status ReadResources(const Value& value, v1::Resources* resources);
+  Status ReadEnv(const Value& value, v1::JobSpec* spec);
+  Status ReadInputs(const Value& value, v1::JobSpec* spec);
+
+  const std::string filename_;
+  std::map<std::string, YAML::Mark> marks_;  // manifest path -> where it is written
+};
+
+Status ManifestParser::Error(const YAML::Mark& mark, const std::string& message) const {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  int column = mark.is_null() ? 1 : mark.column + 1;
+  return Status::InvalidArgument(filename_ + ":" + std::to_string(line) + ":" +
+                                 std::to_string(column) + ": " + message);
+}
+
+Status ManifestParser::Expected(const Value& value, const std::string& what) const {
+  return Error(value.mark, value.path + ": expected " + what + ", got " + Describe(value.node));
+}
+
+YAML::Mark ManifestParser::MarkFor(std::string path) const {
+  while (true) {
+    auto it = marks_.find(path);
+    if (it != marks_.end()) return it->second;
+    if (path.empty()) return YAML::Mark::null_mark();
+    size_t cut = path.find_last_of(".[");
+    path.resize(cut == std::string::npos ? 0 : cut);
+  }
+}
+
+Result<v1::JobSpec> ManifestParser::Parse(const std::string& text) {
+  try {
+    return ParseDocument(text);
+  } catch (const YAML::Exception& e) {
+    return Error(e.mark, "invalid YAML: " + e.msg);
+  }
+}
+
+Result<v1::JobSpec> ManifestParser::ParseDocument(const std::string& text) {
+  const YAML::Mark start;
+  if (text.size() > kMaxManifestBytes) {
+    return Error(start, "manifest is larger than " + FormatBytes(kMaxManifestBytes));
+  }
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.empty()) return Error(start, "manifest is empty");
+  if (documents.size() > 1) {
+    return Error(documents[1].Mark(), "a manifest must hold a single YAML document");
+  }
+  const YAML::Node& node = documents[0];
+  Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
+  if (!root.node.IsMap()) {
+    return Error(root.mark,
+                 "a manifest must be a map of fields (apiVersion, name, image, ...), got " +
+                     Describe(root.node));
+  }
+  marks_[""] = root.mark;
+
+  // Defaults go in first so that a value written in the manifest, even a
+  // zero, is what validation sees.
+  v1::JobSpec spec;
+  ApplyDefaults(&spec);
+  IG_RETURN_IF_ERROR(ReadJob(root, &spec));
+  if (std::optional<FieldViolation> violation = FindViolation(spec)) {
+    return Error(MarkFor(violation->manifest_field),
+                 violation->manifest_field + ": " + violation->description);
+  }
+  return spec;
+}
+
+Status ManifestParser::ForEachEntry(const Value& map, const EntryVisitor& visit) {
+  std::set<std::string> seen;
+  for (const auto& entry : map.node) {
+    const YAML::Node& key = entry.first;
+    const YAML::Mark key_mark = key.Mark().is_null() ? map.mark : key.Mark();
+    if (!key.IsScalar()) {
+      return Error(key_mark, "keys must be strings, got " + Describe(key) + InContext(map.path));
+    }
+    const std::string& name = key.Scalar();
+    if (!seen.insert(name).second) {
+      return Error(key_mark, "duplicate key " + Quote(name) + InContext(map.path));
+    }
+    // A null value ("memory:") has no position of its own; point at its key.
+    const YAML::Node& node = entry.second;
+    Value value{node, JoinPath(map.path, name), node.IsNull() ? key_mark : node.Mark()};
+    marks_[value.path] = value.mark;
+    IG_RETURN_IF_ERROR(visit(name, key_mark, value));
+  }
+  return Status::Ok();
+}
+
+Status ManifestParser::ReadFields(const Value& map, const std::vector<FieldRule>& rules,
+                                  const std::vector<std::string_view>& required) {
+  if (!map.node.IsMap()) return Expected(map, "a map");
+  std::set<std::string, std::less<>> present;
+  IG_RETURN_IF_ERROR(ForEachEntry(
+      map, [&](const std::string& key, const YAML::Mark& key_mark, const Value& value) -> Status {
+        auto rule = std::find_if(rules.begin(), rules.end(),
+                                 [&key](const FieldRule& r) { return r.key == key; });
+        if (rule == rules.end()) {
+          std::string message = "unknown field " + Quote(key) + InContext(map.path);
+          if (key == "<<") {
+            message += " (YAML merge keys are not supported)";
+          } else if (std::optional<std::string_view> suggestion = ClosestKey(key, rules)) {
+            message += " (did you mean " + Quote(*suggestion) + "?)";
+          }
+          return Error(key_mark, message);
+        }
+        present.insert(key);
+        return rule->read(value);
+      }));
+  for (std::string_view key : required) {
+    if (!present.contains(key)) {
+      std::string where = map.path.empty() ? "" : map.path + ": ";
+      return Error(map.mark, where + "missing required field " + Quote(key));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ManifestParser::ReadString(const Value& value) {
+  if (!value.node.IsScalar()) return Expected(value, "a string");
+  return value.node.Scalar();
+}
+
+Result<std::vector<std::string>> ManifestParser::ReadStringList(const Value& value) {
+  if (value.node.IsScalar()) return std::vector<std::string>{value.node.Scalar()};
+  if (!value.node.IsSequence()) return Expected(value, "a list of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < value.node.size(); ++i) {
+    const YAML::Node& node = value.node[i];
+    Value item{node, value.path + "[" + std::to_string(i) + "]",
+               node.IsNull() ? value.mark : node.Mark()};
+    marks_[item.path] = item.mark;
+    IG_ASSIGN_OR_RETURN(std::string text, ReadString(item));
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+Result<uint32_t> ManifestParser::ReadUint32(const Value& value) {
+  const std::string& text = value.node.Scalar();
+  if (!value.node.IsScalar() || IsQuoted(value.node) || !IsAllDigits(text)) {
+    return Expected(value, "a non-negative integer");
+  }
+  uint64_t number = 0;
+  for (char c : text) {
+    number = number * 10 + static_cast<unsigned>(c - '0');
+    if (number > std::numeric_limits<uint32_t>::max()) {
+      return Error(value.mark, value.path + ": " + Quote(text) + " is too large");
+    }
+  }
+  return static_cast<uint32_t>(number);
+}
+
+Result<bool> ManifestParser::ReadBool(const Value& value) {
+  if (value.node.IsScalar() && !IsQuoted(value.node)) {
+    if (value.node.Scalar() == "true") return true;
+    if (value.node.Scalar() == "false") return false;
+  }
+  return Expected(value, "true or false");
+}
+
+Result<uint64_t> ManifestParser::ReadBytes(const Value& value) {
+  if (!value.node.IsScalar()) return Expected(value, "a byte quantity like 256Mi");
+  Result<uint64_t> bytes = ParseBytes(value.node.Scalar());
+  if (!bytes.ok()) return Error(value.mark, value.path + ": " + bytes.status().message());
+  return bytes;
+}
+
+Result<uint32_t> ManifestParser::ReadDuration(const Value& value) {
+  if (!value.node.IsScalar()) return Expected(value, "a duration like 10m");
+  Result<uint32_t> seconds = ParseDurationSeconds(value.node.Scalar());
+  if (!seconds.ok()) return Error(value.mark, value.path + ": " + seconds.status().message());
+  return seconds;
+}
+
+Result<double> ManifestParser::ReadCpu(const Value& value) {
+  if (!value.node.IsScalar()) return Expected(value, "a number of cores like 1 or 0.5");
+  Result<double> cores = ParseCpu(value.node.Scalar());
+  if (!cores.ok()) return Error(value.mark, value.path + ": " + cores.status().message());
+  return cores;
+}
+
+Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
+  using P = ManifestParser;
+  using Strings = std::vector<std::string>;
+  const std::vector<FieldRule> array_rules = {
+      {"count", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_array_count(n); })},
+  };
+  const std::vector<FieldRule> rules = {
+      {"apiVersion", Bind(&P::ReadString, [spec](std::string s) { spec->set_api_version(s); })},
+      {"name", Bind(&P::ReadString, [spec](std::string s) { spec->set_name(s); })},
+      {"image", Bind(&P::ReadString, [spec](std::string s) { spec->set_image(s); })},
+      {"command",
+       Bind(&P::ReadStringList,
+            [spec](Strings list) { spec->mutable_command()->Assign(list.begin(), list.end()); })},
+      {"args",
+       Bind(&P::ReadStringList,
+            [spec](Strings list) { spec->mutable_args()->Assign(list.begin(), list.end()); })},
+      {"env", [this, spec](const Value& v) { return ReadEnv(v, spec); }},
+      {"resources",
+       [this, spec](const Value& v) { return ReadResources(v, spec->mutable_resources()); }},
+      {"inputs", [this, spec](const Value& v) { return ReadInputs(v, spec); }},
+      {"output", Bind(&P::ReadString, [spec](std::string s) { spec->set_output_path(s); })},
+      {"runTimeout",
+       Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_run_timeout_seconds(s); })},
+      {"queueTimeout",
+       Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_queue_timeout_seconds(s); })},
+      {"retries", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_retries(n); })},
+      {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
+      {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},
+      {"runtime", Bind(&P::ReadString, [spec](std::string s) { spec->set_runtime(s); })},
+  };
+  return ReadFields(root, rules, {"apiVersion", "name", "image"});
+}
+
+Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
+  using P = ManifestParser;
+  const std::vector<FieldRule> rules = {
+      {"gpus", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_gpus(n); })},
+      {"gpuMemory", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_gpu_memory_bytes(n); })},
+      {"cpu", Bind(&P::ReadCpu, [r](double n) { r->set_cpu(n); })},
+      {"memory", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_memory_bytes(n); })},
+      {"disk", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_disk_bytes(n); })},
+      {"pids", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_pids(n); })},
+      {"strictCpu", Bind(&P::ReadBool, [r](bool b) { r->set_strict_cpu(b); })},
+  };
+  return ReadFields(value, rules, {});
+}
+
+Status ManifestParser::ReadEnv(const Value& value, v1::JobSpec* spec) {
+  if (!value.node.IsMap()) return Expected(value, "a map of variable names to values");
+  return ForEachEntry(value,
+                      [&](const std::string& key, const YAML::Mark& key_mark, const Value& entry) {
+                        if (!entry.node.IsScalar())
+                          return Expected(entry, "a string, number or boolean");
+                        // Violations of env rules are about the name, so they point at the key.
+                        marks_[entry.path] = key_mark;
+                        (*spec->mutable_env())[key] = entry.node.Scalar();
+                        return Status::Ok();
+                      });
+}
+
+Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
+  if (!value.node.IsSequence()) return Expected(value, "a list of {artifact, path} maps");
+  for (size_t i = 0; i < value.node.size(); ++i) {
+    const YAML::Node& node = value.node[i];
+    Value item{node, value.path + "[" + std::to_string(i) + "]",
+               node.IsNull() ? value.mark : node.Mark()};
+    marks_[item.path] = item.mark;
+    v1::InputSpec* input = spec->add_inputs();
+    const std::vector<FieldRule> rules = {
+        {"artifact",
+         Bind(&ManifestParser::ReadString, [input](std::string s) { input->set_artifact(s); })},
+        {"path", Bind(&ManifestParser::ReadString, [input](std::string s) { input->set_path(s); })},
+    };
+    IG_RETURN_IF_ERROR(ReadFields(item, rules, {"artifact", "path"}));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename) {
+  return ManifestParser(filename).Parse(yaml_text);
+}
+
+Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
+  // Read one byte past the limit, so ParseManifest reports an oversized file
+  // without this loading all of it.
+  std::string text(kMaxManifestBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParseManifest(text, path);
+}
+
+}  // namespace idlegrid::manifest

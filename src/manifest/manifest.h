@@ -1,0 +1,96 @@
+#pragma once
+// Job manifests: the YAML file a requester writes, parsed into the JobSpec that
+// travels over the wire. docs/manifest.md is the user-facing reference.
+//
+// Everything here is pure (no I/O except LoadManifestFile) and thread-safe.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::manifest {
+
+inline constexpr char kApiVersion[] = "idlegrid/v1";
+
+// Defaults ApplyDefaults fills in.
+inline constexpr double kDefaultCpu = 1.0;
+inline constexpr uint64_t kDefaultMemoryBytes = 512ull << 20;
+inline constexpr uint64_t kDefaultDiskBytes = 1ull << 30;
+inline constexpr uint32_t kDefaultPids = 256;
+inline constexpr char kDefaultOutputPath[] = "/out";
+inline constexpr uint32_t kDefaultRunTimeoutSeconds = 60 * 60;
+inline constexpr uint32_t kDefaultQueueTimeoutSeconds = 24 * 60 * 60;
+inline constexpr uint32_t kDefaultArrayCount = 1;
+inline constexpr char kDefaultRuntime[] = "runc";
+
+// Limits ValidateJobSpec enforces.
+inline constexpr uint32_t kMaxGpus = 64;
+inline constexpr double kMaxCpu = 1024;
+inline constexpr uint64_t kMinMemoryBytes = 4ull << 20;
+inline constexpr uint64_t kMinDiskBytes = 1ull << 20;
+inline constexpr uint32_t kMaxPids = 65536;
+inline constexpr uint32_t kMaxRunTimeoutSeconds = 7 * 24 * 60 * 60;
+inline constexpr uint32_t kMaxQueueTimeoutSeconds = 30 * 24 * 60 * 60;
+inline constexpr uint32_t kMaxRetries = 100;
+inline constexpr uint32_t kMaxArrayCount = 100000;
+inline constexpr size_t kMaxManifestBytes = 1 << 20;
+
+// Parses a manifest. Unset fields get their defaults, and the result passes
+// ValidateJobSpec. On failure returns InvalidArgument whose message is exactly
+// "<filename>:<line>:<column>: <what is wrong>", 1-based, pointing at the
+// offending value (or key, for unknown and duplicate keys; or the enclosing
+// map, for missing fields). Never throws.
+Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename);
+
+// Reads `path` and parses it with ParseManifest. A file that cannot be read is
+// InvalidArgument "<path>: cannot read: <reason>".
+Result<v1::JobSpec> LoadManifestFile(const std::string& path);
+
+// Sets every unset (zero/empty) field that has a default. Proto3 cannot tell
+// "unset" from zero, so for a spec built from JSON, `memory_bytes: 0` means
+// "default". ParseManifest does not have that ambiguity: there an explicit 0
+// is kept and rejected by validation.
+void ApplyDefaults(v1::JobSpec* spec);
+
+// One broken rule of a JobSpec, named both ways.
+struct FieldViolation {
+  std::string field;           // proto path: "resources.memory_bytes", "inputs[2].path"
+  std::string manifest_field;  // manifest path: "resources.memory", "inputs[2].path"
+  std::string description;     // "must be at least 4194304 (4Mi)"
+};
+
+// The first rule `spec` breaks, or nullopt if it is valid. Expects defaults to
+// have been applied (a zero memory_bytes is a violation).
+std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec);
+
+// FindViolation as a Status: InvalidArgument
+// "spec.<field>: <description>", e.g.
+// "spec.resources.memory_bytes: must be at least 4194304 (4Mi)".
+Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// Byte quantities: a whole number, optionally with a decimal fraction, then an
+// optional unit: k M G T P E (powers of 1000) or Ki Mi Gi Ti Pi Ei (powers of
+// 1024). "256Mi", "1.5Gi", "2G", "500k", "1024". The result must be a whole
+// number of bytes that fits in 64 bits. Errors are InvalidArgument.
+Result<uint64_t> ParseBytes(const std::string& s);
+
+// Durations: a plain number of seconds ("90"), or one or more <number><unit>
+// parts with units d h m s in that order ("30s", "10m", "2h", "1d", "1h30m").
+// Errors are InvalidArgument, including results beyond uint32 seconds.
+Result<uint32_t> ParseDurationSeconds(const std::string& s);
+
+// CPU cores: "1", "0.5", "2.25", or millicores "500m". Must be a finite,
+// non-negative number; the range is checked by ValidateJobSpec.
+Result<double> ParseCpu(const std::string& s);
+
+// Renders bytes in the largest binary unit that divides them exactly:
+// 4194304 -> "4Mi", 1000 -> "1000".
+std::string FormatBytes(uint64_t bytes);
+
+// Renders seconds as "1h30m", "7d", "45s", "0s".
+std::string FormatDuration(uint32_t seconds);
+
+}  // namespace idlegrid::manifest

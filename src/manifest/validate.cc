@@ -1,0 +1,293 @@
+// Defaults and semantic validation of a JobSpec, shared by manifests and by
+// specs that arrive over gRPC or HTTP/JSON.
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <string_view>
+
+#include "common/digest.h"
+#include "manifest/manifest.h"
+
+namespace idlegrid::manifest {
+namespace {
+
+constexpr std::string_view kReservedEnvPrefix = "IDLEGRID_";
+constexpr size_t kMaxImageNameLength = 255;
+constexpr size_t kMaxPathLength = 4096;
+
+using Violation = std::optional<FieldViolation>;
+
+// A field whose proto and manifest paths are the same.
+FieldViolation Bad(const std::string& path, std::string description) {
+  return {path, path, std::move(description)};
+}
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool IsValidName(std::string_view name) {
+  if (name.empty() || name.size() > 63 || !IsLowerAlnum(name.front())) return false;
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+bool IsValidEnvKey(std::string_view key) {
+  auto is_start = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (key.empty() || !is_start(key.front())) return false;
+  for (char c : key) {
+    if (!is_start(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// Shortest round-trip form: 0.5 -> "0.5", 2 -> "2".
+std::string FormatNumber(double value) {
+  char buffer[32];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return error == std::errc() ? std::string(buffer, end) : "?";
+}
+
+// Why `image` is not "[name@]sha256:<hex>", or nullopt when it is.
+std::optional<std::string> ImageProblem(std::string_view image) {
+  size_t at = image.rfind('@');
+  std::string_view name = at == std::string_view::npos ? "" : image.substr(0, at);
+  std::string_view digest = at == std::string_view::npos ? image : image.substr(at + 1);
+  if (at == std::string_view::npos && !digest.starts_with("sha256:")) {
+    return Quote(image) +
+           " is not pinned by digest; images must be pinned by digest, as \"sha256:<64 hex>\" or "
+           "\"name@sha256:<64 hex>\" (tags such as \":latest\" are not allowed)";
+  }
+  if (at != std::string_view::npos) {
+    if (name.empty()) return "expected an image name before \"@\" in " + Quote(image);
+    if (name.size() > kMaxImageNameLength) return "image name is too long";
+    for (char c : name) {
+      if (!IsLowerAlnum(c) && std::string_view("._-/:").find(c) == std::string_view::npos) {
+        return "image name " + Quote(name) +
+               " may contain only lowercase letters, digits and . _ - / :";
+      }
+    }
+  }
+  if (!IsValidDigest(digest)) {
+    return "invalid digest " + Quote(digest) +
+           ": expected \"sha256:\" followed by 64 lowercase hex characters";
+  }
+  return std::nullopt;
+}
+
+// Why `path` is not a normalized absolute path other than "/".
+std::optional<std::string> PathProblem(std::string_view path) {
+  if (path.empty()) return "must not be empty";
+  if (HasNul(path)) return "must not contain NUL characters";
+  if (path.size() > kMaxPathLength) return "is too long";
+  if (path.front() != '/') return "must be an absolute path, got " + Quote(path);
+  if (path == "/") return "must not be \"/\"";
+  std::string_view rest = path.substr(1);
+  while (true) {
+    size_t slash = rest.find('/');
+    std::string_view component = rest.substr(0, slash);
+    if (component == "..") return "must not contain \"..\", got " + Quote(path);
+    if (component.empty() || component == ".") {
+      return "must be a normalized path (no \"//\", \"/./\" or trailing \"/\"), got " + Quote(path);
+    }
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return std::nullopt;
+}
+
+// True if `path` is `dir` or lies below it (both normalized).
+bool IsWithin(std::string_view path, std::string_view dir) {
+  return path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
+}
+
+Violation CheckStrings(const google::protobuf::RepeatedPtrField<std::string>& list,
+                       const std::string& name) {
+  for (int i = 0; i < list.size(); ++i) {
+    if (HasNul(list[i]))
+      return Bad(name + "[" + std::to_string(i) + "]", "must not contain NUL characters");
+  }
+  return std::nullopt;
+}
+
+Violation CheckIdentity(const v1::JobSpec& spec) {
+  if (spec.api_version() != kApiVersion) {
+    return FieldViolation{"api_version", "apiVersion",
+                          "must be " + Quote(kApiVersion) + ", got " + Quote(spec.api_version())};
+  }
+  if (!IsValidName(spec.name())) {
+    return Bad("name",
+               "must be 1 to 63 characters of a-z 0-9 - _ . starting with a letter or "
+               "digit, got " +
+                   Quote(spec.name()));
+  }
+  if (std::optional<std::string> problem = ImageProblem(spec.image()))
+    return Bad("image", *problem);
+  return std::nullopt;
+}
+
+Violation CheckProcess(const v1::JobSpec& spec) {
+  if (Violation v = CheckStrings(spec.command(), "command")) return v;
+  if (Violation v = CheckStrings(spec.args(), "args")) return v;
+  // Iterate in key order so the reported violation is deterministic.
+  std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
+  for (const auto& [key, value] : env) {
+    FieldViolation where{"env[" + Quote(key) + "]", "env." + key, ""};
+    if (!IsValidEnvKey(key)) {
+      where.description = "variable names must match [A-Za-z_][A-Za-z0-9_]*, got " + Quote(key);
+    } else if (key.starts_with(kReservedEnvPrefix)) {
+      where.description = "names starting with IDLEGRID_ are reserved for the platform";
+    } else if (HasNul(value)) {
+      where.description = "value must not contain NUL characters";
+    } else {
+      continue;
+    }
+    return where;
+  }
+  return std::nullopt;
+}
+
+Violation CheckResources(const v1::Resources& r) {
+  auto bad = [](const char* proto, const char* manifest, std::string description) {
+    return FieldViolation{std::string("resources.") + proto, std::string("resources.") + manifest,
+                          std::move(description)};
+  };
+  if (r.gpus() > kMaxGpus) {
+    return bad("gpus", "gpus",
+               "must be at most " + std::to_string(kMaxGpus) + ", got " + std::to_string(r.gpus()));
+  }
+  if (r.gpu_memory_bytes() > 0 && r.gpus() == 0) {
+    return bad("gpu_memory_bytes", "gpuMemory", "is only allowed when gpus is at least 1");
+  }
+  if (!std::isfinite(r.cpu()) || r.cpu() <= 0 || r.cpu() > kMaxCpu) {
+    return bad("cpu", "cpu",
+               "must be greater than 0 and at most " + FormatNumber(kMaxCpu) + " cores, got " +
+                   FormatNumber(r.cpu()));
+  }
+  if (r.memory_bytes() < kMinMemoryBytes) {
+    return bad("memory_bytes", "memory",
+               "must be at least " + std::to_string(kMinMemoryBytes) + " (" +
+                   FormatBytes(kMinMemoryBytes) + ")");
+  }
+  if (r.disk_bytes() < kMinDiskBytes) {
+    return bad("disk_bytes", "disk",
+               "must be at least " + std::to_string(kMinDiskBytes) + " (" +
+                   FormatBytes(kMinDiskBytes) + ")");
+  }
+  if (r.pids() < 1 || r.pids() > kMaxPids) {
+    return bad(
+        "pids", "pids",
+        "must be between 1 and " + std::to_string(kMaxPids) + ", got " + std::to_string(r.pids()));
+  }
+  return std::nullopt;
+}
+
+Violation CheckFilesystem(const v1::JobSpec& spec) {
+  const std::string& output = spec.output_path();
+  if (std::optional<std::string> problem = PathProblem(output)) {
+    return FieldViolation{"output_path", "output", *problem};
+  }
+  std::map<std::string_view, int> first_input_at;  // path -> index of its first use
+  for (int i = 0; i < spec.inputs_size(); ++i) {
+    first_input_at.emplace(spec.inputs(i).path(), i);
+  }
+  for (int i = 0; i < spec.inputs_size(); ++i) {
+    const v1::InputSpec& input = spec.inputs(i);
+    const std::string at = "inputs[" + std::to_string(i) + "]";
+    if (!IsValidDigest(input.artifact())) {
+      return Bad(at + ".artifact",
+                 "expected \"sha256:\" followed by 64 lowercase hex characters, got " +
+                     Quote(input.artifact()));
+    }
+    const std::string& path = input.path();
+    if (std::optional<std::string> problem = PathProblem(path)) return Bad(at + ".path", *problem);
+    if (IsWithin(path, output)) {
+      return Bad(at + ".path", Quote(path) + " is inside the output directory " + Quote(output));
+    }
+    if (IsWithin(output, path)) {
+      return Bad(at + ".path", Quote(path) + " contains the output directory " + Quote(output));
+    }
+    if (int first = first_input_at.at(path); first != i) {
+      return Bad(at + ".path", "duplicate path " + Quote(path) + " (also inputs[" +
+                                   std::to_string(first) + "].path)");
+    }
+    // Any input at an ancestor directory of this one would shadow it.
+    for (size_t slash = path.find('/', 1); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      auto ancestor = first_input_at.find(std::string_view(path).substr(0, slash));
+      if (ancestor != first_input_at.end()) {
+        return Bad(at + ".path", Quote(path) + " is inside inputs[" +
+                                     std::to_string(ancestor->second) + "].path " +
+                                     Quote(ancestor->first));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+Violation CheckExecution(const v1::JobSpec& spec) {
+  if (spec.run_timeout_seconds() == 0 || spec.run_timeout_seconds() > kMaxRunTimeoutSeconds) {
+    return FieldViolation{"run_timeout_seconds", "runTimeout",
+                          "must be more than 0 and at most " +
+                              FormatDuration(kMaxRunTimeoutSeconds) + ", got " +
+                              FormatDuration(spec.run_timeout_seconds())};
+  }
+  if (spec.queue_timeout_seconds() == 0 || spec.queue_timeout_seconds() > kMaxQueueTimeoutSeconds) {
+    return FieldViolation{"queue_timeout_seconds", "queueTimeout",
+                          "must be more than 0 and at most " +
+                              FormatDuration(kMaxQueueTimeoutSeconds) + ", got " +
+                              FormatDuration(spec.queue_timeout_seconds())};
+  }
+  if (spec.retries() > kMaxRetries) {
+    return Bad("retries", "must be at most " + std::to_string(kMaxRetries) + ", got " +
+                              std::to_string(spec.retries()));
+  }
+  if (spec.array_count() < 1 || spec.array_count() > kMaxArrayCount) {
+    return FieldViolation{"array_count", "array.count",
+                          "must be between 1 and " + std::to_string(kMaxArrayCount) + ", got " +
+                              std::to_string(spec.array_count())};
+  }
+  if (spec.runtime() != "runc" && spec.runtime() != "runsc") {
+    return Bad("runtime", "must be \"runc\" or \"runsc\", got " + Quote(spec.runtime()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ApplyDefaults(v1::JobSpec* spec) {
+  v1::Resources* resources = spec->mutable_resources();
+  if (resources->cpu() == 0) resources->set_cpu(kDefaultCpu);
+  if (resources->memory_bytes() == 0) resources->set_memory_bytes(kDefaultMemoryBytes);
+  if (resources->disk_bytes() == 0) resources->set_disk_bytes(kDefaultDiskBytes);
+  if (resources->pids() == 0) resources->set_pids(kDefaultPids);
+  if (spec->output_path().empty()) spec->set_output_path(kDefaultOutputPath);
+  if (spec->run_timeout_seconds() == 0) spec->set_run_timeout_seconds(kDefaultRunTimeoutSeconds);
+  if (spec->queue_timeout_seconds() == 0) {
+    spec->set_queue_timeout_seconds(kDefaultQueueTimeoutSeconds);
+  }
+  if (spec->array_count() == 0) spec->set_array_count(kDefaultArrayCount);
+  if (spec->runtime().empty()) spec->set_runtime(kDefaultRuntime);
+}
+
+std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {
+  if (Violation v = CheckIdentity(spec)) return v;
+  if (Violation v = CheckProcess(spec)) return v;
+  if (Violation v = CheckResources(spec.resources())) return v;
+  if (Violation v = CheckFilesystem(spec)) return v;
+  return CheckExecution(spec);
+}
+
+Status ValidateJobSpec(const v1::JobSpec& spec) {
+  std::optional<FieldViolation> violation = FindViolation(spec);
+  if (!violation) return Status::Ok();
+  return Status::InvalidArgument("spec." + violation->field + ": " + violation->description);
+}
+
+}  // namespace idlegrid::manifest

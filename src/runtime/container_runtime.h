@@ -1,0 +1,70 @@
+#pragma once
+// The driver interface the agent runs job attempts through. One implementation
+// (podman_runtime.h) shells out to podman; tests may substitute a fake.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "runtime/podman_args.h"
+
+namespace idlegrid::runtime {
+
+struct ExitInfo {
+  int exit_code = -1;      // the container's exit code; -1 when podman itself died
+  bool timed_out = false;  // Run's timeout stopped it
+  bool killed = false;     // Kill() stopped it
+  // Best effort: podman reported 137 (SIGKILL) and we did not kill it, which
+  // under a memory cgroup means the OOM killer. Under RLIMIT_DATA a memory bomb
+  // instead sees malloc fail and usually exits non-zero or aborts.
+  bool oom = false;
+  // Non-empty when the platform, not the job, failed (podman exit 125, or
+  // podman killed by a signal): the attempt should not count against the job.
+  std::string error;
+};
+
+// Receives output as it arrives: stream is "stdout" or "stderr".
+using OutputSink = std::function<void(const std::string& stream, std::string_view data)>;
+
+class ContainerRuntime {
+ public:
+  virtual ~ContainerRuntime() = default;
+
+  // What this host enforces for the agent's user; fixed at construction.
+  virtual v1::Enforcement Enforcement() const = 0;
+  // OCI runtimes available ("runc", "runsc"); fixed at construction.
+  virtual std::vector<std::string> Runtimes() const = 0;
+
+  // Loads an image archive (docker or OCI archive) and checks that it produced
+  // `image_id` (64 hex). NotFound if the archive is missing, Internal if podman
+  // fails, DataLoss if the archive loaded but holds a different image.
+  virtual Status LoadImage(const std::string& archive_path, const std::string& image_id) = 0;
+  // Whether the image is present locally; false on any error.
+  virtual bool HasImage(const std::string& image_id) = 0;
+
+  // Runs one attempt to completion. InvalidArgument for a spec that fails
+  // ValidateRunSpec; FailedPrecondition if the host cannot enforce its limits
+  // (CheckAdmission) or podman cannot be started; AlreadyExists if a Run with
+  // the same container name is in progress. Otherwise returns ExitInfo, even
+  // for a failing job. Calls `on_started` (may be empty) once podman is
+  // spawned, and `sink` on the calling thread as output arrives. After
+  // `timeout` (<= 0: none) the container is killed and timed_out set.
+  // Thread-safe: other threads may Run other containers or Kill this one.
+  virtual Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, std::chrono::milliseconds timeout,
+                               const std::function<void()>& on_started) = 0;
+
+  // Kills and removes a container. If a Run of it is in progress, that Run
+  // returns killed=true, even when Kill lands before the container exists.
+  // Ok if the container is already gone. Thread-safe.
+  virtual Status Kill(const std::string& container_name) = 0;
+
+  // Names of all containers labelled idlegrid=1, running or not, so that an
+  // agent restarted after a crash can Kill its leftovers.
+  virtual Result<std::vector<std::string>> ListContainers() = 0;
+};
+
+}  // namespace idlegrid::runtime

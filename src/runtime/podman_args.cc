@@ -1,0 +1,197 @@
+#include "runtime/podman_args.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace idlegrid::runtime {
+namespace {
+
+bool IsHexLower(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+bool IsAlnum(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+// podman's own rule for names: [a-zA-Z0-9][a-zA-Z0-9_.-]*. It also keeps a name
+// from being read as a flag.
+bool IsValidContainerName(const std::string& name) {
+  if (name.empty() || name.size() > 253 || !IsAlnum(name[0])) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return IsAlnum(c) || c == '_' || c == '.' || c == '-'; });
+}
+
+bool IsValidEnvName(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return IsAlnum(c) || c == '_'; });
+}
+
+Status CheckMountPath(const std::string& path, const std::string& field) {
+  if (path.empty() || path[0] != '/')
+    return Status::InvalidArgument(field + " must be an absolute path, got \"" + path + "\"");
+  if (path.find_first_of(":,\n") != std::string::npos || HasNul(path)) {
+    return Status::InvalidArgument(field + " \"" + path +
+                                   "\" contains ':', ',' or a control character, which podman -v cannot express");
+  }
+  return Status::Ok();
+}
+
+std::string Ulimit(const char* name, uint64_t value) {
+  std::string v = std::to_string(value);
+  return std::string(name) + "=" + v + ":" + v;
+}
+
+// Shortest decimal that round-trips well enough for podman's --cpus (which
+// keeps nanocpus, i.e. 9 digits).
+std::string FormatCpus(double cpus) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", cpus);
+  std::string s = buf;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s == "0" ? "0.001" : s;  // a tiny request must not become 0, which podman reads as "no cap"
+}
+
+void AppendJsonString(const std::string& s, std::string* out) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          *out += buf;
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+std::string EntrypointJson(const std::vector<std::string>& command) {
+  std::string out = "[";
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendJsonString(command[i], &out);
+  }
+  out.push_back(']');
+  return out;
+}
+
+Status ValidateContainerName(const std::string& name) {
+  if (IsValidContainerName(name)) return Status::Ok();
+  return Status::InvalidArgument("container name \"" + name + "\" must match [a-zA-Z0-9][a-zA-Z0-9_.-]*");
+}
+
+Status ValidateImageId(const std::string& image_id) {
+  if (image_id.size() == 64 && std::all_of(image_id.begin(), image_id.end(), IsHexLower)) return Status::Ok();
+  return Status::InvalidArgument("image id \"" + image_id + "\" must be 64 lowercase hex digits");
+}
+
+Status ValidateRunSpec(const RunSpec& spec) {
+  IG_RETURN_IF_ERROR(ValidateContainerName(spec.container_name));
+  IG_RETURN_IF_ERROR(ValidateImageId(spec.image_id));
+  if (spec.runtime != "runc" && spec.runtime != "runsc") {
+    return Status::InvalidArgument("runtime \"" + spec.runtime + "\" must be runc or runsc");
+  }
+  for (const Mount& m : spec.mounts) {
+    IG_RETURN_IF_ERROR(CheckMountPath(m.host_path, "mount host path"));
+    IG_RETURN_IF_ERROR(CheckMountPath(m.container_path, "mount container path"));
+  }
+  for (const auto& [name, value] : spec.env) {
+    if (!IsValidEnvName(name)) {
+      return Status::InvalidArgument("environment variable name \"" + name + "\" must match [A-Za-z_][A-Za-z0-9_]*");
+    }
+    if (HasNul(value)) return Status::InvalidArgument("environment variable " + name + " contains a NUL byte");
+  }
+  for (const auto* list : {&spec.command, &spec.args}) {
+    for (const std::string& s : *list) {
+      if (HasNul(s)) return Status::InvalidArgument("command and args must not contain NUL bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement) {
+  const v1::Resources& r = spec.resources;
+  const bool runsc = spec.runtime == "runsc";
+  // clang-format off
+  std::vector<std::string> a = {
+      "run", "--rm",
+      "--name", spec.container_name,
+      "--runtime", spec.runtime,
+      "--pull", "never",
+      "--label", kContainerLabel,
+      "--network", "none",
+      "--read-only",
+      "--cap-drop", "all",
+      "--security-opt", "no-new-privileges",
+      "--ulimit", Ulimit("nofile", kNofileLimit),
+      "--tmpfs", kTmpfsSpec,
+  };
+  // clang-format on
+  if (runsc) {
+    // gVisor sets up its own network stack unless told not to, and that fails
+    // in podman's empty network namespace.
+    a.insert(a.end(), {"--runtime-flag", "network=none"});
+    // Without a cgroup it may write to, runsc refuses to start (rootless on
+    // cgroup v1). Only then: with cgroups ignored nothing caps its memory, and
+    // CheckAdmission refuses runsc on such hosts.
+    if (enforcement.memory() != "cgroup") a.insert(a.end(), {"--runtime-flag", "ignore-cgroups"});
+  }
+
+  if (r.memory_bytes() > 0) {
+    if (enforcement.memory() == "cgroup") {
+      const std::string bytes = std::to_string(std::max(r.memory_bytes(), kMinCgroupMemoryBytes));
+      a.insert(a.end(), {"--memory", bytes, "--memory-swap", bytes});
+    } else if (enforcement.memory() == "rlimit") {
+      a.insert(a.end(), {"--ulimit", Ulimit("data", std::max(r.memory_bytes(), kMinDataRlimitBytes))});
+    }
+  }
+
+  if (r.pids() > 0 && !enforcement.pids().empty()) {
+    // The cgroup cap would also count runsc's own sentry and gofer threads, so
+    // gVisor gets only the rlimit, which it enforces over sandbox tasks alone.
+    if (enforcement.pids() == "cgroup" && !runsc) a.insert(a.end(), {"--pids-limit", std::to_string(r.pids())});
+    // Set even when cgroups cap pids: podman's default nproc for root exceeds
+    // the hard limit when the agent lacks CAP_SYS_RESOURCE, and runc then fails.
+    // On the host, RLIMIT_NPROC counts every task of the uid, agent included.
+    const uint64_t nproc = runsc ? r.pids() : uint64_t{r.pids()} + spec.host_user_processes;
+    a.insert(a.end(), {"--ulimit", Ulimit("nproc", nproc)});
+  }
+
+  if (r.cpu() > 0 && enforcement.cpu() == "cgroup") a.insert(a.end(), {"--cpus", FormatCpus(r.cpu())});
+
+  if (r.disk_bytes() > 0 && enforcement.disk() == "rlimit") {
+    a.insert(a.end(), {"--ulimit", Ulimit("fsize", r.disk_bytes())});
+  }
+
+  for (const Mount& m : spec.mounts) {
+    a.insert(a.end(), {"-v", m.host_path + ":" + m.container_path + (m.read_only ? ":ro" : ":rw")});
+  }
+  for (const auto& [name, value] : spec.env) a.insert(a.end(), {"-e", name + "=" + value});
+  if (!spec.command.empty()) a.insert(a.end(), {"--entrypoint", EntrypointJson(spec.command)});
+
+  // podman stops parsing flags at the image, so args that look like flags
+  // reach the container untouched.
+  a.push_back(spec.image_id);
+  a.insert(a.end(), spec.args.begin(), spec.args.end());
+  return a;
+}
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,71 @@
+#pragma once
+// Pure translation of one job attempt into a `podman run` argument vector.
+// No I/O: the caller (PodmanRuntime) supplies everything it needs, including
+// how this host enforces limits.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::runtime {
+
+// Floors applied to the memory cap, because the OCI runtime itself must start
+// inside it. Measured with runc 1.1 here: runc's init fails to load its seccomp
+// filter under RLIMIT_DATA below ~80 MiB, and podman cannot attach to a
+// container whose memory cgroup is 4 MiB. A job asking for less gets the floor.
+inline constexpr uint64_t kMinDataRlimitBytes = 128ull << 20;
+inline constexpr uint64_t kMinCgroupMemoryBytes = 8ull << 20;
+// Every container may open this many files; podman refuses values above the
+// caller's hard limit, and 1024 is below every default hard limit.
+inline constexpr int kNofileLimit = 1024;
+inline constexpr char kTmpfsSpec[] = "/tmp:rw,size=64m,mode=1777";
+// Label on every container we start, so a restarted agent can find leftovers.
+inline constexpr char kContainerLabel[] = "idlegrid=1";
+
+struct Mount {
+  std::string host_path;       // absolute; no ':' or ','
+  std::string container_path;  // absolute; no ':' or ','
+  bool read_only = true;
+};
+
+struct RunSpec {
+  std::string container_name;        // "idlegrid-<attempt id>"
+  std::string image_id;              // podman image id (config digest hex, 64 chars)
+  std::string runtime = "runc";      // "runc" | "runsc"
+  std::vector<std::string> command;  // overrides the image entrypoint when non-empty
+  std::vector<std::string> args;     // overrides the image cmd when non-empty
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<Mount> mounts;
+  v1::Resources resources;  // a zero limit means "no cap" (validation fills defaults)
+  // Processes/threads the agent's uid already has: RLIMIT_NPROC counts per
+  // host uid, and rootless containers run as that uid.
+  uint32_t host_user_processes = 0;
+};
+
+// Checks that every string of `spec` is safe to hand to podman as an argument:
+// a name podman accepts, a 64-hex image id, a known runtime, absolute mount
+// paths without the ':' and ',' that `-v` splits on, portable env names, and no
+// NUL bytes anywhere. Returns InvalidArgument naming the offending field.
+Status ValidateRunSpec(const RunSpec& spec);
+
+// InvalidArgument unless `name` matches podman's [a-zA-Z0-9][a-zA-Z0-9_.-]*.
+Status ValidateContainerName(const std::string& name);
+// InvalidArgument unless `image_id` is 64 lowercase hex digits.
+Status ValidateImageId(const std::string& image_id);
+
+// Returns the arguments after the podman binary ("run", "--rm", ...), ending in
+// the image id and spec.args. Flags follow `enforcement` (see idlegrid.proto):
+//   memory  cgroup: --memory/--memory-swap B    rlimit: --ulimit data=B:B
+//   pids    cgroup: --pids-limit N (runc only)  both:   --ulimit nproc=M:M
+//   cpu     cgroup: --cpus X                    otherwise not capped
+//   disk    rlimit: --ulimit fsize=B:B (per file)
+// Expects a spec that passed ValidateRunSpec; never fails.
+std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement);
+
+// `command` as the JSON array `--entrypoint` takes: ["/bin/sh","-c"].
+std::string EntrypointJson(const std::vector<std::string>& command);
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,258 @@
+#include "runtime/podman_runtime.h"
+
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "common/fs.h"
+#include "runtime/admission.h"
+#include "runtime/enforcement_probe.h"
+#include "runtime/subprocess.h"
+
+namespace idlegrid::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kCommandTimeout{60'000};
+constexpr milliseconds kLoadTimeout{10 * 60'000};
+// While stopping, `podman kill` is retried this often: Kill() may land before
+// `podman run` has created the container.
+constexpr milliseconds kKillRetryInterval{500};
+// If `podman run` is still alive this long after we started stopping it, it is
+// SIGKILLed itself and the container removed with `rm -f`.
+constexpr milliseconds kForceKillAfter{15'000};
+constexpr size_t kStderrTailBytes = 4096;
+// Tasks `podman run` adds to the agent's uid when it starts a container
+// (podman's Go threads, conmon, the rootless pause process): measured ~13;
+// RLIMIT_NPROC must leave room for them or the container cannot start.
+constexpr uint32_t kPodmanTaskAllowance = 32;
+
+// Re-arms an eventfd so poll() blocks on it again.
+void ResetEventFd(int fd) {
+  uint64_t count = 0;
+  if (::read(fd, &count, sizeof count) < 0) return;  // EAGAIN: nothing was signalled
+}
+
+std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Decodes podman run's wait status. `stopping`: we killed or timed it out.
+ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& stderr_tail, ExitInfo info) {
+  if (!WIFEXITED(wait_status)) {
+    if (!stopping) info.error = "podman was killed by signal " + std::to_string(WTERMSIG(wait_status));
+    return info;
+  }
+  info.exit_code = WEXITSTATUS(wait_status);
+  if (stopping) return info;
+  if (info.exit_code == 125) info.error = "podman failed: " + Trimmed(stderr_tail);
+  if (info.exit_code == 137) info.oom = true;
+  return info;
+}
+
+class PodmanRuntime final : public ContainerRuntime {
+ public:
+  PodmanRuntime(std::string podman_binary, v1::Enforcement enforcement, std::vector<std::string> runtimes)
+      : podman_(std::move(podman_binary)), enforcement_(std::move(enforcement)), runtimes_(std::move(runtimes)) {}
+
+  v1::Enforcement Enforcement() const override { return enforcement_; }
+  std::vector<std::string> Runtimes() const override { return runtimes_; }
+
+  Status LoadImage(const std::string& archive_path, const std::string& image_id) override {
+    IG_RETURN_IF_ERROR(ValidateImageId(image_id));
+    if (!PathExists(archive_path)) return Status::NotFound("image archive " + archive_path + " does not exist");
+    IG_ASSIGN_OR_RETURN(CommandOutput load, RunCommand({podman_, "load", "-q", "-i", archive_path}, kLoadTimeout));
+    if (load.exit_code != 0) {
+      return Status::Internal("podman load -i " + archive_path +
+                              " failed: " + Trimmed(Tail(load.stderr_text, kStderrTailBytes)));
+    }
+    if (!HasImage(image_id)) {
+      return Status::DataLoss("image archive " + archive_path + " loaded but did not produce image " + image_id +
+                              " (podman said: " + Trimmed(load.stdout_text) + ")");
+    }
+    return Status::Ok();
+  }
+
+  bool HasImage(const std::string& image_id) override {
+    if (!ValidateImageId(image_id).ok()) return false;
+    Result<CommandOutput> exists = RunCommand({podman_, "image", "exists", image_id}, kCommandTimeout);
+    return exists.ok() && exists->exit_code == 0;
+  }
+
+  Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
+                       const std::function<void()>& on_started) override;
+  Status Kill(const std::string& container_name) override;
+  Result<std::vector<std::string>> ListContainers() override;
+
+ private:
+  // One Run in progress, visible to Kill() on other threads.
+  struct ActiveRun {
+    UniqueFd wake;                // eventfd; Kill() writes it to interrupt Run's wait
+    bool kill_requested = false;  // guarded by mu_
+  };
+
+  // Registers `run` under `name`; AlreadyExists if that name is running.
+  Status Register(const std::string& name, ActiveRun* run);
+  void Unregister(const std::string& name);
+  bool KillRequested(ActiveRun* run);
+  // `podman kill`; errors ignored: the container may not exist (yet, or any more).
+  void SendKill(const std::string& name) { (void)RunCommand({podman_, "kill", "--", name}, kCommandTimeout); }
+
+  // Constant after construction.
+  const std::string podman_;
+  const v1::Enforcement enforcement_;
+  const std::vector<std::string> runtimes_;
+
+  std::mutex mu_;
+  std::map<std::string, ActiveRun*> active_runs_;  // guarded by mu_; entries owned by their Run's stack frame
+};
+
+Status PodmanRuntime::Register(const std::string& name, ActiveRun* run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!active_runs_.emplace(name, run).second) {
+    return Status::AlreadyExists("container " + name + " is already being run by this agent");
+  }
+  return Status::Ok();
+}
+
+void PodmanRuntime::Unregister(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_runs_.erase(name);
+}
+
+bool PodmanRuntime::KillRequested(ActiveRun* run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return run->kill_requested;
+}
+
+Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
+                                    const std::function<void()>& on_started) {
+  IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
+  IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, runtimes_));
+  RunSpec effective = spec;
+  if (effective.host_user_processes == 0) {
+    effective.host_user_processes = CountUserProcesses(::getuid()) + kPodmanTaskAllowance;
+  }
+  std::vector<std::string> argv = {podman_};
+  for (std::string& arg : BuildPodmanRunArgs(effective, enforcement_)) argv.push_back(std::move(arg));
+
+  ActiveRun active;
+  active.wake = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (active.wake.get() < 0) return Status::Internal("eventfd failed");
+  const std::string& name = spec.container_name;
+  IG_RETURN_IF_ERROR(Register(name, &active));
+  struct Unregisterer {
+    PodmanRuntime* self;
+    const std::string& name;
+    ~Unregisterer() { self->Unregister(name); }
+  } unregister{this, name};
+
+  IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(argv));
+  if (on_started) on_started();
+
+  std::string stderr_tail;
+  auto tee = [&](const std::string& stream, std::string_view data) {
+    if (stream == "stderr") stderr_tail = Tail(stderr_tail + std::string(data), kStderrTailBytes);
+    if (sink) sink(stream, data);
+  };
+
+  ExitInfo info;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = timeout.count() > 0 ? start + timeout : Clock::time_point::max();
+  std::optional<Clock::time_point> stopping_since;
+  Clock::time_point next_kill;
+  milliseconds wait = std::chrono::ceil<milliseconds>(deadline - start);
+  while (!child.Pump(wait, active.wake.get(), tee)) {
+    ResetEventFd(active.wake.get());
+    const Clock::time_point now = Clock::now();
+    if (!stopping_since) {
+      if (KillRequested(&active)) {
+        info.killed = true;
+      } else if (now >= deadline) {
+        info.timed_out = true;
+      }
+      if (info.killed || info.timed_out) stopping_since = next_kill = now;
+    }
+    if (stopping_since && now >= next_kill) {
+      if (now - *stopping_since > kForceKillAfter) {
+        child.Kill();
+      } else {
+        SendKill(name);
+      }
+      next_kill = Clock::now() + kKillRetryInterval;
+    }
+    const Clock::time_point wake_at = stopping_since ? next_kill : deadline;
+    wait = std::chrono::ceil<milliseconds>(wake_at - std::min(wake_at, Clock::now()));
+  }
+  if (!stopping_since && KillRequested(&active)) {
+    // Kill() won the race: its `rm -f` made podman run exit (often with 125)
+    // before this loop saw the request.
+    info.killed = true;
+    stopping_since = Clock::now();
+  }
+  if (stopping_since) {
+    // --rm is done by podman run itself; if we had to SIGKILL it, nothing did.
+    (void)RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", name}, kCommandTimeout);
+  }
+  return DecodeExit(child.wait_status(), stopping_since.has_value(), stderr_tail, info);
+}
+
+Status PodmanRuntime::Kill(const std::string& container_name) {
+  IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_runs_.find(container_name);
+    if (it != active_runs_.end()) {
+      it->second->kill_requested = true;
+      const uint64_t one = 1;
+      // Cannot fail short of a bug: the eventfd counter is far from overflowing.
+      if (::write(it->second->wake.get(), &one, sizeof one) < 0) {
+      }
+    }
+  }
+  SendKill(container_name);
+  IG_ASSIGN_OR_RETURN(CommandOutput rm,
+                      RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", container_name}, kCommandTimeout));
+  if (rm.exit_code != 0) {
+    return Status::Internal("podman rm -f " + container_name +
+                            " failed: " + Trimmed(Tail(rm.stderr_text, kStderrTailBytes)));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> PodmanRuntime::ListContainers() {
+  IG_ASSIGN_OR_RETURN(CommandOutput ps, RunCommand({podman_, "ps", "-a", "--filter",
+                                                    std::string("label=") + kContainerLabel, "--format", "{{.Names}}"},
+                                                   kCommandTimeout));
+  if (ps.exit_code != 0)
+    return Status::Internal("podman ps failed: " + Trimmed(Tail(ps.stderr_text, kStderrTailBytes)));
+  std::vector<std::string> names;
+  std::istringstream in(ps.stdout_text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) names.push_back(line);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::unique_ptr<ContainerRuntime> NewPodmanRuntime(std::string podman_binary) {
+  return NewPodmanRuntime(PodmanRuntimeOptions{std::move(podman_binary), std::nullopt});
+}
+
+std::unique_ptr<ContainerRuntime> NewPodmanRuntime(PodmanRuntimeOptions options) {
+  v1::Enforcement enforcement = options.enforcement ? *options.enforcement : ProbeEnforcement();
+  return std::make_unique<PodmanRuntime>(std::move(options.podman_binary), std::move(enforcement), ProbeRuntimes());
+}
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,92 @@
+// Schema migrations, versioned in code. Each entry runs once, in order, inside
+// a transaction that also bumps PRAGMA user_version; never edit a shipped entry.
+#include <string>
+#include <vector>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace idlegrid::store {
+
+namespace {
+
+const std::vector<const char*>& Migrations() {
+  static const std::vector<const char*> kMigrations = {
+      // v1: jobs, tasks, attempts, nodes, credentials, artifacts, images, logs.
+      R"sql(
+      CREATE TABLE jobs(
+        id TEXT PRIMARY KEY, spec BLOB NOT NULL, spec_digest TEXT NOT NULL,
+        created_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+      CREATE TABLE tasks(
+        job_id TEXT NOT NULL REFERENCES jobs(id), idx INTEGER NOT NULL,
+        state INTEGER NOT NULL, reason INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+        attempts INTEGER NOT NULL DEFAULT 0, queued_ms INTEGER NOT NULL,
+        excluded TEXT NOT NULL DEFAULT '', updated_ms INTEGER NOT NULL,
+        PRIMARY KEY(job_id, idx));
+      CREATE INDEX tasks_by_state ON tasks(state, queued_ms);
+      CREATE TABLE attempts(
+        id TEXT PRIMARY KEY, job_id TEXT NOT NULL, idx INTEGER NOT NULL, node_id TEXT NOT NULL,
+        state INTEGER NOT NULL, reason INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER NOT NULL DEFAULT -1, assigned_ms INTEGER NOT NULL,
+        started_ms INTEGER NOT NULL DEFAULT 0, finished_ms INTEGER NOT NULL DEFAULT 0,
+        cpu REAL NOT NULL, memory INTEGER NOT NULL, gpus INTEGER NOT NULL,
+        runtime TEXT NOT NULL DEFAULT '', outputs BLOB);
+      CREATE INDEX attempts_by_task ON attempts(job_id, idx);
+      CREATE INDEX attempts_by_state ON attempts(state, node_id);
+      CREATE TABLE nodes(
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, info BLOB,
+        registered_ms INTEGER NOT NULL, last_heartbeat_ms INTEGER NOT NULL DEFAULT 0);
+      CREATE TABLE api_tokens(hash TEXT PRIMARY KEY, role TEXT NOT NULL, created_ms INTEGER NOT NULL);
+      CREATE TABLE artifacts(
+        digest TEXT PRIMARY KEY, size INTEGER NOT NULL, kind TEXT NOT NULL, created_ms INTEGER NOT NULL);
+      CREATE TABLE images(
+        manifest_digest TEXT PRIMARY KEY, config_digest TEXT NOT NULL, archive_digest TEXT NOT NULL,
+        created_ms INTEGER NOT NULL);
+      CREATE TABLE logs(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, idx INTEGER NOT NULL,
+        attempt_id TEXT NOT NULL, stream TEXT NOT NULL, data BLOB NOT NULL);
+      CREATE INDEX logs_by_job ON logs(job_id, seq);
+      )sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace
+
+Status SqliteStore::Migrate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt version(db_, "PRAGMA user_version");
+  if (!version.Step()) return version.status();
+  int64_t current = version.Int(0);
+  const auto& all = Migrations();
+  if (current > static_cast<int64_t>(all.size())) {
+    return Status::FailedPrecondition("database schema version " + std::to_string(current) +
+                                      " is newer than this binary supports (" +
+                                      std::to_string(all.size()) + "); upgrade idlegrid");
+  }
+  for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
+    Transaction tx(db_);
+    IG_RETURN_IF_ERROR(tx.status());
+    IG_RETURN_IF_ERROR(Exec(db_, all[v]).WithContext("migration " + std::to_string(v + 1)));
+    std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
+    IG_RETURN_IF_ERROR(Exec(db_, bump.c_str()));
+    IG_RETURN_IF_ERROR(tx.Commit());
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status::Internal("cannot open database " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto store = std::make_unique<SqliteStore>(db);
+  IG_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
+  IG_RETURN_IF_ERROR(store->Migrate());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace idlegrid::store

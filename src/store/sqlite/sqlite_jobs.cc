@@ -1,0 +1,430 @@
+// Jobs, tasks and attempts in SQLite.
+#include <map>
+#include <sstream>
+
+#include "jobs/task_state.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace idlegrid::store {
+
+namespace {
+
+std::vector<std::string> SplitExcluded(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Result<v1::JobSpec> ParseSpec(const std::string& blob) {
+  v1::JobSpec spec;
+  if (!spec.ParseFromString(blob)) return Status::DataLoss("stored job spec does not parse");
+  return spec;
+}
+
+}  // namespace
+
+Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                              int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
+  exists.Bind(1, job_id);
+  if (exists.Step()) return Status::AlreadyExists("job " + job_id + " already exists");
+  Stmt ins(db_, "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq) "
+                "VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))");
+  ins.Bind(1, job_id).BindBlob(2, spec.SerializeAsString()).Bind(3, spec_digest).Bind(4, now_ms);
+  ins.Step();
+  IG_RETURN_IF_ERROR(ins.status());
+  uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
+  for (uint32_t i = 0; i < count; ++i) {
+    Stmt t(db_, "INSERT INTO tasks(job_id, idx, state, queued_ms, updated_ms) VALUES(?, ?, ?, ?, ?)");
+    t.Bind(1, job_id).Bind(2, int64_t{i}).Bind(3, int64_t{v1::QUEUED}).Bind(4, now_ms).Bind(5, now_ms);
+    t.Step();
+    IG_RETURN_IF_ERROR(t.status());
+  }
+  return tx.Commit();
+}
+
+Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT spec, spec_digest, created_ms FROM jobs WHERE id = ?");
+  q.Bind(1, job_id);
+  if (!q.Step()) {
+    IG_RETURN_IF_ERROR(q.status());
+    return Status::NotFound("job " + job_id + " does not exist");
+  }
+  v1::Job job;
+  job.set_id(job_id);
+  IG_ASSIGN_OR_RETURN(*job.mutable_spec(), ParseSpec(q.Blob(0)));
+  job.set_spec_digest(q.Text(1));
+  job.set_created_at_ms(q.Int(2));
+
+  std::map<uint32_t, v1::Task*> by_index;
+  std::map<v1::TaskState, int> counts;
+  Stmt tq(db_, "SELECT idx, state, reason, message FROM tasks WHERE job_id = ? ORDER BY idx");
+  tq.Bind(1, job_id);
+  while (tq.Step()) {
+    v1::Task* t = job.add_tasks();
+    t->set_job_id(job_id);
+    t->set_index(static_cast<uint32_t>(tq.Int(0)));
+    t->set_state(static_cast<v1::TaskState>(tq.Int(1)));
+    t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(2)));
+    t->set_message(tq.Text(3));
+    by_index[t->index()] = t;
+    counts[t->state()]++;
+  }
+  IG_RETURN_IF_ERROR(tq.status());
+  Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+               "finished_ms, runtime, outputs FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
+  aq.Bind(1, job_id);
+  while (aq.Step()) {
+    auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
+    if (it == by_index.end()) continue;
+    v1::Attempt* a = it->second->add_attempts();
+    a->set_id(aq.Text(0));
+    a->set_node_id(aq.Text(2));
+    a->set_state(static_cast<v1::TaskState>(aq.Int(3)));
+    a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(4)));
+    a->set_message(aq.Text(5));
+    a->set_exit_code(static_cast<int32_t>(aq.Int(6)));
+    a->set_assigned_at_ms(aq.Int(7));
+    a->set_started_at_ms(aq.Int(8));
+    a->set_finished_at_ms(aq.Int(9));
+    a->set_runtime(aq.Text(10));
+    if (!aq.IsNull(11)) {
+      v1::Attempt outputs;
+      if (outputs.ParseFromString(aq.Blob(11))) *a->mutable_outputs() = outputs.outputs();
+    }
+  }
+  IG_RETURN_IF_ERROR(aq.status());
+  for (const auto& [state, n] : counts) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
+  job.set_state(jobs::AggregateJobState(counts));
+  return job;
+}
+
+Result<std::vector<v1::Job>> SqliteStore::ListJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Job> out;
+  std::map<std::string, size_t> pos;
+  Stmt q(db_, "SELECT id, spec, spec_digest, created_ms FROM jobs ORDER BY seq DESC");
+  while (q.Step()) {
+    v1::Job job;
+    job.set_id(q.Text(0));
+    IG_ASSIGN_OR_RETURN(*job.mutable_spec(), ParseSpec(q.Blob(1)));
+    job.set_spec_digest(q.Text(2));
+    job.set_created_at_ms(q.Int(3));
+    pos[job.id()] = out.size();
+    out.push_back(std::move(job));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  std::map<std::string, std::map<v1::TaskState, int>> counts;
+  Stmt c(db_, "SELECT job_id, state, COUNT(*) FROM tasks GROUP BY job_id, state");
+  while (c.Step()) counts[c.Text(0)][static_cast<v1::TaskState>(c.Int(1))] = static_cast<int>(c.Int(2));
+  IG_RETURN_IF_ERROR(c.status());
+  for (auto& [id, by_state] : counts) {
+    auto it = pos.find(id);
+    if (it == pos.end()) continue;
+    v1::Job& job = out[it->second];
+    for (const auto& [state, n] : by_state) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
+    job.set_state(jobs::AggregateJobState(by_state));
+  }
+  return out;
+}
+
+Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<QueuedTask> out;
+  std::map<std::string, v1::JobSpec> specs;
+  Stmt q(db_, "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, j.spec FROM tasks t JOIN jobs j ON j.id = t.job_id "
+              "WHERE t.state = ? ORDER BY j.seq, t.idx LIMIT ?");
+  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, static_cast<int64_t>(limit));
+  while (q.Step()) {
+    QueuedTask t;
+    t.job_id = q.Text(0);
+    t.index = static_cast<uint32_t>(q.Int(1));
+    t.excluded_nodes = SplitExcluded(q.Text(2));
+    t.queued_ms = q.Int(3);
+    auto it = specs.find(t.job_id);
+    if (it == specs.end()) {
+      IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(4)));
+      it = specs.emplace(t.job_id, std::move(spec)).first;
+    }
+    t.spec = it->second;
+    out.push_back(std::move(t));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ActiveAttempt> out;
+  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts WHERE state IN (?, ?)");
+  q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
+  while (q.Step()) {
+    out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
+                   static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
+                   static_cast<uint32_t>(q.Int(7))});
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  std::vector<NewAttempt> committed;
+  for (const auto& a : attempts) {
+    // The transaction is the final guard: only a task that is still queued is assigned.
+    Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = attempts + 1, updated_ms = ? "
+                  "WHERE job_id = ? AND idx = ? AND state = ?");
+    upd.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, a.now_ms).Bind(3, a.job_id).Bind(4, int64_t{a.index})
+        .Bind(5, int64_t{v1::QUEUED});
+    upd.Step();
+    IG_RETURN_IF_ERROR(upd.status());
+    if (sqlite3_changes(db_) != 1) continue;
+    Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime) "
+                  "SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '' ");
+    ins.Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
+        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms);
+    ins.Step();
+    IG_RETURN_IF_ERROR(ins.status());
+    // Copy the reservation from the spec so capacity accounting survives restarts.
+    Stmt spec(db_, "SELECT spec FROM jobs WHERE id = ?");
+    spec.Bind(1, a.job_id);
+    if (spec.Step()) {
+      IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(spec.Blob(0)));
+      Stmt res(db_, "UPDATE attempts SET cpu = ?, memory = ?, gpus = ?, runtime = ? WHERE id = ?");
+      res.Bind(1, js.resources().cpu()).Bind(2, static_cast<int64_t>(js.resources().memory_bytes()))
+          .Bind(3, int64_t{js.resources().gpus()}).Bind(4, js.runtime()).Bind(5, a.attempt_id);
+      res.Step();
+      IG_RETURN_IF_ERROR(res.status());
+    }
+    committed.push_back(a);
+  }
+  IG_RETURN_IF_ERROR(tx.Commit());
+  return committed;
+}
+
+Status SqliteStore::SetTaskStateLocked(const std::string& job_id, uint32_t index, v1::TaskState to,
+                                       v1::FailureReason reason, const std::string& message, int64_t now_ms) {
+  Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
+  cur.Bind(1, job_id).Bind(2, int64_t{index});
+  if (!cur.Step()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
+  auto from = static_cast<v1::TaskState>(cur.Int(0));
+  if (from == to) return Status::Ok();
+  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(from, to));
+  Stmt upd(db_, "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ?, "
+                "queued_ms = CASE WHEN ? = ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
+  upd.Bind(1, int64_t{to}).Bind(2, int64_t{reason}).Bind(3, message).Bind(4, now_ms)
+      .Bind(5, int64_t{to}).Bind(6, int64_t{v1::QUEUED}).Bind(7, now_ms).Bind(8, job_id).Bind(9, int64_t{index});
+  upd.Step();
+  return upd.status();
+}
+
+Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_id, const jobs::AttemptContext& ctx,
+                                                    const jobs::AttemptOutcome& outcome,
+                                                    const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                                    uint32_t index, const std::string& node_id, int64_t now_ms) {
+  EventResult result{job_id, index, outcome};
+  if (!outcome.changed) return result;
+  if (outcome.attempt_state != ctx.attempt_state) {
+    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(ctx.attempt_state, outcome.attempt_state));
+  }
+  bool started = outcome.attempt_state == v1::RUNNING;
+  bool finished = jobs::IsTerminal(outcome.attempt_state);
+  v1::Attempt outputs;
+  *outputs.mutable_outputs() = report.outputs();
+  Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, exit_code = ?, "
+                "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
+                "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
+                "runtime = CASE WHEN ? != '' THEN ? ELSE runtime END, outputs = ? WHERE id = ?");
+  upd.Bind(1, int64_t{outcome.attempt_state}).Bind(2, int64_t{outcome.reason}).Bind(3, outcome.message)
+      .Bind(4, int64_t{report.exit_code()}).Bind(5, int64_t{started}).Bind(6, now_ms)
+      .Bind(7, int64_t{finished}).Bind(8, now_ms).Bind(9, report.runtime()).Bind(10, report.runtime())
+      .BindBlob(11, outputs.SerializeAsString()).Bind(12, attempt_id);
+  upd.Step();
+  IG_RETURN_IF_ERROR(upd.status());
+  v1::FailureReason task_reason = outcome.task_state == v1::FAILED ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
+  std::string task_message = outcome.task_state == v1::FAILED || outcome.retried ? outcome.message : "";
+  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, task_reason, task_message, now_ms));
+  if (outcome.exclude_node) {
+    Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
+    ex.Bind(1, node_id).Bind(2, job_id).Bind(3, int64_t{index});
+    ex.Step();
+    IG_RETURN_IF_ERROR(ex.status());
+  }
+  return result;
+}
+
+Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
+                                                    const v1::ReportAttemptRequest& report, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, t.attempts, j.spec FROM attempts a "
+              "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
+  q.Bind(1, report.attempt_id());
+  if (!q.Step()) {
+    IG_RETURN_IF_ERROR(q.status());
+    return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
+  }
+  if (q.Text(2) != node_id) {
+    return Status::PermissionDenied("attempt " + report.attempt_id() + " is not assigned to this node");
+  }
+  IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
+  jobs::AttemptContext ctx;
+  ctx.attempt_state = static_cast<v1::TaskState>(q.Int(3));
+  ctx.task_state = static_cast<v1::TaskState>(q.Int(4));
+  ctx.attempts_used = static_cast<uint32_t>(q.Int(5));
+  ctx.retries = spec.retries();
+  ctx.idempotent = spec.idempotent();
+  std::string job_id = q.Text(0);
+  auto index = static_cast<uint32_t>(q.Int(1));
+  IG_ASSIGN_OR_RETURN(jobs::AttemptOutcome outcome, jobs::ApplyAttemptEvent(ctx, report));
+  IG_ASSIGN_OR_RETURN(EventResult result, ApplyOutcomeLocked(report.attempt_id(), ctx, outcome, report, job_id,
+                                                             index, node_id, now_ms));
+  IG_RETURN_IF_ERROR(tx.Commit());
+  return result;
+}
+
+Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string& node_id, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  struct Row {
+    std::string id, job_id;
+    uint32_t index;
+    jobs::AttemptContext ctx;
+  };
+  std::vector<Row> rows;
+  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, t.attempts, j.spec FROM attempts a "
+              "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
+              "WHERE a.node_id = ? AND a.state IN (?, ?)");
+  q.Bind(1, node_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
+  while (q.Step()) {
+    IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
+    Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};
+    r.ctx.attempt_state = static_cast<v1::TaskState>(q.Int(3));
+    r.ctx.task_state = static_cast<v1::TaskState>(q.Int(4));
+    r.ctx.attempts_used = static_cast<uint32_t>(q.Int(5));
+    r.ctx.retries = spec.retries();
+    r.ctx.idempotent = spec.idempotent();
+    rows.push_back(std::move(r));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  std::vector<EventResult> out;
+  for (const auto& r : rows) {
+    v1::ReportAttemptRequest none;
+    IG_ASSIGN_OR_RETURN(EventResult res, ApplyOutcomeLocked(r.id, r.ctx, jobs::NodeLostOutcome(r.ctx), none,
+                                                            r.job_id, r.index, node_id, now_ms));
+    out.push_back(std::move(res));
+  }
+  IG_RETURN_IF_ERROR(tx.Commit());
+  return out;
+}
+
+Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t now_ms) {
+  CancelResult result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction tx(db_);
+    IG_RETURN_IF_ERROR(tx.status());
+    Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
+    exists.Bind(1, job_id);
+    if (!exists.Step()) return Status::NotFound("job " + job_id + " does not exist");
+    Stmt active(db_, "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?)");
+    active.Bind(1, job_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
+    while (active.Step()) {
+      result.stopped.push_back({active.Text(0), job_id, static_cast<uint32_t>(active.Int(1)), active.Text(2),
+                                static_cast<v1::TaskState>(active.Int(3))});
+    }
+    IG_RETURN_IF_ERROR(active.status());
+    Stmt a(db_, "UPDATE attempts SET state = ?, reason = ?, message = 'cancelled by user', finished_ms = ? "
+                "WHERE job_id = ? AND state IN (?, ?)");
+    a.Bind(1, int64_t{v1::CANCELLED}).Bind(2, int64_t{v1::USER_CANCEL}).Bind(3, now_ms).Bind(4, job_id)
+        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, int64_t{v1::RUNNING});
+    a.Step();
+    IG_RETURN_IF_ERROR(a.status());
+    Stmt t(db_, "UPDATE tasks SET state = ?, reason = ?, message = 'cancelled by user', updated_ms = ? "
+                "WHERE job_id = ? AND state IN (?, ?, ?)");
+    t.Bind(1, int64_t{v1::CANCELLED}).Bind(2, int64_t{v1::USER_CANCEL}).Bind(3, now_ms).Bind(4, job_id)
+        .Bind(5, int64_t{v1::QUEUED}).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING});
+    t.Step();
+    IG_RETURN_IF_ERROR(t.status());
+    IG_RETURN_IF_ERROR(tx.Commit());
+  }
+  IG_ASSIGN_OR_RETURN(result.job, GetJob(job_id));
+  return result;
+}
+
+Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  std::vector<std::pair<std::string, uint32_t>> expired;
+  Stmt q(db_, "SELECT t.job_id, t.idx, t.queued_ms, j.spec FROM tasks t JOIN jobs j ON j.id = t.job_id "
+              "WHERE t.state = ?");
+  q.Bind(1, int64_t{v1::QUEUED});
+  while (q.Step()) {
+    IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(3)));
+    int64_t timeout_ms = int64_t{spec.queue_timeout_seconds()} * 1000;
+    if (timeout_ms > 0 && now_ms - q.Int(2) > timeout_ms) {
+      expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
+    }
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  for (const auto& [job, idx] : expired) {
+    IG_RETURN_IF_ERROR(SetTaskStateLocked(job, idx, v1::FAILED, v1::QUEUE_TIMEOUT,
+                                          "no node took the task within its queue timeout", now_ms));
+  }
+  IG_RETURN_IF_ERROR(tx.Commit());
+  return static_cast<int>(expired.size());
+}
+
+Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                                   const std::string& message, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, v1::FAILED, reason, message, now_ms));
+  return tx.Commit();
+}
+
+}  // namespace idlegrid::store
+
+namespace idlegrid::store {
+
+Result<Store::AttemptOwner> SqliteStore::GetAttemptOwner(const std::string& attempt_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT job_id, node_id, idx, state FROM attempts WHERE id = ?");
+  q.Bind(1, attempt_id);
+  if (!q.Step()) {
+    IG_RETURN_IF_ERROR(q.status());
+    return Status::NotFound("attempt " + attempt_id + " does not exist");
+  }
+  return AttemptOwner{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), static_cast<v1::TaskState>(q.Int(3))};
+}
+
+Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ActiveAttempt> out;
+  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts "
+              "WHERE node_id = ? AND state = ? ORDER BY assigned_ms");
+  q.Bind(1, node_id).Bind(2, int64_t{v1::ASSIGNED});
+  while (q.Step()) {
+    out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
+                   static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
+                   static_cast<uint32_t>(q.Int(7))});
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+}  // namespace idlegrid::store

@@ -1,0 +1,142 @@
+// Nodes, credentials, artifacts, images and logs in SQLite.
+#include "store/sqlite/sqlite_store.h"
+
+namespace idlegrid::store {
+
+Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  for (const auto& c : chunks) {
+    Stmt ins(db_, "INSERT INTO logs(job_id, idx, attempt_id, stream, data) VALUES(?, ?, ?, ?, ?)");
+    ins.Bind(1, job_id).Bind(2, int64_t{c.task_index()}).Bind(3, c.attempt_id()).Bind(4, c.stream())
+        .BindBlob(5, c.data());
+    ins.Step();
+    IG_RETURN_IF_ERROR(ins.status());
+  }
+  return tx.Commit();
+}
+
+Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_id, int64_t after_seq,
+                                                        size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::LogChunk> out;
+  Stmt q(db_, "SELECT seq, idx, attempt_id, stream, data FROM logs WHERE job_id = ? AND seq > ? "
+              "ORDER BY seq LIMIT ?");
+  q.Bind(1, job_id).Bind(2, after_seq).Bind(3, static_cast<int64_t>(limit));
+  while (q.Step()) {
+    v1::LogChunk c;
+    c.set_seq(q.Int(0));
+    c.set_task_index(static_cast<uint32_t>(q.Int(1)));
+    c.set_attempt_id(q.Text(2));
+    c.set_stream(q.Text(3));
+    c.set_data(q.Blob(4));
+    out.push_back(std::move(c));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms) "
+              "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
+              "token_hash = excluded.token_hash, info = excluded.info");
+  q.Bind(1, node.id).Bind(2, node.name).Bind(3, token_hash).BindBlob(4, node.info.SerializeAsString())
+      .Bind(5, node.registered_ms).Bind(6, node.last_heartbeat_ms);
+  q.Step();
+  return q.status();
+}
+
+namespace {
+NodeRecord ReadNode(const Stmt& q) {
+  NodeRecord n;
+  n.id = q.Text(0);
+  n.name = q.Text(1);
+  n.info.ParseFromString(q.Blob(2));
+  n.registered_ms = q.Int(3);
+  n.last_heartbeat_ms = q.Int(4);
+  return n;
+}
+}  // namespace
+
+Result<std::optional<NodeRecord>> SqliteStore::NodeByTokenHash(const std::string& token_hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT id, name, info, registered_ms, last_heartbeat_ms FROM nodes WHERE token_hash = ?");
+  q.Bind(1, token_hash);
+  if (q.Step()) return std::optional<NodeRecord>(ReadNode(q));
+  IG_RETURN_IF_ERROR(q.status());
+  return std::optional<NodeRecord>();
+}
+
+Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeRecord> out;
+  Stmt q(db_, "SELECT id, name, info, registered_ms, last_heartbeat_ms FROM nodes ORDER BY name, id");
+  while (q.Step()) out.push_back(ReadNode(q));
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Status SqliteStore::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "UPDATE nodes SET info = ?, last_heartbeat_ms = ? WHERE id = ?");
+  q.BindBlob(1, info.SerializeAsString()).Bind(2, now_ms).Bind(3, node_id);
+  q.Step();
+  return q.status();
+}
+
+Status SqliteStore::AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "INSERT OR REPLACE INTO api_tokens(hash, role, created_ms) VALUES(?, ?, ?)");
+  q.Bind(1, token_hash).Bind(2, role).Bind(3, now_ms);
+  q.Step();
+  return q.status();
+}
+
+Result<std::optional<std::string>> SqliteStore::ApiTokenRole(const std::string& token_hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT role FROM api_tokens WHERE hash = ?");
+  q.Bind(1, token_hash);
+  if (q.Step()) return std::optional<std::string>(q.Text(0));
+  IG_RETURN_IF_ERROR(q.status());
+  return std::optional<std::string>();
+}
+
+Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,
+                                   int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "INSERT OR IGNORE INTO artifacts(digest, size, kind, created_ms) VALUES(?, ?, ?, ?)");
+  q.Bind(1, digest).Bind(2, static_cast<int64_t>(size)).Bind(3, kind).Bind(4, now_ms);
+  q.Step();
+  return q.status();
+}
+
+Result<bool> SqliteStore::HasArtifact(const std::string& digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT 1 FROM artifacts WHERE digest = ?");
+  q.Bind(1, digest);
+  bool found = q.Step();
+  IG_RETURN_IF_ERROR(q.status());
+  return found;
+}
+
+Status SqliteStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "INSERT OR REPLACE INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
+              "VALUES(?, ?, ?, ?)");
+  q.Bind(1, image.manifest_digest).Bind(2, image.config_digest).Bind(3, image.archive_digest).Bind(4, now_ms);
+  q.Step();
+  return q.status();
+}
+
+Result<std::optional<ImageRecord>> SqliteStore::GetImage(const std::string& manifest_digest) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "SELECT manifest_digest, config_digest, archive_digest FROM images WHERE manifest_digest = ?");
+  q.Bind(1, manifest_digest);
+  if (q.Step()) return std::optional<ImageRecord>(ImageRecord{q.Text(0), q.Text(1), q.Text(2)});
+  IG_RETURN_IF_ERROR(q.status());
+  return std::optional<ImageRecord>();
+}
+
+}  // namespace idlegrid::store

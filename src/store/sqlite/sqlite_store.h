@@ -1,0 +1,64 @@
+#pragma once
+#include <sqlite3.h>
+
+#include <mutex>
+
+#include "store/sqlite/db.h"
+#include "store/store.h"
+
+namespace idlegrid::store {
+
+// One connection guarded by mu_: SQLite serialises writers anyway, and one
+// coordinator process is the only writer of its database file.
+class SqliteStore : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close(db_); }
+  Status Migrate();
+
+  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                   int64_t now_ms) override;
+  Result<v1::Job> GetJob(const std::string& job_id) override;
+  Result<std::vector<v1::Job>> ListJobs() override;
+  Result<std::vector<QueuedTask>> QueuedTasks(size_t limit) override;
+  Result<std::vector<ActiveAttempt>> ActiveAttempts() override;
+  Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) override;
+  Result<EventResult> ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
+                                         int64_t now_ms) override;
+  Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) override;
+  Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
+  Result<int> ExpireQueuedTasks(int64_t now_ms) override;
+  Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
+  Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
+  Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                        const std::string& message, int64_t now_ms) override;
+
+  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) override;
+  Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) override;
+
+  Status UpsertNode(const NodeRecord& node, const std::string& token_hash) override;
+  Result<std::optional<NodeRecord>> NodeByTokenHash(const std::string& token_hash) override;
+  Result<std::vector<NodeRecord>> ListNodes() override;
+  Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
+  Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) override;
+  Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) override;
+
+  Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) override;
+  Result<bool> HasArtifact(const std::string& digest) override;
+  Status RegisterImage(const ImageRecord& image, int64_t now_ms) override;
+  Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) override;
+
+ private:
+  // Helpers; callers hold mu_ (and usually a transaction).
+  Result<EventResult> ApplyOutcomeLocked(const std::string& attempt_id, const jobs::AttemptContext& ctx,
+                                         const jobs::AttemptOutcome& outcome, const v1::ReportAttemptRequest& report,
+                                         const std::string& job_id, uint32_t index, const std::string& node_id,
+                                         int64_t now_ms);
+  Status SetTaskStateLocked(const std::string& job_id, uint32_t index, v1::TaskState to, v1::FailureReason reason,
+                            const std::string& message, int64_t now_ms);
+
+  std::mutex mu_;
+  sqlite3* db_;  // guarded by mu_
+};
+
+}  // namespace idlegrid::store

@@ -1,0 +1,142 @@
+#pragma once
+// The coordinator's durable state. One interface; SQLite is the default
+// implementation (PostgreSQL follows with the same contract). Every method is
+// one transaction and is safe to call from any thread. Methods that change a
+// task's state validate the transition with jobs::CheckTaskTransition and
+// reject illegal ones with FailedPrecondition, changing nothing.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "jobs/attempt_events.h"
+
+namespace idlegrid::store {
+
+struct QueuedTask {
+  std::string job_id;
+  uint32_t index = 0;
+  v1::JobSpec spec;
+  std::vector<std::string> excluded_nodes;
+  int64_t queued_ms = 0;
+};
+
+struct ActiveAttempt {
+  std::string attempt_id;
+  std::string job_id;
+  uint32_t index = 0;
+  std::string node_id;
+  v1::TaskState state = v1::ASSIGNED;
+  double cpu = 0;
+  uint64_t memory = 0;
+  uint32_t gpus = 0;
+};
+
+struct NewAttempt {
+  std::string attempt_id;
+  std::string job_id;
+  uint32_t index = 0;
+  std::string node_id;
+  int64_t now_ms = 0;
+};
+
+struct EventResult {
+  std::string job_id;
+  uint32_t index = 0;
+  jobs::AttemptOutcome outcome;
+};
+
+struct CancelResult {
+  v1::Job job;
+  std::vector<ActiveAttempt> stopped;  // attempts whose containers must be killed
+};
+
+struct NodeRecord {
+  std::string id;
+  std::string name;
+  v1::NodeInfo info;
+  int64_t registered_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+};
+
+struct ImageRecord {
+  std::string manifest_digest;
+  std::string config_digest;
+  std::string archive_digest;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- jobs and tasks ---
+  // Inserts the job and `spec.array_count` QUEUED tasks. AlreadyExists if the id is taken.
+  virtual Status CreateJob(const std::string& job_id, const v1::JobSpec& spec,
+                           const std::string& spec_digest, int64_t now_ms) = 0;
+  // The job with its tasks, their attempts and outputs. NotFound if absent.
+  virtual Result<v1::Job> GetJob(const std::string& job_id) = 0;
+  // All jobs, newest first, with task_counts but without tasks.
+  virtual Result<std::vector<v1::Job>> ListJobs() = 0;
+  // QUEUED tasks in submission order, at most `limit`.
+  virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit) = 0;
+  // Attempts ASSIGNED or RUNNING (they hold node capacity).
+  virtual Result<std::vector<ActiveAttempt>> ActiveAttempts() = 0;
+  // In one transaction, for each new attempt whose task is still QUEUED: task
+  // -> ASSIGNED and the attempt inserted. Returns the ones committed; others
+  // (task no longer queued) are skipped, not errors.
+  virtual Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) = 0;
+  // Applies an agent's report. PermissionDenied if the attempt belongs to
+  // another node; FailedPrecondition (nothing changed) for a stale report.
+  virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id,
+                                                 const v1::ReportAttemptRequest& report,
+                                                 int64_t now_ms) = 0;
+  // Fails the node's active attempts with NODE_LOST (retrying where the rules allow).
+  virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
+  // Every non-terminal task -> CANCELLED; returns the attempts to stop.
+  virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
+  // QUEUED tasks waiting longer than their queue timeout -> FAILED(QUEUE_TIMEOUT). Returns how many.
+  virtual Result<int> ExpireQueuedTasks(int64_t now_ms) = 0;
+  // (job_id, node_id, task index) of an attempt; NotFound if absent.
+  struct AttemptOwner {
+    std::string job_id;
+    std::string node_id;
+    uint32_t index = 0;
+    v1::TaskState state = v1::ASSIGNED;
+  };
+  virtual Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) = 0;
+  // Assignment commands for the node's attempts that are still ASSIGNED (to
+  // re-send when its agent reconnects).
+  virtual Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) = 0;
+  // Fails a QUEUED task that can never run (e.g. unknown image). 
+  virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                                const std::string& message, int64_t now_ms) = 0;
+
+  // --- logs ---
+  virtual Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) = 0;
+  // Chunks of the job with seq > after_seq, in order, at most `limit`.
+  virtual Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) = 0;
+
+  // --- nodes and credentials ---
+  virtual Status UpsertNode(const NodeRecord& node, const std::string& token_hash) = 0;
+  virtual Result<std::optional<NodeRecord>> NodeByTokenHash(const std::string& token_hash) = 0;
+  virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+  virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
+  virtual Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) = 0;
+  // The role of a requester token, or nullopt.
+  virtual Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) = 0;
+
+  // --- artifacts and images ---
+  virtual Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) = 0;
+  virtual Result<bool> HasArtifact(const std::string& digest) = 0;
+  virtual Status RegisterImage(const ImageRecord& image, int64_t now_ms) = 0;
+  virtual Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) = 0;
+};
+
+// Opens (creating if needed) the SQLite database at `path` in WAL mode and
+// applies pending schema migrations.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace idlegrid::store
