@@ -59,7 +59,9 @@ for n in 1 2; do
   if [ "$(id -u)" -eq 0 ]; then
     u="idlegrid-demo$n"; uid=$(id -u "$u"); xdg="/tmp/idlegrid-xdg-$uid"
     mkdir -p "$xdg"; chown "$u" "$xdg" "$dir"; chmod 700 "$xdg"
-    runner=(runuser -u "$u" -- env HOME="$(getent passwd "$u" | cut -d: -f6)" XDG_RUNTIME_DIR="$xdg"
+    # setpriv execs in place: the pid we hold is the agent itself.
+    runner=(setpriv --reuid="$uid" --regid="$(id -g "$u")" --init-groups
+            env HOME="$(getent passwd "$u" | cut -d: -f6)" XDG_RUNTIME_DIR="$xdg"
             PATH=/usr/local/bin:/usr/bin:/bin)
   else
     runner=(env)

@@ -30,11 +30,13 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
 Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
                                          const v1::ReportAttemptRequest& report) {
   if (IsTerminal(ctx.attempt_state)) {
-    // The cancel path: the agent confirms the container is gone.
+    // The cancel path: the agent confirms the container is gone. The attempt
+    // stays cancelled; the confirmation is recorded so users can see it.
     if (report.event() == v1::STOPPED && ctx.attempt_state == v1::CANCELLED) {
-      AttemptOutcome same{ctx.task_state, ctx.attempt_state};
-      same.changed = false;
-      return same;
+      AttemptOutcome stopped{ctx.task_state, ctx.attempt_state};
+      stopped.reason = v1::USER_CANCEL;
+      stopped.message = "cancelled by user; container stopped";
+      return stopped;
     }
     return Status::FailedPrecondition(std::string("attempt is already ") +
                                       StateName(ctx.attempt_state) + "; report ignored");
@@ -61,19 +63,26 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
       out.attempt_state = v1::RUNNING;
       out.task_state = v1::RUNNING;
       return out;
-    case v1::EXITED:
+    case v1::EXITED: {
+      // The agent does not retry STARTED, so an exit can be the first report we
+      // see; refusing it would strand a task whose container already ran.
+      const bool implied_start = ctx.attempt_state == v1::ASSIGNED;
       if (report.exit_code() == 0 && report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED) {
         out.attempt_state = v1::SUCCEEDED;
         out.task_state = v1::SUCCEEDED;
+        out.implied_start = implied_start;
         return out;
       }
-      return Failure(ctx,
-                     report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
-                         ? v1::NONZERO_EXIT
-                         : report.failure_reason(),
-                     report.message().empty()
-                         ? "exited with code " + std::to_string(report.exit_code())
-                         : report.message());
+      AttemptOutcome failed = Failure(ctx,
+                                      report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
+                                          ? v1::NONZERO_EXIT
+                                          : report.failure_reason(),
+                                      report.message().empty()
+                                          ? "exited with code " + std::to_string(report.exit_code())
+                                          : report.message());
+      failed.implied_start = implied_start;
+      return failed;
+    }
     case v1::ERRORED:
       return Failure(ctx,
                      report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED

@@ -26,6 +26,9 @@ struct AttemptOutcome {
   bool retried = false;        // the task went back to the queue
   bool exclude_node = false;   // do not place this task on that node again
   bool changed = true;         // false for a harmless duplicate report
+  // EXITED arrived for an attempt still ASSIGNED (its STARTED report was lost):
+  // the container ran, so the attempt and task pass through RUNNING first.
+  bool implied_start = false;
 };
 
 // FailedPrecondition for a report that does not fit the current state (e.g. a

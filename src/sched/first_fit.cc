@@ -17,6 +17,8 @@ std::string Infeasibility(const NodeView& node, const TaskView& task) {
     return "runtime " + task.runtime + " not available";
   }
   if (node.enforcement.memory().empty()) return "cannot enforce a memory limit";
+  // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap (the agent refuses them otherwise).
+  if (task.runtime == "runsc" && node.enforcement.memory() != "cgroup") return "runsc needs cgroup memory limits";
   if (r.strict_cpu() && node.enforcement.cpu().empty()) return "cannot cap CPU (strictCpu)";
   if (r.gpus() > node.gpus_free) return "insufficient GPUs";
   if (r.cpu() > node.cpu_free + 1e-9) return "insufficient CPU";

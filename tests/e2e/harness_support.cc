@@ -1,0 +1,389 @@
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "api/status_map.h"
+#include "common/fs.h"
+#include "e2e/harness.h"
+
+extern char** environ;
+
+namespace idlegrid::testing {
+
+namespace {
+
+std::vector<char*> Argv(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int DecodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::string ValueAfter(const std::string& line, const std::string& key) {
+  auto pos = line.find(key + "=");
+  if (pos == std::string::npos) return "";
+  auto start = pos + key.size() + 1;
+  auto end = line.find(' ', start);
+  return line.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+bool IsRoot() { return ::geteuid() == 0; }
+
+}  // namespace
+
+CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
+  int out_pipe[2], err_pipe[2];
+  CmdResult r;
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) return r;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  auto args = Argv(argv);
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    r.err = std::string("spawn failed: ") + std::strerror(rc);
+    return r;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[8192];
+  while (open_fds > 0) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now()).count());
+    if (left <= 0) {
+      ::kill(pid, SIGKILL);
+      r.err += "\n[harness: timed out after " + std::to_string(timeout_s) + " s]";
+      break;
+    }
+    if (::poll(fds, 2, left) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = DecodeStatus(status);
+  return r;
+}
+
+// --- Process ------------------------------------------------------------------
+
+std::unique_ptr<Process> Process::Start(const std::vector<std::string>& argv, const std::string& stderr_path) {
+  int out_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return nullptr;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::unique_ptr<Process> p(new Process());
+  auto args = Argv(argv);
+  int rc = posix_spawnp(&p->pid_, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    return nullptr;
+  }
+  int fd = out_pipe[0];
+  p->reader_ = std::thread([raw = p.get(), fd] {
+    std::string partial;
+    char buf[4096];
+    while (true) {
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      partial.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = partial.find('\n')) != std::string::npos) {
+        std::lock_guard<std::mutex> lock(raw->mu_);
+        raw->lines_.push_back(partial.substr(0, nl));
+        partial.erase(0, nl + 1);
+        raw->cv_.notify_all();
+      }
+    }
+    ::close(fd);
+    std::lock_guard<std::mutex> lock(raw->mu_);
+    raw->eof_ = true;
+    raw->cv_.notify_all();
+  });
+  return p;
+}
+
+Process::~Process() {
+  if (running()) {
+    Signal(SIGKILL);
+  }
+  Wait();
+  if (reader_.joinable()) reader_.join();
+}
+
+std::string Process::WaitForLine(const std::string& prefix, int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::string found;
+  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    for (const auto& l : lines_) {
+      if (l.rfind(prefix, 0) == 0) {
+        found = l;
+        return true;
+      }
+    }
+    return eof_;
+  });
+  return found;
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+int Process::Wait() {
+  if (!reaped_ && pid_ > 0) {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    status_ = DecodeStatus(status);
+    reaped_ = true;
+  }
+  return status_;
+}
+
+bool Process::running() {
+  if (reaped_ || pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    status_ = DecodeStatus(status);
+    reaped_ = true;
+    return false;
+  }
+  return true;
+}
+
+// --- Grid ---------------------------------------------------------------------
+
+Grid::Grid(const std::string& name) {
+  std::string tmpl = "/tmp/igtest-" + name + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  root = ::mkdtemp(buf.data());
+  ::chmod(root.c_str(), 0755);  // agents run as other users and must reach their binary
+  coordinator_dir = root + "/coordinator";
+  bin_ = root + "/idlegrid";
+  RunCommand({"install", "-m", "755", IDLEGRID_BINARY, bin_});
+  agents.resize(4);
+}
+
+Grid::~Grid() {
+  for (auto& a : agents) {
+    if (a) a->Signal(SIGTERM);
+  }
+  for (auto& a : agents) a.reset();
+  if (coordinator) coordinator->Signal(SIGTERM);
+  coordinator.reset();
+  if (std::getenv("IDLEGRID_KEEP_TEST_DIRS") == nullptr) (void)RemoveTree(root);
+}
+
+Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", "127.0.0.1:0",
+                                   "--http-listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  coordinator = Process::Start(argv, root + "/coordinator.err");
+  if (!coordinator) return Status::Internal("cannot start coordinator");
+  std::string ready = coordinator->WaitForLine("ready ", 30000);
+  if (ready.empty()) {
+    auto err = ReadFile(root + "/coordinator.err");
+    return Status::Internal("coordinator did not become ready: " + (err.ok() ? *err : ""));
+  }
+  grpc_addr = ValueAfter(ready, "grpc");
+  http_addr = ValueAfter(ready, "http");
+  ca_hash = ValueAfter(ready, "ca");
+  auto join = ReadFile(coordinator_dir + "/join.token");
+  auto admin = ReadFile(coordinator_dir + "/admin.token");
+  if (!join.ok() || !admin.ok()) return Status::Internal("coordinator wrote no tokens");
+  join_token = join->substr(0, join->find('\n'));
+  admin_token = admin->substr(0, admin->find('\n'));
+  client_yaml = coordinator_dir + "/client.yaml";
+  client_.reset();
+  return Status::Ok();
+}
+
+void Grid::StopCoordinator(int sig) {
+  if (!coordinator) return;
+  coordinator->Signal(sig);
+  coordinator->Wait();
+  coordinator.reset();
+}
+
+std::string Grid::AgentUser(int n) const { return IsRoot() ? "igtest-agent" + std::to_string(n) : ""; }
+std::string Grid::AgentDataDir(int n) const { return root + "/agent" + std::to_string(n); }
+
+std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::string> argv) {
+  std::string user = grid.AgentUser(n);
+  if (user.empty()) return argv;
+  struct passwd* pw = ::getpwnam(user.c_str());
+  std::string uid = pw ? std::to_string(pw->pw_uid) : "0";
+  std::string gid = pw ? std::to_string(pw->pw_gid) : "0";
+  // setpriv execs in place (runuser would fork and keep a root parent), so the
+  // pid we hold is the agent itself: signals reach it and kill -9 kills it.
+  std::vector<std::string> out = {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env",
+                                  "HOME=" + std::string(pw ? pw->pw_dir : "/"),
+                                  "XDG_RUNTIME_DIR=/tmp/igtest-xdg-" + uid, "PATH=/usr/local/bin:/usr/bin:/bin"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
+  std::string user = AgentUser(n);
+  std::string dir = AgentDataDir(n);
+  IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
+  if (!user.empty()) {
+    if (::getpwnam(user.c_str()) == nullptr) {
+      auto r = RunCommand({"useradd", "-m", "-s", "/usr/sbin/nologin", user});
+      if (r.exit_code != 0) return Status::Internal("useradd " + user + ": " + r.err);
+    }
+    // Rootless podman needs a subordinate id range for the user.
+    for (const char* file : {"/etc/subuid", "/etc/subgid"}) {
+      auto content = ReadFile(file);
+      if (!content.ok() || content->find(user + ":") == std::string::npos) {
+        std::ofstream(file, std::ios::app) << user << ":" << (400000 + n * 65536) << ":65536\n";
+      }
+    }
+    struct passwd* pw = ::getpwnam(user.c_str());
+    std::string xdg = "/tmp/igtest-xdg-" + std::to_string(pw->pw_uid);
+    IG_RETURN_IF_ERROR(MakeDirs(xdg, 0700));
+    if (::chown(xdg.c_str(), pw->pw_uid, pw->pw_gid) != 0 || ::chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
+      return Status::Internal("cannot chown agent directories");
+    }
+  }
+  std::vector<std::string> argv = AsAgentUser(
+      *this, n,
+      {bin_, "agent", "--coordinator", grpc_addr, "--join-token", join_token, "--ca-hash", ca_hash, "--data-dir",
+       dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto& slot = agents[static_cast<size_t>(n - 1)];
+  slot = Process::Start(argv, root + "/agent" + std::to_string(n) + ".err");
+  if (!slot) return Status::Internal("cannot start agent");
+  if (slot->WaitForLine("ready ", 60000).empty()) {
+    auto err = ReadFile(root + "/agent" + std::to_string(n) + ".err");
+    return Status::Internal("agent did not become ready: " + (err.ok() ? *err : ""));
+  }
+  return Status::Ok();
+}
+
+void Grid::StopAgent(int n, int sig) {
+  auto& slot = agents[static_cast<size_t>(n - 1)];
+  if (!slot) return;
+  slot->Signal(sig);
+  slot->Wait();
+  slot.reset();
+}
+
+CmdResult Grid::Cli(std::vector<std::string> args, bool with_config) {
+  std::vector<std::string> argv = {bin_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (with_config) {
+    argv.push_back("--config");
+    argv.push_back(client_yaml);
+  }
+  return RunCommand(argv);
+}
+
+std::string Grid::PushTestImage() {
+  static std::string archive;  // built once per test binary
+  if (archive.empty()) {
+    std::string out = "/tmp/igtest-image-" + std::to_string(::getpid()) + ".tar";
+    auto r = RunCommand({std::string(IDLEGRID_SOURCE_DIR) + "/scripts/build-image.sh",
+                         std::string(IDLEGRID_SOURCE_DIR) + "/tests/e2e/testprog.c",
+                         "localhost/igtest-prog:" + std::to_string(::getpid()), out});
+    if (r.exit_code != 0) return "";
+    archive = out;
+  }
+  auto r = Cli({"image", "push", archive});
+  if (r.exit_code != 0) return "";
+  std::string digest = r.out;
+  while (!digest.empty() && digest.back() == '\n') digest.pop_back();
+  return digest;
+}
+
+std::string Grid::WriteFile(const std::string& name, const std::string& content) {
+  std::string path = root + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+std::string Grid::Manifest(const std::string& name, const std::vector<std::string>& args, const std::string& extra) {
+  std::string image = PushTestImage();
+  std::ostringstream y;
+  y << "apiVersion: idlegrid/v1\nname: " << name << "\nimage: igtest@" << image << "\ncommand: [\"/sim\"]\nargs: [";
+  for (size_t i = 0; i < args.size(); ++i) y << (i ? ", " : "") << "\"" << args[i] << "\"";
+  y << "]\nresources:\n  cpu: 1\n  memory: 256Mi\n  pids: 64\noutput: /out\n" << extra;
+  return WriteFile(name + ".yaml", y.str());
+}
+
+cli::Client* Grid::client() {
+  if (!client_) {
+    auto c = cli::Client::Connect({grpc_addr, coordinator_dir + "/pki/ca.crt", admin_token});
+    if (c.ok()) client_ = std::move(c).value();
+  }
+  return client_.get();
+}
+
+Result<v1::Job> Grid::WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
+                              int timeout_ms) {
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  auto ctx = client()->Context(timeout_ms);
+  auto reader = client()->stub()->WatchJob(ctx.get(), req);
+  v1::Job job;
+  v1::Job last;
+  while (reader->Read(&job)) {
+    last = job;
+    if (pred(job)) {
+      ctx->TryCancel();
+      reader->Finish();
+      return last;
+    }
+  }
+  Status st = api::FromGrpc(reader->Finish());
+  if (!st.ok()) return st;
+  return last;
+}
+
+}  // namespace idlegrid::testing

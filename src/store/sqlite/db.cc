@@ -65,8 +65,10 @@ Transaction::~Transaction() {
 }
 
 Status Transaction::Commit() {
-  done_ = true;
-  return Exec(db_, "COMMIT");
+  Status st = Exec(db_, "COMMIT");
+  // On failure the destructor rolls back, so the connection never stays inside a transaction.
+  if (st.ok()) done_ = true;
+  return st;
 }
 
 }  // namespace idlegrid::store

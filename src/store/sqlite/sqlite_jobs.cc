@@ -234,21 +234,33 @@ Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_i
                                                     uint32_t index, const std::string& node_id, int64_t now_ms) {
   EventResult result{job_id, index, outcome};
   if (!outcome.changed) return result;
-  if (outcome.attempt_state != ctx.attempt_state) {
-    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(ctx.attempt_state, outcome.attempt_state));
+  v1::TaskState from = ctx.attempt_state;
+  if (outcome.implied_start) {
+    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, v1::RUNNING));
+    IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, v1::RUNNING, v1::FAILURE_REASON_UNSPECIFIED, "", now_ms));
+    from = v1::RUNNING;
   }
-  bool started = outcome.attempt_state == v1::RUNNING;
+  if (outcome.attempt_state != from) {
+    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, outcome.attempt_state));
+  }
+  bool started = outcome.attempt_state == v1::RUNNING || outcome.implied_start;
   bool finished = jobs::IsTerminal(outcome.attempt_state);
   v1::Attempt outputs;
   *outputs.mutable_outputs() = report.outputs();
-  Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, exit_code = ?, "
+  // Only an exit report carries an exit code and outputs; a confirmation of a
+  // stop keeps the time the cancel happened.
+  bool exited = report.event() == v1::EXITED;
+  bool first_finish = finished && !jobs::IsTerminal(ctx.attempt_state);
+  Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, "
+                "exit_code = CASE WHEN ? THEN ? ELSE exit_code END, "
                 "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
                 "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
-                "runtime = CASE WHEN ? != '' THEN ? ELSE runtime END, outputs = ? WHERE id = ?");
+                "runtime = CASE WHEN ? != '' THEN ? ELSE runtime END, "
+                "outputs = CASE WHEN ? THEN ? ELSE outputs END WHERE id = ?");
   upd.Bind(1, int64_t{outcome.attempt_state}).Bind(2, int64_t{outcome.reason}).Bind(3, outcome.message)
-      .Bind(4, int64_t{report.exit_code()}).Bind(5, int64_t{started}).Bind(6, now_ms)
-      .Bind(7, int64_t{finished}).Bind(8, now_ms).Bind(9, report.runtime()).Bind(10, report.runtime())
-      .BindBlob(11, outputs.SerializeAsString()).Bind(12, attempt_id);
+      .Bind(4, int64_t{exited}).Bind(5, int64_t{report.exit_code()}).Bind(6, int64_t{started}).Bind(7, now_ms)
+      .Bind(8, int64_t{first_finish}).Bind(9, now_ms).Bind(10, report.runtime()).Bind(11, report.runtime())
+      .Bind(12, int64_t{exited}).BindBlob(13, outputs.SerializeAsString()).Bind(14, attempt_id);
   upd.Step();
   IG_RETURN_IF_ERROR(upd.status());
   v1::FailureReason task_reason = outcome.task_state == v1::FAILED ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
@@ -268,9 +280,12 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, t.attempts, j.spec FROM attempts a "
+  // attempts_used leaves out rejections: a node's refusal never consumes a retry.
+  Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason != ?), "
+              "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
-  q.Bind(1, report.attempt_id());
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
     return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
@@ -304,10 +319,13 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
     jobs::AttemptContext ctx;
   };
   std::vector<Row> rows;
-  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, t.attempts, j.spec FROM attempts a "
+  // attempts_used leaves out rejections, as in ApplyAttemptReport.
+  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason != ?), "
+              "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
               "WHERE a.node_id = ? AND a.state IN (?, ?)");
-  q.Bind(1, node_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, node_id).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
     Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};
@@ -393,6 +411,19 @@ Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
+  // Only a queued task: an assigned one has an attempt holding node capacity
+  // that failing the task alone would strand.
+  Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
+  cur.Bind(1, job_id).Bind(2, int64_t{index});
+  if (!cur.Step()) {
+    IG_RETURN_IF_ERROR(cur.status());
+    return Status::NotFound("task " + job_id + "/" + std::to_string(index) + " does not exist");
+  }
+  auto state = static_cast<v1::TaskState>(cur.Int(0));
+  if (state != v1::QUEUED) {
+    return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
+                                      jobs::StateName(state) + ", not queued");
+  }
   IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, v1::FAILED, reason, message, now_ms));
   return tx.Commit();
 }

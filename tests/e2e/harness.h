@@ -1,0 +1,95 @@
+#pragma once
+// End-to-end harness: real processes (a coordinator, agents running as their
+// own unprivileged users), real TLS on loopback, real podman. Readiness is
+// awaited on the processes' "ready" lines and on the WatchJob stream, never
+// on fixed sleeps.
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/client.h"
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::testing {
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (no shell), capturing both streams.
+CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s = 300);
+
+// A child process whose stdout is read line by line on a thread.
+class Process {
+ public:
+  static std::unique_ptr<Process> Start(const std::vector<std::string>& argv, const std::string& stderr_path);
+  ~Process();
+  // The first stdout line starting with `prefix`, waiting up to timeout_ms;
+  // "" if the process exited or the time ran out first.
+  std::string WaitForLine(const std::string& prefix, int timeout_ms);
+  void Signal(int sig);
+  int Wait();  // exit status (128+signal if killed)
+  pid_t pid() const { return pid_; }
+  bool running();
+
+ private:
+  Process() = default;
+  pid_t pid_ = -1;
+  int status_ = -1;
+  bool reaped_ = false;
+  std::thread reader_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> lines_;  // guarded by mu_
+  bool eof_ = false;                // guarded by mu_
+};
+
+class Grid {
+ public:
+  explicit Grid(const std::string& name);
+  ~Grid();
+
+  Status StartCoordinator(const std::vector<std::string>& extra = {});
+  void StopCoordinator(int sig = SIGTERM);
+  // Agent n (1-based) runs as user "igtest-agent<n>", created on first use
+  // with its own subordinate uid/gid range; when not root, as this user.
+  Status StartAgent(int n, const std::vector<std::string>& extra = {});
+  void StopAgent(int n, int sig = SIGTERM);
+  std::string AgentUser(int n) const;
+  std::string AgentDataDir(int n) const;
+
+  // `idlegrid ARGS --config client.yaml`.
+  CmdResult Cli(std::vector<std::string> args, bool with_config = true);
+  // Builds (once per process) the test image and pushes it; returns its digest.
+  std::string PushTestImage();
+  std::string WriteFile(const std::string& name, const std::string& content);
+  // Manifest for the test image with `args`; extra YAML appended verbatim.
+  std::string Manifest(const std::string& name, const std::vector<std::string>& args, const std::string& extra = "");
+
+  // Streams the job until pred(job) holds or it ends; returns the last state seen.
+  Result<v1::Job> WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
+                          int timeout_ms = 120000);
+  cli::Client* client();
+
+  std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
+  std::unique_ptr<Process> coordinator;
+  std::vector<std::unique_ptr<Process>> agents;  // index n-1
+
+ private:
+  std::string bin_;
+  std::unique_ptr<cli::Client> client_;
+};
+
+// A runnable `podman` invocation as agent n's user (for checking its containers).
+std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::string> argv);
+
+}  // namespace idlegrid::testing

@@ -1,0 +1,869 @@
+// The Store contract (store/store.h) against the SQLite implementation, on a
+// fresh database file per test, plus a crash-safety test that SIGKILLs a
+// writer process at a random point.
+#include <gtest/gtest.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace idlegrid::store {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/store_test.XXXXXX";
+    const char* made = ::mkdtemp(tmpl);
+    if (made != nullptr) path_ = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Reads one integer straight from the file, bypassing the store.
+int64_t QueryInt(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  int64_t value = -1;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+      value = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+std::string QueryText(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(stmt, 0);
+      if (t) value = reinterpret_cast<const char*>(t);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+struct SpecOptions {
+  uint32_t array_count = 1;
+  uint32_t retries = 0;
+  bool idempotent = false;
+  uint32_t queue_timeout_seconds = 0;
+  double cpu = 1;
+  uint64_t memory = 1 << 28;
+  uint32_t gpus = 0;
+};
+
+v1::JobSpec Spec(const SpecOptions& o = {}) {
+  v1::JobSpec s;
+  s.set_api_version("idlegrid/v1");
+  s.set_name("sweep");
+  s.set_image("sha256:" + std::string(64, 'a'));
+  s.mutable_resources()->set_cpu(o.cpu);
+  s.mutable_resources()->set_memory_bytes(o.memory);
+  s.mutable_resources()->set_gpus(o.gpus);
+  s.set_output_path("/out");
+  s.set_runtime("runc");
+  s.set_array_count(o.array_count);
+  s.set_retries(o.retries);
+  s.set_idempotent(o.idempotent);
+  s.set_queue_timeout_seconds(o.queue_timeout_seconds);
+  return s;
+}
+
+v1::ReportAttemptRequest Report(const std::string& attempt_id, v1::AttemptEvent event, int32_t exit_code = 0,
+                                v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED) {
+  v1::ReportAttemptRequest r;
+  r.set_attempt_id(attempt_id);
+  r.set_event(event);
+  r.set_exit_code(exit_code);
+  r.set_failure_reason(reason);
+  return r;
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
+    path_ = dir_.path() + "/idlegrid.db";
+    Open();
+  }
+
+  void Open() {
+    auto opened = OpenSqliteStore(path_);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(*opened);
+  }
+
+  void Reopen() {
+    store_.reset();
+    Open();
+  }
+
+  void CreateJob(const std::string& id, const SpecOptions& o = {}, int64_t now_ms = 1000) {
+    Status st = store_->CreateJob(id, Spec(o), "sha256:spec-" + id, now_ms);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  // Assigns one task and expects it to be committed.
+  void Assign(const std::string& job, uint32_t index, const std::string& attempt, const std::string& node,
+              int64_t now_ms = 2000) {
+    auto r = store_->CommitAssignments({{attempt, job, index, node, now_ms}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), 1u) << job << "/" << index << " was not committed";
+  }
+
+  void ReportOk(const std::string& node, const v1::ReportAttemptRequest& report, int64_t now_ms = 3000) {
+    auto r = store_->ApplyAttemptReport(node, report, now_ms);
+    ASSERT_TRUE(r.ok()) << v1::AttemptEvent_Name(report.event()) << ": " << r.status().ToString();
+  }
+
+  v1::Job Job(const std::string& id) {
+    auto job = store_->GetJob(id);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    return job.ok() ? *job : v1::Job();
+  }
+
+  v1::Task TaskOf(const std::string& job, uint32_t index) {
+    v1::Job j = Job(job);
+    for (const auto& t : j.tasks()) {
+      if (t.index() == index) return t;
+    }
+    ADD_FAILURE() << "no task " << job << "/" << index;
+    return v1::Task();
+  }
+
+  std::vector<std::string> QueuedKeys(size_t limit = 1000) {
+    std::vector<std::string> out;
+    auto q = store_->QueuedTasks(limit);
+    EXPECT_TRUE(q.ok()) << q.status().ToString();
+    if (q.ok()) {
+      for (const auto& t : *q) out.push_back(t.job_id + "/" + std::to_string(t.index));
+    }
+    return out;
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+// --- schema -------------------------------------------------------------------
+
+TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 1);
+  for (const char* table : {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs"}) {
+    EXPECT_EQ(QueryInt(path_, std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
+                                  table + "'"),
+              1)
+        << table;
+  }
+  EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
+  CreateJob("j1", {.array_count = 2});
+  Reopen();
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 1);
+  v1::Job job = Job("j1");
+  EXPECT_EQ(job.tasks_size(), 2);
+  EXPECT_EQ(job.spec().name(), "sweep");
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto opened = OpenSqliteStore(path_);
+  EXPECT_EQ(opened.status().code(), Code::kFailedPrecondition) << opened.status().ToString();
+}
+
+// --- jobs and tasks -------------------------------------------------------------
+
+TEST_F(SqliteStoreTest, CreateJobMakesArrayCountQueuedTasks) {
+  CreateJob("j1", {.array_count = 5}, /*now_ms=*/1234);
+  v1::Job job = Job("j1");
+  EXPECT_EQ(job.id(), "j1");
+  EXPECT_EQ(job.spec_digest(), "sha256:spec-j1");
+  EXPECT_EQ(job.created_at_ms(), 1234);
+  EXPECT_TRUE(MessageDifferencer::Equals(job.spec(), Spec({.array_count = 5})));
+  EXPECT_EQ(job.state(), v1::QUEUED);
+  ASSERT_EQ(job.tasks_size(), 5);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(job.tasks(i).index(), static_cast<uint32_t>(i));
+    EXPECT_EQ(job.tasks(i).state(), v1::QUEUED);
+    EXPECT_EQ(job.tasks(i).attempts_size(), 0);
+  }
+  EXPECT_EQ(job.task_counts().at("queued"), 5u);
+
+  // A plain job (array_count unset) still has its one task.
+  CreateJob("plain", {.array_count = 0});
+  EXPECT_EQ(Job("plain").tasks_size(), 1);
+}
+
+TEST_F(SqliteStoreTest, CreateJobWithATakenIdIsAlreadyExistsAndChangesNothing) {
+  CreateJob("j1", {.array_count = 2});
+  v1::JobSpec other = Spec({.array_count = 7});
+  other.set_name("other");
+  Status st = store_->CreateJob("j1", other, "sha256:other", 5000);
+  EXPECT_EQ(st.code(), Code::kAlreadyExists) << st.ToString();
+  v1::Job job = Job("j1");
+  EXPECT_EQ(job.tasks_size(), 2);
+  EXPECT_EQ(job.spec().name(), "sweep");
+  EXPECT_EQ(job.spec_digest(), "sha256:spec-j1");
+}
+
+TEST_F(SqliteStoreTest, GetJobOfAnUnknownIdIsNotFound) {
+  EXPECT_EQ(store_->GetJob("nope").status().code(), Code::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, ListJobsIsNewestFirstWithCounts) {
+  CreateJob("b", {.array_count = 2});
+  CreateJob("a", {.array_count = 3});
+  Assign("a", 0, "att-1", "n1");
+  auto jobs = store_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id(), "a");
+  EXPECT_EQ((*jobs)[1].id(), "b");
+  EXPECT_EQ((*jobs)[0].tasks_size(), 0);
+  EXPECT_EQ((*jobs)[0].task_counts().at("queued"), 2u);
+  EXPECT_EQ((*jobs)[0].task_counts().at("assigned"), 1u);
+  EXPECT_EQ((*jobs)[0].state(), v1::RUNNING);
+  EXPECT_EQ((*jobs)[1].state(), v1::QUEUED);
+}
+
+TEST_F(SqliteStoreTest, QueuedTasksComeInSubmissionOrder) {
+  // Ids sort the other way round, so id order would show up as a failure.
+  CreateJob("zz", {.array_count = 2}, 1000);
+  CreateJob("aa", {.array_count = 3}, 1000);
+  EXPECT_EQ(QueuedKeys(), (std::vector<std::string>{"zz/0", "zz/1", "aa/0", "aa/1", "aa/2"}));
+  EXPECT_EQ(QueuedKeys(3), (std::vector<std::string>{"zz/0", "zz/1", "aa/0"}));
+
+  Assign("zz", 1, "att-1", "n1");
+  EXPECT_EQ(QueuedKeys(), (std::vector<std::string>{"zz/0", "aa/0", "aa/1", "aa/2"}));
+
+  auto q = store_->QueuedTasks(1);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 1u);
+  EXPECT_EQ((*q)[0].spec.name(), "sweep");
+  EXPECT_EQ((*q)[0].queued_ms, 1000);
+  EXPECT_TRUE((*q)[0].excluded_nodes.empty());
+}
+
+TEST_F(SqliteStoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
+  CreateJob("j", {.array_count = 3, .cpu = 1.5, .memory = 3 << 20, .gpus = 1});
+  // The same task twice in one batch: only the first one takes it.
+  auto first = store_->CommitAssignments({{"att-1", "j", 0, "n1", 2000},
+                                          {"att-2", "j", 0, "n2", 2000},
+                                          {"att-3", "j", 1, "n2", 2000}});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ((*first)[0].attempt_id, "att-1");
+  EXPECT_EQ((*first)[1].attempt_id, "att-3");
+  // And again in a later batch.
+  auto second = store_->CommitAssignments({{"att-4", "j", 0, "n3", 2100}});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->empty());
+
+  v1::Task t0 = TaskOf("j", 0);
+  EXPECT_EQ(t0.state(), v1::ASSIGNED);
+  ASSERT_EQ(t0.attempts_size(), 1);
+  EXPECT_EQ(t0.attempts(0).id(), "att-1");
+  EXPECT_EQ(t0.attempts(0).node_id(), "n1");
+  EXPECT_EQ(t0.attempts(0).state(), v1::ASSIGNED);
+  EXPECT_EQ(t0.attempts(0).assigned_at_ms(), 2000);
+  EXPECT_EQ(t0.attempts(0).runtime(), "runc");
+  EXPECT_EQ(TaskOf("j", 2).state(), v1::QUEUED);
+
+  // The reservation is copied from the spec, so capacity accounting survives restarts.
+  Reopen();
+  auto active = store_->ActiveAttempts();
+  ASSERT_TRUE(active.ok());
+  ASSERT_EQ(active->size(), 2u);
+  for (const auto& a : *active) {
+    EXPECT_DOUBLE_EQ(a.cpu, 1.5);
+    EXPECT_EQ(a.memory, uint64_t{3} << 20);
+    EXPECT_EQ(a.gpus, 1u);
+    EXPECT_EQ(a.state, v1::ASSIGNED);
+  }
+  auto on_n2 = store_->AssignedAttempts("n2");
+  ASSERT_TRUE(on_n2.ok());
+  ASSERT_EQ(on_n2->size(), 1u);
+  EXPECT_EQ((*on_n2)[0].attempt_id, "att-3");
+  EXPECT_EQ((*on_n2)[0].index, 1u);
+
+  auto owner = store_->GetAttemptOwner("att-3");
+  ASSERT_TRUE(owner.ok());
+  EXPECT_EQ(owner->job_id, "j");
+  EXPECT_EQ(owner->node_id, "n2");
+  EXPECT_EQ(owner->index, 1u);
+  EXPECT_EQ(owner->state, v1::ASSIGNED);
+  EXPECT_EQ(store_->GetAttemptOwner("att-2").status().code(), Code::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, CancelledTasksAreNotAssigned) {
+  CreateJob("j");
+  ASSERT_TRUE(store_->CancelJob("j", 1500).ok());
+  auto r = store_->CommitAssignments({{"att-1", "j", 0, "n1", 2000}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty());
+  EXPECT_EQ(TaskOf("j", 0).attempts_size(), 0);
+}
+
+TEST_F(SqliteStoreTest, FullLifeCycleWithOutputs) {
+  CreateJob("j");
+  Assign("j", 0, "att-1", "n1", 2000);
+
+  auto accepted = store_->ApplyAttemptReport("n1", Report("att-1", v1::ACCEPTED), 2100);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_FALSE(accepted->outcome.changed);
+  EXPECT_EQ(TaskOf("j", 0).state(), v1::ASSIGNED);
+
+  ReportOk("n1", Report("att-1", v1::STARTED), 2200);
+  v1::Task running = TaskOf("j", 0);
+  EXPECT_EQ(running.state(), v1::RUNNING);
+  EXPECT_EQ(running.attempts(0).state(), v1::RUNNING);
+  EXPECT_EQ(running.attempts(0).started_at_ms(), 2200);
+  EXPECT_EQ(Job("j").state(), v1::RUNNING);
+
+  v1::ReportAttemptRequest exited = Report("att-1", v1::EXITED, 0);
+  exited.set_runtime("runc");
+  auto* f1 = exited.add_outputs();
+  f1->set_path("result.csv");
+  f1->set_digest("sha256:" + std::string(64, 'b'));
+  f1->set_size(42);
+  auto* f2 = exited.add_outputs();
+  f2->set_path("plots/a.png");
+  f2->set_digest("sha256:" + std::string(64, 'c'));
+  f2->set_size(7);
+  auto done = store_->ApplyAttemptReport("n1", exited, 2300);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->job_id, "j");
+  EXPECT_EQ(done->index, 0u);
+  EXPECT_EQ(done->outcome.task_state, v1::SUCCEEDED);
+
+  Reopen();
+  v1::Job job = Job("j");
+  EXPECT_EQ(job.state(), v1::SUCCEEDED);
+  ASSERT_EQ(job.tasks_size(), 1);
+  EXPECT_EQ(job.tasks(0).state(), v1::SUCCEEDED);
+  ASSERT_EQ(job.tasks(0).attempts_size(), 1);
+  const v1::Attempt& a = job.tasks(0).attempts(0);
+  EXPECT_EQ(a.state(), v1::SUCCEEDED);
+  EXPECT_EQ(a.exit_code(), 0);
+  EXPECT_EQ(a.started_at_ms(), 2200);
+  EXPECT_EQ(a.finished_at_ms(), 2300);
+  ASSERT_EQ(a.outputs_size(), 2);
+  EXPECT_TRUE(MessageDifferencer::Equals(a.outputs(0), *f1));
+  EXPECT_TRUE(MessageDifferencer::Equals(a.outputs(1), *f2));
+  auto active = store_->ActiveAttempts();
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->empty()) << "a finished attempt still holds capacity";
+}
+
+TEST_F(SqliteStoreTest, ReportFromAnotherNodeIsPermissionDeniedAndChangesNothing) {
+  CreateJob("j");
+  Assign("j", 0, "att-1", "n1");
+  v1::Job before = Job("j");
+  for (auto event : {v1::ACCEPTED, v1::STARTED, v1::EXITED, v1::ERRORED, v1::REJECTED}) {
+    auto r = store_->ApplyAttemptReport("n2", Report("att-1", event, 1), 3000);
+    EXPECT_EQ(r.status().code(), Code::kPermissionDenied) << v1::AttemptEvent_Name(event);
+  }
+  EXPECT_TRUE(MessageDifferencer::Equals(before, Job("j")));
+  EXPECT_EQ(store_->ApplyAttemptReport("n1", Report("no-such-attempt", v1::STARTED), 3000).status().code(),
+            Code::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, StaleReportAfterCancelIsRefusedAndChangesNothing) {
+  CreateJob("j");
+  Assign("j", 0, "att-1", "n1");
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  auto cancelled = store_->CancelJob("j", 4000);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  v1::Job before = Job("j");
+  EXPECT_EQ(before.tasks(0).attempts(0).state(), v1::CANCELLED);
+  EXPECT_EQ(before.tasks(0).attempts(0).failure_reason(), v1::USER_CANCEL);
+
+  for (auto event : {v1::EXITED, v1::STARTED, v1::ERRORED, v1::ACCEPTED}) {
+    auto late = store_->ApplyAttemptReport("n1", Report("att-1", event, 0), 5000);
+    EXPECT_EQ(late.status().code(), Code::kFailedPrecondition) << v1::AttemptEvent_Name(event);
+  }
+  EXPECT_TRUE(MessageDifferencer::Equals(before, Job("j")));
+
+  // The agent confirming the stop is accepted and leaves everything cancelled.
+  auto stopped = store_->ApplyAttemptReport("n1", Report("att-1", v1::STOPPED), 5000);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  v1::Job after = Job("j");
+  EXPECT_EQ(after.state(), v1::CANCELLED);
+  EXPECT_EQ(after.tasks(0).state(), v1::CANCELLED);
+  EXPECT_EQ(after.tasks(0).failure_reason(), v1::USER_CANCEL);
+  ASSERT_EQ(after.tasks(0).attempts_size(), 1);
+  EXPECT_EQ(after.tasks(0).attempts(0).state(), v1::CANCELLED);
+  EXPECT_EQ(after.tasks(0).attempts(0).failure_reason(), v1::USER_CANCEL);
+  auto active = store_->ActiveAttempts();
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->empty());
+}
+
+TEST_F(SqliteStoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
+  CreateJob("j", {.array_count = 4});
+  Assign("j", 0, "att-0", "n1");
+  ReportOk("n1", Report("att-0", v1::STARTED));
+  ReportOk("n1", Report("att-0", v1::EXITED, 0));
+  Assign("j", 1, "att-1", "n1");
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  Assign("j", 2, "att-2", "n2");
+  // Task 3 stays queued.
+
+  auto r = store_->CancelJob("j", 9000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::map<std::string, std::string> stopped;  // attempt -> node
+  for (const auto& a : r->stopped) {
+    stopped[a.attempt_id] = a.node_id;
+    EXPECT_EQ(a.job_id, "j");
+  }
+  EXPECT_EQ(stopped, (std::map<std::string, std::string>{{"att-1", "n1"}, {"att-2", "n2"}}));
+  const v1::TaskState kWant[] = {v1::SUCCEEDED, v1::CANCELLED, v1::CANCELLED, v1::CANCELLED};
+  ASSERT_EQ(r->job.tasks_size(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r->job.tasks(i).state(), kWant[i]) << "task " << i;
+  EXPECT_EQ(r->job.tasks(3).failure_reason(), v1::USER_CANCEL);
+  EXPECT_EQ(r->job.tasks(0).attempts(0).state(), v1::SUCCEEDED);
+  EXPECT_EQ(r->job.tasks(1).attempts(0).finished_at_ms(), 9000);
+  EXPECT_EQ(r->job.state(), v1::CANCELLED);
+  auto active = store_->ActiveAttempts();
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->empty());
+
+  // Cancelling again finds nothing left to stop.
+  auto again = store_->CancelJob("j", 9500);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->stopped.empty());
+  EXPECT_EQ(store_->CancelJob("nope", 9500).status().code(), Code::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) {
+  CreateJob("idem", {.retries = 1, .idempotent = true});
+  CreateJob("once", {.retries = 1, .idempotent = false});
+  CreateJob("elsewhere");
+  Assign("idem", 0, "att-i", "n1");
+  ReportOk("n1", Report("att-i", v1::STARTED));
+  Assign("once", 0, "att-o", "n1");  // assigned, not started
+  Assign("elsewhere", 0, "att-e", "n2");
+
+  auto lost = store_->FailNodeAttempts("n1", 7000);
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  ASSERT_EQ(lost->size(), 2u);
+
+  v1::Task idem = TaskOf("idem", 0);
+  EXPECT_EQ(idem.state(), v1::QUEUED);
+  EXPECT_EQ(idem.attempts(0).state(), v1::FAILED);
+  EXPECT_EQ(idem.attempts(0).failure_reason(), v1::NODE_LOST);
+  auto q = store_->QueuedTasks(10);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 1u);
+  EXPECT_EQ((*q)[0].job_id, "idem");
+  EXPECT_EQ((*q)[0].excluded_nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ((*q)[0].queued_ms, 7000) << "the queue clock restarts on requeue";
+
+  v1::Task once = TaskOf("once", 0);
+  EXPECT_EQ(once.state(), v1::FAILED);
+  EXPECT_EQ(once.failure_reason(), v1::NODE_LOST);
+  EXPECT_EQ(once.attempts(0).state(), v1::FAILED);
+  EXPECT_EQ(TaskOf("elsewhere", 0).state(), v1::ASSIGNED);
+
+  // Nothing is left on n1, so a second sweep changes nothing.
+  v1::Job before = Job("idem");
+  auto again = store_->FailNodeAttempts("n1", 8000);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+  EXPECT_TRUE(MessageDifferencer::Equals(before, Job("idem")));
+}
+
+TEST_F(SqliteStoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
+  CreateJob("j", {.retries = 1});
+  Assign("j", 0, "att-1", "n1");
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  auto first = store_->ApplyAttemptReport("n1", Report("att-1", v1::EXITED, 3), 3000);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->outcome.retried);
+  v1::Task t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::QUEUED);
+  EXPECT_NE(t.message().find("3"), std::string::npos) << t.message();
+
+  Assign("j", 0, "att-2", "n1", 4000);
+  ReportOk("n1", Report("att-2", v1::STARTED), 4100);
+  ReportOk("n1", Report("att-2", v1::EXITED, 3), 4200);
+  t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::FAILED);
+  EXPECT_EQ(t.failure_reason(), v1::NONZERO_EXIT);
+  ASSERT_EQ(t.attempts_size(), 2);
+  EXPECT_EQ(t.attempts(0).exit_code(), 3);
+  EXPECT_EQ(t.attempts(1).state(), v1::FAILED);
+  EXPECT_EQ(Job("j").state(), v1::FAILED);
+}
+
+TEST_F(SqliteStoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
+  CreateJob("j", {.retries = 1});
+  Assign("j", 0, "att-1", "n1");
+  auto rejected = store_->ApplyAttemptReport("n1", Report("att-1", v1::REJECTED), 2500);
+  ASSERT_TRUE(rejected.ok()) << rejected.status().ToString();
+  EXPECT_TRUE(rejected->outcome.exclude_node);
+  v1::Task t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::QUEUED);
+  EXPECT_EQ(t.attempts(0).failure_reason(), v1::POLICY_REJECTED);
+  auto q = store_->QueuedTasks(10);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 1u);
+  EXPECT_EQ((*q)[0].excluded_nodes, std::vector<std::string>{"n1"});
+
+  // The job's one retry is still there: the first real failure is retried...
+  Assign("j", 0, "att-2", "n2", 3000);
+  ReportOk("n2", Report("att-2", v1::STARTED), 3100);
+  auto failed = store_->ApplyAttemptReport("n2", Report("att-2", v1::EXITED, 1), 3200);
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_TRUE(failed->outcome.retried);
+  EXPECT_EQ(TaskOf("j", 0).state(), v1::QUEUED);
+  // ...and the second is final.
+  Assign("j", 0, "att-3", "n2", 4000);
+  ReportOk("n2", Report("att-3", v1::STARTED), 4100);
+  ReportOk("n2", Report("att-3", v1::EXITED, 1), 4200);
+  EXPECT_EQ(TaskOf("j", 0).state(), v1::FAILED);
+  EXPECT_EQ(TaskOf("j", 0).attempts_size(), 3);
+}
+
+TEST_F(SqliteStoreTest, ExitWhoseStartReportWasLostStillCounts) {
+  CreateJob("j");
+  Assign("j", 0, "att-1", "n1", 2000);
+  auto r = store_->ApplyAttemptReport("n1", Report("att-1", v1::EXITED, 0), 2500);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  v1::Task t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::SUCCEEDED);
+  EXPECT_EQ(t.attempts(0).state(), v1::SUCCEEDED);
+  EXPECT_GT(t.attempts(0).started_at_ms(), 0);
+}
+
+TEST_F(SqliteStoreTest, ExpireQueuedTasksHonorsTheQueueTimeout) {
+  CreateJob("short", {.array_count = 2, .queue_timeout_seconds = 10}, /*now_ms=*/1000);
+  CreateJob("forever", {.queue_timeout_seconds = 0}, 1000);
+  Assign("short", 1, "att-1", "n1", 1500);  // assigned tasks do not expire
+
+  auto none = store_->ExpireQueuedTasks(11000);  // exactly the timeout: not yet longer
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(*none, 0);
+  auto one = store_->ExpireQueuedTasks(11001);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, 1);
+  v1::Task t = TaskOf("short", 0);
+  EXPECT_EQ(t.state(), v1::FAILED);
+  EXPECT_EQ(t.failure_reason(), v1::QUEUE_TIMEOUT);
+  EXPECT_FALSE(t.message().empty());
+  EXPECT_EQ(TaskOf("short", 1).state(), v1::ASSIGNED);
+  EXPECT_EQ(TaskOf("forever", 0).state(), v1::QUEUED);
+
+  auto much_later = store_->ExpireQueuedTasks(int64_t{1} << 40);
+  ASSERT_TRUE(much_later.ok());
+  EXPECT_EQ(*much_later, 0);
+}
+
+TEST_F(SqliteStoreTest, ARequeuedTaskWaitsAFullQueueTimeoutAgain) {
+  CreateJob("j", {.queue_timeout_seconds = 10}, 0);
+  Assign("j", 0, "att-1", "n1", 5000);
+  ReportOk("n1", Report("att-1", v1::REJECTED), 9000);
+  auto early = store_->ExpireQueuedTasks(15000);
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(*early, 0);
+  auto late = store_->ExpireQueuedTasks(19001);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(*late, 1);
+}
+
+TEST_F(SqliteStoreTest, FailQueuedTaskFailsOnlyQueuedTasks) {
+  CreateJob("j", {.array_count = 3});
+  Status st = store_->FailQueuedTask("j", 0, v1::PLATFORM_FAILURE, "unknown image", 2000);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  v1::Task t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::FAILED);
+  EXPECT_EQ(t.failure_reason(), v1::PLATFORM_FAILURE);
+  EXPECT_EQ(t.message(), "unknown image");
+
+  // Illegal transitions through the store are refused and change nothing.
+  Assign("j", 1, "att-1", "n1");
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  ReportOk("n1", Report("att-1", v1::EXITED, 0));
+  ASSERT_EQ(TaskOf("j", 1).state(), v1::SUCCEEDED);
+  v1::Job before = Job("j");
+  EXPECT_EQ(store_->FailQueuedTask("j", 1, v1::PLATFORM_FAILURE, "x", 3000).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(store_->FailQueuedTask("j", 0, v1::PLATFORM_FAILURE, "x", 3000).code(), Code::kFailedPrecondition)
+      << "FAILED -> FAILED with a new reason";
+  // An assigned task has an attempt holding capacity on a node: failing the
+  // task alone would strand it.
+  Assign("j", 2, "att-2", "n1");
+  v1::Job assigned = Job("j");
+  EXPECT_EQ(store_->FailQueuedTask("j", 2, v1::PLATFORM_FAILURE, "x", 3000).code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(MessageDifferencer::Equals(assigned, Job("j")));
+  EXPECT_EQ(before.tasks(1).state(), Job("j").tasks(1).state());
+  EXPECT_EQ(store_->FailQueuedTask("j", 9, v1::PLATFORM_FAILURE, "x", 3000).code(), Code::kNotFound);
+}
+
+// --- logs ---------------------------------------------------------------------
+
+v1::LogChunk Chunk(uint32_t index, const std::string& stream, const std::string& data) {
+  v1::LogChunk c;
+  c.set_task_index(index);
+  c.set_attempt_id("att-" + std::to_string(index));
+  c.set_stream(stream);
+  c.set_data(data);
+  return c;
+}
+
+TEST_F(SqliteStoreTest, LogsReadBackInOrderAfterASequenceNumber) {
+  const std::string binary("a\0b\xff", 4);
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "one\n"), Chunk(1, "stderr", binary)}).ok());
+  ASSERT_TRUE(store_->AppendLogs("k", {Chunk(0, "stdout", "other job\n")}).ok());
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "three\n")}).ok());
+
+  auto all = store_->ReadLogs("j", 0, 100);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].data(), "one\n");
+  EXPECT_EQ((*all)[1].data(), binary);
+  EXPECT_EQ((*all)[1].stream(), "stderr");
+  EXPECT_EQ((*all)[1].task_index(), 1u);
+  EXPECT_EQ((*all)[1].attempt_id(), "att-1");
+  EXPECT_EQ((*all)[2].data(), "three\n");
+  EXPECT_LT((*all)[0].seq(), (*all)[1].seq());
+  EXPECT_LT((*all)[1].seq(), (*all)[2].seq());
+
+  auto after_first = store_->ReadLogs("j", (*all)[0].seq(), 100);
+  ASSERT_TRUE(after_first.ok());
+  ASSERT_EQ(after_first->size(), 2u);
+  EXPECT_EQ((*after_first)[0].seq(), (*all)[1].seq());
+
+  auto limited = store_->ReadLogs("j", 0, 1);
+  ASSERT_TRUE(limited.ok());
+  ASSERT_EQ(limited->size(), 1u);
+  EXPECT_EQ((*limited)[0].data(), "one\n");
+
+  auto caught_up = store_->ReadLogs("j", (*all)[2].seq(), 100);
+  ASSERT_TRUE(caught_up.ok());
+  EXPECT_TRUE(caught_up->empty());
+}
+
+// --- nodes, tokens, artifacts, images ----------------------------------------------
+
+NodeRecord NodeRec(const std::string& id, const std::string& name, uint32_t cores) {
+  NodeRecord n;
+  n.id = id;
+  n.name = name;
+  n.info.set_hostname(name + ".lan");
+  n.info.set_cpu_cores(cores);
+  n.info.add_runtimes("runc");
+  n.info.mutable_enforcement()->set_memory("cgroup");
+  n.registered_ms = 100;
+  return n;
+}
+
+TEST_F(SqliteStoreTest, NodesRoundTrip) {
+  ASSERT_TRUE(store_->UpsertNode(NodeRec("n2", "beta", 8), "hash-b").ok());
+  ASSERT_TRUE(store_->UpsertNode(NodeRec("n1", "alpha", 4), "hash-a").ok());
+
+  auto by_token = store_->NodeByTokenHash("hash-b");
+  ASSERT_TRUE(by_token.ok());
+  ASSERT_TRUE(by_token->has_value());
+  EXPECT_EQ((*by_token)->id, "n2");
+  EXPECT_EQ((*by_token)->info.cpu_cores(), 8u);
+  EXPECT_EQ((*by_token)->info.enforcement().memory(), "cgroup");
+  EXPECT_EQ((*by_token)->registered_ms, 100);
+  auto unknown = store_->NodeByTokenHash("hash-x");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_FALSE(unknown->has_value());
+
+  v1::NodeInfo beat = NodeRec("n1", "alpha", 6).info;
+  ASSERT_TRUE(store_->RecordHeartbeat("n1", beat, 5000).ok());
+  // Re-registering rotates the token.
+  ASSERT_TRUE(store_->UpsertNode(NodeRec("n2", "beta", 8), "hash-b2").ok());
+  Reopen();
+
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "alpha");
+  EXPECT_EQ((*nodes)[0].info.cpu_cores(), 6u);
+  EXPECT_EQ((*nodes)[0].last_heartbeat_ms, 5000);
+  EXPECT_EQ((*nodes)[1].name, "beta");
+  EXPECT_FALSE(store_->NodeByTokenHash("hash-b")->has_value());
+  auto rotated = store_->NodeByTokenHash("hash-b2");
+  ASSERT_TRUE(rotated.ok());
+  ASSERT_TRUE(rotated->has_value());
+  EXPECT_EQ((*rotated)->id, "n2");
+}
+
+TEST_F(SqliteStoreTest, ApiTokensRoundTrip) {
+  auto none = store_->ApiTokenRole("h1");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(store_->AddApiToken("h1", "requester", 10).ok());
+  ASSERT_TRUE(store_->AddApiToken("h2", "admin", 10).ok());
+  Reopen();
+  EXPECT_EQ(store_->ApiTokenRole("h1")->value_or(""), "requester");
+  EXPECT_EQ(store_->ApiTokenRole("h2")->value_or(""), "admin");
+  ASSERT_TRUE(store_->AddApiToken("h1", "admin", 20).ok());
+  EXPECT_EQ(store_->ApiTokenRole("h1")->value_or(""), "admin");
+}
+
+TEST_F(SqliteStoreTest, ArtifactsAndImagesRoundTrip) {
+  const std::string digest = "sha256:" + std::string(64, 'd');
+  EXPECT_FALSE(*store_->HasArtifact(digest));
+  ASSERT_TRUE(store_->RecordArtifact(digest, 123, "input", 10).ok());
+  ASSERT_TRUE(store_->RecordArtifact(digest, 123, "input", 20).ok()) << "recording twice is harmless";
+  EXPECT_TRUE(*store_->HasArtifact(digest));
+  EXPECT_FALSE(*store_->HasArtifact("sha256:" + std::string(64, 'e')));
+
+  ImageRecord image{"sha256:" + std::string(64, '1'), "sha256:" + std::string(64, '2'),
+                    "sha256:" + std::string(64, '3')};
+  auto missing = store_->GetImage(image.manifest_digest);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  ASSERT_TRUE(store_->RegisterImage(image, 30).ok());
+  Reopen();
+  EXPECT_TRUE(*store_->HasArtifact(digest));
+  auto got = store_->GetImage(image.manifest_digest);
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->config_digest, image.config_digest);
+  EXPECT_EQ((*got)->archive_digest, image.archive_digest);
+}
+
+// --- crash safety -------------------------------------------------------------------
+
+// Runs in the forked child: assigns every queued task, a batch per
+// transaction, reporting the running total of committed tasks after each
+// commit. Then waits to be killed. Never returns.
+[[noreturn]] void AssignUntilKilled(const std::string& path, int round, int progress_fd) {
+  constexpr size_t kBatch = 8;
+  auto opened = OpenSqliteStore(path);
+  if (!opened.ok()) _exit(2);
+  Store& store = **opened;
+  auto queued = store.QueuedTasks(1000000);
+  if (!queued.ok()) _exit(3);
+  uint32_t committed = 0;
+  for (size_t i = 0; i < queued->size(); i += kBatch) {
+    std::vector<NewAttempt> batch;
+    for (size_t k = i; k < std::min(i + kBatch, queued->size()); ++k) {
+      const QueuedTask& t = (*queued)[k];
+      batch.push_back({"r" + std::to_string(round) + "-" + t.job_id + "-" + std::to_string(t.index), t.job_id,
+                       t.index, "n" + std::to_string(k % 4), 1000 + static_cast<int64_t>(k)});
+    }
+    auto r = store.CommitAssignments(batch);
+    if (!r.ok() || r->size() != batch.size()) _exit(4);
+    committed += static_cast<uint32_t>(r->size());
+    if (::write(progress_fd, &committed, sizeof committed) != sizeof committed) _exit(5);
+  }
+  // Out of work before the parent struck: wait for the kill anyway.
+  for (;;) ::pause();
+}
+
+TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
+  constexpr int kJobs = 40;
+  constexpr uint32_t kTasksPerJob = 100;
+  constexpr uint32_t kTotal = kJobs * kTasksPerJob;
+  for (int j = 0; j < kJobs; ++j) {
+    CreateJob("j" + std::to_string(j), {.array_count = kTasksPerJob, .cpu = 0.5, .memory = 1 << 20, .gpus = 0});
+  }
+  std::mt19937 rng(20240611);
+  uint32_t assigned_before = 0;
+  int killed_mid_run = 0;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    // No SQLite connection may cross fork(): the child opens its own.
+    store_.reset();
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      AssignUntilKilled(path_, round, fds[1]);
+    }
+    ::close(fds[1]);
+    // Let it commit a random number of batches, then kill it wherever it is.
+    const int reports = std::uniform_int_distribution<int>(1, 60)(rng);
+    uint32_t reported = 0;
+    for (int i = 0; i < reports; ++i) {
+      uint32_t v;
+      if (::read(fds[0], &v, sizeof v) != sizeof v) break;
+      reported = v;
+    }
+    ::kill(pid, SIGKILL);
+    int wstatus = 0;
+    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+    ::close(fds[0]);
+    ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+        << "the writer failed on its own, status " << wstatus;
+    ASSERT_GT(reported, 0u) << "the writer reported no progress";
+
+    EXPECT_EQ(QueryText(path_, "PRAGMA integrity_check"), "ok");
+    Open();
+    auto active = store_->ActiveAttempts();
+    ASSERT_TRUE(active.ok()) << active.status().ToString();
+    std::map<std::string, const ActiveAttempt*> by_id;
+    for (const auto& a : *active) by_id[a.attempt_id] = &a;
+    uint32_t assigned = 0;
+    for (int j = 0; j < kJobs; ++j) {
+      v1::Job job = Job("j" + std::to_string(j));
+      ASSERT_EQ(job.tasks_size(), static_cast<int>(kTasksPerJob));
+      for (const auto& t : job.tasks()) {
+        if (t.state() == v1::QUEUED) {
+          EXPECT_EQ(t.attempts_size(), 0) << job.id() << "/" << t.index() << " queued with an attempt";
+          continue;
+        }
+        ASSERT_EQ(t.state(), v1::ASSIGNED) << job.id() << "/" << t.index();
+        ASSERT_EQ(t.attempts_size(), 1) << job.id() << "/" << t.index() << " assigned without exactly one attempt";
+        ++assigned;
+        const v1::Attempt& a = t.attempts(0);
+        EXPECT_EQ(a.state(), v1::ASSIGNED);
+        EXPECT_FALSE(a.node_id().empty());
+        auto it = by_id.find(a.id());
+        ASSERT_NE(it, by_id.end()) << a.id() << " holds no capacity";
+        EXPECT_DOUBLE_EQ(it->second->cpu, 0.5) << a.id() << " lost its reservation";
+        EXPECT_EQ(it->second->memory, uint64_t{1} << 20);
+      }
+    }
+    EXPECT_EQ(by_id.size(), assigned);
+    // Every batch the writer saw committed survived the kill.
+    EXPECT_GE(assigned, assigned_before + reported);
+    if (assigned < kTotal) ++killed_mid_run;
+    assigned_before = assigned;
+  }
+  // The kills landed while work remained (500 batches, at most 180 allowed).
+  EXPECT_GT(killed_mid_run, 0);
+}
+
+}  // namespace
+}  // namespace idlegrid::store
