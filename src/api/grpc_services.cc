@@ -57,7 +57,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
         if (!writer->Write(*job)) return grpc::Status::OK;
         last = std::move(bytes);
       }
-      if (jobs::IsTerminal(job->state()) && job->tasks_size() > 0) return grpc::Status::OK;
+      if (jobs::IsSettled(*job)) return grpc::Status::OK;
       c_->WaitForChange(version, 1000);
     }
     return grpc::Status::OK;

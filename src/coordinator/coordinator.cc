@@ -386,6 +386,17 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(ImageDigestOf(job.spec().image())));
   if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
   v1::Command cmd;
+  if (attempt.index < static_cast<uint32_t>(job.tasks_size()) &&
+      job.tasks(static_cast<int>(attempt.index)).state() == v1::CANCELLED) {
+    // Cancelled while the agent was away: tell it to stop instead.
+    cmd.mutable_cancel()->set_attempt_id(attempt.attempt_id);
+    cmd.mutable_cancel()->set_reason("cancelled by user");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(attempt.node_id);
+    if (it == nodes_.end() || !it->second.session) return Status::Unavailable("node not connected");
+    it->second.session->Push(std::move(cmd));
+    return Status::Ok();
+  }
   v1::Assignment* a = cmd.mutable_assign();
   a->set_attempt_id(attempt.attempt_id);
   a->set_job_id(attempt.job_id);

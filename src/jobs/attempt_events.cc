@@ -29,14 +29,30 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
 
 Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
                                          const v1::ReportAttemptRequest& report) {
+  // A cancelled task's attempt holds its node until the agent confirms the
+  // container is gone (or it exits anyway); only then is it cancelled too.
+  if (ctx.task_state == v1::CANCELLED && !IsTerminal(ctx.attempt_state)) {
+    AttemptOutcome out{v1::CANCELLED, ctx.attempt_state};
+    switch (report.event()) {
+      case v1::STOPPED:
+      case v1::EXITED:
+      case v1::ERRORED:
+      case v1::REJECTED:
+        out.attempt_state = v1::CANCELLED;
+        out.reason = v1::USER_CANCEL;
+        out.message = "cancelled by user; container stopped";
+        return out;
+      default:
+        out.changed = false;  // the cancel command is on its way to the agent
+        return out;
+    }
+  }
   if (IsTerminal(ctx.attempt_state)) {
-    // The cancel path: the agent confirms the container is gone. The attempt
-    // stays cancelled; the confirmation is recorded so users can see it.
+    // A repeated confirmation of a stop that was already recorded.
     if (report.event() == v1::STOPPED && ctx.attempt_state == v1::CANCELLED) {
-      AttemptOutcome stopped{ctx.task_state, ctx.attempt_state};
-      stopped.reason = v1::USER_CANCEL;
-      stopped.message = "cancelled by user; container stopped";
-      return stopped;
+      AttemptOutcome same{ctx.task_state, ctx.attempt_state};
+      same.changed = false;
+      return same;
     }
     return Status::FailedPrecondition(std::string("attempt is already ") +
                                       StateName(ctx.attempt_state) + "; report ignored");
@@ -97,6 +113,12 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
 }
 
 AttemptOutcome NodeLostOutcome(const AttemptContext& ctx) {
+  if (ctx.task_state == v1::CANCELLED) {
+    AttemptOutcome out{v1::CANCELLED, v1::CANCELLED};
+    out.reason = v1::USER_CANCEL;
+    out.message = "cancelled by user; node lost before it confirmed the stop";
+    return out;
+  }
   return Failure(ctx, v1::NODE_LOST, "node stopped sending heartbeats");
 }
 

@@ -78,6 +78,16 @@ TaskState AggregateJobState(const std::map<TaskState, int>& counts) {
   return v1::QUEUED;  // a job with no tasks yet
 }
 
+bool IsSettled(const v1::Job& job) {
+  if (job.tasks_size() == 0 || !IsTerminal(job.state())) return false;
+  for (const auto& t : job.tasks()) {
+    for (const auto& a : t.attempts()) {
+      if (!IsTerminal(a.state())) return false;
+    }
+  }
+  return true;
+}
+
 bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries, bool idempotent) {
   switch (reason) {
     case v1::USER_CANCEL:

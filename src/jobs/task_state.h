@@ -34,6 +34,10 @@ Status CheckAttemptTransition(TaskState from, TaskState to);
 // Aggregate state of a job from the number of its tasks in each state.
 TaskState AggregateJobState(const std::map<TaskState, int>& counts);
 
+// A job is settled when it is terminal and none of its attempts still holds a
+// node (a cancelled task's container may still be stopping).
+bool IsSettled(const v1::Job& job);
+
 // Whether a failed attempt is retried. `attempts_used` counts the failed one.
 // Retried: the job's own failures and platform failures while attempts_used <= retries;
 // a lost node only for idempotent jobs; never user cancels or queue timeouts.

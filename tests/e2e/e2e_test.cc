@@ -120,14 +120,27 @@ TEST_F(E2E, CancelKillsTheRunningContainer) {
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
   std::string attempt = running->tasks(0).attempts(0).id();
+  {
+    // The program inside prints "started" once it runs: wait for that line on the live log stream.
+    v1::StreamLogsRequest req;
+    req.set_job_id(id);
+    req.set_follow(true);
+    auto ctx = grid_->client()->Context(60000);
+    auto reader = grid_->client()->stub()->StreamLogs(ctx.get(), req);
+    v1::LogChunk chunk;
+    std::string seen;
+    while (seen.find("started") == std::string::npos && reader->Read(&chunk)) seen += chunk.data();
+    ctx->TryCancel();
+    reader->Finish();
+    ASSERT_NE(seen.find("started"), std::string::npos) << "the container never started";
+  }
   auto ps = RunCommand(AsAgentUser(*grid_, 1, {"podman", "ps", "-q", "--filter", "name=idlegrid-" + attempt}));
   EXPECT_NE(Trim(ps.out), "") << "container should be running: " << ps.err;
 
   auto c = grid_->Cli({"cancel", id});
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  auto stopped = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts(0).message().find("container stopped") != std::string::npos;
-  }, 60000);
+  // The watch ends once the job is settled: the agent confirmed the stop.
+  auto stopped = grid_->WaitJob(id, [](const v1::Job&) { return false; }, 60000);
   ASSERT_TRUE(stopped.ok());
   EXPECT_EQ(stopped->state(), v1::CANCELLED);
   EXPECT_NE(stopped->tasks(0).attempts(0).message().find("container stopped"), std::string::npos);
@@ -219,7 +232,10 @@ TEST_F(E2E, JobWhoseLimitsTheHostCannotEnforceIsNotRunUnbounded) {
   StartAgents(1);
   auto nodes = grid_->Cli({"nodes", "--json"});
   bool can_cap_cpu = nodes.out.find("\"cpu\": \"cgroup\"") != std::string::npos;
-  std::string id = Submit(grid_->Manifest("strict", {"write", "x"}, "  strictCpu: true\n"));
+  std::string manifest = grid_->WriteFile("strict.yaml", "apiVersion: idlegrid/v1\nname: strict\nimage: " +
+                                                            grid_->PushTestImage() + "\ncommand: [\"/sim\"]\n"
+                                                            "resources: {cpu: 1, strictCpu: true}\n");
+  std::string id = Submit(manifest);
   if (can_cap_cpu) {
     auto done = grid_->WaitJob(id, Ended);
     ASSERT_TRUE(done.ok());

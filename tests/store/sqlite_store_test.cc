@@ -400,35 +400,46 @@ TEST_F(SqliteStoreTest, ReportFromAnotherNodeIsPermissionDeniedAndChangesNothing
             Code::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, StaleReportAfterCancelIsRefusedAndChangesNothing) {
+TEST_F(SqliteStoreTest, CancelledAttemptHoldsItsNodeUntilTheStopAndThenRefusesLateReports) {
   CreateJob("j");
   Assign("j", 0, "att-1", "n1");
   ReportOk("n1", Report("att-1", v1::STARTED));
   auto cancelled = store_->CancelJob("j", 4000);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
   v1::Job before = Job("j");
-  EXPECT_EQ(before.tasks(0).attempts(0).state(), v1::CANCELLED);
-  EXPECT_EQ(before.tasks(0).attempts(0).failure_reason(), v1::USER_CANCEL);
+  EXPECT_EQ(before.state(), v1::CANCELLED);
+  EXPECT_EQ(before.tasks(0).state(), v1::CANCELLED);
+  // The container may still be running: the attempt keeps its node until the agent confirms.
+  EXPECT_EQ(before.tasks(0).attempts(0).state(), v1::RUNNING);
+  EXPECT_EQ(before.tasks(0).attempts(0).message(), "cancel requested");
+  ASSERT_EQ(store_->ActiveAttempts()->size(), 1u);
 
-  for (auto event : {v1::EXITED, v1::STARTED, v1::ERRORED, v1::ACCEPTED}) {
-    auto late = store_->ApplyAttemptReport("n1", Report("att-1", event, 0), 5000);
-    EXPECT_EQ(late.status().code(), Code::kFailedPrecondition) << v1::AttemptEvent_Name(event);
+  // Reports that do not end the container change nothing.
+  for (auto event : {v1::STARTED, v1::ACCEPTED}) {
+    auto r = store_->ApplyAttemptReport("n1", Report("att-1", event, 0), 4500);
+    ASSERT_TRUE(r.ok()) << v1::AttemptEvent_Name(event);
+    EXPECT_FALSE(r->outcome.changed);
   }
   EXPECT_TRUE(MessageDifferencer::Equals(before, Job("j")));
 
-  // The agent confirming the stop is accepted and leaves everything cancelled.
+  // The agent confirms the stop: the attempt is cancelled and frees its node.
   auto stopped = store_->ApplyAttemptReport("n1", Report("att-1", v1::STOPPED), 5000);
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
   v1::Job after = Job("j");
   EXPECT_EQ(after.state(), v1::CANCELLED);
-  EXPECT_EQ(after.tasks(0).state(), v1::CANCELLED);
   EXPECT_EQ(after.tasks(0).failure_reason(), v1::USER_CANCEL);
   ASSERT_EQ(after.tasks(0).attempts_size(), 1);
   EXPECT_EQ(after.tasks(0).attempts(0).state(), v1::CANCELLED);
   EXPECT_EQ(after.tasks(0).attempts(0).failure_reason(), v1::USER_CANCEL);
-  auto active = store_->ActiveAttempts();
-  ASSERT_TRUE(active.ok());
-  EXPECT_TRUE(active->empty());
+  EXPECT_EQ(after.tasks(0).attempts(0).finished_at_ms(), 5000);
+  EXPECT_TRUE(store_->ActiveAttempts()->empty());
+
+  // Anything later is stale: refused, nothing changes.
+  for (auto event : {v1::EXITED, v1::STARTED, v1::ERRORED, v1::ACCEPTED}) {
+    auto late = store_->ApplyAttemptReport("n1", Report("att-1", event, 0), 6000);
+    EXPECT_EQ(late.status().code(), Code::kFailedPrecondition) << v1::AttemptEvent_Name(event);
+  }
+  EXPECT_TRUE(MessageDifferencer::Equals(after, Job("j")));
 }
 
 TEST_F(SqliteStoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
@@ -454,11 +465,14 @@ TEST_F(SqliteStoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(r->job.tasks(i).state(), kWant[i]) << "task " << i;
   EXPECT_EQ(r->job.tasks(3).failure_reason(), v1::USER_CANCEL);
   EXPECT_EQ(r->job.tasks(0).attempts(0).state(), v1::SUCCEEDED);
-  EXPECT_EQ(r->job.tasks(1).attempts(0).finished_at_ms(), 9000);
   EXPECT_EQ(r->job.state(), v1::CANCELLED);
   auto active = store_->ActiveAttempts();
   ASSERT_TRUE(active.ok());
-  EXPECT_TRUE(active->empty());
+  EXPECT_EQ(active->size(), 2u) << "attempts hold their nodes until the agents confirm the stop";
+  ReportOk("n1", Report("att-1", v1::STOPPED));
+  ReportOk("n2", Report("att-2", v1::STOPPED));
+  EXPECT_TRUE(store_->ActiveAttempts()->empty());
+  EXPECT_EQ(Job("j").tasks(1).attempts(0).state(), v1::CANCELLED);
 
   // Cancelling again finds nothing left to stop.
   auto again = store_->CancelJob("j", 9500);

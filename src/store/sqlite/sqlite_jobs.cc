@@ -364,10 +364,9 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
                                 static_cast<v1::TaskState>(active.Int(3))});
     }
     IG_RETURN_IF_ERROR(active.status());
-    Stmt a(db_, "UPDATE attempts SET state = ?, reason = ?, message = 'cancelled by user', finished_ms = ? "
-                "WHERE job_id = ? AND state IN (?, ?)");
-    a.Bind(1, int64_t{v1::CANCELLED}).Bind(2, int64_t{v1::USER_CANCEL}).Bind(3, now_ms).Bind(4, job_id)
-        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, int64_t{v1::RUNNING});
+    // Active attempts keep holding their node until the agent confirms the stop.
+    Stmt a(db_, "UPDATE attempts SET reason = ?, message = 'cancel requested' WHERE job_id = ? AND state IN (?, ?)");
+    a.Bind(1, int64_t{v1::USER_CANCEL}).Bind(2, job_id).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
     a.Step();
     IG_RETURN_IF_ERROR(a.status());
     Stmt t(db_, "UPDATE tasks SET state = ?, reason = ?, message = 'cancelled by user', updated_ms = ? "
