@@ -3,6 +3,7 @@
 // own unprivileged users), real TLS on loopback, real podman. Readiness is
 // awaited on the processes' "ready" lines and on the WatchJob stream, never
 // on fixed sleeps.
+#include <signal.h>
 #include <sys/types.h>
 
 #include <condition_variable>
