@@ -81,6 +81,8 @@ class Grid {
                           int timeout_ms = 120000);
   cli::Client* client();
 
+  std::string listen_host = "127.0.0.1";  // where the coordinator's gRPC API listens
+  std::string agent_netns;                // when set, agents start inside this network namespace
   std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
   std::unique_ptr<Process> coordinator;
   std::vector<std::unique_ptr<Process>> agents;  // index n-1

@@ -221,7 +221,7 @@ Grid::~Grid() {
 }
 
 Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", "127.0.0.1:0",
+  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", listen_host + ":0",
                                    "--http-listen", "127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   coordinator = Process::Start(argv, root + "/coordinator.err");
@@ -297,6 +297,7 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
       {bin_, "agent", "--coordinator", grpc_addr, "--join-token", join_token, "--ca-hash", ca_hash, "--data-dir",
        dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!agent_netns.empty()) argv.insert(argv.begin(), {"ip", "netns", "exec", agent_netns});
   auto& slot = agents[static_cast<size_t>(n - 1)];
   slot = Process::Start(argv, root + "/agent" + std::to_string(n) + ".err");
   if (!slot) return Status::Internal("cannot start agent");

@@ -1,0 +1,120 @@
+// The agent only dials out: it works from behind a NAT the coordinator cannot
+// route into, and a node that disappears does not take its work with it.
+#include <gtest/gtest.h>
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include "common/fs.h"
+#include "e2e/harness.h"
+#include "jobs/task_state.h"
+
+namespace idlegrid::testing {
+namespace {
+
+bool Sh(const std::vector<std::string>& argv) {
+  auto r = RunCommand(argv, 30);
+  if (r.exit_code != 0) ADD_FAILURE() << argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << ": " << r.err;
+  return r.exit_code == 0;
+}
+
+// A home network behind a masquerading router, all in namespaces this test creates:
+//   [home ns] agent 192.168.77.2 ── 192.168.77.1 [router ns] 10.213.0.2 ── 10.213.0.1 [host] coordinator
+// The host gets an explicit "unreachable" route for the home subnet, so nothing
+// it sends there can leave the machine.
+class NatNetwork {
+ public:
+  NatNetwork() : tag_(std::to_string(::getpid() % 100000)) {
+    home = "ighome" + tag_;
+    router = "igrtr" + tag_;
+    std::string wan_host = "igw" + tag_, wan_rtr = "igwr" + tag_, lan_rtr = "iglr" + tag_, lan_home = "iglh" + tag_;
+    ok = Sh({"ip", "netns", "add", home}) && Sh({"ip", "netns", "add", router}) &&
+         Sh({"ip", "link", "add", wan_host, "type", "veth", "peer", "name", wan_rtr}) &&
+         Sh({"ip", "link", "set", wan_rtr, "netns", router}) &&
+         Sh({"ip", "addr", "add", "10.213.0.1/30", "dev", wan_host}) && Sh({"ip", "link", "set", wan_host, "up"}) &&
+         Sh({"ip", "-n", router, "addr", "add", "10.213.0.2/30", "dev", wan_rtr}) &&
+         Sh({"ip", "-n", router, "link", "set", wan_rtr, "up"}) &&
+         Sh({"ip", "-n", router, "link", "add", lan_rtr, "type", "veth", "peer", "name", lan_home}) &&
+         Sh({"ip", "-n", router, "link", "set", lan_home, "netns", home}) &&
+         Sh({"ip", "-n", router, "addr", "add", "192.168.77.1/24", "dev", lan_rtr}) &&
+         Sh({"ip", "-n", router, "link", "set", lan_rtr, "up"}) &&
+         Sh({"ip", "-n", home, "addr", "add", "192.168.77.2/24", "dev", lan_home}) &&
+         Sh({"ip", "-n", home, "link", "set", lan_home, "up"}) && Sh({"ip", "-n", home, "link", "set", "lo", "up"}) &&
+         Sh({"ip", "-n", home, "route", "add", "default", "via", "192.168.77.1"}) &&
+         Sh({"ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1"}) &&
+         Sh({"ip", "netns", "exec", router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan_rtr, "-j",
+             "MASQUERADE"}) &&
+         Sh({"ip", "route", "add", "unreachable", "192.168.77.0/24"});
+  }
+  ~NatNetwork() {
+    RunCommand({"ip", "route", "del", "unreachable", "192.168.77.0/24"});
+    RunCommand({"ip", "link", "del", "igw" + tag_});
+    RunCommand({"ip", "netns", "del", home});
+    RunCommand({"ip", "netns", "del", router});
+  }
+  bool ok = false;
+  std::string home, router;
+
+ private:
+  std::string tag_;
+};
+
+TEST(Network, AgentBehindNatTheCoordinatorCannotReachRunsJobs) {
+  if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  NatNetwork net;
+  ASSERT_TRUE(net.ok);
+  Grid grid("nat");
+  grid.listen_host = "10.213.0.1";
+  ASSERT_TRUE(grid.StartCoordinator().ok());
+  grid.agent_netns = net.home;
+  Status st = grid.StartAgent(1);
+  ASSERT_TRUE(st.ok()) << st.message();
+
+  // The coordinator cannot open a connection to the agent's address.
+  auto probe = RunCommand({"bash", "-c", "exec 3<>/dev/tcp/192.168.77.2/22"}, 10);
+  EXPECT_NE(probe.exit_code, 0);
+  EXPECT_NE(probe.err.find("No route to host"), std::string::npos) << probe.err;
+
+  auto r = grid.Cli({"submit", grid.Manifest("natjob", {"write", "through-nat"}), "--wait", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &job).ok());
+  EXPECT_EQ(job.state(), v1::SUCCEEDED);
+  ASSERT_EQ(grid.Cli({"fetch", job.id(), grid.root + "/out"}).exit_code, 0);
+  EXPECT_EQ(*ReadFile(grid.root + "/out/task-0/hello.txt"), "through-nat from task 0\n");
+
+  // What the coordinator saw was the router's public side, not the agent.
+  auto nodes = grid.Cli({"nodes", "--json"});
+  EXPECT_NE(nodes.out.find("10.213.0.2"), std::string::npos) << nodes.out;
+  EXPECT_EQ(nodes.out.find("192.168.77.2"), std::string::npos) << nodes.out;
+}
+
+TEST(Network, KilledAgentsTaskIsRetriedOnAnotherAgent) {
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  Grid grid("nodelost");
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  std::string manifest = grid.Manifest("survivor", {"sleep", "2"}, "retries: 2\nidempotent: true\n");
+  auto sub = grid.Cli({"submit", manifest});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  auto running = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
+  std::string first_node = running->tasks(0).attempts(0).node_id();
+
+  grid.StopAgent(1, SIGKILL);
+  ASSERT_TRUE(grid.StartAgent(2).ok());
+  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->state(), v1::SUCCEEDED);
+  const auto& attempts = done->tasks(0).attempts();
+  ASSERT_EQ(attempts.size(), 2);
+  EXPECT_EQ(attempts[0].state(), v1::FAILED);
+  EXPECT_EQ(attempts[0].failure_reason(), v1::NODE_LOST);
+  EXPECT_EQ(attempts[1].state(), v1::SUCCEEDED);
+  EXPECT_NE(attempts[1].node_id(), first_node);
+}
+
+}  // namespace
+}  // namespace idlegrid::testing
