@@ -148,6 +148,38 @@ TEST_F(E2E, CancelKillsTheRunningContainer) {
   EXPECT_EQ(Trim(ps.out), "") << "container still exists after cancel";
 }
 
+TEST_F(E2E, InputsArriveVerifiedAndReadOnly) {
+  StartAgents(1);
+  std::string input = grid_->WriteFile("input.txt", "the input data\n");
+  auto push = grid_->Cli({"artifact", "push", input});
+  ASSERT_EQ(push.exit_code, 0) << push.err;
+  std::string digest = Trim(push.out);
+  EXPECT_EQ(digest, *Sha256File(input));
+  std::string manifest = grid_->Manifest("withinput", {"copy", "/data/input.txt"},
+                                         "inputs:\n  - artifact: " + digest + "\n    path: /data/input.txt\n");
+  auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto f = grid_->Cli({"fetch", ParseJob(r.out).id(), grid_->root + "/out"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(*ReadFile(grid_->root + "/out/task-0/copy.txt"), "the input data\n");
+
+  // An input the coordinator does not hold is refused at submission.
+  std::string missing = grid_->Manifest("noinput", {"copy", "/data/x"}, "inputs:\n  - artifact: sha256:" +
+                                                                            std::string(64, 'c') + "\n    path: /data/x\n");
+  auto bad = grid_->Cli({"submit", missing});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("upload it first"), std::string::npos) << bad.err;
+}
+
+TEST_F(E2E, HelpListsTheSubcommands) {
+  auto r = grid_->Cli({"--help"}, false);
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* sub : {"coordinator", "agent", "submit", "status", "jobs", "nodes", "logs", "fetch", "cancel", "image"}) {
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+  }
+  EXPECT_EQ(grid_->Cli({"frobnicate"}, false).exit_code, 2);
+}
+
 TEST_F(E2E, UnknownImageDigestFailsWithAClearReason) {
   std::string bad = "sha256:" + std::string(64, 'a');
   std::string manifest = grid_->WriteFile("ghost.yaml", "apiVersion: idlegrid/v1\nname: ghost\nimage: " + bad +

@@ -3,7 +3,8 @@
  *   write TEXT   write TEXT and the task index to /out/hello.txt and /out/sub/index.txt
  *   sleep SECS   print "started" then sleep
  *   exit CODE    print to both streams, then exit with CODE
- *   ticks N      print N lines, 100 ms apart */
+ *   ticks N      print N lines, 100 ms apart
+ *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,20 @@ int main(int argc, char** argv) {
       fflush(stdout);
       nap_ms(100);
     }
+    return 0;
+  }
+  if (strcmp(mode, "copy") == 0 && argc > 2) {
+    FILE* in = fopen(argv[2], "r");
+    if (!in) { perror("open input"); return 12; }
+    FILE* out = fopen("/out/copy.txt", "w");
+    if (!out) { perror("open /out/copy.txt"); return 13; }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    if (fopen(argv[2], "a") != NULL) { fprintf(stderr, "input was writable\n"); return 3; }
+    printf("copied %s\n", argv[2]);
     return 0;
   }
   fprintf(stderr, "unknown mode %s\n", mode);
