@@ -27,13 +27,20 @@ void SetupLogging(const std::string& level) {
 int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool json) {
   idlegrid::agent::Agent agent(config);
   if (discover) {
-    auto info = agent.Describe();
-    std::string out;
-    google::protobuf::util::JsonPrintOptions opts;
-    opts.add_whitespace = true;
-    (void)google::protobuf::util::MessageToJsonString(info, &out, opts);
-    std::cout << out;
-    if (!json) std::cout << "no GPU: GPU discovery is not implemented in this build (CPU capacity only)\n";
+    auto ad = agent.CurrentAdvertisement();
+    if (!ad.ok()) {
+      std::cerr << "error: " << ad.status().message() << "\n";
+      return 2;
+    }
+    if (json) {
+      std::string out;
+      google::protobuf::util::JsonPrintOptions opts;
+      opts.add_whitespace = true;
+      (void)google::protobuf::util::MessageToJsonString(*ad, &out, opts);
+      std::cout << out;
+      return 0;
+    }
+    idlegrid::cli::PrintAdvertisement(*ad);
     return 0;
   }
   // SIGTERM/SIGINT: stop taking work, kill running containers, exit.
@@ -78,6 +85,12 @@ int main(int argc, char** argv) {
   c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");
   c->add_option("--heartbeat-interval-ms", coord.options.heartbeat_interval_ms)->capture_default_str();
   c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
+  c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
+              "accept agents advertising simulated GPUs (tests and demos only)");
+  c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
+  c->add_option("--bench-iterations", coord.options.bench_iterations)->capture_default_str();
+  c->add_option("--min-cpu-score", coord.options.min_cpu_score, "slowest plausible benchmark score (rounds/s)")
+      ->capture_default_str();
 
   // agent
   idlegrid::agent::AgentConfig agent;
@@ -95,6 +108,9 @@ int main(int argc, char** argv) {
   a->add_option("--region", agent.region)->capture_default_str();
   a->add_option("--podman", agent.podman, "podman binary")->capture_default_str();
   a->add_flag("--discover", discover, "print what this host would advertise and exit");
+  a->add_option("--simulate-gpu", agent.simulate_gpus,
+                "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
+  a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
   a->add_flag("--json", agent_json, "with --discover: JSON only");
 
   std::string manifest, job_id, dir, file;

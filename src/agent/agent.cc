@@ -5,11 +5,19 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
+#include "advert/node_key.h"
 #include "agent/log_shipper.h"
+#include "common/clock.h"
 #include "common/fs.h"
+#include "discovery/host.h"
+#include "discovery/simulated.h"
 #include "pki/pki.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_runtime.h"
@@ -59,8 +67,83 @@ v1::NodeInfo Agent::Describe() const {
   *info.mutable_enforcement() = runtime_->Enforcement();
   info.set_agent_version(kVersion);
   info.set_region(config_.region);
-  info.set_gpus(0);  // GPU discovery arrives with the capacity work; none is claimed until measured
+  info.set_gpus(0);  // devices are described in the advertisement, not here
   return info;
+}
+
+std::vector<std::string> Agent::CachedImages() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(config_.data_dir + "/images", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() == 64 && name.find('.') == std::string::npos) out.push_back("sha256:" + name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool Agent::ReloadPolicy() {
+  std::string path = config_.policy_file.empty() ? config_.data_dir + "/policy.yaml" : config_.policy_file;
+  struct stat st;
+  int64_t mtime = ::stat(path.c_str(), &st) == 0 ? int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec
+                                                  : 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (mtime == policy_mtime_ns_) return false;
+    policy_mtime_ns_ = mtime;
+  }
+  OwnerPolicy next = DefaultOwnerPolicy();
+  if (mtime != 0) {
+    auto text = ReadFile(path);
+    auto parsed = text.ok() ? ParseOwnerPolicy(*text, path) : Result<OwnerPolicy>(text.status());
+    if (!parsed.ok()) {
+      // A typo in the owner's file must not take the node down: keep the last good policy.
+      spdlog::error("policy not applied: {}", parsed.status().message());
+      return false;
+    }
+    next = *parsed;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  bool changed = next.policy.SerializeAsString() != owner_.policy.SerializeAsString() || next.asks.size() != owner_.asks.size();
+  owner_ = next;
+  if (changed) spdlog::info("owner policy {} applied", path);
+  return changed;
+}
+
+void Agent::RequestReadvertise() {
+  std::lock_guard<std::mutex> lock(mu_);
+  readvertise_ = true;
+  cv_.notify_all();
+}
+
+Result<v1::Advertisement> Agent::CurrentAdvertisement() {
+  ReloadPolicy();
+  AdvertiserInputs in;
+  in.capacity = Describe();
+  // Report the filesystem the data dir is (or will be) on.
+  std::filesystem::path disk = std::filesystem::absolute(config_.data_dir);
+  while (!disk.empty() && disk != disk.root_path() && !std::filesystem::exists(disk)) disk = disk.parent_path();
+  in.inventory = discovery::DiscoverHost({disk.string()});
+  if (!config_.simulate_gpus.empty()) {
+    uint32_t next_index = static_cast<uint32_t>(in.inventory.gpus().devices_size());
+    for (const auto& spec : config_.simulate_gpus) {
+      IG_ASSIGN_OR_RETURN(v1::GpuDevice d, discovery::ParseSimulatedGpu(spec, next_index++));
+      *in.inventory.mutable_gpus()->add_devices() = d;
+    }
+    in.inventory.mutable_gpus()->set_available(true);
+  }
+  in.cached_images = CachedImages();
+  in.region = config_.region;
+  in.agent_version = kVersion;
+  std::lock_guard<std::mutex> lock(mu_);
+  in.owner = owner_;
+  for (const auto& [id, h] : holds_) {
+    in.running_attempts.push_back(id);
+    in.cpu_held += h.cpu;
+    in.memory_held += h.memory;
+    for (const auto& d : h.devices) in.holds.push_back({d, h.gpu_memory});
+  }
+  return BuildAdvertisement(in);
 }
 
 std::unique_ptr<grpc::ClientContext> Agent::Context(int deadline_ms) const {
@@ -96,19 +179,24 @@ Status Agent::Enroll() {
   channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
   stub_ = v1::AgentService::NewStub(channel_);
 
+  // The node's identity is its Ed25519 key; the node id derives from it.
+  IG_ASSIGN_OR_RETURN(advert::NodeKey key, advert::NodeKey::LoadOrCreate(dir));
+  advertiser_ = std::make_unique<Advertiser>(key);
+  IG_ASSIGN_OR_RETURN(v1::Advertisement ad, CurrentAdvertisement());
   if (PathExists(cred_path)) {
     IG_ASSIGN_OR_RETURN(std::string creds, ReadFile(cred_path));
     auto nl = creds.find('\n');
     node_id_ = creds.substr(0, nl);
     token_ = nl == std::string::npos ? "" : creds.substr(nl + 1);
     while (!token_.empty() && token_.back() == '\n') token_.pop_back();
-    if (!node_id_.empty() && !token_.empty()) return Status::Ok();
+    if (node_id_ == key.node_id() && !token_.empty()) return Status::Ok();
   }
   if (config_.join_token.empty()) return Status::InvalidArgument("first start needs --join-token");
   v1::RegisterRequest req;
   req.set_join_secret(config_.join_token);
   req.set_name(config_.name.empty() ? Hostname() : config_.name);
   *req.mutable_info() = Describe();
+  *req.mutable_advertisement() = *advertiser_->Next(ad, SystemClock::Get()->NowMs(), true);
   v1::RegisterResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -167,14 +255,24 @@ void Agent::HeartbeatLoop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [id, t] : attempts_) req.add_running_attempts(id);
+      readvertise_ = false;
+    }
+    bool policy_changed = ReloadPolicy();
+    auto ad = CurrentAdvertisement();
+    if (ad.ok()) {
+      auto signed_ad = advertiser_->Next(*ad, SystemClock::Get()->NowMs(), policy_changed);
+      if (signed_ad) *req.mutable_advertisement() = *signed_ad;
     }
     v1::HeartbeatResponse resp;
     auto ctx = Context(5000);
     grpc::Status s = stub_->Heartbeat(ctx.get(), req, &resp);
     if (s.ok() && resp.interval_ms() > 0) interval_ms = static_cast<int>(resp.interval_ms());
-    if (!s.ok()) spdlog::warn("heartbeat failed: {}", s.error_message());
+    if (!s.ok()) {
+      spdlog::warn("heartbeat failed: {}", s.error_message());
+      if (req.has_advertisement()) advertiser_->Reset();  // send it again next time
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return stopping_.load(); });
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return stopping_.load() || readvertise_; });
     // Reap runners that finished.
     for (const auto& id : finished_) {
       auto it = attempts_.find(id);

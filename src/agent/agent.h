@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/advertiser.h"
+#include "agent/local_policy.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
 #include "runtime/container_runtime.h"
@@ -28,6 +30,8 @@ struct AgentConfig {
   uint64_t memory_bytes = 0; // capacity offered; 0 = all physical memory
   std::string region = "local";
   std::string podman = "podman";
+  std::vector<std::string> simulate_gpus;  // "MODEL:MEMORY:CC" devices that exist only in the advertisement
+  std::string policy_file;                 // owner's policy YAML; default <data_dir>/policy.yaml
 };
 
 class LogShipper;
@@ -39,8 +43,11 @@ class Agent {
   // Enrolls if needed, then serves until Shutdown(). Returns the exit code.
   int Run();
   void Shutdown();
-  // What this host would advertise (used by `agent --discover` and heartbeats).
+  // The capacity this host offers (cores, memory, runtimes, enforcement).
   v1::NodeInfo Describe() const;
+  // The full advertisement as it would be sent now, unsigned (`agent --discover`).
+  // InvalidArgument for a malformed --simulate-gpu or policy file.
+  Result<v1::Advertisement> CurrentAdvertisement();
 
  private:
   Status Enroll();
@@ -55,6 +62,17 @@ class Agent {
   Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);
   std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
   bool IsCancelled(const std::string& attempt_id);
+  // Re-reads the owner's policy file if it changed; true if the policy did.
+  bool ReloadPolicy();
+  std::vector<std::string> CachedImages() const;
+  void RequestReadvertise();
+
+  struct AttemptHold {
+    std::vector<std::string> devices;
+    uint64_t gpu_memory = 0;
+    double cpu = 0;
+    uint64_t memory = 0;
+  };
 
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
@@ -69,6 +87,11 @@ class Agent {
   std::map<std::string, std::thread> attempts_;  // attempt id -> runner; guarded by mu_
   std::set<std::string> finished_;               // runners done, to join; guarded by mu_
   std::set<std::string> cancelled_;              // guarded by mu_
+  std::map<std::string, AttemptHold> holds_;     // guarded by mu_
+  OwnerPolicy owner_ = DefaultOwnerPolicy();     // guarded by mu_
+  int64_t policy_mtime_ns_ = -1;                 // guarded by mu_
+  bool readvertise_ = false;                     // guarded by mu_
+  std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
   std::mutex image_mu_;                          // one image download/load at a time
   std::atomic<bool> stopping_{false};
   grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_

@@ -84,8 +84,14 @@ void Agent::RunAttempt(v1::Assignment a) {
     (void)Report(r);
   };
 
-  Status admit = runtime::CheckAdmission(spec.resources(), spec.runtime(), runtime_->Enforcement(),
-                                         runtime_->Runtimes());
+  Status admit;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admit = CheckOwnerPolicy(spec, owner_.policy);
+  }
+  if (admit.ok()) {
+    admit = runtime::CheckAdmission(spec.resources(), spec.runtime(), runtime_->Enforcement(), runtime_->Runtimes());
+  }
   if (!admit.ok()) {
     spdlog::warn("attempt {} rejected: {}", id, admit.message());
     auto r = Event(id, v1::REJECTED);
@@ -97,6 +103,25 @@ void Agent::RunAttempt(v1::Assignment a) {
     spdlog::info("attempt {} dropped: {}", id, st.message());
     return;
   }
+  {
+    // What this attempt holds shows in the next advertisement; sent at once.
+    std::lock_guard<std::mutex> lock(mu_);
+    holds_[id] = {{a.device_uuids().begin(), a.device_uuids().end()}, spec.resources().gpu_memory_bytes(),
+                  spec.resources().cpu(), spec.resources().memory_bytes()};
+    readvertise_ = true;
+    cv_.notify_all();
+  }
+  struct ReleaseHold {
+    Agent* agent;
+    std::string id;
+    ~ReleaseHold() {
+      {
+        std::lock_guard<std::mutex> lock(agent->mu_);
+        agent->holds_.erase(id);
+      }
+      agent->RequestReadvertise();
+    }
+  } release{this, id};
 
   auto image_id = EnsureImage(a);
   if (!image_id.ok()) return fail(v1::PLATFORM_FAILURE, image_id.status());

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "api/grpc_services.h"
@@ -78,6 +79,16 @@ int RunCoordinator(const CoordinatorConfig& config) {
       return Fail(st);
     }
   }
+
+  std::string bench = config.bench_binary;
+  if (bench.empty()) {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    bench = (self.parent_path() / "idlegrid-bench").string();
+  }
+  // Without it no node can be measured, so none becomes schedulable: fail
+  // closed but keep serving (the reason shows in `idlegrid nodes`).
+  (void)coord.PrepareBenchmark(bench, dir + "/tmp");
 
   auto requester = NewRequesterService(&coord);
   auto agent = NewAgentService(&coord);

@@ -12,6 +12,7 @@ struct CoordinatorConfig {
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate
+  std::string bench_binary;            // static readiness benchmark; default: idlegrid-bench beside this binary
   coordinator::Options options;
 };
 

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -165,6 +166,58 @@ int Jobs(const CommonFlags& f) {
   return 0;
 }
 
+namespace {
+
+std::string Gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+std::string Age(int64_t ms) {
+  if (ms <= 0) return "never";
+  int64_t age = (std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count() - ms) / 1000;
+  return std::to_string(age) + "s ago";
+}
+
+void PrintDevice(const v1::GpuDevice& d, bool accounted) {
+  std::cout << "    gpu" << d.index() << "  " << d.name() << "  VRAM " << Gib(accounted ? d.allocatable_memory_bytes()
+                                                                                : d.memory_free_bytes())
+            << "/" << Gib(d.memory_total_bytes()) << " GiB " << (accounted ? "allocatable" : "free") << "  cc "
+            << d.compute_capability() << "  " << (d.measured() ? "measured" : "unmeasured")
+            << (d.simulated() ? "  SIMULATED" : "") << "\n";
+}
+
+}  // namespace
+
+void PrintAdvertisement(const v1::Advertisement& ad) {
+  const auto& inv = ad.inventory();
+  std::cout << "cpu: " << inv.cpu().model() << ", " << inv.cpu().logical_cores() << " logical cores";
+  if (inv.cpu().flags_size()) {
+    std::cout << " (";
+    for (int i = 0; i < inv.cpu().flags_size(); ++i) std::cout << (i ? " " : "") << inv.cpu().flags(i);
+    std::cout << ")";
+  }
+  std::cout << "\nmemory: " << Gib(inv.memory_total_bytes()) << " GiB total, " << Gib(inv.memory_available_bytes())
+            << " GiB available\n";
+  for (const auto& d : inv.disks()) {
+    std::cout << "disk " << d.path() << ": " << Gib(d.free_bytes()) << "/" << Gib(d.total_bytes()) << " GiB free\n";
+  }
+  std::cout << "runtimes:";
+  for (const auto& r : ad.capacity().runtimes()) std::cout << " " << r;
+  const auto& e = ad.capacity().enforcement();
+  std::cout << "\nenforceable limits: memory=" << (e.memory().empty() ? "none" : e.memory())
+            << " pids=" << (e.pids().empty() ? "none" : e.pids()) << " cpu=" << (e.cpu().empty() ? "none" : e.cpu())
+            << " (cgroup " << e.cgroup_version() << ")\n";
+  if (inv.gpus().devices_size() == 0) {
+    std::cout << "no GPU: " << inv.gpus().reason() << "\n";
+  } else {
+    if (!inv.gpus().reason().empty()) std::cout << "real GPUs: none (" << inv.gpus().reason() << ")\n";
+    for (const auto& d : inv.gpus().devices()) PrintDevice(d, true);
+  }
+}
+
 int Nodes(const CommonFlags& f) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
@@ -177,13 +230,23 @@ int Nodes(const CommonFlags& f) {
     return 0;
   }
   for (const auto& n : resp.nodes()) {
+    const auto& ad = n.advertisement();
     std::string runtimes;
     for (const auto& r : n.info().runtimes()) runtimes += (runtimes.empty() ? "" : ",") + r;
-    std::cout << n.id() << "  " << n.name() << "  " << n.state() << "  cpu " << n.cpu_allocated() << "/"
-              << n.info().cpu_cores() << "  mem " << (n.memory_allocated() >> 20) << "/"
-              << (n.info().memory_bytes() >> 20) << " MiB  attempts " << n.running_attempts() << "  runtimes "
-              << runtimes << "  limits memory=" << n.info().enforcement().memory()
+    std::cout << n.id() << "  " << n.name() << "  region " << (ad.region().empty() ? "-" : ad.region()) << "  "
+              << n.state() << "  " << (n.schedulable() ? "schedulable" : "not schedulable: " + n.unschedulable_reason())
+              << "\n    heartbeat " << Age(n.last_heartbeat_ms()) << "  cpu " << n.cpu_allocated() << "/"
+              << n.info().cpu_cores() << " allocated";
+    if (n.measurement().passed()) std::cout << " (measured " << n.measurement().cpu_score() / 1e6 << " M rounds/s)";
+    std::cout << "  mem " << (n.memory_allocated() >> 20) << "/" << (n.info().memory_bytes() >> 20)
+              << " MiB  runtimes " << runtimes << "  limits memory=" << n.info().enforcement().memory()
               << " cpu=" << (n.info().enforcement().cpu().empty() ? "none" : n.info().enforcement().cpu()) << "\n";
+    if (ad.asks_size()) {
+      std::cout << "    asks:";
+      for (const auto& a : ad.asks()) std::cout << " " << a.device_class() << "=" << a.per_hour() << "/h";
+      std::cout << "\n";
+    }
+    for (const auto& d : n.gpus()) PrintDevice(d, true);
   }
   return 0;
 }

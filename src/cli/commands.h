@@ -23,6 +23,9 @@ int Cancel(const CommonFlags& f, const std::string& job_id);
 int ImagePush(const CommonFlags& f, const std::string& archive);
 int ArtifactPush(const CommonFlags& f, const std::string& file);
 
+// Human-readable summary of an advertisement (`agent --discover`).
+void PrintAdvertisement(const v1::Advertisement& ad);
+
 // Validates a manifest without a coordinator (prints the parsed spec).
 int Validate(const CommonFlags& f, const std::string& manifest_path);
 

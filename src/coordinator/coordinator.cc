@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "advert/advertisement.h"
 #include "common/digest.h"
 #include "common/random.h"
 #include "image/oci_archive.h"
@@ -78,6 +79,10 @@ void Coordinator::Start() {
       NodeLive& live = nodes_[n.id];
       live.info = n.info;
       live.last_heartbeat_ms = clock_->NowMs();
+      live.public_key = n.public_key;
+      live.last_sequence = n.last_sequence;
+      live.ad = n.advertisement;
+      live.measurement = n.measurement;
     }
   }
   loop_ = std::thread([this] { Loop(); });
@@ -150,6 +155,9 @@ Result<std::string> Coordinator::CreateApiToken(const std::string& role) {
 
 Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   v1::JobSpec spec = request.spec();
+  if (!spec.pinned_node().empty() || spec.readiness()) {
+    return Status::InvalidArgument("spec.pinned_node and spec.readiness are set by the coordinator only");
+  }
   manifest::ApplyDefaults(&spec);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
   std::string image_digest = ImageDigestOf(spec.image());
@@ -224,7 +232,16 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     *n->mutable_info() = it != nodes_.end() && it->second.info.cpu_cores() ? it->second.info : r.info;
     n->set_state(online ? "online" : "offline");
     n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
-    if (it != nodes_.end()) n->set_peer(it->second.peer);
+    if (it != nodes_.end()) {
+      const NodeLive& live = it->second;
+      n->set_peer(live.peer);
+      *n->mutable_advertisement() = live.ad;
+      *n->mutable_measurement() = live.measurement;
+      std::string why = online ? UnschedulableReasonLocked(live) : "offline";
+      n->set_schedulable(why.empty());
+      n->set_unschedulable_reason(why);
+      for (auto& d : AccountedGpusLocked(r.id, live, active)) *n->add_gpus() = std::move(d);
+    }
     for (const auto& a : active) {
       if (a.node_id != r.id) continue;
       n->set_cpu_allocated(n->cpu_allocated() + a.cpu);
@@ -276,11 +293,41 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
   if (request.name().empty() || request.name().size() > 128) {
     return Status::InvalidArgument("node name must be 1-128 characters");
   }
+  // The node proves its key with a signed advertisement; its id derives from that key.
+  advert::AdvertError error = advert::AdvertError::kNone;
+  auto verified = advert::VerifyAdvertisement(request.advertisement(), "", 0, &error);
+  Status st = verified.ok() ? CheckSimulated(verified->ad) : verified.status();
+  if (!st.ok()) {
+    spdlog::warn("registration from {} refused: {}", peer, st.message());
+    return st;
+  }
+  const v1::Advertisement& ad = verified->ad;
+  IG_ASSIGN_OR_RETURN(auto existing, store_->GetNode(ad.node_id()));
+  if (existing && ad.sequence() <= existing->last_sequence) {
+    spdlog::warn("registration of {} from {} refused: stale advertisement sequence", ad.node_id(), peer);
+    return Status::FailedPrecondition("stale sequence: advertisement " + std::to_string(ad.sequence()) +
+                                      " is not newer than " + std::to_string(existing->last_sequence));
+  }
   v1::RegisterResponse out;
-  out.set_node_id(NewId("n"));
+  out.set_node_id(ad.node_id());
   out.set_agent_token("iga_" + RandomHex(24));
   store::NodeRecord rec{out.node_id(), request.name(), request.info(), clock_->NowMs(), clock_->NowMs()};
+  rec.public_key = request.advertisement().public_key();
+  rec.last_sequence = ad.sequence();
+  rec.advertisement = ad;
   IG_RETURN_IF_ERROR(store_->UpsertNode(rec, Sha256Digest(out.agent_token())));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeLive& live = nodes_[out.node_id()];
+    live.public_key = rec.public_key;
+    live.last_sequence = ad.sequence();
+    live.ad = ad;
+    if (existing) live.measurement = existing->measurement;
+    // A re-registered node gets a new token; the old one stops working.
+    for (auto it = agent_tokens_.begin(); it != agent_tokens_.end();) {
+      it = it->second == out.node_id() ? agent_tokens_.erase(it) : std::next(it);
+    }
+  }
   spdlog::info("node {} ({}) registered from {}", out.node_id(), request.name(), peer);
   return out;
 }
@@ -304,7 +351,7 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
   auto assigned = store_->AssignedAttempts(node_id);
   if (assigned.ok()) {
     for (const auto& a : *assigned) {
-      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0});
+      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0, a.device_uuids});
     }
   }
   spdlog::info("node {} connected from {}", node_id, peer);
@@ -325,6 +372,7 @@ void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr
 }
 
 Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
+  if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
   bool came_back = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -349,6 +397,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     return result.status();
   }
   const auto& o = result->outcome;
+  if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
@@ -404,6 +453,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
   *a->mutable_spec() = job.spec();
   a->set_image_archive_digest(image->archive_digest);
   a->set_image_config_digest(image->config_digest);
+  for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(attempt.node_id);
   if (it == nodes_.end() || !it->second.session) {
@@ -423,6 +473,7 @@ void Coordinator::Loop() {
       dirty_ = false;
     }
     CheckHeartbeats();
+    EnsureReadiness();
     DispatchOnce();
   }
 }
@@ -444,6 +495,13 @@ void Coordinator::CheckHeartbeats() {
   }
   for (const auto& id : lost) {
     auto failed = store_->FailNodeAttempts(id, now);
+    if (failed.ok()) {
+      for (const auto& f : *failed) JudgeReadiness(f.job_id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      nodes_[id].readiness_job.clear();
+    }
     spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
                  failed.ok() ? failed->size() : 0);
   }
@@ -467,16 +525,19 @@ void Coordinator::DispatchOnce() {
       sched::NodeView v;
       v.id = id;
       v.online = n.online && n.session != nullptr;
-      v.cpu_free = n.info.cpu_cores();
+      v.cpu_free = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
       v.memory_free = n.info.memory_bytes();
-      v.gpus_free = n.info.gpus();
+      v.gpus = AccountedGpusLocked(id, n, *active);
       v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
+      if (n.ad.policy().allowed_runtimes_size() > 0) {
+        v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
+      }
       v.enforcement = n.info.enforcement();
+      v.unschedulable_reason = UnschedulableReasonLocked(n);
       for (const auto& a : *active) {
         if (a.node_id != id) continue;
         v.cpu_free -= a.cpu;
         v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
-        v.gpus_free = v.gpus_free > a.gpus ? v.gpus_free - a.gpus : 0;
       }
       views.push_back(std::move(v));
     }
@@ -485,6 +546,8 @@ void Coordinator::DispatchOnce() {
   for (const auto& q : *queued) {
     sched::TaskView t{q.job_id, q.index, q.spec.resources(), q.spec.runtime(), {}};
     t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
+    t.pinned_node = q.spec.pinned_node();
+    t.readiness = q.spec.readiness();
     tasks.push_back(std::move(t));
   }
   sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
@@ -495,7 +558,9 @@ void Coordinator::DispatchOnce() {
   if (plan.placements.empty()) return;
   std::vector<store::NewAttempt> attempts;
   int64_t now = clock_->NowMs();
-  for (const auto& p : plan.placements) attempts.push_back({NewId("a"), p.job_id, p.index, p.node_id, now});
+  for (const auto& p : plan.placements) {
+    attempts.push_back({NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids});
+  }
   auto committed = store_->CommitAssignments(attempts);
   if (!committed.ok()) {
     spdlog::error("dispatch commit: {}", committed.status().ToString());

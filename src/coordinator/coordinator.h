@@ -25,6 +25,12 @@ struct Options {
   int heartbeat_interval_ms = 5000;
   int heartbeat_margin = 3;         // offline after interval * margin of silence
   int dispatch_period_ms = 1000;    // timeouts are checked at least this often
+  bool allow_simulated_gpus = false;  // accept advertisements with simulated devices (tests, demos)
+  // Readiness benchmark: kernel rounds per run, and the slowest score (rounds/s)
+  // still taken as an honest CPU; a slower one is implausible.
+  uint64_t bench_iterations = 20'000'000;
+  double min_cpu_score = 5'000'000;
+  int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
 };
 
 // Commands waiting to be pushed down one agent's Connect stream.
@@ -69,6 +75,9 @@ class Coordinator {
   Result<v1::Job> CancelJob(const std::string& job_id);
   Result<v1::ListNodesResponse> ListNodes();
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
+  // Builds the readiness benchmark image from the static benchmark program
+  // and registers it. Until it succeeds no node becomes schedulable.
+  Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
   // Log chunks after `after_seq`; when none are ready and `wait_ms` > 0,
   // waits for new ones (or a job change) up to wait_ms.
   Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms);
@@ -98,7 +107,24 @@ class Coordinator {
     std::string peer;
     int64_t last_heartbeat_ms = 0;
     bool online = false;
+    std::string public_key;
+    uint64_t last_sequence = 0;
+    v1::Advertisement ad;
+    v1::Measurement measurement;
+    std::string readiness_job;       // in flight, if any
+    int64_t readiness_failed_ms = 0;  // when the last benchmark failed
   };
+
+  // capacity.cc: advertisements, readiness benchmarks, node views.
+  Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);
+  Status CheckSimulated(const v1::Advertisement& ad) const;
+  void EnsureReadiness();
+  void JudgeReadiness(const std::string& job_id);
+  // "" when the node may take ordinary work; otherwise why not. Caller holds mu_.
+  std::string UnschedulableReasonLocked(const NodeLive& node) const;
+  static std::string StackOf(const v1::Advertisement& ad);
+  std::vector<v1::GpuDevice> AccountedGpusLocked(const std::string& node_id, const NodeLive& node,
+                                                 const std::vector<store::ActiveAttempt>& active) const;
 
   void Loop();
   void DispatchOnce();
@@ -119,6 +145,8 @@ class Coordinator {
   std::map<std::string, NodeLive> nodes_;      // guarded by mu_
   std::map<std::string, std::string> waiting_; // task key -> why it waits; guarded by mu_
   std::map<std::string, std::string> agent_tokens_;  // token hash -> node id; guarded by mu_
+  std::string bench_image_;                    // manifest digest, once prepared; guarded by mu_
+  std::string bench_error_;                    // why there is none; guarded by mu_
   uint64_t version_ = 0;                       // guarded by mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_

@@ -141,8 +141,8 @@ void MergeCudaInfo(const CudaDriverInfo& cuda, v1::GpuDiscovery* discovery) {
       if (device.compute_capability().empty()) {
         device.set_compute_capability(match->compute_capability);
       } else if (device.compute_capability() != match->compute_capability) {
-        NoteMismatch("compute_capability", device.compute_capability(),
-                     match->compute_capability, &device);
+        NoteMismatch("compute_capability", device.compute_capability(), match->compute_capability,
+                     &device);
       }
     }
     if (device.memory_total_bytes() == 0 && match->memory_total_bytes > 0) {

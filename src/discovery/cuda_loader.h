@@ -17,9 +17,9 @@ namespace idlegrid::discovery {
 inline constexpr char kDefaultCudaPath[] = "libcuda.so.1";
 
 struct CudaDevice {
-  int ordinal = 0;                 // CUDA's numbering, which need not be NVML's
-  std::string uuid;                // "GPU-xxxxxxxx-...", NVML's spelling; empty if unknown
-  std::string compute_capability;  // "9.0"; empty if unknown
+  int ordinal = 0;                  // CUDA's numbering, which need not be NVML's
+  std::string uuid;                 // "GPU-xxxxxxxx-...", NVML's spelling; empty if unknown
+  std::string compute_capability;   // "9.0"; empty if unknown
   uint64_t memory_total_bytes = 0;  // 0 if unknown
 };
 

@@ -20,10 +20,9 @@ namespace idlegrid::discovery {
 // The CPU flags worth advertising, in the order CpuInfo.flags lists them.
 // x86 names as /proc/cpuinfo spells them, then Arm's ("asimd" is NEON).
 inline constexpr std::string_view kCpuFlagsOfInterest[] = {
-    "sse4_2",     "avx",         "avx2",        "fma",      "f16c",     "avx512f",
-    "avx512dq",   "avx512cd",    "avx512bw",    "avx512vl", "avx512_vnni", "avx512_bf16",
-    "avx512_fp16", "amx_tile",   "amx_bf16",    "amx_int8", "aes",      "sha_ni",
-    "asimd",      "sve",         "sve2",
+    "sse4_2",   "avx",      "avx2",     "fma",         "f16c",        "avx512f",     "avx512dq",
+    "avx512cd", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+    "amx_bf16", "amx_int8", "aes",      "sha_ni",      "asimd",       "sve",         "sve2",
 };
 
 struct MemoryInfo {

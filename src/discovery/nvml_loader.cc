@@ -1,7 +1,10 @@
 #include "discovery/nvml_loader.h"
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "discovery/dynamic_library.h"
 
@@ -94,8 +97,9 @@ std::string BindNvmlApi(const DynamicLibrary& lib, NvmlApi* api) {
   BindFirst(lib, &api->device_get_temperature, {"nvmlDeviceGetTemperature"});
   BindFirst(lib, &api->device_get_clock_info, {"nvmlDeviceGetClockInfo"});
   // Renamed "clocks event reasons" in NVML 12.2; newer drivers may drop the old name.
-  BindFirst(lib, &api->device_get_throttle_reasons,
-            {"nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetCurrentClocksEventReasons"});
+  BindFirst(
+      lib, &api->device_get_throttle_reasons,
+      {"nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetCurrentClocksEventReasons"});
   BindFirst(lib, &api->device_get_utilization, {"nvmlDeviceGetUtilizationRates"});
   BindFirst(lib, &api->device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
   BindFirst(lib, &api->device_get_mig_mode, {"nvmlDeviceGetMigMode"});
@@ -169,8 +173,8 @@ void ReadIdentity(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* device) 
     device->set_uuid(FromBuffer(uuid, sizeof(uuid)));
   }
   NvmlMemory memory{};
-  if (Query(api, device, "memory", "nvmlDeviceGetMemoryInfo", api.device_get_memory_info,
-            handle, &memory)) {
+  if (Query(api, device, "memory", "nvmlDeviceGetMemoryInfo", api.device_get_memory_info, handle,
+            &memory)) {
     device->set_memory_total_bytes(memory.total);
     device->set_memory_free_bytes(memory.free);
     device->set_memory_used_bytes(memory.used);
@@ -189,8 +193,8 @@ void ReadLinkAndPower(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* devi
             api.device_get_pcie_generation, handle, &value)) {
     device->set_pcie_generation(value);
   }
-  if (Query(api, device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth",
-            api.device_get_pcie_width, handle, &value)) {
+  if (Query(api, device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", api.device_get_pcie_width,
+            handle, &value)) {
     device->set_pcie_width(value);
   }
   if (Query(api, device, "power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit",
@@ -201,8 +205,8 @@ void ReadLinkAndPower(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* devi
             handle, &value)) {
     device->set_power_draw_mw(value);
   }
-  if (Query(api, device, "temperature_c", "nvmlDeviceGetTemperature",
-            api.device_get_temperature, handle, kNvmlTemperatureGpu, &value)) {
+  if (Query(api, device, "temperature_c", "nvmlDeviceGetTemperature", api.device_get_temperature,
+            handle, kNvmlTemperatureGpu, &value)) {
     device->set_temperature_c(value);
   }
   if (Query(api, device, "sm_clock_mhz", "nvmlDeviceGetClockInfo", api.device_get_clock_info,
@@ -222,8 +226,8 @@ void ReadLoadAndHealth(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* dev
     device->set_throttle_reasons(reasons);
   }
   NvmlUtilization utilization{};
-  if (Query(api, device, "utilization", "nvmlDeviceGetUtilizationRates",
-            api.device_get_utilization, handle, &utilization)) {
+  if (Query(api, device, "utilization", "nvmlDeviceGetUtilizationRates", api.device_get_utilization,
+            handle, &utilization)) {
     device->set_utilization_gpu_pct(utilization.gpu);
     device->set_utilization_memory_pct(utilization.memory);
   }
@@ -234,8 +238,8 @@ void ReadLoadAndHealth(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* dev
     device->set_ecc_errors_corrected(count);
   }
   if (Query(api, device, "ecc_errors_uncorrected", "nvmlDeviceGetTotalEccErrors",
-            api.device_get_total_ecc_errors, handle, kNvmlMemoryErrorUncorrected,
-            kNvmlAggregateEcc, &count)) {
+            api.device_get_total_ecc_errors, handle, kNvmlMemoryErrorUncorrected, kNvmlAggregateEcc,
+            &count)) {
     device->set_ecc_errors_uncorrected(count);
   }
 }

@@ -32,6 +32,7 @@ constexpr size_t kNameFieldSize = 100;
 constexpr size_t kPrefixFieldSize = 155;
 constexpr uint64_t kMaxUstarSize = 077777777777ULL;  // 11 octal digits
 constexpr uint32_t kMaxMode = 07777;
+constexpr char kUstarMagicAndVersion[8] = {'u', 's', 't', 'a', 'r', '\0', '0', '0'};
 
 // --- ustar ------------------------------------------------------------------
 
@@ -55,12 +56,20 @@ std::optional<UstarName> SplitUstarName(const std::string& path) {
   return std::nullopt;
 }
 
+// A directory's member name: with the customary trailing "/" when that still
+// fits a ustar header; the type flag alone marks it a directory otherwise.
+std::string DirectoryMemberName(const std::string& path) {
+  return SplitUstarName(path + "/") ? path + "/" : path;
+}
+
 // Writes a tar whose members all belong to 0:0 and have mtime 0, so the bytes
 // depend on the members alone. Callers check names with SplitUstarName and
 // sizes against kMaxUstarSize first.
 class TarWriter {
  public:
-  void AddDirectory(const std::string& path, uint32_t mode) { AppendHeader(path + "/", 0, mode, '5'); }
+  void AddDirectory(const std::string& path, uint32_t mode) {
+    AppendHeader(DirectoryMemberName(path), 0, mode, '5');
+  }
 
   void AddFile(const std::string& path, std::string_view content, uint32_t mode) {
     AppendHeader(path, content.size(), mode, '0');
@@ -85,14 +94,14 @@ class TarWriter {
     char header[kBlockSize] = {};
     std::memcpy(header, split.name.data(), split.name.size());
     PutOctal(header + 100, 8, mode);
-    PutOctal(header + 108, 8, 0);   // uid
-    PutOctal(header + 116, 8, 0);   // gid
+    PutOctal(header + 108, 8, 0);  // uid
+    PutOctal(header + 116, 8, 0);  // gid
     PutOctal(header + 124, 12, size);
     PutOctal(header + 136, 12, 0);  // mtime
     header[156] = type;
-    std::memcpy(header + 257, "ustar\0" "00", 8);
-    PutOctal(header + 329, 8, 0);   // devmajor
-    PutOctal(header + 337, 8, 0);   // devminor
+    std::memcpy(header + 257, kUstarMagicAndVersion, sizeof(kUstarMagicAndVersion));
+    PutOctal(header + 329, 8, 0);  // devmajor
+    PutOctal(header + 337, 8, 0);  // devminor
     std::memcpy(header + 345, split.prefix.data(), split.prefix.size());
     // The checksum is computed with its own field read as spaces.
     std::memset(header + 148, ' ', 8);
@@ -241,7 +250,7 @@ Result<std::vector<std::string>> ValidateFiles(const std::vector<ImageFile>& fil
       return Status::InvalidArgument("image path /" + directory +
                                      " is a file and also the directory of another file");
     }
-    if (!SplitUstarName(directory + "/")) {
+    if (!SplitUstarName(DirectoryMemberName(directory))) {
       return Status::InvalidArgument("image directory /" + directory +
                                      " is too long for a ustar header");
     }
@@ -255,13 +264,27 @@ std::string JsonString(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[7];
@@ -297,8 +320,7 @@ std::string ConfigJson(const std::vector<std::string>& entrypoint, const Blob& l
   for (const std::string& arg : entrypoint) args += (args.empty() ? "" : ",") + JsonString(arg);
   return std::string("{\"architecture\":") + JsonString(kArchitecture) +
          ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[" + args +
-         "]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[" + JsonString(layer.digest) +
-         "]}}";
+         "]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[" + JsonString(layer.digest) + "]}}";
 }
 
 std::string ManifestJson(const Blob& config, const Blob& layer) {

@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
 
   char text[256];
   snprintf(text, sizeof(text),
-           "checksum=%016" PRIx64 "\niterations=%" PRIu64 "\nseconds=%.9f\nscore=%.3f\n",
-           checksum, iterations, seconds, score);
+           "checksum=%016" PRIx64 "\niterations=%" PRIu64 "\nseconds=%.9f\nscore=%.3f\n", checksum,
+           iterations, seconds, score);
   fputs(text, stdout);
   fflush(stdout);
   return WriteResult(argv[3], text) ? 0 : 1;

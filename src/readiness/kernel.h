@@ -40,5 +40,5 @@ static inline uint64_t ig_cpu_kernel(uint64_t seed, uint64_t iterations) {
 }
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif

@@ -42,7 +42,8 @@ Result<BenchResult> ParseBenchResult(const std::string& text);
 // score is at least `min_plausible_score`. Otherwise `passed` is false and
 // `reason` says why, e.g. "wrong checksum: got 0x1, expected 0x5b8a...".
 // cpu_score is the reported score either way; measured_at_ms and
-// agent_version are left for the caller. Thread-safe.
+// agent_version are left for the caller. Recomputes the checksum, so it costs
+// what ExpectedChecksum costs. Thread-safe.
 v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterations,
                       double min_plausible_score);
 

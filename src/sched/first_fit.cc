@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
+#include "advert/allocatable.h"
 #include "sched/scheduler.h"
 
 namespace idlegrid::sched {
@@ -9,9 +11,26 @@ std::string TaskKey(const std::string& job_id, uint32_t index) {
   return job_id + "/" + std::to_string(index);
 }
 
+namespace {
+
+// Per-GPU memory a task holds: what it names, or the whole device.
+uint64_t GpuMemoryNeeded(const TaskView& task) {
+  return task.resources.gpu_memory_bytes() > 0 ? task.resources.gpu_memory_bytes() : 1;
+}
+
+std::string GiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+}  // namespace
+
 std::string Infeasibility(const NodeView& node, const TaskView& task) {
   const auto& r = task.resources;
   if (!node.online) return "offline";
+  if (!task.pinned_node.empty() && task.pinned_node != node.id) return "pinned to another node";
+  if (!task.readiness && !node.unschedulable_reason.empty()) return node.unschedulable_reason;
   if (task.excluded_nodes.count(node.id)) return "rejected or lost this task before";
   if (std::find(node.runtimes.begin(), node.runtimes.end(), task.runtime) == node.runtimes.end()) {
     return "runtime " + task.runtime + " not available";
@@ -20,10 +39,25 @@ std::string Infeasibility(const NodeView& node, const TaskView& task) {
   // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap (the agent refuses them otherwise).
   if (task.runtime == "runsc" && node.enforcement.memory() != "cgroup") return "runsc needs cgroup memory limits";
   if (r.strict_cpu() && node.enforcement.cpu().empty()) return "cannot cap CPU (strictCpu)";
-  if (r.gpus() > node.gpus_free) return "insufficient GPUs";
+  if (r.gpus() > node.gpus.size()) return "insufficient GPUs";
+  if (r.gpus() > 0 && !advert::FitGpus(node.gpus, r.gpus(), GpuMemoryNeeded(task), nullptr)) {
+    return r.gpu_memory_bytes() > 0 ? "insufficient GPU memory (need " + GiB(r.gpu_memory_bytes()) + " per GPU)"
+                                    : "no free GPU";
+  }
   if (r.cpu() > node.cpu_free + 1e-9) return "insufficient CPU";
   if (r.memory_bytes() > node.memory_free) return "insufficient memory";
   return "";
+}
+
+void Reserve(NodeView* node, const TaskView& task, const std::vector<std::string>& device_uuids) {
+  node->cpu_free -= task.resources.cpu();
+  node->memory_free -= std::min(node->memory_free, task.resources.memory_bytes());
+  for (auto& d : node->gpus) {
+    if (std::find(device_uuids.begin(), device_uuids.end(), d.uuid()) == device_uuids.end()) continue;
+    uint64_t hold = task.resources.gpu_memory_bytes() > 0 ? task.resources.gpu_memory_bytes()
+                                                          : d.allocatable_memory_bytes();
+    d.set_allocatable_memory_bytes(d.allocatable_memory_bytes() - std::min(hold, d.allocatable_memory_bytes()));
+  }
 }
 
 namespace {
@@ -59,10 +93,10 @@ class FirstFitScheduler : public Scheduler {
         plan.waiting[TaskKey(task.job_id, task.index)] = msg.str();
         continue;
       }
-      chosen->cpu_free -= task.resources.cpu();
-      chosen->memory_free -= task.resources.memory_bytes();
-      chosen->gpus_free -= task.resources.gpus();
-      plan.placements.push_back({task.job_id, task.index, chosen->id});
+      std::vector<std::string> devices;
+      if (task.resources.gpus() > 0) advert::FitGpus(chosen->gpus, task.resources.gpus(), GpuMemoryNeeded(task), &devices);
+      Reserve(chosen, task, devices);
+      plan.placements.push_back({task.job_id, task.index, chosen->id, devices});
     }
     return plan;
   }

@@ -17,9 +17,14 @@ struct NodeView {
   bool online = false;
   double cpu_free = 0;        // cores not held by active attempts
   uint64_t memory_free = 0;   // bytes not held by active attempts
-  uint32_t gpus_free = 0;
+  // Devices with allocatable_memory_bytes already net of the owner's reserve
+  // and of what active attempts hold.
+  std::vector<v1::GpuDevice> gpus;
   std::vector<std::string> runtimes;
   v1::Enforcement enforcement;
+  // Why the node takes no ordinary work ("" if it does): readiness benchmark
+  // pending or failed, paused by its owner, ...
+  std::string unschedulable_reason;
 };
 
 struct TaskView {
@@ -28,12 +33,15 @@ struct TaskView {
   v1::Resources resources;
   std::string runtime;
   std::set<std::string> excluded_nodes;  // nodes that rejected or lost it before
+  std::string pinned_node;  // only this node may run it (readiness benchmarks)
+  bool readiness = false;   // a benchmark: runs on nodes not yet schedulable
 };
 
 struct Placement {
   std::string job_id;
   uint32_t index = 0;
   std::string node_id;
+  std::vector<std::string> device_uuids;  // GPUs reserved for it
 };
 
 struct Plan {
@@ -55,6 +63,10 @@ std::unique_ptr<Scheduler> NewFirstFitScheduler();
 
 // Why `node` cannot take `task`, or "" if it can. Exposed for tests and explain.
 std::string Infeasibility(const NodeView& node, const TaskView& task);
+
+// Takes what `task` needs from `node`, holding `device_uuids`: a task that
+// names no GPU memory holds each of its devices whole.
+void Reserve(NodeView* node, const TaskView& task, const std::vector<std::string>& device_uuids);
 
 std::string TaskKey(const std::string& job_id, uint32_t index);
 

@@ -33,6 +33,8 @@ struct ActiveAttempt {
   double cpu = 0;
   uint64_t memory = 0;
   uint32_t gpus = 0;
+  std::vector<std::string> device_uuids;  // GPUs held
+  uint64_t gpu_memory_bytes = 0;          // per held GPU; 0 = the whole device
 };
 
 struct NewAttempt {
@@ -41,6 +43,7 @@ struct NewAttempt {
   uint32_t index = 0;
   std::string node_id;
   int64_t now_ms = 0;
+  std::vector<std::string> device_uuids;  // GPUs the placement reserves
 };
 
 struct EventResult {
@@ -60,6 +63,10 @@ struct NodeRecord {
   v1::NodeInfo info;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  std::string public_key;        // Ed25519; the node id derives from it
+  uint64_t last_sequence = 0;    // highest advertisement sequence accepted
+  v1::Advertisement advertisement;
+  v1::Measurement measurement;
 };
 
 struct ImageRecord {
@@ -123,6 +130,12 @@ class Store {
   virtual Status UpsertNode(const NodeRecord& node, const std::string& token_hash) = 0;
   virtual Result<std::optional<NodeRecord>> NodeByTokenHash(const std::string& token_hash) = 0;
   virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+  virtual Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) = 0;
+  // Stores a verified advertisement only if `sequence` is above the stored
+  // one (FailedPrecondition otherwise): replays lose even under races.
+  virtual Status RecordAdvertisement(const std::string& node_id, uint64_t sequence,
+                                     const v1::Advertisement& advertisement) = 0;
+  virtual Status RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) = 0;
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
   virtual Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) = 0;
   // The role of a requester token, or nullopt.

@@ -207,6 +207,10 @@ Grid::Grid(const std::string& name) {
   coordinator_dir = root + "/coordinator";
   bin_ = root + "/idlegrid";
   RunCommand({"install", "-m", "755", IDLEGRID_BINARY, bin_});
+  // The coordinator builds its readiness benchmark image from the program beside it.
+  std::string bench = std::string(IDLEGRID_BINARY);
+  bench = bench.substr(0, bench.rfind('/')) + "/idlegrid-bench";
+  RunCommand({"install", "-m", "755", bench, root + "/idlegrid-bench"});
   agents.resize(4);
 }
 

@@ -23,7 +23,13 @@ NodeView Node(const std::string& id, double cpu, uint64_t memory = 16 * kGiB, ui
   n.online = true;
   n.cpu_free = cpu;
   n.memory_free = memory;
-  n.gpus_free = gpus;
+  for (uint32_t i = 0; i < gpus; ++i) {
+    v1::GpuDevice d;
+    d.set_uuid(id + "-gpu" + std::to_string(i));
+    d.set_memory_total_bytes(24 * kGiB);
+    d.set_allocatable_memory_bytes(24 * kGiB);
+    n.gpus.push_back(d);
+  }
   n.runtimes = {"runc"};
   n.enforcement.set_memory("cgroup");
   n.enforcement.set_cpu("cgroup");
@@ -244,9 +250,8 @@ TEST(FirstFitPropertyTest, PlansAreFeasibleDeterministicAndComplete) {
           EXPECT_NE(Infeasibility(n, t), "") << key << ": " << id << " ranks before " << node_id;
         }
       }
-      chosen.cpu_free -= t.resources.cpu();
-      chosen.memory_free -= t.resources.memory_bytes();
-      chosen.gpus_free -= t.resources.gpus();
+      EXPECT_EQ(plan.placements[next - 1].device_uuids.size(), t.resources.gpus()) << key;
+      Reserve(&chosen, t, plan.placements[next - 1].device_uuids);
       cpu_used[node_id] += t.resources.cpu();
       mem_used[node_id] += t.resources.memory_bytes();
       gpus_used[node_id] += t.resources.gpus();
@@ -258,7 +263,7 @@ TEST(FirstFitPropertyTest, PlansAreFeasibleDeterministicAndComplete) {
     for (const auto& n : in.nodes) {
       EXPECT_LE(cpu_used[n.id], n.cpu_free + 1e-6) << n.id;
       EXPECT_LE(mem_used[n.id], n.memory_free) << n.id;
-      EXPECT_LE(gpus_used[n.id], n.gpus_free) << n.id;
+      EXPECT_LE(gpus_used[n.id], n.gpus.size()) << n.id;
     }
   }
   // The generator produces both outcomes in bulk, or the checks above say little.

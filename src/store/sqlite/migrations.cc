@@ -46,6 +46,16 @@ const std::vector<const char*>& Migrations() {
         attempt_id TEXT NOT NULL, stream TEXT NOT NULL, data BLOB NOT NULL);
       CREATE INDEX logs_by_job ON logs(job_id, seq);
       )sql",
+      // v2: node identity (Ed25519 key), signed advertisements, readiness
+      // measurements; the GPUs each attempt holds.
+      R"sql(
+      ALTER TABLE nodes ADD COLUMN public_key BLOB NOT NULL DEFAULT x'';
+      ALTER TABLE nodes ADD COLUMN last_sequence INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE nodes ADD COLUMN advertisement BLOB;
+      ALTER TABLE nodes ADD COLUMN measurement BLOB;
+      ALTER TABLE attempts ADD COLUMN devices TEXT NOT NULL DEFAULT '';
+      ALTER TABLE attempts ADD COLUMN gpu_memory INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

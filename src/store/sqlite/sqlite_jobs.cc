@@ -9,7 +9,7 @@ namespace idlegrid::store {
 
 namespace {
 
-std::vector<std::string> SplitExcluded(const std::string& s) {
+std::vector<std::string> SplitCommaList(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
@@ -80,7 +80,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-               "finished_ms, runtime, outputs FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
+               "finished_ms, runtime, outputs, devices FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -96,6 +96,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     a->set_started_at_ms(aq.Int(8));
     a->set_finished_at_ms(aq.Int(9));
     a->set_runtime(aq.Text(10));
+    for (const auto& d : SplitCommaList(aq.Text(12))) a->add_device_uuids(d);
     if (!aq.IsNull(11)) {
       v1::Attempt outputs;
       if (outputs.ParseFromString(aq.Blob(11))) *a->mutable_outputs() = outputs.outputs();
@@ -147,7 +148,7 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit) {
     QueuedTask t;
     t.job_id = q.Text(0);
     t.index = static_cast<uint32_t>(q.Int(1));
-    t.excluded_nodes = SplitExcluded(q.Text(2));
+    t.excluded_nodes = SplitCommaList(q.Text(2));
     t.queued_ms = q.Int(3);
     auto it = specs.find(t.job_id);
     if (it == specs.end()) {
@@ -164,12 +165,13 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit) {
 Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts WHERE state IN (?, ?)");
+  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, gpu_memory FROM attempts "
+              "WHERE state IN (?, ?)");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
                    static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
-                   static_cast<uint32_t>(q.Int(7))});
+                   static_cast<uint32_t>(q.Int(7)), SplitCommaList(q.Text(8)), static_cast<uint64_t>(q.Int(9))});
   }
   IG_RETURN_IF_ERROR(q.status());
   return out;
@@ -189,10 +191,12 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
     if (sqlite3_changes(db_) != 1) continue;
-    Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime) "
-                  "SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '' ");
+    std::string devices;
+    for (const auto& d : a.device_uuids) devices += d + ",";
+    Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
+                  "devices) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?");
     ins.Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
-        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms);
+        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, devices);
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());
     // Copy the reservation from the spec so capacity accounting survives restarts.
@@ -200,9 +204,10 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     spec.Bind(1, a.job_id);
     if (spec.Step()) {
       IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(spec.Blob(0)));
-      Stmt res(db_, "UPDATE attempts SET cpu = ?, memory = ?, gpus = ?, runtime = ? WHERE id = ?");
+      Stmt res(db_, "UPDATE attempts SET cpu = ?, memory = ?, gpus = ?, runtime = ?, gpu_memory = ? WHERE id = ?");
       res.Bind(1, js.resources().cpu()).Bind(2, static_cast<int64_t>(js.resources().memory_bytes()))
-          .Bind(3, int64_t{js.resources().gpus()}).Bind(4, js.runtime()).Bind(5, a.attempt_id);
+          .Bind(3, int64_t{js.resources().gpus()}).Bind(4, js.runtime())
+          .Bind(5, static_cast<int64_t>(js.resources().gpu_memory_bytes())).Bind(6, a.attempt_id);
       res.Step();
       IG_RETURN_IF_ERROR(res.status());
     }

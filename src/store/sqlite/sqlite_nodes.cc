@@ -39,16 +39,25 @@ Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_i
 
 Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms) "
-              "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET name = excluded.name, "
-              "token_hash = excluded.token_hash, info = excluded.info");
+  Stmt q(db_, "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
+              "last_sequence, advertisement) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+              "name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
+              "public_key = excluded.public_key, "
+              "last_sequence = MAX(last_sequence, excluded.last_sequence), "
+              "advertisement = CASE WHEN excluded.last_sequence > last_sequence THEN excluded.advertisement "
+              "ELSE advertisement END");
   q.Bind(1, node.id).Bind(2, node.name).Bind(3, token_hash).BindBlob(4, node.info.SerializeAsString())
-      .Bind(5, node.registered_ms).Bind(6, node.last_heartbeat_ms);
+      .Bind(5, node.registered_ms).Bind(6, node.last_heartbeat_ms).BindBlob(7, node.public_key)
+      .Bind(8, static_cast<int64_t>(node.last_sequence)).BindBlob(9, node.advertisement.SerializeAsString());
   q.Step();
   return q.status();
 }
 
 namespace {
+constexpr char kNodeColumns[] =
+    "SELECT id, name, info, registered_ms, last_heartbeat_ms, public_key, last_sequence, advertisement, "
+    "measurement FROM nodes ";
+
 NodeRecord ReadNode(const Stmt& q) {
   NodeRecord n;
   n.id = q.Text(0);
@@ -56,13 +65,17 @@ NodeRecord ReadNode(const Stmt& q) {
   n.info.ParseFromString(q.Blob(2));
   n.registered_ms = q.Int(3);
   n.last_heartbeat_ms = q.Int(4);
+  n.public_key = q.Blob(5);
+  n.last_sequence = static_cast<uint64_t>(q.Int(6));
+  n.advertisement.ParseFromString(q.Blob(7));
+  n.measurement.ParseFromString(q.Blob(8));
   return n;
 }
 }  // namespace
 
 Result<std::optional<NodeRecord>> SqliteStore::NodeByTokenHash(const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "SELECT id, name, info, registered_ms, last_heartbeat_ms FROM nodes WHERE token_hash = ?");
+  Stmt q(db_, (std::string(kNodeColumns) + "WHERE token_hash = ?").c_str());
   q.Bind(1, token_hash);
   if (q.Step()) return std::optional<NodeRecord>(ReadNode(q));
   IG_RETURN_IF_ERROR(q.status());
@@ -72,10 +85,42 @@ Result<std::optional<NodeRecord>> SqliteStore::NodeByTokenHash(const std::string
 Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<NodeRecord> out;
-  Stmt q(db_, "SELECT id, name, info, registered_ms, last_heartbeat_ms FROM nodes ORDER BY name, id");
+  Stmt q(db_, (std::string(kNodeColumns) + "ORDER BY name, id").c_str());
   while (q.Step()) out.push_back(ReadNode(q));
   IG_RETURN_IF_ERROR(q.status());
   return out;
+}
+
+Result<std::optional<NodeRecord>> SqliteStore::GetNode(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, (std::string(kNodeColumns) + "WHERE id = ?").c_str());
+  q.Bind(1, node_id);
+  if (q.Step()) return std::optional<NodeRecord>(ReadNode(q));
+  IG_RETURN_IF_ERROR(q.status());
+  return std::optional<NodeRecord>();
+}
+
+Status SqliteStore::RecordAdvertisement(const std::string& node_id, uint64_t sequence,
+                                        const v1::Advertisement& advertisement) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "UPDATE nodes SET last_sequence = ?, advertisement = ? WHERE id = ? AND last_sequence < ?");
+  q.Bind(1, static_cast<int64_t>(sequence)).BindBlob(2, advertisement.SerializeAsString()).Bind(3, node_id)
+      .Bind(4, static_cast<int64_t>(sequence));
+  q.Step();
+  IG_RETURN_IF_ERROR(q.status());
+  if (sqlite3_changes(db_) != 1) {
+    return Status::FailedPrecondition("stale sequence: advertisement " + std::to_string(sequence) + " of " + node_id +
+                                      " is not newer than the stored one");
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "UPDATE nodes SET measurement = ? WHERE id = ?");
+  q.BindBlob(1, measurement.SerializeAsString()).Bind(2, node_id);
+  q.Step();
+  return q.status();
 }
 
 Status SqliteStore::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {

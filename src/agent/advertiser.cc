@@ -1,0 +1,67 @@
+#include "agent/advertiser.h"
+
+#include <algorithm>
+
+#include "advert/advertisement.h"
+
+namespace idlegrid::agent {
+
+v1::Advertisement BuildAdvertisement(const AdvertiserInputs& in) {
+  v1::Advertisement ad;
+  *ad.mutable_inventory() = in.inventory;
+  std::vector<v1::GpuDevice> devices(in.inventory.gpus().devices().begin(), in.inventory.gpus().devices().end());
+  auto accounted = advert::ComputeAllocatable(devices, in.owner.policy, in.holds);
+  ad.mutable_inventory()->mutable_gpus()->clear_devices();
+  for (auto& d : accounted) {
+    d.set_measured(false);  // only the coordinator may call a figure measured
+    *ad.mutable_inventory()->mutable_gpus()->add_devices() = std::move(d);
+  }
+  *ad.mutable_capacity() = in.capacity;
+  ad.set_allocatable_cpu(advert::AllocatableCpu(in.capacity.cpu_cores(), in.owner.policy.reserved_cpu(), in.cpu_held));
+  ad.set_allocatable_memory_bytes(advert::AllocatableMemory(in.capacity.memory_bytes(), in.memory_held));
+  ad.set_region(in.region);
+  for (const auto& a : in.owner.asks) *ad.add_asks() = a;
+  *ad.mutable_policy() = in.owner.policy;
+  for (const auto& i : in.cached_images) ad.add_cached_images(i);
+  ad.set_agent_version(in.agent_version);
+  ad.set_protocol_version("idlegrid.v1");
+  std::vector<std::string> running = in.running_attempts;
+  std::sort(running.begin(), running.end());
+  for (const auto& r : running) ad.add_running_attempts(r);
+  return ad;
+}
+
+std::string Fingerprint(const v1::Advertisement& ad) {
+  v1::Advertisement f = ad;
+  f.clear_sequence();
+  f.clear_created_at_ms();
+  f.mutable_inventory()->clear_memory_available_bytes();
+  for (auto& d : *f.mutable_inventory()->mutable_disks()) d.clear_free_bytes();
+  for (auto& g : *f.mutable_inventory()->mutable_gpus()->mutable_devices()) {
+    g.clear_memory_used_bytes();
+    g.clear_memory_free_bytes();
+    g.clear_power_draw_mw();
+    g.clear_temperature_c();
+    g.clear_sm_clock_mhz();
+    g.clear_memory_clock_mhz();
+    g.clear_throttle_reasons();
+    g.clear_utilization_gpu_pct();
+    g.clear_utilization_memory_pct();
+  }
+  std::string out;
+  f.SerializeToString(&out);
+  return out;
+}
+
+std::optional<v1::SignedAdvertisement> Advertiser::Next(v1::Advertisement ad, int64_t now_ms, bool force) {
+  std::string fp = Fingerprint(ad);
+  if (!force && fp == last_fingerprint_ && now_ms - last_sent_ms_ < refresh_ms_) return std::nullopt;
+  last_sequence_ = std::max<uint64_t>(last_sequence_ + 1, static_cast<uint64_t>(now_ms));
+  ad.set_sequence(last_sequence_);
+  ad.set_created_at_ms(now_ms);
+  last_fingerprint_ = fp;
+  last_sent_ms_ = now_ms;
+  return advert::SignAdvertisement(ad, key_);
+}
+
+}  // namespace idlegrid::agent

@@ -1,0 +1,99 @@
+#include "agent/local_policy.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "manifest/manifest.h"
+
+namespace idlegrid::agent {
+
+namespace {
+
+Status At(const YAML::Node& node, const std::string& file, const std::string& what) {
+  const auto& m = node.Mark();
+  return Status::InvalidArgument(file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) + ": " +
+                                 what);
+}
+
+}  // namespace
+
+OwnerPolicy DefaultOwnerPolicy() {
+  OwnerPolicy p;
+  p.policy.set_accept_jobs(true);
+  return p;
+}
+
+Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::string& file) {
+  OwnerPolicy out = DefaultOwnerPolicy();
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(file + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (root.IsNull()) return out;
+  if (!root.IsMap()) return At(root, file, "a policy is a map of settings");
+  try {
+    for (const auto& kv : root) {
+      std::string key = kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (key == "acceptJobs") {
+        if (v.Scalar() != "true" && v.Scalar() != "false") return At(v, file, "acceptJobs: expected true or false");
+        out.policy.set_accept_jobs(v.Scalar() == "true");
+      } else if (key == "maxRunSeconds") {
+        auto secs = manifest::ParseDurationSeconds(v.Scalar());
+        if (!secs.ok()) return At(v, file, "maxRunSeconds: " + secs.status().message());
+        out.policy.set_max_run_seconds(*secs);
+      } else if (key == "allowedRuntimes") {
+        if (!v.IsSequence()) return At(v, file, "allowedRuntimes: expected a list such as [runc, runsc]");
+        for (const auto& r : v) {
+          std::string name = r.as<std::string>();
+          if (name != "runc" && name != "runsc") return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
+          out.policy.add_allowed_runtimes(name);
+        }
+      } else if (key == "reservedGpuMemory") {
+        auto bytes = manifest::ParseBytes(v.Scalar());
+        if (!bytes.ok()) return At(v, file, "reservedGpuMemory: " + bytes.status().message());
+        out.policy.set_reserved_gpu_memory_bytes(*bytes);
+      } else if (key == "reservedCpu") {
+        double cpu = v.as<double>();
+        if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");
+        out.policy.set_reserved_cpu(cpu);
+      } else if (key == "asks") {
+        if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
+        for (const auto& ask : v) {
+          double price = ask.second.as<double>();
+          if (!(price >= 0)) return At(ask.second, file, "asks: a price must be zero or more");
+          v1::PriceAsk a;
+          a.set_device_class(ask.first.as<std::string>());
+          a.set_per_hour(price);
+          out.asks.push_back(a);
+        }
+      } else {
+        return At(kv.first, file, "unknown policy setting \"" + key + "\"");
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(file + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                   std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return out;
+}
+
+Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy) {
+  if (!policy.accept_jobs()) return Status::FailedPrecondition("the owner has paused this node (acceptJobs: false)");
+  if (policy.max_run_seconds() > 0 && spec.run_timeout_seconds() > policy.max_run_seconds()) {
+    return Status::FailedPrecondition("run timeout " + std::to_string(spec.run_timeout_seconds()) +
+                                      " s exceeds the owner's limit of " + std::to_string(policy.max_run_seconds()) +
+                                      " s");
+  }
+  const auto& allowed = policy.allowed_runtimes();
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), spec.runtime()) == allowed.end()) {
+    return Status::FailedPrecondition("runtime " + spec.runtime() + " is not allowed by the owner");
+  }
+  return Status::Ok();
+}
+
+}  // namespace idlegrid::agent

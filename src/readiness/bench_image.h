@@ -1,0 +1,26 @@
+#pragma once
+// The readiness benchmark image: the static benchmark program (built from
+// src/readiness/bench_main.c as idlegrid-bench) in a one-layer OCI image
+// archive, built by the coordinator itself, offline, without podman.
+#include <string>
+
+#include "common/status.h"
+#include "image/oci_builder.h"
+
+namespace idlegrid::readiness {
+
+inline constexpr char kBenchImageRefName[] = "idlegrid/readiness-bench:1";
+inline constexpr char kBenchPathInImage[] = "/bench";
+
+// Reads the static benchmark executable at `bench_binary_path` and writes an
+// OCI image archive to `out_path` holding it at /bench (mode 0755) with
+// entrypoint ["/bench"] and ref name kBenchImageRefName; run it with
+// BenchArgs (readiness.h) as arguments. The same binary always gives the same
+// archive and digests. NotFound if the binary cannot be read,
+// InvalidArgument if it is empty, otherwise image::BuildOciArchive's errors.
+// The binary is not checked to be static: the image holds nothing else, so a
+// dynamic one fails when run. Thread-compatible (writes `out_path`).
+Result<image::BuiltImage> BuildBenchImage(const std::string& bench_binary_path,
+                                          const std::string& out_path);
+
+}  // namespace idlegrid::readiness
