@@ -78,6 +78,27 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->ListNodes(), out);
   }
 
+  grpc::Status WatchNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*,
+                          grpc::ServerWriter<v1::ListNodesResponse>* writer) override {
+    IG_AUTH_REQUESTER();
+    std::string last;
+    while (!ctx->IsCancelled()) {
+      uint64_t version = c_->version();
+      auto nodes = c_->ListNodes();
+      if (!nodes.ok()) return ToGrpc(nodes.status());
+      // Heartbeat ages change every call; compare without them.
+      v1::ListNodesResponse stable = *nodes;
+      for (auto& n : *stable.mutable_nodes()) n.clear_last_heartbeat_ms();
+      std::string bytes = stable.SerializeAsString();
+      if (bytes != last) {
+        if (!writer->Write(*nodes)) return grpc::Status::OK;
+        last = std::move(bytes);
+      }
+      c_->WaitForChange(version, 1000);
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::StreamLogsRequest* req,
                           grpc::ServerWriter<v1::LogChunk>* writer) override {
     IG_AUTH_REQUESTER();

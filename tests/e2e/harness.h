@@ -80,6 +80,9 @@ class Grid {
   Result<v1::Job> WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
                           int timeout_ms = 120000);
   cli::Client* client();
+  // Streams the node list until pred holds; returns the last list seen.
+  Result<v1::ListNodesResponse> WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
+                                          int timeout_ms = 120000);
 
   std::string listen_host = "127.0.0.1";  // where the coordinator's gRPC API listens
   std::string agent_netns;                // when set, agents start inside this network namespace

@@ -370,6 +370,25 @@ cli::Client* Grid::client() {
   return client_.get();
 }
 
+Result<v1::ListNodesResponse> Grid::WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
+                                              int timeout_ms) {
+  auto ctx = client()->Context(timeout_ms);
+  auto reader = client()->stub()->WatchNodes(ctx.get(), v1::ListNodesRequest());
+  v1::ListNodesResponse nodes;
+  v1::ListNodesResponse last;
+  while (reader->Read(&nodes)) {
+    last = nodes;
+    if (pred(nodes)) {
+      ctx->TryCancel();
+      reader->Finish();
+      return last;
+    }
+  }
+  Status st = api::FromGrpc(reader->Finish());
+  if (!st.ok()) return st;
+  return last;
+}
+
 Result<v1::Job> Grid::WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
                               int timeout_ms) {
   v1::GetJobRequest req;

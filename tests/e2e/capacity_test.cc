@@ -1,0 +1,186 @@
+// Capacity end to end: measured readiness, simulated devices, owner policy
+// re-advertised within a heartbeat, and per-device allocatable VRAM.
+#include <gtest/gtest.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "common/fs.h"
+#include "e2e/harness.h"
+#include "jobs/task_state.h"
+
+namespace idlegrid::testing {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+const v1::Node* OnlyNode(const v1::ListNodesResponse& nodes) {
+  return nodes.nodes_size() == 1 ? &nodes.nodes(0) : nullptr;
+}
+
+bool Schedulable(const v1::ListNodesResponse& nodes) {
+  auto* n = OnlyNode(nodes);
+  return n && n->schedulable();
+}
+
+class Capacity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+    grid_ = std::make_unique<Grid>(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  // A manifest for the test image with explicit resources.
+  std::string GpuManifest(const std::string& name, const std::vector<std::string>& args, const std::string& gpu_memory) {
+    std::string image = grid_->PushTestImage();
+    std::string argv;
+    for (const auto& a : args) argv += (argv.empty() ? "\"" : ", \"") + a + "\"";
+    return grid_->WriteFile(name + ".yaml", "apiVersion: idlegrid/v1\nname: " + name + "\nimage: " + image +
+                                                "\ncommand: [\"/sim\"]\nargs: [" + argv +
+                                                "]\nresources: {cpu: 0.5, memory: 256Mi, pids: 64, gpus: 1, "
+                                                "gpuMemory: " + gpu_memory + "}\n");
+  }
+  std::string Submit(const std::string& manifest) {
+    auto r = grid_->Cli({"submit", manifest});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  std::unique_ptr<Grid> grid_;
+};
+
+TEST_F(Capacity, SimulatedGpusAreAdvertisedAsSuchAndCpuIsMeasured) {
+  ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus", "--heartbeat-interval-ms", "500"}).ok());
+  ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9", "--simulate-gpu", "RTX 3060:12GiB:8.6"})
+                  .ok());
+  auto nodes = grid_->WaitNodes(Schedulable);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  const v1::Node* n = OnlyNode(*nodes);
+  ASSERT_NE(n, nullptr);
+  ASSERT_TRUE(n->schedulable()) << n->unschedulable_reason();
+  // Measured: the readiness benchmark ran in the sandbox and its checksum held.
+  EXPECT_TRUE(n->measurement().passed()) << n->measurement().reason();
+  EXPECT_GT(n->measurement().cpu_score(), 0);
+  // The two simulated devices, flagged everywhere and never measured.
+  ASSERT_EQ(n->gpus_size(), 2);
+  EXPECT_EQ(n->gpus(0).name(), "RTX 4090");
+  EXPECT_EQ(n->gpus(0).memory_total_bytes(), 24 * kGiB);
+  EXPECT_EQ(n->gpus(0).compute_capability(), "8.9");
+  for (const auto& g : n->gpus()) {
+    EXPECT_TRUE(g.simulated()) << g.name();
+    EXPECT_FALSE(g.measured()) << g.name();
+  }
+  for (const auto& g : n->advertisement().inventory().gpus().devices()) EXPECT_TRUE(g.simulated());
+  EXPECT_EQ(n->id(), n->advertisement().node_id());
+  EXPECT_GT(n->advertisement().sequence(), 0u);
+  auto json = grid_->Cli({"nodes", "--json"});
+  EXPECT_NE(json.out.find("\"simulated\": true"), std::string::npos) << json.out;
+  auto text = grid_->Cli({"nodes"});
+  EXPECT_NE(text.out.find("SIMULATED"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("unmeasured"), std::string::npos) << text.out;
+
+  // The owner pauses the node and sets a price: re-advertised within one heartbeat (500 ms).
+  uint64_t before = n->advertisement().sequence();
+  auto t0 = std::chrono::steady_clock::now();
+  std::ofstream(grid_->AgentDataDir(1) + "/state/policy.yaml") << "acceptJobs: false\nasks:\n  RTX 4090: 0.35\n";
+  auto paused = grid_->WaitNodes([&](const v1::ListNodesResponse& l) {
+    auto* m = OnlyNode(l);
+    return m && m->advertisement().sequence() > before && !m->advertisement().policy().accept_jobs();
+  }, 10000);
+  auto elapsed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(paused.ok());
+  const v1::Node* p = OnlyNode(*paused);
+  ASSERT_FALSE(p->advertisement().policy().accept_jobs());
+  EXPECT_LE(elapsed_ms, 500 + 400) << "policy change took longer than one heartbeat to reach the coordinator";
+  EXPECT_FALSE(p->schedulable());
+  EXPECT_EQ(p->unschedulable_reason(), "paused by its owner");
+  ASSERT_EQ(p->advertisement().asks_size(), 1);
+  EXPECT_EQ(p->advertisement().asks(0).per_hour(), 0.35);
+}
+
+TEST_F(Capacity, NodeWhoseBenchmarkIsImplausibleGetsNoWork) {
+  // No real CPU reaches 10^15 rounds/s: the measurement must be judged implausible.
+  ASSERT_TRUE(grid_->StartCoordinator({"--min-cpu-score", "1e15"}).ok());
+  ASSERT_TRUE(grid_->StartAgent(1).ok());
+  std::string id = Submit(grid_->Manifest("waits", {"write", "x"}));
+  auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
+    auto* n = OnlyNode(l);
+    return n && n->measurement().measured_at_ms() > 0;
+  });
+  ASSERT_TRUE(nodes.ok());
+  const v1::Node* n = OnlyNode(*nodes);
+  EXPECT_FALSE(n->measurement().passed());
+  EXPECT_FALSE(n->schedulable());
+  EXPECT_NE(n->unschedulable_reason().find("implausibly slow"), std::string::npos) << n->unschedulable_reason();
+  auto text = grid_->Cli({"nodes"});
+  EXPECT_NE(text.out.find("implausibly slow"), std::string::npos) << text.out;
+  auto job = grid_->WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).message().find("implausibly slow") != std::string::npos;
+  }, 30000);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->tasks(0).state(), v1::QUEUED);
+  EXPECT_EQ(job->tasks(0).attempts_size(), 0) << "an unmeasured node must not get work";
+}
+
+TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
+  ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus"}).ok());
+  ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
+  ASSERT_TRUE(grid_->WaitNodes(Schedulable).ok());
+
+  std::string holder = Submit(GpuManifest("holder", {"sleep", "120"}, "18Gi"));
+  auto running = grid_->WaitJob(holder, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
+  ASSERT_EQ(running->tasks(0).attempts(0).device_uuids_size(), 1);
+
+  auto nodes = grid_->Cli({"nodes", "--json"});
+  v1::ListNodesResponse list;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(nodes.out, &list).ok());
+  ASSERT_EQ(list.nodes(0).gpus_size(), 1);
+  EXPECT_EQ(list.nodes(0).gpus(0).allocatable_memory_bytes(), 6 * kGiB);
+
+  std::string big = Submit(GpuManifest("big", {"write", "big"}, "20Gi"));
+  std::string small = Submit(GpuManifest("small", {"write", "small"}, "6Gi"));
+  auto small_done = grid_->WaitJob(small, [](const v1::Job& j) { return jobs::IsSettled(j); });
+  ASSERT_TRUE(small_done.ok());
+  EXPECT_EQ(small_done->state(), v1::SUCCEEDED);
+  auto big_now = grid_->Cli({"status", big, "--json"});
+  v1::Job big_job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(big_now.out, &big_job).ok());
+  EXPECT_EQ(big_job.tasks(0).state(), v1::QUEUED);
+  EXPECT_NE(big_job.tasks(0).message().find("insufficient GPU memory (need 20.0 GiB per GPU)"), std::string::npos)
+      << big_job.tasks(0).message();
+
+  // Once the holder is gone, the 20 GiB job fits.
+  ASSERT_EQ(grid_->Cli({"cancel", holder}).exit_code, 0);
+  auto big_done = grid_->WaitJob(big, [](const v1::Job& j) { return jobs::IsSettled(j); });
+  ASSERT_TRUE(big_done.ok());
+  EXPECT_EQ(big_done->state(), v1::SUCCEEDED);
+}
+
+TEST_F(Capacity, DiscoverPrintsThisHostAndSaysWhyThereIsNoGpu) {
+  auto r = grid_->Cli({"agent", "--discover", "--json", "--data-dir", grid_->root + "/discover"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  v1::Advertisement ad;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &ad).ok()) << r.out;
+  EXPECT_GT(ad.inventory().cpu().logical_cores(), 0u);
+  EXPECT_GT(ad.inventory().memory_total_bytes(), 0u);
+  ASSERT_GT(ad.inventory().disks_size(), 0);
+  EXPECT_GT(ad.inventory().disks(0).total_bytes(), 0u);
+  EXPECT_GT(ad.capacity().runtimes_size(), 0);
+  EXPECT_FALSE(ad.capacity().enforcement().memory().empty());
+  if (ad.inventory().gpus().devices_size() == 0) {
+    EXPECT_FALSE(ad.inventory().gpus().reason().empty());
+    auto text = grid_->Cli({"agent", "--discover", "--data-dir", grid_->root + "/discover"}, false);
+    EXPECT_NE(text.out.find("no GPU: "), std::string::npos) << text.out;
+  }
+  auto sim = grid_->Cli({"agent", "--discover", "--json", "--data-dir", grid_->root + "/discover", "--simulate-gpu",
+                         "H100 80GB HBM3:80GiB:9.0"}, false);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("\"simulated\": true"), std::string::npos) << sim.out;
+  auto bad = grid_->Cli({"agent", "--discover", "--simulate-gpu", "nonsense"}, false);
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+}
+
+}  // namespace
+}  // namespace idlegrid::testing
