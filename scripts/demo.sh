@@ -31,7 +31,10 @@ wait_for_line() {  # FILE PATTERN SECONDS
 }
 
 echo "== starting coordinator"
+# --allow-simulated-gpus: the demo's agents add simulated devices (flagged as
+# such everywhere) so the fleet looks heterogeneous on a machine without GPUs.
 "$bin" coordinator --data-dir "$data/coordinator" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+  --allow-simulated-gpus \
   >"$data/coordinator.out" 2>"$data/coordinator.err" &
 pids+=($!)
 wait_for_line "$data/coordinator.out" '^ready' 30
@@ -66,14 +69,21 @@ for n in 1 2; do
   else
     runner=(env)
   fi
+  if [ "$n" = 1 ]; then sim=(--simulate-gpu "RTX 4090:24GiB:8.9"); else sim=(--simulate-gpu "RTX 3060:12GiB:8.6"); fi
   echo "== starting agent$n${u:+ as user $u}"
   (cd "$dir" && exec "${runner[@]}" "$agent_root/idlegrid" agent --coordinator "$grpc" --join-token "$join" \
-     --ca-hash "$ca" --data-dir "$dir/state" --name "agent$n" --cpus 1) \
+     --ca-hash "$ca" --data-dir "$dir/state" --name "agent$n" --cpus 1 "${sim[@]}") \
      >"$data/agent$n.out" 2>"$data/agent$n.err" &
   pids+=($!)
 done
 wait_for_line "$data/agent1.out" '^ready' 60
 wait_for_line "$data/agent2.out" '^ready' 60
+echo "== waiting for both nodes to pass their readiness benchmark (a known job run in the sandbox)"
+deadline=$((SECONDS + 120))
+until [ "$("$bin" nodes --json | grep -c '"schedulable": true')" = 2 ]; do
+  ((SECONDS < deadline)) || { echo "nodes did not become schedulable:" >&2; "$bin" nodes >&2; exit 1; }
+  sleep 0.3
+done
 "$bin" nodes
 
 echo "== building the sample image (FROM scratch, static Monte Carlo simulation)"
