@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 #include "common/clock.h"
 #include "e2e/harness.h"
 #include "jobs/task_state.h"

@@ -16,6 +16,7 @@
 #include "agent/log_shipper.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "common/grpc_status.h"
 #include "discovery/host.h"
 #include "discovery/simulated.h"
 #include "pki/pki.h"
@@ -35,19 +36,6 @@ std::string Hostname() {
   return buf;
 }
 
-Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return Status::Ok();
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::Unavailable(s.error_message());
-    case grpc::StatusCode::FAILED_PRECONDITION: return Status::FailedPrecondition(s.error_message());
-    case grpc::StatusCode::NOT_FOUND: return Status::NotFound(s.error_message());
-    case grpc::StatusCode::PERMISSION_DENIED: return Status::PermissionDenied(s.error_message());
-    case grpc::StatusCode::UNAUTHENTICATED: return Status::Unauthenticated(s.error_message());
-    case grpc::StatusCode::DATA_LOSS: return Status::DataLoss(s.error_message());
-    default: return Status::Internal(s.error_message());
-  }
-}
 
 }  // namespace
 

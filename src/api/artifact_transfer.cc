@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 #include "common/digest.h"
 
 namespace idlegrid::api {

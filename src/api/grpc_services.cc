@@ -1,7 +1,7 @@
 #include "api/grpc_services.h"
 
 #include "api/artifact_transfer.h"
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::api {

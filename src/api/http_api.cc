@@ -3,7 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 
 namespace idlegrid::api {
 

@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "api/status_map.h"
+#include "common/artifact_client.h"
+#include "common/grpc_status.h"
 #include "common/digest.h"
 #include "common/fs.h"
 
@@ -73,63 +74,13 @@ std::unique_ptr<grpc::ClientContext> Client::Context(int deadline_ms) const {
 }
 
 Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind) {
-  IG_ASSIGN_OR_RETURN(std::string digest, Sha256File(path));
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::InvalidArgument("cannot open " + path);
-  std::fseek(f, 0, SEEK_END);
-  auto size = static_cast<uint64_t>(std::ftell(f));
-  std::fseek(f, 0, SEEK_SET);
-  v1::ArtifactRef ref;
   auto ctx = Context(0);
-  auto writer = stub_->UploadArtifact(ctx.get(), &ref);
-  std::vector<char> buf(1 << 20);
-  bool first = true;
-  while (true) {
-    size_t n = std::fread(buf.data(), 1, buf.size(), f);
-    if (n == 0 && !first) break;
-    v1::ArtifactChunk chunk;
-    if (first) {
-      chunk.set_digest(digest);
-      chunk.set_size(size);
-      chunk.set_kind(kind);
-      first = false;
-    }
-    chunk.set_data(buf.data(), n);
-    if (!writer->Write(chunk) || n == 0) break;
-  }
-  std::fclose(f);
-  writer->WritesDone();
-  IG_RETURN_IF_ERROR(api::FromGrpc(writer->Finish()).WithContext("upload " + path));
-  if (ref.digest() != digest) return Status::DataLoss("coordinator stored " + ref.digest() + ", expected " + digest);
-  return ref;
+  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind);
 }
 
 Status Client::DownloadTo(const std::string& digest, const std::string& path) {
-  v1::DownloadArtifactRequest req;
-  req.set_digest(digest);
   auto ctx = Context(0);
-  auto reader = stub_->DownloadArtifact(ctx.get(), req);
-  std::string tmp = path + ".part";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::Internal("cannot create " + tmp);
-  Sha256 hash;
-  v1::ArtifactChunk chunk;
-  while (reader->Read(&chunk)) {
-    hash.Update(chunk.data());
-    std::fwrite(chunk.data().data(), 1, chunk.data().size(), f);
-  }
-  bool write_ok = std::fflush(f) == 0;
-  std::fclose(f);
-  Status st = api::FromGrpc(reader->Finish());
-  std::string got = hash.Finish();
-  if (st.ok() && !write_ok) st = Status::Internal("cannot write " + tmp);
-  if (st.ok() && got != digest) st = Status::DataLoss(path + ": received bytes hash to " + got + ", expected " + digest);
-  if (!st.ok()) {
-    std::remove(tmp.c_str());
-    return st;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Internal("cannot rename " + tmp);
-  return Status::Ok();
+  return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path);
 }
 
 }  // namespace idlegrid::cli

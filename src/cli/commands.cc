@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 #include "common/fs.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -91,7 +91,7 @@ Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool quiet) {
     if (!quiet && line != last_line) std::cerr << "job " << job_id << ": " << line << "\n";
     last_line = line;
   }
-  IG_RETURN_IF_ERROR(api::FromGrpc(reader->Finish()));
+  IG_RETURN_IF_ERROR(FromGrpc(reader->Finish()));
   return last;
 }
 
@@ -116,7 +116,7 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   *req.mutable_spec() = *spec;
   v1::SubmitJobResponse resp;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->SubmitJob(ctx.get(), req, &resp));
+  Status st = FromGrpc((*client)->stub()->SubmitJob(ctx.get(), req, &resp));
   if (!st.ok()) return Fail(st);
   if (!wait) {
     if (f.json) PrintJson(resp.job());
@@ -143,7 +143,7 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
     v1::GetJobRequest req;
     req.set_job_id(job_id);
     auto ctx = (*client)->Context();
-    Status st = api::FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
+    Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
     if (!st.ok()) return Fail(st);
   }
   if (f.json) PrintJson(job);
@@ -156,7 +156,7 @@ int Jobs(const CommonFlags& f) {
   if (!client.ok()) return Fail(client.status());
   v1::ListJobsResponse resp;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->ListJobs(ctx.get(), v1::ListJobsRequest(), &resp));
+  Status st = FromGrpc((*client)->stub()->ListJobs(ctx.get(), v1::ListJobsRequest(), &resp));
   if (!st.ok()) return Fail(st);
   if (f.json) {
     PrintJson(resp);
@@ -223,7 +223,7 @@ int Nodes(const CommonFlags& f) {
   if (!client.ok()) return Fail(client.status());
   v1::ListNodesResponse resp;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp));
+  Status st = FromGrpc((*client)->stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp));
   if (!st.ok()) return Fail(st);
   if (f.json) {
     PrintJson(resp);
@@ -269,7 +269,7 @@ int Logs(const CommonFlags& f, const std::string& job_id, bool follow) {
       os.flush();
     }
   }
-  Status st = api::FromGrpc(reader->Finish());
+  Status st = FromGrpc(reader->Finish());
   return st.ok() ? 0 : Fail(st);
 }
 
@@ -280,7 +280,7 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
   req.set_job_id(job_id);
   v1::Job job;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
+  Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
   int files = 0;
   v1::Task manifest_out;
@@ -314,7 +314,7 @@ int Cancel(const CommonFlags& f, const std::string& job_id) {
   req.set_job_id(job_id);
   v1::Job job;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
+  Status st = FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
   if (f.json) PrintJson(job);
   else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
@@ -330,7 +330,7 @@ int ImagePush(const CommonFlags& f, const std::string& archive) {
   req.set_archive_digest(ref->digest());
   v1::PushImageResponse resp;
   auto ctx = (*client)->Context();
-  Status st = api::FromGrpc((*client)->stub()->RegisterImage(ctx.get(), req, &resp));
+  Status st = FromGrpc((*client)->stub()->RegisterImage(ctx.get(), req, &resp));
   if (!st.ok()) return Fail(st);
   if (f.json) PrintJson(resp);
   else std::cout << resp.image() << "\n";

@@ -74,8 +74,11 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
     std::lock_guard<std::mutex> lock(mu_);
     NodeLive& live = nodes_[node_id];
     live.public_key = public_key;
-    live.last_sequence = ad.sequence();
-    live.ad = ad;
+    // Two heartbeats may race past the store; the memory copy only moves forward too.
+    if (ad.sequence() > live.last_sequence) {
+      live.last_sequence = ad.sequence();
+      live.ad = ad;
+    }
   }
   spdlog::debug("advertisement {} of node {} accepted", ad.sequence(), node_id);
   Notify();

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 #include "common/fs.h"
 #include "e2e/harness.h"
 
@@ -370,23 +370,33 @@ cli::Client* Grid::client() {
   return client_.get();
 }
 
-Result<v1::ListNodesResponse> Grid::WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
-                                              int timeout_ms) {
-  auto ctx = client()->Context(timeout_ms);
-  auto reader = client()->stub()->WatchNodes(ctx.get(), v1::ListNodesRequest());
-  v1::ListNodesResponse nodes;
-  v1::ListNodesResponse last;
-  while (reader->Read(&nodes)) {
-    last = nodes;
-    if (pred(nodes)) {
+namespace {
+
+// Reads a server stream until pred holds (then cancels it) or the stream ends.
+template <typename Message, typename Reader>
+Result<Message> ReadUntil(grpc::ClientContext* ctx, Reader reader, const std::function<bool(const Message&)>& pred) {
+  Message msg;
+  Message last;
+  while (reader->Read(&msg)) {
+    last = msg;
+    if (pred(msg)) {
       ctx->TryCancel();
       reader->Finish();
       return last;
     }
   }
-  Status st = api::FromGrpc(reader->Finish());
+  Status st = FromGrpc(reader->Finish());
   if (!st.ok()) return st;
   return last;
+}
+
+}  // namespace
+
+Result<v1::ListNodesResponse> Grid::WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
+                                              int timeout_ms) {
+  auto ctx = client()->Context(timeout_ms);
+  return ReadUntil<v1::ListNodesResponse>(ctx.get(), client()->stub()->WatchNodes(ctx.get(), v1::ListNodesRequest()),
+                                          pred);
 }
 
 Result<v1::Job> Grid::WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
@@ -394,20 +404,7 @@ Result<v1::Job> Grid::WaitJob(const std::string& job_id, const std::function<boo
   v1::GetJobRequest req;
   req.set_job_id(job_id);
   auto ctx = client()->Context(timeout_ms);
-  auto reader = client()->stub()->WatchJob(ctx.get(), req);
-  v1::Job job;
-  v1::Job last;
-  while (reader->Read(&job)) {
-    last = job;
-    if (pred(job)) {
-      ctx->TryCancel();
-      reader->Finish();
-      return last;
-    }
-  }
-  Status st = api::FromGrpc(reader->Finish());
-  if (!st.ok()) return st;
-  return last;
+  return ReadUntil<v1::Job>(ctx.get(), client()->stub()->WatchJob(ctx.get(), req), pred);
 }
 
 }  // namespace idlegrid::testing

@@ -1,6 +1,6 @@
-#include "api/status_map.h"
+#include "common/grpc_status.h"
 
-namespace idlegrid::api {
+namespace idlegrid {
 
 grpc::Status ToGrpc(const Status& s) {
   switch (s.code()) {
@@ -49,4 +49,4 @@ int ToHttp(Code code) {
   }
 }
 
-}  // namespace idlegrid::api
+}  // namespace idlegrid

@@ -1,13 +1,13 @@
 #pragma once
-// The one place where Status codes become gRPC codes and HTTP statuses.
+// The one place where Status codes become gRPC codes and HTTP statuses (and back).
 #include <grpcpp/grpcpp.h>
 
 #include "common/status.h"
 
-namespace idlegrid::api {
+namespace idlegrid {
 
 grpc::Status ToGrpc(const Status& status);
 Status FromGrpc(const grpc::Status& status);
 int ToHttp(Code code);
 
-}  // namespace idlegrid::api
+}  // namespace idlegrid
