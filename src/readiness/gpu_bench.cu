@@ -6,8 +6,9 @@
 //        DEVICE_INDEX defaults to 0, the first device the job can see)
 //
 // 1. Runs IG_GPU_THREADS (65536) device threads, thread t computing
-//    ig_gpu_thread_result(SEED, t, ROUNDS) (readiness/gpu_kernel.h), times
-//    the kernel with CUDA events, and XORs the results into one checksum.
+//    ig_gpu_thread_result(SEED, t, ROUNDS) (readiness/gpu_kernel.h: the
+//    kernel of kernel.h from seed SEED + t * an odd constant), times the
+//    kernel with CUDA events, and XORs the results into one checksum.
 // 2. Times device-to-device cudaMemcpy of a buffer of min(1 GiB, free/4)
 //    bytes, best of 5, and reports it as memory traffic: every copied byte is
 //    read once and written once, so bandwidth_gbps = 2 * bytes / seconds / 1e9
@@ -204,8 +205,8 @@ int main(int argc, char** argv) {
   int device_count = 0;
   CheckCuda(cudaGetDeviceCount(&device_count), "counting devices");
   if (device_index >= static_cast<uint64_t>(device_count)) {
-    fprintf(stderr, "gpu_bench: device %" PRIu64 " requested, but only %d visible\n",
-            device_index, device_count);
+    fprintf(stderr, "gpu_bench: device %" PRIu64 " requested, but only %d visible\n", device_index,
+            device_count);
     return kExitCuda;
   }
   const int device = static_cast<int>(device_index);
@@ -226,7 +227,8 @@ int main(int argc, char** argv) {
   PrintableName(properties.name, sizeof(properties.name), name);
   char text[1024];
   snprintf(text, sizeof(text),
-           "checksum=%016" PRIx64 "\nrounds=%" PRIu64 "\nthreads=%u\nkernel_seconds=%.9f\n"
+           "checksum=%016" PRIx64 "\nrounds=%" PRIu64
+           "\nthreads=%u\nkernel_seconds=%.9f\n"
            "bandwidth_gbps=%.3f\ndevice_name=%s\nmemory_bytes=%" PRIu64
            "\ncompute_capability=%d.%d\n",
            kernel.checksum, rounds, IG_GPU_THREADS, kernel.seconds, bandwidth_gbps, name,

@@ -51,11 +51,22 @@ static inline IG_HOST_DEVICE uint64_t ig_gpu_kernel(uint64_t seed, uint64_t roun
   return state;
 }
 
+/* The seed thread `thread_index` starts from: `seed` plus an odd multiple of
+ * its index. Not `seed ^ thread_index`: XOR with every index in 0..65535
+ * gives the same SET of thread seeds for all seeds that differ only in their
+ * low 16 bits, so the XOR of the results would ignore those bits (seeds 0 and
+ * 7 would give one checksum) and a node could serve canned answers for a
+ * coordinator's short random seeds. Distinct seeds give distinct arithmetic
+ * progressions here, so every seed bit matters. */
+static inline IG_HOST_DEVICE uint64_t ig_gpu_thread_seed(uint64_t seed, uint32_t thread_index) {
+  return seed + (uint64_t)thread_index * UINT64_C(0xD6E8FEB86659FD93);
+}
+
 /* What thread `thread_index` (0 .. IG_GPU_THREADS-1) of the benchmark
- * computes: the kernel from its own seed, `seed` XOR its index. */
+ * computes. The benchmark's checksum is the XOR of all threads' results. */
 static inline IG_HOST_DEVICE uint64_t ig_gpu_thread_result(uint64_t seed, uint32_t thread_index,
                                                            uint64_t rounds) {
-  return ig_gpu_kernel(seed ^ (uint64_t)thread_index, rounds);
+  return ig_gpu_kernel(ig_gpu_thread_seed(seed, thread_index), rounds);
 }
 
 #ifdef __cplusplus

@@ -30,9 +30,9 @@ struct GpuBenchResult {
   uint64_t rounds = 0;
   uint64_t threads = 0;
   double kernel_seconds = 0;
-  double bandwidth_gbps = 0;  // device-to-device copy, read + write traffic
-  std::string device_name;    // as CUDA names it, e.g. "NVIDIA H200"
-  uint64_t memory_bytes = 0;  // cudaDeviceProp.totalGlobalMem
+  double bandwidth_gbps = 0;       // device-to-device copy, read + write traffic
+  std::string device_name;         // as CUDA names it, e.g. "NVIDIA H200"
+  uint64_t memory_bytes = 0;       // cudaDeviceProp.totalGlobalMem
   std::string compute_capability;  // "9.0"
 };
 
@@ -42,9 +42,9 @@ std::vector<std::string> GpuBenchArgs(uint64_t rounds, uint64_t seed, const std:
                                       uint32_t device_index = 0);
 
 // The checksum an honest run reports: the XOR over all kGpuBenchThreads
-// threads t of the kernel from seed `seed ^ t` (readiness/gpu_kernel.h, the
-// code the device runs). Costs kGpuBenchThreads * `rounds` rounds of CPU time
-// on the calling thread (see kDefaultGpuBenchRounds). Thread-safe.
+// threads t of ig_gpu_thread_result(seed, t, rounds) (readiness/gpu_kernel.h,
+// the code the device runs: kernel.h's kernel from a per-thread seed). Costs kGpuBenchThreads *
+// `rounds` rounds of CPU time on the calling thread (see kDefaultGpuBenchRounds). Thread-safe.
 uint64_t ExpectedGpuChecksum(uint64_t seed, uint64_t rounds);
 
 // Parses result.txt: exactly the lines checksum=<1-16 hex digits>,

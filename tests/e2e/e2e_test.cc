@@ -82,7 +82,9 @@ TEST_F(E2E, SubmitRunsInPodmanAndFetchVerifiesOutputs) {
     pid_t pid = grid_->agents[static_cast<size_t>(n - 1)]->pid();
     auto status = ReadFile("/proc/" + std::to_string(pid) + "/status");
     ASSERT_TRUE(status.ok());
-    if (::geteuid() == 0) EXPECT_EQ(status->find("\nUid:\t0\t"), std::string::npos) << "agent runs as root";
+    if (::geteuid() == 0) {
+      EXPECT_EQ(status->find("\nUid:\t0\t"), std::string::npos) << "agent runs as root";
+    }
     auto ss = RunCommand({"ss", "-Hltnp"});
     EXPECT_EQ(ss.out.find("pid=" + std::to_string(pid) + ","), std::string::npos) << ss.out;
   }

@@ -1,0 +1,611 @@
+#include "readiness/gpu_readiness.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "readiness/gpu_kernel.h"
+#include "readiness/kernel.h"
+
+namespace idlegrid::readiness {
+namespace {
+
+// --- The kernel: the device's copy is the CPU's ---------------------------------------
+
+// A deterministic stream of seeds (splitmix64), so each run checks the same ones.
+std::vector<uint64_t> TestSeeds(size_t count) {
+  std::vector<uint64_t> seeds = {
+      0, 1, 2, 0xffff, 0x10000, 0x243F6A8885A308D3u, std::numeric_limits<uint64_t>::max()};
+  uint64_t state = 0x5eed;
+  while (seeds.size() < count) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    seeds.push_back(z ^ (z >> 31));
+  }
+  return seeds;
+}
+
+TEST(GpuKernelTest, RotateMatchesTheCpuKernelsForEveryShift) {
+  for (uint64_t value : TestSeeds(64)) {
+    for (unsigned shift = 1; shift < 64; ++shift) {
+      ASSERT_EQ(ig_gpu_rotate_left64(value, shift), ig_rotate_left64(value, shift))
+          << "value " << value << ", shift " << shift;
+    }
+  }
+}
+
+TEST(GpuKernelTest, KernelEqualsTheCpuKernel) {
+  for (uint64_t rounds : {0u, 1u, 2u, 3u, 7u, 64u, 1000u, 20000u}) {
+    for (uint64_t seed : TestSeeds(rounds > 1000 ? 50 : 1000)) {
+      ASSERT_EQ(ig_gpu_kernel(seed, rounds), ig_cpu_kernel(seed, rounds))
+          << "seed " << seed << ", rounds " << rounds;
+    }
+  }
+}
+
+// Every thread runs kernel.h's kernel from its own seed, whatever the seed.
+TEST(GpuKernelTest, EveryThreadRunsTheCpuKernelFromItsOwnSeed) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{7}, std::numeric_limits<uint64_t>::max()}) {
+    for (uint32_t thread = 0; thread < IG_GPU_THREADS; ++thread) {
+      uint64_t thread_seed = seed + thread * 0xD6E8FEB86659FD93u;
+      ASSERT_EQ(ig_gpu_thread_seed(seed, thread), thread_seed) << seed << " " << thread;
+      ASSERT_EQ(ig_gpu_thread_result(seed, thread, 3), ig_cpu_kernel(thread_seed, 3))
+          << seed << " " << thread;
+    }
+  }
+}
+
+// --- ExpectedGpuChecksum ----------------------------------------------------------------
+
+// Computed once and cross-checked with an independent Python model of the
+// kernel and the per-thread seeds; a change must fail here, because deployed
+// GPU benchmark images would then disagree with the coordinator.
+TEST(ExpectedGpuChecksumTest, KnownAnswers) {
+  struct Case {
+    uint64_t seed;
+    uint64_t rounds;
+    uint64_t checksum;
+  };
+  const Case cases[] = {
+      {0u, 0u, 0xc3e79c00c2ab0000u},
+      {0u, 1u, 0xd202ad003b39294bu},
+      {1u, 1u, 0x66695d0046486905u},
+      {7u, 1u, 0xea0031005d3ce7dfu},
+      {42u, 10u, 0xbad99605924b5102u},
+      {18446744073709551615u, 3u, 0x43799ca38d111dfbu},
+      {7u, 100u, 0xeeb72549feb5e29cu},
+      {2611923443488327891u, 50u, 0x63231353333fb65du},
+      {7u, kDefaultGpuBenchRounds, 0x25b1d8725f062402u},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ExpectedGpuChecksum(c.seed, c.rounds), c.checksum)
+        << "seed " << c.seed << ", rounds " << c.rounds;
+  }
+}
+
+TEST(ExpectedGpuChecksumTest, IsTheXorOfTheCpuKernelOverAllThreads) {
+  for (uint64_t seed : {uint64_t{3}, uint64_t{0xabcdef0123456789u}}) {
+    uint64_t expected = 0;
+    for (uint64_t thread = 0; thread < kGpuBenchThreads; ++thread) {
+      expected ^= ig_cpu_kernel(seed + thread * 0xD6E8FEB86659FD93u, 20);
+    }
+    EXPECT_EQ(ExpectedGpuChecksum(seed, 20), expected) << seed;
+  }
+}
+
+// With `seed ^ thread` as the thread seeds, seeds differing only in their low
+// 16 bits would share one checksum; here every bit and every round counts.
+TEST(ExpectedGpuChecksumTest, DependsOnEverySeedBitAndEveryRound) {
+  std::set<uint64_t> seeds = {std::numeric_limits<uint64_t>::max()};
+  for (int bit = 0; bit < 64; ++bit) seeds.insert(uint64_t{1} << bit);
+  for (uint64_t seed = 0; seed < 64; ++seed) seeds.insert(seed);
+  std::set<uint64_t> by_seed;
+  for (uint64_t seed : seeds) by_seed.insert(ExpectedGpuChecksum(seed, 8));
+  EXPECT_EQ(by_seed.size(), seeds.size());
+  std::set<uint64_t> by_rounds;
+  for (uint64_t rounds = 0; rounds < 64; ++rounds) by_rounds.insert(ExpectedGpuChecksum(9, rounds));
+  EXPECT_EQ(by_rounds.size(), 64u);
+}
+
+TEST(GpuBenchArgsTest, RoundsSeedOutputDirectoryThenDevice) {
+  EXPECT_EQ(GpuBenchArgs(2000, 18446744073709551615u, "/out"),
+            (std::vector<std::string>{"2000", "18446744073709551615", "/out", "0"}));
+  EXPECT_EQ(GpuBenchArgs(1, 2, "/o", 3), (std::vector<std::string>{"1", "2", "/o", "3"}));
+}
+
+// --- ParseGpuBenchResult -------------------------------------------------------------------
+
+const std::string kH200Text =
+    "checksum=25b1d8725f062402\nrounds=2000\nthreads=65536\nkernel_seconds=0.000041216\n"
+    "bandwidth_gbps=4012.345\ndevice_name=NVIDIA H200\nmemory_bytes=150754820096\n"
+    "compute_capability=9.0\n";
+
+TEST(ParseGpuBenchResultTest, AcceptsWellFormedResults) {
+  auto h200 = ParseGpuBenchResult(kH200Text);
+  ASSERT_TRUE(h200.ok()) << h200.status().ToString();
+  EXPECT_EQ(h200->checksum, 0x25b1d8725f062402u);
+  EXPECT_EQ(h200->rounds, 2000u);
+  EXPECT_EQ(h200->threads, 65536u);
+  EXPECT_DOUBLE_EQ(h200->kernel_seconds, 0.000041216);
+  EXPECT_DOUBLE_EQ(h200->bandwidth_gbps, 4012.345);
+  EXPECT_EQ(h200->device_name, "NVIDIA H200");
+  EXPECT_EQ(h200->memory_bytes, 150754820096u);
+  EXPECT_EQ(h200->compute_capability, "9.0");
+
+  // Any order; any printable name, '=' included; edge values.
+  auto odd = ParseGpuBenchResult(
+      "compute_capability=12.10\nmemory_bytes=18446744073709551615\ndevice_name= A=B [x] \n"
+      "bandwidth_gbps=0\nkernel_seconds=1e-9\nthreads=0\nrounds=18446744073709551615\n"
+      "checksum=A\n");
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_EQ(odd->checksum, 0xau);
+  EXPECT_EQ(odd->rounds, 18446744073709551615u);
+  EXPECT_EQ(odd->threads, 0u);
+  EXPECT_DOUBLE_EQ(odd->kernel_seconds, 1e-9);
+  EXPECT_EQ(odd->bandwidth_gbps, 0);
+  EXPECT_EQ(odd->device_name, " A=B [x] ");
+  EXPECT_EQ(odd->memory_bytes, 18446744073709551615u);
+  EXPECT_EQ(odd->compute_capability, "12.10");
+}
+
+// kH200Text with the line for `key` replaced by `line` ("" drops it).
+std::string WithLine(const std::string& key, const std::string& line) {
+  std::istringstream in(kH200Text);
+  std::string out;
+  for (std::string current; std::getline(in, current);) {
+    out += current.rfind(key + "=", 0) == 0 ? line : current + "\n";
+  }
+  return out;
+}
+
+TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
+  ASSERT_EQ(WithLine("threads", "threads=65536\n"), kH200Text);
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"empty", "", "has no checksum line"},
+      {"missing rounds", WithLine("rounds", ""), "has no rounds line"},
+      {"missing threads", WithLine("threads", ""), "has no threads line"},
+      {"missing kernel_seconds", WithLine("kernel_seconds", ""), "has no kernel_seconds line"},
+      {"missing bandwidth", WithLine("bandwidth_gbps", ""), "has no bandwidth_gbps line"},
+      {"missing device_name", WithLine("device_name", ""), "has no device_name line"},
+      {"missing memory_bytes", WithLine("memory_bytes", ""), "has no memory_bytes line"},
+      {"missing compute_capability", WithLine("compute_capability", ""),
+       "has no compute_capability line"},
+      {"duplicate key", kH200Text + "rounds=2000\n",
+       "line 9 \"rounds=2000\": repeats rounds (first on line 2)"},
+      {"unknown key", kH200Text + "score=1\n", "line 9 \"score=1\": unknown key"},
+      {"CPU benchmark's key", WithLine("rounds", "iterations=2000\n"),
+       "line 2 \"iterations=2000\": unknown key"},
+      {"no equals sign", WithLine("threads", "threads 65536\n"),
+       "line 3 \"threads 65536\": expected key=value"},
+      {"blank line", "\n" + kH200Text, "line 1 \"\": expected key=value"},
+      {"no final newline", kH200Text.substr(0, kH200Text.size() - 1),
+       "line 8 \"compute_capability=9.0\": not ended by a newline"},
+      {"carriage return", WithLine("rounds", "rounds=2000\r\n"), "line 2"},
+      {"space in key", WithLine("rounds", "rounds =2000\n"), "line 2"},
+      {"17 hex digits", WithLine("checksum", "checksum=125b1d8725f062402\n"),
+       "line 1 \"checksum=125b1d8725f062402\": checksum must be 1 to 16 hex digits"},
+      {"hex prefix", WithLine("checksum", "checksum=0x25b1\n"), "line 1"},
+      {"empty checksum", WithLine("checksum", "checksum=\n"), "line 1"},
+      {"negative rounds", WithLine("rounds", "rounds=-1\n"),
+       "line 2 \"rounds=-1\": rounds must be a decimal integer below 2^64"},
+      {"rounds overflow", WithLine("rounds", "rounds=18446744073709551616\n"), "line 2"},
+      {"fractional threads", WithLine("threads", "threads=65536.0\n"),
+       "line 3 \"threads=65536.0\": threads must be a decimal integer"},
+      {"negative kernel time", WithLine("kernel_seconds", "kernel_seconds=-0.1\n"),
+       "line 4 \"kernel_seconds=-0.1\": kernel_seconds must be a finite, non-negative decimal"},
+      {"inf kernel time", WithLine("kernel_seconds", "kernel_seconds=inf\n"), "line 4"},
+      {"nan bandwidth", WithLine("bandwidth_gbps", "bandwidth_gbps=nan\n"),
+       "line 5 \"bandwidth_gbps=nan\": bandwidth_gbps must be a finite, non-negative decimal"},
+      {"huge bandwidth", WithLine("bandwidth_gbps", "bandwidth_gbps=1e999\n"), "line 5"},
+      {"bandwidth with unit", WithLine("bandwidth_gbps", "bandwidth_gbps=4000GB/s\n"), "line 5"},
+      {"plus sign", WithLine("bandwidth_gbps", "bandwidth_gbps=+4000\n"), "line 5"},
+      {"empty device name", WithLine("device_name", "device_name=\n"),
+       "line 6 \"device_name=\": device_name must be 1 to 255 printable ASCII characters"},
+      {"control character in name", WithLine("device_name", "device_name=NVIDIA\tH200\n"),
+       "line 6"},
+      {"non-ASCII name", WithLine("device_name", "device_name=NVIDIA H200 \xc2\xb5\n"), "line 6"},
+      {"256-character name", WithLine("device_name", "device_name=" + std::string(256, 'x') + "\n"),
+       "line 6"},
+      {"memory in GiB", WithLine("memory_bytes", "memory_bytes=140.4\n"),
+       "line 7 \"memory_bytes=140.4\": memory_bytes must be a decimal integer"},
+      {"capability without minor", WithLine("compute_capability", "compute_capability=9\n"),
+       "line 8 \"compute_capability=9\": compute_capability must be MAJOR.MINOR"},
+      {"capability with three parts", WithLine("compute_capability", "compute_capability=9.0.1\n"),
+       "line 8"},
+      {"capability with letters", WithLine("compute_capability", "compute_capability=sm_90\n"),
+       "line 8"},
+      {"capability with empty major", WithLine("compute_capability", "compute_capability=.9\n"),
+       "line 8"},
+      {"too large", kH200Text + std::string(5000, 'x'), "at most 4096"},
+  };
+  for (const Case& c : cases) {
+    auto result = ParseGpuBenchResult(c.text);
+    EXPECT_EQ(result.status().code(), Code::kInvalidArgument) << c.name;
+    EXPECT_NE(result.status().message().find(c.message_part), std::string::npos)
+        << c.name << ": " << result.status().message();
+  }
+}
+
+// --- The plausibility table ----------------------------------------------------------------
+
+TEST(GpuClassTest, MinimumsAreConservativeShareOfTheSpecSheet) {
+  ASSERT_GE(GpuClasses().size(), 9u);
+  for (const GpuClass& c : GpuClasses()) {
+    double share = c.min_bandwidth_gbps / c.spec_bandwidth_gbps;
+    EXPECT_GE(share, 0.39) << c.name_pattern;
+    EXPECT_LE(share, 0.55) << c.name_pattern;
+    EXPECT_GT(c.min_memory_bytes, uint64_t{4} << 30) << c.name_pattern;
+  }
+}
+
+// Specific patterns come before the general ones they contain, or they
+// would never match.
+TEST(GpuClassTest, NoPatternIsShadowedByAnEarlierOne) {
+  for (const GpuClass& c : GpuClasses()) {
+    EXPECT_EQ(FindGpuClass(c.name_pattern), &c) << c.name_pattern;
+  }
+}
+
+TEST(GpuClassTest, MatchesAdvertisedNamesOnWordBoundaries) {
+  struct Case {
+    std::string model;
+    std::string pattern;  // "" for no class
+  };
+  const std::vector<Case> cases = {
+      {"NVIDIA H200", "H200"},
+      {"NVIDIA H200 NVL", "H200"},
+      {"NVIDIA GH200 480GB", "GH200"},
+      {"NVIDIA H100 80GB HBM3", "H100"},
+      {"NVIDIA H100 NVL", "H100"},
+      {"NVIDIA H100 PCIe", "H100 PCIe"},
+      {"nvidia h100 pcie", "H100 PCIe"},
+      {"NVIDIA A100-SXM4-80GB", "A100"},
+      {"NVIDIA A100-PCIE-40GB", "A100"},
+      {"NVIDIA A100 80GB PCIe", "A100"},
+      {"NVIDIA L40S", "L40S"},
+      {"NVIDIA GeForce RTX 4090", "RTX 4090"},
+      {"NVIDIA GeForce RTX 4090 D", "RTX 4090"},
+      {"NVIDIA GeForce RTX 4090 Laptop GPU", "RTX 4090 Laptop"},
+      {"NVIDIA GeForce RTX 4080", "RTX 4080"},
+      {"NVIDIA GeForce RTX 4080 SUPER", "RTX 4080"},
+      {"NVIDIA GeForce RTX 4080 Laptop GPU", "RTX 4080 Laptop"},
+      {"NVIDIA GeForce RTX 3090 Ti", "RTX 3090"},
+      {"NVIDIA GeForce RTX 3060", "RTX 3060"},
+      {"NVIDIA GeForce RTX 3060 Ti", "RTX 3060 Ti"},
+      {"NVIDIA GeForce RTX 3060 Laptop GPU", "RTX 3060 Laptop"},
+      {"Tesla T4", "T4"},
+      {"NVIDIA T400 4GB", ""},
+      {"NVIDIA L40", ""},
+      {"NVIDIA A10", ""},
+      {"NVIDIA GeForce RTX 40900", ""},
+      {"NVIDIA GeForce RTX 4070", ""},
+      {"NVIDIA RTX A6000", ""},
+      {"", ""},
+  };
+  for (const Case& c : cases) {
+    const GpuClass* found = FindGpuClass(c.model);
+    EXPECT_EQ(found == nullptr ? "" : found->name_pattern, c.pattern) << c.model;
+  }
+}
+
+// --- JudgeGpu ---------------------------------------------------------------------------------
+
+constexpr uint64_t kSeed = 2611923443488327891u;
+constexpr uint64_t kRounds = 50;
+constexpr uint64_t kChecksum = 0x63231353333fb65du;  // ExpectedGpuChecksum(kSeed, kRounds)
+
+constexpr uint64_t kH200Memory = 150754820096u;  // 143771 MiB
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+GpuBenchResult Reading(const std::string& name, uint64_t memory, const std::string& capability,
+                       double bandwidth_gbps) {
+  GpuBenchResult r;
+  r.checksum = kChecksum;
+  r.rounds = kRounds;
+  r.threads = kGpuBenchThreads;
+  r.kernel_seconds = 0.000012;
+  r.bandwidth_gbps = bandwidth_gbps;
+  r.device_name = name;
+  r.memory_bytes = memory;
+  r.compute_capability = capability;
+  return r;
+}
+
+v1::GpuDevice Claim(const std::string& name, uint64_t memory, const std::string& capability) {
+  v1::GpuDevice device;
+  device.set_name(name);
+  device.set_memory_total_bytes(memory);
+  device.set_compute_capability(capability);
+  return device;
+}
+
+TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
+  const GpuBenchResult h200 = Reading("NVIDIA H200", kH200Memory, "9.0", 4012.345);
+  const v1::GpuDevice h200_claim = Claim("NVIDIA H200", kH200Memory, "9.0");
+  auto with = [&h200](auto change) {
+    GpuBenchResult r = h200;
+    change(r);
+    return r;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string name;
+    GpuBenchResult result;
+    v1::GpuDevice claimed;
+    bool passed;
+    std::string reason;  // the whole reason when it passed, else a prefix of it
+  };
+  const std::vector<Case> cases = {
+      {"plausible H200", h200, h200_claim, true, ""},
+      {"H200 exactly at the minimum", with([](GpuBenchResult& r) { r.bandwidth_gbps = 2500; }),
+       h200_claim, true, ""},
+      {"wrong checksum", with([](GpuBenchResult& r) { r.checksum = 1; }), h200_claim, false,
+       "wrong checksum: got 0x0000000000000001, expected 0x63231353333fb65d"},
+      {"checksum of another seed",
+       with([](GpuBenchResult& r) { r.checksum = ExpectedGpuChecksum(kSeed + 1, kRounds); }),
+       h200_claim, false, "wrong checksum"},
+      {"CPU kernel's single-thread answer",
+       with([](GpuBenchResult& r) { r.checksum = ig_cpu_kernel(kSeed, kRounds); }), h200_claim,
+       false, "wrong checksum"},
+      {"wrong rounds", with([](GpuBenchResult& r) { r.rounds = 49; }), h200_claim, false,
+       "wrong round count: got 49, expected 50"},
+      {"wrong threads", with([](GpuBenchResult& r) { r.threads = 32768; }), h200_claim, false,
+       "wrong thread count: got 32768, expected 65536"},
+      {"zero kernel time", with([](GpuBenchResult& r) { r.kernel_seconds = 0; }), h200_claim, false,
+       "no plausible kernel time: kernel_seconds is 0.000000000; it must be above 0"},
+      {"infinite kernel time", with([inf](GpuBenchResult& r) { r.kernel_seconds = inf; }),
+       h200_claim, false, "no plausible kernel time"},
+      {"zero bandwidth", with([](GpuBenchResult& r) { r.bandwidth_gbps = 0; }), h200_claim, false,
+       "no plausible bandwidth: bandwidth_gbps is 0.000; it must be above 0"},
+      {"NaN bandwidth", with([nan](GpuBenchResult& r) { r.bandwidth_gbps = nan; }), h200_claim,
+       false, "no plausible bandwidth"},
+      {"name mismatch", with([](GpuBenchResult& r) { r.device_name = "NVIDIA GeForce RTX 3060"; }),
+       h200_claim, false,
+       "device name mismatch: the benchmark ran on \"NVIDIA GeForce RTX 3060\", the node claims "
+       "\"NVIDIA H200\""},
+      {"names compared loosely", with([](GpuBenchResult& r) { r.device_name = "h200"; }),
+       Claim("NVIDIA  H200", kH200Memory, "9.0"), true, ""},
+      {"a word more is a different name",
+       with([](GpuBenchResult& r) { r.device_name = "NVIDIA H200 NVL"; }), h200_claim, false,
+       "device name mismatch"},
+      {"memory mismatch", h200, Claim("NVIDIA H200", 80 * kGiB, "9.0"), false,
+       "device memory mismatch: the benchmark saw 150754820096 bytes (140.4 GiB), the node claims "
+       "85899345920 bytes (80 GiB); they must agree within 5%"},
+      {"memory 4.9% below the claim",
+       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.951); }),
+       h200_claim, true, ""},
+      {"memory 5.1% below the claim",
+       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.949); }),
+       h200_claim, false, "device memory mismatch"},
+      {"no memory claimed", h200, Claim("NVIDIA H200", 0, "9.0"), false, "device memory mismatch"},
+      {"compute capability mismatch", with([](GpuBenchResult& r) { r.compute_capability = "8.0"; }),
+       h200_claim, false,
+       "compute capability mismatch: the benchmark saw 8.0, the node claims \"9.0\""},
+      {"no compute capability claimed", h200, Claim("NVIDIA H200", kH200Memory, ""), true, ""},
+      {"H200 name but 80 GiB", Reading("NVIDIA H200", 80 * kGiB, "9.0", 4000),
+       Claim("NVIDIA H200", 80 * kGiB, "9.0"), false,
+       "implausible for H200: 80 GiB of device memory, expected at least 119 GiB"},
+      {"RTX 4090 like a laptop", Reading("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9", 310),
+       Claim("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9"), false,
+       "implausible for RTX 4090: 310 GB/s device bandwidth, expected at least 400"},
+      {"RTX 4090 just below", Reading("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9", 399.96),
+       Claim("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9"), false,
+       "implausible for RTX 4090: 399.9 GB/s device bandwidth, expected at least 400"},
+      {"plausible RTX 4090", Reading("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9", 905.5),
+       Claim("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9"), true, ""},
+      {"honest RTX 4090 Laptop GPU",
+       Reading("NVIDIA GeForce RTX 4090 Laptop GPU", 16 * kGiB, "8.9", 480),
+       Claim("NVIDIA GeForce RTX 4090 Laptop GPU", 16 * kGiB, "8.9"), true, ""},
+      {"H100 like a consumer card", Reading("NVIDIA H100 80GB HBM3", 80 * kGiB, "9.0", 800),
+       Claim("NVIDIA H100 80GB HBM3", 80 * kGiB, "9.0"), false,
+       "implausible for H100: 800 GB/s device bandwidth, expected at least 1500"},
+      {"plausible H100 PCIe", Reading("NVIDIA H100 PCIe", 80 * kGiB, "9.0", 1650),
+       Claim("NVIDIA H100 PCIe", 80 * kGiB, "9.0"), true, ""},
+      {"unknown model", Reading("NVIDIA RTX A6000", 48 * kGiB, "8.6", 5),
+       Claim("NVIDIA RTX A6000", 48 * kGiB, "8.6"), true,
+       "no plausibility figures for \"NVIDIA RTX A6000\"; passed on checksum and device identity "
+       "alone"},
+      {"unknown model, wrong checksum",
+       [] {
+         GpuBenchResult r = Reading("NVIDIA RTX A6000", 48 * kGiB, "8.6", 700);
+         r.checksum ^= 1;
+         return r;
+       }(),
+       Claim("NVIDIA RTX A6000", 48 * kGiB, "8.6"), false, "wrong checksum"},
+  };
+  for (const Case& c : cases) {
+    GpuJudgement j = JudgeGpu(c.result, kSeed, kRounds, c.claimed);
+    EXPECT_EQ(j.passed, c.passed) << c.name << ": " << j.reason;
+    if (c.passed) {
+      EXPECT_EQ(j.reason, c.reason) << c.name;
+    } else {
+      EXPECT_EQ(j.reason.rfind(c.reason, 0), 0u) << c.name << ": " << j.reason;
+    }
+    if (!std::isnan(c.result.bandwidth_gbps)) {
+      EXPECT_EQ(j.bandwidth_gbps, c.result.bandwidth_gbps) << c.name;
+    }
+    EXPECT_EQ(j.kernel_seconds, c.result.kernel_seconds) << c.name;
+  }
+}
+
+// --- The real CUDA program ---------------------------------------------------------------
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult RunShell(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gpu_readiness_test.XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// nvcc as CMake found it (IDLEGRID_NVCC), else on PATH, else CUDA's default
+// location; "" if there is none.
+std::string FindNvcc() {
+#ifdef IDLEGRID_NVCC
+  if (std::string(IDLEGRID_NVCC).size() > 0) return IDLEGRID_NVCC;
+#endif
+  CommandResult which = RunShell("command -v nvcc");
+  if (which.exit_code == 0 && !which.output.empty()) {
+    return which.output.substr(0, which.output.find('\n'));
+  }
+  if (::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
+  return "";
+}
+
+// Compiles src/readiness/gpu_bench.cu as CMake's idlegrid-gpu-bench target
+// does (same architectures, static runtime), warnings as errors, once for
+// all the tests below.
+class GpuBenchProgramTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    nvcc_ = new std::string(FindNvcc());
+    if (nvcc_->empty()) return;
+    build_dir_ = new TempDir();
+    binary_ = build_dir_->path() + "/gpu_bench";
+    const std::string src = std::string(IDLEGRID_SOURCE_DIR) + "/src";
+    CommandResult compile =
+        RunShell(*nvcc_ +
+                 " -std=c++17 -O2 -cudart static -Werror all-warnings"
+                 " -Xcompiler -Wall,-Wextra,-Werror -Xcompiler -static-libstdc++,-static-libgcc"
+                 " -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80"
+                 " -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89"
+                 " -gencode arch=compute_90,code=[compute_90,sm_90] -I" +
+                 src + " -o " + binary_ + " " + src + "/readiness/gpu_bench.cu");
+    if (compile.exit_code != 0) compile_error_ = new std::string(compile.output);
+  }
+  static void TearDownTestSuite() {
+    delete nvcc_;
+    delete build_dir_;
+    delete compile_error_;
+    nvcc_ = nullptr;
+    build_dir_ = nullptr;
+    compile_error_ = nullptr;
+  }
+  void SetUp() override {
+    if (nvcc_->empty()) GTEST_SKIP() << "no nvcc (not on PATH nor in /usr/local/cuda/bin)";
+    ASSERT_EQ(compile_error_, nullptr) << *nvcc_ << " failed:\n" << *compile_error_;
+  }
+
+  static std::string* nvcc_;
+  static TempDir* build_dir_;
+  static std::string binary_;
+  static std::string* compile_error_;
+};
+std::string* GpuBenchProgramTest::nvcc_ = nullptr;
+TempDir* GpuBenchProgramTest::build_dir_ = nullptr;
+std::string GpuBenchProgramTest::binary_;
+std::string* GpuBenchProgramTest::compile_error_ = nullptr;
+
+std::string Join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+TEST_F(GpuBenchProgramTest, BuildsAndLinksOnlyGlibcDynamically) {
+  CommandResult ldd = RunShell("ldd " + binary_);
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libcudart"), std::string::npos) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libstdc++"), std::string::npos) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libgcc_s"), std::string::npos) << ldd.output;
+}
+
+TEST_F(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingCuda) {
+  TempDir out;
+  const std::vector<std::string> bad_args = {"",
+                                             "100 7",
+                                             "-1 7 " + out.path(),
+                                             "100 0x7 " + out.path(),
+                                             "100 7 " + out.path() + " -1",
+                                             "100 7 " + out.path() + " 2147483648",
+                                             "100 7 " + out.path() + " 0 extra",
+                                             "18446744073709551616 7 " + out.path()};
+  for (const std::string& args : bad_args) {
+    CommandResult run = RunShell(binary_ + " " + args);
+    EXPECT_EQ(run.exit_code, 2) << args << ": " << run.output;
+    EXPECT_NE(run.output.find("usage:"), std::string::npos) << args << ": " << run.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out.path() + "/result.txt"));
+}
+
+// Without a GPU (this project's CI) the program must fail cleanly: exit 3, a
+// CUDA error on stderr, no result. Where a GPU does answer, the honest result
+// must parse and pass JudgeGpu against the device it reports.
+TEST_F(GpuBenchProgramTest, FailsWithACudaErrorWithoutAGpuOrPassesJudgeWithOne) {
+  TempDir out;
+  constexpr uint64_t kRunSeed = 0x1d1e6a1du;
+  CommandResult run = RunShell(binary_ + " " + Join(GpuBenchArgs(kRounds, kRunSeed, out.path())));
+  const std::string result_path = out.path() + "/result.txt";
+  if (run.exit_code != 0) {
+    EXPECT_EQ(run.exit_code, 3) << run.output;
+    EXPECT_NE(run.output.find("CUDA error"), std::string::npos) << run.output;
+    EXPECT_FALSE(std::filesystem::exists(result_path));
+    return;
+  }
+  std::cout << "[ NOTE     ] gpu_bench found a GPU here, so instead of its no-GPU failure its "
+               "result is parsed and judged:\n"
+            << run.output;
+  const std::string text = ReadWholeFile(result_path);
+  EXPECT_EQ(run.output, text) << "stdout repeats the file";
+  auto result = ParseGpuBenchResult(text);
+  ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << text;
+  EXPECT_EQ(result->checksum, ExpectedGpuChecksum(kRunSeed, kRounds));
+  GpuJudgement j =
+      JudgeGpu(*result, kRunSeed, kRounds,
+               Claim(result->device_name, result->memory_bytes, result->compute_capability));
+  EXPECT_TRUE(j.passed) << j.reason << "\n" << text;
+}
+
+}  // namespace
+}  // namespace idlegrid::readiness
