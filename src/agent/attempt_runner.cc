@@ -151,6 +151,23 @@ void Agent::RunAttempt(v1::Assignment a) {
     run.mounts.push_back({local, in.path(), true});
   }
   run.resources = spec.resources();
+  // Real GPUs go in through CDI; simulated ones exist only in the advertisement.
+  auto ad = CurrentAdvertisement();
+  for (const auto& uuid : a.device_uuids()) {
+    bool simulated = true;
+    if (ad.ok()) {
+      for (const auto& d : ad->inventory().gpus().devices()) {
+        if (d.uuid() == uuid) simulated = d.simulated();
+      }
+    }
+    if (!simulated) run.gpu_uuids.push_back(uuid);
+  }
+  if (!run.gpu_uuids.empty() && !PathExists("/etc/cdi/nvidia.yaml") && !PathExists("/var/run/cdi/nvidia.yaml")) {
+    RemoveTree(work).ok();
+    return fail(v1::PLATFORM_FAILURE,
+                Status::FailedPrecondition("no CDI spec for NVIDIA GPUs on this host; run `nvidia-ctk cdi generate "
+                                           "--output=/etc/cdi/nvidia.yaml`"));
+  }
   run.host_user_processes = runtime::CountUserProcesses(::getuid());
 
   if (IsCancelled(id)) {

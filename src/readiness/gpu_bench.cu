@@ -14,14 +14,15 @@
 //    read once and written once, so bandwidth_gbps = 2 * bytes / seconds / 1e9
 //    (the convention of CUDA's bandwidthTest sample), which an honest device
 //    brings to roughly 75-90% of its spec-sheet memory bandwidth.
-// 3. Writes OUTDIR/result.txt (also printed to stdout), which
-//    readiness::ParseGpuBenchResult reads:
+// 3. Writes OUTDIR/result.txt (also printed to stdout; formatted by
+//    readiness/gpu_bench_format.h), which readiness::ParseGpuBenchResult
+//    reads:
 //      checksum=<16 lowercase hex digits>
 //      rounds=<decimal>
 //      threads=65536
 //      kernel_seconds=<decimal, 9 fraction digits>
 //      bandwidth_gbps=<decimal, 3 fraction digits>
-//      device_name=<cudaDeviceProp.name, printable ASCII>
+//      device_name=<cudaDeviceProp.name, non-printable bytes as '?'>
 //      memory_bytes=<cudaDeviceProp.totalGlobalMem>
 //      compute_capability=<major>.<minor>
 //
@@ -40,9 +41,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
+
+#include "readiness/gpu_bench_format.h"
 #include "readiness/gpu_kernel.h"
 
 namespace {
+
+using idlegrid::readiness::FormatGpuBenchReport;
+using idlegrid::readiness::GpuBenchReport;
 
 constexpr int kExitWriteFailed = 1;
 constexpr int kExitUsage = 2;
@@ -157,18 +164,7 @@ double MeasureBandwidthGbps(cudaEvent_t start, cudaEvent_t stop) {
   return 2.0 * static_cast<double>(bytes) / (best_ms / 1e3) / 1e9;
 }
 
-// The device's name with anything but printable ASCII replaced by '?', so
-// that it stays one line of result.txt.
-// `out` holds name_capacity + 1 bytes; the driver's name need not end in NUL.
-void PrintableName(const char* name, size_t name_capacity, char* out) {
-  size_t i = 0;
-  for (; i < name_capacity && name[i] != '\0'; ++i) {
-    out[i] = (name[i] >= 0x20 && name[i] <= 0x7e) ? name[i] : '?';
-  }
-  out[i] = '\0';
-}
-
-bool WriteResult(const char* out_dir, const char* text) {
+bool WriteResult(const char* out_dir, const std::string& text) {
   char path[4096];
   int n = snprintf(path, sizeof(path), "%s/result.txt", out_dir);
   if (n < 0 || static_cast<size_t>(n) >= sizeof(path)) {
@@ -180,8 +176,7 @@ bool WriteResult(const char* out_dir, const char* text) {
     fprintf(stderr, "gpu_bench: cannot create %s: %s\n", path, strerror(errno));
     return false;
   }
-  size_t size = strlen(text);
-  bool ok = fwrite(text, 1, size, file) == size;
+  bool ok = fwrite(text.data(), 1, text.size(), file) == text.size();
   ok = (fclose(file) == 0) && ok;
   if (!ok) fprintf(stderr, "gpu_bench: cannot write %s: %s\n", path, strerror(errno));
   return ok;
@@ -223,17 +218,17 @@ int main(int argc, char** argv) {
   CheckCuda(cudaEventDestroy(stop), "destroying an event");
   CheckCuda(cudaEventDestroy(start), "destroying an event");
 
-  char name[sizeof(properties.name) + 1];
-  PrintableName(properties.name, sizeof(properties.name), name);
-  char text[1024];
-  snprintf(text, sizeof(text),
-           "checksum=%016" PRIx64 "\nrounds=%" PRIu64
-           "\nthreads=%u\nkernel_seconds=%.9f\n"
-           "bandwidth_gbps=%.3f\ndevice_name=%s\nmemory_bytes=%" PRIu64
-           "\ncompute_capability=%d.%d\n",
-           kernel.checksum, rounds, IG_GPU_THREADS, kernel.seconds, bandwidth_gbps, name,
-           static_cast<uint64_t>(properties.totalGlobalMem), properties.major, properties.minor);
-  fputs(text, stdout);
+  GpuBenchReport report;
+  report.checksum = kernel.checksum;
+  report.rounds = rounds;
+  report.kernel_seconds = kernel.seconds;
+  report.bandwidth_gbps = bandwidth_gbps;
+  report.device_name.assign(properties.name, strnlen(properties.name, sizeof(properties.name)));
+  report.memory_bytes = properties.totalGlobalMem;
+  report.compute_capability_major = properties.major;
+  report.compute_capability_minor = properties.minor;
+  const std::string text = FormatGpuBenchReport(report);
+  fputs(text.c_str(), stdout);
   fflush(stdout);
   return WriteResult(argv[3], text) ? 0 : kExitWriteFailed;
 }

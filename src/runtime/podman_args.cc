@@ -113,6 +113,12 @@ Status ValidateRunSpec(const RunSpec& spec) {
     IG_RETURN_IF_ERROR(CheckMountPath(m.host_path, "mount host path"));
     IG_RETURN_IF_ERROR(CheckMountPath(m.container_path, "mount container path"));
   }
+  for (const std::string& uuid : spec.gpu_uuids) {
+    bool ok = !uuid.empty() && uuid.size() <= 96 && std::all_of(uuid.begin(), uuid.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+    if (!ok) return Status::InvalidArgument("GPU uuid \"" + uuid + "\" is not a device identifier");
+  }
   for (const auto& [name, value] : spec.env) {
     if (!IsValidEnvName(name)) {
       return Status::InvalidArgument("environment variable name \"" + name + "\" must match [A-Za-z_][A-Za-z0-9_]*");
@@ -184,6 +190,7 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
   for (const Mount& m : spec.mounts) {
     a.insert(a.end(), {"-v", m.host_path + ":" + m.container_path + (m.read_only ? ":ro" : ":rw")});
   }
+  for (const std::string& uuid : spec.gpu_uuids) a.insert(a.end(), {"--device", "nvidia.com/gpu=" + uuid});
   for (const auto& [name, value] : spec.env) a.insert(a.end(), {"-e", name + "=" + value});
   if (!spec.command.empty()) a.insert(a.end(), {"--entrypoint", EntrypointJson(spec.command)});
 

@@ -39,6 +39,9 @@ struct RunSpec {
   std::vector<std::string> args;     // overrides the image cmd when non-empty
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<Mount> mounts;
+  // Real GPUs to pass in, by UUID, through the host's CDI spec
+  // (`--device nvidia.com/gpu=<uuid>`, written by `nvidia-ctk cdi generate`).
+  std::vector<std::string> gpu_uuids;
   v1::Resources resources;  // a zero limit means "no cap" (validation fills defaults)
   // Processes/threads the agent's uid already has: RLIMIT_NPROC counts per
   // host uid, and rootless containers run as that uid.

@@ -151,6 +151,18 @@ TEST(BuildPodmanRunArgsTest, CommonHardeningFlags) {
   EXPECT_EQ(a.back(), std::string(64, 'a'));  // no args: the image is last
 }
 
+TEST(BuildPodmanRunArgsTest, OnlyTheAssignedGpusArePassedInThroughCdi) {
+  EXPECT_FALSE(HasArg(BuildPodmanRunArgs(BaseSpec(), kRlimitHost), "--device"));
+  RunSpec spec = BaseSpec();
+  spec.gpu_uuids = {"GPU-8d1f3c2a-0000-1111-2222-333344445555"};
+  const std::vector<std::string> a = BuildPodmanRunArgs(spec, kRlimitHost);
+  EXPECT_TRUE(HasFlag(a, "--device", "nvidia.com/gpu=GPU-8d1f3c2a-0000-1111-2222-333344445555"));
+  EXPECT_EQ(std::count(a.begin(), a.end(), "--device"), 1);
+  EXPECT_TRUE(ValidateRunSpec(spec).ok());
+  spec.gpu_uuids = {"GPU-1,nvidia.com/gpu=all"};  // a hostile uuid must not widen access
+  EXPECT_EQ(ValidateRunSpec(spec).code(), Code::kInvalidArgument);
+}
+
 TEST(BuildPodmanRunArgsTest, RlimitHost) {
   const std::vector<std::string> a = BuildPodmanRunArgs(BaseSpec(), kRlimitHost);
   EXPECT_TRUE(HasFlag(a, "--ulimit", "data=268435456:268435456"));
