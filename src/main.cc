@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
+  c->add_option("--gpu-bench-binary", coord.gpu_bench_binary, "GPU readiness benchmark (default: beside this binary)");
   c->add_option("--bench-iterations", coord.options.bench_iterations)->capture_default_str();
   c->add_option("--min-cpu-score", coord.options.min_cpu_score, "slowest plausible benchmark score (rounds/s)")
       ->capture_default_str();
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
   a->add_option("--simulate-gpu", agent.simulate_gpus,
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
   a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
+  a->add_option("--nvml-library", agent.nvml_library, "NVML library to load")->capture_default_str();
   a->add_flag("--json", agent_json, "with --discover: JSON only");
 
   std::string manifest, job_id, dir, file;

@@ -111,7 +111,7 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   // Report the filesystem the data dir is (or will be) on.
   std::filesystem::path disk = std::filesystem::absolute(config_.data_dir);
   while (!disk.empty() && disk != disk.root_path() && !std::filesystem::exists(disk)) disk = disk.parent_path();
-  in.inventory = discovery::DiscoverHost({disk.string()});
+  in.inventory = discovery::DiscoverHost({disk.string()}, config_.nvml_library);
   if (!config_.simulate_gpus.empty()) {
     uint32_t next_index = static_cast<uint32_t>(in.inventory.gpus().devices_size());
     for (const auto& spec : config_.simulate_gpus) {

@@ -32,6 +32,7 @@ struct AgentConfig {
   std::string podman = "podman";
   std::vector<std::string> simulate_gpus;  // "MODEL:MEMORY:CC" devices that exist only in the advertisement
   std::string policy_file;                 // owner's policy YAML; default <data_dir>/policy.yaml
+  std::string nvml_library = "libnvidia-ml.so.1";  // for hosts with NVML elsewhere (and tests)
 };
 
 class LogShipper;

@@ -89,6 +89,9 @@ int RunCoordinator(const CoordinatorConfig& config) {
   // Without it no node can be measured, so none becomes schedulable: fail
   // closed but keep serving (the reason shows in `idlegrid nodes`).
   (void)coord.PrepareBenchmark(bench, dir + "/tmp");
+  std::string gpu_bench = config.gpu_bench_binary;
+  if (gpu_bench.empty()) gpu_bench = std::filesystem::path(bench).parent_path() / "idlegrid-gpu-bench";
+  (void)coord.PrepareGpuBenchmark(gpu_bench, dir + "/tmp");
 
   auto requester = NewRequesterService(&coord);
   auto agent = NewAgentService(&coord);

@@ -13,6 +13,7 @@ struct CoordinatorConfig {
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate
   std::string bench_binary;            // static readiness benchmark; default: idlegrid-bench beside this binary
+  std::string gpu_bench_binary;        // GPU readiness benchmark; default: idlegrid-gpu-bench beside the former
   coordinator::Options options;
 };
 

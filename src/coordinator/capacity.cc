@@ -14,6 +14,7 @@
 #include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
 #include "readiness/bench_image.h"
+#include "readiness/gpu_readiness.h"
 #include "readiness/readiness.h"
 
 namespace idlegrid::coordinator {
@@ -85,37 +86,53 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
   return Status::Ok();
 }
 
+Result<std::string> Coordinator::ImportImageArchive(const std::string& archive) {
+  IG_ASSIGN_OR_RETURN(auto writer, artifacts_->NewWriter("", 0));
+  std::ifstream in(archive, std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    IG_RETURN_IF_ERROR(writer->Append(buf.data(), static_cast<size_t>(in.gcount())));
+  }
+  IG_ASSIGN_OR_RETURN(std::string digest, writer->Commit());
+  IG_RETURN_IF_ERROR(RecordArtifact(digest, writer->size(), "image"));
+  IG_ASSIGN_OR_RETURN(v1::PushImageResponse image, RegisterImage(digest));
+  return image.image();
+}
+
 Status Coordinator::PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir) {
-  auto fail = [&](const Status& st) {
-    std::lock_guard<std::mutex> lock(mu_);
-    bench_error_ = "no readiness benchmark on the coordinator: " + st.message();
-    spdlog::error("{}", bench_error_);
-    return st;
-  };
-  if (Status st = MakeDirs(work_dir, 0700); !st.ok()) return fail(st);
+  IG_RETURN_IF_ERROR(MakeDirs(work_dir, 0700));
   std::string archive = work_dir + "/readiness-bench.tar";
   auto built = readiness::BuildBenchImage(bench_binary, archive);
-  if (!built.ok()) return fail(built.status());
-  auto writer = artifacts_->NewWriter("", 0);
-  if (!writer.ok()) return fail(writer.status());
-  {
-    std::ifstream in(archive, std::ios::binary);
-    std::vector<char> buf(1 << 20);
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      if (Status st = (*writer)->Append(buf.data(), static_cast<size_t>(in.gcount())); !st.ok()) return fail(st);
-    }
-  }
-  auto digest = (*writer)->Commit();
+  auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
-  if (!digest.ok()) return fail(digest.status());
-  if (Status st = RecordArtifact(*digest, (*writer)->size(), "image"); !st.ok()) return fail(st);
-  auto image = RegisterImage(*digest);
-  if (!image.ok()) return fail(image.status());
   std::lock_guard<std::mutex> lock(mu_);
-  bench_image_ = image->image();
+  if (!image.ok()) {
+    bench_error_ = "no readiness benchmark on the coordinator: " + image.status().message();
+    spdlog::error("{}", bench_error_);
+    return image.status();
+  }
+  bench_image_ = *image;
   bench_error_.clear();
   spdlog::info("readiness benchmark image {}", bench_image_);
+  return Status::Ok();
+}
+
+Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir) {
+  IG_RETURN_IF_ERROR(MakeDirs(work_dir, 0700));
+  std::string archive = work_dir + "/readiness-gpu-bench.tar";
+  auto built = readiness::BuildGpuBenchImage(gpu_bench_binary, archive);
+  auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
+  std::remove(archive.c_str());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!image.ok()) {
+    gpu_bench_error_ = "no GPU readiness benchmark on the coordinator: " + image.status().message();
+    spdlog::warn("{} (nodes with real GPUs stay unschedulable)", gpu_bench_error_);
+    return image.status();
+  }
+  gpu_bench_image_ = *image;
+  gpu_bench_error_.clear();
+  spdlog::info("GPU readiness benchmark image {}", gpu_bench_image_);
   return Status::Ok();
 }
 
@@ -129,6 +146,17 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
     return m.measured_at_ms() == 0 ? "readiness benchmark pending" : "re-measuring after an agent or driver change";
   }
   if (!m.passed()) return "readiness benchmark failed: " + m.reason();
+  for (const auto& d : node.ad.inventory().gpus().devices()) {
+    if (d.simulated()) continue;
+    const v1::GpuMeasurement* gm = nullptr;
+    for (const auto& g : m.gpus()) {
+      if (g.uuid() == d.uuid()) gm = &g;
+    }
+    if (gm == nullptr) {
+      return gpu_bench_image_.empty() ? gpu_bench_error_ : "GPU readiness benchmark pending for " + d.name();
+    }
+    if (!gm->passed()) return "GPU " + d.name() + " failed its readiness benchmark: " + gm->reason();
+  }
   return "";
 }
 
@@ -152,63 +180,112 @@ std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const std::string& n
     }
   }
   auto accounted = advert::ComputeAllocatable(devices, node.ad.policy(), holds);
-  for (auto& d : accounted) d.set_measured(false);  // no GPU benchmark yet: never trusted as measured
+  // Only the coordinator's own benchmark makes a device measured; a simulated one never is.
+  bool current = node.measurement.agent_version() == StackOf(node.ad);
+  for (auto& d : accounted) {
+    bool measured = false;
+    for (const auto& g : node.measurement.gpus()) {
+      if (g.uuid() == d.uuid() && g.passed() && current && !d.simulated()) measured = true;
+    }
+    d.set_measured(measured);
+  }
   return accounted;
+}
+
+v1::JobSpec Coordinator::ReadinessSpec(const std::string& node_id, const std::string& image,
+                                       const std::string& entrypoint, const std::vector<std::string>& args) const {
+  v1::JobSpec spec;
+  spec.set_api_version("idlegrid/v1");
+  spec.set_name("readiness");
+  spec.set_image(image);
+  spec.add_command(entrypoint);
+  for (const auto& a : args) spec.add_args(a);
+  spec.mutable_resources()->set_cpu(1);
+  spec.mutable_resources()->set_memory_bytes(256ull << 20);
+  spec.mutable_resources()->set_disk_bytes(1ull << 20);
+  spec.mutable_resources()->set_pids(64);
+  spec.set_output_path("/out");
+  spec.set_run_timeout_seconds(120);
+  spec.set_queue_timeout_seconds(600);
+  spec.set_array_count(1);
+  spec.set_runtime("runc");
+  spec.set_pinned_node(node_id);
+  spec.set_readiness(true);
+  return spec;
+}
+
+void Coordinator::CreateReadinessJob(const std::string& node_id, const std::string& device_uuid,
+                                     const v1::JobSpec& spec) {
+  std::string job_id = NewId("j");
+  Status st = store_->CreateJob(job_id, spec, Sha256Digest(spec.SerializeAsString()), clock_->NowMs());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  std::string& slot = device_uuid.empty() ? it->second.readiness_job : it->second.gpu_readiness_jobs[device_uuid];
+  slot = st.ok() ? job_id : "";
+  if (st.ok()) {
+    spdlog::info("node {}: readiness benchmark job {}{}", node_id, job_id,
+                 device_uuid.empty() ? "" : " for GPU " + device_uuid);
+  }
 }
 
 void Coordinator::EnsureReadiness() {
   struct Needed {
     std::string node_id;
-    std::string stack;
+    std::string device_uuid;  // "" for the CPU benchmark
   };
   std::vector<Needed> needed;
-  std::string image;
+  std::string cpu_image, gpu_image;
   int64_t now = clock_->NowMs();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    image = bench_image_;
-    if (image.empty()) return;
+    cpu_image = bench_image_;
+    gpu_image = gpu_bench_image_;
+    if (cpu_image.empty()) return;
     for (auto& [id, n] : nodes_) {
       if (!n.online || !n.session || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
       bool current = n.measurement.measured_at_ms() > 0 && n.measurement.agent_version() == StackOf(n.ad);
-      if (current && n.measurement.passed()) continue;
-      if (current && now - n.readiness_failed_ms < options_.bench_retry_ms) continue;
-      needed.push_back({id, StackOf(n.ad)});
-      n.readiness_job = "pending";
+      if (!current || !n.measurement.passed()) {
+        if (current && now - n.readiness_failed_ms < options_.bench_retry_ms) continue;
+        needed.push_back({id, ""});
+        n.readiness_job = "pending";
+        continue;
+      }
+      // CPU measured: now each real GPU, one pinned job per device.
+      if (gpu_image.empty()) continue;
+      for (const auto& d : n.ad.inventory().gpus().devices()) {
+        if (d.simulated() || n.gpu_readiness_jobs.count(d.uuid())) continue;
+        bool done = false;
+        for (const auto& g : n.measurement.gpus()) {
+          if (g.uuid() == d.uuid() && (g.passed() || now - g.measured_at_ms() < options_.bench_retry_ms)) done = true;
+        }
+        if (done) continue;
+        needed.push_back({id, d.uuid()});
+        n.gpu_readiness_jobs[d.uuid()] = "pending";
+      }
     }
   }
   for (const auto& need : needed) {
     uint64_t seed = std::stoull(RandomHex(7), nullptr, 16);  // fresh per run: no canned answers
-    v1::JobSpec spec;
-    spec.set_api_version("idlegrid/v1");
-    spec.set_name("readiness");
-    spec.set_image(image);
-    spec.add_command(readiness::kBenchPathInImage);
-    for (const auto& a : readiness::BenchArgs(options_.bench_iterations, seed, "/out")) spec.add_args(a);
-    spec.mutable_resources()->set_cpu(1);
-    spec.mutable_resources()->set_memory_bytes(256ull << 20);
-    spec.mutable_resources()->set_disk_bytes(1ull << 20);
-    spec.mutable_resources()->set_pids(16);
-    spec.set_output_path("/out");
-    spec.set_run_timeout_seconds(120);
-    spec.set_queue_timeout_seconds(600);
-    spec.set_array_count(1);
-    spec.set_runtime("runc");
-    spec.set_pinned_node(need.node_id);
-    spec.set_readiness(true);
-    std::string job_id = NewId("j");
-    Status st = store_->CreateJob(job_id, spec, Sha256Digest(spec.SerializeAsString()), now);
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(need.node_id);
-    if (it == nodes_.end()) continue;
-    it->second.readiness_job = st.ok() ? job_id : "";
-    if (st.ok()) spdlog::info("node {}: readiness benchmark job {}", need.node_id, job_id);
+    if (need.device_uuid.empty()) {
+      CreateReadinessJob(need.node_id, "",
+                         ReadinessSpec(need.node_id, cpu_image, readiness::kBenchPathInImage,
+                                       readiness::BenchArgs(options_.bench_iterations, seed, "/out")));
+      continue;
+    }
+    v1::JobSpec spec = ReadinessSpec(need.node_id, gpu_image, readiness::kGpuBenchPathInImage,
+                                     readiness::GpuBenchArgs(readiness::kDefaultGpuBenchRounds, seed, "/out"));
+    spec.mutable_resources()->set_gpus(1);
+    spec.set_pinned_device(need.device_uuid);
+    (*spec.mutable_env())["LD_LIBRARY_PATH"] = readiness::kGpuBenchLibraryPath;
+    CreateReadinessJob(need.node_id, need.device_uuid, spec);
   }
 }
 
 void Coordinator::JudgeReadiness(const std::string& job_id) {
   auto job = store_->GetJob(job_id);
   if (!job.ok() || !job->spec().readiness() || !jobs::IsSettled(*job)) return;
+  if (!job->spec().pinned_device().empty()) return JudgeGpuReadiness(*job);
   const v1::JobSpec& spec = job->spec();
   const std::string& node_id = spec.pinned_node();
   v1::Measurement m;
@@ -246,6 +323,75 @@ void Coordinator::JudgeReadiness(const std::string& job_id) {
     spdlog::info("node {} measured: cpu score {:.3g} rounds/s; schedulable", node_id, m.cpu_score());
   } else {
     spdlog::warn("node {} failed its readiness benchmark: {}", node_id, m.reason());
+  }
+  ++version_;
+  dirty_ = true;
+  cv_.notify_all();
+}
+
+namespace {
+
+// The benchmark job's result.txt, read from the artifact store (small files only).
+Result<std::string> ResultFile(const v1::Job& job, artifacts::ArtifactStore* artifacts) {
+  const v1::Task& task = job.tasks(0);
+  if (task.state() != v1::SUCCEEDED) {
+    return Status::FailedPrecondition("benchmark job " + std::string(jobs::StateName(task.state())) +
+                                      (task.message().empty() ? "" : ": " + task.message()));
+  }
+  const v1::Attempt& a = task.attempts(task.attempts_size() - 1);
+  for (const auto& o : a.outputs()) {
+    if (o.path() == "result.txt" && o.size() <= 4096) return ReadFile(artifacts->PathOf(o.digest()));
+  }
+  return Status::NotFound("no result.txt in the benchmark's outputs");
+}
+
+}  // namespace
+
+void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  const std::string& node_id = spec.pinned_node();
+  const std::string& uuid = spec.pinned_device();
+  v1::GpuDevice claimed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(node_id);
+    if (it == nodes_.end()) return;
+    for (const auto& d : it->second.ad.inventory().gpus().devices()) {
+      if (d.uuid() == uuid) claimed = d;
+    }
+  }
+  v1::GpuMeasurement gm;
+  gm.set_uuid(uuid);
+  auto text = ResultFile(job, artifacts_.get());
+  auto parsed = text.ok() ? readiness::ParseGpuBenchResult(*text) : Result<readiness::GpuBenchResult>(text.status());
+  if (!parsed.ok()) {
+    gm.set_reason(parsed.status().message());
+  } else {
+    auto verdict = readiness::JudgeGpu(*parsed, std::stoull(spec.args(1)), std::stoull(spec.args(0)), claimed);
+    gm.set_passed(verdict.passed);
+    gm.set_reason(verdict.reason);
+    gm.set_bandwidth_gbps(verdict.bandwidth_gbps);
+    gm.set_kernel_seconds(verdict.kernel_seconds);
+  }
+  gm.set_measured_at_ms(clock_->NowMs());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  NodeLive& live = it->second;
+  live.gpu_readiness_jobs.erase(uuid);
+  auto* gpus = live.measurement.mutable_gpus();
+  for (int i = 0; i < gpus->size(); ++i) {
+    if (gpus->Get(i).uuid() == uuid) {
+      gpus->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  *gpus->Add() = gm;
+  (void)store_->RecordMeasurement(node_id, live.measurement);
+  if (gm.passed()) {
+    spdlog::info("node {} GPU {} measured: {:.0f} GB/s", node_id, uuid, gm.bandwidth_gbps());
+  } else {
+    spdlog::warn("node {} GPU {} failed its readiness benchmark: {}", node_id, uuid, gm.reason());
   }
   ++version_;
   dirty_ = true;

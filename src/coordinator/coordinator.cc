@@ -155,8 +155,8 @@ Result<std::string> Coordinator::CreateApiToken(const std::string& role) {
 
 Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   v1::JobSpec spec = request.spec();
-  if (!spec.pinned_node().empty() || spec.readiness()) {
-    return Status::InvalidArgument("spec.pinned_node and spec.readiness are set by the coordinator only");
+  if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty()) {
+    return Status::InvalidArgument("spec.pinned_node, spec.pinned_device and spec.readiness are set by the coordinator only");
   }
   manifest::ApplyDefaults(&spec);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
@@ -501,6 +501,7 @@ void Coordinator::CheckHeartbeats() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       nodes_[id].readiness_job.clear();
+      nodes_[id].gpu_readiness_jobs.clear();
     }
     spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
                  failed.ok() ? failed->size() : 0);
@@ -548,6 +549,7 @@ void Coordinator::DispatchOnce() {
     t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
     t.pinned_node = q.spec.pinned_node();
     t.readiness = q.spec.readiness();
+    t.pinned_device = q.spec.pinned_device();
     tasks.push_back(std::move(t));
   }
   sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);

@@ -78,6 +78,9 @@ class Coordinator {
   // Builds the readiness benchmark image from the static benchmark program
   // and registers it. Until it succeeds no node becomes schedulable.
   Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
+  // The same for the GPU benchmark; without it, nodes with real GPUs stay
+  // unschedulable (their devices cannot be measured).
+  Status PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir);
   // Log chunks after `after_seq`; when none are ready and `wait_ms` > 0,
   // waits for new ones (or a job change) up to wait_ms.
   Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms);
@@ -113,6 +116,7 @@ class Coordinator {
     v1::Measurement measurement;
     std::string readiness_job;       // in flight, if any
     int64_t readiness_failed_ms = 0;  // when the last benchmark failed
+    std::map<std::string, std::string> gpu_readiness_jobs;  // device uuid -> job in flight
   };
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
@@ -120,6 +124,11 @@ class Coordinator {
   Status CheckSimulated(const v1::Advertisement& ad) const;
   void EnsureReadiness();
   void JudgeReadiness(const std::string& job_id);
+  void JudgeGpuReadiness(const v1::Job& job);
+  Result<std::string> ImportImageArchive(const std::string& archive);
+  v1::JobSpec ReadinessSpec(const std::string& node_id, const std::string& image, const std::string& entrypoint,
+                            const std::vector<std::string>& args) const;
+  void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
   // "" when the node may take ordinary work; otherwise why not. Caller holds mu_.
   std::string UnschedulableReasonLocked(const NodeLive& node) const;
   static std::string StackOf(const v1::Advertisement& ad);
@@ -147,6 +156,8 @@ class Coordinator {
   std::map<std::string, std::string> agent_tokens_;  // token hash -> node id; guarded by mu_
   std::string bench_image_;                    // manifest digest, once prepared; guarded by mu_
   std::string bench_error_;                    // why there is none; guarded by mu_
+  std::string gpu_bench_image_;                // guarded by mu_
+  std::string gpu_bench_error_ = "no GPU readiness benchmark on the coordinator";  // guarded by mu_
   uint64_t version_ = 0;                       // guarded by mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_

@@ -14,4 +14,16 @@ Result<image::BuiltImage> BuildBenchImage(const std::string& bench_binary_path,
                                 {kBenchPathInImage}, kBenchImageRefName, out_path);
 }
 
+Result<image::BuiltImage> BuildGpuBenchImage(const std::string& gpu_bench_binary_path, const std::string& out_path) {
+  std::vector<image::ImageFile> files;
+  IG_ASSIGN_OR_RETURN(std::string binary, ReadFile(gpu_bench_binary_path));
+  if (binary.empty()) return Status::InvalidArgument("GPU benchmark binary " + gpu_bench_binary_path + " is empty");
+  files.push_back({kGpuBenchPathInImage, std::move(binary), 0755});
+  for (const char* lib : {"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6"}) {
+    IG_ASSIGN_OR_RETURN(std::string content, ReadFile(lib));
+    files.push_back({std::string(lib).substr(1), std::move(content), 0755});
+  }
+  return image::BuildOciArchive(files, {kGpuBenchPathInImage}, kGpuBenchImageRefName, out_path);
+}
+
 }  // namespace idlegrid::readiness

@@ -23,4 +23,14 @@ inline constexpr char kBenchPathInImage[] = "/bench";
 Result<image::BuiltImage> BuildBenchImage(const std::string& bench_binary_path,
                                           const std::string& out_path);
 
+inline constexpr char kGpuBenchImageRefName[] = "idlegrid/readiness-gpu-bench:1";
+inline constexpr char kGpuBenchPathInImage[] = "/gpu-bench";
+// Where the image's glibc lives; jobs set LD_LIBRARY_PATH to it (CDI adds libcuda).
+inline constexpr char kGpuBenchLibraryPath[] = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/usr/lib64";
+
+// The GPU benchmark (gpu_bench.cu, static cudart) at /gpu-bench plus this
+// host's glibc loader and libc, which it still needs; the driver's libcuda
+// arrives through CDI when the job runs. NotFound if a file cannot be read.
+Result<image::BuiltImage> BuildGpuBenchImage(const std::string& gpu_bench_binary_path, const std::string& out_path);
+
 }  // namespace idlegrid::readiness

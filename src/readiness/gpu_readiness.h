@@ -43,8 +43,9 @@ std::vector<std::string> GpuBenchArgs(uint64_t rounds, uint64_t seed, const std:
 
 // The checksum an honest run reports: the XOR over all kGpuBenchThreads
 // threads t of ig_gpu_thread_result(seed, t, rounds) (readiness/gpu_kernel.h,
-// the code the device runs: kernel.h's kernel from a per-thread seed). Costs kGpuBenchThreads *
-// `rounds` rounds of CPU time on the calling thread (see kDefaultGpuBenchRounds). Thread-safe.
+// the code the device runs: kernel.h's kernel from a per-thread seed). Costs
+// kGpuBenchThreads * `rounds` rounds of CPU time on the calling thread (see
+// kDefaultGpuBenchRounds). Thread-safe.
 uint64_t ExpectedGpuChecksum(uint64_t seed, uint64_t rounds);
 
 // Parses result.txt: exactly the lines checksum=<1-16 hex digits>,
@@ -70,7 +71,7 @@ struct GpuClass {
   // The spec sheet's memory bandwidth of the slowest variant the pattern
   // matches (e.g. the 8 GB RTX 3060), for reference and tests.
   double spec_bandwidth_gbps;
-  // About 40-50% of the spec sheet. gpu_bench reports copy traffic (every
+  // Roughly 40-50% of the spec sheet. gpu_bench reports copy traffic (every
   // byte copied is read once and written once, so 2 * bytes / seconds), which
   // honest devices bring to 75-90% of the spec figure; half of that leaves
   // room for power capping, clock throttling, ECC and other tenants.

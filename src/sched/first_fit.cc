@@ -24,6 +24,16 @@ std::string GiB(uint64_t bytes) {
   return buf;
 }
 
+// The devices a task may use on a node: all, or just the one it is pinned to.
+std::vector<v1::GpuDevice> Candidates(const NodeView& node, const TaskView& task) {
+  if (task.pinned_device.empty()) return node.gpus;
+  std::vector<v1::GpuDevice> out;
+  for (const auto& d : node.gpus) {
+    if (d.uuid() == task.pinned_device) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Infeasibility(const NodeView& node, const TaskView& task) {
@@ -39,8 +49,9 @@ std::string Infeasibility(const NodeView& node, const TaskView& task) {
   // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap (the agent refuses them otherwise).
   if (task.runtime == "runsc" && node.enforcement.memory() != "cgroup") return "runsc needs cgroup memory limits";
   if (r.strict_cpu() && node.enforcement.cpu().empty()) return "cannot cap CPU (strictCpu)";
-  if (r.gpus() > node.gpus.size()) return "insufficient GPUs";
-  if (r.gpus() > 0 && !advert::FitGpus(node.gpus, r.gpus(), GpuMemoryNeeded(task), nullptr)) {
+  std::vector<v1::GpuDevice> candidates = Candidates(node, task);
+  if (r.gpus() > candidates.size()) return task.pinned_device.empty() ? "insufficient GPUs" : "no such GPU";
+  if (r.gpus() > 0 && !advert::FitGpus(candidates, r.gpus(), GpuMemoryNeeded(task), nullptr)) {
     return r.gpu_memory_bytes() > 0 ? "insufficient GPU memory (need " + GiB(r.gpu_memory_bytes()) + " per GPU)"
                                     : "no free GPU";
   }
@@ -94,7 +105,9 @@ class FirstFitScheduler : public Scheduler {
         continue;
       }
       std::vector<std::string> devices;
-      if (task.resources.gpus() > 0) advert::FitGpus(chosen->gpus, task.resources.gpus(), GpuMemoryNeeded(task), &devices);
+      if (task.resources.gpus() > 0) {
+        advert::FitGpus(Candidates(*chosen, task), task.resources.gpus(), GpuMemoryNeeded(task), &devices);
+      }
       Reserve(chosen, task, devices);
       plan.placements.push_back({task.job_id, task.index, chosen->id, devices});
     }

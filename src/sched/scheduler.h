@@ -35,6 +35,7 @@ struct TaskView {
   std::set<std::string> excluded_nodes;  // nodes that rejected or lost it before
   std::string pinned_node;  // only this node may run it (readiness benchmarks)
   bool readiness = false;   // a benchmark: runs on nodes not yet schedulable
+  std::string pinned_device;  // only this GPU (a GPU benchmark measures one device)
 };
 
 struct Placement {

@@ -158,6 +158,36 @@ TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   EXPECT_EQ(big_done->state(), v1::SUCCEEDED);
 }
 
+TEST_F(Capacity, RealGpusThatCannotBeMeasuredKeepTheNodeOutOfWork) {
+  // The agent's NVML is a stand-in reporting an H200 and an RTX 4090 that are
+  // not simulated. Nothing here can run the GPU benchmark on them (no GPU, no
+  // CDI spec), so they must stay unmeasured and the node must get no work.
+  std::string nvml = grid_->root + "/libfake-nvidia-ml.so";
+  ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_NVML_PATH, nvml}).exit_code, 0);
+  ASSERT_TRUE(grid_->StartCoordinator().ok());
+  ASSERT_TRUE(grid_->StartAgent(1, {"--nvml-library", nvml}).ok());
+  auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
+    auto* n = OnlyNode(l);
+    return n && n->measurement().passed() && n->unschedulable_reason().find("GPU") != std::string::npos &&
+           n->unschedulable_reason().find("pending") == std::string::npos;
+  }, 120000);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  const v1::Node* n = OnlyNode(*nodes);
+  EXPECT_FALSE(n->schedulable());
+  EXPECT_NE(n->unschedulable_reason().find("GPU"), std::string::npos) << n->unschedulable_reason();
+  ASSERT_EQ(n->gpus_size(), 2);
+  EXPECT_EQ(n->gpus(0).name(), "NVIDIA H200");
+  for (const auto& g : n->gpus()) {
+    EXPECT_FALSE(g.simulated());
+    EXPECT_FALSE(g.measured()) << g.name() << " must not count as measured";
+  }
+  std::string id = Submit(grid_->Manifest("nogpu", {"write", "x"}));
+  auto job = grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks(0).message().find("GPU") != std::string::npos; },
+                            30000);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->tasks(0).attempts_size(), 0);
+}
+
 TEST_F(Capacity, DiscoverPrintsThisHostAndSaysWhyThereIsNoGpu) {
   auto r = grid_->Cli({"agent", "--discover", "--json", "--data-dir", grid_->root + "/discover"}, false);
   ASSERT_EQ(r.exit_code, 0) << r.err;

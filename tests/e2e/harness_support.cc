@@ -211,6 +211,8 @@ Grid::Grid(const std::string& name) {
   std::string bench = std::string(IDLEGRID_BINARY);
   bench = bench.substr(0, bench.rfind('/')) + "/idlegrid-bench";
   RunCommand({"install", "-m", "755", bench, root + "/idlegrid-bench"});
+  std::string gpu_bench = bench.substr(0, bench.rfind('/')) + "/idlegrid-gpu-bench";
+  if (PathExists(gpu_bench)) RunCommand({"install", "-m", "755", gpu_bench, root + "/idlegrid-gpu-bench"});
   agents.resize(4);
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "readiness/gpu_bench_format.h"
 #include "readiness/gpu_kernel.h"
 #include "readiness/kernel.h"
 
@@ -242,6 +243,79 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
     EXPECT_NE(result.status().message().find(c.message_part), std::string::npos)
         << c.name << ": " << result.status().message();
   }
+}
+
+// --- What gpu_bench writes is what the coordinator reads -------------------------------
+
+TEST(FormatGpuBenchReportTest, RoundTripsThroughTheParser) {
+  GpuBenchReport report;
+  report.checksum = 0x0123456789abcdefu;
+  report.rounds = 18446744073709551615u;
+  report.kernel_seconds = 0.000041216;
+  report.bandwidth_gbps = 4012.345;
+  report.device_name = "NVIDIA H200";
+  report.memory_bytes = 150754820096u;
+  report.compute_capability_major = 12;
+  report.compute_capability_minor = 0;
+  const std::string text = FormatGpuBenchReport(report);
+  EXPECT_EQ(text,
+            "checksum=0123456789abcdef\nrounds=18446744073709551615\nthreads=65536\n"
+            "kernel_seconds=0.000041216\nbandwidth_gbps=4012.345\ndevice_name=NVIDIA H200\n"
+            "memory_bytes=150754820096\ncompute_capability=12.0\n");
+  auto parsed = ParseGpuBenchResult(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->checksum, report.checksum);
+  EXPECT_EQ(parsed->rounds, report.rounds);
+  EXPECT_EQ(parsed->threads, kGpuBenchThreads);
+  EXPECT_DOUBLE_EQ(parsed->kernel_seconds, report.kernel_seconds);
+  EXPECT_DOUBLE_EQ(parsed->bandwidth_gbps, report.bandwidth_gbps);
+  EXPECT_EQ(parsed->device_name, report.device_name);
+  EXPECT_EQ(parsed->memory_bytes, report.memory_bytes);
+  EXPECT_EQ(parsed->compute_capability, "12.0");
+}
+
+TEST(FormatGpuBenchReportTest, AnHonestRunPassesJudge) {
+  GpuBenchReport report;
+  report.checksum = ExpectedGpuChecksum(11, 40);
+  report.rounds = 40;
+  report.kernel_seconds = 0.000002;
+  report.bandwidth_gbps = 3001;
+  report.device_name = "NVIDIA H100 80GB HBM3";
+  report.memory_bytes = 85045231616u;
+  report.compute_capability_major = 9;
+  auto parsed = ParseGpuBenchResult(FormatGpuBenchReport(report));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  v1::GpuDevice claimed;
+  claimed.set_name("NVIDIA H100 80GB HBM3");
+  claimed.set_memory_total_bytes(85520809984u);  // NVML's figure: 81559 MiB
+  claimed.set_compute_capability("9.0");
+  GpuJudgement j = JudgeGpu(*parsed, 11, 40, claimed);
+  EXPECT_TRUE(j.passed) << j.reason;
+}
+
+TEST(FormatGpuBenchReportTest, DeviceNamesStayOnePrintableLine) {
+  struct Case {
+    std::string name;
+    std::string printed;
+  };
+  const std::vector<Case> cases = {
+      {"NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"},
+      {"bad\nname=\tx\xc2\xb5", "bad?name=?x??"},
+      {std::string("cut\0here", 8), "cut"},
+      {std::string(300, 'n'), std::string(kMaxGpuDeviceNameSize, 'n')},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(PrintableGpuDeviceName(c.name.data(), c.name.size()), c.printed);
+    GpuBenchReport report;
+    report.device_name = c.name;
+    auto parsed = ParseGpuBenchResult(FormatGpuBenchReport(report));
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(parsed->device_name, c.printed);
+  }
+  // An empty name is reported as such, and the coordinator rejects it.
+  GpuBenchReport unnamed;
+  EXPECT_EQ(ParseGpuBenchResult(FormatGpuBenchReport(unnamed)).status().code(),
+            Code::kInvalidArgument);
 }
 
 // --- The plausibility table ----------------------------------------------------------------
