@@ -202,6 +202,7 @@ int Agent::Run() {
     return st.code() == Code::kInvalidArgument ? 2 : 1;
   }
   spdlog::info("agent {} enrolled with {}", node_id_, config_.coordinator);
+  RemoveOrphans();
   logs_ = std::make_unique<LogShipper>([this](const v1::AppendLogsRequest& req) {
     v1::AppendLogsResponse resp;
     auto ctx = Context(10000);
@@ -230,14 +231,39 @@ void Agent::Shutdown() {
   if (connect_ctx_) connect_ctx_->TryCancel();
   for (const auto& [id, t] : attempts_) {
     cancelled_.insert(id);
-    (void)runtime_->Kill("idlegrid-" + id);
+    (void)runtime_->Kill(ContainerName(id));
   }
   cv_.notify_all();
 }
 
+void Agent::RemoveOrphans() {
+  // Containers of this node that no runner owns were left by a previous run
+  // (a crash, kill -9): their attempts can no longer be reported on, so stop
+  // them. The coordinator fails those attempts once heartbeats stop listing
+  // them. A `podman run` orphaned mid-start may create its container after
+  // the first sweep, hence the periodic ones.
+  auto containers = runtime_->ListContainers();
+  if (!containers.ok()) return;
+  const std::string prefix = ContainerName("");
+  for (const auto& name : *containers) {
+    if (name.rfind(prefix, 0) != 0) continue;  // another agent's
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (attempts_.count(name.substr(prefix.size()))) continue;
+    }
+    spdlog::warn("removing container {} left by a previous run", name);
+    (void)runtime_->Kill(name);
+  }
+}
+
 void Agent::HeartbeatLoop() {
   int interval_ms = 5000;
+  int64_t last_sweep_ms = SystemClock::Get()->NowMs();
   while (!stopping_) {
+    if (SystemClock::Get()->NowMs() - last_sweep_ms > 30000) {
+      RemoveOrphans();
+      last_sweep_ms = SystemClock::Get()->NowMs();
+    }
     v1::HeartbeatRequest req;
     *req.mutable_info() = Describe();
     {
@@ -330,7 +356,7 @@ void Agent::HandleCancel(const v1::CancelAttempt& c) {
     cancelled_.insert(c.attempt_id());
   }
   spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
-  Status st = runtime_->Kill("idlegrid-" + c.attempt_id());
+  Status st = runtime_->Kill(ContainerName(c.attempt_id()));
   if (!st.ok()) spdlog::warn("kill {}: {}", c.attempt_id(), st.message());
 }
 

@@ -63,10 +63,13 @@ class Agent {
   Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);
   std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
   bool IsCancelled(const std::string& attempt_id);
+  // "idlegrid-<node>-<attempt>": several agents may share one podman storage.
+  std::string ContainerName(const std::string& attempt_id) const { return "idlegrid-" + node_id_ + "-" + attempt_id; }
   // Re-reads the owner's policy file if it changed; true if the policy did.
   bool ReloadPolicy();
   std::vector<std::string> CachedImages() const;
   void RequestReadvertise();
+  void RemoveOrphans();
 
   struct AttemptHold {
     std::vector<std::string> devices;

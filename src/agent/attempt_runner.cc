@@ -130,7 +130,7 @@ void Agent::RunAttempt(v1::Assignment a) {
   const std::string out_dir = work + "/out";
   if (Status st = MakeDirs(out_dir, 0700); !st.ok()) return fail(v1::PLATFORM_FAILURE, st);
   runtime::RunSpec run;
-  run.container_name = "idlegrid-" + id;
+  run.container_name = ContainerName(id);
   run.image_id = *image_id;
   run.runtime = spec.runtime();
   run.command.assign(spec.command().begin(), spec.command().end());

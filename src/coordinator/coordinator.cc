@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <set>
 
 #include "advert/advertisement.h"
 #include "common/digest.h"
@@ -373,6 +374,7 @@ void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr
 
 Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
   if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
+  ReconcileRunning(node_id, request);
   bool came_back = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -426,6 +428,37 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
   for (const auto& [job, chunks] : by_job) IG_RETURN_IF_ERROR(store_->AppendLogs(job, chunks));
   Notify();
   return Status::Ok();
+}
+
+void Coordinator::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
+  auto active = store_->ActiveAttempts();
+  if (!active.ok()) return;
+  std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
+  std::vector<std::string> lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeLive& live = nodes_[node_id];
+    std::map<std::string, int> still;
+    for (const auto& a : *active) {
+      if (a.node_id != node_id || a.state != v1::RUNNING || listed.count(a.attempt_id)) continue;
+      int misses = live.unlisted[a.attempt_id] + 1;
+      if (misses >= 2) {
+        lost.push_back(a.attempt_id);
+      } else {
+        still[a.attempt_id] = misses;
+      }
+    }
+    live.unlisted = std::move(still);
+  }
+  for (const auto& id : lost) {
+    v1::ReportAttemptRequest report;
+    report.set_attempt_id(id);
+    report.set_event(v1::ERRORED);
+    report.set_failure_reason(v1::NODE_LOST);
+    report.set_message("the agent no longer runs this attempt (it restarted); its container was removed");
+    spdlog::warn("attempt {} on node {} is gone from the agent: failing it", id, node_id);
+    (void)ReportAttempt(node_id, report);
+  }
 }
 
 // --- dispatch -----------------------------------------------------------------

@@ -117,6 +117,11 @@ class Coordinator {
     std::string readiness_job;       // in flight, if any
     int64_t readiness_failed_ms = 0;  // when the last benchmark failed
     std::map<std::string, std::string> gpu_readiness_jobs;  // device uuid -> job in flight
+    // RUNNING attempts the agent's heartbeats did not list, and how many
+    // heartbeats in a row did not. Two in a row means the agent lost them
+    // (it restarted): heartbeats are sequential, so the second was built after
+    // the STARTED report that made the attempt RUNNING had been answered.
+    std::map<std::string, int> unlisted;
   };
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
@@ -138,6 +143,8 @@ class Coordinator {
   void Loop();
   void DispatchOnce();
   void CheckHeartbeats();
+  // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
+  void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
   Status SendAssignment(const store::NewAttempt& attempt);
 

@@ -80,6 +80,8 @@ class Grid {
   Result<v1::Job> WaitJob(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred,
                           int timeout_ms = 120000);
   cli::Client* client();
+  // Follows the job's log stream until `text` appears; false if it ended or timed out first.
+  bool WaitForLog(const std::string& job_id, const std::string& text, int timeout_ms = 60000);
   // Streams the node list until pred holds; returns the last list seen.
   Result<v1::ListNodesResponse> WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
                                           int timeout_ms = 120000);

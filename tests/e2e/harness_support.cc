@@ -394,6 +394,20 @@ Result<Message> ReadUntil(grpc::ClientContext* ctx, Reader reader, const std::fu
 
 }  // namespace
 
+bool Grid::WaitForLog(const std::string& job_id, const std::string& text, int timeout_ms) {
+  v1::StreamLogsRequest req;
+  req.set_job_id(job_id);
+  req.set_follow(true);
+  auto ctx = client()->Context(timeout_ms);
+  auto reader = client()->stub()->StreamLogs(ctx.get(), req);
+  v1::LogChunk chunk;
+  std::string seen;
+  while (seen.find(text) == std::string::npos && reader->Read(&chunk)) seen += chunk.data();
+  ctx->TryCancel();
+  reader->Finish();
+  return seen.find(text) != std::string::npos;
+}
+
 Result<v1::ListNodesResponse> Grid::WaitNodes(const std::function<bool(const v1::ListNodesResponse&)>& pred,
                                               int timeout_ms) {
   auto ctx = client()->Context(timeout_ms);

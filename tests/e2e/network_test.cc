@@ -116,5 +116,42 @@ TEST(Network, KilledAgentsTaskIsRetriedOnAnotherAgent) {
   EXPECT_NE(attempts[1].node_id(), first_node);
 }
 
+TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  Grid grid("restart");
+  // A generous margin: the node must not be declared offline; the restarted
+  // agent's own heartbeats have to reveal that the attempt is gone.
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "40"}).ok());
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  std::string manifest = grid.Manifest("orphan", {"sleep", "300"}, "retries: 1\nidempotent: true\n");
+  auto sub = grid.Cli({"submit", manifest});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  auto running = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
+  ASSERT_TRUE(running.ok());
+  std::string attempt = running->tasks(0).attempts(0).id();
+  // The program inside prints "started" once it runs, so its container surely exists.
+  ASSERT_TRUE(grid.WaitForLog(id, "started")) << "the container never started";
+
+  grid.StopAgent(1, SIGKILL);  // its container lives on under conmon
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + attempt}));
+  EXPECT_EQ(ps.out, "") << "the restarted agent left its orphan running";
+
+  auto failed = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 60000);
+  ASSERT_TRUE(failed.ok());
+  const auto& first = failed->tasks(0).attempts(0);
+  EXPECT_EQ(first.failure_reason(), v1::NODE_LOST);
+  EXPECT_NE(first.message().find("no longer runs"), std::string::npos) << first.message();
+  // Retried elsewhere (a node that lost a task is not given it again).
+  ASSERT_TRUE(grid.StartAgent(2).ok());
+  auto second = grid.WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() == 2 && j.tasks(0).attempts(1).state() == v1::RUNNING;
+  });
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->tasks(0).attempts(1).node_id(), first.node_id());
+  ASSERT_EQ(grid.Cli({"cancel", id}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace idlegrid::testing
