@@ -336,14 +336,31 @@ std::string Grid::PushTestImage() {
   static std::string archive;  // built once per test binary
   if (archive.empty()) {
     std::string out = "/tmp/igtest-image-" + std::to_string(::getpid()) + ".tar";
-    auto r = RunCommand({std::string(IDLEGRID_SOURCE_DIR) + "/scripts/build-image.sh",
+    auto build = [&] {
+      return RunCommand({std::string(IDLEGRID_SOURCE_DIR) + "/scripts/build-image.sh",
                          std::string(IDLEGRID_SOURCE_DIR) + "/tests/e2e/testprog.c",
                          "localhost/igtest-prog:" + std::to_string(::getpid()), out});
-    if (r.exit_code != 0) return "";
+    };
+    auto r = build();
+    if (r.exit_code != 0) {
+      // Building is set-up, not the behaviour under test: one logged retry for
+      // a transient podman storage lock.
+      std::fprintf(stderr, "[harness] building the test image failed (%d), retrying: %s%s\n", r.exit_code,
+                   r.out.c_str(), r.err.c_str());
+      r = build();
+    }
+    if (r.exit_code != 0) {
+      std::fprintf(stderr, "[harness] building the test image failed (%d): %s%s\n", r.exit_code, r.out.c_str(),
+                   r.err.c_str());
+      return "";
+    }
     archive = out;
   }
   auto r = Cli({"image", "push", archive});
-  if (r.exit_code != 0) return "";
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "[harness] image push failed (%d): %s%s\n", r.exit_code, r.out.c_str(), r.err.c_str());
+    return "";
+  }
   std::string digest = r.out;
   while (!digest.empty() && digest.back() == '\n') digest.pop_back();
   return digest;
