@@ -18,6 +18,9 @@ namespace idlegrid::agent {
 
 namespace {
 
+// Outputs are collected one artifact per file; a job may not flood the coordinator.
+constexpr size_t kMaxOutputFiles = 10000;
+
 v1::ReportAttemptRequest Event(const std::string& attempt_id, v1::AttemptEvent event) {
   v1::ReportAttemptRequest r;
   r.set_attempt_id(attempt_id);
@@ -202,7 +205,14 @@ void Agent::RunAttempt(v1::Assignment a) {
       done.set_failure_reason(v1::OUT_OF_MEMORY);
       done.set_message("killed: out of memory (limit " + std::to_string(spec.resources().memory_bytes()) + " bytes)");
     }
-    for (const auto& rel : OutputFiles(out_dir)) {
+    auto files = OutputFiles(out_dir);
+    if (files.size() > kMaxOutputFiles) {
+      RemoveTree(work).ok();
+      return fail(v1::NONZERO_EXIT, Status::InvalidArgument("the job left " + std::to_string(files.size()) +
+                                                            " output files; at most " +
+                                                            std::to_string(kMaxOutputFiles) + " are collected"));
+    }
+    for (const auto& rel : files) {
       auto file = Upload(out_dir + "/" + rel, rel);
       if (!file.ok()) {
         RemoveTree(work).ok();

@@ -25,6 +25,10 @@ BlobWriter::~BlobWriter() {
 }
 
 Status BlobWriter::Append(const void* data, size_t size) {
+  if (size_ + size > kMaxArtifactBytes) {
+    return Status::InvalidArgument("artifact is larger than the limit of " + std::to_string(kMaxArtifactBytes) +
+                                   " bytes");
+  }
   if (expected_size_ > 0 && size_ + size > expected_size_) {
     return Status::InvalidArgument("upload is larger than its announced size " + std::to_string(expected_size_));
   }
@@ -68,6 +72,10 @@ Status ArtifactStore::Init() {
 
 Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter(const std::string& expected_digest,
                                                              uint64_t expected_size) {
+  if (expected_size > kMaxArtifactBytes) {
+    return Status::InvalidArgument("announced size " + std::to_string(expected_size) + " exceeds the limit of " +
+                                   std::to_string(kMaxArtifactBytes) + " bytes");
+  }
   if (!expected_digest.empty() && !IsValidDigest(expected_digest)) {
     return Status::InvalidArgument("artifact digest must be sha256:<64 hex>, got '" + expected_digest + "'");
   }

@@ -35,6 +35,10 @@ class BlobWriter {
   bool done_ = false;
 };
 
+// Largest blob accepted (images, inputs, outputs): an authenticated client
+// still must not be able to fill the coordinator's disk with one upload.
+inline constexpr uint64_t kMaxArtifactBytes = 16ull << 30;
+
 class ArtifactStore {
  public:
   explicit ArtifactStore(std::string root) : root_(std::move(root)) {}
