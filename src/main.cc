@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
   c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");
   c->add_option("--heartbeat-interval-ms", coord.options.heartbeat_interval_ms)->capture_default_str();
   c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
+  c->add_option("--ack-timeout-ms", coord.options.ack_timeout_ms, "assignments not acknowledged by then go elsewhere")
+      ->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");

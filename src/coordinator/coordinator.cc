@@ -539,6 +539,28 @@ void Coordinator::CheckHeartbeats() {
     spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
                  failed.ok() ? failed->size() : 0);
   }
+  // R14: an assignment the agent never acknowledged goes elsewhere, quickly.
+  auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);
+  if (unacked.ok()) {
+    for (const auto& a : *unacked) {
+      v1::ReportAttemptRequest report;
+      report.set_attempt_id(a.attempt_id);
+      report.set_event(v1::ERRORED);
+      report.set_failure_reason(v1::ACK_TIMEOUT);
+      report.set_message("node did not acknowledge the assignment within " +
+                         std::to_string(options_.ack_timeout_ms) + " ms");
+      spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
+      (void)ReportAttempt(a.node_id, report);
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = nodes_.find(a.node_id);
+      if (it != nodes_.end() && it->second.session) {
+        v1::Command cancel;  // should the assignment still arrive, the agent drops it
+        cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
+        cancel.mutable_cancel()->set_reason("not acknowledged in time");
+        it->second.session->Push(std::move(cancel));
+      }
+    }
+  }
   auto expired = store_->ExpireQueuedTasks(now);
   if (!lost.empty() || (expired.ok() && *expired > 0)) Notify();
 }

@@ -31,6 +31,7 @@ struct Options {
   uint64_t bench_iterations = 20'000'000;
   double min_cpu_score = 5'000'000;
   int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
+  int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
 };
 
 // Commands waiting to be pushed down one agent's Connect stream.

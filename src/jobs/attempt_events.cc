@@ -11,9 +11,9 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   out.attempt_state = v1::FAILED;
   out.reason = reason;
   out.message = std::move(message);
-  // A policy rejection is not the job's fault and used no run time: it never
-  // consumes a retry, it only rules out that node.
-  if (reason == v1::POLICY_REJECTED) {
+  // A policy rejection or a missing acknowledgement is not the job's fault and
+  // used no run time: it never consumes a retry, it only rules out that node.
+  if (reason == v1::POLICY_REJECTED || reason == v1::ACK_TIMEOUT) {
     out.task_state = v1::QUEUED;
     out.retried = true;
     out.exclude_node = true;

@@ -26,6 +26,7 @@ const char* ReasonName(FailureReason reason) {
     case v1::NODE_LOST: return "node_lost";
     case v1::POLICY_REJECTED: return "policy_rejected";
     case v1::OUT_OF_MEMORY: return "out_of_memory";
+    case v1::ACK_TIMEOUT: return "ack_timeout";
     default: return "";
   }
 }

@@ -117,6 +117,8 @@ class Store {
   // Assignment commands for the node's attempts that are still ASSIGNED (to
   // re-send when its agent reconnects).
   virtual Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) = 0;
+  // ASSIGNED attempts never acknowledged (ACCEPTED) and assigned before the cutoff.
+  virtual Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) = 0;
   // Fails a QUEUED task that can never run (e.g. unknown image). 
   virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                                 const std::string& message, int64_t now_ms) = 0;

@@ -153,5 +153,58 @@ TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
   ASSERT_EQ(grid.Cli({"cancel", id}).exit_code, 0);
 }
 
+TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  Grid grid("unacked");
+  // Heartbeat silence would take 12 s to count; the ack timeout is 1 s.
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "40", "--ack-timeout-ms",
+                                     "1000"}).ok());
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  ASSERT_TRUE(grid.WaitNodes([](const v1::ListNodesResponse& l) {
+    return l.nodes_size() == 1 && l.nodes(0).schedulable();
+  }).ok());
+  grid.agents[0]->Signal(SIGSTOP);  // frozen: it cannot acknowledge anything
+  auto sub = grid.Cli({"submit", grid.Manifest("unacked", {"write", "once"})});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  auto timed_out = grid.WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() > 0 && j.tasks(0).attempts(0).state() == v1::FAILED;
+  }, 30000);
+  ASSERT_TRUE(timed_out.ok());
+  const auto& first = timed_out->tasks(0).attempts(0);
+  EXPECT_EQ(first.failure_reason(), v1::ACK_TIMEOUT);
+  EXPECT_EQ(timed_out->tasks(0).state(), v1::QUEUED) << "it should wait for another node";
+
+  ASSERT_TRUE(grid.StartAgent(2).ok());
+  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); });
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->state(), v1::SUCCEEDED);
+  ASSERT_EQ(done->tasks(0).attempts_size(), 2);
+  EXPECT_NE(done->tasks(0).attempts(1).node_id(), first.node_id());
+
+  // The frozen agent wakes up holding the stale assignment (and its cancel):
+  // its ACK is refused, it runs nothing, and the job stays as it was.
+  grid.agents[0]->Signal(SIGCONT);
+  std::string stale = first.id();
+  auto woke = grid.WaitNodes([&](const v1::ListNodesResponse& l) {
+    for (const auto& n : l.nodes()) {
+      if (n.id() == first.node_id() && n.advertisement().running_attempts_size() == 0 &&
+          n.last_heartbeat_ms() > done->tasks(0).attempts(1).finished_at_ms()) {
+        return true;
+      }
+    }
+    return false;
+  }, 30000);
+  ASSERT_TRUE(woke.ok());
+  auto after = grid.Cli({"status", id, "--json"});
+  v1::Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(after.out, &job).ok());
+  EXPECT_EQ(job.state(), v1::SUCCEEDED);
+  EXPECT_EQ(job.tasks(0).attempts_size(), 2);
+  EXPECT_EQ(job.tasks(0).attempts(0).state(), v1::FAILED);
+  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + stale}));
+  EXPECT_EQ(ps.out, "") << "the stale assignment was run";
+}
+
 }  // namespace
 }  // namespace idlegrid::testing

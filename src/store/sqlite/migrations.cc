@@ -56,6 +56,10 @@ const std::vector<const char*>& Migrations() {
       ALTER TABLE attempts ADD COLUMN devices TEXT NOT NULL DEFAULT '';
       ALTER TABLE attempts ADD COLUMN gpu_memory INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v3: when the agent acknowledged each assignment (ack timeouts).
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN accepted_ms INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

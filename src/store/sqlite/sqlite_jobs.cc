@@ -287,10 +287,10 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   IG_RETURN_IF_ERROR(tx.status());
   // attempts_used leaves out rejections: a node's refusal never consumes a retry.
   Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason != ?), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?)), "
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, report.attempt_id());
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
     return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
@@ -308,6 +308,13 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   std::string job_id = q.Text(0);
   auto index = static_cast<uint32_t>(q.Int(1));
   IG_ASSIGN_OR_RETURN(jobs::AttemptOutcome outcome, jobs::ApplyAttemptEvent(ctx, report));
+  if (report.event() == v1::ACCEPTED || report.event() == v1::STARTED) {
+    // The acknowledgement stops the ack timeout (a STARTED implies one that was lost).
+    Stmt ack(db_, "UPDATE attempts SET accepted_ms = ? WHERE id = ? AND accepted_ms = 0");
+    ack.Bind(1, now_ms).Bind(2, report.attempt_id());
+    ack.Step();
+    IG_RETURN_IF_ERROR(ack.status());
+  }
   IG_ASSIGN_OR_RETURN(EventResult result, ApplyOutcomeLocked(report.attempt_id(), ctx, outcome, report, job_id,
                                                              index, node_id, now_ms));
   IG_RETURN_IF_ERROR(tx.Commit());
@@ -326,11 +333,12 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
   std::vector<Row> rows;
   // attempts_used leaves out rejections, as in ApplyAttemptReport.
   Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason != ?), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?)), "
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
               "WHERE a.node_id = ? AND a.state IN (?, ?)");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, node_id).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, node_id)
+      .Bind(4, int64_t{v1::ASSIGNED}).Bind(5, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
     Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};
@@ -445,6 +453,25 @@ Result<Store::AttemptOwner> SqliteStore::GetAttemptOwner(const std::string& atte
     return Status::NotFound("attempt " + attempt_id + " does not exist");
   }
   return AttemptOwner{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), static_cast<v1::TaskState>(q.Int(3))};
+}
+
+Result<std::vector<ActiveAttempt>> SqliteStore::UnacknowledgedAttempts(int64_t assigned_before_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ActiveAttempt> out;
+  Stmt q(db_, "SELECT id, job_id, idx, node_id, state FROM attempts "
+              "WHERE state = ? AND accepted_ms = 0 AND assigned_ms < ? ORDER BY assigned_ms");
+  q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, assigned_before_ms);
+  while (q.Step()) {
+    ActiveAttempt a;
+    a.attempt_id = q.Text(0);
+    a.job_id = q.Text(1);
+    a.index = static_cast<uint32_t>(q.Int(2));
+    a.node_id = q.Text(3);
+    a.state = static_cast<v1::TaskState>(q.Int(4));
+    out.push_back(std::move(a));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
 }
 
 Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::string& node_id) {

@@ -30,6 +30,7 @@ class SqliteStore : public Store {
   Result<int> ExpireQueuedTasks(int64_t now_ms) override;
   Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
+  Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
   Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                         const std::string& message, int64_t now_ms) override;
 
