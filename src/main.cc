@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <iostream>
 #include <thread>
 
@@ -24,7 +25,7 @@ void SetupLogging(const std::string& level) {
 }
 
 
-int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool json) {
+int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool json, int grace_seconds) {
   idlegrid::agent::Agent agent(config);
   if (discover) {
     auto ad = agent.CurrentAdvertisement();
@@ -52,8 +53,8 @@ int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool jso
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    spdlog::info("signal {}: agent shutting down", sig);
-    agent.Shutdown();
+    spdlog::info("signal {}: agent draining, then shutting down", sig);
+    agent.GracefulShutdown(std::chrono::seconds(grace_seconds));
   });
   waiter.detach();
   return agent.Run();
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
   a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
   a->add_option("--nvml-library", agent.nvml_library, "NVML library to load")->capture_default_str();
+  int grace_seconds = 30;
+  a->add_option("--shutdown-grace", grace_seconds, "on SIGTERM, seconds running work may take to finish before it "
+                "is handed back")->capture_default_str();
   a->add_flag("--json", agent_json, "with --discover: JSON only");
 
   std::string manifest, job_id, dir, file;
@@ -132,8 +136,16 @@ int main(int argc, char** argv) {
   add_client_flags(status);
   auto* jobs = app.add_subcommand("jobs", "list jobs");
   add_client_flags(jobs);
-  auto* nodes = app.add_subcommand("nodes", "list nodes");
+  auto* nodes = app.add_subcommand("nodes", "list nodes; drain or undrain one");
   add_client_flags(nodes);
+  std::string node_id, deadline;
+  auto* drain = nodes->add_subcommand("drain", "take no new work; at --deadline, hand running work back");
+  drain->add_option("node", node_id)->required();
+  drain->add_option("--deadline", deadline, "e.g. 90s, 10m (default: let running work finish)");
+  add_client_flags(drain);
+  auto* undrain = nodes->add_subcommand("undrain", "take work again");
+  undrain->add_option("node", node_id)->required();
+  add_client_flags(undrain);
   auto* logs = app.add_subcommand("logs", "print a job's output");
   logs->add_option("job", job_id)->required();
   logs->add_flag("-f,--follow", follow, "keep streaming until the job ends");
@@ -165,11 +177,13 @@ int main(int argc, char** argv) {
   SetupLogging(log_level);
 
   if (*c) return idlegrid::api::RunCoordinator(coord);
-  if (*a) return RunAgent(agent, discover, agent_json);
+  if (*a) return RunAgent(agent, discover, agent_json, grace_seconds);
   if (*submit) return idlegrid::cli::Submit(common, manifest, wait);
   if (*validate) return idlegrid::cli::Validate(common, manifest);
   if (*status) return idlegrid::cli::Status_(common, job_id, wait);
   if (*jobs) return idlegrid::cli::Jobs(common);
+  if (*drain) return idlegrid::cli::Drain(common, node_id, deadline, false);
+  if (*undrain) return idlegrid::cli::Drain(common, node_id, "", true);
   if (*nodes) return idlegrid::cli::Nodes(common);
   if (*logs) return idlegrid::cli::Logs(common, job_id, follow);
   if (*fetch) return idlegrid::cli::Fetch(common, job_id, dir);

@@ -91,6 +91,7 @@ bool Agent::ReloadPolicy() {
     }
     next = *parsed;
   }
+  if (draining_) next.policy.set_accept_jobs(false);  // a draining agent stays closed to new work
   std::lock_guard<std::mutex> lock(mu_);
   bool changed = next.policy.SerializeAsString() != owner_.policy.SerializeAsString() || next.asks.size() != owner_.asks.size();
   owner_ = next;
@@ -256,6 +257,25 @@ void Agent::RemoveOrphans() {
   }
 }
 
+void Agent::GracefulShutdown(std::chrono::seconds grace) {
+  draining_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    owner_.policy.set_accept_jobs(false);  // advertised at once: no new work comes
+    readvertise_ = true;
+    cv_.notify_all();
+  }
+  spdlog::info("draining: waiting up to {} s for {} running attempt(s)", grace.count(), [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return attempts_.size() - finished_.size();
+  }());
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, grace, [&] { return stopping_.load() || attempts_.size() == finished_.size(); });
+  }
+  Shutdown();
+}
+
 void Agent::HeartbeatLoop() {
   int interval_ms = 5000;
   int64_t last_sweep_ms = SystemClock::Get()->NowMs();
@@ -347,6 +367,7 @@ void Agent::HandleAssignment(const v1::Assignment& a) {
     RunAttempt(a);
     std::lock_guard<std::mutex> done(mu_);
     finished_.insert(a.attempt_id());
+    cv_.notify_all();
   });
 }
 

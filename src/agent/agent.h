@@ -3,6 +3,7 @@
 // enrolls with a join token (pinning the coordinator's CA), keeps a command
 // stream open, heartbeats, and runs each assigned attempt in a container.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -43,7 +44,11 @@ class Agent {
   ~Agent();
   // Enrolls if needed, then serves until Shutdown(). Returns the exit code.
   int Run();
+  // Stops at once: running containers are killed and their attempts handed back.
   void Shutdown();
+  // SIGTERM: takes no new work (the advertisement says so), lets running
+  // attempts finish for up to `grace`, then hands back what is left and stops.
+  void GracefulShutdown(std::chrono::seconds grace);
   // The capacity this host offers (cores, memory, runtimes, enforcement).
   v1::NodeInfo Describe() const;
   // The full advertisement as it would be sent now, unsigned (`agent --discover`).
@@ -98,6 +103,7 @@ class Agent {
   std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
   std::mutex image_mu_;                          // one image download/load at a time
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_
 };
 

@@ -87,8 +87,8 @@ void Agent::RunAttempt(v1::Assignment a) {
     (void)Report(r);
   };
 
-  Status admit;
-  {
+  Status admit = draining_ ? Status::FailedPrecondition("the agent is shutting down") : Status::Ok();
+  if (admit.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     admit = CheckOwnerPolicy(spec, owner_.policy);
   }

@@ -251,6 +251,26 @@ int Nodes(const CommonFlags& f) {
   return 0;
 }
 
+int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo) {
+  v1::DrainNodeRequest req;
+  req.set_node_id(node_id);
+  req.set_undo(undo);
+  if (!deadline.empty()) {
+    auto secs = manifest::ParseDurationSeconds(deadline);
+    if (!secs.ok()) return Fail(Status::InvalidArgument("--deadline: " + secs.status().message()));
+    req.set_deadline_seconds(*secs);
+  }
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::Node node;
+  auto ctx = (*client)->Context();
+  Status st = FromGrpc((*client)->stub()->DrainNode(ctx.get(), req, &node));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(node);
+  else std::cout << node.id() << "  " << node.name() << "  " << (undo ? "takes work again" : "draining") << "\n";
+  return 0;
+}
+
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());

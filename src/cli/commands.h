@@ -17,6 +17,7 @@ int Submit(const CommonFlags& f, const std::string& manifest_path, bool wait);
 int Status_(const CommonFlags& f, const std::string& job_id, bool wait);
 int Jobs(const CommonFlags& f);
 int Nodes(const CommonFlags& f);
+int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow);
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
 int Cancel(const CommonFlags& f, const std::string& job_id);

@@ -137,6 +137,7 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
 }
 
 std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
+  if (node.draining) return "draining";
   if (node.ad.sequence() == 0) return "no advertisement yet";
   if (!node.ad.policy().accept_jobs()) return "paused by its owner";
   const v1::Measurement& m = node.measurement;
@@ -243,7 +244,7 @@ void Coordinator::EnsureReadiness() {
     gpu_image = gpu_bench_image_;
     if (cpu_image.empty()) return;
     for (auto& [id, n] : nodes_) {
-      if (!n.online || !n.session || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
+      if (!n.online || !n.session || n.draining || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
       bool current = n.measurement.measured_at_ms() > 0 && n.measurement.agent_version() == StackOf(n.ad);
       if (!current || !n.measurement.passed()) {
         if (current && now - n.readiness_failed_ms < options_.bench_retry_ms) continue;

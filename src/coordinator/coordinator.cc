@@ -84,6 +84,8 @@ void Coordinator::Start() {
       live.last_sequence = n.last_sequence;
       live.ad = n.advertisement;
       live.measurement = n.measurement;
+      live.draining = n.draining;
+      live.drain_deadline_ms = n.drain_deadline_ms;
     }
   }
   loop_ = std::thread([this] { Loop(); });
@@ -461,6 +463,62 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
   }
 }
 
+Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
+  int64_t deadline = request.undo() || request.deadline_seconds() == 0
+                         ? 0
+                         : clock_->NowMs() + int64_t{request.deadline_seconds()} * 1000;
+  IG_RETURN_IF_ERROR(store_->SetDrain(request.node_id(), !request.undo(), deadline));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeLive& live = nodes_[request.node_id()];
+    live.draining = !request.undo();
+    live.drain_deadline_ms = deadline;
+    live.drain_handed_back = false;
+  }
+  spdlog::info("node {} {}", request.node_id(),
+               request.undo() ? "takes work again"
+                              : "draining" + (deadline ? " (deadline in " + std::to_string(request.deadline_seconds()) +
+                                                             " s)"
+                                                       : std::string()));
+  Notify();
+  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
+  for (const auto& n : nodes.nodes()) {
+    if (n.id() == request.node_id()) return n;
+  }
+  return Status::NotFound("node " + request.node_id() + " does not exist");
+}
+
+void Coordinator::EnforceDrainDeadlines() {
+  int64_t now = clock_->NowMs();
+  std::vector<std::string> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, n] : nodes_) {
+      if (n.draining && n.drain_deadline_ms > 0 && now >= n.drain_deadline_ms && !n.drain_handed_back) {
+        n.drain_handed_back = true;
+        due.push_back(id);
+      }
+    }
+  }
+  if (due.empty()) return;
+  auto active = store_->ActiveAttempts();
+  if (!active.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& id : due) {
+    auto& live = nodes_[id];
+    for (const auto& a : *active) {
+      if (a.node_id != id || !live.session) continue;
+      // The agent stops it and reports STOPPED: the task goes back to the
+      // queue (handed back) only once the container is gone.
+      v1::Command cmd;
+      cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
+      cmd.mutable_cancel()->set_reason("drain deadline reached; handing back");
+      live.session->Push(std::move(cmd));
+      spdlog::info("node {} drain deadline: handing back attempt {}", id, a.attempt_id);
+    }
+  }
+}
+
 // --- dispatch -----------------------------------------------------------------
 
 Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
@@ -506,6 +564,7 @@ void Coordinator::Loop() {
       dirty_ = false;
     }
     CheckHeartbeats();
+    EnforceDrainDeadlines();
     EnsureReadiness();
     DispatchOnce();
   }

@@ -75,6 +75,9 @@ class Coordinator {
   Result<v1::ListJobsResponse> ListJobs();
   Result<v1::Job> CancelJob(const std::string& job_id);
   Result<v1::ListNodesResponse> ListNodes();
+  // Drain (or undo): no new work; at the deadline, running attempts are
+  // stopped and handed back. NotFound for an unknown node.
+  Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
   // Builds the readiness benchmark image from the static benchmark program
   // and registers it. Until it succeeds no node becomes schedulable.
@@ -123,6 +126,9 @@ class Coordinator {
     // (it restarted): heartbeats are sequential, so the second was built after
     // the STARTED report that made the attempt RUNNING had been answered.
     std::map<std::string, int> unlisted;
+    bool draining = false;
+    int64_t drain_deadline_ms = 0;   // 0: none
+    bool drain_handed_back = false;  // the deadline's stop commands went out
   };
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
@@ -144,6 +150,7 @@ class Coordinator {
   void Loop();
   void DispatchOnce();
   void CheckHeartbeats();
+  void EnforceDrainDeadlines();
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers

@@ -13,7 +13,7 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   out.message = std::move(message);
   // A policy rejection or a missing acknowledgement is not the job's fault and
   // used no run time: it never consumes a retry, it only rules out that node.
-  if (reason == v1::POLICY_REJECTED || reason == v1::ACK_TIMEOUT) {
+  if (reason == v1::POLICY_REJECTED || reason == v1::ACK_TIMEOUT || reason == v1::HANDED_BACK) {
     out.task_state = v1::QUEUED;
     out.retried = true;
     out.exclude_node = true;
@@ -106,7 +106,10 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
                          : report.failure_reason(),
                      report.message());
     case v1::STOPPED:
-      return Status::FailedPrecondition("STOPPED for an attempt that was not cancelled");
+      // The node stopped it on its own account (drain deadline, shutdown):
+      // handed back to the queue without using a retry.
+      return Failure(ctx, v1::HANDED_BACK,
+                     "handed back by the node" + (report.message().empty() ? "" : ": " + report.message()));
     default:
       return Status::InvalidArgument("unknown attempt event");
   }

@@ -67,6 +67,8 @@ struct NodeRecord {
   uint64_t last_sequence = 0;    // highest advertisement sequence accepted
   v1::Advertisement advertisement;
   v1::Measurement measurement;
+  bool draining = false;
+  int64_t drain_deadline_ms = 0;  // 0: none
 };
 
 struct ImageRecord {
@@ -138,6 +140,8 @@ class Store {
   virtual Status RecordAdvertisement(const std::string& node_id, uint64_t sequence,
                                      const v1::Advertisement& advertisement) = 0;
   virtual Status RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) = 0;
+  // NotFound for an unknown node.
+  virtual Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) = 0;
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
   virtual Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) = 0;
   // The role of a requester token, or nullopt.

@@ -375,10 +375,25 @@ TEST(ApplyAttemptEventTest, StoppedAfterCancelIsAcceptedAndLeavesItCancelled) {
   EXPECT_FALSE(out->exclude_node);
   EXPECT_FALSE(out->implied_start);
 
-  // Without a cancel, STOPPED is out of place.
-  for (TaskState s : {v1::ASSIGNED, v1::RUNNING, v1::SUCCEEDED, v1::FAILED}) {
+  // On a terminal attempt that was not cancelled, STOPPED is out of place.
+  for (TaskState s : {v1::SUCCEEDED, v1::FAILED}) {
     EXPECT_EQ(ApplyAttemptEvent(Ctx(s), Report(v1::STOPPED)).status().code(), Code::kFailedPrecondition)
         << StateName(s);
+  }
+}
+
+TEST(ApplyAttemptEventTest, StoppedWithoutACancelHandsTheTaskBackWithoutUsingARetry) {
+  // A node that stops an attempt on its own account (drain deadline, agent
+  // shutdown) hands it back: requeued even with no retries left, node excluded.
+  for (TaskState s : {v1::ASSIGNED, v1::RUNNING}) {
+    SCOPED_TRACE(StateName(s));
+    auto out = ApplyAttemptEvent(Ctx(s, /*used=*/3, /*retries=*/0, /*idempotent=*/false), Report(v1::STOPPED));
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->attempt_state, v1::FAILED);
+    EXPECT_EQ(out->reason, v1::HANDED_BACK);
+    EXPECT_EQ(out->task_state, v1::QUEUED);
+    EXPECT_TRUE(out->retried);
+    EXPECT_TRUE(out->exclude_node);
   }
 }
 

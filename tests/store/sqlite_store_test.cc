@@ -177,7 +177,7 @@ class SqliteStoreTest : public ::testing::Test {
 // --- schema -------------------------------------------------------------------
 
 TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 3);
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 4);
   // v2 added node identity columns and per-attempt GPU holds.
   EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_table_info('nodes') WHERE name = 'public_key'"), 1);
   for (const char* table : {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs"}) {
@@ -189,7 +189,7 @@ TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
   EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
   CreateJob("j1", {.array_count = 2});
   Reopen();
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 3);
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 4);
   v1::Job job = Job("j1");
   EXPECT_EQ(job.tasks_size(), 2);
   EXPECT_EQ(job.spec().name(), "sweep");

@@ -60,6 +60,11 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN accepted_ms INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v4: drain (the node takes no new work; -1 deadline = none).
+      R"sql(
+      ALTER TABLE nodes ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE nodes ADD COLUMN drain_deadline_ms INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

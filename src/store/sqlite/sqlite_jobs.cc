@@ -287,10 +287,11 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   IG_RETURN_IF_ERROR(tx.status());
   // attempts_used leaves out rejections: a node's refusal never consumes a retry.
   Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?)), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, report.attempt_id());
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, int64_t{v1::HANDED_BACK})
+      .Bind(4, report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
     return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
@@ -333,12 +334,12 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
   std::vector<Row> rows;
   // attempts_used leaves out rejections, as in ApplyAttemptReport.
   Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?)), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
               "WHERE a.node_id = ? AND a.state IN (?, ?)");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, node_id)
-      .Bind(4, int64_t{v1::ASSIGNED}).Bind(5, int64_t{v1::RUNNING});
+  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, int64_t{v1::HANDED_BACK})
+      .Bind(4, node_id).Bind(5, int64_t{v1::ASSIGNED}).Bind(6, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
     Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};

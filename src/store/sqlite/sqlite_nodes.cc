@@ -56,7 +56,7 @@ Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_
 namespace {
 constexpr char kNodeColumns[] =
     "SELECT id, name, info, registered_ms, last_heartbeat_ms, public_key, last_sequence, advertisement, "
-    "measurement FROM nodes ";
+    "measurement, draining, drain_deadline_ms FROM nodes ";
 
 NodeRecord ReadNode(const Stmt& q) {
   NodeRecord n;
@@ -69,6 +69,8 @@ NodeRecord ReadNode(const Stmt& q) {
   n.last_sequence = static_cast<uint64_t>(q.Int(6));
   n.advertisement.ParseFromString(q.Blob(7));
   n.measurement.ParseFromString(q.Blob(8));
+  n.draining = q.Int(9) != 0;
+  n.drain_deadline_ms = q.Int(10);
   return n;
 }
 }  // namespace
@@ -112,6 +114,16 @@ Status SqliteStore::RecordAdvertisement(const std::string& node_id, uint64_t seq
     return Status::FailedPrecondition("stale sequence: advertisement " + std::to_string(sequence) + " of " + node_id +
                                       " is not newer than the stored one");
   }
+  return Status::Ok();
+}
+
+Status SqliteStore::SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "UPDATE nodes SET draining = ?, drain_deadline_ms = ? WHERE id = ?");
+  q.Bind(1, int64_t{draining}).Bind(2, deadline_ms).Bind(3, node_id);
+  q.Step();
+  IG_RETURN_IF_ERROR(q.status());
+  if (sqlite3_changes(db_) != 1) return Status::NotFound("node " + node_id + " does not exist");
   return Status::Ok();
 }
 

@@ -44,6 +44,7 @@ class SqliteStore : public Store {
   Status RecordAdvertisement(const std::string& node_id, uint64_t sequence,
                              const v1::Advertisement& advertisement) override;
   Status RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) override;
+  Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) override;
   Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
   Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) override;
   Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) override;
