@@ -207,6 +207,7 @@ int Agent::Run() {
   logs_ = std::make_unique<LogShipper>([this](const v1::AppendLogsRequest& req) {
     v1::AppendLogsResponse resp;
     auto ctx = Context(10000);
+    ctx->set_wait_for_ready(true);
     grpc::Status s = stub_->AppendLogs(ctx.get(), req, &resp);
     // Only a transport failure is worth a retry; a refusal will not change.
     return s.ok() || (s.error_code() != grpc::StatusCode::UNAVAILABLE &&

@@ -1,22 +1,60 @@
 // Artifact download and upload for the agent: digests are checked while the
-// bytes move, and nothing unverified is ever handed to podman or a job.
+// bytes move, and nothing unverified is ever handed to podman or a job. A
+// coordinator that is restarting (or a network cut) must not fail the job:
+// calls wait for the channel to come back and are retried from the start.
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
 #include "agent/agent.h"
 #include "common/artifact_client.h"
 
 namespace idlegrid::agent {
 
+namespace {
+
+constexpr int kTransferTries = 8;
+
+template <typename Fn>
+auto WithRetries(const std::string& what, Fn fn) -> decltype(fn()) {
+  int backoff_ms = 250;
+  for (int i = 1;; ++i) {
+    auto result = fn();
+    Status st = [&] {
+      if constexpr (std::is_same_v<decltype(result), Status>) {
+        return result;
+      } else {
+        return result.status();
+      }
+    }();
+    if (st.code() != Code::kUnavailable || i == kTransferTries) return result;
+    spdlog::warn("{}: {}; retrying in {} ms", what, st.message(), backoff_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));  // backoff before a new try, not a sync
+    backoff_ms = std::min(backoff_ms * 2, 10000);
+  }
+}
+
+}  // namespace
+
 Status Agent::Download(const std::string& digest, const std::string& path) {
-  auto ctx = Context(600000);
-  return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path);
+  return WithRetries("download of " + digest, [&] {
+    auto ctx = Context(600000);
+    ctx->set_wait_for_ready(true);
+    return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path);
+  });
 }
 
 Result<v1::OutputFile> Agent::Upload(const std::string& path, const std::string& rel) {
-  auto ctx = Context(600000);
-  IG_ASSIGN_OR_RETURN(v1::ArtifactRef ref, UploadArtifactFile(stub_.get(), ctx.get(), path, "output"));
+  auto ref = WithRetries("upload of " + rel, [&] {
+    auto ctx = Context(600000);
+    ctx->set_wait_for_ready(true);
+    return UploadArtifactFile(stub_.get(), ctx.get(), path, "output");
+  });
+  if (!ref.ok()) return ref.status();
   v1::OutputFile out;
   out.set_path(rel);
-  out.set_digest(ref.digest());
-  out.set_size(ref.size());
+  out.set_digest(ref->digest());
+  out.set_size(ref->size());
   return out;
 }
 

@@ -87,6 +87,7 @@ class Grid {
                                           int timeout_ms = 120000);
 
   std::string listen_host = "127.0.0.1";  // where the coordinator's gRPC API listens
+  int listen_port = 0;                    // 0: any; set to restart a coordinator on the same address
   std::string agent_netns;                // when set, agents start inside this network namespace
   std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
   std::unique_ptr<Process> coordinator;

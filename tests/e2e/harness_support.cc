@@ -227,7 +227,7 @@ Grid::~Grid() {
 }
 
 Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", listen_host + ":0",
+  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", listen_host + ":" + std::to_string(listen_port),
                                    "--http-listen", "127.0.0.1:0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   coordinator = Process::Start(argv, root + "/coordinator.err");

@@ -208,3 +208,43 @@ TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
 
 }  // namespace
 }  // namespace idlegrid::testing
+
+namespace idlegrid::testing {
+namespace {
+
+TEST(Network, CoordinatorKilledMidSweepLosesNothingAndRunsEveryTaskOnce) {
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  Grid grid("coordkill");
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
+  for (int n = 1; n <= 3; ++n) ASSERT_TRUE(grid.StartAgent(n).ok());
+  auto sub = grid.Cli({"submit", grid.Manifest("sweep200", {"write", "sweep"}, "array: {count: 200}\n")});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  // Kill -9 once some tasks are done and others are in flight.
+  auto midway = grid.WaitJob(id, [](const v1::Job& j) {
+    auto it = j.task_counts().find("succeeded");
+    return it != j.task_counts().end() && it->second >= 20;
+  });
+  ASSERT_TRUE(midway.ok());
+  grid.StopCoordinator(SIGKILL);
+  // Same data dir, same address: the agents, still running their tasks,
+  // reconnect by themselves and report what finished in the meantime.
+  grid.listen_port = std::stoi(grid.grpc_addr.substr(grid.grpc_addr.rfind(':') + 1));
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
+  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  ASSERT_EQ(done->tasks_size(), 200);
+  int retried = 0;
+  for (const auto& t : done->tasks()) {
+    ASSERT_EQ(t.state(), v1::SUCCEEDED) << "task " << t.index() << ": " << t.message();
+    int succeeded = 0;
+    for (const auto& a : t.attempts()) succeeded += a.state() == v1::SUCCEEDED;
+    EXPECT_EQ(succeeded, 1) << "task " << t.index() << " succeeded " << succeeded << " times";
+    retried += t.attempts_size() > 1;
+  }
+  std::printf("[ info ] %d of 200 tasks needed a second attempt after the restarts\n", retried);
+  ASSERT_EQ(grid.Cli({"fetch", id, grid.root + "/out"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace idlegrid::testing
