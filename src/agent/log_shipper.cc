@@ -41,26 +41,34 @@ void LogShipper::SendPending(std::unique_lock<std::mutex>& lock) {
   for (auto& c : pending_) *req.add_chunks() = std::move(c);
   pending_.clear();
   pending_bytes_ = 0;
-  std::lock_guard<std::mutex> order(send_mu_);
+  sending_ = true;
   lock.unlock();
   for (int attempt = 0; attempt < 5 && !send_(req); ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));  // backoff on a flaky link
   }
   lock.lock();
+  sending_ = false;
+  sent_cv_.notify_all();
 }
 
 void LogShipper::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  SendPending(lock);
+  flush_requested_ = true;
+  cv_.notify_all();
+  sent_cv_.wait(lock, [&] { return (pending_.empty() && !sending_) || stopping_; });
 }
 
 void LogShipper::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_ || pending_bytes_ >= kMaxBatchBytes; });
+    cv_.wait_for(lock, std::chrono::milliseconds(200),
+                 [&] { return stopping_ || flush_requested_ || pending_bytes_ >= kMaxBatchBytes; });
+    flush_requested_ = false;
     SendPending(lock);
+    sent_cv_.notify_all();
   }
   SendPending(lock);
+  sent_cv_.notify_all();
 }
 
 }  // namespace idlegrid::agent

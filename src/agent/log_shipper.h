@@ -25,14 +25,18 @@ class LogShipper {
 
  private:
   void Loop();
+  // Sends what is pending; releases `lock` while the RPC runs.
   void SendPending(std::unique_lock<std::mutex>& lock);
   Send send_;
+  // Only the shipper thread sends, so batches stay in order; Flush waits for it.
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;         // work for the shipper thread
+  std::condition_variable sent_cv_;    // a batch went out
   std::vector<v1::LogChunk> pending_;  // guarded by mu_
   size_t pending_bytes_ = 0;           // guarded by mu_
+  bool flush_requested_ = false;       // guarded by mu_
+  bool sending_ = false;               // guarded by mu_
   bool stopping_ = false;              // guarded by mu_
-  std::mutex send_mu_;                 // keeps batches in order
   std::thread thread_;
 };
 
