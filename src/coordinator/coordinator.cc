@@ -233,7 +233,10 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     auto it = nodes_.find(r.id);
     bool online = it != nodes_.end() && it->second.online;
     *n->mutable_info() = it != nodes_.end() && it->second.info.cpu_cores() ? it->second.info : r.info;
-    n->set_state(online ? "online" : "offline");
+    // Suspect: a heartbeat is overdue but the node is not yet declared lost.
+    bool overdue = it != nodes_.end() &&
+                   clock_->NowMs() - it->second.last_heartbeat_ms > options_.heartbeat_interval_ms * 3 / 2;
+    n->set_state(!online ? "offline" : overdue ? "suspect" : "online");
     n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
     if (it != nodes_.end()) {
       const NodeLive& live = it->second;
@@ -488,6 +491,22 @@ Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
   return Status::NotFound("node " + request.node_id() + " does not exist");
 }
 
+void Coordinator::PersistHeartbeats() {
+  // Heartbeats live in memory; the store gets them in one batch at most every
+  // few seconds, never one write per heartbeat.
+  int64_t now = clock_->NowMs();
+  std::map<std::string, int64_t> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - heartbeats_persisted_ms_ < kHeartbeatPersistMs) return;
+    heartbeats_persisted_ms_ = now;
+    for (const auto& [id, n] : nodes_) {
+      if (n.online) batch[id] = n.last_heartbeat_ms;
+    }
+  }
+  if (!batch.empty()) (void)store_->RecordHeartbeats(batch);
+}
+
 void Coordinator::EnforceDrainDeadlines() {
   int64_t now = clock_->NowMs();
   std::vector<std::string> due;
@@ -564,6 +583,7 @@ void Coordinator::Loop() {
       dirty_ = false;
     }
     CheckHeartbeats();
+    PersistHeartbeats();
     EnforceDrainDeadlines();
     EnsureReadiness();
     DispatchOnce();

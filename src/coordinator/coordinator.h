@@ -151,6 +151,8 @@ class Coordinator {
   void DispatchOnce();
   void CheckHeartbeats();
   void EnforceDrainDeadlines();
+  void PersistHeartbeats();
+  static constexpr int64_t kHeartbeatPersistMs = 5000;
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
@@ -174,6 +176,7 @@ class Coordinator {
   std::string gpu_bench_image_;                // guarded by mu_
   std::string gpu_bench_error_ = "no GPU readiness benchmark on the coordinator";  // guarded by mu_
   uint64_t version_ = 0;                       // guarded by mu_
+  int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_
   std::thread loop_;

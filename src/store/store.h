@@ -5,6 +5,7 @@
 // task's state validate the transition with jobs::CheckTaskTransition and
 // reject illegal ones with FailedPrecondition, changing nothing.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,8 @@ class Store {
   // NotFound for an unknown node.
   virtual Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) = 0;
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
+  // Last heartbeat times of many nodes in one transaction.
+  virtual Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) = 0;
   virtual Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) = 0;
   // The role of a requester token, or nullopt.
   virtual Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) = 0;

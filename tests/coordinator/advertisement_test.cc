@@ -599,3 +599,26 @@ TEST_F(AdvertisementTest, ForgedAdvertisementsAreLogged) {
 
 }  // namespace
 }  // namespace idlegrid::coordinator
+
+namespace idlegrid::coordinator {
+namespace {
+
+// Heartbeat states on the coordinator's clock: online, then suspect once a
+// heartbeat is overdue by half an interval (the default interval is 5 s).
+TEST_F(AdvertisementTest, NodeTurnsSuspectWhenAHeartbeatIsOverdue) {
+  NodeKey key = NodeKey::Generate();
+  ASSERT_NO_FATAL_FAILURE(RegisterNode(key));
+  v1::NodeInfo info;
+  info.set_cpu_cores(2);
+  auto session = coordinator_->OpenSession(key.node_id(), info, kPeer);
+  ASSERT_TRUE(coordinator_->Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
+  clock_.AdvanceMs(5000);
+  EXPECT_EQ(Listed(key.node_id())->state(), "online");
+  clock_.AdvanceMs(3000);  // 8 s since the last heartbeat: 1.6 intervals
+  EXPECT_EQ(Listed(key.node_id())->state(), "suspect");
+  ASSERT_TRUE(coordinator_->Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
+  EXPECT_EQ(Listed(key.node_id())->state(), "online");
+}
+
+}  // namespace
+}  // namespace idlegrid::coordinator

@@ -883,3 +883,31 @@ TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
 
 }  // namespace
 }  // namespace idlegrid::store
+
+namespace idlegrid::store {
+namespace {
+
+TEST(SqliteHeartbeatBatchTest, ManyNodesInOneBatchAndNeverBackwards) {
+  char tmpl[] = "/tmp/igstore-hb-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  auto store = OpenSqliteStore(dir + "/state.db");
+  ASSERT_TRUE(store.ok());
+  for (const char* id : {"n1", "n2"}) {
+    NodeRecord rec;
+    rec.id = id;
+    rec.name = id;
+    rec.last_heartbeat_ms = 100;
+    ASSERT_TRUE((*store)->UpsertNode(rec, std::string("tok-") + id).ok());
+  }
+  ASSERT_TRUE((*store)->RecordHeartbeats({{"n1", 500}, {"n2", 700}, {"unknown", 900}}).ok());
+  ASSERT_TRUE((*store)->RecordHeartbeats({{"n1", 300}}).ok());  // an older time never wins
+  auto n1 = (*store)->GetNode("n1");
+  auto n2 = (*store)->GetNode("n2");
+  ASSERT_TRUE(n1.ok() && *n1 && n2.ok() && *n2);
+  EXPECT_EQ((*n1)->last_heartbeat_ms, 500);
+  EXPECT_EQ((*n2)->last_heartbeat_ms, 700);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace idlegrid::store

@@ -143,6 +143,19 @@ Status SqliteStore::RecordHeartbeat(const std::string& node_id, const v1::NodeIn
   return q.status();
 }
 
+Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  for (const auto& [id, ms] : last_heartbeat_ms) {
+    Stmt q(db_, "UPDATE nodes SET last_heartbeat_ms = ? WHERE id = ? AND last_heartbeat_ms < ?");
+    q.Bind(1, ms).Bind(2, id).Bind(3, ms);
+    q.Step();
+    IG_RETURN_IF_ERROR(q.status());
+  }
+  return tx.Commit();
+}
+
 Status SqliteStore::AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "INSERT OR REPLACE INTO api_tokens(hash, role, created_ms) VALUES(?, ?, ?)");

@@ -46,6 +46,7 @@ class SqliteStore : public Store {
   Status RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) override;
   Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) override;
   Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
+  Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) override;
   Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) override;
   Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) override;
 
