@@ -157,6 +157,12 @@ int main(int argc, char** argv) {
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("job", job_id)->required();
   add_client_flags(cancel);
+  auto* retry = app.add_subcommand("retry", "run a job's tasks lost with their node again");
+  retry->add_option("job", job_id)->required();
+  add_client_flags(retry);
+  auto* abandon = app.add_subcommand("abandon", "give up a job's tasks lost with their node (they fail)");
+  abandon->add_option("job", job_id)->required();
+  add_client_flags(abandon);
   auto* image = app.add_subcommand("image", "manage images");
   image->require_subcommand(1);
   auto* push = image->add_subcommand("push", "upload an OCI archive (podman save --format oci-archive)");
@@ -188,6 +194,8 @@ int main(int argc, char** argv) {
   if (*logs) return idlegrid::cli::Logs(common, job_id, follow);
   if (*fetch) return idlegrid::cli::Fetch(common, job_id, dir);
   if (*cancel) return idlegrid::cli::Cancel(common, job_id);
+  if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
+  if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
   if (*push) return idlegrid::cli::ImagePush(common, file);
   if (*apush) return idlegrid::cli::ArtifactPush(common, file);
   return 2;

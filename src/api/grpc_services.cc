@@ -78,6 +78,11 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->ListNodes(), out);
   }
 
+  grpc::Status ResolveLost(grpc::ServerContext* ctx, const v1::ResolveLostRequest* req, v1::Job* out) override {
+    IG_AUTH_REQUESTER();
+    return Reply(c_->ResolveLost(*req), out);
+  }
+
   grpc::Status DrainNode(grpc::ServerContext* ctx, const v1::DrainNodeRequest* req, v1::Node* out) override {
     IG_AUTH_REQUESTER();
     return Reply(c_->DrainNode(*req), out);

@@ -44,7 +44,7 @@ std::string Counts(const v1::Job& job) {
   for (const auto& [state, n] : job.task_counts()) total += static_cast<int>(n);
   s << jobs::StateName(job.state()) << " (";
   const char* sep = "";
-  for (const char* st : {"succeeded", "running", "assigned", "queued", "failed", "cancelled"}) {
+  for (const char* st : {"succeeded", "running", "assigned", "queued", "lost", "failed", "cancelled"}) {
     auto it = job.task_counts().find(st);
     if (it == job.task_counts().end() || it->second == 0) continue;
     s << sep << it->second << "/" << total << " " << st;
@@ -335,6 +335,21 @@ int Cancel(const CommonFlags& f, const std::string& job_id) {
   v1::Job job;
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(job);
+  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  return 0;
+}
+
+int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::ResolveLostRequest req;
+  req.set_job_id(job_id);
+  req.set_retry(retry);
+  v1::Job job;
+  auto ctx = (*client)->Context();
+  Status st = FromGrpc((*client)->stub()->ResolveLost(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
   if (f.json) PrintJson(job);
   else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";

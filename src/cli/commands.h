@@ -21,6 +21,8 @@ int Drain(const CommonFlags& f, const std::string& node_id, const std::string& d
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow);
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
 int Cancel(const CommonFlags& f, const std::string& job_id);
+// The user's decision for tasks lost with their node: run again, or fail them.
+int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
 int ImagePush(const CommonFlags& f, const std::string& archive);
 int ArtifactPush(const CommonFlags& f, const std::string& file);
 

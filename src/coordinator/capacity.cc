@@ -212,6 +212,7 @@ v1::JobSpec Coordinator::ReadinessSpec(const std::string& node_id, const std::st
   spec.set_runtime("runc");
   spec.set_pinned_node(node_id);
   spec.set_readiness(true);
+  spec.set_idempotent(true);  // a benchmark has no effects: a lost one just fails
   return spec;
 }
 

@@ -221,6 +221,13 @@ Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
   return result.job;
 }
 
+Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) {
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->ResolveLost(request.job_id(), request.retry(), clock_->NowMs()));
+  spdlog::info("job {}: lost tasks {}", request.job_id(), request.retry() ? "queued again" : "abandoned");
+  Notify();
+  return job;
+}
+
 Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());

@@ -74,6 +74,7 @@ class Coordinator {
   Result<v1::Job> GetJob(const std::string& job_id);
   Result<v1::ListJobsResponse> ListJobs();
   Result<v1::Job> CancelJob(const std::string& job_id);
+  Result<v1::Job> ResolveLost(const v1::ResolveLostRequest& request);
   Result<v1::ListNodesResponse> ListNodes();
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.

@@ -21,6 +21,8 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   }
   out.retried = ShouldRetry(reason, ctx.attempts_used, ctx.retries, ctx.idempotent);
   out.task_state = out.retried ? v1::QUEUED : v1::FAILED;
+  // A non-idempotent task may have had effects: running it again is the user's call.
+  if (reason == v1::NODE_LOST && !ctx.idempotent) out.task_state = v1::LOST;
   out.exclude_node = reason == v1::PLATFORM_FAILURE || reason == v1::NODE_LOST;
   return out;
 }

@@ -12,6 +12,7 @@ const char* StateName(TaskState state) {
     case v1::SUCCEEDED: return "succeeded";
     case v1::FAILED: return "failed";
     case v1::CANCELLED: return "cancelled";
+    case v1::LOST: return "lost";
     default: return "unspecified";
   }
 }
@@ -43,9 +44,11 @@ bool TaskEdge(TaskState from, TaskState to) {
     case v1::QUEUED:
       return to == v1::ASSIGNED || to == v1::FAILED || to == v1::CANCELLED;
     case v1::ASSIGNED:
-      return to == v1::RUNNING || to == v1::QUEUED || to == v1::FAILED || to == v1::CANCELLED;
+      return to == v1::RUNNING || to == v1::QUEUED || to == v1::FAILED || to == v1::CANCELLED || to == v1::LOST;
     case v1::RUNNING:
-      return to == v1::SUCCEEDED || to == v1::FAILED || to == v1::CANCELLED || to == v1::QUEUED;
+      return to == v1::SUCCEEDED || to == v1::FAILED || to == v1::CANCELLED || to == v1::QUEUED || to == v1::LOST;
+    case v1::LOST:
+      return to == v1::QUEUED || to == v1::FAILED || to == v1::CANCELLED;
     default:
       return false;  // terminal or unspecified: nothing leaves
   }
@@ -63,7 +66,9 @@ Status CheckTaskTransition(TaskState from, TaskState to) {
 }
 
 Status CheckAttemptTransition(TaskState from, TaskState to) {
-  if (to == v1::QUEUED || !TaskEdge(from, to)) return Illegal("attempt", from, to);
+  if (to == v1::QUEUED || to == v1::LOST || from == v1::LOST || !TaskEdge(from, to)) {
+    return Illegal("attempt", from, to);
+  }
   return Status::Ok();
 }
 
@@ -74,6 +79,7 @@ TaskState AggregateJobState(const std::map<TaskState, int>& counts) {
   };
   if (n(v1::RUNNING) + n(v1::ASSIGNED) > 0) return v1::RUNNING;
   if (n(v1::QUEUED) > 0) return v1::QUEUED;
+  if (n(v1::LOST) > 0) return v1::LOST;
   if (n(v1::FAILED) > 0) return v1::FAILED;
   if (n(v1::CANCELLED) > 0) return v1::CANCELLED;
   if (n(v1::SUCCEEDED) > 0) return v1::SUCCEEDED;
@@ -81,7 +87,7 @@ TaskState AggregateJobState(const std::map<TaskState, int>& counts) {
 }
 
 bool IsSettled(const v1::Job& job) {
-  if (job.tasks_size() == 0 || !IsTerminal(job.state())) return false;
+  if (job.tasks_size() == 0 || !(IsTerminal(job.state()) || job.state() == v1::LOST)) return false;
   for (const auto& t : job.tasks()) {
     for (const auto& a : t.attempts()) {
       if (!IsTerminal(a.state())) return false;

@@ -2,6 +2,7 @@
 // The task/attempt state machine, as pure functions over plain values.
 //
 //   QUEUED ──▶ ASSIGNED ──▶ RUNNING ──▶ SUCCEEDED
+//                 └──────────┴──▶ LOST (node lost, not idempotent) ──▶ QUEUED (retry) | FAILED (abandon) | CANCELLED
 //     │  ▲        │  │         │  └───▶ FAILED(reason)
 //     │  └────────┘  │         └──────▶ CANCELLED
 //     │  (rejected,  └─▶ FAILED | CANCELLED
@@ -36,6 +37,8 @@ TaskState AggregateJobState(const std::map<TaskState, int>& counts);
 
 // A job is settled when it is terminal and none of its attempts still holds a
 // node (a cancelled task's container may still be stopping).
+// A job whose tasks are LOST counts as settled too: nothing more happens until
+// the user decides.
 bool IsSettled(const v1::Job& job);
 
 // Whether a failed attempt is retried. `attempts_used` counts the failed one.

@@ -107,6 +107,9 @@ class Store {
   virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
   // Every non-terminal task -> CANCELLED; returns the attempts to stop.
   virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
+  // LOST tasks of the job -> QUEUED (retry) or FAILED (abandon).
+  // FailedPrecondition if it has none.
+  virtual Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) = 0;
   // QUEUED tasks waiting longer than their queue timeout -> FAILED(QUEUE_TIMEOUT). Returns how many.
   virtual Result<int> ExpireQueuedTasks(int64_t now_ms) = 0;
   // (job_id, node_id, task index) of an attempt; NotFound if absent.

@@ -248,3 +248,47 @@ TEST(Network, CoordinatorKilledMidSweepLosesNothingAndRunsEveryTaskOnce) {
 
 }  // namespace
 }  // namespace idlegrid::testing
+
+namespace idlegrid::testing {
+namespace {
+
+TEST(Network, NonIdempotentTaskOnALostNodeWaitsForTheUsersDecision) {
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  Grid grid("lost");
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  auto submit = [&](const std::string& name) {
+    auto r = grid.Cli({"submit", grid.Manifest(name, {"sleep", "2"}, "retries: 3\n")});  // not idempotent
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  std::string keep = submit("keep");
+  std::string drop = submit("drop");
+  for (const auto& id : {keep, drop}) {
+    ASSERT_TRUE(grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; }).ok());
+  }
+  grid.StopAgent(1, SIGKILL);
+  for (const auto& id : {keep, drop}) {
+    auto lost = grid.WaitJob(id, [](const v1::Job& j) { return j.state() == v1::LOST; }, 30000);
+    ASSERT_TRUE(lost.ok());
+    ASSERT_EQ(lost->state(), v1::LOST) << "retries alone must not rerun a non-idempotent task";
+    EXPECT_EQ(lost->tasks(0).failure_reason(), v1::NODE_LOST);
+    EXPECT_EQ(lost->tasks(0).attempts_size(), 1);
+  }
+  auto status = grid.Cli({"status", keep});
+  EXPECT_NE(status.out.find("idlegrid retry"), std::string::npos) << status.out;
+
+  ASSERT_TRUE(grid.StartAgent(2).ok());
+  ASSERT_EQ(grid.Cli({"retry", keep}).exit_code, 0);
+  ASSERT_EQ(grid.Cli({"abandon", drop}).exit_code, 0);
+  auto kept = grid.WaitJob(keep, [](const v1::Job& j) { return jobs::IsSettled(j) && j.state() != v1::LOST; });
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->state(), v1::SUCCEEDED);
+  EXPECT_EQ(kept->tasks(0).attempts_size(), 2);
+  auto dropped = grid.Cli({"status", drop, "--json"});
+  EXPECT_NE(dropped.out.find("\"FAILED\""), std::string::npos) << dropped.out;
+  EXPECT_EQ(grid.Cli({"retry", drop}).exit_code, 1) << "nothing left to retry";
+}
+
+}  // namespace
+}  // namespace idlegrid::testing

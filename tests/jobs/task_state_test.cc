@@ -52,6 +52,8 @@ const std::set<std::pair<TaskState, TaskState>>& TaskEdges() {
       {v1::ASSIGNED, v1::RUNNING},   {v1::ASSIGNED, v1::QUEUED},    {v1::ASSIGNED, v1::FAILED},
       {v1::ASSIGNED, v1::CANCELLED}, {v1::RUNNING, v1::SUCCEEDED},  {v1::RUNNING, v1::FAILED},
       {v1::RUNNING, v1::CANCELLED},  {v1::RUNNING, v1::QUEUED},
+      {v1::ASSIGNED, v1::LOST},      {v1::RUNNING, v1::LOST},
+      {v1::LOST, v1::QUEUED},        {v1::LOST, v1::FAILED},        {v1::LOST, v1::CANCELLED},
   };
   return kEdges;
 }
@@ -86,7 +88,7 @@ TEST(AttemptTransitionTest, AcceptsTheTaskEdgesExceptBackToQueued) {
     for (TaskState to : AllStates()) {
       SCOPED_TRACE(Edge(from, to));
       Status st = CheckAttemptTransition(from, to);
-      if (TaskEdges().count({from, to}) && to != v1::QUEUED) {
+      if (TaskEdges().count({from, to}) && to != v1::QUEUED && to != v1::LOST && from != v1::LOST) {
         EXPECT_TRUE(st.ok()) << st.ToString();
         ++legal;
       } else {
@@ -94,13 +96,15 @@ TEST(AttemptTransitionTest, AcceptsTheTaskEdgesExceptBackToQueued) {
       }
     }
   }
-  EXPECT_EQ(legal, static_cast<int>(TaskEdges().size()) - 2);  // less ASSIGNED/RUNNING -> QUEUED
+  // Attempts never go back to the queue nor to LOST (only tasks do), and never leave LOST.
+  EXPECT_EQ(legal, static_cast<int>(TaskEdges().size()) - 7);
 }
 
 TEST(TaskStateTest, TerminalStatesAreExactlySucceededFailedCancelled) {
   const std::map<TaskState, bool> kWant = {
       {v1::TASK_STATE_UNSPECIFIED, false}, {v1::QUEUED, false}, {v1::ASSIGNED, false}, {v1::RUNNING, false},
       {v1::SUCCEEDED, true},               {v1::FAILED, true},  {v1::CANCELLED, true},
+      {v1::LOST, false},  // waits for the user's retry or abandon
   };
   for (TaskState s : AllStates()) {
     ASSERT_TRUE(kWant.count(s)) << "no expectation for state " << s;
@@ -486,8 +490,8 @@ TEST(NodeLostOutcomeTest, Table) {
   const Case kCases[] = {
       {"idempotent running task is requeued", v1::RUNNING, 1, 1, true, v1::QUEUED},
       {"idempotent assigned task is requeued", v1::ASSIGNED, 1, 2, true, v1::QUEUED},
-      {"non-idempotent task fails", v1::RUNNING, 1, 3, false, v1::FAILED},
-      {"non-idempotent task fails even before starting", v1::ASSIGNED, 1, 3, false, v1::FAILED},
+      {"non-idempotent task is lost until the user decides", v1::RUNNING, 1, 3, false, v1::LOST},
+      {"non-idempotent task is lost even before starting", v1::ASSIGNED, 1, 3, false, v1::LOST},
       {"idempotent with retries spent fails", v1::RUNNING, 2, 1, true, v1::FAILED},
       {"idempotent without retries fails", v1::RUNNING, 1, 0, true, v1::FAILED},
   };

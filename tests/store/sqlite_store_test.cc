@@ -507,11 +507,21 @@ TEST_F(SqliteStoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) 
   EXPECT_EQ((*q)[0].excluded_nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ((*q)[0].queued_ms, 7000) << "the queue clock restarts on requeue";
 
+  // Not idempotent: lost, waiting for the user's decision.
   v1::Task once = TaskOf("once", 0);
-  EXPECT_EQ(once.state(), v1::FAILED);
+  EXPECT_EQ(once.state(), v1::LOST);
   EXPECT_EQ(once.failure_reason(), v1::NODE_LOST);
+  EXPECT_NE(once.message().find("idlegrid retry"), std::string::npos) << once.message();
   EXPECT_EQ(once.attempts(0).state(), v1::FAILED);
+  EXPECT_EQ(Job("once").state(), v1::LOST);
   EXPECT_EQ(TaskOf("elsewhere", 0).state(), v1::ASSIGNED);
+  // Retry puts it back in the queue; abandon (on a second lost task) fails it.
+  EXPECT_EQ(store_->ResolveLost("idem", true, 7100).status().code(), Code::kFailedPrecondition);
+  auto retried = store_->ResolveLost("once", true, 7100);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ(retried->tasks(0).state(), v1::QUEUED);
+  EXPECT_EQ(store_->ResolveLost("once", false, 7200).status().code(), Code::kFailedPrecondition)
+      << "nothing is lost any more";
 
   // Nothing is left on n1, so a second sweep changes nothing.
   v1::Job before = Job("idem");

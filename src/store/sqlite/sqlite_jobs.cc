@@ -268,8 +268,12 @@ Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_i
       .Bind(12, int64_t{exited}).BindBlob(13, outputs.SerializeAsString()).Bind(14, attempt_id);
   upd.Step();
   IG_RETURN_IF_ERROR(upd.status());
-  v1::FailureReason task_reason = outcome.task_state == v1::FAILED ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
-  std::string task_message = outcome.task_state == v1::FAILED || outcome.retried ? outcome.message : "";
+  bool ended_badly = outcome.task_state == v1::FAILED || outcome.task_state == v1::LOST;
+  v1::FailureReason task_reason = ended_badly ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
+  std::string task_message = ended_badly || outcome.retried ? outcome.message : "";
+  if (outcome.task_state == v1::LOST) {
+    task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
+  }
   IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, task_reason, task_message, now_ms));
   if (outcome.exclude_node) {
     Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
@@ -384,15 +388,37 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     a.Step();
     IG_RETURN_IF_ERROR(a.status());
     Stmt t(db_, "UPDATE tasks SET state = ?, reason = ?, message = 'cancelled by user', updated_ms = ? "
-                "WHERE job_id = ? AND state IN (?, ?, ?)");
+                "WHERE job_id = ? AND state IN (?, ?, ?, ?)");
     t.Bind(1, int64_t{v1::CANCELLED}).Bind(2, int64_t{v1::USER_CANCEL}).Bind(3, now_ms).Bind(4, job_id)
-        .Bind(5, int64_t{v1::QUEUED}).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING});
+        .Bind(5, int64_t{v1::QUEUED}).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING})
+        .Bind(8, int64_t{v1::LOST});
     t.Step();
     IG_RETURN_IF_ERROR(t.status());
     IG_RETURN_IF_ERROR(tx.Commit());
   }
   IG_ASSIGN_OR_RETURN(result.job, GetJob(job_id));
   return result;
+}
+
+Result<v1::Job> SqliteStore::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Transaction tx(db_);
+    IG_RETURN_IF_ERROR(tx.status());
+    std::vector<uint32_t> lost;
+    Stmt q(db_, "SELECT idx FROM tasks WHERE job_id = ? AND state = ?");
+    q.Bind(1, job_id).Bind(2, int64_t{v1::LOST});
+    while (q.Step()) lost.push_back(static_cast<uint32_t>(q.Int(0)));
+    IG_RETURN_IF_ERROR(q.status());
+    if (lost.empty()) return Status::FailedPrecondition("job " + job_id + " has no lost tasks");
+    for (uint32_t idx : lost) {
+      IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, idx, retry ? v1::QUEUED : v1::FAILED,
+                                            retry ? v1::FAILURE_REASON_UNSPECIFIED : v1::NODE_LOST,
+                                            retry ? "" : "abandoned by the user after its node was lost", now_ms));
+    }
+    IG_RETURN_IF_ERROR(tx.Commit());
+  }
+  return GetJob(job_id);
 }
 
 Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {

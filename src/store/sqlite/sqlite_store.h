@@ -28,6 +28,7 @@ class SqliteStore : public Store {
   Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) override;
   Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
   Result<int> ExpireQueuedTasks(int64_t now_ms) override;
+  Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) override;
   Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
