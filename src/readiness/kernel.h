@@ -14,7 +14,15 @@
 extern "C" {
 #endif
 
-static inline uint64_t ig_rotate_left64(uint64_t value, unsigned shift) {
+/* Under nvcc the kernel also compiles for the device (gpu_kernel.h), so the
+ * GPU benchmark runs exactly this code. */
+#if defined(__CUDACC__)
+#define IG_HOST_DEVICE __host__ __device__
+#else
+#define IG_HOST_DEVICE
+#endif
+
+static inline IG_HOST_DEVICE uint64_t ig_rotate_left64(uint64_t value, unsigned shift) {
   return (value << shift) | (value >> (64u - shift)); /* shift is 1..63 */
 }
 
@@ -23,7 +31,7 @@ static inline uint64_t ig_rotate_left64(uint64_t value, unsigned shift) {
  * xorshift, a multiply by an odd constant, a rotation) and each depends on
  * the previous one, so the loop can neither be skipped nor parallelised, and
  * the result depends on every round. Pure; thread-safe. */
-static inline uint64_t ig_cpu_kernel(uint64_t seed, uint64_t iterations) {
+static inline IG_HOST_DEVICE uint64_t ig_cpu_kernel(uint64_t seed, uint64_t iterations) {
   uint64_t weyl = seed;
   uint64_t state = seed ^ UINT64_C(0x243F6A8885A308D3);
   uint64_t i;

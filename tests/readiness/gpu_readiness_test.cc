@@ -39,24 +39,6 @@ std::vector<uint64_t> TestSeeds(size_t count) {
   return seeds;
 }
 
-TEST(GpuKernelTest, RotateMatchesTheCpuKernelsForEveryShift) {
-  for (uint64_t value : TestSeeds(64)) {
-    for (unsigned shift = 1; shift < 64; ++shift) {
-      ASSERT_EQ(ig_gpu_rotate_left64(value, shift), ig_rotate_left64(value, shift))
-          << "value " << value << ", shift " << shift;
-    }
-  }
-}
-
-TEST(GpuKernelTest, KernelEqualsTheCpuKernel) {
-  for (uint64_t rounds : {0u, 1u, 2u, 3u, 7u, 64u, 1000u, 20000u}) {
-    for (uint64_t seed : TestSeeds(rounds > 1000 ? 50 : 1000)) {
-      ASSERT_EQ(ig_gpu_kernel(seed, rounds), ig_cpu_kernel(seed, rounds))
-          << "seed " << seed << ", rounds " << rounds;
-    }
-  }
-}
-
 // Every thread runs kernel.h's kernel from its own seed, whatever the seed.
 TEST(GpuKernelTest, EveryThreadRunsTheCpuKernelFromItsOwnSeed) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{7}, std::numeric_limits<uint64_t>::max()}) {
