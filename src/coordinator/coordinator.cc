@@ -652,7 +652,7 @@ void Coordinator::CheckHeartbeats() {
 }
 
 void Coordinator::DispatchOnce() {
-  auto queued = store_->QueuedTasks(5000);
+  auto queued = store_->QueuedTasks(5000, clock_->NowMs());
   if (!queued.ok()) {
     spdlog::error("dispatch: {}", queued.status().ToString());
     return;

@@ -90,8 +90,9 @@ class Store {
   virtual Result<v1::Job> GetJob(const std::string& job_id) = 0;
   // All jobs, newest first, with task_counts but without tasks.
   virtual Result<std::vector<v1::Job>> ListJobs() = 0;
-  // QUEUED tasks in submission order, at most `limit`.
-  virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit) = 0;
+  // QUEUED tasks in submission order, at most `limit`, leaving out those
+  // still backing off from a failure at `now_ms` (INT64_MAX: include all).
+  virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) = 0;
   // Attempts ASSIGNED or RUNNING (they hold node capacity).
   virtual Result<std::vector<ActiveAttempt>> ActiveAttempts() = 0;
   // In one transaction, for each new attempt whose task is still QUEUED: task

@@ -177,7 +177,7 @@ class SqliteStoreTest : public ::testing::Test {
 // --- schema -------------------------------------------------------------------
 
 TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 4);
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 5);
   // v2 added node identity columns and per-attempt GPU holds.
   EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_table_info('nodes') WHERE name = 'public_key'"), 1);
   for (const char* table : {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs"}) {
@@ -189,7 +189,7 @@ TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
   EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
   CreateJob("j1", {.array_count = 2});
   Reopen();
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 4);
+  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 5);
   v1::Job job = Job("j1");
   EXPECT_EQ(job.tasks_size(), 2);
   EXPECT_EQ(job.spec().name(), "sweep");
@@ -563,9 +563,9 @@ TEST_F(SqliteStoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
   v1::Task t = TaskOf("j", 0);
   EXPECT_EQ(t.state(), v1::QUEUED);
   EXPECT_EQ(t.attempts(0).failure_reason(), v1::POLICY_REJECTED);
-  auto q = store_->QueuedTasks(10);
+  auto q = store_->QueuedTasks(10, 2500);
   ASSERT_TRUE(q.ok());
-  ASSERT_EQ(q->size(), 1u);
+  ASSERT_EQ(q->size(), 1u) << "a rejection goes elsewhere at once, without backoff";
   EXPECT_EQ((*q)[0].excluded_nodes, std::vector<std::string>{"n1"});
 
   // The job's one retry is still there: the first real failure is retried...
@@ -575,6 +575,9 @@ TEST_F(SqliteStoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
   ASSERT_TRUE(failed.ok()) << failed.status().ToString();
   EXPECT_TRUE(failed->outcome.retried);
   EXPECT_EQ(TaskOf("j", 0).state(), v1::QUEUED);
+  // ...after a backoff: not offered before 1 s has passed.
+  EXPECT_TRUE(store_->QueuedTasks(10, 3200 + 999)->empty());
+  EXPECT_EQ(store_->QueuedTasks(10, 3200 + 1000)->size(), 1u);
   // ...and the second is final.
   Assign("j", 0, "att-3", "n2", 4000);
   ReportOk("n2", Report("att-3", v1::STARTED), 4100);

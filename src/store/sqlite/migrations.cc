@@ -65,6 +65,10 @@ const std::vector<const char*>& Migrations() {
       ALTER TABLE nodes ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE nodes ADD COLUMN drain_deadline_ms INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v5: retry backoff (a requeued task waits until not_before_ms).
+      R"sql(
+      ALTER TABLE tasks ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

@@ -1,4 +1,5 @@
 // Jobs, tasks and attempts in SQLite.
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -137,13 +138,13 @@ Result<std::vector<v1::Job>> SqliteStore::ListJobs() {
   return out;
 }
 
-Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit) {
+Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<QueuedTask> out;
   std::map<std::string, v1::JobSpec> specs;
   Stmt q(db_, "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, j.spec FROM tasks t JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ? ORDER BY j.seq, t.idx LIMIT ?");
-  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, static_cast<int64_t>(limit));
+              "WHERE t.state = ? AND t.not_before_ms <= ? ORDER BY j.seq, t.idx LIMIT ?");
+  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, now_ms).Bind(3, static_cast<int64_t>(limit));
   while (q.Step()) {
     QueuedTask t;
     t.job_id = q.Text(0);
@@ -275,6 +276,18 @@ Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_i
     task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
   }
   IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, task_reason, task_message, now_ms));
+  bool no_fault = outcome.reason == v1::POLICY_REJECTED || outcome.reason == v1::ACK_TIMEOUT ||
+                  outcome.reason == v1::HANDED_BACK;
+  if (outcome.retried && !no_fault) {
+    // A failed task is retried with exponential backoff (1 s, 2 s, ... 60 s),
+    // so a crashing job does not spin through the fleet.
+    int shift = static_cast<int>(std::min<uint32_t>(ctx.attempts_used > 0 ? ctx.attempts_used - 1 : 0, 6));
+    int64_t backoff = std::min<int64_t>(int64_t{1000} << shift, 60000);
+    Stmt nb(db_, "UPDATE tasks SET not_before_ms = ? WHERE job_id = ? AND idx = ?");
+    nb.Bind(1, now_ms + backoff).Bind(2, job_id).Bind(3, int64_t{index});
+    nb.Step();
+    IG_RETURN_IF_ERROR(nb.status());
+  }
   if (outcome.exclude_node) {
     Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
     ex.Bind(1, node_id).Bind(2, job_id).Bind(3, int64_t{index});

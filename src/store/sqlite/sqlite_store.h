@@ -20,7 +20,7 @@ class SqliteStore : public Store {
                    int64_t now_ms) override;
   Result<v1::Job> GetJob(const std::string& job_id) override;
   Result<std::vector<v1::Job>> ListJobs() override;
-  Result<std::vector<QueuedTask>> QueuedTasks(size_t limit) override;
+  Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) override;
   Result<std::vector<ActiveAttempt>> ActiveAttempts() override;
   Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) override;
   Result<EventResult> ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
