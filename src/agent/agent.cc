@@ -302,6 +302,12 @@ void Agent::HeartbeatLoop() {
     auto ctx = Context(5000);
     grpc::Status s = stub_->Heartbeat(ctx.get(), req, &resp);
     if (s.ok() && resp.interval_ms() > 0) interval_ms = static_cast<int>(resp.interval_ms());
+    for (const auto& stale : resp.stop_attempts()) {
+      v1::CancelAttempt cancel;
+      cancel.set_attempt_id(stale);
+      cancel.set_reason("the coordinator ended this attempt while this node was cut off");
+      HandleCancel(cancel);
+    }
     if (!s.ok()) {
       spdlog::warn("heartbeat failed: {}", s.error_message());
       if (req.has_advertisement()) advertiser_->Reset();  // send it again next time

@@ -398,6 +398,14 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   }
   if (came_back) Notify();
   v1::HeartbeatResponse out;
+  // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
+  for (const auto& id : request.running_attempts()) {
+    auto owner = store_->GetAttemptOwner(id);
+    if (owner.ok() && owner->node_id == node_id && jobs::IsTerminal(owner->state)) {
+      out.add_stop_attempts(id);
+      spdlog::warn("node {} still runs ended attempt {}: told to stop it", node_id, id);
+    }
+  }
   out.set_server_time_ms(clock_->NowMs());
   out.set_interval_ms(static_cast<uint32_t>(options_.heartbeat_interval_ms));
   return out;

@@ -26,7 +26,8 @@ class NatNetwork {
   NatNetwork() : tag_(std::to_string(::getpid() % 100000)) {
     home = "ighome" + tag_;
     router = "igrtr" + tag_;
-    std::string wan_host = "igw" + tag_, wan_rtr = "igwr" + tag_, lan_rtr = "iglr" + tag_, lan_home = "iglh" + tag_;
+    std::string wan_host = "igw" + tag_, lan_rtr = "iglr" + tag_, lan_home = "iglh" + tag_;
+    wan_rtr = "igwr" + tag_;
     ok = Sh({"ip", "netns", "add", home}) && Sh({"ip", "netns", "add", router}) &&
          Sh({"ip", "link", "add", wan_host, "type", "veth", "peer", "name", wan_rtr}) &&
          Sh({"ip", "link", "set", wan_rtr, "netns", router}) &&
@@ -53,6 +54,7 @@ class NatNetwork {
   }
   bool ok = false;
   std::string home, router;
+  std::string wan_rtr;  // the router's uplink: setting it down cuts the home network off
 
  private:
   std::string tag_;
@@ -288,6 +290,64 @@ TEST(Network, NonIdempotentTaskOnALostNodeWaitsForTheUsersDecision) {
   auto dropped = grid.Cli({"status", drop, "--json"});
   EXPECT_NE(dropped.out.find("\"FAILED\""), std::string::npos) << dropped.out;
   EXPECT_EQ(grid.Cli({"retry", drop}).exit_code, 1) << "nothing left to retry";
+}
+
+}  // namespace
+}  // namespace idlegrid::testing
+
+namespace idlegrid::testing {
+namespace {
+
+TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
+  if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
+  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  NatNetwork net;
+  ASSERT_TRUE(net.ok);
+  Grid grid("netcut");
+  grid.listen_host = "10.213.0.1";
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
+  grid.agent_netns = net.home;
+  ASSERT_TRUE(grid.StartAgent(1).ok());
+  ASSERT_TRUE(grid.WaitNodes([](const v1::ListNodesResponse& l) {
+    return l.nodes_size() == 1 && l.nodes(0).schedulable();
+  }).ok());
+  auto sub = grid.Cli({"submit", grid.Manifest("cut", {"sleep", "300"}, "retries: 2\nidempotent: true\n")});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  ASSERT_TRUE(grid.WaitForLog(id, "started"));
+  auto running = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
+  ASSERT_TRUE(running.ok());
+  std::string cut_node = running->tasks(0).attempts(0).node_id();
+  std::string stale = running->tasks(0).attempts(0).id();
+
+  ASSERT_TRUE(Sh({"ip", "-n", net.router, "link", "set", net.wan_rtr, "down"}));  // the home network is cut off
+  auto lost = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 30000);
+  ASSERT_TRUE(lost.ok());
+  EXPECT_EQ(lost->tasks(0).attempts(0).failure_reason(), v1::NODE_LOST);
+  grid.agent_netns.clear();
+  ASSERT_TRUE(grid.StartAgent(2).ok());  // a second node, on the coordinator's side of the cut
+  auto moved = grid.WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() == 2 && j.tasks(0).attempts(1).state() == v1::RUNNING;
+  });
+  ASSERT_TRUE(moved.ok());
+
+  ASSERT_TRUE(Sh({"ip", "-n", net.router, "link", "set", net.wan_rtr, "up"}));  // back online
+  // The returning agent is told its attempt ended and stops the container.
+  auto stopped = grid.WaitNodes([&](const v1::ListNodesResponse& l) {
+    for (const auto& n : l.nodes()) {
+      if (n.id() == cut_node && n.state() == "online" && n.advertisement().running_attempts_size() == 0) return true;
+    }
+    return false;
+  }, 60000);
+  ASSERT_TRUE(stopped.ok());
+  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + stale}));
+  EXPECT_EQ(ps.out, "") << "the cut-off agent still runs its stale container";
+  auto job = grid.WaitJob(id, [](const v1::Job&) { return true; });
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->tasks(0).attempts_size(), 2) << "nothing may run twice";
+  EXPECT_EQ(job->tasks(0).attempts(0).state(), v1::FAILED);
+  EXPECT_EQ(job->tasks(0).attempts(1).state(), v1::RUNNING);
+  ASSERT_EQ(grid.Cli({"cancel", id}).exit_code, 0);
 }
 
 }  // namespace
