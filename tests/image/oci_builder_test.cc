@@ -1,4 +1,5 @@
 #include "image/oci_builder.h"
+#include "common/test_support.h"
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -21,18 +22,12 @@
 namespace idlegrid::image {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/oci_builder_test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)RemoveTree(path_); }
-  const std::string& path() const { return path_; }
+using ::idlegrid::testing::CommandResult;
+using ::idlegrid::testing::HaveCommand;
+using ::idlegrid::testing::kPodmanUlimitFlags;
+using ::idlegrid::testing::RunShell;
+using ::idlegrid::testing::TempDir;
 
- private:
-  std::string path_;
-};
 
 // One member of a tar, read straight from its ustar header.
 struct RawMember {
@@ -116,7 +111,7 @@ constexpr char kRefName[] = "idlegrid/test-image:1";
 // --- Reproducibility and verification by the archive reader ------------------
 
 TEST(OciBuilderTest, BuildingTwiceGivesIdenticalBytesAndDigests) {
-  TempDir dir;
+  TempDir dir("oci_builder_test");
   auto first = BuildOciArchive(kFiles, kEntrypoint, kRefName, dir.path() + "/a.tar");
   auto second = BuildOciArchive(kFiles, kEntrypoint, kRefName, dir.path() + "/b.tar");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -144,7 +139,7 @@ TEST(OciBuilderTest, BuildingTwiceGivesIdenticalBytesAndDigests) {
 }
 
 TEST(OciBuilderTest, InspectOciArchiveAcceptsWhatItBuilds) {
-  TempDir dir;
+  TempDir dir("oci_builder_test");
   auto built = BuildOciArchive(kFiles, kEntrypoint, kRefName, dir.path() + "/image.tar");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   EXPECT_TRUE(IsValidDigest(built->manifest_digest));
@@ -157,7 +152,7 @@ TEST(OciBuilderTest, InspectOciArchiveAcceptsWhatItBuilds) {
 }
 
 TEST(OciBuilderTest, EmptyRefNameLeavesNoAnnotation) {
-  TempDir dir;
+  TempDir dir("oci_builder_test");
   auto built = BuildOciArchive(kFiles, kEntrypoint, "", dir.path() + "/image.tar");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   auto info = InspectOciArchive(built->archive_path);
@@ -252,7 +247,7 @@ TEST(OciBuilderTest, LongPathsUseTheUstarPrefixField) {
   // 182 bytes: the file and "aaa.../bbb.../" need the prefix field.
   const std::string path =
       "/" + std::string(60, 'a') + "/" + std::string(60, 'b') + "/" + std::string(60, 'f');
-  TempDir dir;
+  TempDir dir("oci_builder_test");
   auto built = BuildOciArchive({{path, "long", 0644}}, {"/x"}, "", dir.path() + "/image.tar");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   auto rendered = RenderOciArchive({{path, "long", 0644}}, {"/x"}, "");
@@ -353,30 +348,8 @@ TEST(OciBuilderTest, UnwritableOutputIsAnInternalError) {
 
 // --- Loaded and run by real podman ------------------------------------------------
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
 
-CommandResult RunShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
-// Explicit, low rlimits, as the agent sets: podman's defaults for root
-// (nofile 2^20, nproc 2^22, or even the host's own limits) can exceed what
-// runc may set where podman lacks CAP_SYS_RESOURCE (e.g. inside another
-// container), and runc then refuses to start. The test programs do not fork.
-const std::string kUlimitFlags = "--ulimit nofile=1024:1024 --ulimit nproc=1024:1024";
-
-bool HaveCommand(const std::string& name) { return RunShell("command -v " + name).exit_code == 0; }
 
 // Removes the image, whatever the test's outcome.
 class ImageCleanup {
@@ -395,7 +368,7 @@ TEST(OciBuilderTest, PodmanLoadsAndRunsTheImage) {
   if (RunShell("podman info").exit_code != 0) {
     GTEST_SKIP() << "podman is installed but not usable here (podman info fails)";
   }
-  TempDir dir;
+  TempDir dir("oci_builder_test");
   ASSERT_TRUE(WriteFileAtomic(dir.path() + "/hello.c",
                               "#include <stdio.h>\n"
                               "int main(int argc, char** argv) {\n"
@@ -427,7 +400,7 @@ TEST(OciBuilderTest, PodmanLoadsAndRunsTheImage) {
   EXPECT_EQ(inspect.output, id + "\n");
 
   CommandResult run =
-      RunShell("podman run --rm --network none " + kUlimitFlags + " " + id + " two");
+      RunShell("podman run --rm --network none " + kPodmanUlimitFlags + " " + id + " two");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.output, "hello from /bin/hello, 3 args\n");
 }

@@ -1,4 +1,5 @@
 #include "readiness/gpu_readiness.h"
+#include "common/test_support.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -23,21 +24,14 @@
 namespace idlegrid::readiness {
 namespace {
 
+using ::idlegrid::testing::CommandResult;
+using ::idlegrid::testing::HaveCommand;
+using ::idlegrid::testing::kPodmanUlimitFlags;
+using ::idlegrid::testing::RunShell;
+using ::idlegrid::testing::TempDir;
+
 // --- The kernel: the device's copy is the CPU's ---------------------------------------
 
-// A deterministic stream of seeds (splitmix64), so each run checks the same ones.
-std::vector<uint64_t> TestSeeds(size_t count) {
-  std::vector<uint64_t> seeds = {
-      0, 1, 2, 0xffff, 0x10000, 0x243F6A8885A308D3u, std::numeric_limits<uint64_t>::max()};
-  uint64_t state = 0x5eed;
-  while (seeds.size() < count) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    seeds.push_back(z ^ (z >> 31));
-  }
-  return seeds;
-}
 
 // Every thread runs kernel.h's kernel from its own seed, whatever the seed.
 TEST(GpuKernelTest, EveryThreadRunsTheCpuKernelFromItsOwnSeed) {
@@ -505,38 +499,7 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
 
 // --- The real CUDA program ---------------------------------------------------------------
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
 
-CommandResult RunShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gpu_readiness_test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -618,7 +581,7 @@ TEST_F(GpuBenchProgramTest, BuildsAndLinksOnlyGlibcDynamically) {
 }
 
 TEST_F(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingCuda) {
-  TempDir out;
+  TempDir out("gpu_readiness_test");
   const std::vector<std::string> bad_args = {"",
                                              "100 7",
                                              "-1 7 " + out.path(),
@@ -639,7 +602,7 @@ TEST_F(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingCuda) {
 // CUDA error on stderr, no result. Where a GPU does answer, the honest result
 // must parse and pass JudgeGpu against the device it reports.
 TEST_F(GpuBenchProgramTest, FailsWithACudaErrorWithoutAGpuOrPassesJudgeWithOne) {
-  TempDir out;
+  TempDir out("gpu_readiness_test");
   constexpr uint64_t kRunSeed = 0x1d1e6a1du;
   CommandResult run = RunShell(binary_ + " " + Join(GpuBenchArgs(kRounds, kRunSeed, out.path())));
   const std::string result_path = out.path() + "/result.txt";

@@ -1,4 +1,5 @@
 #include "readiness/readiness.h"
+#include "common/test_support.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -19,6 +20,12 @@
 
 namespace idlegrid::readiness {
 namespace {
+
+using ::idlegrid::testing::CommandResult;
+using ::idlegrid::testing::HaveCommand;
+using ::idlegrid::testing::kPodmanUlimitFlags;
+using ::idlegrid::testing::RunShell;
+using ::idlegrid::testing::TempDir;
 
 // --- The kernel -----------------------------------------------------------------
 
@@ -203,28 +210,7 @@ TEST(JudgeTest, PassesOnlyHonestPlausibleResults) {
 
 // --- The real benchmark program ---------------------------------------------------------
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
 
-CommandResult RunShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-// Explicit, low rlimits, as the agent sets: podman's defaults for root
-// (nofile 2^20, nproc 2^22, or even the host's own limits) can exceed what
-// runc may set where podman lacks CAP_SYS_RESOURCE (e.g. inside another
-// container), and runc then refuses to start. The test programs do not fork.
-const std::string kUlimitFlags = "--ulimit nofile=1024:1024 --ulimit nproc=1024:1024";
 
 std::string Join(const std::vector<std::string>& words) {
   std::string out;
@@ -232,18 +218,6 @@ std::string Join(const std::vector<std::string>& words) {
   return out;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/readiness_test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)RemoveTree(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 constexpr uint64_t kSeed = 7;
 constexpr uint64_t kIterations = 2000000;
@@ -279,7 +253,7 @@ std::string BenchProgramTest::binary_;
 std::string* BenchProgramTest::compile_error_ = nullptr;
 
 TEST_F(BenchProgramTest, ItsResultParsesAndPassesJudge) {
-  TempDir out;
+  TempDir out("readiness_test");
   CommandResult run = RunShell(binary_ + " " + Join(BenchArgs(kIterations, kSeed, out.path())));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto text = ReadFile(out.path() + "/result.txt");
@@ -294,7 +268,7 @@ TEST_F(BenchProgramTest, ItsResultParsesAndPassesJudge) {
 }
 
 TEST_F(BenchProgramTest, RejectsBadArguments) {
-  TempDir out;
+  TempDir out("readiness_test");
   const std::vector<std::string> bad_args = {"",
                                              "100 7",
                                              "-1 7 " + out.path(),
@@ -311,7 +285,7 @@ TEST_F(BenchProgramTest, RejectsBadArguments) {
 }
 
 TEST_F(BenchProgramTest, BenchImageIsAVerifiableReproducibleOciArchive) {
-  TempDir dir;
+  TempDir dir("readiness_test");
   auto first = BuildBenchImage(binary_, dir.path() + "/a.tar");
   auto second = BuildBenchImage(binary_, dir.path() + "/b.tar");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -327,7 +301,7 @@ TEST_F(BenchProgramTest, BenchImageIsAVerifiableReproducibleOciArchive) {
 }
 
 TEST(BenchImageTest, MissingOrEmptyBinaryIsAnError) {
-  TempDir dir;
+  TempDir dir("readiness_test");
   auto missing = BuildBenchImage(dir.path() + "/no-such-bench", dir.path() + "/image.tar");
   EXPECT_EQ(missing.status().code(), Code::kNotFound) << missing.status().ToString();
   ASSERT_TRUE(WriteFileAtomic(dir.path() + "/empty", "").ok());
@@ -342,7 +316,7 @@ TEST(BenchImageTest, MissingOrEmptyBinaryIsAnError) {
 // images of concurrent runs, and removing the directory removes the image.
 TEST_F(BenchProgramTest, PodmanRunsTheBenchImageAndJudgePassesItsResult) {
   if (RunShell("command -v podman").exit_code != 0) GTEST_SKIP() << "needs podman";
-  TempDir dir;
+  TempDir dir("readiness_test");
   const std::string podman =
       "podman --root " + dir.path() + "/storage --runroot " + dir.path() + "/run";
   if (RunShell(podman + " info").exit_code != 0) {
@@ -356,7 +330,7 @@ TEST_F(BenchProgramTest, PodmanRunsTheBenchImageAndJudgePassesItsResult) {
   const std::string out = dir.path() + "/out";
   ASSERT_TRUE(MakeDirs(out).ok());
   CommandResult run =
-      RunShell(podman + " run --rm --network none " + kUlimitFlags + " -v " + out + ":/out " +
+      RunShell(podman + " run --rm --network none " + kPodmanUlimitFlags + " -v " + out + ":/out " +
                DigestHex(built->config_digest) + " " + Join(BenchArgs(kIterations, kSeed, "/out")));
   (void)RunShell(podman + " rmi -f " + DigestHex(built->config_digest));
   ASSERT_EQ(run.exit_code, 0) << run.output;
