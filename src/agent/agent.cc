@@ -320,6 +320,7 @@ void Agent::HeartbeatLoop() {
       if (it != attempts_.end()) {
         it->second.join();
         attempts_.erase(it);
+        epochs_.erase(id);
       }
     }
     finished_.clear();
@@ -370,6 +371,7 @@ void Agent::ConnectLoop() {
 void Agent::HandleAssignment(const v1::Assignment& a) {
   std::lock_guard<std::mutex> lock(mu_);
   if (attempts_.count(a.attempt_id()) || stopping_) return;  // a re-sent assignment we already run
+  epochs_[a.attempt_id()] = a.lease_epoch();
   attempts_[a.attempt_id()] = std::thread([this, a] {
     RunAttempt(a);
     std::lock_guard<std::mutex> done(mu_);
@@ -393,7 +395,14 @@ bool Agent::IsCancelled(const std::string& attempt_id) {
   return cancelled_.count(attempt_id) > 0;
 }
 
-Status Agent::Report(const v1::ReportAttemptRequest& req) {
+Status Agent::Report(const v1::ReportAttemptRequest& report) {
+  // Everything reported about an attempt carries its lease epoch (fencing).
+  v1::ReportAttemptRequest req = report;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = epochs_.find(req.attempt_id());
+    if (it != epochs_.end() && req.lease_epoch() == 0) req.set_lease_epoch(it->second);
+  }
   // Reports must not be lost to a passing network blip; refusals are final.
   int backoff_ms = 200;
   for (int i = 0; i < 12; ++i) {

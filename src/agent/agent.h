@@ -96,6 +96,7 @@ class Agent {
   std::map<std::string, std::thread> attempts_;  // attempt id -> runner; guarded by mu_
   std::set<std::string> finished_;               // runners done, to join; guarded by mu_
   std::set<std::string> cancelled_;              // guarded by mu_
+  std::map<std::string, uint64_t> epochs_;       // attempt id -> lease epoch; guarded by mu_
   std::map<std::string, AttemptHold> holds_;     // guarded by mu_
   OwnerPolicy owner_ = DefaultOwnerPolicy();     // guarded by mu_
   int64_t policy_mtime_ns_ = -1;                 // guarded by mu_

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/checkpoint_sync.h"
 #include "agent/log_shipper.h"
 #include "common/digest.h"
 #include "common/fs.h"
@@ -26,23 +27,6 @@ v1::ReportAttemptRequest Event(const std::string& attempt_id, v1::AttemptEvent e
   r.set_attempt_id(attempt_id);
   r.set_event(event);
   return r;
-}
-
-// Regular files under `root`, relative paths. Symlinks and devices a hostile
-// job leaves behind are skipped, never followed.
-std::vector<std::string> OutputFiles(const std::string& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_symlink(ec)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file(ec)) out.push_back(std::filesystem::relative(it->path(), root, ec).string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace
@@ -143,6 +127,32 @@ void Agent::RunAttempt(v1::Assignment a) {
   run.env.emplace_back("IDLEGRID_TASK_COUNT", std::to_string(std::max<uint32_t>(1, spec.array_count())));
   run.env.emplace_back("IDLEGRID_JOB_ID", a.job_id());
   run.mounts.push_back({out_dir, spec.output_path(), false});
+  std::unique_ptr<CheckpointSync> checkpoint;
+  if (!spec.checkpoint_path().empty()) {
+    const std::string dir = work + "/checkpoint";
+    if (Status st = MakeDirs(dir, 0700); !st.ok()) return fail(v1::PLATFORM_FAILURE, st);
+    checkpoint = std::make_unique<CheckpointSync>(
+        dir, [this](const std::string& path, const std::string& rel) { return Upload(path, rel); },
+        [this, id](const std::vector<v1::OutputFile>& files) {
+          auto r = Event(id, v1::CHECKPOINTED);
+          for (const auto& f : files) *r.add_checkpoint() = f;
+          return Report(r);
+        });
+    if (a.has_restore() && a.restore().files_size() > 0) {
+      Status st = checkpoint->Restore(a.restore(), [this](const std::string& digest, const std::string& path) {
+        return Download(digest, path);
+      });
+      if (!st.ok()) {
+        RemoveTree(work).ok();
+        return fail(v1::PLATFORM_FAILURE, st.WithContext("restoring checkpoint of attempt " +
+                                                         a.restore().attempt_id()));
+      }
+      spdlog::info("attempt {} resumes from the checkpoint of attempt {} ({} files)", id, a.restore().attempt_id(),
+                   a.restore().files_size());
+    }
+    run.mounts.push_back({dir, spec.checkpoint_path(), false});
+    run.env.emplace_back("IDLEGRID_CHECKPOINT_DIR", spec.checkpoint_path());
+  }
   for (int i = 0; i < spec.inputs_size(); ++i) {
     const auto& in = spec.inputs(i);
     std::string local = work + "/input-" + std::to_string(i);
@@ -183,9 +193,22 @@ void Agent::RunAttempt(v1::Assignment a) {
     auto r = Event(id, v1::STARTED);
     r.set_runtime(spec.runtime());
     (void)Report(r);
+    if (checkpoint) {
+      checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));
+    }
   };
   auto exit = runtime_->Run(run, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
   logs_->Flush();
+  if (checkpoint) {
+    checkpoint->Stop();
+    // Whatever the job saved before it was stopped (drain, hand-back) or
+    // failed is what the next attempt resumes from; a success needs none.
+    bool succeeded = exit.ok() && exit->error.empty() && exit->exit_code == 0 && !exit->timed_out && !exit->oom &&
+                     !IsCancelled(id);
+    if (!succeeded) {
+      if (Status st = checkpoint->SyncOnce(); !st.ok()) spdlog::warn("final checkpoint of {}: {}", id, st.message());
+    }
+  }
 
   v1::ReportAttemptRequest done = Event(id, v1::EXITED);
   if (IsCancelled(id)) {
@@ -205,7 +228,7 @@ void Agent::RunAttempt(v1::Assignment a) {
       done.set_failure_reason(v1::OUT_OF_MEMORY);
       done.set_message("killed: out of memory (limit " + std::to_string(spec.resources().memory_bytes()) + " bytes)");
     }
-    auto files = OutputFiles(out_dir);
+    auto files = RegularFilesUnder(out_dir);
     if (files.size() > kMaxOutputFiles) {
       RemoveTree(work).ok();
       return fail(v1::NONZERO_EXIT, Status::InvalidArgument("the job left " + std::to_string(files.size()) +

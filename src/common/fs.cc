@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -86,6 +87,21 @@ FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1;
 
 FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::vector<std::string> RegularFilesUnder(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink(ec)) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec)) out.push_back(std::filesystem::relative(it->path(), root, ec).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace idlegrid

@@ -1,6 +1,7 @@
 #pragma once
 // Small filesystem helpers with Status errors.
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -12,6 +13,10 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
 Status MakeDirs(const std::string& path, int mode = 0755);
 Status RemoveTree(const std::string& path);
 bool PathExists(const std::string& path);
+// Regular files under `root` as sorted relative paths. Symlinks (and what they
+// point to) and special files a hostile job leaves behind are skipped, never
+// followed.
+std::vector<std::string> RegularFilesUnder(const std::string& root);
 
 // An exclusive, advisory lock on a file (flock). Released when destroyed or
 // when the process dies, so a kill -9 never leaves a stale lock behind.

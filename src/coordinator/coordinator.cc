@@ -579,6 +579,17 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
   a->set_image_archive_digest(image->archive_digest);
   a->set_image_config_digest(image->config_digest);
   for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
+  if (attempt.index < static_cast<uint32_t>(job.tasks_size())) {
+    const v1::Task& task = job.tasks(static_cast<int>(attempt.index));
+    for (const auto& prior : task.attempts()) {
+      if (prior.id() != attempt.attempt_id) continue;
+      a->set_lease_epoch(prior.lease_epoch());
+      // Resume from the checkpoint this attempt was committed with.
+      if (!prior.restored_from_attempt().empty() && task.checkpoint().attempt_id() == prior.restored_from_attempt()) {
+        *a->mutable_restore() = task.checkpoint();
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(attempt.node_id);
   if (it == nodes_.end() || !it->second.session) {

@@ -112,6 +112,17 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
       // handed back to the queue without using a retry.
       return Failure(ctx, v1::HANDED_BACK,
                      "handed back by the node" + (report.message().empty() ? "" : ": " + report.message()));
+    case v1::CHECKPOINTED:
+      // Saved state changes no state; the store records it for the attempt.
+      // Only a container that ran can checkpoint: from ASSIGNED (its STARTED
+      // report was lost) the attempt passes to RUNNING.
+      if (ctx.attempt_state == v1::ASSIGNED) {
+        out.attempt_state = v1::RUNNING;
+        out.task_state = v1::RUNNING;
+        return out;
+      }
+      out.changed = false;
+      return out;
     default:
       return Status::InvalidArgument("unknown attempt event");
   }

@@ -29,6 +29,7 @@ const char* ReasonName(FailureReason reason) {
     case v1::OUT_OF_MEMORY: return "out_of_memory";
     case v1::ACK_TIMEOUT: return "ack_timeout";
     case v1::HANDED_BACK: return "handed_back";
+    case v1::COST_CAP_REACHED: return "cost_cap_reached";
     default: return "";
   }
 }

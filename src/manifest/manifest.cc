@@ -343,6 +343,11 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
   const std::vector<FieldRule> array_rules = {
       {"count", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_array_count(n); })},
   };
+  const std::vector<FieldRule> checkpoint_rules = {
+      {"path", Bind(&P::ReadString, [spec](std::string s) { spec->set_checkpoint_path(s); })},
+      {"interval",
+       Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_checkpoint_interval_seconds(s); })},
+  };
   const std::vector<FieldRule> rules = {
       {"apiVersion", Bind(&P::ReadString, [spec](std::string s) { spec->set_api_version(s); })},
       {"name", Bind(&P::ReadString, [spec](std::string s) { spec->set_name(s); })},
@@ -366,6 +371,11 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
       {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},
       {"runtime", Bind(&P::ReadString, [spec](std::string s) { spec->set_runtime(s); })},
+      {"checkpoint",
+       [&](const Value& v) {
+         spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
+         return ReadFields(v, checkpoint_rules, {"path"});
+       }},
   };
   return ReadFields(root, rules, {"apiVersion", "name", "image"});
 }

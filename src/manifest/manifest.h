@@ -35,6 +35,8 @@ inline constexpr uint32_t kMaxPids = 65536;
 inline constexpr uint32_t kMaxRunTimeoutSeconds = 7 * 24 * 60 * 60;
 inline constexpr uint32_t kMaxQueueTimeoutSeconds = 30 * 24 * 60 * 60;
 inline constexpr uint32_t kMaxRetries = 100;
+inline constexpr uint32_t kDefaultCheckpointIntervalSeconds = 60;
+inline constexpr uint32_t kMaxCheckpointIntervalSeconds = 3600;
 inline constexpr uint32_t kMaxArrayCount = 100000;
 inline constexpr size_t kMaxManifestBytes = 1 << 20;
 

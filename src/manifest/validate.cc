@@ -188,6 +188,40 @@ Violation CheckResources(const v1::Resources& r) {
   return std::nullopt;
 }
 
+// The checkpoint directory is writable and restored on retries: it must not
+// overlap the outputs or any (read-only) input.
+Violation CheckCheckpoint(const v1::JobSpec& spec) {
+  const std::string& dir = spec.checkpoint_path();
+  if (dir.empty()) {
+    if (spec.checkpoint_interval_seconds() != 0) {
+      return FieldViolation{"checkpoint_interval_seconds", "checkpoint.interval",
+                            "is set but checkpoint.path is not"};
+    }
+    return std::nullopt;
+  }
+  if (std::optional<std::string> problem = PathProblem(dir)) {
+    return FieldViolation{"checkpoint_path", "checkpoint.path", *problem};
+  }
+  const std::string& output = spec.output_path();
+  if (IsWithin(dir, output) || IsWithin(output, dir)) {
+    return FieldViolation{"checkpoint_path", "checkpoint.path",
+                          Quote(dir) + " overlaps the output directory " + Quote(output)};
+  }
+  for (int i = 0; i < spec.inputs_size(); ++i) {
+    const std::string& in = spec.inputs(i).path();
+    if (IsWithin(dir, in) || IsWithin(in, dir)) {
+      return FieldViolation{"checkpoint_path", "checkpoint.path",
+                            Quote(dir) + " overlaps inputs[" + std::to_string(i) + "].path " + Quote(in)};
+    }
+  }
+  if (spec.checkpoint_interval_seconds() < 1 || spec.checkpoint_interval_seconds() > kMaxCheckpointIntervalSeconds) {
+    return FieldViolation{"checkpoint_interval_seconds", "checkpoint.interval",
+                          "must be between 1 s and " + FormatDuration(kMaxCheckpointIntervalSeconds) + ", got " +
+                              FormatDuration(spec.checkpoint_interval_seconds())};
+  }
+  return std::nullopt;
+}
+
 Violation CheckFilesystem(const v1::JobSpec& spec) {
   const std::string& output = spec.output_path();
   if (std::optional<std::string> problem = PathProblem(output)) {
@@ -228,7 +262,7 @@ Violation CheckFilesystem(const v1::JobSpec& spec) {
       }
     }
   }
-  return std::nullopt;
+  return CheckCheckpoint(spec);
 }
 
 Violation CheckExecution(const v1::JobSpec& spec) {
@@ -274,6 +308,9 @@ void ApplyDefaults(v1::JobSpec* spec) {
   }
   if (spec->array_count() == 0) spec->set_array_count(kDefaultArrayCount);
   if (spec->runtime().empty()) spec->set_runtime(kDefaultRuntime);
+  if (!spec->checkpoint_path().empty() && spec->checkpoint_interval_seconds() == 0) {
+    spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
+  }
 }
 
 std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {

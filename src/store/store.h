@@ -1,6 +1,7 @@
 #pragma once
-// The coordinator's durable state. One interface; SQLite is the default
-// implementation (PostgreSQL follows with the same contract). Every method is
+// The coordinator's durable state. One interface, two implementations with
+// the same contract: SQLite (the default, one coordinator) and PostgreSQL
+// (several coordinators may share one database). Every method is
 // one transaction and is safe to call from any thread. Methods that change a
 // task's state validate the transition with jobs::CheckTaskTransition and
 // reject illegal ones with FailedPrecondition, changing nothing.
@@ -36,6 +37,7 @@ struct ActiveAttempt {
   uint32_t gpus = 0;
   std::vector<std::string> device_uuids;  // GPUs held
   uint64_t gpu_memory_bytes = 0;          // per held GPU; 0 = the whole device
+  uint64_t lease_epoch = 0;
 };
 
 struct NewAttempt {
@@ -45,6 +47,15 @@ struct NewAttempt {
   std::string node_id;
   int64_t now_ms = 0;
   std::vector<std::string> device_uuids;  // GPUs the placement reserves
+  uint64_t lease_epoch = 0;               // set by CommitAssignments
+};
+
+// Per-node outcomes of attempts that ended in a time window (reliability).
+struct NodeOutcomes {
+  uint32_t succeeded = 0;     // attempts that ran to success
+  uint32_t job_failed = 0;    // the job's own failures (not the node's fault)
+  uint32_t node_lost = 0;     // leases lost: the node vanished mid-attempt
+  uint32_t node_failed = 0;   // platform failures, ack timeouts on this node
 };
 
 struct EventResult {
@@ -96,11 +107,16 @@ class Store {
   // Attempts ASSIGNED or RUNNING (they hold node capacity).
   virtual Result<std::vector<ActiveAttempt>> ActiveAttempts() = 0;
   // In one transaction, for each new attempt whose task is still QUEUED: task
-  // -> ASSIGNED and the attempt inserted. Returns the ones committed; others
-  // (task no longer queued) are skipped, not errors.
+  // -> ASSIGNED and the attempt inserted under the task's next lease epoch
+  // (restoring the task's checkpoint, if any). Returns the ones committed,
+  // with lease_epoch set; others (task no longer queued) are skipped.
   virtual Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) = 0;
   // Applies an agent's report. PermissionDenied if the attempt belongs to
-  // another node; FailedPrecondition (nothing changed) for a stale report.
+  // another node; FailedPrecondition (nothing changed) for a stale report: the
+  // attempt has ended, or the report's lease epoch (when set) is not the
+  // attempt's, or a newer attempt of the task superseded it. CHECKPOINTED
+  // reports replace the task's checkpoint (every file must be a stored
+  // artifact: NotFound otherwise).
   virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id,
                                                  const v1::ReportAttemptRequest& report,
                                                  int64_t now_ms) = 0;
@@ -126,6 +142,8 @@ class Store {
   virtual Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) = 0;
   // ASSIGNED attempts never acknowledged (ACCEPTED) and assigned before the cutoff.
   virtual Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) = 0;
+  // Attempt outcomes per node for attempts that finished at or after `since_ms`.
+  virtual Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) = 0;
   // Fails a QUEUED task that can never run (e.g. unknown image). 
   virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                                 const std::string& message, int64_t now_ms) = 0;
@@ -164,5 +182,19 @@ class Store {
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and
 // applies pending schema migrations.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+struct PostgresOptions {
+  size_t pool_size = 8;  // connections opened on demand, at most this many
+};
+
+// Connects to PostgreSQL (`conninfo`: a libpq "key=value ..." string or a
+// postgresql:// URL) and applies pending schema migrations; coordinators that
+// start together migrate once. Unavailable if the server cannot be reached,
+// FailedPrecondition for a schema newer than this binary. Several processes
+// may share one database.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo, const PostgresOptions& options = {});
+
+// `location` is a postgresql:// or postgres:// URL (PostgreSQL) or a file path (SQLite).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& location);
 
 }  // namespace idlegrid::store

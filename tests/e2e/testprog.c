@@ -4,7 +4,10 @@
  *   sleep SECS   print "started" then sleep
  *   exit CODE    print to both streams, then exit with CODE
  *   ticks N      print N lines, 100 ms apart
- *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable */
+ *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable
+ *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
+ *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
+ *                by rename) and resumed from there; writes /out/result.txt */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,42 @@ int main(int argc, char** argv) {
       fflush(stdout);
       nap_ms(100);
     }
+    return 0;
+  }
+  if (strcmp(mode, "count") == 0) {
+    long n = argc > 2 ? atol(argv[2]) : 10;
+    long ms = argc > 3 ? atol(argv[3]) : 100;
+    const char* dir = getenv("IDLEGRID_CHECKPOINT_DIR");
+    if (!dir) { fprintf(stderr, "no IDLEGRID_CHECKPOINT_DIR\n"); return 14; }
+    char path[512], tmp[512];
+    snprintf(path, sizeof path, "%s/state", dir);
+    snprintf(tmp, sizeof tmp, "%s/.state.tmp", dir);
+    long step = 0;
+    unsigned long long acc = 1;
+    FILE* f = fopen(path, "r");
+    if (f) {
+      if (fscanf(f, "%ld %llu", &step, &acc) != 2) { fprintf(stderr, "corrupt checkpoint\n"); return 15; }
+      fclose(f);
+      printf("resumed at step %ld\n", step);
+    } else {
+      printf("fresh start\n");
+    }
+    fflush(stdout);
+    for (; step < n; ++step) {
+      nap_ms(ms);
+      acc = acc * 6364136223846793005ULL + (unsigned long long)step;
+      printf("step %ld\n", step);
+      fflush(stdout);
+      f = fopen(tmp, "w");
+      if (!f) { perror("open checkpoint"); return 16; }
+      fprintf(f, "%ld %llu\n", step + 1, acc);
+      fclose(f);
+      if (rename(tmp, path) != 0) { perror("rename checkpoint"); return 17; }
+    }
+    f = fopen("/out/result.txt", "w");
+    if (!f) { perror("open /out/result.txt"); return 18; }
+    fprintf(f, "acc=%llu\n", acc);
+    fclose(f);
     return 0;
   }
   if (strcmp(mode, "copy") == 0 && argc > 2) {

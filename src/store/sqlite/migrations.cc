@@ -69,6 +69,18 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       ALTER TABLE tasks ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v6: explicit lease epochs (fencing tokens), checkpoints (the latest per
+      // task), and an index for per-node reliability over recent attempts.
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE attempts ADD COLUMN checkpoints INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE attempts ADD COLUMN last_checkpoint_ms INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE attempts ADD COLUMN restored_from TEXT NOT NULL DEFAULT '';
+      CREATE TABLE checkpoints(
+        job_id TEXT NOT NULL, idx INTEGER NOT NULL, attempt_id TEXT NOT NULL, epoch INTEGER NOT NULL,
+        files BLOB NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY(job_id, idx));
+      CREATE INDEX attempts_by_node_finish ON attempts(node_id, finished_ms);
+      )sql",
   };
   return kMigrations;
 }

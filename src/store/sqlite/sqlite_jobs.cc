@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -81,7 +82,8 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-               "finished_ms, runtime, outputs, devices FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
+               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from "
+               "FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -102,8 +104,15 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
       v1::Attempt outputs;
       if (outputs.ParseFromString(aq.Blob(11))) *a->mutable_outputs() = outputs.outputs();
     }
+    a->set_lease_epoch(static_cast<uint64_t>(aq.Int(13)));
+    a->set_checkpoints(static_cast<uint32_t>(aq.Int(14)));
+    a->set_last_checkpoint_at_ms(aq.Int(15));
+    a->set_restored_from_attempt(aq.Text(16));
+    a->set_work_lost_ms(jobs::WorkLostMs(*a));
+    it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_RETURN_IF_ERROR(aq.status());
+  IG_RETURN_IF_ERROR(LoadCheckpointsLocked(job_id, by_index));
   for (const auto& [state, n] : counts) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
   job.set_state(jobs::AggregateJobState(counts));
   return job;
@@ -192,12 +201,25 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
     if (sqlite3_changes(db_) != 1) continue;
+    // The lease epoch is the task's attempt ordinal; the attempt starts from
+    // the task's latest checkpoint, if it has one.
+    Stmt lease(db_, "SELECT t.attempts, COALESCE(c.attempt_id, '') FROM tasks t LEFT JOIN checkpoints c "
+                    "ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
+    lease.Bind(1, a.job_id).Bind(2, int64_t{a.index});
+    if (!lease.Step()) {
+      IG_RETURN_IF_ERROR(lease.status());
+      return Status::Internal("task " + a.job_id + "/" + std::to_string(a.index) + " vanished while assigned");
+    }
+    NewAttempt done = a;
+    done.lease_epoch = static_cast<uint64_t>(lease.Int(0));
+    std::string restored_from = lease.Text(1);
     std::string devices;
     for (const auto& d : a.device_uuids) devices += d + ",";
     Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-                  "devices) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?");
+                  "devices, epoch, restored_from) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?, ?, ?");
     ins.Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
-        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, devices);
+        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, devices)
+        .Bind(8, static_cast<int64_t>(done.lease_epoch)).Bind(9, restored_from);
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());
     // Copy the reservation from the spec so capacity accounting survives restarts.
@@ -212,7 +234,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
       res.Step();
       IG_RETURN_IF_ERROR(res.status());
     }
-    committed.push_back(a);
+    committed.push_back(std::move(done));
   }
   IG_RETURN_IF_ERROR(tx.Commit());
   return committed;
@@ -305,7 +327,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   // attempts_used leaves out rejections: a node's refusal never consumes a retry.
   Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
               "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
-              "j.spec FROM attempts a "
+              "j.spec, a.epoch, t.attempts FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
   q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, int64_t{v1::HANDED_BACK})
       .Bind(4, report.attempt_id());
@@ -316,6 +338,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   if (q.Text(2) != node_id) {
     return Status::PermissionDenied("attempt " + report.attempt_id() + " is not assigned to this node");
   }
+  IG_RETURN_IF_ERROR(jobs::CheckLeaseEpoch(report, static_cast<uint64_t>(q.Int(7)), static_cast<uint64_t>(q.Int(8))));
   IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
   jobs::AttemptContext ctx;
   ctx.attempt_state = static_cast<v1::TaskState>(q.Int(3));
@@ -335,6 +358,9 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   }
   IG_ASSIGN_OR_RETURN(EventResult result, ApplyOutcomeLocked(report.attempt_id(), ctx, outcome, report, job_id,
                                                              index, node_id, now_ms));
+  if (report.event() == v1::CHECKPOINTED && ctx.task_state != v1::CANCELLED) {
+    IG_RETURN_IF_ERROR(RecordCheckpointLocked(report, job_id, index, static_cast<uint64_t>(q.Int(7)), now_ms));
+  }
   IG_RETURN_IF_ERROR(tx.Commit());
   return result;
 }

@@ -34,6 +34,7 @@ class SqliteStore : public Store {
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
   Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                         const std::string& message, int64_t now_ms) override;
+  Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) override;
 
   Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) override;
   Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) override;
@@ -62,6 +63,10 @@ class SqliteStore : public Store {
                                          const jobs::AttemptOutcome& outcome, const v1::ReportAttemptRequest& report,
                                          const std::string& job_id, uint32_t index, const std::string& node_id,
                                          int64_t now_ms);
+  // Replaces the task's checkpoint with the one `report` lists.
+  Status RecordCheckpointLocked(const v1::ReportAttemptRequest& report, const std::string& job_id, uint32_t index,
+                                uint64_t epoch, int64_t now_ms);
+  Status LoadCheckpointsLocked(const std::string& job_id, const std::map<uint32_t, v1::Task*>& tasks);
   Status SetTaskStateLocked(const std::string& job_id, uint32_t index, v1::TaskState to, v1::FailureReason reason,
                             const std::string& message, int64_t now_ms);
 

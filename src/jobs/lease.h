@@ -1,0 +1,34 @@
+#pragma once
+// Leases and checkpoints of attempts: pure rules the store applies inside its
+// transactions.
+//
+// Every attempt runs under a lease whose epoch is the task's attempt ordinal
+// (1, 2, ...). The agent echoes the epoch in everything it reports; the
+// coordinator judges lease expiry on its own clock (heartbeats renew all of a
+// node's leases) and, once an attempt has ended or a newer epoch exists,
+// refuses its reports.
+#include <cstdint>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::jobs {
+
+// Ok if `report` may act on an attempt holding `attempt_epoch` while the
+// task's newest attempt holds `current_epoch`. FailedPrecondition when the
+// report names another epoch or a newer attempt superseded this one. A report
+// without an epoch (0) is judged on the attempt alone; attempts stored before
+// epochs existed (0) are not judged here.
+Status CheckLeaseEpoch(const v1::ReportAttemptRequest& report, uint64_t attempt_epoch, uint64_t current_epoch);
+
+// Checkpoint file lists come from hostile containers via the agent: every
+// path must be relative, without "." or ".." parts, unique, and every digest a
+// well-formed sha256. InvalidArgument names the first bad entry.
+Status ValidateCheckpointFiles(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files);
+
+// Work an ended attempt leaves to be redone: from its last checkpoint (or its
+// start) to its end. 0 for attempts that succeeded, never started, or are
+// still active.
+int64_t WorkLostMs(const v1::Attempt& attempt);
+
+}  // namespace idlegrid::jobs
