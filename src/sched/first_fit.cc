@@ -109,7 +109,12 @@ class FirstFitScheduler : public Scheduler {
         advert::FitGpus(Candidates(*chosen, task), task.resources.gpus(), GpuMemoryNeeded(task), &devices);
       }
       Reserve(chosen, task, devices);
-      plan.placements.push_back({task.job_id, task.index, chosen->id, devices});
+      Placement placement;
+      placement.job_id = task.job_id;
+      placement.index = task.index;
+      placement.node_id = chosen->id;
+      placement.device_uuids = std::move(devices);
+      plan.placements.push_back(std::move(placement));
     }
     return plan;
   }

@@ -2,6 +2,8 @@
 // The scheduling core: pure placement over an immutable snapshot. No I/O, no
 // clock, no threads. The coordinator builds the snapshot, calls Schedule, and
 // commits the returned plan in one transaction that re-checks each placement.
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,6 +27,25 @@ struct NodeView {
   // Why the node takes no ordinary work ("" if it does): readiness benchmark
   // pending or failed, paused by its owner, ...
   std::string unschedulable_reason;
+
+  // --- Used by the pipeline scheduler (pipeline.h). The defaults keep callers
+  // that fill only the fields above working and never make a node infeasible.
+  double cpu_total = 0;  // offered cores, for spread/pack (0: cpu_free is taken as the total)
+  uint64_t disk_free = kDiskUnknown;  // scratch bytes free; kDiskUnknown: not checked
+  std::string region;                 // data-residency region ("eu-west", ...)
+  int trust_tier = 0;                 // see kTrust* in pipeline.h
+  double reliability = 0.5;           // 0..1, share of attempts that ended well; 0.5: no history
+  std::set<std::string> cached_images;  // image digests verified and loaded on the node
+  std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
+  bool allows_sharing = false;        // owner lets several tasks share one GPU
+  uint32_t max_run_seconds = 0;       // owner's limit on one run; 0: none
+  double energy_headroom = -1;        // 0..1 thermal/power headroom; < 0: unknown
+  // Parallel to `gpus`: free compute share of each device in milli-GPUs
+  // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0
+  // for one without (held whole).
+  std::vector<uint32_t> gpu_free_milli;
+
+  static constexpr uint64_t kDiskUnknown = std::numeric_limits<uint64_t>::max();
 };
 
 struct TaskView {
@@ -36,6 +57,26 @@ struct TaskView {
   std::string pinned_node;  // only this node may run it (readiness benchmarks)
   bool readiness = false;   // a benchmark: runs on nodes not yet schedulable
   std::string pinned_device;  // only this GPU (a GPU benchmark measures one device)
+
+  // --- Used by the pipeline scheduler; the defaults ask for nothing extra.
+  // A share of one GPU: 1..999 milli-GPUs of one device (resources.gpus() must
+  // be 0 or 1). 0 or 1000: resources.gpus() whole devices.
+  uint32_t gpu_milli = 0;
+  // A VRAM slice of one device: resources.gpu_memory_bytes() of it and
+  // gpu_milli of its compute (may be 0), co-located with other tenants.
+  bool vram_slice = false;
+  bool co_tenancy_allowed = true;       // the job's data class lets it share a GPU
+  std::string policy;                   // scheduling policy name; "": the default
+  std::set<std::string> gpu_models;     // allowed GPU models (device names); empty: any
+  std::string min_compute_capability;   // "8.0"; "": any
+  std::string min_cuda_version;         // driver's CUDA version, "12.2"; "": any
+  std::set<std::string> regions;        // allowed regions; empty: any
+  int min_trust_tier = 0;
+  std::string image;                    // manifest digest, for cache locality
+  double max_price_per_gpu_hour = 0;    // bid; 0: no limit
+  double max_price_per_cpu_core_hour = 0;
+  double max_cost = 0;                  // cap on one run's estimated cost; 0: none
+  uint32_t run_timeout_seconds = 0;     // run-time bound (cost estimate, owner limits); 0: none
 };
 
 struct Placement {
@@ -43,6 +84,16 @@ struct Placement {
   uint32_t index = 0;
   std::string node_id;
   std::vector<std::string> device_uuids;  // GPUs reserved for it
+
+  // Filled by the pipeline scheduler (zero from first fit):
+  uint32_t gpu_milli = 0;          // held of each device (1000: whole)
+  uint64_t gpu_memory_bytes = 0;   // VRAM held of each device
+  std::string policy;              // the policy that ranked it
+  std::string pricing_rule;        // market::kPayAsAsk
+  double ask_per_gpu_hour = 0;     // highest ask among its devices
+  double bid_per_gpu_hour = 0;     // the task's bid (0: none)
+  double price_per_hour = 0;       // what the placement costs under pricing_rule
+  double estimated_cost = 0;       // price_per_hour x run-time bound (0 if unbounded)
 };
 
 struct Plan {

@@ -1,0 +1,306 @@
+#include "sched/feasibility.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+
+namespace idlegrid::sched {
+namespace {
+
+bool Reject(Rejection* why, const char* stage, std::string reason, std::string detail = "") {
+  if (why != nullptr) *why = {stage, std::move(reason), std::move(detail)};
+  return false;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string Money(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string Version(int v, int scale) {
+  return v < 0 ? "unknown" : std::to_string(v / scale) + "." + std::to_string(v % scale);
+}
+
+bool HasBit(DeviceMask mask, size_t i) { return (mask >> i) & 1; }
+
+// Keeps the devices of `*eligible` that `keep` accepts; true if at least
+// `d.gpus` remain.
+template <typename Keep>
+bool Narrow(const NodeState& node, const Demand& d, DeviceMask* eligible, Keep keep) {
+  DeviceMask out = 0;
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    if (HasBit(*eligible, i) && keep(node.devices[i])) out |= DeviceMask{1} << i;
+  }
+  *eligible = out;
+  return static_cast<uint32_t>(std::popcount(out)) >= d.gpus;
+}
+
+// --- static stages ----------------------------------------------------------
+
+bool NodeUp(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (!n.view->online) return Reject(why, "node", "offline");
+  if (!d.task->readiness && !n.view->unschedulable_reason.empty()) {
+    return Reject(why, "node", n.view->unschedulable_reason);
+  }
+  return true;
+}
+
+bool Pinned(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (d.task->pinned_node.empty() || d.task->pinned_node == n.view->id) return true;
+  return Reject(why, "pinned", "pinned to another node");
+}
+
+bool RuntimeAvailable(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const auto& rts = n.view->runtimes;
+  if (std::find(rts.begin(), rts.end(), d.runtime) != rts.end()) return true;
+  return Reject(why, "runtime", "runtime " + d.runtime + " not available");
+}
+
+// The limits the agent must enforce for this task (as first fit checked them).
+bool Enforcement(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const v1::Enforcement& e = n.view->enforcement;
+  if (e.memory().empty()) return Reject(why, "enforcement", "cannot enforce a memory limit");
+  // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap.
+  if (d.runtime == "runsc" && e.memory() != "cgroup") {
+    return Reject(why, "enforcement", "runsc needs cgroup memory limits", "memory enforced by " + e.memory());
+  }
+  if (d.task->resources.strict_cpu() && e.cpu().empty()) {
+    return Reject(why, "enforcement", "cannot cap CPU (strictCpu)");
+  }
+  return true;
+}
+
+bool Region(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const auto& allowed = d.task->regions;
+  if (allowed.empty() || allowed.count(n.view->region)) return true;
+  std::string list;
+  for (const auto& r : allowed) list += (list.empty() ? "" : "|") + r;
+  return Reject(why, "region", "outside allowed regions (" + list + ")",
+                "node is in " + (n.view->region.empty() ? std::string("no region") : n.view->region));
+}
+
+bool TrustTier(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (n.view->trust_tier >= d.task->min_trust_tier) return true;
+  return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier),
+                "node has tier " + std::to_string(n.view->trust_tier));
+}
+
+bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const uint32_t limit = n.view->max_run_seconds;
+  const uint32_t run = d.task->run_timeout_seconds;
+  if (limit > 0 && (run == 0 || run > limit)) {
+    return Reject(why, "owner-policy", "run time over the owner's limit",
+                  "owner allows " + std::to_string(limit) + " s, task needs " +
+                      (run == 0 ? std::string("unbounded") : std::to_string(run) + " s"));
+  }
+  if (d.share && !d.task->co_tenancy_allowed) {
+    return Reject(why, "owner-policy", "data class forbids sharing a GPU (ask for a whole GPU)");
+  }
+  if (d.share && !n.view->allows_sharing) return Reject(why, "owner-policy", "owner does not allow GPU sharing");
+  return true;
+}
+
+bool GpuCount(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  *eligible = AllDevices(n);
+  if (n.devices.size() >= d.gpus) return true;
+  return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")",
+                "node has " + std::to_string(n.devices.size()));
+}
+
+bool GpuModel(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0 || d.any_model) return true;
+  if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
+        return std::binary_search(d.models.begin(), d.models.end(), dev.model);
+      })) {
+    return true;
+  }
+  std::string want;
+  for (const auto& m : d.task->gpu_models) want += (want.empty() ? "" : "|") + m;
+  return Reject(why, "gpu-model", "no allowed GPU model (" + want + ")");
+}
+
+bool ComputeCapability(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0 || d.min_cc < 0) return true;
+  int best = -1;
+  if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
+        best = std::max(best, dev.compute_capability);
+        return dev.compute_capability >= d.min_cc;
+      })) {
+    return true;
+  }
+  return Reject(why, "compute-capability", "compute capability below " + Version(d.min_cc, 10),
+                "best device has " + Version(best, 10));
+}
+
+bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0 || d.min_cuda < 0) return true;
+  int best = -1;
+  if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
+        best = std::max(best, dev.cuda_version);
+        return dev.cuda_version >= d.min_cuda;
+      })) {
+    return true;
+  }
+  return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000),
+                "best device has " + Version(best, 1000));
+}
+
+// Simulated GPUs never count as measured, whatever the node's tier.
+bool MeasuredGpus(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0 || d.task->min_trust_tier < kTrustMeasured) return true;
+  if (Narrow(n, d, eligible, [](const DeviceState& dev) { return dev.trusted; })) return true;
+  return Reject(why, "gpu-trust", "GPUs not measured (trust tier " + std::to_string(d.task->min_trust_tier) + ")");
+}
+
+bool PinnedDevice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  const std::string& uuid = d.task->pinned_device;
+  if (uuid.empty()) return true;
+  DeviceMask out = 0;
+  for (size_t i = 0; i < n.devices.size(); ++i) {
+    if (HasBit(*eligible, i) && n.view->gpus[i].uuid() == uuid) out |= DeviceMask{1} << i;
+  }
+  *eligible = out;
+  if (out != 0 && d.gpus <= 1) return true;
+  return Reject(why, "pinned-device", "no such GPU");
+}
+
+bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (std::string cpu = market::CpuBidShortfall(n.cpu_ask, d.bid); !cpu.empty() && d.cpu > 0) {
+    return Reject(why, "max-price",
+                  "over max price (bid " + Money(d.bid.max_price_per_cpu_core_hour) + "/core-h)", cpu);
+  }
+  if (d.gpus == 0 || d.bid.max_price_per_gpu_hour <= 0) return true;
+  double lowest = -1;
+  if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
+        lowest = lowest < 0 ? dev.ask : std::min(lowest, dev.ask);
+        return market::GpuBidShortfall(dev.ask, d.bid).empty();
+      })) {
+    return true;
+  }
+  return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_gpu_hour) + "/GPU-h)",
+                "lowest ask here " + Money(lowest));
+}
+
+// --- dynamic stages ---------------------------------------------------------
+
+bool HostCpu(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (d.cpu <= n.cpu_free + 1e-9) return true;
+  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", Num(n.cpu_free) + " free");
+}
+
+bool HostMemory(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (d.memory <= n.memory_free) return true;
+  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")",
+                FormatGiB(n.memory_free) + " free");
+}
+
+bool Disk(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  if (n.disk_free == NodeView::kDiskUnknown || d.disk <= n.disk_free) return true;
+  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", FormatGiB(n.disk_free) + " free");
+}
+
+// Free compute and VRAM, per device (a hard filter: VRAM never pools across devices).
+bool GpuFree(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0) return true;
+  const DeviceMask free = FreeDevices(n, d, *eligible);
+  if (static_cast<uint32_t>(std::popcount(free)) >= d.gpus) {
+    *eligible = free;
+    return true;
+  }
+  if (why == nullptr) return false;
+  // Name the resource that is short: compute (whole device or share), else VRAM.
+  uint32_t compute_ok = 0, best_milli = 0, in_use = 0;
+  uint64_t best_vram = 0;
+  for (size_t i = 0; i < n.devices.size(); ++i) {
+    if (!HasBit(*eligible, i)) continue;
+    const DeviceState& dev = n.devices[i];
+    const bool ok = d.share ? dev.free_milli >= d.milli : dev.free_milli == kWholeGpuMilli;
+    compute_ok += ok;
+    in_use += dev.free_milli < kWholeGpuMilli;
+    best_milli = std::max(best_milli, dev.free_milli);
+    if (ok) best_vram = std::max(best_vram, dev.free_vram);
+  }
+  const std::string eligible_count = std::to_string(std::popcount(*eligible));
+  if (compute_ok < d.gpus && d.share) {
+    return Reject(why, "gpu-free", "insufficient GPU share (need " + std::to_string(d.milli) + " milli)",
+                  "best device has " + std::to_string(best_milli) + " free");
+  }
+  if (compute_ok < d.gpus) {
+    return Reject(why, "gpu-free", "no free GPU (need " + std::to_string(d.gpus) + ")",
+                  std::to_string(in_use) + " of " + eligible_count + " in use");
+  }
+  return Reject(why, "gpu-free", "insufficient VRAM (need " + FormatGiB(d.vram) + ")",
+                "best device has " + FormatGiB(best_vram) + " free");
+}
+
+}  // namespace
+
+DeviceMask AllDevices(const NodeState& node) {
+  const size_t n = node.devices.size();
+  return n >= 64 ? ~DeviceMask{0} : (DeviceMask{1} << n) - 1;
+}
+
+DeviceMask FreeDevices(const NodeState& node, const Demand& d, DeviceMask eligible) {
+  DeviceMask out = 0;
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    if (!HasBit(eligible, i)) continue;
+    const DeviceState& dev = node.devices[i];
+    const bool compute = d.share ? dev.free_milli >= d.milli : dev.free_milli == kWholeGpuMilli;
+    if (compute && dev.free_vram >= d.vram) out |= DeviceMask{1} << i;
+  }
+  return out;
+}
+
+const std::vector<FeasibilityStage>& FeasibilityStages() {
+  static const std::vector<FeasibilityStage> kStages = {
+      {"node", NodeUp, false},
+      {"pinned", Pinned, false},
+      {"runtime", RuntimeAvailable, false},
+      {"enforcement", Enforcement, false},
+      {"region", Region, false},
+      {"trust", TrustTier, false},
+      {"owner-policy", OwnerPolicy, false},
+      {"gpu-count", GpuCount, false},
+      {"gpu-model", GpuModel, false},
+      {"compute-capability", ComputeCapability, false},
+      {"cuda-driver", CudaDriver, false},
+      {"gpu-trust", MeasuredGpus, false},
+      {"pinned-device", PinnedDevice, false},
+      {"max-price", MaxPrice, false},
+      {"cpu", HostCpu, true},
+      {"memory", HostMemory, true},
+      {"disk", Disk, true},
+      {"gpu-free", GpuFree, true},
+  };
+  return kStages;
+}
+
+bool StaticFeasible(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  *eligible = AllDevices(node);
+  for (const auto& stage : FeasibilityStages()) {
+    if (!stage.dynamic && !stage.check(node, d, eligible, why)) return false;
+  }
+  return true;
+}
+
+bool DynamicFeasible(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  for (const auto& stage : FeasibilityStages()) {
+    if (stage.dynamic && !stage.check(node, d, eligible, why)) return false;
+  }
+  return true;
+}
+
+bool Excluded(const NodeState& node, const TaskView& task, Rejection* why) {
+  if (task.excluded_nodes.empty() || !task.excluded_nodes.count(node.view->id)) return false;
+  Reject(why, "excluded", "rejected or lost this task before");
+  return true;
+}
+
+}  // namespace idlegrid::sched

@@ -1,0 +1,315 @@
+#include "sched/pipeline.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "sched/evaluate.h"
+
+namespace idlegrid::sched {
+namespace {
+
+// One ranked node in a shape's heap; valid while `version` is the node's.
+struct Entry {
+  double primary;
+  double score;
+  uint64_t tiebreak;
+  uint32_t node;
+  uint32_t version;
+  DeviceMask devices;
+  double price_per_hour;
+  double max_ask;
+};
+
+// Heap order: the best entry on top.
+bool Worse(const Entry& a, const Entry& b) {
+  if (a.primary != b.primary) return a.primary < b.primary;
+  if (a.score != b.score) return a.score < b.score;
+  if (a.tiebreak != b.tiebreak) return a.tiebreak > b.tiebreak;
+  return a.node > b.node;
+}
+
+// Tasks that are interchangeable for placement share one shape: its static
+// verdict per node is computed once, and a heap keeps its feasible nodes
+// ranked. After every placement the changed node is re-ranked in every shape
+// still needed, so each heap holds one current entry per feasible node (older
+// ones are skipped by version). Capacity only shrinks while a plan is built,
+// so a node once infeasible for a shape stays so.
+struct Shape {
+  Demand demand;
+  const CompiledPolicy* policy = nullptr;
+  size_t remaining = 0;
+  bool active = false;
+  std::vector<uint8_t> ok;
+  std::vector<DeviceMask> eligible;
+  std::vector<Entry> heap;
+  std::string waiting;  // summary, once computed
+};
+
+class PipelineScheduler : public Scheduler {
+ public:
+  explicit PipelineScheduler(PipelineOptions options) : options_(std::move(options)) {
+    for (const auto& [name, policy] : options_.config.policies) compiled_[name] = Compile(policy);
+  }
+
+  Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const override;
+
+ private:
+  const CompiledPolicy* Find(const TaskView& task) const {
+    auto it = compiled_.find(task.policy.empty() ? options_.config.default_policy : task.policy);
+    return it == compiled_.end() ? nullptr : &it->second;
+  }
+
+  const PipelineOptions options_;
+  std::map<std::string, CompiledPolicy, std::less<>> compiled_;
+};
+
+class Run {
+ public:
+  Run(Snapshot snap, Workload workload) : snap_(std::move(snap)), workload_(std::move(workload)) {}
+
+  void Activate(Shape* s) {
+    const size_t n = snap_.nodes.size();
+    s->ok.assign(n, 0);
+    s->eligible.assign(n, 0);
+    s->heap.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      DeviceMask eligible = 0;
+      if (!StaticFeasible(snap_.nodes[i], s->demand, &eligible, nullptr)) continue;
+      s->ok[i] = 1;
+      s->eligible[i] = eligible;
+      Rank(s, i, /*heapify=*/false);
+    }
+    std::make_heap(s->heap.begin(), s->heap.end(), Worse);
+    s->active = true;
+  }
+
+  // Adds node i's current ranking to s's heap if it can take the demand now.
+  void Rank(Shape* s, uint32_t i, bool heapify) {
+    const NodeState& node = snap_.nodes[i];
+    Ranking r;
+    if (!Evaluate(snap_, node, s->demand, *s->policy, s->eligible[i], workload_, &r, nullptr, nullptr)) return;
+    s->heap.push_back({r.primary, r.score, node.tiebreak, i, node.version, r.choice.devices, r.choice.price_per_hour,
+                       r.choice.max_ask});
+    if (heapify) std::push_heap(s->heap.begin(), s->heap.end(), Worse);
+  }
+
+  // Pops the best current entry that `task` did not exclude.
+  bool Best(Shape* s, const TaskView& task, Entry* out) {
+    std::vector<Entry> excluded;
+    bool found = false;
+    while (!s->heap.empty()) {
+      std::pop_heap(s->heap.begin(), s->heap.end(), Worse);
+      Entry e = s->heap.back();
+      s->heap.pop_back();
+      if (e.version != snap_.nodes[e.node].version) continue;
+      if (Excluded(snap_.nodes[e.node], task, nullptr)) {
+        excluded.push_back(e);
+        continue;
+      }
+      *out = e;
+      found = true;
+      break;
+    }
+    for (const Entry& e : excluded) {
+      s->heap.push_back(e);
+      std::push_heap(s->heap.begin(), s->heap.end(), Worse);
+    }
+    return found;
+  }
+
+  void Compact(Shape* s) {
+    if (s->heap.size() <= 2 * snap_.nodes.size() + 64) return;
+    std::erase_if(s->heap, [&](const Entry& e) { return e.version != snap_.nodes[e.node].version; });
+    std::make_heap(s->heap.begin(), s->heap.end(), Worse);
+  }
+
+  Snapshot& snap() { return snap_; }
+  const Workload& workload() const { return workload_; }
+
+ private:
+  Snapshot snap_;
+  const Workload workload_;
+};
+
+Placement MakePlacement(const Snapshot& snap, const Shape& s, const TaskView& task, const Entry& e) {
+  Placement p;
+  p.job_id = task.job_id;
+  p.index = task.index;
+  const NodeView& view = snap.views[e.node];
+  p.node_id = view.id;
+  for (size_t i = 0; i < snap.nodes[e.node].devices.size(); ++i) {
+    if ((e.devices >> i) & 1) p.device_uuids.push_back(view.gpus[i].uuid());
+  }
+  p.gpu_milli = s.demand.gpus > 0 ? s.demand.milli : 0;
+  p.gpu_memory_bytes = s.demand.share ? s.demand.vram : 0;
+  p.policy = s.policy->policy->name;
+  p.pricing_rule = market::kPayAsAsk;
+  p.ask_per_gpu_hour = e.max_ask;
+  p.bid_per_gpu_hour = task.max_price_per_gpu_hour;
+  p.price_per_hour = e.price_per_hour;
+  p.estimated_cost = e.price_per_hour * s.demand.bid.run_hours;
+  return p;
+}
+
+std::string WaitingSummary(const Snapshot& snap, const Shape& s, const Workload& workload) {
+  std::vector<FilterTally> tallies;
+  std::vector<std::pair<uint32_t, Ranking>> feasible;
+  TallyNodes(snap, s.demand, *s.policy, workload, &tallies, &feasible);
+  return Summarize(static_cast<uint32_t>(snap.nodes.size()), static_cast<uint32_t>(feasible.size()), "", tallies);
+}
+
+Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const {
+  Plan plan;
+  Run run(BuildSnapshot(std::move(nodes), options_.seed), BuildWorkload(tasks));
+  Snapshot& snap = run.snap();
+
+  // Group tasks into shapes.
+  std::vector<Shape> shapes;
+  std::map<std::string, size_t> shape_ids;
+  std::vector<int64_t> shape_of(tasks.size(), -1);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const CompiledPolicy* policy = Find(tasks[t]);
+    if (policy == nullptr) {
+      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = "unknown scheduling policy \"" + tasks[t].policy + "\"";
+      continue;
+    }
+    Demand d = MakeDemand(tasks[t], *policy->policy, snap);
+    auto [it, inserted] = shape_ids.try_emplace(ShapeKey(d), shapes.size());
+    if (inserted) {
+      shapes.emplace_back();
+      shapes.back().demand = d;
+      shapes.back().policy = policy;
+    }
+    shape_of[t] = static_cast<int64_t>(it->second);
+    ++shapes[it->second].remaining;
+  }
+
+  std::vector<size_t> active;  // shapes with a heap
+  std::vector<size_t> waiting;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (shape_of[t] < 0) continue;
+    Shape& s = shapes[shape_of[t]];
+    if (!s.active) {
+      run.Activate(&s);
+      active.push_back(shape_of[t]);
+    }
+    --s.remaining;
+    Entry e{};
+    if (!run.Best(&s, tasks[t], &e)) {
+      waiting.push_back(t);
+      continue;
+    }
+    plan.placements.push_back(MakePlacement(snap, s, tasks[t], e));
+    ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
+    bool finished = false;
+    for (size_t id : active) {
+      Shape& other = shapes[id];
+      if (other.remaining == 0) {
+        finished = true;
+        continue;
+      }
+      if (other.ok[e.node]) {
+        run.Rank(&other, e.node, /*heapify=*/true);
+        run.Compact(&other);
+      }
+    }
+    if (finished) {
+      std::erase_if(active, [&](size_t id) {
+        if (shapes[id].remaining > 0) return false;
+        shapes[id].heap = {};
+        return true;
+      });
+    }
+  }
+
+  // Why each waiting task waits, as the nodes stand after this plan.
+  for (size_t t : waiting) {
+    Shape& s = shapes[shape_of[t]];
+    Shape own;
+    own.demand = s.demand;
+    own.demand.task = &tasks[t];
+    own.policy = s.policy;
+    std::string summary;
+    if (!tasks[t].excluded_nodes.empty()) {
+      summary = WaitingSummary(snap, own, run.workload());
+    } else {
+      if (s.waiting.empty()) s.waiting = WaitingSummary(snap, own, run.workload());
+      summary = s.waiting;
+    }
+    plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = summary;
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::unique_ptr<Scheduler> NewPipelineScheduler(PipelineOptions options) {
+  return std::make_unique<PipelineScheduler>(std::move(options));
+}
+
+Status ApplyPlacement(NodeView* node, const TaskView& task, const Placement& placement) {
+  if (node->id != placement.node_id) {
+    return Status::FailedPrecondition("placement is for node " + placement.node_id + ", not " + node->id);
+  }
+  std::vector<NodeView> one = {*node};
+  Snapshot snap = BuildSnapshot(std::move(one), 0);
+  NodeState& state = snap.nodes[0];
+  static const SchedulingPolicy kAny{"apply", {}, Packing::kSpread, false};
+  Demand d = MakeDemand(task, kAny, snap);
+  DeviceMask named = 0;
+  for (const auto& uuid : placement.device_uuids) {
+    bool found = false;
+    for (size_t i = 0; i < state.devices.size(); ++i) {
+      if (node->gpus[i].uuid() == uuid && !((named >> i) & 1)) {
+        named |= DeviceMask{1} << i;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return Status::FailedPrecondition("no free device " + uuid + " on node " + node->id);
+  }
+  if (static_cast<uint32_t>(std::popcount(named)) != d.gpus) {
+    return Status::FailedPrecondition("placement names " + std::to_string(std::popcount(named)) +
+                                      " devices, task needs " + std::to_string(d.gpus));
+  }
+  Rejection why;
+  DeviceMask eligible = named;
+  if (!DynamicFeasible(state, d, &eligible, &why) || eligible != named) {
+    if (why.reason.empty()) why.reason = "a named device is no longer free";
+    return Status::FailedPrecondition(node->id + ": " + why.reason + (why.detail.empty() ? "" : ", " + why.detail));
+  }
+  ReserveOn(&state, d, named);
+  node->cpu_free = state.cpu_free;
+  node->memory_free = state.memory_free;
+  node->disk_free = state.disk_free;
+  node->gpu_free_milli.resize(node->gpus.size(), 0);
+  for (size_t i = 0; i < node->gpus.size(); ++i) {
+    if (i < state.devices.size()) {
+      node->gpu_free_milli[i] = state.devices[i].free_milli;
+      node->gpus[i].set_allocatable_memory_bytes(state.devices[i].free_vram);
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<market::Offer> MarketOffers(const std::vector<NodeView>& nodes) {
+  std::vector<market::Offer> out;
+  for (const NodeView& n : nodes) {
+    if (!n.online || !n.unschedulable_reason.empty()) continue;
+    std::map<std::string, double> free_by_class;
+    for (size_t i = 0; i < n.gpus.size(); ++i) {
+      const uint32_t milli = i < n.gpu_free_milli.size()                   ? n.gpu_free_milli[i]
+                             : n.gpus[i].allocatable_memory_bytes() > 0 ? kWholeGpuMilli
+                                                                         : 0;
+      free_by_class[n.gpus[i].name()] += milli == kWholeGpuMilli ? 1 : 0;
+    }
+    for (const auto& [device_class, free] : free_by_class) {
+      out.push_back({n.id, device_class, free, market::AskFor(n.asks, device_class)});
+    }
+    if (n.cpu_free > 0) out.push_back({n.id, market::kCpuCoreClass, n.cpu_free, market::AskFor(n.asks, market::kCpuCoreClass)});
+  }
+  return out;
+}
+
+}  // namespace idlegrid::sched

@@ -1,0 +1,203 @@
+#include "sched/scorers.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <tuple>
+
+#include "sched/policy.h"
+
+namespace idlegrid::sched {
+namespace {
+
+bool HasBit(DeviceMask mask, size_t i) { return (mask >> i) & 1; }
+
+}  // namespace
+
+Workload BuildWorkload(const std::vector<TaskView>& tasks, size_t max_classes) {
+  std::map<std::tuple<uint32_t, uint32_t, double, uint64_t>, size_t> counts;
+  size_t total = 0;
+  for (const auto& t : tasks) {
+    const bool share = t.gpu_milli > 0 && t.gpu_milli < kWholeGpuMilli;
+    const uint32_t gpus = share ? 1 : t.resources.gpus();
+    if (gpus == 0) continue;
+    ++counts[{gpus, share ? t.gpu_milli : kWholeGpuMilli, t.resources.cpu(), t.resources.memory_bytes()}];
+    ++total;
+  }
+  std::vector<std::pair<size_t, WorkloadClass>> ranked;
+  for (const auto& [key, n] : counts) {
+    WorkloadClass c{std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), 0};
+    ranked.push_back({n, c});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (ranked.size() > max_classes) ranked.resize(max_classes);
+  size_t kept = 0;
+  for (const auto& r : ranked) kept += r.first;
+  Workload out;
+  for (auto& [n, c] : ranked) {
+    c.weight = static_cast<double>(n) / static_cast<double>(kept);
+    out.push_back(c);
+  }
+  (void)total;
+  return out;
+}
+
+// FGD (Weng et al., ATC'23), per node: for each task class, the free GPU
+// milli it could not use — all of it if the class does not fit the node at
+// all, else the free milli of devices too full for one of its GPUs — weighted
+// by the class's share of the workload.
+double NodeFragmentation(const NodeState& node, const Workload& workload, const uint32_t* milli_taken, double cpu,
+                         uint64_t memory) {
+  uint32_t free[kMaxDevicesPerNode];
+  uint32_t total_free = 0;
+  const size_t n = node.devices.size();
+  for (size_t i = 0; i < n; ++i) {
+    free[i] = node.devices[i].free_milli - std::min(node.devices[i].free_milli, milli_taken[i]);
+    total_free += free[i];
+  }
+  const double cpu_left = node.cpu_free - cpu;
+  const uint64_t mem_left = node.memory_free - std::min(node.memory_free, memory);
+  double fragmentation = 0;
+  for (const WorkloadClass& c : workload) {
+    const bool host_fits = c.cpu <= cpu_left + 1e-9 && c.memory <= mem_left;
+    uint32_t usable = 0, unusable_milli = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (free[i] >= c.milli) {
+        ++usable;
+      } else {
+        unusable_milli += free[i];
+      }
+    }
+    const bool fits = host_fits && usable >= c.gpus;
+    fragmentation += c.weight * (fits ? unusable_milli : total_free);
+  }
+  return fragmentation;
+}
+
+DeviceChoice ChooseDevices(const NodeState& node, const Demand& d, DeviceMask free, const Workload& workload) {
+  DeviceChoice choice;
+  if (d.gpus == 0) {
+    choice.price_per_hour = market::HourlyPrice({}, 0, d.cpu, node.cpu_ask);
+    if (!workload.empty() && !node.devices.empty()) {
+      // A CPU task can strand a node's GPUs by taking the cores their tasks need.
+      const uint32_t none[kMaxDevicesPerNode] = {};
+      choice.fragmentation = (NodeFragmentation(node, workload, none, d.cpu, d.memory) -
+                              NodeFragmentation(node, workload, none, 0, 0)) / 1000.0;
+    }
+    return choice;
+  }
+  const size_t n = node.devices.size();
+  size_t order[kMaxDevicesPerNode];
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (HasBit(free, i)) order[count++] = i;
+  }
+  const bool frag = d.share && !workload.empty();
+  uint32_t taken[kMaxDevicesPerNode] = {};
+  double frag_before = 0;
+  double frag_after[kMaxDevicesPerNode] = {};
+  if (!workload.empty()) frag_before = NodeFragmentation(node, workload, taken, 0, 0);
+  if (frag) {
+    // Devices in the same state give the same answer: evaluate each state once.
+    for (size_t k = 0; k < count; ++k) {
+      const size_t i = order[k];
+      bool seen = false;
+      for (size_t j = 0; j < k && !seen; ++j) {
+        if (node.devices[order[j]].free_milli == node.devices[i].free_milli) {
+          frag_after[i] = frag_after[order[j]];
+          seen = true;
+        }
+      }
+      if (seen) continue;
+      taken[i] = d.milli;
+      frag_after[i] = NodeFragmentation(node, workload, taken, d.cpu, d.memory);
+      taken[i] = 0;
+    }
+  }
+  std::sort(order, order + count, [&](size_t a, size_t b) {
+    const DeviceState& x = node.devices[a];
+    const DeviceState& y = node.devices[b];
+    if (x.ask != y.ask) return x.ask < y.ask;
+    if (frag && frag_after[a] != frag_after[b]) return frag_after[a] < frag_after[b];
+    if (d.share && x.free_milli != y.free_milli) return x.free_milli < y.free_milli;
+    if (x.free_vram != y.free_vram) return x.free_vram < y.free_vram;
+    return a < b;
+  });
+  std::vector<double> asks;
+  asks.reserve(d.gpus);
+  for (uint32_t k = 0; k < d.gpus && k < count; ++k) {
+    choice.devices |= DeviceMask{1} << order[k];
+    asks.push_back(node.devices[order[k]].ask);
+    choice.max_ask = std::max(choice.max_ask, node.devices[order[k]].ask);
+  }
+  const double share = d.share ? d.milli / 1000.0 : 1.0;
+  choice.price_per_hour = market::HourlyPrice(asks, share, d.cpu, node.cpu_ask);
+  if (!workload.empty()) {
+    double after = 0;
+    if (frag && count > 0) {
+      after = frag_after[order[0]];
+    } else {
+      for (size_t i = 0; i < n; ++i) taken[i] = HasBit(choice.devices, i) ? d.milli : 0;
+      after = NodeFragmentation(node, workload, taken, d.cpu, d.memory);
+    }
+    // Milli the placement itself takes would otherwise be counted as removed
+    // fragmentation by classes that cannot use the node; FGD compares the
+    // change in fragmentation only.
+    choice.fragmentation = (after - frag_before) / 1000.0;
+  }
+  return choice;
+}
+
+double ScorePrice(const ScoreContext& c) {
+  if (c.demand.gpus > 0) return c.snap.max_gpu_ask > 0 ? 1.0 - c.choice.max_ask / c.snap.max_gpu_ask : 1.0;
+  return c.snap.max_cpu_ask > 0 ? 1.0 - c.node.cpu_ask / c.snap.max_cpu_ask : 1.0;
+}
+
+double ScoreCache(const ScoreContext& c) {
+  const std::string& image = c.demand.task->image;
+  return !image.empty() && c.node.view->cached_images.count(image) ? 1.0 : 0.0;
+}
+
+double ScoreReliability(const ScoreContext& c) { return std::clamp(c.node.view->reliability, 0.0, 1.0); }
+
+double ScorePacking(const ScoreContext& c) {
+  double utilization = 0;
+  if (c.demand.gpus > 0 && !c.node.devices.empty()) {
+    double free = 0;
+    for (size_t i = 0; i < c.node.devices.size(); ++i) {
+      uint32_t f = c.node.devices[i].free_milli;
+      if (HasBit(c.choice.devices, i)) f -= std::min(f, c.demand.milli);
+      free += f;
+    }
+    utilization = 1.0 - free / (1000.0 * c.node.devices.size());
+  } else if (c.node.cpu_total > 0) {
+    utilization = 1.0 - std::max(0.0, c.node.cpu_free - c.demand.cpu) / c.node.cpu_total;
+  }
+  return c.demand.policy->packing == Packing::kPack ? utilization : 1.0 - utilization;
+}
+
+double ScoreEnergy(const ScoreContext& c) {
+  if (c.node.view->energy_headroom >= 0) return std::min(c.node.view->energy_headroom, 1.0);
+  double sum = 0;
+  int known = 0;
+  for (size_t i = 0; i < c.node.devices.size(); ++i) {
+    if (HasBit(c.choice.devices, i) && c.node.devices[i].headroom >= 0) {
+      sum += c.node.devices[i].headroom;
+      ++known;
+    }
+  }
+  return known > 0 ? sum / known : 0.5;
+}
+
+double ScoreFragmentation(const ScoreContext& c) { return -c.choice.fragmentation; }
+
+ScorerFn FindScorer(const std::string& name) {
+  static const std::map<std::string, ScorerFn, std::less<>> kScorers = {
+      {kScorePrice, ScorePrice},     {kScoreCache, ScoreCache},   {kScoreReliability, ScoreReliability},
+      {kScorePacking, ScorePacking}, {kScoreEnergy, ScoreEnergy}, {kScoreFragmentation, ScoreFragmentation},
+  };
+  auto it = kScorers.find(name);
+  return it == kScorers.end() ? nullptr : it->second;
+}
+
+}  // namespace idlegrid::sched

@@ -1,0 +1,286 @@
+// Every feasibility stage of the pipeline scheduler as a table: one node, one
+// task, one change, the stage that must reject (or none) and the reason.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "sched/feasibility.h"
+#include "sched/pipeline.h"
+#include "sched_fixtures.h"
+
+namespace idlegrid::sched {
+namespace {
+
+using testing::kGiB;
+using testing::PNode;
+using testing::PTask;
+
+struct StageCase {
+  const char* name;
+  std::function<void(NodeView&, TaskView&)> change;
+  std::string stage;   // "" = feasible
+  std::string reason;  // part of the reason
+  std::string detail = "";  // part of the node's detail
+};
+
+TEST(PipelineStagesTest, Table) {
+  const StageCase kCases[] = {
+      {"fits", [](NodeView&, TaskView&) {}, "", ""},
+      {"offline", [](NodeView& n, TaskView&) { n.online = false; }, "node", "offline"},
+      {"unschedulable", [](NodeView& n, TaskView&) { n.unschedulable_reason = "readiness benchmark pending"; },
+       "node", "benchmark pending"},
+      {"readiness task ignores unschedulable",
+       [](NodeView& n, TaskView& t) {
+         n.unschedulable_reason = "readiness benchmark pending";
+         t.readiness = true;
+       },
+       "", ""},
+      {"pinned elsewhere", [](NodeView&, TaskView& t) { t.pinned_node = "n2"; }, "pinned", "pinned to another"},
+      {"pinned here", [](NodeView&, TaskView& t) { t.pinned_node = "n1"; }, "", ""},
+      {"excluded", [](NodeView&, TaskView& t) { t.excluded_nodes = {"n1"}; }, "excluded", "rejected or lost"},
+      {"runtime missing", [](NodeView& n, TaskView& t) { n.runtimes = {"runc"}; t.runtime = "runsc"; }, "runtime",
+       "runtime runsc not available"},
+      {"no memory enforcement", [](NodeView& n, TaskView&) { n.enforcement.set_memory(""); }, "enforcement",
+       "memory limit"},
+      {"runsc needs cgroup memory",
+       [](NodeView& n, TaskView& t) {
+         n.enforcement.set_memory("rlimit");
+         t.runtime = "runsc";
+       },
+       "enforcement", "runsc needs cgroup"},
+      {"strictCpu without cpu cap",
+       [](NodeView& n, TaskView& t) {
+         n.enforcement.set_cpu("");
+         t.resources.set_strict_cpu(true);
+       },
+       "enforcement", "strictCpu"},
+      {"region outside", [](NodeView&, TaskView& t) { t.regions = {"us-east"}; }, "region",
+       "outside allowed regions (us-east)", "node is in eu-west"},
+      {"region inside", [](NodeView&, TaskView& t) { t.regions = {"us-east", "eu-west"}; }, "", ""},
+      {"trust tier too low", [](NodeView&, TaskView& t) { t.min_trust_tier = 2; }, "trust", "trust tier below 2",
+       "node has tier 1"},
+      {"owner run limit", [](NodeView& n, TaskView& t) {
+         n.max_run_seconds = 3600;
+         t.run_timeout_seconds = 7200;
+       },
+       "owner-policy", "over the owner's limit"},
+      {"owner run limit, unbounded task", [](NodeView& n, TaskView&) { n.max_run_seconds = 3600; }, "owner-policy",
+       "over the owner's limit", "unbounded"},
+      {"owner run limit respected", [](NodeView& n, TaskView& t) {
+         n.max_run_seconds = 3600;
+         t.run_timeout_seconds = 600;
+       },
+       "", ""},
+      {"share on a node that forbids sharing",
+       [](NodeView& n, TaskView& t) {
+         n.allows_sharing = false;
+         t.gpu_milli = 500;
+       },
+       "owner-policy", "does not allow GPU sharing"},
+      {"share with a data class that forbids co-tenancy",
+       [](NodeView&, TaskView& t) {
+         t.gpu_milli = 500;
+         t.co_tenancy_allowed = false;
+       },
+       "owner-policy", "forbids sharing a GPU"},
+      {"too few GPUs", [](NodeView&, TaskView& t) { t.resources.set_gpus(2); }, "gpu-count", "insufficient GPUs (need 2)",
+       "node has 1"},
+      {"GPU model not allowed", [](NodeView&, TaskView& t) { t.gpu_models = {"NVIDIA H100"}; }, "gpu-model",
+       "no allowed GPU model (NVIDIA H100)"},
+      {"GPU model allowed", [](NodeView&, TaskView& t) { t.gpu_models = {"NVIDIA H100", "NVIDIA A100"}; }, "", ""},
+      {"compute capability too low", [](NodeView&, TaskView& t) { t.min_compute_capability = "9.0"; },
+       "compute-capability", "compute capability below 9.0", "best device has 8.0"},
+      {"compute capability enough", [](NodeView&, TaskView& t) { t.min_compute_capability = "7.5"; }, "", ""},
+      {"CUDA driver too old", [](NodeView&, TaskView& t) { t.min_cuda_version = "12.6"; }, "cuda-driver",
+       "CUDA driver below 12.6", "best device has 12.4"},
+      {"simulated GPU is not measured",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_simulated(true);
+         t.min_trust_tier = 1;
+       },
+       "gpu-trust", "not measured"},
+      {"unmeasured GPU", [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_measured(false);
+         t.min_trust_tier = 1;
+       },
+       "gpu-trust", "not measured"},
+      {"simulated GPU fine for tier 0", [](NodeView& n, TaskView&) { n.gpus[0].set_simulated(true); }, "", ""},
+      {"pinned device absent", [](NodeView&, TaskView& t) { t.pinned_device = "GPU-nope"; }, "pinned-device",
+       "no such GPU"},
+      {"pinned device present", [](NodeView&, TaskView& t) { t.pinned_device = "n1-gpu0"; }, "", ""},
+      {"ask over bid",
+       [](NodeView& n, TaskView& t) {
+         n.asks["NVIDIA A100"] = 2.0;
+         t.max_price_per_gpu_hour = 1.5;
+       },
+       "max-price", "over max price (bid 1.50/GPU-h)", "lowest ask here 2.00"},
+      {"ask within bid",
+       [](NodeView& n, TaskView& t) {
+         n.asks["NVIDIA A100"] = 1.0;
+         t.max_price_per_gpu_hour = 1.5;
+       },
+       "", ""},
+      {"cpu ask over bid",
+       [](NodeView& n, TaskView& t) {
+         n.asks["cpu-core"] = 0.2;
+         t.max_price_per_cpu_core_hour = 0.1;
+       },
+       "max-price", "core-h"},
+      {"cpu short", [](NodeView& n, TaskView&) { n.cpu_free = 1; }, "cpu", "insufficient CPU (need 2 cores)",
+       "1 free"},
+      {"memory short", [](NodeView& n, TaskView&) { n.memory_free = 2 * kGiB; }, "memory",
+       "insufficient memory (need 4 GiB)", "2 GiB free"},
+      {"disk short", [](NodeView& n, TaskView& t) {
+         n.disk_free = kGiB;
+         t.resources.set_disk_bytes(10 * kGiB);
+       },
+       "disk", "insufficient disk (need 10 GiB)"},
+      {"disk unknown is not checked", [](NodeView&, TaskView& t) { t.resources.set_disk_bytes(10 * kGiB); }, "", ""},
+      {"VRAM short",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_allocatable_memory_bytes(8 * kGiB);
+         t.resources.set_gpu_memory_bytes(20 * kGiB);
+       },
+       "gpu-free", "insufficient VRAM (need 20 GiB)", "best device has 8 GiB free"},
+      {"device held by a share", [](NodeView& n, TaskView&) { n.gpu_free_milli = {500}; }, "gpu-free",
+       "no free GPU (need 1)", "1 of 1 in use"},
+      {"device held whole (legacy, no milli)", [](NodeView& n, TaskView&) { n.gpus[0].set_allocatable_memory_bytes(0); },
+       "gpu-free", "no free GPU"},
+      {"share too big for what is left",
+       [](NodeView& n, TaskView& t) {
+         n.gpu_free_milli = {500};
+         t.gpu_milli = 600;
+       },
+       "gpu-free", "insufficient GPU share (need 600 milli)", "best device has 500 free"},
+      {"share fits next to another", [](NodeView& n, TaskView& t) {
+         n.gpu_free_milli = {500};
+         t.gpu_milli = 500;
+       },
+       "", ""},
+      {"VRAM slice too big",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_allocatable_memory_bytes(10 * kGiB);
+         t.vram_slice = true;
+         t.resources.set_gpu_memory_bytes(12 * kGiB);
+       },
+       "gpu-free", "insufficient VRAM (need 12 GiB)"},
+      {"cost over cap",
+       [](NodeView& n, TaskView& t) {
+         n.asks["NVIDIA A100"] = 2.0;
+         t.max_cost = 10;
+         t.run_timeout_seconds = 10 * 3600;
+       },
+       "cost-cap", "estimated cost over maxCost 10.00", "20.00 (2.00/h x 10.0 h)"},
+      {"cost cap without run bound",
+       [](NodeView& n, TaskView& t) {
+         n.asks["NVIDIA A100"] = 2.0;
+         t.max_cost = 10;
+       },
+       "cost-cap", "needs a run timeout"},
+      {"cost within cap",
+       [](NodeView& n, TaskView& t) {
+         n.asks["NVIDIA A100"] = 2.0;
+         t.max_cost = 10;
+         t.run_timeout_seconds = 4 * 3600;
+       },
+       "", ""},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    NodeView node = PNode("n1");
+    TaskView task = PTask();
+    c.change(node, task);
+    Explanation e = Explain({node}, task);
+    if (c.stage.empty()) {
+      EXPECT_EQ(e.feasible_nodes, 1u) << e.summary;
+      EXPECT_TRUE(e.filtered.empty());
+      continue;
+    }
+    ASSERT_EQ(e.filtered.size(), 1u) << e.summary;
+    EXPECT_EQ(e.feasible_nodes, 0u);
+    EXPECT_EQ(e.filtered[0].stage, c.stage);
+    EXPECT_NE(e.filtered[0].reason.find(c.reason), std::string::npos) << e.filtered[0].reason;
+    EXPECT_NE(e.filtered[0].example_detail.find(c.detail), std::string::npos) << e.filtered[0].example_detail;
+    EXPECT_NE(e.summary.find("waiting"), std::string::npos);
+    // Schedule agrees with Explain, and says the same thing.
+    Plan plan = NewPipelineScheduler()->Schedule({node}, {task});
+    EXPECT_TRUE(plan.placements.empty());
+    EXPECT_EQ(plan.waiting[TaskKey(task.job_id, task.index)], e.summary);
+  }
+}
+
+TEST(PipelineStagesTest, EveryStageIsCovered) {
+  // The table above names each stage; a new stage must get cases.
+  std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "owner-policy",
+                                   "gpu-count", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
+                                   "pinned-device", "max-price", "cpu", "memory", "disk", "gpu-free"};
+  for (const auto& stage : FeasibilityStages()) EXPECT_TRUE(covered.count(stage.name)) << stage.name;
+}
+
+TEST(PipelineExplainTest, SummaryCountsEachFilter) {
+  std::vector<NodeView> nodes;
+  for (int i = 0; i < 9; ++i) {
+    NodeView n = PNode("small" + std::to_string(i), 1, "NVIDIA T4", 16 * kGiB);
+    nodes.push_back(n);
+  }
+  for (int i = 0; i < 2; ++i) {
+    NodeView n = PNode("off" + std::to_string(i));
+    n.online = false;
+    nodes.push_back(n);
+  }
+  NodeView dear = PNode("dear", 1, "NVIDIA A100", 80 * kGiB);
+  dear.asks["NVIDIA A100"] = 5;
+  nodes.push_back(dear);
+  TaskView task = PTask();
+  task.resources.set_gpu_memory_bytes(20 * kGiB);
+  task.max_price_per_gpu_hour = 2;
+  Explanation e = Explain(nodes, task);
+  EXPECT_EQ(e.summary,
+            "12 nodes: 9 insufficient VRAM (need 20 GiB), 2 offline, 1 over max price (bid 2.00/GPU-h); waiting");
+  EXPECT_EQ(e.total_nodes, 12u);
+  ASSERT_EQ(e.filtered.size(), 3u);
+  EXPECT_EQ(e.filtered[0].example_node, "small0");
+  EXPECT_EQ(e.filtered[0].example_detail, "best device has 16 GiB free");
+}
+
+TEST(PipelineExplainTest, TopCandidatesCarryTheScoreBreakdown) {
+  NodeView a = PNode("a");
+  a.reliability = 0.9;
+  a.cached_images = {"sha256:img"};
+  NodeView b = PNode("b");
+  b.reliability = 0.5;
+  TaskView task = PTask();
+  task.image = "sha256:img";
+  Explanation e = Explain({b, a}, task, PolicyConfig{}, 5);
+  ASSERT_EQ(e.top.size(), 2u);
+  EXPECT_EQ(e.top[0].node_id, "a");
+  EXPECT_EQ(e.top[0].device_uuids, std::vector<std::string>{"a-gpu0"});
+  EXPECT_NE(e.summary.find("2 feasible (best a)"), std::string::npos) << e.summary;
+  double sum = 0;
+  std::map<std::string, double> values;
+  for (const auto& t : e.top[0].terms) {
+    sum += t.contribution;
+    values[t.scorer] = t.value;
+    EXPECT_DOUBLE_EQ(t.contribution, t.value * t.weight);
+  }
+  EXPECT_DOUBLE_EQ(sum, e.top[0].total);
+  EXPECT_DOUBLE_EQ(values["reliability"], 0.9);
+  EXPECT_DOUBLE_EQ(values["cache"], 1.0);
+  EXPECT_GT(e.top[0].total, e.top[1].total);
+  std::string text = FormatExplanation(e);
+  EXPECT_NE(text.find("reliability 0.900"), std::string::npos) << text;
+}
+
+TEST(PipelineExplainTest, UnknownPolicyWaits) {
+  TaskView task = PTask();
+  task.policy = "nope";
+  EXPECT_NE(Explain({PNode("n1")}, task).summary.find("unknown scheduling policy"), std::string::npos);
+  Plan plan = NewPipelineScheduler()->Schedule({PNode("n1")}, {task});
+  EXPECT_TRUE(plan.placements.empty());
+  EXPECT_NE(plan.waiting["j/0"].find("unknown scheduling policy \"nope\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace idlegrid::sched
