@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   idlegrid::api::CoordinatorConfig coord;
   auto* c = app.add_subcommand("coordinator", "run the control plane");
   c->add_option("--data-dir", coord.data_dir, "state, PKI, artifacts")->capture_default_str();
+  c->add_option("--db", coord.db, "store: SQLite file or postgresql://... URL (default: DATA_DIR/state.db)");
   c->add_option("--listen", coord.grpc_listen, "gRPC address (port 0 = any)")->capture_default_str();
   c->add_option("--http-listen", coord.http_listen, "HTTPS/JSON address (port 0 = any)")->capture_default_str();
   c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");

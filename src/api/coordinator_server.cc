@@ -61,7 +61,7 @@ int RunCoordinator(const CoordinatorConfig& config) {
 
   auto pki = pki::LoadOrCreate(dir + "/pki", config.tls_names);
   if (!pki.ok()) return Fail(pki.status().WithContext("TLS setup"));
-  auto store = store::OpenSqliteStore(dir + "/state.db");
+  auto store = store::OpenStore(config.db.empty() ? dir + "/state.db" : config.db);
   if (!store.ok()) return Fail(store.status());
   auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir + "/artifacts");
   if (Status st = artifacts->Init(); !st.ok()) return Fail(st);

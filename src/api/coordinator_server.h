@@ -9,6 +9,9 @@ namespace idlegrid::api {
 
 struct CoordinatorConfig {
   std::string data_dir = "./idlegrid-data/coordinator";
+  // The store: a SQLite file or a postgresql:// URL (several coordinators may
+  // share one PostgreSQL database). Empty: data_dir/state.db.
+  std::string db;
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate

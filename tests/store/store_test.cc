@@ -1,10 +1,9 @@
-// The Store contract (store/store.h) against the SQLite implementation, on a
-// fresh database file per test, plus a crash-safety test that SIGKILLs a
-// writer process at a random point.
+// The Store contract (store/store.h), run against every backend (SQLite and
+// PostgreSQL) on a fresh database per test, plus a crash-safety test that
+// SIGKILLs a writer process at a random point.
 #include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,197 +16,50 @@
 #include <vector>
 
 #include "store/store.h"
+#include "store/store_fixture.h"
 
 namespace idlegrid::store {
 namespace {
 
+using namespace backends;  // NOLINT: the shared fixture and helpers
 using google::protobuf::util::MessageDifferencer;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/store_test.XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    if (made != nullptr) path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Reads one integer straight from the file, bypassing the store.
-int64_t QueryInt(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  int64_t value = -1;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-      value = sqlite3_column_int64(stmt, 0);
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return value;
-}
-
-std::string QueryText(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string value;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-      const unsigned char* t = sqlite3_column_text(stmt, 0);
-      if (t) value = reinterpret_cast<const char*>(t);
-    }
-    sqlite3_finalize(stmt);
-  }
-  sqlite3_close(db);
-  return value;
-}
-
-struct SpecOptions {
-  uint32_t array_count = 1;
-  uint32_t retries = 0;
-  bool idempotent = false;
-  uint32_t queue_timeout_seconds = 0;
-  double cpu = 1;
-  uint64_t memory = 1 << 28;
-  uint32_t gpus = 0;
-};
-
-v1::JobSpec Spec(const SpecOptions& o = {}) {
-  v1::JobSpec s;
-  s.set_api_version("idlegrid/v1");
-  s.set_name("sweep");
-  s.set_image("sha256:" + std::string(64, 'a'));
-  s.mutable_resources()->set_cpu(o.cpu);
-  s.mutable_resources()->set_memory_bytes(o.memory);
-  s.mutable_resources()->set_gpus(o.gpus);
-  s.set_output_path("/out");
-  s.set_runtime("runc");
-  s.set_array_count(o.array_count);
-  s.set_retries(o.retries);
-  s.set_idempotent(o.idempotent);
-  s.set_queue_timeout_seconds(o.queue_timeout_seconds);
-  return s;
-}
-
-v1::ReportAttemptRequest Report(const std::string& attempt_id, v1::AttemptEvent event, int32_t exit_code = 0,
-                                v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED) {
-  v1::ReportAttemptRequest r;
-  r.set_attempt_id(attempt_id);
-  r.set_event(event);
-  r.set_exit_code(exit_code);
-  r.set_failure_reason(reason);
-  return r;
-}
-
-class SqliteStoreTest : public ::testing::Test {
+class StoreTest : public StoreFixture, public ::testing::TestWithParam<BackendKind> {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
-    path_ = dir_.path() + "/idlegrid.db";
-    Open();
-  }
-
-  void Open() {
-    auto opened = OpenSqliteStore(path_);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    store_ = std::move(*opened);
-  }
-
-  void Reopen() {
-    store_.reset();
-    Open();
-  }
-
-  void CreateJob(const std::string& id, const SpecOptions& o = {}, int64_t now_ms = 1000) {
-    Status st = store_->CreateJob(id, Spec(o), "sha256:spec-" + id, now_ms);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-
-  // Assigns one task and expects it to be committed.
-  void Assign(const std::string& job, uint32_t index, const std::string& attempt, const std::string& node,
-              int64_t now_ms = 2000) {
-    auto r = store_->CommitAssignments({{attempt, job, index, node, now_ms}});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_EQ(r->size(), 1u) << job << "/" << index << " was not committed";
-  }
-
-  void ReportOk(const std::string& node, const v1::ReportAttemptRequest& report, int64_t now_ms = 3000) {
-    auto r = store_->ApplyAttemptReport(node, report, now_ms);
-    ASSERT_TRUE(r.ok()) << v1::AttemptEvent_Name(report.event()) << ": " << r.status().ToString();
-  }
-
-  v1::Job Job(const std::string& id) {
-    auto job = store_->GetJob(id);
-    EXPECT_TRUE(job.ok()) << job.status().ToString();
-    return job.ok() ? *job : v1::Job();
-  }
-
-  v1::Task TaskOf(const std::string& job, uint32_t index) {
-    v1::Job j = Job(job);
-    for (const auto& t : j.tasks()) {
-      if (t.index() == index) return t;
-    }
-    ADD_FAILURE() << "no task " << job << "/" << index;
-    return v1::Task();
-  }
-
-  std::vector<std::string> QueuedKeys(size_t limit = 1000) {
-    std::vector<std::string> out;
-    auto q = store_->QueuedTasks(limit);
-    EXPECT_TRUE(q.ok()) << q.status().ToString();
-    if (q.ok()) {
-      for (const auto& t : *q) out.push_back(t.job_id + "/" + std::to_string(t.index));
-    }
-    return out;
-  }
-
-  TempDir dir_;
-  std::string path_;
-  std::unique_ptr<Store> store_;
+  void SetUp() override { CreateDatabase(GetParam()); }
 };
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(BackendKind::kSqlite, BackendKind::kPostgres),
+                         [](const auto& info) { return backends::BackendName(info.param); });
 
 // --- schema -------------------------------------------------------------------
 
-TEST_F(SqliteStoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 5);
-  // v2 added node identity columns and per-attempt GPU holds.
-  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_table_info('nodes') WHERE name = 'public_key'"), 1);
+TEST_P(StoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
+  const int64_t latest = backends::LatestSchemaVersion(GetParam());
+  EXPECT_EQ(*db_->SchemaVersion(), latest);
   for (const char* table : {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs"}) {
-    EXPECT_EQ(QueryInt(path_, std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
-                                  table + "'"),
-              1)
-        << table;
+    auto has = db_->HasTable(table);
+    ASSERT_TRUE(has.ok()) << has.status().ToString();
+    EXPECT_TRUE(*has) << table;
   }
-  EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
   CreateJob("j1", {.array_count = 2});
   Reopen();
-  EXPECT_EQ(QueryInt(path_, "PRAGMA user_version"), 5);
+  EXPECT_EQ(*db_->SchemaVersion(), latest) << "reopening migrates nothing again";
   v1::Job job = Job("j1");
   EXPECT_EQ(job.tasks_size(), 2);
   EXPECT_EQ(job.spec().name(), "sweep");
 }
 
-TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
+TEST_P(StoreTest, RefusesADatabaseFromANewerVersion) {
   store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
-  auto opened = OpenSqliteStore(path_);
+  ASSERT_TRUE(db_->SetSchemaVersion(99).ok());
+  auto opened = OpenStore(path_);
   EXPECT_EQ(opened.status().code(), Code::kFailedPrecondition) << opened.status().ToString();
 }
 
 // --- jobs and tasks -------------------------------------------------------------
 
-TEST_F(SqliteStoreTest, CreateJobMakesArrayCountQueuedTasks) {
+TEST_P(StoreTest, CreateJobMakesArrayCountQueuedTasks) {
   CreateJob("j1", {.array_count = 5}, /*now_ms=*/1234);
   v1::Job job = Job("j1");
   EXPECT_EQ(job.id(), "j1");
@@ -228,7 +80,7 @@ TEST_F(SqliteStoreTest, CreateJobMakesArrayCountQueuedTasks) {
   EXPECT_EQ(Job("plain").tasks_size(), 1);
 }
 
-TEST_F(SqliteStoreTest, CreateJobWithATakenIdIsAlreadyExistsAndChangesNothing) {
+TEST_P(StoreTest, CreateJobWithATakenIdIsAlreadyExistsAndChangesNothing) {
   CreateJob("j1", {.array_count = 2});
   v1::JobSpec other = Spec({.array_count = 7});
   other.set_name("other");
@@ -240,11 +92,11 @@ TEST_F(SqliteStoreTest, CreateJobWithATakenIdIsAlreadyExistsAndChangesNothing) {
   EXPECT_EQ(job.spec_digest(), "sha256:spec-j1");
 }
 
-TEST_F(SqliteStoreTest, GetJobOfAnUnknownIdIsNotFound) {
+TEST_P(StoreTest, GetJobOfAnUnknownIdIsNotFound) {
   EXPECT_EQ(store_->GetJob("nope").status().code(), Code::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, ListJobsIsNewestFirstWithCounts) {
+TEST_P(StoreTest, ListJobsIsNewestFirstWithCounts) {
   CreateJob("b", {.array_count = 2});
   CreateJob("a", {.array_count = 3});
   Assign("a", 0, "att-1", "n1");
@@ -260,7 +112,7 @@ TEST_F(SqliteStoreTest, ListJobsIsNewestFirstWithCounts) {
   EXPECT_EQ((*jobs)[1].state(), v1::QUEUED);
 }
 
-TEST_F(SqliteStoreTest, QueuedTasksComeInSubmissionOrder) {
+TEST_P(StoreTest, QueuedTasksComeInSubmissionOrder) {
   // Ids sort the other way round, so id order would show up as a failure.
   CreateJob("zz", {.array_count = 2}, 1000);
   CreateJob("aa", {.array_count = 3}, 1000);
@@ -278,7 +130,7 @@ TEST_F(SqliteStoreTest, QueuedTasksComeInSubmissionOrder) {
   EXPECT_TRUE((*q)[0].excluded_nodes.empty());
 }
 
-TEST_F(SqliteStoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
+TEST_P(StoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
   CreateJob("j", {.array_count = 3, .cpu = 1.5, .memory = 3 << 20, .gpus = 1});
   // The same task twice in one batch: only the first one takes it.
   auto first = store_->CommitAssignments({{"att-1", "j", 0, "n1", 2000},
@@ -329,7 +181,7 @@ TEST_F(SqliteStoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
   EXPECT_EQ(store_->GetAttemptOwner("att-2").status().code(), Code::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, CancelledTasksAreNotAssigned) {
+TEST_P(StoreTest, CancelledTasksAreNotAssigned) {
   CreateJob("j");
   ASSERT_TRUE(store_->CancelJob("j", 1500).ok());
   auto r = store_->CommitAssignments({{"att-1", "j", 0, "n1", 2000}});
@@ -338,7 +190,7 @@ TEST_F(SqliteStoreTest, CancelledTasksAreNotAssigned) {
   EXPECT_EQ(TaskOf("j", 0).attempts_size(), 0);
 }
 
-TEST_F(SqliteStoreTest, FullLifeCycleWithOutputs) {
+TEST_P(StoreTest, FullLifeCycleWithOutputs) {
   CreateJob("j");
   Assign("j", 0, "att-1", "n1", 2000);
 
@@ -389,7 +241,7 @@ TEST_F(SqliteStoreTest, FullLifeCycleWithOutputs) {
   EXPECT_TRUE(active->empty()) << "a finished attempt still holds capacity";
 }
 
-TEST_F(SqliteStoreTest, ReportFromAnotherNodeIsPermissionDeniedAndChangesNothing) {
+TEST_P(StoreTest, ReportFromAnotherNodeIsPermissionDeniedAndChangesNothing) {
   CreateJob("j");
   Assign("j", 0, "att-1", "n1");
   v1::Job before = Job("j");
@@ -402,7 +254,7 @@ TEST_F(SqliteStoreTest, ReportFromAnotherNodeIsPermissionDeniedAndChangesNothing
             Code::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, CancelledAttemptHoldsItsNodeUntilTheStopAndThenRefusesLateReports) {
+TEST_P(StoreTest, CancelledAttemptHoldsItsNodeUntilTheStopAndThenRefusesLateReports) {
   CreateJob("j");
   Assign("j", 0, "att-1", "n1");
   ReportOk("n1", Report("att-1", v1::STARTED));
@@ -444,7 +296,7 @@ TEST_F(SqliteStoreTest, CancelledAttemptHoldsItsNodeUntilTheStopAndThenRefusesLa
   EXPECT_TRUE(MessageDifferencer::Equals(after, Job("j")));
 }
 
-TEST_F(SqliteStoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
+TEST_P(StoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
   CreateJob("j", {.array_count = 4});
   Assign("j", 0, "att-0", "n1");
   ReportOk("n1", Report("att-0", v1::STARTED));
@@ -483,7 +335,7 @@ TEST_F(SqliteStoreTest, CancelJobStopsActiveAttemptsAndCancelsUnfinishedTasks) {
   EXPECT_EQ(store_->CancelJob("nope", 9500).status().code(), Code::kNotFound);
 }
 
-TEST_F(SqliteStoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) {
+TEST_P(StoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) {
   CreateJob("idem", {.retries = 1, .idempotent = true});
   CreateJob("once", {.retries = 1, .idempotent = false});
   CreateJob("elsewhere");
@@ -531,7 +383,7 @@ TEST_F(SqliteStoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) 
   EXPECT_TRUE(MessageDifferencer::Equals(before, Job("idem")));
 }
 
-TEST_F(SqliteStoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
+TEST_P(StoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
   CreateJob("j", {.retries = 1});
   Assign("j", 0, "att-1", "n1");
   ReportOk("n1", Report("att-1", v1::STARTED));
@@ -554,7 +406,7 @@ TEST_F(SqliteStoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
   EXPECT_EQ(Job("j").state(), v1::FAILED);
 }
 
-TEST_F(SqliteStoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
+TEST_P(StoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
   CreateJob("j", {.retries = 1});
   Assign("j", 0, "att-1", "n1");
   auto rejected = store_->ApplyAttemptReport("n1", Report("att-1", v1::REJECTED), 2500);
@@ -586,7 +438,7 @@ TEST_F(SqliteStoreTest, ARejectionRequeuesExcludesTheNodeAndUsesNoRetry) {
   EXPECT_EQ(TaskOf("j", 0).attempts_size(), 3);
 }
 
-TEST_F(SqliteStoreTest, ExitWhoseStartReportWasLostStillCounts) {
+TEST_P(StoreTest, ExitWhoseStartReportWasLostStillCounts) {
   CreateJob("j");
   Assign("j", 0, "att-1", "n1", 2000);
   auto r = store_->ApplyAttemptReport("n1", Report("att-1", v1::EXITED, 0), 2500);
@@ -597,7 +449,7 @@ TEST_F(SqliteStoreTest, ExitWhoseStartReportWasLostStillCounts) {
   EXPECT_GT(t.attempts(0).started_at_ms(), 0);
 }
 
-TEST_F(SqliteStoreTest, ExpireQueuedTasksHonorsTheQueueTimeout) {
+TEST_P(StoreTest, ExpireQueuedTasksHonorsTheQueueTimeout) {
   CreateJob("short", {.array_count = 2, .queue_timeout_seconds = 10}, /*now_ms=*/1000);
   CreateJob("forever", {.queue_timeout_seconds = 0}, 1000);
   Assign("short", 1, "att-1", "n1", 1500);  // assigned tasks do not expire
@@ -620,7 +472,7 @@ TEST_F(SqliteStoreTest, ExpireQueuedTasksHonorsTheQueueTimeout) {
   EXPECT_EQ(*much_later, 0);
 }
 
-TEST_F(SqliteStoreTest, ARequeuedTaskWaitsAFullQueueTimeoutAgain) {
+TEST_P(StoreTest, ARequeuedTaskWaitsAFullQueueTimeoutAgain) {
   CreateJob("j", {.queue_timeout_seconds = 10}, 0);
   Assign("j", 0, "att-1", "n1", 5000);
   ReportOk("n1", Report("att-1", v1::REJECTED), 9000);
@@ -632,7 +484,7 @@ TEST_F(SqliteStoreTest, ARequeuedTaskWaitsAFullQueueTimeoutAgain) {
   EXPECT_EQ(*late, 1);
 }
 
-TEST_F(SqliteStoreTest, FailQueuedTaskFailsOnlyQueuedTasks) {
+TEST_P(StoreTest, FailQueuedTaskFailsOnlyQueuedTasks) {
   CreateJob("j", {.array_count = 3});
   Status st = store_->FailQueuedTask("j", 0, v1::PLATFORM_FAILURE, "unknown image", 2000);
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -671,7 +523,7 @@ v1::LogChunk Chunk(uint32_t index, const std::string& stream, const std::string&
   return c;
 }
 
-TEST_F(SqliteStoreTest, LogsReadBackInOrderAfterASequenceNumber) {
+TEST_P(StoreTest, LogsReadBackInOrderAfterASequenceNumber) {
   const std::string binary("a\0b\xff", 4);
   ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "one\n"), Chunk(1, "stderr", binary)}).ok());
   ASSERT_TRUE(store_->AppendLogs("k", {Chunk(0, "stdout", "other job\n")}).ok());
@@ -718,7 +570,7 @@ NodeRecord NodeRec(const std::string& id, const std::string& name, uint32_t core
   return n;
 }
 
-TEST_F(SqliteStoreTest, NodesRoundTrip) {
+TEST_P(StoreTest, NodesRoundTrip) {
   ASSERT_TRUE(store_->UpsertNode(NodeRec("n2", "beta", 8), "hash-b").ok());
   ASSERT_TRUE(store_->UpsertNode(NodeRec("n1", "alpha", 4), "hash-a").ok());
 
@@ -753,7 +605,7 @@ TEST_F(SqliteStoreTest, NodesRoundTrip) {
   EXPECT_EQ((*rotated)->id, "n2");
 }
 
-TEST_F(SqliteStoreTest, ApiTokensRoundTrip) {
+TEST_P(StoreTest, ApiTokensRoundTrip) {
   auto none = store_->ApiTokenRole("h1");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -766,7 +618,7 @@ TEST_F(SqliteStoreTest, ApiTokensRoundTrip) {
   EXPECT_EQ(store_->ApiTokenRole("h1")->value_or(""), "admin");
 }
 
-TEST_F(SqliteStoreTest, ArtifactsAndImagesRoundTrip) {
+TEST_P(StoreTest, ArtifactsAndImagesRoundTrip) {
   const std::string digest = "sha256:" + std::string(64, 'd');
   EXPECT_FALSE(*store_->HasArtifact(digest));
   ASSERT_TRUE(store_->RecordArtifact(digest, 123, "input", 10).ok());
@@ -796,7 +648,7 @@ TEST_F(SqliteStoreTest, ArtifactsAndImagesRoundTrip) {
 // commit. Then waits to be killed. Never returns.
 [[noreturn]] void AssignUntilKilled(const std::string& path, int round, int progress_fd) {
   constexpr size_t kBatch = 8;
-  auto opened = OpenSqliteStore(path);
+  auto opened = OpenStore(path);
   if (!opened.ok()) _exit(2);
   Store& store = **opened;
   auto queued = store.QueuedTasks(1000000);
@@ -818,7 +670,7 @@ TEST_F(SqliteStoreTest, ArtifactsAndImagesRoundTrip) {
   for (;;) ::pause();
 }
 
-TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
+TEST_P(StoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
   constexpr int kJobs = 40;
   constexpr uint32_t kTasksPerJob = 100;
   constexpr uint32_t kTotal = kJobs * kTasksPerJob;
@@ -830,7 +682,7 @@ TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
   int killed_mid_run = 0;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    // No SQLite connection may cross fork(): the child opens its own.
+    // No database connection may cross fork(): the child opens its own.
     store_.reset();
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
@@ -857,7 +709,9 @@ TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
         << "the writer failed on its own, status " << wstatus;
     ASSERT_GT(reported, 0u) << "the writer reported no progress";
 
-    EXPECT_EQ(QueryText(path_, "PRAGMA integrity_check"), "ok");
+    auto integrity = db_->IntegrityOk();
+    ASSERT_TRUE(integrity.ok()) << integrity.status().ToString();
+    EXPECT_TRUE(*integrity);
     Open();
     auto active = store_->ActiveAttempts();
     ASSERT_TRUE(active.ok()) << active.status().ToString();
@@ -900,26 +754,21 @@ TEST_F(SqliteStoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
 namespace idlegrid::store {
 namespace {
 
-TEST(SqliteHeartbeatBatchTest, ManyNodesInOneBatchAndNeverBackwards) {
-  char tmpl[] = "/tmp/igstore-hb-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  auto store = OpenSqliteStore(dir + "/state.db");
-  ASSERT_TRUE(store.ok());
+TEST_P(StoreTest, HeartbeatsOfManyNodesInOneBatchNeverGoBackwards) {
   for (const char* id : {"n1", "n2"}) {
     NodeRecord rec;
     rec.id = id;
     rec.name = id;
     rec.last_heartbeat_ms = 100;
-    ASSERT_TRUE((*store)->UpsertNode(rec, std::string("tok-") + id).ok());
+    ASSERT_TRUE(store_->UpsertNode(rec, std::string("tok-") + id).ok());
   }
-  ASSERT_TRUE((*store)->RecordHeartbeats({{"n1", 500}, {"n2", 700}, {"unknown", 900}}).ok());
-  ASSERT_TRUE((*store)->RecordHeartbeats({{"n1", 300}}).ok());  // an older time never wins
-  auto n1 = (*store)->GetNode("n1");
-  auto n2 = (*store)->GetNode("n2");
+  ASSERT_TRUE(store_->RecordHeartbeats({{"n1", 500}, {"n2", 700}, {"unknown", 900}}).ok());
+  ASSERT_TRUE(store_->RecordHeartbeats({{"n1", 300}}).ok());  // an older time never wins
+  auto n1 = store_->GetNode("n1");
+  auto n2 = store_->GetNode("n2");
   ASSERT_TRUE(n1.ok() && *n1 && n2.ok() && *n2);
   EXPECT_EQ((*n1)->last_heartbeat_ms, 500);
   EXPECT_EQ((*n2)->last_heartbeat_ms, 700);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+#include "store/postgres/pg_codec.h"
+
+#include <sstream>
+
+namespace idlegrid::store::pg {
+
+std::vector<std::string> SplitCommaList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Result<v1::JobSpec> ParseSpec(const std::string& blob) {
+  v1::JobSpec spec;
+  if (!spec.ParseFromString(blob)) return Status::DataLoss("stored job spec does not parse");
+  return spec;
+}
+
+ActiveAttempt ReadActiveAttempt(const Rows& rows, int row) {
+  ActiveAttempt a;
+  a.attempt_id = rows.Text(row, 0);
+  a.job_id = rows.Text(row, 1);
+  a.index = static_cast<uint32_t>(rows.Int(row, 2));
+  a.node_id = rows.Text(row, 3);
+  a.state = static_cast<v1::TaskState>(rows.Int(row, 4));
+  a.cpu = rows.Double(row, 5);
+  a.memory = static_cast<uint64_t>(rows.Int(row, 6));
+  a.gpus = static_cast<uint32_t>(rows.Int(row, 7));
+  return a;
+}
+
+}  // namespace idlegrid::store::pg

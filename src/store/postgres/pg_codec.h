@@ -1,0 +1,21 @@
+#pragma once
+// Decoding stored values shared by the PostgreSQL store's files.
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "store/postgres/pg_connection.h"
+#include "store/store.h"
+
+namespace idlegrid::store::pg {
+
+// "a,b," -> {"a", "b"} (device and excluded-node lists are stored so).
+std::vector<std::string> SplitCommaList(const std::string& s);
+
+Result<v1::JobSpec> ParseSpec(const std::string& blob);
+
+// Columns 0..7 of `row`: id, job_id, idx, node_id, state, cpu, memory, gpus.
+ActiveAttempt ReadActiveAttempt(const Rows& rows, int row);
+
+}  // namespace idlegrid::store::pg

@@ -1,0 +1,366 @@
+// Jobs, tasks and the assignment of tasks to nodes in PostgreSQL.
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "jobs/lease.h"
+#include "jobs/task_state.h"
+#include "store/postgres/pg_codec.h"
+#include "store/postgres/postgres_store.h"
+
+namespace idlegrid::store {
+
+using pg::Connection;
+using pg::Isolation;
+using pg::Params;
+using pg::Rows;
+
+Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                                int64_t now_ms) {
+  const uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
+  return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
+    // A concurrent insert of the same id waits for the first and then does nothing.
+    IG_ASSIGN_OR_RETURN(
+        Rows job,
+        c.Exec("INSERT INTO jobs(id, spec, spec_digest, created_ms, cpu, memory, gpus, gpu_memory, runtime, "
+               "queue_timeout_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+               "ON CONFLICT(id) DO NOTHING RETURNING seq",
+               Params()
+                   .Text(job_id)
+                   .Bytes(spec.SerializeAsString())
+                   .Text(spec_digest)
+                   .Int(now_ms)
+                   .Double(spec.resources().cpu())
+                   .Int(static_cast<int64_t>(spec.resources().memory_bytes()))
+                   .Int(spec.resources().gpus())
+                   .Int(static_cast<int64_t>(spec.resources().gpu_memory_bytes()))
+                   .Text(spec.runtime())
+                   .Int(int64_t{spec.queue_timeout_seconds()} * 1000)));
+    if (job.empty()) return Status::AlreadyExists("job " + job_id + " already exists");
+    return c
+        .Exec("INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) "
+              "SELECT $1::text, g, $2::bigint, $3::integer, $4::bigint, $4::bigint "
+              "FROM generate_series(0, $5::integer - 1) AS g",
+              Params().Text(job_id).Int(job.Int(0, 0)).Int(v1::QUEUED).Int(now_ms).Int(count))
+        .status();
+  });
+}
+
+Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id) {
+  IG_ASSIGN_OR_RETURN(Rows jq, c.Exec("SELECT spec, spec_digest, created_ms FROM jobs WHERE id = $1",
+                                      Params().Text(job_id)));
+  if (jq.empty()) return Status::NotFound("job " + job_id + " does not exist");
+  v1::Job job;
+  job.set_id(job_id);
+  IG_ASSIGN_OR_RETURN(*job.mutable_spec(), pg::ParseSpec(jq.Text(0, 0)));
+  job.set_spec_digest(jq.Text(0, 1));
+  job.set_created_at_ms(jq.Int(0, 2));
+
+  std::map<uint32_t, v1::Task*> by_index;
+  std::map<v1::TaskState, int> counts;
+  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT idx, state, reason, message FROM tasks WHERE job_id = $1 ORDER BY idx",
+                                      Params().Text(job_id)));
+  for (int r = 0; r < tq.size(); ++r) {
+    v1::Task* t = job.add_tasks();
+    t->set_job_id(job_id);
+    t->set_index(static_cast<uint32_t>(tq.Int(r, 0)));
+    t->set_state(static_cast<v1::TaskState>(tq.Int(r, 1)));
+    t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(r, 2)));
+    t->set_message(tq.Text(r, 3));
+    by_index[t->index()] = t;
+    counts[t->state()]++;
+  }
+  IG_ASSIGN_OR_RETURN(
+      Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+                      "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from "
+                      "FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
+                      Params().Text(job_id)));
+  for (int r = 0; r < aq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
+    if (it == by_index.end()) continue;
+    v1::Attempt* a = it->second->add_attempts();
+    a->set_id(aq.Text(r, 0));
+    a->set_node_id(aq.Text(r, 2));
+    a->set_state(static_cast<v1::TaskState>(aq.Int(r, 3)));
+    a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(r, 4)));
+    a->set_message(aq.Text(r, 5));
+    a->set_exit_code(static_cast<int32_t>(aq.Int(r, 6)));
+    a->set_assigned_at_ms(aq.Int(r, 7));
+    a->set_started_at_ms(aq.Int(r, 8));
+    a->set_finished_at_ms(aq.Int(r, 9));
+    a->set_runtime(aq.Text(r, 10));
+    for (const auto& d : pg::SplitCommaList(aq.Text(r, 12))) a->add_device_uuids(d);
+    if (!aq.IsNull(r, 11)) {
+      v1::Attempt outputs;
+      if (outputs.ParseFromString(aq.Text(r, 11))) *a->mutable_outputs() = outputs.outputs();
+    }
+    a->set_lease_epoch(static_cast<uint64_t>(aq.Int(r, 13)));
+    a->set_checkpoints(static_cast<uint32_t>(aq.Int(r, 14)));
+    a->set_last_checkpoint_at_ms(aq.Int(r, 15));
+    a->set_restored_from_attempt(aq.Text(r, 16));
+    a->set_work_lost_ms(jobs::WorkLostMs(*a));
+    it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
+  }
+  IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));
+  for (int r = 0; r < cq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(cq.Int(r, 0)));
+    if (it == by_index.end()) continue;
+    if (!it->second->mutable_checkpoint()->ParseFromString(cq.Text(r, 1))) {
+      return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
+    }
+  }
+  for (const auto& [state, n] : counts) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
+  job.set_state(jobs::AggregateJobState(counts));
+  return job;
+}
+
+Result<v1::Job> PostgresStore::GetJob(const std::string& job_id) {
+  v1::Job job;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(job, ReadJob(c, job_id));
+    return Status::Ok();
+  }));
+  return job;
+}
+
+Result<std::vector<v1::Job>> PostgresStore::ListJobs() {
+  std::vector<v1::Job> out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
+    out.clear();
+    std::map<std::string, size_t> pos;
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, spec, spec_digest, created_ms FROM jobs ORDER BY seq DESC"));
+    for (int r = 0; r < q.size(); ++r) {
+      v1::Job job;
+      job.set_id(q.Text(r, 0));
+      IG_ASSIGN_OR_RETURN(*job.mutable_spec(), pg::ParseSpec(q.Text(r, 1)));
+      job.set_spec_digest(q.Text(r, 2));
+      job.set_created_at_ms(q.Int(r, 3));
+      pos[job.id()] = out.size();
+      out.push_back(std::move(job));
+    }
+    IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT job_id, state, COUNT(*) FROM tasks GROUP BY job_id, state"));
+    std::map<std::string, std::map<v1::TaskState, int>> counts;
+    for (int r = 0; r < cq.size(); ++r) {
+      counts[cq.Text(r, 0)][static_cast<v1::TaskState>(cq.Int(r, 1))] = static_cast<int>(cq.Int(r, 2));
+    }
+    for (auto& [id, by_state] : counts) {
+      auto it = pos.find(id);
+      if (it == pos.end()) continue;
+      v1::Job& job = out[it->second];
+      for (const auto& [state, n] : by_state) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
+      job.set_state(jobs::AggregateJobState(by_state));
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t now_ms) {
+  std::vector<QueuedTask> out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    out.clear();
+    int64_t max_rows = limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit);
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, idx, excluded, queued_ms FROM tasks "
+                                       "WHERE state = $1 AND not_before_ms <= $2 ORDER BY job_seq, idx LIMIT $3",
+                                       Params().Int(v1::QUEUED).Int(now_ms).Int(max_rows)));
+    // Specs never change once stored: fetch each job's once, not once per task.
+    std::vector<std::string> ids;
+    std::set<std::string> seen;
+    for (int r = 0; r < q.size(); ++r) {
+      if (seen.insert(q.Text(r, 0)).second) ids.push_back(q.Text(r, 0));
+    }
+    std::map<std::string, v1::JobSpec> specs;
+    if (!ids.empty()) {
+      IG_ASSIGN_OR_RETURN(Rows sq, c.Exec("SELECT id, spec FROM jobs WHERE id = ANY($1::text[])",
+                                          Params().TextArray(ids)));
+      for (int r = 0; r < sq.size(); ++r) {
+        IG_ASSIGN_OR_RETURN(specs[sq.Text(r, 0)], pg::ParseSpec(sq.Text(r, 1)));
+      }
+    }
+    out.reserve(q.size());
+    for (int r = 0; r < q.size(); ++r) {
+      QueuedTask t;
+      t.job_id = q.Text(r, 0);
+      t.index = static_cast<uint32_t>(q.Int(r, 1));
+      t.excluded_nodes = pg::SplitCommaList(q.Text(r, 2));
+      t.queued_ms = q.Int(r, 3);
+      auto it = specs.find(t.job_id);
+      if (it == specs.end()) return Status::DataLoss("task " + t.job_id + " has no job");
+      t.spec = it->second;
+      out.push_back(std::move(t));
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
+  std::vector<ActiveAttempt> out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, "
+                                       "gpu_memory, epoch FROM attempts WHERE state IN ($1, $2)",
+                                       Params().Int(v1::ASSIGNED).Int(v1::RUNNING)));
+    out.clear();
+    for (int r = 0; r < q.size(); ++r) {
+      ActiveAttempt a = pg::ReadActiveAttempt(q, r);
+      a.device_uuids = pg::SplitCommaList(q.Text(r, 8));
+      a.gpu_memory_bytes = static_cast<uint64_t>(q.Int(r, 9));
+      a.lease_epoch = static_cast<uint64_t>(q.Int(r, 10));
+      out.push_back(std::move(a));
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
+  // One statement for the whole batch. Under READ COMMITTED a task row that
+  // another coordinator updated meanwhile is re-checked against "state =
+  // QUEUED" once that one commits, so each task is granted exactly once. The
+  // same task twice in the batch: the first one takes it.
+  std::vector<const NewAttempt*> unique;
+  std::set<std::pair<std::string, uint32_t>> seen;
+  for (const auto& a : attempts) {
+    if (seen.emplace(a.job_id, a.index).second) unique.push_back(&a);
+  }
+  if (unique.empty()) return std::vector<NewAttempt>();
+  std::vector<std::string> ids, jobs, indexes, nodes, times, devices;
+  for (const NewAttempt* a : unique) {
+    ids.push_back(a->attempt_id);
+    jobs.push_back(a->job_id);
+    indexes.push_back(std::to_string(a->index));
+    nodes.push_back(a->node_id);
+    times.push_back(std::to_string(a->now_ms));
+    std::string d;
+    for (const auto& uuid : a->device_uuids) d += uuid + ",";
+    devices.push_back(std::move(d));
+  }
+  std::map<std::string, uint64_t> epochs;  // committed attempt -> lease epoch
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    epochs.clear();
+    // The lease epoch is the task's attempt ordinal; the attempt starts from
+    // the task's latest checkpoint, if it has one. The reservation is copied
+    // from the job so capacity accounting survives restarts.
+    IG_ASSIGN_OR_RETURN(
+        Rows q,
+        c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
+               "$5::bigint[], $6::text[]) AS i(attempt_id, job_id, idx, node_id, now_ms, devices)), "
+               "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
+               "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
+               "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, t.attempts AS epoch) "
+               "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
+               "runtime, devices, epoch, restored_from) "
+               "SELECT m.attempt_id, m.job_id, m.idx, m.node_id, $7, m.now_ms, j.cpu, j.memory, j.gpus, "
+               "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, '') "
+               "FROM claimed m JOIN jobs j ON j.id = m.job_id "
+               "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
+               Params()
+                   .TextArray(ids)
+                   .TextArray(jobs)
+                   .TextArray(indexes)
+                   .TextArray(nodes)
+                   .TextArray(times)
+                   .TextArray(devices)
+                   .Int(v1::ASSIGNED)
+                   .Int(v1::QUEUED)));
+    for (int r = 0; r < q.size(); ++r) epochs[q.Text(r, 0)] = static_cast<uint64_t>(q.Int(r, 1));
+    return Status::Ok();
+  }));
+  std::vector<NewAttempt> committed;
+  for (const NewAttempt* a : unique) {
+    auto it = epochs.find(a->attempt_id);
+    if (it == epochs.end()) continue;
+    NewAttempt done = *a;
+    done.lease_epoch = it->second;
+    committed.push_back(std::move(done));
+  }
+  return committed;
+}
+
+Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t now_ms) {
+  CancelResult result;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
+    result.stopped.clear();
+    IG_ASSIGN_OR_RETURN(Rows exists, c.Exec("SELECT 1 FROM jobs WHERE id = $1", Params().Text(job_id)));
+    if (exists.empty()) return Status::NotFound("job " + job_id + " does not exist");
+    IG_ASSIGN_OR_RETURN(Rows active, c.Exec("SELECT id, idx, node_id, state FROM attempts "
+                                            "WHERE job_id = $1 AND state IN ($2, $3) ORDER BY assigned_ms, seq",
+                                            Params().Text(job_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
+    for (int r = 0; r < active.size(); ++r) {
+      result.stopped.push_back({active.Text(r, 0), job_id, static_cast<uint32_t>(active.Int(r, 1)),
+                                active.Text(r, 2), static_cast<v1::TaskState>(active.Int(r, 3))});
+    }
+    // Active attempts keep holding their node until the agent confirms the stop.
+    IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET reason = $1, message = 'cancel requested' "
+                              "WHERE job_id = $2 AND state IN ($3, $4)",
+                              Params().Int(v1::USER_CANCEL).Text(job_id).Int(v1::ASSIGNED).Int(v1::RUNNING))
+                           .status());
+    return c
+        .Exec("UPDATE tasks SET state = $1, reason = $2, message = 'cancelled by user', updated_ms = $3 "
+              "WHERE job_id = $4 AND state IN ($5, $6, $7, $8)",
+              Params()
+                  .Int(v1::CANCELLED)
+                  .Int(v1::USER_CANCEL)
+                  .Int(now_ms)
+                  .Text(job_id)
+                  .Int(v1::QUEUED)
+                  .Int(v1::ASSIGNED)
+                  .Int(v1::RUNNING)
+                  .Int(v1::LOST))
+        .status();
+  }));
+  IG_ASSIGN_OR_RETURN(result.job, GetJob(job_id));
+  return result;
+}
+
+Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
+  IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(Rows lost, c.Exec("SELECT idx FROM tasks WHERE job_id = $1 AND state = $2 ORDER BY idx",
+                                          Params().Text(job_id).Int(v1::LOST)));
+    if (lost.empty()) return Status::FailedPrecondition("job " + job_id + " has no lost tasks");
+    for (int r = 0; r < lost.size(); ++r) {
+      IG_RETURN_IF_ERROR(SetTaskState(c, job_id, static_cast<uint32_t>(lost.Int(r, 0)),
+                                      retry ? v1::QUEUED : v1::FAILED,
+                                      retry ? v1::FAILURE_REASON_UNSPECIFIED : v1::NODE_LOST,
+                                      retry ? "" : "abandoned by the user after its node was lost", now_ms));
+    }
+    return Status::Ok();
+  }));
+  return GetJob(job_id);
+}
+
+Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
+  // One conditional statement: a task assigned meanwhile no longer matches.
+  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(v1::QUEUED, v1::FAILED));
+  int expired = 0;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(
+        Rows r, c.Exec("UPDATE tasks t SET state = $1, reason = $2, "
+                       "message = 'no node took the task within its queue timeout', updated_ms = $3 "
+                       "FROM jobs j WHERE j.id = t.job_id AND t.state = $4 AND j.queue_timeout_ms > 0 "
+                       "AND $3 - t.queued_ms > j.queue_timeout_ms",
+                       Params().Int(v1::FAILED).Int(v1::QUEUE_TIMEOUT).Int(now_ms).Int(v1::QUEUED)));
+    expired = static_cast<int>(r.affected());
+    return Status::Ok();
+  }));
+  return expired;
+}
+
+Status PostgresStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                                     const std::string& message, int64_t now_ms) {
+  // Only a queued task: an assigned one has an attempt holding node capacity
+  // that failing the task alone would strand.
+  return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
+                                         Params().Text(job_id).Int(index)));
+    if (cur.empty()) return Status::NotFound("task " + job_id + "/" + std::to_string(index) + " does not exist");
+    auto state = static_cast<v1::TaskState>(cur.Int(0, 0));
+    if (state != v1::QUEUED) {
+      return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
+                                        jobs::StateName(state) + ", not queued");
+    }
+    return SetTaskState(c, job_id, index, v1::FAILED, reason, message, now_ms);
+  });
+}
+
+}  // namespace idlegrid::store

@@ -1,0 +1,112 @@
+// Schema migrations, versioned in code. Pending entries run in order inside
+// one transaction that first takes a transaction-scoped advisory lock, so
+// coordinators starting at once against an empty database migrate exactly
+// once (the others wait, then find nothing to do). Never edit a shipped entry.
+#include <string>
+#include <vector>
+
+#include "store/postgres/postgres_store.h"
+
+namespace idlegrid::store {
+
+namespace {
+
+// Any constant, shared by every idlegrid binary: "idlg" "migr" in ASCII.
+constexpr int64_t kMigrationLockKey = 0x69646c676d696772;
+
+const std::vector<const char*>& Migrations() {
+  static const std::vector<const char*> kMigrations = {
+      // v1: the SQLite schema at its version 6, plus the columns PostgreSQL
+      // needs to do in SQL what SQLite does under its single writer: jobs keep
+      // the reservation and queue timeout of their spec (copied from it at
+      // insert; the spec blob stays the source of truth), tasks their job's
+      // submission order for an ordered index scan of the queue.
+      R"sql(
+      CREATE TABLE jobs(
+        id TEXT PRIMARY KEY, spec BYTEA NOT NULL, spec_digest TEXT NOT NULL,
+        created_ms BIGINT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+        cpu DOUBLE PRECISION NOT NULL, memory BIGINT NOT NULL, gpus INTEGER NOT NULL,
+        gpu_memory BIGINT NOT NULL, runtime TEXT NOT NULL, queue_timeout_ms BIGINT NOT NULL);
+      CREATE TABLE tasks(
+        job_id TEXT NOT NULL REFERENCES jobs(id), idx INTEGER NOT NULL, job_seq BIGINT NOT NULL,
+        state INTEGER NOT NULL, reason INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+        attempts INTEGER NOT NULL DEFAULT 0, queued_ms BIGINT NOT NULL,
+        excluded TEXT NOT NULL DEFAULT '', updated_ms BIGINT NOT NULL,
+        not_before_ms BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY(job_id, idx));
+      CREATE INDEX tasks_by_state ON tasks(state, job_seq, idx);
+      CREATE TABLE attempts(
+        id TEXT PRIMARY KEY, seq BIGINT GENERATED ALWAYS AS IDENTITY,
+        job_id TEXT NOT NULL, idx INTEGER NOT NULL, node_id TEXT NOT NULL,
+        state INTEGER NOT NULL, reason INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER NOT NULL DEFAULT -1, assigned_ms BIGINT NOT NULL,
+        started_ms BIGINT NOT NULL DEFAULT 0, finished_ms BIGINT NOT NULL DEFAULT 0,
+        accepted_ms BIGINT NOT NULL DEFAULT 0,
+        cpu DOUBLE PRECISION NOT NULL, memory BIGINT NOT NULL, gpus INTEGER NOT NULL,
+        gpu_memory BIGINT NOT NULL DEFAULT 0, devices TEXT NOT NULL DEFAULT '',
+        runtime TEXT NOT NULL DEFAULT '', outputs BYTEA,
+        epoch BIGINT NOT NULL DEFAULT 0, checkpoints INTEGER NOT NULL DEFAULT 0,
+        last_checkpoint_ms BIGINT NOT NULL DEFAULT 0, restored_from TEXT NOT NULL DEFAULT '');
+      CREATE INDEX attempts_by_task ON attempts(job_id, idx);
+      CREATE INDEX attempts_by_state ON attempts(state, node_id);
+      CREATE INDEX attempts_by_node ON attempts(node_id, state);
+      CREATE INDEX attempts_by_finish ON attempts(finished_ms);
+      CREATE TABLE checkpoints(
+        job_id TEXT NOT NULL, idx INTEGER NOT NULL, attempt_id TEXT NOT NULL, epoch BIGINT NOT NULL,
+        files BYTEA NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY(job_id, idx));
+      CREATE TABLE nodes(
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, info BYTEA,
+        registered_ms BIGINT NOT NULL, last_heartbeat_ms BIGINT NOT NULL DEFAULT 0,
+        public_key BYTEA NOT NULL DEFAULT '', last_sequence BIGINT NOT NULL DEFAULT 0,
+        advertisement BYTEA, measurement BYTEA,
+        draining BOOLEAN NOT NULL DEFAULT FALSE, drain_deadline_ms BIGINT NOT NULL DEFAULT 0);
+      CREATE TABLE api_tokens(hash TEXT PRIMARY KEY, role TEXT NOT NULL, created_ms BIGINT NOT NULL);
+      CREATE TABLE artifacts(
+        digest TEXT PRIMARY KEY, size BIGINT NOT NULL, kind TEXT NOT NULL, created_ms BIGINT NOT NULL);
+      CREATE TABLE images(
+        manifest_digest TEXT PRIMARY KEY, config_digest TEXT NOT NULL, archive_digest TEXT NOT NULL,
+        created_ms BIGINT NOT NULL);
+      CREATE TABLE logs(
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, job_id TEXT NOT NULL, idx INTEGER NOT NULL,
+        attempt_id TEXT NOT NULL, stream TEXT NOT NULL, data BYTEA NOT NULL);
+      CREATE INDEX logs_by_job ON logs(job_id, seq);
+      )sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace
+
+Status PostgresStore::Migrate() {
+  const auto& all = Migrations();
+  return Tx(pg::Isolation::kReadCommitted, [&](pg::Connection& c) -> Status {
+    IG_RETURN_IF_ERROR(c.Exec("SELECT pg_advisory_xact_lock($1)", pg::Params().Int(kMigrationLockKey)).status());
+    // Read after taking the lock: under READ COMMITTED each statement sees what
+    // a coordinator that migrated before us committed.
+    IG_RETURN_IF_ERROR(c.ExecScript("CREATE TABLE IF NOT EXISTS idlegrid_schema(version INTEGER NOT NULL)"));
+    IG_ASSIGN_OR_RETURN(pg::Rows version, c.Exec("SELECT version FROM idlegrid_schema"));
+    int64_t current = version.empty() ? 0 : version.Int(0, 0);
+    if (version.empty()) {
+      IG_RETURN_IF_ERROR(c.ExecScript("INSERT INTO idlegrid_schema(version) VALUES(0)"));
+    }
+    if (current > static_cast<int64_t>(all.size())) {
+      return Status::FailedPrecondition("database schema version " + std::to_string(current) +
+                                        " is newer than this binary supports (" + std::to_string(all.size()) +
+                                        "); upgrade idlegrid");
+    }
+    if (current == static_cast<int64_t>(all.size())) return Status::Ok();
+    for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
+      IG_RETURN_IF_ERROR(c.ExecScript(all[v]).WithContext("migration " + std::to_string(v + 1)));
+    }
+    return c.Exec("UPDATE idlegrid_schema SET version = $1", pg::Params().Int(static_cast<int64_t>(all.size())))
+        .status();
+  });
+}
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo, const PostgresOptions& options) {
+  auto store = std::make_unique<PostgresStore>(conninfo, options.pool_size == 0 ? 1 : options.pool_size);
+  IG_RETURN_IF_ERROR(store->Migrate().WithContext("PostgreSQL store"));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace idlegrid::store

@@ -1,0 +1,94 @@
+#include "store/postgres/pg_pool.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+namespace idlegrid::store::pg {
+
+PooledConnection::~PooledConnection() {
+  if (conn_) pool_->Release(std::move(conn_));
+}
+
+Result<PooledConnection> ConnectionPool::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  available_.wait(lock, [&] { return !idle_.empty() || open_ < size_; });
+  if (!idle_.empty()) {
+    std::unique_ptr<Connection> conn = std::move(idle_.back());
+    idle_.pop_back();
+    lock.unlock();
+    if (!conn->healthy()) {
+      if (Status st = conn->Reset(); !st.ok()) {
+        Release(std::move(conn));
+        return st;
+      }
+    }
+    return PooledConnection(this, std::move(conn));
+  }
+  ++open_;  // reserve the slot, connect outside the lock
+  lock.unlock();
+  auto conn = Connection::Open(conninfo_);
+  if (!conn.ok()) {
+    std::lock_guard<std::mutex> relock(mu_);
+    --open_;
+    available_.notify_one();
+    return conn.status();
+  }
+  return PooledConnection(this, std::move(conn).value());
+}
+
+void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
+  // A connection left inside a transaction (its owner failed mid-way) is
+  // rolled back before anyone else may use it.
+  if (conn->healthy() && conn->in_transaction()) (void)conn->ExecScript("ROLLBACK");
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(std::move(conn));
+  available_.notify_one();
+}
+
+namespace {
+
+const char* BeginStatement(Isolation isolation) {
+  switch (isolation) {
+    case Isolation::kAutocommit:
+      return "";
+    case Isolation::kReadCommitted:
+      return "BEGIN ISOLATION LEVEL READ COMMITTED";
+    case Isolation::kReadOnlySnapshot:
+      return "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    case Isolation::kSerializable:
+      return "BEGIN ISOLATION LEVEL SERIALIZABLE";
+  }
+  return "BEGIN";
+}
+
+constexpr int kMaxTries = 30;
+
+}  // namespace
+
+Status RunTransaction(ConnectionPool& pool, Isolation isolation, const std::function<Status(Connection&)>& body) {
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  Status last;
+  for (int attempt = 0; attempt < kMaxTries; ++attempt) {
+    if (attempt > 0) {
+      // Contending transactions back off by random, growing amounts so they
+      // do not collide again in lockstep.
+      int cap_us = 200 * std::min(attempt, 20);
+      std::this_thread::sleep_for(std::chrono::microseconds(jitter() % cap_us + 50));
+    }
+    IG_ASSIGN_OR_RETURN(PooledConnection conn, pool.Acquire());
+    conn->clear_last_sqlstate();
+    const bool explicit_tx = isolation != Isolation::kAutocommit;
+    Status st = explicit_tx ? conn->ExecScript(BeginStatement(isolation)) : Status::Ok();
+    if (st.ok()) st = body(*conn);
+    if (st.ok() && explicit_tx) st = conn->ExecScript("COMMIT");
+    if (st.ok()) return st;
+    std::string sqlstate = conn->last_sqlstate();
+    if (conn->healthy() && conn->in_transaction()) (void)conn->ExecScript("ROLLBACK");
+    if (!IsRetryable(sqlstate)) return st;
+    last = st;
+  }
+  return last.WithContext("gave up after " + std::to_string(kMaxTries) + " conflicting tries");
+}
+
+}  // namespace idlegrid::store::pg

@@ -1,0 +1,89 @@
+#pragma once
+// The Store on PostgreSQL: several coordinator processes may share one
+// database. Every method runs as one transaction on a pooled connection:
+// - single conditional statements (CommitAssignments' one "UPDATE ... WHERE
+//   state = QUEUED" for the whole batch, RecordAdvertisement's sequence check)
+//   run under READ COMMITTED, where a row updated concurrently is re-checked
+//   against the condition after the other transaction commits, so a task is
+//   granted once however many coordinators commit at the same time;
+// - read-modify-write transactions (attempt reports, cancel, node loss...)
+//   run SERIALIZABLE and are retried on conflict, which gives the same
+//   outcomes as SQLite's single writer.
+#include <memory>
+#include <string>
+
+#include "store/postgres/pg_pool.h"
+#include "store/store.h"
+
+namespace idlegrid::store {
+
+class PostgresStore : public Store {
+ public:
+  PostgresStore(const std::string& conninfo, size_t pool_size) : pool_(conninfo, pool_size) {}
+  // Applies pending migrations under a database-wide advisory lock, so
+  // coordinators starting together migrate once. FailedPrecondition for a
+  // schema newer than this binary.
+  Status Migrate();
+
+  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                   int64_t now_ms) override;
+  Result<v1::Job> GetJob(const std::string& job_id) override;
+  Result<std::vector<v1::Job>> ListJobs() override;
+  Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) override;
+  Result<std::vector<ActiveAttempt>> ActiveAttempts() override;
+  Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) override;
+  Result<EventResult> ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
+                                         int64_t now_ms) override;
+  Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) override;
+  Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
+  Result<int> ExpireQueuedTasks(int64_t now_ms) override;
+  Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) override;
+  Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
+  Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
+  Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
+  Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) override;
+  Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                        const std::string& message, int64_t now_ms) override;
+
+  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) override;
+  Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) override;
+
+  Status UpsertNode(const NodeRecord& node, const std::string& token_hash) override;
+  Result<std::optional<NodeRecord>> NodeByTokenHash(const std::string& token_hash) override;
+  Result<std::vector<NodeRecord>> ListNodes() override;
+  Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) override;
+  Status RecordAdvertisement(const std::string& node_id, uint64_t sequence,
+                             const v1::Advertisement& advertisement) override;
+  Status RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) override;
+  Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) override;
+  Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
+  Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) override;
+  Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) override;
+  Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) override;
+
+  Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) override;
+  Result<bool> HasArtifact(const std::string& digest) override;
+  Status RegisterImage(const ImageRecord& image, int64_t now_ms) override;
+  Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) override;
+
+ private:
+  // Runs `body` as one transaction (see pg::RunTransaction).
+  Status Tx(pg::Isolation isolation, const std::function<Status(pg::Connection&)>& body) {
+    return pg::RunTransaction(pool_, isolation, body);
+  }
+  // Helpers running inside the caller's transaction.
+  static Result<v1::Job> ReadJob(pg::Connection& c, const std::string& job_id);
+  static Status SetTaskState(pg::Connection& c, const std::string& job_id, uint32_t index, v1::TaskState to,
+                             v1::FailureReason reason, const std::string& message, int64_t now_ms);
+  // Replaces the task's checkpoint with the one `report` lists.
+  static Status RecordCheckpoint(pg::Connection& c, const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                 uint32_t index, uint64_t epoch, int64_t now_ms);
+  static Result<EventResult> ApplyOutcome(pg::Connection& c, const std::string& attempt_id,
+                                          const jobs::AttemptContext& ctx, const jobs::AttemptOutcome& outcome,
+                                          const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                          uint32_t index, const std::string& node_id, int64_t now_ms);
+
+  pg::ConnectionPool pool_;
+};
+
+}  // namespace idlegrid::store
