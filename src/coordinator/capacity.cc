@@ -79,6 +79,12 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
     if (ad.sequence() > live.last_sequence) {
       live.last_sequence = ad.sequence();
       live.ad = ad;
+      for (const auto& d : ad.inventory().gpus().devices()) {
+        if (d.throttle_reasons() & sched::kThermalOrPowerThrottle) {
+          ++live.throttle_reports;  // feeds reliability: a throttled GPU runs slower than measured
+          break;
+        }
+      }
     }
   }
   spdlog::debug("advertisement {} of node {} accepted", ad.sequence(), node_id);

@@ -254,6 +254,8 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       n->set_schedulable(why.empty());
       n->set_unschedulable_reason(why);
       for (auto& d : AccountedGpusLocked(r.id, live, active)) *n->add_gpus() = std::move(d);
+      n->set_reliability(live.reliability.score);
+      n->set_reliability_detail(live.reliability.detail);
     }
     for (const auto& a : active) {
       if (a.node_id != r.id) continue;
@@ -392,7 +394,14 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     std::lock_guard<std::mutex> lock(mu_);
     NodeLive& live = nodes_[node_id];
     came_back = !live.online && live.session;
-    live.last_heartbeat_ms = clock_->NowMs();
+    int64_t now = clock_->NowMs();
+    if (live.online && live.last_heartbeat_ms > 0) {
+      // Only lateness counts: agents send early heartbeats when something changed.
+      double interval = options_.heartbeat_interval_ms;
+      double late = std::clamp((now - live.last_heartbeat_ms - interval) / interval, 0.0, 1.0);
+      live.heartbeat_lateness = 0.9 * live.heartbeat_lateness + 0.1 * late;
+    }
+    live.last_heartbeat_ms = now;
     if (request.info().cpu_cores()) live.info = request.info();
     if (live.session) live.online = true;
   }
@@ -450,8 +459,42 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
   return Status::Ok();
 }
 
+Result<std::vector<store::ActiveAttempt>> Coordinator::RecentActiveAttempts() {
+  std::lock_guard<std::mutex> lock(active_cache_mu_);
+  int64_t now = clock_->NowMs();
+  if (active_cache_ms_ < 0 || now - active_cache_ms_ > kActiveCacheMs) {
+    IG_ASSIGN_OR_RETURN(active_cache_, store_->ActiveAttempts());
+    active_cache_ms_ = now;
+  }
+  return active_cache_;
+}
+
+void Coordinator::RefreshReliability() {
+  int64_t now = clock_->NowMs();
+  if (reliability_refreshed_ms_ != 0 && now - reliability_refreshed_ms_ < kReliabilityRefreshMs) return;
+  reliability_refreshed_ms_ = now;
+  auto outcomes = store_->RecentNodeOutcomes(now - kReliabilityWindowMs);
+  if (!outcomes.ok()) {
+    spdlog::warn("reliability: {}", outcomes.status().ToString());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, live] : nodes_) {
+    sched::ReliabilityInputs in;
+    auto it = outcomes->find(id);
+    if (it != outcomes->end()) {
+      in.succeeded = it->second.succeeded;
+      in.node_lost = it->second.node_lost;
+      in.node_failed = it->second.node_failed;
+    }
+    in.heartbeat_lateness = live.heartbeat_lateness;
+    in.throttle_reports = live.throttle_reports;
+    live.reliability = sched::ScoreReliability(in);
+  }
+}
+
 void Coordinator::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
-  auto active = store_->ActiveAttempts();
+  auto active = RecentActiveAttempts();
   if (!active.ok()) return;
   std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
   std::vector<std::string> lost;
@@ -610,6 +653,7 @@ void Coordinator::Loop() {
     }
     CheckHeartbeats();
     PersistHeartbeats();
+    RefreshReliability();
     EnforceDrainDeadlines();
     EnsureReadiness();
     DispatchOnce();
@@ -694,6 +738,7 @@ void Coordinator::DispatchOnce() {
         v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
       }
       v.enforcement = n.info.enforcement();
+      v.reliability = n.reliability.score;
       v.unschedulable_reason = UnschedulableReasonLocked(n);
       for (const auto& a : *active) {
         if (a.node_id != id) continue;

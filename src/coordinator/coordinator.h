@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "sched/reliability.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 
@@ -130,6 +131,10 @@ class Coordinator {
     bool draining = false;
     int64_t drain_deadline_ms = 0;   // 0: none
     bool drain_handed_back = false;  // the deadline's stop commands went out
+    // Reliability inputs kept in memory (outcomes come from the store).
+    double heartbeat_lateness = 0;   // EWMA, fraction of the interval
+    uint32_t throttle_reports = 0;
+    sched::Reliability reliability;
   };
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
@@ -153,6 +158,14 @@ class Coordinator {
   void CheckHeartbeats();
   void EnforceDrainDeadlines();
   void PersistHeartbeats();
+  // Recomputes every node's reliability from the last day's attempts.
+  void RefreshReliability();
+  static constexpr int64_t kReliabilityWindowMs = 24 * 3600 * 1000;
+  static constexpr int64_t kReliabilityRefreshMs = 10000;
+  // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
+  // second) reconcile against it instead of querying the store each time.
+  Result<std::vector<store::ActiveAttempt>> RecentActiveAttempts();
+  static constexpr int64_t kActiveCacheMs = 250;
   static constexpr int64_t kHeartbeatPersistMs = 5000;
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
@@ -178,6 +191,10 @@ class Coordinator {
   std::string gpu_bench_error_ = "no GPU readiness benchmark on the coordinator";  // guarded by mu_
   uint64_t version_ = 0;                       // guarded by mu_
   int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
+  int64_t reliability_refreshed_ms_ = 0;       // loop thread only
+  std::mutex active_cache_mu_;
+  std::vector<store::ActiveAttempt> active_cache_;  // guarded by active_cache_mu_
+  int64_t active_cache_ms_ = -1;                    // guarded by active_cache_mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_
   std::thread loop_;

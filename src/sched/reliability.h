@@ -1,0 +1,34 @@
+#pragma once
+// Node reliability (R19): one score in [0, 1] from a rolling window of what a
+// node did, for `idlegrid nodes` and the scheduler's reliability scorer. Pure.
+#include <cstdint>
+#include <string>
+
+namespace idlegrid::sched {
+
+struct ReliabilityInputs {
+  uint32_t succeeded = 0;    // attempts that ran to success in the window
+  uint32_t node_lost = 0;    // leases lost: the node vanished mid-attempt
+  uint32_t node_failed = 0;  // platform failures and unacknowledged assignments
+  // Exponentially weighted lateness of heartbeats, as a fraction of the
+  // interval (0: always on time; 1: typically a whole interval late).
+  double heartbeat_lateness = 0;
+  uint32_t throttle_reports = 0;  // advertisements with GPUs thermally/power throttled
+};
+
+struct Reliability {
+  double score = 0.5;
+  std::string detail;  // "12 ok, 1 lost, 0 failed; heartbeats 3% late; 0 throttled"
+};
+
+// The score is a smoothed success ratio with a prior of one success and one
+// failure (so a node with no history scores 0.5, like an unknown), where a
+// lost lease weighs 3 failures (the grid pays detection time and redone work)
+// and a platform failure 2; then heartbeat lateness takes off up to half and
+// throttling up to 30%. The job's own failures are not the node's and do not count.
+Reliability ScoreReliability(const ReliabilityInputs& in);
+
+// The NVML throttle-reason bits that mean the device is slowed by heat or power.
+inline constexpr uint64_t kThermalOrPowerThrottle = 0x8 | 0x20 | 0x40 | 0x80;
+
+}  // namespace idlegrid::sched
