@@ -11,6 +11,7 @@
 // server binaries are a test failure, not a skip.
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "common/status.h"
@@ -21,6 +22,8 @@ namespace idlegrid::store::backends {
 enum class BackendKind { kSqlite, kPostgres };
 
 std::string BackendName(BackendKind kind);
+// How gtest prints a test's parameter.
+inline void PrintTo(BackendKind kind, std::ostream* os) { *os << BackendName(kind); }
 
 class TestDatabase {
  public:
@@ -44,7 +47,8 @@ class TestDatabase {
 // the PostgreSQL server binaries are missing.
 Result<std::unique_ptr<TestDatabase>> CreateTestDatabase(BackendKind kind);
 
-// The schema version this build's migrations produce.
+// The schema version this build's migrations produce (that of a fresh
+// database); -1 if one cannot be made.
 int64_t LatestSchemaVersion(BackendKind kind);
 
 }  // namespace idlegrid::store::backends

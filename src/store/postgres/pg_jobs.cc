@@ -214,10 +214,14 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
 }
 
 Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
-  // One statement for the whole batch. Under READ COMMITTED a task row that
-  // another coordinator updated meanwhile is re-checked against "state =
-  // QUEUED" once that one commits, so each task is granted exactly once. The
-  // same task twice in the batch: the first one takes it.
+  // One statement for the whole batch. It locks the batch's tasks that are
+  // still queued, skipping any another coordinator holds right now (that one
+  // is granting it; if it gives up, the task stays queued for the next
+  // cycle), so concurrent commits neither wait for nor deadlock with each
+  // other. Under READ COMMITTED a row updated since the statement began is
+  // re-checked against "state = QUEUED" on its newest version, so each task
+  // is granted exactly once. The same task twice in the batch: the first one
+  // takes it.
   std::vector<const NewAttempt*> unique;
   std::set<std::pair<std::string, uint32_t>> seen;
   for (const auto& a : attempts) {
@@ -245,8 +249,11 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
         Rows q,
         c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
                "$5::bigint[], $6::text[]) AS i(attempt_id, job_id, idx, node_id, now_ms, devices)), "
+               "free AS (SELECT t.job_id, t.idx FROM tasks t JOIN input i ON t.job_id = i.job_id AND t.idx = i.idx "
+               "WHERE t.state = $8 FOR UPDATE OF t SKIP LOCKED), "
                "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
-               "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
+               "FROM input i, free f WHERE t.job_id = f.job_id AND t.idx = f.idx AND i.job_id = f.job_id "
+               "AND i.idx = f.idx AND t.state = $8 "
                "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, t.attempts AS epoch) "
                "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
                "runtime, devices, epoch, restored_from) "
@@ -287,8 +294,13 @@ Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t
                                             "WHERE job_id = $1 AND state IN ($2, $3) ORDER BY assigned_ms, seq",
                                             Params().Text(job_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
     for (int r = 0; r < active.size(); ++r) {
-      result.stopped.push_back({active.Text(r, 0), job_id, static_cast<uint32_t>(active.Int(r, 1)),
-                                active.Text(r, 2), static_cast<v1::TaskState>(active.Int(r, 3))});
+      ActiveAttempt a;
+      a.attempt_id = active.Text(r, 0);
+      a.job_id = job_id;
+      a.index = static_cast<uint32_t>(active.Int(r, 1));
+      a.node_id = active.Text(r, 2);
+      a.state = static_cast<v1::TaskState>(active.Int(r, 3));
+      result.stopped.push_back(std::move(a));
     }
     // Active attempts keep holding their node until the agent confirms the stop.
     IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET reason = $1, message = 'cancel requested' "
