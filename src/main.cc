@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   c->add_option("--listen", coord.grpc_listen, "gRPC address (port 0 = any)")->capture_default_str();
   c->add_option("--http-listen", coord.http_listen, "HTTPS/JSON address (port 0 = any)")->capture_default_str();
   c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");
+  c->add_option("--policy-file", coord.policy_file, "scheduling policies YAML (docs/scheduling.md)");
   c->add_option("--heartbeat-interval-ms", coord.options.heartbeat_interval_ms)->capture_default_str();
   c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
   c->add_option("--ack-timeout-ms", coord.options.ack_timeout_ms, "assignments not acknowledged by then go elsewhere")
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
   auto* status = app.add_subcommand("status", "show a job");
   status->add_option("job", job_id)->required();
   status->add_flag("--wait", wait, "wait until the job ends");
+  bool explain = false;
+  status->add_flag("--explain", explain, "why its queued tasks wait: nodes per filter, best candidates' scores");
+  auto* market = app.add_subcommand("market", "the spot market's order book (free units and asks per device class)");
+  add_client_flags(market);
   add_client_flags(status);
   auto* jobs = app.add_subcommand("jobs", "list jobs");
   add_client_flags(jobs);
@@ -187,7 +192,11 @@ int main(int argc, char** argv) {
   if (*a) return RunAgent(agent, discover, agent_json, grace_seconds);
   if (*submit) return idlegrid::cli::Submit(common, manifest, wait);
   if (*validate) return idlegrid::cli::Validate(common, manifest);
-  if (*status) return idlegrid::cli::Status_(common, job_id, wait);
+  if (*status) {
+    if (explain) return idlegrid::cli::Explain(common, job_id);
+    return idlegrid::cli::Status_(common, job_id, wait);
+  }
+  if (*market) return idlegrid::cli::Market(common);
   if (*jobs) return idlegrid::cli::Jobs(common);
   if (*drain) return idlegrid::cli::Drain(common, node_id, deadline, false);
   if (*undrain) return idlegrid::cli::Drain(common, node_id, "", true);

@@ -57,6 +57,11 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         auto bytes = manifest::ParseBytes(v.Scalar());
         if (!bytes.ok()) return At(v, file, "reservedGpuMemory: " + bytes.status().message());
         out.policy.set_reserved_gpu_memory_bytes(*bytes);
+      } else if (key == "allowGpuSharing") {
+        if (v.Scalar() != "true" && v.Scalar() != "false") {
+          return At(v, file, "allowGpuSharing: expected true or false");
+        }
+        out.policy.set_allow_gpu_sharing(v.Scalar() == "true");
       } else if (key == "reservedCpu") {
         double cpu = v.as<double>();
         if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");

@@ -10,6 +10,7 @@
 
 #include "api/grpc_services.h"
 #include "api/http_api.h"
+#include "sched/pipeline.h"
 #include "common/digest.h"
 #include "common/fs.h"
 #include "common/random.h"
@@ -70,8 +71,16 @@ int RunCoordinator(const CoordinatorConfig& config) {
   auto join = LoadOrCreateSecret(dir + "/join.token", "igj_", &created);
   if (!join.ok()) return Fail(join.status());
 
-  coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts), sched::NewFirstFitScheduler(),
-                                 *join, config.options);
+  coordinator::Options options = config.options;
+  if (!config.policy_file.empty()) {
+    auto text = ReadFile(config.policy_file);
+    if (!text.ok()) return Fail(text.status().WithContext("--policy-file"));
+    auto policies = sched::ParsePolicyConfig(*text, config.policy_file);
+    if (!policies.ok()) return Fail(policies.status());
+    options.policies = std::move(*policies);
+  }
+  coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
+                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options);
   auto admin = LoadOrCreateSecret(dir + "/admin.token", "igt_", &created);
   if (!admin.ok()) return Fail(admin.status());
   if (created) {

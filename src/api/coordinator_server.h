@@ -12,6 +12,7 @@ struct CoordinatorConfig {
   // The store: a SQLite file or a postgresql:// URL (several coordinators may
   // share one PostgreSQL database). Empty: data_dir/state.db.
   std::string db;
+  std::string policy_file;             // scheduling policies (docs/scheduling.md); default: the built-ins
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate

@@ -78,6 +78,17 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->ListNodes(), out);
   }
 
+  grpc::Status ExplainJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                          v1::ExplainJobResponse* out) override {
+    IG_AUTH_REQUESTER();
+    return Reply(c_->ExplainJob(req->job_id()), out);
+  }
+
+  grpc::Status GetMarket(grpc::ServerContext* ctx, const v1::GetMarketRequest*, v1::MarketResponse* out) override {
+    IG_AUTH_REQUESTER();
+    return Reply(c_->Market(), out);
+  }
+
   grpc::Status ResolveLost(grpc::ServerContext* ctx, const v1::ResolveLostRequest* req, v1::Job* out) override {
     IG_AUTH_REQUESTER();
     return Reply(c_->ResolveLost(*req), out);

@@ -87,6 +87,15 @@ void HttpApi::Routes() {
     if (!authed(req, res)) return;
     SendResult(res, c_->ListNodes());
   });
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/explain)",
+               [this, authed](const httplib::Request& req, httplib::Response& res) {
+                 if (!authed(req, res)) return;
+                 SendResult(res, c_->ExplainJob(req.matches[1]));
+               });
+  server_->Get("/v1/market", [this, authed](const httplib::Request& req, httplib::Response& res) {
+    if (!authed(req, res)) return;
+    SendResult(res, c_->Market());
+  });
   server_->set_payload_max_length(16 << 20);
 }
 

@@ -73,6 +73,17 @@ void PrintJob(const v1::Job& job) {
     }
     if (!t.message().empty()) std::cout << ": " << t.message();
     std::cout << "\n";
+    if (a && a->placement().price_per_hour() > 0) {
+      std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
+                  a->placement().price_per_hour(), a->placement().pricing_rule().c_str(),
+                  a->placement().ask_per_gpu_hour(), a->placement().bid_per_gpu_hour(), t.cost());
+    }
+    if (t.has_checkpoint() && t.checkpoint().files_size() > 0) {
+      std::printf("    checkpoint: %d file(s) from attempt %s (epoch %llu); work redone %.1f s\n",
+                  t.checkpoint().files_size(), t.checkpoint().attempt_id().c_str(),
+                  static_cast<unsigned long long>(t.checkpoint().lease_epoch()), t.work_redone_ms() / 1000.0);
+    }
+    std::fflush(stdout);
   }
 }
 
@@ -129,6 +140,36 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   if (f.json) PrintJson(*job);
   else PrintJob(*job);
   return JobExit(*job);
+}
+
+int Explain(const CommonFlags& f, const std::string& job_id) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::ExplainJobResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = FromGrpc((*client)->stub()->ExplainJob(ctx.get(), req, &resp));
+  if (!st.ok()) return Fail(st);
+  if (f.json) {
+    PrintJson(resp);
+    return 0;
+  }
+  if (resp.tasks_size() == 0) std::cout << "job " << job_id << " has no queued tasks: nothing waits\n";
+  for (const auto& t : resp.tasks()) std::cout << "task " << t.index() << ": " << t.text() << "\n";
+  return 0;
+}
+
+int Market(const CommonFlags& f) {
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::MarketResponse resp;
+  auto ctx = (*client)->Context();
+  Status st = FromGrpc((*client)->stub()->GetMarket(ctx.get(), v1::GetMarketRequest(), &resp));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(resp);
+  else std::cout << "pricing rule: " << resp.pricing_rule() << "\n" << resp.text();
+  return 0;
 }
 
 int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {

@@ -16,6 +16,10 @@ struct CommonFlags {
 int Submit(const CommonFlags& f, const std::string& manifest_path, bool wait);
 int Status_(const CommonFlags& f, const std::string& job_id, bool wait);
 int Jobs(const CommonFlags& f);
+// Why the job's queued tasks wait: filter counts and candidates' scores.
+int Explain(const CommonFlags& f, const std::string& job_id);
+// The spot market's order book.
+int Market(const CommonFlags& f);
 int Nodes(const CommonFlags& f);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow);

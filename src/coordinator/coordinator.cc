@@ -9,6 +9,7 @@
 #include "common/digest.h"
 #include "common/random.h"
 #include "image/oci_archive.h"
+#include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
 
@@ -187,6 +188,8 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
 
 Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
+  int64_t now = clock_->NowMs();
+  for (auto& task : *job.mutable_tasks()) task.set_cost(jobs::FillCosts(&task, now));
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
@@ -712,72 +715,6 @@ void Coordinator::CheckHeartbeats() {
   }
   auto expired = store_->ExpireQueuedTasks(now);
   if (!lost.empty() || (expired.ok() && *expired > 0)) Notify();
-}
-
-void Coordinator::DispatchOnce() {
-  auto queued = store_->QueuedTasks(5000, clock_->NowMs());
-  if (!queued.ok()) {
-    spdlog::error("dispatch: {}", queued.status().ToString());
-    return;
-  }
-  if (queued->empty()) return;
-  auto active = store_->ActiveAttempts();
-  if (!active.ok()) return;
-  std::vector<sched::NodeView> views;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, n] : nodes_) {
-      sched::NodeView v;
-      v.id = id;
-      v.online = n.online && n.session != nullptr;
-      v.cpu_free = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
-      v.memory_free = n.info.memory_bytes();
-      v.gpus = AccountedGpusLocked(id, n, *active);
-      v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
-      if (n.ad.policy().allowed_runtimes_size() > 0) {
-        v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
-      }
-      v.enforcement = n.info.enforcement();
-      v.reliability = n.reliability.score;
-      v.unschedulable_reason = UnschedulableReasonLocked(n);
-      for (const auto& a : *active) {
-        if (a.node_id != id) continue;
-        v.cpu_free -= a.cpu;
-        v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
-      }
-      views.push_back(std::move(v));
-    }
-  }
-  std::vector<sched::TaskView> tasks;
-  for (const auto& q : *queued) {
-    sched::TaskView t{q.job_id, q.index, q.spec.resources(), q.spec.runtime(), {}};
-    t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
-    t.pinned_node = q.spec.pinned_node();
-    t.readiness = q.spec.readiness();
-    t.pinned_device = q.spec.pinned_device();
-    tasks.push_back(std::move(t));
-  }
-  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    waiting_ = plan.waiting;
-  }
-  if (plan.placements.empty()) return;
-  std::vector<store::NewAttempt> attempts;
-  int64_t now = clock_->NowMs();
-  for (const auto& p : plan.placements) {
-    attempts.push_back({NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids});
-  }
-  auto committed = store_->CommitAssignments(attempts);
-  if (!committed.ok()) {
-    spdlog::error("dispatch commit: {}", committed.status().ToString());
-    return;
-  }
-  for (const auto& a : *committed) {
-    Status st = SendAssignment(a);
-    if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
-  }
-  Notify();
 }
 
 }  // namespace idlegrid::coordinator

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "sched/policy.h"
 #include "sched/reliability.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
@@ -33,6 +34,7 @@ struct Options {
   double min_cpu_score = 5'000'000;
   int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
   int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
+  sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
 };
 
 // Commands waiting to be pushed down one agent's Connect stream.
@@ -77,6 +79,11 @@ class Coordinator {
   Result<v1::Job> CancelJob(const std::string& job_id);
   Result<v1::Job> ResolveLost(const v1::ResolveLostRequest& request);
   Result<v1::ListNodesResponse> ListNodes();
+  // For each queued task of the job: nodes removed per filter and how the
+  // best candidates score, on the current snapshot. NotFound for an unknown job.
+  Result<v1::ExplainJobResponse> ExplainJob(const std::string& job_id);
+  // The market's order book: free units and asks per device class.
+  Result<v1::MarketResponse> Market();
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);
@@ -153,8 +160,12 @@ class Coordinator {
   std::vector<v1::GpuDevice> AccountedGpusLocked(const std::string& node_id, const NodeLive& node,
                                                  const std::vector<store::ActiveAttempt>& active) const;
 
-  void Loop();
+  // placement.cc: snapshot building, dispatch, explain, market.
+  std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const;
+  sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent) const;
   void DispatchOnce();
+
+  void Loop();
   void CheckHeartbeats();
   void EnforceDrainDeadlines();
   void PersistHeartbeats();

@@ -61,4 +61,20 @@ int64_t WorkLostMs(const v1::Attempt& a) {
   return a.finished_at_ms() > from ? a.finished_at_ms() - from : 0;
 }
 
+double AttemptCost(const v1::Attempt& a, int64_t now_ms) {
+  if (a.started_at_ms() == 0 || a.placement().price_per_hour() <= 0) return 0;
+  int64_t end = IsTerminal(a.state()) ? a.finished_at_ms() : now_ms;
+  if (end <= a.started_at_ms()) return 0;
+  return a.placement().price_per_hour() * static_cast<double>(end - a.started_at_ms()) / 3.6e6;
+}
+
+double FillCosts(v1::Task* task, int64_t now_ms) {
+  double total = 0;
+  for (auto& a : *task->mutable_attempts()) {
+    a.set_cost(AttemptCost(a, now_ms));
+    total += a.cost();
+  }
+  return total;
+}
+
 }  // namespace idlegrid::jobs

@@ -31,4 +31,12 @@ Status ValidateCheckpointFiles(const google::protobuf::RepeatedPtrField<v1::Outp
 // still active.
 int64_t WorkLostMs(const v1::Attempt& attempt);
 
+// What an attempt has cost so far under its placement's price: price per hour
+// x the hours from its start to its end (or to `now_ms` while it runs).
+double AttemptCost(const v1::Attempt& attempt, int64_t now_ms);
+
+// Fills each attempt's cost (and nothing else) as of `now_ms`; returns what
+// the task's attempts cost together.
+double FillCosts(v1::Task* task, int64_t now_ms);
+
 }  // namespace idlegrid::jobs

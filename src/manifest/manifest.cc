@@ -4,6 +4,7 @@
 // to a line and column here.
 #include "manifest/manifest.h"
 
+#include <cmath>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -153,6 +154,7 @@ class ManifestParser {
   Result<uint64_t> ReadBytes(const Value& value);
   Result<uint32_t> ReadDuration(const Value& value);
   Result<double> ReadCpu(const Value& value);
+  Result<double> ReadPrice(const Value& value);
 
   Status ReadJob(const Value& root, v1::JobSpec* spec);
   Status ReadResources(const Value& value, v1::Resources* resources);
@@ -330,6 +332,16 @@ Result<uint32_t> ManifestParser::ReadDuration(const Value& value) {
   return seconds;
 }
 
+Result<double> ManifestParser::ReadPrice(const Value& value) {
+  if (value.node.IsScalar() && !IsQuoted(value.node)) {
+    const std::string& text = value.node.Scalar();
+    char* end = nullptr;
+    double price = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(price) && price >= 0) return price;
+  }
+  return Expected(value, "a price (a number >= 0, in credits)");
+}
+
 Result<double> ManifestParser::ReadCpu(const Value& value) {
   if (!value.node.IsScalar()) return Expected(value, "a number of cores like 1 or 0.5");
   Result<double> cores = ParseCpu(value.node.Scalar());
@@ -347,6 +359,16 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"path", Bind(&P::ReadString, [spec](std::string s) { spec->set_checkpoint_path(s); })},
       {"interval",
        Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_checkpoint_interval_seconds(s); })},
+  };
+  auto c = [spec] { return spec->mutable_constraints(); };
+  const std::vector<FieldRule> constraint_rules = {
+      {"gpuModels",
+       Bind(&P::ReadStringList, [c](Strings list) { c()->mutable_gpu_models()->Assign(list.begin(), list.end()); })},
+      {"regions",
+       Bind(&P::ReadStringList, [c](Strings list) { c()->mutable_regions()->Assign(list.begin(), list.end()); })},
+      {"minComputeCapability", Bind(&P::ReadString, [c](std::string s) { c()->set_min_compute_capability(s); })},
+      {"minCudaVersion", Bind(&P::ReadString, [c](std::string s) { c()->set_min_cuda_version(s); })},
+      {"minTrustTier", Bind(&P::ReadUint32, [c](uint32_t n) { c()->set_min_trust_tier(n); })},
   };
   const std::vector<FieldRule> rules = {
       {"apiVersion", Bind(&P::ReadString, [spec](std::string s) { spec->set_api_version(s); })},
@@ -371,6 +393,13 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
       {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},
       {"runtime", Bind(&P::ReadString, [spec](std::string s) { spec->set_runtime(s); })},
+      {"policy", Bind(&P::ReadString, [spec](std::string s) { spec->set_policy(s); })},
+      {"constraints", [&](const Value& v) { return ReadFields(v, constraint_rules, {}); }},
+      {"maxPricePerGpuHour", Bind(&P::ReadPrice, [spec](double p) { spec->set_max_price_per_gpu_hour(p); })},
+      {"maxPricePerCpuCoreHour",
+       Bind(&P::ReadPrice, [spec](double p) { spec->set_max_price_per_cpu_core_hour(p); })},
+      {"maxCost", Bind(&P::ReadPrice, [spec](double p) { spec->set_max_cost(p); })},
+      {"exclusiveGpu", Bind(&P::ReadBool, [spec](bool b) { spec->set_exclusive_gpu(b); })},
       {"checkpoint",
        [&](const Value& v) {
          spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
@@ -390,6 +419,7 @@ Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
       {"disk", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_disk_bytes(n); })},
       {"pids", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_pids(n); })},
       {"strictCpu", Bind(&P::ReadBool, [r](bool b) { r->set_strict_cpu(b); })},
+      {"gpuMilli", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_gpu_milli(n); })},
   };
   return ReadFields(value, rules, {});
 }

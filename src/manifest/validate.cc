@@ -265,6 +265,29 @@ Violation CheckFilesystem(const v1::JobSpec& spec) {
   return CheckCheckpoint(spec);
 }
 
+// A GPU share is a part of one device; the market terms must make sense.
+Violation CheckPlacement(const v1::JobSpec& spec) {
+  const v1::Resources& r = spec.resources();
+  if (r.gpu_milli() > 0) {
+    if (r.gpu_milli() >= 1000) {
+      return FieldViolation{"resources.gpu_milli", "resources.gpuMilli",
+                            "must be between 1 and 999 (a share of one GPU; ask gpus for whole ones), got " +
+                                std::to_string(r.gpu_milli())};
+    }
+    if (r.gpus() > 1) {
+      return FieldViolation{"resources.gpu_milli", "resources.gpuMilli",
+                            "is a share of one GPU, but gpus is " + std::to_string(r.gpus())};
+    }
+    if (spec.exclusive_gpu()) {
+      return FieldViolation{"exclusive_gpu", "exclusiveGpu", "contradicts resources.gpuMilli (a shared GPU)"};
+    }
+  }
+  if (spec.max_cost() > 0 && spec.run_timeout_seconds() == 0) {
+    return FieldViolation{"max_cost", "maxCost", "needs a runTimeout to estimate a run's cost"};
+  }
+  return std::nullopt;
+}
+
 Violation CheckExecution(const v1::JobSpec& spec) {
   if (spec.run_timeout_seconds() == 0 || spec.run_timeout_seconds() > kMaxRunTimeoutSeconds) {
     return FieldViolation{"run_timeout_seconds", "runTimeout",
@@ -318,6 +341,7 @@ std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {
   if (Violation v = CheckProcess(spec)) return v;
   if (Violation v = CheckResources(spec.resources())) return v;
   if (Violation v = CheckFilesystem(spec)) return v;
+  if (Violation v = CheckPlacement(spec)) return v;
   return CheckExecution(spec);
 }
 

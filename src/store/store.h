@@ -38,6 +38,7 @@ struct ActiveAttempt {
   std::vector<std::string> device_uuids;  // GPUs held
   uint64_t gpu_memory_bytes = 0;          // per held GPU; 0 = the whole device
   uint64_t lease_epoch = 0;
+  uint32_t gpu_milli = 0;                 // compute share of each held GPU; 0 or 1000 = whole
 };
 
 struct NewAttempt {
@@ -48,6 +49,7 @@ struct NewAttempt {
   int64_t now_ms = 0;
   std::vector<std::string> device_uuids;  // GPUs the placement reserves
   uint64_t lease_epoch = 0;               // set by CommitAssignments
+  v1::PlacementRecord placement;          // policy and market terms, stored with the attempt
 };
 
 // Per-node outcomes of attempts that ended in a time window (reliability).

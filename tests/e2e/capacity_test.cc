@@ -125,7 +125,12 @@ TEST_F(Capacity, NodeWhoseBenchmarkIsImplausibleGetsNoWork) {
 TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus"}).ok());
   ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
-  ASSERT_TRUE(grid_->WaitNodes(Schedulable).ok());
+  // VRAM slices share a device: only where its owner allows that.
+  std::ofstream(grid_->AgentDataDir(1) + "/state/policy.yaml") << "allowGpuSharing: true\n";
+  ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& nodes) {
+                      auto* n = OnlyNode(nodes);
+                      return n && n->schedulable() && n->advertisement().policy().allow_gpu_sharing();
+                    }).ok());
 
   std::string holder = Submit(GpuManifest("holder", {"sleep", "120"}, "18Gi"));
   auto running = grid_->WaitJob(holder, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
@@ -148,8 +153,13 @@ TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   v1::Job big_job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(big_now.out, &big_job).ok());
   EXPECT_EQ(big_job.tasks(0).state(), v1::QUEUED);
-  EXPECT_NE(big_job.tasks(0).message().find("insufficient GPU memory (need 20.0 GiB per GPU)"), std::string::npos)
+  EXPECT_NE(big_job.tasks(0).message().find("insufficient VRAM (need 20 GiB)"), std::string::npos)
       << big_job.tasks(0).message();
+  // --explain: the filter that removed the node, with the best device's free VRAM.
+  auto explain = grid_->Cli({"status", big, "--explain"});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("1 node: 1 insufficient VRAM (need 20 GiB); waiting"), std::string::npos) << explain.out;
+  EXPECT_NE(explain.out.find("best device has 6 GiB free"), std::string::npos) << explain.out;
 
   // Once the holder is gone, the 20 GiB job fits.
   ASSERT_EQ(grid_->Cli({"cancel", holder}).exit_code, 0);

@@ -81,6 +81,12 @@ const std::vector<const char*>& Migrations() {
         files BLOB NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY(job_id, idx));
       CREATE INDEX attempts_by_node_finish ON attempts(node_id, finished_ms);
       )sql",
+      // v7: how each attempt was placed and priced (policy, market terms) and
+      // the compute share of each GPU it holds (1000 or 0: whole devices).
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN placement BLOB;
+      ALTER TABLE attempts ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

@@ -82,7 +82,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from "
+               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, placement "
                "FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
   aq.Bind(1, job_id);
   while (aq.Step()) {
@@ -109,6 +109,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     a->set_last_checkpoint_at_ms(aq.Int(15));
     a->set_restored_from_attempt(aq.Text(16));
     a->set_work_lost_ms(jobs::WorkLostMs(*a));
+    if (!aq.IsNull(17)) a->mutable_placement()->ParseFromString(aq.Blob(17));
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_RETURN_IF_ERROR(aq.status());
@@ -175,13 +176,14 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
 Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, gpu_memory FROM attempts "
-              "WHERE state IN (?, ?)");
+  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, gpu_memory, epoch, gpu_milli "
+              "FROM attempts WHERE state IN (?, ?)");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
                    static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
-                   static_cast<uint32_t>(q.Int(7)), SplitCommaList(q.Text(8)), static_cast<uint64_t>(q.Int(9))});
+                   static_cast<uint32_t>(q.Int(7)), SplitCommaList(q.Text(8)), static_cast<uint64_t>(q.Int(9)),
+                   static_cast<uint64_t>(q.Int(10)), static_cast<uint32_t>(q.Int(11))});
   }
   IG_RETURN_IF_ERROR(q.status());
   return out;
@@ -216,10 +218,11 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     std::string devices;
     for (const auto& d : a.device_uuids) devices += d + ",";
     Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-                  "devices, epoch, restored_from) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?, ?, ?");
+                  "devices, epoch, restored_from, placement, gpu_milli) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?, ?, ?, ?, ?");
     ins.Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
         .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, devices)
-        .Bind(8, static_cast<int64_t>(done.lease_epoch)).Bind(9, restored_from);
+        .Bind(8, static_cast<int64_t>(done.lease_epoch)).Bind(9, restored_from)
+        .BindBlob(10, a.placement.SerializeAsString()).Bind(11, int64_t{a.placement.gpu_milli()});
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());
     // Copy the reservation from the spec so capacity accounting survives restarts.

@@ -1,0 +1,250 @@
+// Placement: the coordinator's shell around the pure scheduler and market. It
+// builds the snapshot (nodes as the coordinator accounts them, queued tasks
+// with their bids and what they have spent), commits the plan, and answers
+// `status --explain` and `market` from the same snapshot.
+#include <spdlog/spdlog.h>
+
+#include "common/random.h"
+#include "coordinator/coordinator.h"
+#include "jobs/lease.h"
+#include "jobs/task_state.h"
+#include "market/market.h"
+#include "sched/pipeline.h"
+#include "sched/snapshot.h"
+
+namespace idlegrid::coordinator {
+
+namespace {
+
+std::string ImageDigest(const std::string& image) {
+  auto at = image.find('@');
+  return at == std::string::npos ? image : image.substr(at + 1);
+}
+
+}  // namespace
+
+std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
+  std::vector<sched::NodeView> views;
+  for (const auto& [id, n] : nodes_) {
+    sched::NodeView v;
+    v.id = id;
+    v.online = n.online && n.session != nullptr;
+    v.cpu_total = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
+    v.cpu_free = v.cpu_total;
+    v.memory_free = n.info.memory_bytes();
+    v.gpus = AccountedGpusLocked(id, n, active);
+    v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
+    if (n.ad.policy().allowed_runtimes_size() > 0) {
+      v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
+    }
+    v.enforcement = n.info.enforcement();
+    v.unschedulable_reason = UnschedulableReasonLocked(n);
+    v.region = n.ad.region();
+    v.trust_tier = n.measurement.passed() ? sched::kTrustMeasured : sched::kTrustUnverified;
+    v.reliability = n.reliability.score;
+    v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
+    for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
+    v.allows_sharing = n.ad.policy().allow_gpu_sharing();
+    v.max_run_seconds = n.ad.policy().max_run_seconds();
+    v.gpu_free_milli.assign(v.gpus.size(), 1000);
+    for (const auto& a : active) {
+      if (a.node_id != id) continue;
+      v.cpu_free -= a.cpu;
+      v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
+      // A share holds its milli-GPUs; a whole device (0 or 1000) all of it.
+      uint32_t milli = a.gpu_milli > 0 && a.gpu_milli < 1000 ? a.gpu_milli : 1000;
+      bool slice = a.gpu_milli == 0 && a.gpu_memory_bytes > 0;  // a VRAM slice holds memory, not compute
+      for (size_t i = 0; i < v.gpus.size(); ++i) {
+        for (const auto& uuid : a.device_uuids) {
+          if (uuid != v.gpus[i].uuid() || slice) continue;
+          v.gpu_free_milli[i] = v.gpu_free_milli[i] > milli ? v.gpu_free_milli[i] - milli : 0;
+        }
+      }
+    }
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent) const {
+  const v1::JobSpec& spec = q.spec;
+  sched::TaskView t;
+  t.job_id = q.job_id;
+  t.index = q.index;
+  t.resources = spec.resources();
+  t.runtime = spec.runtime();
+  t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
+  t.pinned_node = spec.pinned_node();
+  t.readiness = spec.readiness();
+  t.pinned_device = spec.pinned_device();
+  t.gpu_milli = spec.resources().gpu_milli();
+  // One GPU with a VRAM amount is a slice of a device others may share,
+  // unless the job's data class forbids co-tenancy (then a whole device with
+  // at least that much VRAM).
+  t.vram_slice = spec.resources().gpus() == 1 && spec.resources().gpu_memory_bytes() > 0 && !spec.exclusive_gpu();
+  t.co_tenancy_allowed = !spec.exclusive_gpu();
+  t.policy = spec.policy();
+  const auto& c = spec.constraints();
+  t.gpu_models.insert(c.gpu_models().begin(), c.gpu_models().end());
+  t.min_compute_capability = c.min_compute_capability();
+  t.min_cuda_version = c.min_cuda_version();
+  t.regions.insert(c.regions().begin(), c.regions().end());
+  t.min_trust_tier = static_cast<int>(c.min_trust_tier());
+  t.image = ImageDigest(spec.image());
+  t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
+  t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
+  // The cap covers all of a task's attempts: the next one may use what is left.
+  t.max_cost = spec.max_cost() > 0 ? std::max(spec.max_cost() - spent, 1e-9) : 0;
+  t.run_timeout_seconds = spec.run_timeout_seconds();
+  return t;
+}
+
+void Coordinator::DispatchOnce() {
+  int64_t now = clock_->NowMs();
+  auto queued = store_->QueuedTasks(5000, now);
+  if (!queued.ok()) {
+    spdlog::error("dispatch: {}", queued.status().ToString());
+    return;
+  }
+  if (queued->empty()) return;
+  auto active = store_->ActiveAttempts();
+  if (!active.ok()) return;
+  std::vector<sched::NodeView> views;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    views = NodeViewsLocked(*active);
+  }
+  std::vector<sched::TaskView> tasks;
+  std::map<std::string, v1::Job> capped;  // jobs with a cost cap, for what their tasks spent
+  for (const auto& q : *queued) {
+    double spent = 0;
+    if (q.spec.max_cost() > 0) {
+      auto it = capped.find(q.job_id);
+      if (it == capped.end()) {
+        auto job = store_->GetJob(q.job_id);
+        if (!job.ok()) continue;
+        it = capped.emplace(q.job_id, std::move(*job)).first;
+      }
+      if (q.index < static_cast<uint32_t>(it->second.tasks_size())) {
+        spent = jobs::FillCosts(it->second.mutable_tasks(static_cast<int>(q.index)), now);
+      }
+      if (spent >= q.spec.max_cost()) {
+        char msg[200];
+        std::snprintf(msg, sizeof msg, "spent %.4f of maxCost %.4f over %d attempt(s); not run again", spent,
+                      q.spec.max_cost(), it->second.tasks(static_cast<int>(q.index)).attempts_size());
+        (void)store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now);
+        Notify();
+        continue;
+      }
+    }
+    tasks.push_back(TaskViewOf(q, spent));
+  }
+  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = plan.waiting;
+  }
+  if (plan.placements.empty()) return;
+  std::vector<store::NewAttempt> attempts;
+  for (const auto& p : plan.placements) {
+    store::NewAttempt a{NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids};
+    a.placement.set_policy(p.policy);
+    a.placement.set_pricing_rule(p.pricing_rule);
+    a.placement.set_ask_per_gpu_hour(p.ask_per_gpu_hour);
+    a.placement.set_bid_per_gpu_hour(p.bid_per_gpu_hour);
+    a.placement.set_price_per_hour(p.price_per_hour);
+    a.placement.set_estimated_cost(p.estimated_cost);
+    a.placement.set_gpu_milli(p.gpu_milli);
+    attempts.push_back(std::move(a));
+  }
+  auto committed = store_->CommitAssignments(attempts);
+  if (!committed.ok()) {
+    spdlog::error("dispatch commit: {}", committed.status().ToString());
+    return;
+  }
+  for (const auto& a : *committed) {
+    Status st = SendAssignment(a);
+    if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
+  }
+  Notify();
+}
+
+Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id) {
+  int64_t now = clock_->NowMs();
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
+  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+  std::vector<sched::NodeView> views;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    views = NodeViewsLocked(active);
+  }
+  v1::ExplainJobResponse out;
+  out.set_job_id(job_id);
+  for (auto& task : *job.mutable_tasks()) {
+    if (task.state() != v1::QUEUED) continue;
+    store::QueuedTask q{job_id, task.index(), job.spec(), {}, 0};
+    for (const auto& a : task.attempts()) {
+      if (a.state() == v1::FAILED && (a.failure_reason() == v1::NODE_LOST || a.failure_reason() == v1::POLICY_REJECTED ||
+                                      a.failure_reason() == v1::PLATFORM_FAILURE)) {
+        q.excluded_nodes.push_back(a.node_id());
+      }
+    }
+    sched::Explanation e = sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies);
+    v1::TaskExplanation* t = out.add_tasks();
+    t->set_index(task.index());
+    t->set_state(task.state());
+    t->set_policy(e.policy);
+    t->set_total_nodes(e.total_nodes);
+    t->set_feasible_nodes(e.feasible_nodes);
+    for (const auto& f : e.filtered) {
+      v1::FilterCount* fc = t->add_filtered();
+      fc->set_stage(f.stage);
+      fc->set_reason(f.reason);
+      fc->set_nodes(f.nodes);
+      fc->set_example_node(f.example_node);
+      fc->set_example_detail(f.example_detail);
+    }
+    for (const auto& c : e.top) {
+      v1::Candidate* cand = t->add_top();
+      cand->set_node_id(c.node_id);
+      for (const auto& d : c.device_uuids) cand->add_device_uuids(d);
+      cand->set_price_per_hour(c.price_per_hour);
+      cand->set_total(c.total);
+      for (const auto& term : c.terms) {
+        v1::ScoreTerm* st = cand->add_terms();
+        st->set_scorer(term.scorer);
+        st->set_value(term.value);
+        st->set_weight(term.weight);
+        st->set_contribution(term.contribution);
+      }
+    }
+    t->set_summary(e.summary);
+    t->set_text(sched::FormatExplanation(e));
+  }
+  return out;
+}
+
+Result<v1::MarketResponse> Coordinator::Market() {
+  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+  std::vector<sched::NodeView> views;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    views = NodeViewsLocked(active);
+  }
+  auto rows = market::OrderBook(sched::MarketOffers(views));
+  v1::MarketResponse out;
+  for (const auto& r : rows) {
+    v1::MarketRow* row = out.add_rows();
+    row->set_device_class(r.device_class);
+    row->set_providers(r.providers);
+    row->set_free_units(r.free_units);
+    row->set_min_ask(r.min_ask);
+    row->set_median_ask(r.median_ask);
+    row->set_max_ask(r.max_ask);
+  }
+  out.set_pricing_rule(market::kPayAsAsk);
+  out.set_text(market::FormatOrderBook(rows));
+  return out;
+}
+
+}  // namespace idlegrid::coordinator
