@@ -5,8 +5,10 @@
 // first task cannot be placed and at saturation — for each shipped policy and
 // for a plain best-fit baseline implemented here.
 //
-//   bench_sched_replay [NODE_CSV POD_CSV] [max_passes]
+//   bench_sched_replay [NODE_CSV POD_CSV [max_passes [POLICY_YAML]]]
 //
+// POLICY_YAML (docs/scheduling.md) adds policies to replay besides the
+// shipped ones.
 // NODE_CSV columns: sn, cpu_milli, memory_mib, gpu, model. POD_CSV columns:
 // name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec (optional),
 // creation_time (optional: without it, file order is arrival order).
@@ -155,17 +157,18 @@ struct Outcome {
   double first_failure_ratio = -1;  // when the first task could not be placed
   double saturation_ratio = 0;
   int passes = 0;
+  int last_gpu_pass = 0;  // the last pass that placed a GPU task
   size_t placed = 0;
   double seconds = 0;
 };
 
 // The pipeline scheduler with one policy, one Schedule call per pass.
 Outcome ReplayPipeline(std::vector<NodeView> nodes, const std::vector<TraceTask>& trace, const std::string& policy,
-                       double total_milli, int max_passes) {
+                       const idlegrid::sched::PolicyConfig& config, double total_milli, int max_passes) {
   Outcome out;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].id] = i;
-  auto scheduler = idlegrid::sched::NewPipelineScheduler();
+  auto scheduler = idlegrid::sched::NewPipelineScheduler({config, 0});
   double allocated = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int pass = 0; pass < max_passes; ++pass) {
@@ -198,6 +201,7 @@ Outcome ReplayPipeline(std::vector<NodeView> nodes, const std::vector<TraceTask>
         std::exit(1);
       }
       allocated += trace[p.index].milli;
+      if (trace[p.index].milli > 0) out.last_gpu_pass = pass + 1;
     }
     out.placed += plan.placements.size();
     if (plan.placements.empty()) break;
@@ -276,6 +280,7 @@ Outcome ReplayBestFit(const std::vector<NodeView>& fleet, const std::vector<Trac
         }
       }
       allocated += task.milli;
+      if (task.milli > 0) out.last_gpu_pass = pass + 1;
       ++placed;
     }
     out.placed += placed;
@@ -293,6 +298,18 @@ int main(int argc, char** argv) {
   const std::string node_csv = argc > 2 ? argv[1] : dir + "openb_node_list_gpu_node.csv";
   const std::string pod_csv = argc > 2 ? argv[2] : dir + "openb_pod_list_default.csv";
   const int max_passes = argc > 3 ? std::atoi(argv[3]) : 100;
+  idlegrid::sched::PolicyConfig config;
+  if (argc > 4) {
+    std::ifstream in(argv[4]);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = idlegrid::sched::ParsePolicyConfig(text.str(), argv[4]);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "%s\n", parsed.status().ToString().c_str());
+      return 2;
+    }
+    config = *parsed;
+  }
   const std::vector<NodeView> nodes = LoadNodes(node_csv);
   const std::vector<TraceTask> trace = LoadTasks(pod_csv);
   double total_milli = 0;
@@ -301,15 +318,15 @@ int main(int argc, char** argv) {
   for (const auto& t : trace) shares += t.view.gpu_milli > 0;
   std::printf("trace: %zu nodes, %.0f GPUs; %zu tasks per pass (%zu GPU shares)\n", nodes.size(), total_milli / 1000,
               trace.size(), shares);
-  std::printf("%-10s %8s %8s %22s %22s %9s\n", "policy", "passes", "placed", "alloc@first-failure", "alloc@saturation",
-              "seconds");
+  std::printf("%-10s %7s %9s %8s %20s %17s %8s\n", "policy", "passes", "GPU-pass", "placed", "alloc@first-failure",
+              "alloc@saturation", "seconds");
   auto print = [](const std::string& name, const Outcome& o) {
-    std::printf("%-10s %8d %8zu %21.1f%% %21.1f%% %9.2f\n", name.c_str(), o.passes, o.placed,
+    std::printf("%-10s %7d %9d %8zu %19.1f%% %16.1f%% %8.2f\n", name.c_str(), o.passes, o.last_gpu_pass, o.placed,
                 100 * o.first_failure_ratio, 100 * o.saturation_ratio, o.seconds);
   };
   print("best-fit", ReplayBestFit(nodes, trace, total_milli, max_passes));
-  for (const auto& [name, policy] : idlegrid::sched::BuiltinPolicies()) {
-    print(name, ReplayPipeline(nodes, trace, name, total_milli, max_passes));
+  for (const auto& [name, policy] : config.policies) {
+    print(name, ReplayPipeline(nodes, trace, name, config, total_milli, max_passes));
   }
   return 0;
 }

@@ -29,8 +29,9 @@ bool Evaluate(const Snapshot& snap, const NodeState& node, const Demand& d, cons
       const bool unbounded = d.bid.run_hours <= 0;
       char cap[64];
       std::snprintf(cap, sizeof cap, "%.2f", d.bid.max_cost);
-      *why = {"cost-cap", unbounded ? "maxCost needs a run timeout" : std::string("estimated cost over maxCost ") + cap,
-              over};
+      why->stage = "cost-cap";
+      why->reason = unbounded ? "maxCost needs a run timeout" : std::string("estimated cost over maxCost ") + cap;
+      why->detail = why->brief ? "" : over;
     }
     return false;
   }
@@ -76,19 +77,25 @@ void TallyNodes(const Snapshot& snap, const Demand& d, const CompiledPolicy& pol
   std::vector<std::pair<std::string, std::string>> order;  // first-seen order, for stable ties
   for (uint32_t i = 0; i < snap.nodes.size(); ++i) {
     const NodeState& node = snap.nodes[i];
+    // Reasons first (cheap); the per-node detail only for a group's first node.
+    auto run = [&](Rejection* why, Ranking* ranking) {
+      DeviceMask eligible = 0;
+      return StaticFeasible(node, d, &eligible, why) && !Excluded(node, *d.task, why) &&
+             Evaluate(snap, node, d, policy, eligible, workload, ranking, why, nullptr);
+    };
     Rejection why;
-    DeviceMask eligible = 0;
+    why.brief = true;
     Ranking ranking;
-    const bool ok = StaticFeasible(node, d, &eligible, &why) && !Excluded(node, *d.task, &why) &&
-                    Evaluate(snap, node, d, policy, eligible, workload, &ranking, &why, nullptr);
-    if (ok) {
+    if (run(&why, &ranking)) {
       if (feasible != nullptr) feasible->push_back({i, ranking});
       continue;
     }
     auto key = std::make_pair(why.stage, why.reason);
     auto [it, inserted] = by_reason.try_emplace(key);
     if (inserted) {
-      it->second = {why.stage, why.reason, 0, node.view->id, why.detail};
+      Rejection full;
+      run(&full, &ranking);
+      it->second = {why.stage, why.reason, 0, node.view->id, full.detail};
       order.push_back(key);
     }
     ++it->second.nodes;

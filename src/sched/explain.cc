@@ -6,7 +6,7 @@
 namespace idlegrid::sched {
 
 Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, const PolicyConfig& config,
-                    size_t top_n, uint64_t seed) {
+                    size_t top_n, uint64_t seed, const std::vector<TaskView>& queue) {
   Explanation out;
   out.task_key = TaskKey(task.job_id, task.index);
   out.total_nodes = static_cast<uint32_t>(nodes.size());
@@ -19,7 +19,7 @@ Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, co
   const CompiledPolicy policy = Compile(it->second);
   const Snapshot snap = BuildSnapshot(nodes, seed);
   const Demand d = MakeDemand(task, it->second, snap);
-  const Workload workload = BuildWorkload({task});
+  const Workload workload = queue.empty() ? BuildWorkload({task}) : BuildWorkload(queue);
   std::vector<std::pair<uint32_t, Ranking>> feasible;
   TallyNodes(snap, d, policy, workload, &out.filtered, &feasible);
   out.feasible_nodes = static_cast<uint32_t>(feasible.size());

@@ -2,26 +2,39 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstdio>
 
 namespace idlegrid::sched {
 namespace {
 
-bool Reject(Rejection* why, const char* stage, std::string reason, std::string detail = "") {
-  if (why != nullptr) *why = {stage, std::move(reason), std::move(detail)};
+bool Reject(Rejection* why, const char* stage, std::string reason) {
+  if (why != nullptr) {
+    why->stage = stage;
+    why->reason = std::move(reason);
+    why->detail.clear();
+  }
+  return false;
+}
+
+// `detail` is called only when the caller wants per-node details.
+template <typename DetailFn>
+bool Reject(Rejection* why, const char* stage, std::string reason, DetailFn detail) {
+  Reject(why, stage, std::move(reason));
+  if (why != nullptr && !why->brief) why->detail = detail();
   return false;
 }
 
 std::string Num(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, ec == std::errc() ? end : buf);
 }
 
 std::string Money(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2);
+  return std::string(buf, ec == std::errc() ? end : buf);
 }
 
 std::string Version(int v, int scale) {
@@ -69,7 +82,7 @@ bool Enforcement(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   if (e.memory().empty()) return Reject(why, "enforcement", "cannot enforce a memory limit");
   // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap.
   if (d.runtime == "runsc" && e.memory() != "cgroup") {
-    return Reject(why, "enforcement", "runsc needs cgroup memory limits", "memory enforced by " + e.memory());
+    return Reject(why, "enforcement", "runsc needs cgroup memory limits", [&] { return std::string("memory enforced by " + e.memory()); });
   }
   if (d.task->resources.strict_cpu() && e.cpu().empty()) {
     return Reject(why, "enforcement", "cannot cap CPU (strictCpu)");
@@ -82,23 +95,20 @@ bool Region(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (allowed.empty() || allowed.count(n.view->region)) return true;
   std::string list;
   for (const auto& r : allowed) list += (list.empty() ? "" : "|") + r;
-  return Reject(why, "region", "outside allowed regions (" + list + ")",
-                "node is in " + (n.view->region.empty() ? std::string("no region") : n.view->region));
+  return Reject(why, "region", "outside allowed regions (" + list + ")", [&] { return std::string("node is in " + (n.view->region.empty() ? std::string("no region") : n.view->region)); });
 }
 
 bool TrustTier(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.view->trust_tier >= d.task->min_trust_tier) return true;
-  return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier),
-                "node has tier " + std::to_string(n.view->trust_tier));
+  return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier), [&] { return std::string("node has tier " + std::to_string(n.view->trust_tier)); });
 }
 
 bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   const uint32_t limit = n.view->max_run_seconds;
   const uint32_t run = d.task->run_timeout_seconds;
   if (limit > 0 && (run == 0 || run > limit)) {
-    return Reject(why, "owner-policy", "run time over the owner's limit",
-                  "owner allows " + std::to_string(limit) + " s, task needs " +
-                      (run == 0 ? std::string("unbounded") : std::to_string(run) + " s"));
+    return Reject(why, "owner-policy", "run time over the owner's limit", [&] { return std::string("owner allows " + std::to_string(limit) + " s, task needs " +
+                      (run == 0 ? std::string("unbounded") : std::to_string(run) + " s")); });
   }
   if (d.share && !d.task->co_tenancy_allowed) {
     return Reject(why, "owner-policy", "data class forbids sharing a GPU (ask for a whole GPU)");
@@ -110,8 +120,7 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
 bool GpuCount(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   *eligible = AllDevices(n);
   if (n.devices.size() >= d.gpus) return true;
-  return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")",
-                "node has " + std::to_string(n.devices.size()));
+  return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")", [&] { return std::string("node has " + std::to_string(n.devices.size())); });
 }
 
 bool GpuModel(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
@@ -135,8 +144,7 @@ bool ComputeCapability(const NodeState& n, const Demand& d, DeviceMask* eligible
       })) {
     return true;
   }
-  return Reject(why, "compute-capability", "compute capability below " + Version(d.min_cc, 10),
-                "best device has " + Version(best, 10));
+  return Reject(why, "compute-capability", "compute capability below " + Version(d.min_cc, 10), [&] { return std::string("best device has " + Version(best, 10)); });
 }
 
 bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
@@ -148,8 +156,7 @@ bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejec
       })) {
     return true;
   }
-  return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000),
-                "best device has " + Version(best, 1000));
+  return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000), [&] { return std::string("best device has " + Version(best, 1000)); });
 }
 
 // Simulated GPUs never count as measured, whatever the node's tier.
@@ -174,7 +181,7 @@ bool PinnedDevice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rej
 bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   if (std::string cpu = market::CpuBidShortfall(n.cpu_ask, d.bid); !cpu.empty() && d.cpu > 0) {
     return Reject(why, "max-price",
-                  "over max price (bid " + Money(d.bid.max_price_per_cpu_core_hour) + "/core-h)", cpu);
+                  "over max price (bid " + Money(d.bid.max_price_per_cpu_core_hour) + "/core-h)", [&] { return std::string(cpu); });
   }
   if (d.gpus == 0 || d.bid.max_price_per_gpu_hour <= 0) return true;
   double lowest = -1;
@@ -184,26 +191,24 @@ bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejecti
       })) {
     return true;
   }
-  return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_gpu_hour) + "/GPU-h)",
-                "lowest ask here " + Money(lowest));
+  return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_gpu_hour) + "/GPU-h)", [&] { return std::string("lowest ask here " + Money(lowest)); });
 }
 
 // --- dynamic stages ---------------------------------------------------------
 
 bool HostCpu(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (d.cpu <= n.cpu_free + 1e-9) return true;
-  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", Num(n.cpu_free) + " free");
+  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", [&] { return std::string(Num(n.cpu_free) + " free"); });
 }
 
 bool HostMemory(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (d.memory <= n.memory_free) return true;
-  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")",
-                FormatGiB(n.memory_free) + " free");
+  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")", [&] { return std::string(FormatGiB(n.memory_free) + " free"); });
 }
 
 bool Disk(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.disk_free == NodeView::kDiskUnknown || d.disk <= n.disk_free) return true;
-  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", FormatGiB(n.disk_free) + " free");
+  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", [&] { return std::string(FormatGiB(n.disk_free) + " free"); });
 }
 
 // Free compute and VRAM, per device (a hard filter: VRAM never pools across devices).
@@ -229,15 +234,12 @@ bool GpuFree(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejectio
   }
   const std::string eligible_count = std::to_string(std::popcount(*eligible));
   if (compute_ok < d.gpus && d.share) {
-    return Reject(why, "gpu-free", "insufficient GPU share (need " + std::to_string(d.milli) + " milli)",
-                  "best device has " + std::to_string(best_milli) + " free");
+    return Reject(why, "gpu-free", "insufficient GPU share (need " + std::to_string(d.milli) + " milli)", [&] { return std::string("best device has " + std::to_string(best_milli) + " free"); });
   }
   if (compute_ok < d.gpus) {
-    return Reject(why, "gpu-free", "no free GPU (need " + std::to_string(d.gpus) + ")",
-                  std::to_string(in_use) + " of " + eligible_count + " in use");
+    return Reject(why, "gpu-free", "no free GPU (need " + std::to_string(d.gpus) + ")", [&] { return std::string(std::to_string(in_use) + " of " + eligible_count + " in use"); });
   }
-  return Reject(why, "gpu-free", "insufficient VRAM (need " + FormatGiB(d.vram) + ")",
-                "best device has " + FormatGiB(best_vram) + " free");
+  return Reject(why, "gpu-free", "insufficient VRAM (need " + FormatGiB(d.vram) + ")", [&] { return std::string("best device has " + FormatGiB(best_vram) + " free"); });
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ struct Rejection {
   std::string stage;   // "gpu-free"
   std::string reason;  // the same for every node: "insufficient VRAM (need 20 GiB)"
   std::string detail;  // about this node: "best device has 8 GiB free"
+  bool brief = false;  // set by the caller: leave `detail` empty (cheaper)
 };
 
 // Returns true if `node` passes. On false, fills `why` when it is not null.

@@ -73,10 +73,12 @@ struct Explanation {
 };
 
 // Why `task` can or cannot go to each of `nodes` as they are now, and how the
-// feasible ones rank. Pure; the same ranking Schedule would use for a task
-// that comes first.
+// feasible ones rank. Pure. `queue` (the pending tasks, as given to Schedule)
+// sets the workload mix the fragmentation scorer weighs; empty: the task
+// alone. With the same queue and seed this is the ranking Schedule uses for a
+// task that comes first.
 Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, const PolicyConfig& config = {},
-                    size_t top_n = 3, uint64_t seed = 0);
+                    size_t top_n = 3, uint64_t seed = 0, const std::vector<TaskView>& queue = {});
 
 // Multi-line text of an explanation, for the CLI.
 std::string FormatExplanation(const Explanation& explanation);

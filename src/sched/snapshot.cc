@@ -1,6 +1,7 @@
 #include "sched/snapshot.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -74,14 +75,11 @@ int ParseCudaVersion(const std::string& s) {
 }
 
 std::string FormatGiB(uint64_t bytes) {
-  char buf[32];
+  char buf[48];
   const double gib = static_cast<double>(bytes) / (1ull << 30);
-  if (gib == std::floor(gib)) {
-    std::snprintf(buf, sizeof buf, "%.0f GiB", gib);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
-  }
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + 40, gib, std::chars_format::fixed, gib == std::floor(gib) ? 0 : 1);
+  if (ec != std::errc()) return "? GiB";
+  return std::string(buf, end) + " GiB";
 }
 
 Snapshot BuildSnapshot(std::vector<NodeView> nodes, uint64_t seed) {
@@ -151,21 +149,54 @@ Demand MakeDemand(const TaskView& task, const SchedulingPolicy& policy, const Sn
   return d;
 }
 
+namespace {
+
+template <typename T>
+void AppendRaw(std::string* key, const T& value) {
+  key->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+void AppendString(std::string* key, const std::string& s) {
+  AppendRaw(key, s.size());
+  key->append(s);
+}
+
+}  // namespace
+
+// Raw bytes, not text: this runs once per task and printf of doubles was the
+// hot spot of a trace replay.
 std::string ShapeKey(const Demand& d) {
   const TaskView& t = *d.task;
   std::string key;
-  key.reserve(160);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%a|%llu|%llu|%u|%d|%u|%llu|%d|%d|%d|%a|%a|%a|%u|%d|%d|%d|%d|", d.cpu,
-                static_cast<unsigned long long>(d.memory), static_cast<unsigned long long>(d.disk), d.gpus,
-                d.share ? 1 : 0, d.milli, static_cast<unsigned long long>(d.vram), d.min_cc, d.min_cuda,
-                t.min_trust_tier, d.bid.max_price_per_gpu_hour, d.bid.max_price_per_cpu_core_hour, d.bid.max_cost,
-                t.run_timeout_seconds, t.readiness ? 1 : 0, t.co_tenancy_allowed ? 1 : 0,
-                t.resources.strict_cpu() ? 1 : 0, d.any_model ? 1 : 0);
-  key += buf;
-  for (uint32_t m : d.models) key += std::to_string(m) + ",";
-  key += "|" + d.runtime + "|" + d.policy->name + "|" + t.image + "|" + t.pinned_node + "|" + t.pinned_device + "|";
-  for (const auto& r : t.regions) key += r + ",";
+  key.reserve(192);
+  AppendRaw(&key, d.cpu);
+  AppendRaw(&key, d.memory);
+  AppendRaw(&key, d.disk);
+  AppendRaw(&key, d.gpus);
+  AppendRaw(&key, d.milli);
+  AppendRaw(&key, d.vram);
+  AppendRaw(&key, d.min_cc);
+  AppendRaw(&key, d.min_cuda);
+  AppendRaw(&key, t.min_trust_tier);
+  AppendRaw(&key, d.bid.max_price_per_gpu_hour);
+  AppendRaw(&key, d.bid.max_price_per_cpu_core_hour);
+  AppendRaw(&key, d.bid.max_cost);
+  AppendRaw(&key, t.run_timeout_seconds);
+  const uint8_t flags = (d.share ? 1 : 0) | (t.readiness ? 2 : 0) | (t.co_tenancy_allowed ? 4 : 0) |
+                        (t.resources.strict_cpu() ? 8 : 0) | (d.any_model ? 16 : 0);
+  AppendRaw(&key, flags);
+  AppendRaw(&key, d.models.size());
+  for (uint32_t m : d.models) AppendRaw(&key, m);
+  AppendString(&key, d.runtime);
+  AppendString(&key, d.policy->name);
+  AppendString(&key, t.image);
+  AppendString(&key, t.pinned_node);
+  AppendString(&key, t.pinned_device);
+  AppendRaw(&key, t.regions.size());
+  for (const auto& r : t.regions) AppendString(&key, r);
+  // Names of GPU models absent from the snapshot still tell tasks apart.
+  AppendRaw(&key, t.gpu_models.size());
+  for (const auto& m : t.gpu_models) AppendString(&key, m);
   return key;
 }
 

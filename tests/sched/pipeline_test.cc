@@ -300,6 +300,30 @@ TEST(PipelinePropertyTest, DeterministicForASnapshotAndSeed) {
   }
 }
 
+TEST(PipelinePropertyTest, ExplainRanksTheFirstTaskAsScheduleDoes) {
+  int placed = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<NodeView> fleet = RandomFleet(rng, 40);
+    std::vector<TaskView> tasks = RandomTasks(rng, 50);
+    PipelineOptions options;
+    options.seed = seed;
+    Plan plan = NewPipelineScheduler(options)->Schedule(fleet, tasks);
+    Explanation e = Explain(fleet, tasks[0], PolicyConfig{}, 1, seed, tasks);
+    auto where = NodeOf(plan);
+    const std::string key = TaskKey(tasks[0].job_id, tasks[0].index);
+    if (where.count(key)) {
+      ASSERT_FALSE(e.top.empty()) << "seed " << seed;
+      EXPECT_EQ(e.top[0].node_id, where[key]) << "seed " << seed;
+      EXPECT_EQ(e.top[0].device_uuids, plan.placements[0].device_uuids) << "seed " << seed;
+      ++placed;
+    } else {
+      EXPECT_EQ(e.feasible_nodes, 0u) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(placed, 10);  // the property was exercised
+}
+
 TEST(PipelinePropertyTest, SeedOnlyBreaksTies) {
   // Identical nodes: the seed picks among them; a better node wins whatever the seed.
   std::vector<NodeView> nodes;
