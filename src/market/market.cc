@@ -22,8 +22,7 @@ double AskFor(const Asks& asks, std::string_view device_class) {
   return it == asks.end() ? 0 : Sane(it->second);
 }
 
-double HourlyPrice(const std::vector<double>& device_asks, double gpu_share, double cpu_cores,
-                   double cpu_ask) {
+double HourlyPrice(std::span<const double> device_asks, double gpu_share, double cpu_cores, double cpu_ask) {
   double price = 0;
   for (double ask : device_asks) price += Sane(ask) * gpu_share;
   return price + Sane(cpu_cores) * Sane(cpu_ask);

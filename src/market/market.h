@@ -16,6 +16,7 @@
 // pro-rata price, so a share is never cheaper to bid for than a whole GPU.
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,7 @@ struct Bid {
 
 // pay-as-ask price per hour of holding `gpu_share` of each of the devices
 // asking `device_asks` plus `cpu_cores` cores at `cpu_ask`.
-double HourlyPrice(const std::vector<double>& device_asks, double gpu_share, double cpu_cores,
-                   double cpu_ask);
+double HourlyPrice(std::span<const double> device_asks, double gpu_share, double cpu_cores, double cpu_ask);
 
 // "" when `ask` (per device-hour) is within the bid, else a reason a user can
 // act on: "over max price (ask 2.10/GPU-h, bid 1.50)".

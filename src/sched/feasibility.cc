@@ -284,17 +284,31 @@ const std::vector<FeasibilityStage>& FeasibilityStages() {
   return kStages;
 }
 
-bool StaticFeasible(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why) {
-  *eligible = AllDevices(node);
+namespace {
+
+std::vector<FeasibilityCheck> ChecksWhere(bool dynamic) {
+  std::vector<FeasibilityCheck> out;
   for (const auto& stage : FeasibilityStages()) {
-    if (!stage.dynamic && !stage.check(node, d, eligible, why)) return false;
+    if (stage.dynamic == dynamic) out.push_back(stage.check);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool StaticFeasible(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  static const std::vector<FeasibilityCheck> kChecks = ChecksWhere(false);
+  *eligible = AllDevices(node);
+  for (FeasibilityCheck check : kChecks) {
+    if (!check(node, d, eligible, why)) return false;
   }
   return true;
 }
 
 bool DynamicFeasible(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why) {
-  for (const auto& stage : FeasibilityStages()) {
-    if (stage.dynamic && !stage.check(node, d, eligible, why)) return false;
+  static const std::vector<FeasibilityCheck> kChecks = ChecksWhere(true);
+  for (FeasibilityCheck check : kChecks) {
+    if (!check(node, d, eligible, why)) return false;
   }
   return true;
 }

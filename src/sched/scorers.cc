@@ -123,15 +123,15 @@ DeviceChoice ChooseDevices(const NodeState& node, const Demand& d, DeviceMask fr
     if (x.free_vram != y.free_vram) return x.free_vram < y.free_vram;
     return a < b;
   });
-  std::vector<double> asks;
-  asks.reserve(d.gpus);
+  double asks[kMaxDevicesPerNode];
+  size_t chosen = 0;
   for (uint32_t k = 0; k < d.gpus && k < count; ++k) {
     choice.devices |= DeviceMask{1} << order[k];
-    asks.push_back(node.devices[order[k]].ask);
+    asks[chosen++] = node.devices[order[k]].ask;
     choice.max_ask = std::max(choice.max_ask, node.devices[order[k]].ask);
   }
   const double share = d.share ? d.milli / 1000.0 : 1.0;
-  choice.price_per_hour = market::HourlyPrice(asks, share, d.cpu, node.cpu_ask);
+  choice.price_per_hour = market::HourlyPrice({asks, chosen}, share, d.cpu, node.cpu_ask);
   if (!workload.empty()) {
     double after = 0;
     if (frag && count > 0) {

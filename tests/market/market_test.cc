@@ -19,8 +19,9 @@ TEST(MarketRulesTest, AsksBidsAndCosts) {
   EXPECT_DOUBLE_EQ(AskFor(asks, "A100"), 2.5);
   EXPECT_DOUBLE_EQ(AskFor(asks, "T4"), 0);  // nonsense asks count as free
   EXPECT_DOUBLE_EQ(AskFor(asks, "H100"), 0);
-  EXPECT_DOUBLE_EQ(HourlyPrice({2.5, 2.5}, 1.0, 4, 0.1), 5.4);
-  EXPECT_DOUBLE_EQ(HourlyPrice({2.0}, 0.25, 0, 0.1), 0.5);
+  const std::vector<double> two = {2.5, 2.5}, one = {2.0};
+  EXPECT_DOUBLE_EQ(HourlyPrice(two, 1.0, 4, 0.1), 5.4);
+  EXPECT_DOUBLE_EQ(HourlyPrice(one, 0.25, 0, 0.1), 0.5);
 
   Bid bid;
   EXPECT_EQ(GpuBidShortfall(100, bid), "");  // no bid: no limit
