@@ -26,24 +26,35 @@ class PostgresStoreTest : public StoreFixture, public ::testing::Test {
   void SetUp() override { CreateDatabase(BackendKind::kPostgres); }
 };
 
-// Forks `n` children that wait on a common start line, run `work(i)` and
-// _exit with what it returns. Returns their exit codes.
+// Forks `n` children that run `work(i, wait_for_start)` and _exit with what
+// it returns; `wait_for_start()` returns once every child has called it, so
+// they can get ready (connect) and then race from a common start line.
+// Returns their exit codes.
 template <typename Work>
 std::vector<int> RunProcesses(int n, Work work) {
-  int gate[2];
-  if (::pipe(gate) != 0) return {};
+  int ready[2], gate[2];
+  if (::pipe(ready) != 0 || ::pipe(gate) != 0) return {};
   std::vector<pid_t> pids;
   for (int i = 0; i < n; ++i) {
     pid_t pid = ::fork();
     if (pid == 0) {
+      ::close(ready[0]);
       ::close(gate[1]);
-      char c;
-      (void)::read(gate[0], &c, 1);  // returns at EOF: when the parent lets everyone go
-      ::_exit(work(i));
+      auto wait_for_start = [&] {
+        char c = 'r';
+        (void)::write(ready[1], &c, 1);
+        (void)::read(gate[0], &c, 1);  // returns at EOF: when the parent lets everyone go
+      };
+      ::_exit(work(i, wait_for_start));
     }
     pids.push_back(pid);
   }
+  ::close(ready[1]);
   ::close(gate[0]);
+  char c;
+  for (int i = 0; i < n && ::read(ready[0], &c, 1) == 1; ++i) {
+  }
+  ::close(ready[0]);
   ::close(gate[1]);
   std::vector<int> codes;
   for (pid_t pid : pids) {
@@ -58,7 +69,8 @@ TEST_F(PostgresStoreTest, CoordinatorsStartingTogetherMigrateOnce) {
   auto fresh = CreateTestDatabase(BackendKind::kPostgres);
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   const std::string url = (*fresh)->location();
-  std::vector<int> codes = RunProcesses(6, [&](int) {
+  std::vector<int> codes = RunProcesses(6, [&](int, auto wait_for_start) {
+    wait_for_start();
     auto opened = OpenStore(url);
     if (!opened.ok()) {
       std::fprintf(stderr, "open: %s\n", opened.status().ToString().c_str());
@@ -78,16 +90,18 @@ TEST_F(PostgresStoreTest, CoordinatorsStartingTogetherMigrateOnce) {
 // of the queue, shuffle it (so commits collide in every order) and commit it,
 // until nothing is queued. It reports how many assignments it was told
 // succeeded through `out`, one uint32 per committed attempt index.
-int CommitUntilDrained(const std::string& url, int process, int out_fd) {
+template <typename Wait>
+int CommitUntilDrained(const std::string& url, int process, int out_fd, Wait wait_for_start) {
   auto opened = OpenStore(url);
   if (!opened.ok()) return 1;
   Store& store = **opened;
+  wait_for_start();
   std::atomic<bool> failed{false};
   std::atomic<uint32_t> committed{0};
   auto worker = [&](int thread) {
     std::mt19937 rng(process * 100 + thread);
     for (int round = 0; !failed; ++round) {
-      auto queued = store.QueuedTasks(48);
+      auto queued = store.QueuedTasks(24);
       if (!queued.ok()) {
         failed = true;
         return;
@@ -126,7 +140,7 @@ TEST_F(PostgresStoreTest, CoordinatorsCommittingTheSameTasksNeverGrantOneTwice) 
   int counts[2];
   ASSERT_EQ(::pipe(counts), 0);
   std::vector<int> codes =
-      RunProcesses(kProcesses, [&](int i) { return CommitUntilDrained(path_, i, counts[1]); });
+      RunProcesses(kProcesses, [&](int i, auto wait) { return CommitUntilDrained(path_, i, counts[1], wait); });
   ::close(counts[1]);
   uint32_t told_committed = 0;
   uint32_t n;

@@ -182,6 +182,31 @@ TEST_P(StoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
   EXPECT_EQ(store_->GetAttemptOwner("att-2").status().code(), Code::kNotFound);
 }
 
+TEST_P(StoreTest, CommitAssignmentsKeepsHowEachAttemptWasPlacedAndPriced) {
+  CreateJob("j", {.array_count = 2, .gpus = 1});
+  NewAttempt shared{"att-1", "j", 0, "n1", 2000, {"GPU-a"}};
+  shared.placement.set_policy("cheapest");
+  shared.placement.set_pricing_rule("pay-as-ask");
+  shared.placement.set_ask_per_gpu_hour(0.25);
+  shared.placement.set_bid_per_gpu_hour(0.5);
+  shared.placement.set_gpu_milli(500);
+  NewAttempt whole{"att-2", "j", 1, "n1", 2000, {"GPU-b"}};
+  auto r = store_->CommitAssignments({shared, whole});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 2u);
+  Reopen();
+  auto listed = store_->ActiveAttempts();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  std::map<std::string, ActiveAttempt> active;
+  for (const auto& a : *listed) active[a.attempt_id] = a;
+  EXPECT_EQ(active["att-1"].gpu_milli, 500u);
+  EXPECT_EQ(active["att-1"].device_uuids, std::vector<std::string>{"GPU-a"});
+  EXPECT_EQ(active["att-2"].gpu_milli, 0u);
+  v1::Task t0 = TaskOf("j", 0);
+  ASSERT_EQ(t0.attempts_size(), 1);
+  EXPECT_TRUE(MessageDifferencer::Equals(t0.attempts(0).placement(), shared.placement));
+}
+
 TEST_P(StoreTest, CancelledTasksAreNotAssigned) {
   CreateJob("j");
   ASSERT_TRUE(store_->CancelJob("j", 1500).ok());

@@ -20,6 +20,17 @@ Result<v1::JobSpec> ParseSpec(const std::string& blob) {
   return spec;
 }
 
+std::string ByteaLiteral(const std::string& bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + 2 * bytes.size());
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
 ActiveAttempt ReadActiveAttempt(const Rows& rows, int row) {
   ActiveAttempt a;
   a.attempt_id = rows.Text(row, 0);

@@ -15,6 +15,10 @@ std::vector<std::string> SplitCommaList(const std::string& s);
 
 Result<v1::JobSpec> ParseSpec(const std::string& blob);
 
+// Bytes in bytea's hex input form (\x0a1b...), for an element of a
+// Params::TextArray cast to bytea[].
+std::string ByteaLiteral(const std::string& bytes);
+
 // Columns 0..7 of `row`: id, job_id, idx, node_id, state, cpu, memory, gpus.
 ActiveAttempt ReadActiveAttempt(const Rows& rows, int row);
 

@@ -72,8 +72,8 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
   }
   IG_ASSIGN_OR_RETURN(
       Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-                      "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from "
-                      "FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
+                      "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+                      "placement FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
                       Params().Text(job_id)));
   for (int r = 0; r < aq.size(); ++r) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
@@ -99,6 +99,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
     a->set_last_checkpoint_at_ms(aq.Int(r, 15));
     a->set_restored_from_attempt(aq.Text(r, 16));
     a->set_work_lost_ms(jobs::WorkLostMs(*a));
+    if (!aq.IsNull(r, 17)) a->mutable_placement()->ParseFromString(aq.Text(r, 17));
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));
@@ -198,7 +199,7 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
   std::vector<ActiveAttempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, "
-                                       "gpu_memory, epoch FROM attempts WHERE state IN ($1, $2)",
+                                       "gpu_memory, epoch, gpu_milli FROM attempts WHERE state IN ($1, $2)",
                                        Params().Int(v1::ASSIGNED).Int(v1::RUNNING)));
     out.clear();
     for (int r = 0; r < q.size(); ++r) {
@@ -206,6 +207,7 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
       a.device_uuids = pg::SplitCommaList(q.Text(r, 8));
       a.gpu_memory_bytes = static_cast<uint64_t>(q.Int(r, 9));
       a.lease_epoch = static_cast<uint64_t>(q.Int(r, 10));
+      a.gpu_milli = static_cast<uint32_t>(q.Int(r, 11));
       out.push_back(std::move(a));
     }
     return Status::Ok();
@@ -228,7 +230,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
     if (seen.emplace(a.job_id, a.index).second) unique.push_back(&a);
   }
   if (unique.empty()) return std::vector<NewAttempt>();
-  std::vector<std::string> ids, jobs, indexes, nodes, times, devices;
+  std::vector<std::string> ids, jobs, indexes, nodes, times, devices, placements, gpu_millis;
   for (const NewAttempt* a : unique) {
     ids.push_back(a->attempt_id);
     jobs.push_back(a->job_id);
@@ -238,6 +240,8 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
     std::string d;
     for (const auto& uuid : a->device_uuids) d += uuid + ",";
     devices.push_back(std::move(d));
+    placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
+    gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
   }
   std::map<std::string, uint64_t> epochs;  // committed attempt -> lease epoch
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
@@ -248,17 +252,19 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
     IG_ASSIGN_OR_RETURN(
         Rows q,
         c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
-               "$5::bigint[], $6::text[]) AS i(attempt_id, job_id, idx, node_id, now_ms, devices)), "
+               "$5::bigint[], $6::text[], $9::bytea[], $10::integer[]) "
+               "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli)), "
                "free AS (SELECT t.job_id, t.idx FROM tasks t JOIN input i ON t.job_id = i.job_id AND t.idx = i.idx "
                "WHERE t.state = $8 FOR UPDATE OF t SKIP LOCKED), "
                "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
                "FROM input i, free f WHERE t.job_id = f.job_id AND t.idx = f.idx AND i.job_id = f.job_id "
                "AND i.idx = f.idx AND t.state = $8 "
-               "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, t.attempts AS epoch) "
+               "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, i.placement, i.gpu_milli, "
+               "t.attempts AS epoch) "
                "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
-               "runtime, devices, epoch, restored_from) "
+               "runtime, devices, epoch, restored_from, placement, gpu_milli) "
                "SELECT m.attempt_id, m.job_id, m.idx, m.node_id, $7, m.now_ms, j.cpu, j.memory, j.gpus, "
-               "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, '') "
+               "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, ''), m.placement, m.gpu_milli "
                "FROM claimed m JOIN jobs j ON j.id = m.job_id "
                "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
                Params()
@@ -269,7 +275,9 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
                    .TextArray(times)
                    .TextArray(devices)
                    .Int(v1::ASSIGNED)
-                   .Int(v1::QUEUED)));
+                   .Int(v1::QUEUED)
+                   .TextArray(placements)
+                   .TextArray(gpu_millis)));
     for (int r = 0; r < q.size(); ++r) epochs[q.Text(r, 0)] = static_cast<uint64_t>(q.Int(r, 1));
     return Status::Ok();
   }));

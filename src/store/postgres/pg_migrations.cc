@@ -71,6 +71,12 @@ const std::vector<const char*>& Migrations() {
         attempt_id TEXT NOT NULL, stream TEXT NOT NULL, data BYTEA NOT NULL);
       CREATE INDEX logs_by_job ON logs(job_id, seq);
       )sql",
+      // v2: how each attempt was placed and priced (a PlacementRecord) and the
+      // compute share of each GPU it holds (1000 or 0: whole devices).
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN placement BYTEA;
+      ALTER TABLE attempts ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }
