@@ -4,8 +4,11 @@
 # cluster runs as the `postgres` user the package creates), listening only on
 # a unix socket inside DIR, fsync off. Nothing outside DIR is touched.
 #
-#   pg-test-cluster.sh start DIR   creates DIR, starts the server, prints its
-#                                  URL: postgresql:///postgres?host=DIR&user=idlegrid
+#   pg-test-cluster.sh start DIR [PID]
+#                                  creates DIR, starts the server, prints its
+#                                  URL: postgresql:///postgres?host=DIR&user=idlegrid;
+#                                  with PID, a watcher stops it once that
+#                                  process is gone (a test binary killed mid-run)
 #   pg-test-cluster.sh stop DIR    stops it and removes DIR
 #
 # The superuser `idlegrid` connects without a password (trust, socket only).
@@ -35,7 +38,7 @@ as_owner() {
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start DIR [PID] | stop DIR"
 case "$dir" in /*) ;; *) dir="$(pwd)/$dir" ;; esac
 
 case "$cmd" in
@@ -67,6 +70,11 @@ log_min_messages = warning
 EOF
     as_owner "$bindir/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
       --silent start || { cat "$dir/server.log" >&2; die "the server did not start"; }
+    owner=${3:-}
+    if [ -n "$owner" ]; then
+      nohup setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2/data" ]; do sleep 1; done; "$0" stop "$2"' \
+        "$(readlink -f "$0")" "$owner" "$dir" </dev/null >/dev/null 2>&1 &
+    fi
     echo "postgresql:///postgres?host=$dir&user=idlegrid"
     ;;
   stop)
@@ -77,6 +85,6 @@ EOF
     rm -rf "$dir"
     ;;
   *)
-    die "usage: $0 start|stop DIR"
+    die "usage: $0 start DIR [PID] | stop DIR"
     ;;
 esac

@@ -11,6 +11,6 @@ cd "$repo"
 # The PostgreSQL store tests share one throwaway cluster for the run.
 pgdir=$(mktemp -d /tmp/igpg.XXXXXX)
 trap '"$repo/scripts/pg-test-cluster.sh" stop "$pgdir" >/dev/null 2>&1 || true' EXIT
-IDLEGRID_TEST_PG_URL=$("$repo/scripts/pg-test-cluster.sh" start "$pgdir")
+IDLEGRID_TEST_PG_URL=$("$repo/scripts/pg-test-cluster.sh" start "$pgdir" $$)
 export IDLEGRID_TEST_PG_URL
 ctest --test-dir build --output-on-failure -j2 --timeout 300

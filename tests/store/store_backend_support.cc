@@ -134,7 +134,8 @@ Result<std::string> ServerUrl() {
   char tmpl[] = "/tmp/igpg.XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return c.status = Status::Internal("mkdtemp failed");
   c.dir = tmpl;
-  std::string cmd = ShellCommand("start", c.dir);
+  // With our pid: the cluster is stopped even if this process is killed.
+  std::string cmd = ShellCommand("start", c.dir) + " " + std::to_string(::getpid());
   FILE* out = ::popen(cmd.c_str(), "r");
   if (out == nullptr) return c.status = Status::Internal("cannot run " + ClusterScript());
   char buf[512];
