@@ -18,7 +18,7 @@ struct ReliabilityInputs {
 
 struct Reliability {
   double score = 0.5;
-  std::string detail;  // "12 ok, 1 lost, 0 failed; heartbeats 3% late; 0 throttled"
+  std::string detail = "no history yet";  // "12 ok, 1 lost, 0 failed; heartbeats 3% late; 0 throttled"
 };
 
 // The score is a smoothed success ratio with a prior of one success and one
