@@ -92,6 +92,12 @@ void HttpApi::Routes() {
                  if (!authed(req, res)) return;
                  SendResult(res, c_->ExplainJob(req.matches[1]));
                });
+  server_->Get("/metrics", [this, authed](const httplib::Request& req, httplib::Response& res) {
+    if (!authed(req, res)) return;
+    auto text = c_->Metrics();
+    if (!text.ok()) return SendError(res, text.status());
+    res.set_content(*text, "text/plain; version=0.0.4");
+  });
   server_->Get("/v1/market", [this, authed](const httplib::Request& req, httplib::Response& res) {
     if (!authed(req, res)) return;
     SendResult(res, c_->Market());

@@ -231,6 +231,50 @@ Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) 
   return job;
 }
 
+void Coordinator::CountOutcome(const jobs::AttemptOutcome& outcome) {
+  if (!outcome.changed || !jobs::IsTerminal(outcome.attempt_state)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (outcome.attempt_state == v1::SUCCEEDED) {
+    ++attempts_succeeded_;
+  } else {
+    ++attempt_failures_[outcome.reason];
+  }
+}
+
+Result<std::string> Coordinator::Metrics() {
+  IG_ASSIGN_OR_RETURN(auto jobs, ListJobs());
+  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
+  std::map<std::string, uint64_t> tasks;
+  for (const auto& j : jobs.jobs()) {
+    for (const auto& [state, n] : j.task_counts()) tasks[state] += n;
+  }
+  std::map<std::string, uint64_t> node_states;
+  for (const auto& n : nodes.nodes()) node_states[n.state()]++;
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line("# HELP idlegrid_tasks Tasks by state, over all jobs.");
+  line("# TYPE idlegrid_tasks gauge");
+  for (const auto& [state, n] : tasks) line("idlegrid_tasks{state=\"" + state + "\"} " + std::to_string(n));
+  line("# HELP idlegrid_nodes Nodes by state.");
+  line("# TYPE idlegrid_nodes gauge");
+  for (const auto& [state, n] : node_states) line("idlegrid_nodes{state=\"" + state + "\"} " + std::to_string(n));
+  std::lock_guard<std::mutex> lock(mu_);
+  line("# HELP idlegrid_attempts_ended_total Attempts that ended since this coordinator started, by failure class.");
+  line("# TYPE idlegrid_attempts_ended_total counter");
+  line("idlegrid_attempts_ended_total{reason=\"succeeded\"} " + std::to_string(attempts_succeeded_));
+  for (int r = v1::FailureReason_MIN; r <= v1::FailureReason_MAX; ++r) {
+    auto reason = static_cast<v1::FailureReason>(r);
+    if (reason == v1::FAILURE_REASON_UNSPECIFIED || !v1::FailureReason_IsValid(r)) continue;
+    auto it = attempt_failures_.find(reason);
+    line("idlegrid_attempts_ended_total{reason=\"" + std::string(jobs::ReasonName(reason)) + "\"} " +
+         std::to_string(it == attempt_failures_.end() ? 0 : it->second));
+  }
+  line("# HELP idlegrid_heartbeats_total Heartbeats received since this coordinator started.");
+  line("# TYPE idlegrid_heartbeats_total counter");
+  line("idlegrid_heartbeats_total " + std::to_string(heartbeats_received_));
+  return out;
+}
+
 Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
@@ -397,6 +441,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     std::lock_guard<std::mutex> lock(mu_);
     NodeLive& live = nodes_[node_id];
     came_back = !live.online && live.session;
+    ++heartbeats_received_;
     int64_t now = clock_->NowMs();
     if (live.online && live.last_heartbeat_ms > 0) {
       // Only lateness counts: agents send early heartbeats when something changed.
@@ -431,6 +476,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     return result.status();
   }
   const auto& o = result->outcome;
+  CountOutcome(o);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
@@ -681,7 +727,10 @@ void Coordinator::CheckHeartbeats() {
   for (const auto& id : lost) {
     auto failed = store_->FailNodeAttempts(id, now);
     if (failed.ok()) {
-      for (const auto& f : *failed) JudgeReadiness(f.job_id);
+      for (const auto& f : *failed) {
+        CountOutcome(f.outcome);
+        JudgeReadiness(f.job_id);
+      }
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

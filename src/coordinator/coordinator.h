@@ -84,6 +84,9 @@ class Coordinator {
   Result<v1::ExplainJobResponse> ExplainJob(const std::string& job_id);
   // The market's order book: free units and asks per device class.
   Result<v1::MarketResponse> Market();
+  // Prometheus text: tasks and nodes by state, attempts ended by failure
+  // class and heartbeats since start.
+  Result<std::string> Metrics();
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);
@@ -181,6 +184,7 @@ class Coordinator {
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
+  void CountOutcome(const jobs::AttemptOutcome& outcome);  // for Metrics
   Status SendAssignment(const store::NewAttempt& attempt);
 
   // Constant after construction.
@@ -203,6 +207,9 @@ class Coordinator {
   uint64_t version_ = 0;                       // guarded by mu_
   int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
   int64_t reliability_refreshed_ms_ = 0;       // loop thread only
+  uint64_t attempts_succeeded_ = 0;            // guarded by mu_
+  std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
+  uint64_t heartbeats_received_ = 0;           // guarded by mu_
   std::mutex active_cache_mu_;
   std::vector<store::ActiveAttempt> active_cache_;  // guarded by active_cache_mu_
   int64_t active_cache_ms_ = -1;                    // guarded by active_cache_mu_

@@ -110,6 +110,15 @@ TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninte
   int64_t run_ms = 0;
   for (const auto& a : task.attempts()) run_ms += a.finished_at_ms() - a.started_at_ms();
   EXPECT_LT(task.work_redone_ms(), run_ms);
+  // The failure classes reach the metrics: two leases lost, and the task's success.
+  std::string ca = grid.coordinator_dir + "/pki/ca.crt";
+  auto metrics = RunCommand({"curl", "-sS", "--cacert", ca, "-H", "Authorization: Bearer " + grid.admin_token,
+                             "https://" + grid.http_addr + "/metrics"});
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  EXPECT_NE(metrics.out.find("idlegrid_attempts_ended_total{reason=\"node_lost\"} 2\n"), std::string::npos)
+      << metrics.out;
+  EXPECT_NE(metrics.out.find("idlegrid_tasks{state=\"succeeded\"}"), std::string::npos) << metrics.out;
+  EXPECT_NE(metrics.out.find("idlegrid_attempts_ended_total{reason=\"cost_cap_reached\"} 0\n"), std::string::npos);
   std::printf("work redone: %lld ms (platform view, incl. detection time); %ld of %ld step lines were repeats\n",
               static_cast<long long>(task.work_redone_ms()), steps_run > kSteps ? steps_run - kSteps : 0, kSteps);
 }
