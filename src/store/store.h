@@ -108,10 +108,24 @@ class Store {
   virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) = 0;
   // Attempts ASSIGNED or RUNNING (they hold node capacity).
   virtual Result<std::vector<ActiveAttempt>> ActiveAttempts() = 0;
-  // In one transaction, for each new attempt whose task is still QUEUED: task
-  // -> ASSIGNED and the attempt inserted under the task's next lease epoch
-  // (restoring the task's checkpoint, if any). Returns the ones committed,
-  // with lease_epoch set; others (task no longer queued) are skipped.
+  // In one transaction, for each new attempt whose task is still QUEUED and
+  // whose node still has room: task -> ASSIGNED and the attempt inserted under
+  // the task's next lease epoch (restoring the task's checkpoint, if any),
+  // with the job's cpu/memory/gpu_memory and placement.gpu_milli as what it
+  // holds. Returns the ones committed, with lease_epoch set; others (task no
+  // longer queued, or no room left) are skipped, not errors: the caller
+  // re-plans them from a fresh snapshot.
+  // The capacity guard re-checks, in the transaction and in batch order,
+  // against the sum of the node's active (ASSIGNED/RUNNING) attempts plus
+  // those admitted before in the batch (see store/capacity_guard.h):
+  // cpu <= info.cpu_cores - advertisement.policy.reserved_cpu; memory <=
+  // info.memory_bytes; per named GPU device, a device held whole (gpu_memory 0,
+  // gpu_milli 0 or 1000) has no other tenant before or after, compute shares add up to at
+  // most 1000 milli, VRAM slices to at most the inventory's memory_total_bytes
+  // minus policy.reserved_gpu_memory_bytes. Nodes with no stored capacity (no
+  // row, 0 cores) are not checked. It is race-free across coordinators:
+  // SQLite commits under BEGIN IMMEDIATE (one writer), PostgreSQL locks the
+  // batch's node rows (FOR UPDATE, in id order) before summing.
   virtual Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) = 0;
   // Applies an agent's report. PermissionDenied if the attempt belongs to
   // another node; FailedPrecondition (nothing changed) for a stale report: the

@@ -5,6 +5,7 @@
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "store/capacity_guard.h"
 #include "store/postgres/pg_codec.h"
 #include "store/postgres/postgres_store.h"
 
@@ -216,36 +217,107 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
 }
 
 Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
-  // One statement for the whole batch. It locks the batch's tasks that are
-  // still queued, skipping any another coordinator holds right now (that one
-  // is granting it; if it gives up, the task stays queued for the next
-  // cycle), so concurrent commits neither wait for nor deadlock with each
-  // other. Under READ COMMITTED a row updated since the statement began is
-  // re-checked against "state = QUEUED" on its newest version, so each task
-  // is granted exactly once. The same task twice in the batch: the first one
-  // takes it.
-  std::vector<const NewAttempt*> unique;
-  std::set<std::pair<std::string, uint32_t>> seen;
-  for (const auto& a : attempts) {
-    if (seen.emplace(a.job_id, a.index).second) unique.push_back(&a);
-  }
-  if (unique.empty()) return std::vector<NewAttempt>();
-  std::vector<std::string> ids, jobs, indexes, nodes, times, devices, placements, gpu_millis;
-  for (const NewAttempt* a : unique) {
-    ids.push_back(a->attempt_id);
-    jobs.push_back(a->job_id);
-    indexes.push_back(std::to_string(a->index));
-    nodes.push_back(a->node_id);
-    times.push_back(std::to_string(a->now_ms));
-    std::string d;
-    for (const auto& uuid : a->device_uuids) d += uuid + ",";
-    devices.push_back(std::move(d));
-    placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
-    gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
+  // One READ COMMITTED transaction for the whole batch, four statements
+  // whatever its size: lock the batch's node rows (in id order), lock its
+  // tasks that are still queued (skipping any another coordinator holds right
+  // now: that one is granting it; if it gives up, the task stays queued for
+  // the next cycle), sum what the nodes' active attempts hold, then claim the
+  // tasks and insert the attempts that fit in one statement. Under READ
+  // COMMITTED a row updated since the statement began is re-checked against
+  // "state = QUEUED" on its newest version, so each task is granted exactly
+  // once; the node locks make the capacity sums exact. The same task twice in
+  // the batch: the first one that fits takes it.
+  std::vector<const NewAttempt*> batch;
+  for (const auto& a : attempts) batch.push_back(&a);
+  if (batch.empty()) return std::vector<NewAttempt>();
+  std::vector<std::string> node_ids;
+  {
+    std::set<std::string> distinct;
+    for (const NewAttempt* a : batch) distinct.insert(a->node_id);
+    node_ids.assign(distinct.begin(), distinct.end());
   }
   std::map<std::string, uint64_t> epochs;  // committed attempt -> lease epoch
-  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+  IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     epochs.clear();
+    // The capacity guard (store/capacity_guard.h). Lock the batch's node rows
+    // first, in id order: coordinators committing onto the same node take
+    // turns (and never deadlock), so what the sums below read stays true
+    // until COMMIT.
+    IG_ASSIGN_OR_RETURN(Rows nq, c.Exec("SELECT id, info, advertisement FROM nodes WHERE id = ANY($1::text[]) "
+                                        "ORDER BY id FOR UPDATE",
+                                        Params().TextArray(node_ids)));
+    CapacityLedger ledger;
+    std::vector<std::string> checked;
+    for (int r = 0; r < nq.size(); ++r) {
+      v1::NodeInfo info;
+      v1::Advertisement ad;
+      if (!nq.IsNull(r, 1)) info.ParseFromString(nq.Text(r, 1));
+      if (!nq.IsNull(r, 2)) ad.ParseFromString(nq.Text(r, 2));
+      std::string id = nq.Text(r, 0);
+      if (ledger.AddNode(id, info, ad)) checked.push_back(std::move(id));
+    }
+    // The batch's tasks that are still queued, locked, skipping any another
+    // coordinator holds right now, with their jobs' reservations.
+    std::vector<std::string> jobs, indexes;
+    for (const NewAttempt* a : batch) {
+      jobs.push_back(a->job_id);
+      indexes.push_back(std::to_string(a->index));
+    }
+    IG_ASSIGN_OR_RETURN(
+        Rows tq, c.Exec("SELECT t.job_id, t.idx, j.cpu, j.memory, j.gpu_memory FROM tasks t "
+                        "JOIN unnest($1::text[], $2::integer[]) AS i(job_id, idx) "
+                        "ON t.job_id = i.job_id AND t.idx = i.idx JOIN jobs j ON j.id = t.job_id "
+                        "WHERE t.state = $3 FOR UPDATE OF t SKIP LOCKED",
+                        Params().TextArray(jobs).TextArray(indexes).Int(v1::QUEUED)));
+    struct Reservation {
+      double cpu;
+      uint64_t memory, gpu_memory;
+    };
+    std::map<std::pair<std::string, uint32_t>, Reservation> queued;
+    for (int r = 0; r < tq.size(); ++r) {
+      queued[{tq.Text(r, 0), static_cast<uint32_t>(tq.Int(r, 1))}] = {
+          tq.Double(r, 2), static_cast<uint64_t>(tq.Int(r, 3)), static_cast<uint64_t>(tq.Int(r, 4))};
+    }
+    // What the active attempts on the checked nodes hold.
+    if (!checked.empty()) {
+      IG_ASSIGN_OR_RETURN(Rows hq, c.Exec("SELECT node_id, cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
+                                          "WHERE node_id = ANY($1::text[]) AND state IN ($2, $3)",
+                                          Params().TextArray(checked).Int(v1::ASSIGNED).Int(v1::RUNNING)));
+      CapacityHold held;
+      for (int r = 0; r < hq.size(); ++r) {
+        held.cpu = hq.Double(r, 1);
+        held.memory = static_cast<uint64_t>(hq.Int(r, 2));
+        SplitDeviceList(hq.Text(r, 3), &held.devices);
+        held.gpu_memory = static_cast<uint64_t>(hq.Int(r, 4));
+        held.gpu_milli = static_cast<uint32_t>(hq.Int(r, 5));
+        ledger.Hold(hq.Text(r, 0), held);
+      }
+    }
+    // Admit the batch in order while it fits; the rest stays queued.
+    std::vector<std::string> ids, jobs_in, indexes_in, nodes, times, devices, placements, gpu_millis;
+    CapacityHold want;
+    for (const NewAttempt* a : batch) {
+      auto it = queued.find({a->job_id, a->index});
+      if (it == queued.end()) continue;
+      want.cpu = it->second.cpu;
+      want.memory = it->second.memory;
+      want.gpu_memory = it->second.gpu_memory;
+      want.gpu_milli = a->placement.gpu_milli();
+      want.devices = a->device_uuids;
+      if (!ledger.TryHold(a->node_id, want)) continue;
+      queued.erase(it);  // the same task twice in the batch: the first one takes it
+      ids.push_back(a->attempt_id);
+      jobs_in.push_back(a->job_id);
+      indexes_in.push_back(std::to_string(a->index));
+      nodes.push_back(a->node_id);
+      times.push_back(std::to_string(a->now_ms));
+      std::string d;
+      for (const auto& uuid : a->device_uuids) d += uuid + ",";
+      devices.push_back(std::move(d));
+      placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
+      gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
+    }
+    if (ids.empty()) return Status::Ok();
     // The lease epoch is the task's attempt ordinal; the attempt starts from
     // the task's latest checkpoint, if it has one. The reservation is copied
     // from the job so capacity accounting survives restarts.
@@ -254,11 +326,8 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
         c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
                "$5::bigint[], $6::text[], $9::bytea[], $10::integer[]) "
                "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli)), "
-               "free AS (SELECT t.job_id, t.idx FROM tasks t JOIN input i ON t.job_id = i.job_id AND t.idx = i.idx "
-               "WHERE t.state = $8 FOR UPDATE OF t SKIP LOCKED), "
                "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
-               "FROM input i, free f WHERE t.job_id = f.job_id AND t.idx = f.idx AND i.job_id = f.job_id "
-               "AND i.idx = f.idx AND t.state = $8 "
+               "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
                "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, i.placement, i.gpu_milli, "
                "t.attempts AS epoch) "
                "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
@@ -269,8 +338,8 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
                "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
                Params()
                    .TextArray(ids)
-                   .TextArray(jobs)
-                   .TextArray(indexes)
+                   .TextArray(jobs_in)
+                   .TextArray(indexes_in)
                    .TextArray(nodes)
                    .TextArray(times)
                    .TextArray(devices)
@@ -282,7 +351,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
     return Status::Ok();
   }));
   std::vector<NewAttempt> committed;
-  for (const NewAttempt* a : unique) {
+  for (const NewAttempt* a : batch) {
     auto it = epochs.find(a->attempt_id);
     if (it == epochs.end()) continue;
     NewAttempt done = *a;

@@ -1,11 +1,14 @@
 #pragma once
 // The Store on PostgreSQL: several coordinator processes may share one
 // database. Every method runs as one transaction on a pooled connection:
-// - single conditional statements (CommitAssignments' one "UPDATE ... WHERE
-//   state = QUEUED" for the whole batch, RecordAdvertisement's sequence check)
-//   run under READ COMMITTED, where a row updated concurrently is re-checked
+// - conditional statements (CommitAssignments' "UPDATE ... WHERE state =
+//   QUEUED" for the whole batch, RecordAdvertisement's sequence check) run
+//   under READ COMMITTED, where a row updated concurrently is re-checked
 //   against the condition after the other transaction commits, so a task is
 //   granted once however many coordinators commit at the same time;
+//   CommitAssignments first locks the batch's node rows (SELECT ... FOR
+//   UPDATE, in id order), so its capacity re-check reads sums no other
+//   coordinator can change before it commits;
 // - read-modify-write transactions (attempt reports, cancel, node loss...)
 //   run SERIALIZABLE and are retried on conflict, which gives the same
 //   outcomes as SQLite's single writer.

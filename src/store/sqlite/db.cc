@@ -36,6 +36,14 @@ bool Stmt::Step() {
   return false;
 }
 
+Stmt& Stmt::Reset() {
+  if (stmt_) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  return *this;
+}
+
 int64_t Stmt::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
 double Stmt::Double(int col) const { return sqlite3_column_double(stmt_, col); }
 std::string Stmt::Text(int col) const {

@@ -24,6 +24,9 @@ class Stmt {
   Stmt& BindBlob(int i, std::string_view v);
   // SQLITE_ROW -> true, SQLITE_DONE -> false; errors in status().
   bool Step();
+  // Back to before the first Step, bindings cleared, to run again (a
+  // statement prepared once for a whole batch).
+  Stmt& Reset();
   const Status& status() const { return status_; }
   int64_t Int(int col) const;
   double Double(int col) const;

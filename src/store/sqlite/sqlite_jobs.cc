@@ -1,10 +1,14 @@
 // Jobs, tasks and attempts in SQLite.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "store/capacity_guard.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace idlegrid::store {
@@ -191,52 +195,116 @@ Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
 
 Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
   std::lock_guard<std::mutex> lock(mu_);
+  // BEGIN IMMEDIATE: the write lock is taken before the first read, so what
+  // the checks below read stays true until COMMIT, even against another
+  // process writing the same file.
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
+  // Each statement is prepared once for the whole batch.
+  Stmt job_q(db_, "SELECT spec FROM jobs WHERE id = ?");
+  Stmt node_q(db_, "SELECT info, advertisement FROM nodes WHERE id = ?");
+  Stmt held_q(db_, "SELECT cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
+                   "WHERE state IN (?, ?) AND node_id = ?");
+  // The task's row, attempts so far and latest checkpoint (if any), then an
+  // update by rowid: cheaper than a conditional UPDATE ... RETURNING.
+  Stmt task_q(db_, "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
+                   "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
+  Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?");
+  Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
+                "gpu_memory, devices, epoch, restored_from, placement, gpu_milli) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (Stmt* s : {&job_q, &node_q, &held_q, &task_q, &upd, &ins}) IG_RETURN_IF_ERROR(s->status());
+
+  // The reservation of each job of the batch, from its spec (copied into the
+  // attempt so capacity accounting survives restarts).
+  std::unordered_map<std::string, std::optional<v1::Resources>> jobs;
+  std::unordered_map<std::string, std::string> runtimes;
+  auto reservation = [&](const std::string& job_id) -> Result<const v1::Resources*> {
+    auto it = jobs.find(job_id);
+    if (it == jobs.end()) {
+      std::optional<v1::Resources> r;
+      job_q.Reset().Bind(1, job_id);
+      if (job_q.Step()) {
+        IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(job_q.Blob(0)));
+        r = js.resources();
+        runtimes[job_id] = js.runtime();
+      }
+      IG_RETURN_IF_ERROR(job_q.status());
+      it = jobs.emplace(job_id, std::move(r)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  };
+  // The capacity guard (store/capacity_guard.h): each node of the batch is
+  // loaded once, with what its active attempts hold.
+  CapacityLedger ledger;
+  std::unordered_set<std::string> loaded;
+  CapacityHold held;
+  auto load_node = [&](const std::string& node_id) -> Status {
+    if (!loaded.insert(node_id).second) return Status::Ok();
+    node_q.Reset().Bind(1, node_id);
+    if (!node_q.Step()) return node_q.status();
+    v1::NodeInfo info;
+    v1::Advertisement ad;
+    if (!node_q.IsNull(0)) info.ParseFromString(node_q.Blob(0));
+    if (!node_q.IsNull(1)) ad.ParseFromString(node_q.Blob(1));
+    if (!ledger.AddNode(node_id, info, ad)) return Status::Ok();
+    held_q.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING}).Bind(3, node_id);
+    while (held_q.Step()) {
+      held.cpu = held_q.Double(0);
+      held.memory = static_cast<uint64_t>(held_q.Int(1));
+      SplitDeviceList(held_q.Text(2), &held.devices);
+      held.gpu_memory = static_cast<uint64_t>(held_q.Int(3));
+      held.gpu_milli = static_cast<uint32_t>(held_q.Int(4));
+      ledger.Hold(node_id, held);
+    }
+    return held_q.status();
+  };
+
   std::vector<NewAttempt> committed;
+  CapacityHold want;
+  std::string devices;
   for (const auto& a : attempts) {
-    // The transaction is the final guard: only a task that is still queued is assigned.
-    Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = attempts + 1, updated_ms = ? "
-                  "WHERE job_id = ? AND idx = ? AND state = ?");
-    upd.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, a.now_ms).Bind(3, a.job_id).Bind(4, int64_t{a.index})
-        .Bind(5, int64_t{v1::QUEUED});
-    upd.Step();
-    IG_RETURN_IF_ERROR(upd.status());
-    if (sqlite3_changes(db_) != 1) continue;
+    // Only a task that is still queued is assigned (the same task twice in
+    // the batch: the first one that fits takes it).
+    task_q.Reset().Bind(1, a.job_id).Bind(2, int64_t{a.index});
+    if (!task_q.Step()) {
+      IG_RETURN_IF_ERROR(task_q.status());
+      continue;  // no such task
+    }
+    if (task_q.Int(1) != v1::QUEUED) continue;
+    const int64_t rowid = task_q.Int(0);
+    const int64_t epoch = task_q.Int(2) + 1;
+    std::string restored_from = task_q.Text(3);
+    task_q.Reset();
+    IG_ASSIGN_OR_RETURN(const v1::Resources* res, reservation(a.job_id));
+    v1::Resources none;
+    if (res == nullptr) res = &none;
+    IG_RETURN_IF_ERROR(load_node(a.node_id));
+    want.cpu = res->cpu();
+    want.memory = res->memory_bytes();
+    want.gpu_memory = res->gpu_memory_bytes();
+    want.gpu_milli = a.placement.gpu_milli();
+    want.devices = a.device_uuids;
+    // The final guard: the node still has room, else the attempt is skipped
+    // and its task stays queued for re-planning.
+    if (!ledger.TryHold(a.node_id, want)) continue;
     // The lease epoch is the task's attempt ordinal; the attempt starts from
     // the task's latest checkpoint, if it has one.
-    Stmt lease(db_, "SELECT t.attempts, COALESCE(c.attempt_id, '') FROM tasks t LEFT JOIN checkpoints c "
-                    "ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
-    lease.Bind(1, a.job_id).Bind(2, int64_t{a.index});
-    if (!lease.Step()) {
-      IG_RETURN_IF_ERROR(lease.status());
-      return Status::Internal("task " + a.job_id + "/" + std::to_string(a.index) + " vanished while assigned");
-    }
+    upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, epoch).Bind(3, a.now_ms).Bind(4, rowid);
+    upd.Step();
+    IG_RETURN_IF_ERROR(upd.status());
     NewAttempt done = a;
-    done.lease_epoch = static_cast<uint64_t>(lease.Int(0));
-    std::string restored_from = lease.Text(1);
-    std::string devices;
+    done.lease_epoch = static_cast<uint64_t>(epoch);
+    devices.clear();
     for (const auto& d : a.device_uuids) devices += d + ",";
-    Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-                  "devices, epoch, restored_from, placement, gpu_milli) SELECT ?, ?, ?, ?, ?, ?, 0, 0, 0, '', ?, ?, ?, ?, ?");
-    ins.Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
-        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, devices)
-        .Bind(8, static_cast<int64_t>(done.lease_epoch)).Bind(9, restored_from)
-        .BindBlob(10, a.placement.SerializeAsString()).Bind(11, int64_t{a.placement.gpu_milli()});
+    ins.Reset().Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
+        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, res->cpu())
+        .Bind(8, static_cast<int64_t>(res->memory_bytes())).Bind(9, int64_t{res->gpus()})
+        .Bind(10, runtimes[a.job_id]).Bind(11, static_cast<int64_t>(res->gpu_memory_bytes())).Bind(12, devices)
+        .Bind(13, static_cast<int64_t>(done.lease_epoch)).Bind(14, restored_from)
+        .BindBlob(15, a.placement.SerializeAsString()).Bind(16, int64_t{a.placement.gpu_milli()});
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());
-    // Copy the reservation from the spec so capacity accounting survives restarts.
-    Stmt spec(db_, "SELECT spec FROM jobs WHERE id = ?");
-    spec.Bind(1, a.job_id);
-    if (spec.Step()) {
-      IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(spec.Blob(0)));
-      Stmt res(db_, "UPDATE attempts SET cpu = ?, memory = ?, gpus = ?, runtime = ?, gpu_memory = ? WHERE id = ?");
-      res.Bind(1, js.resources().cpu()).Bind(2, static_cast<int64_t>(js.resources().memory_bytes()))
-          .Bind(3, int64_t{js.resources().gpus()}).Bind(4, js.runtime())
-          .Bind(5, static_cast<int64_t>(js.resources().gpu_memory_bytes())).Bind(6, a.attempt_id);
-      res.Step();
-      IG_RETURN_IF_ERROR(res.status());
-    }
     committed.push_back(std::move(done));
   }
   IG_RETURN_IF_ERROR(tx.Commit());
