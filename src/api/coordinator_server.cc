@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <thread>
 
 #include "api/grpc_services.h"
 #include "api/http_api.h"
@@ -60,16 +62,33 @@ int RunCoordinator(const CoordinatorConfig& config) {
   auto lock = FileLock::Acquire(dir + "/coordinator.lock");
   if (!lock.ok()) return Fail(lock.status().WithContext("cannot start: " + dir));
 
-  auto pki = pki::LoadOrCreate(dir + "/pki", config.tls_names);
+  // What coordinators sharing one PostgreSQL database must share too: the CA
+  // agents pin, the artifact store, the join and admin secrets.
+  const std::string shared = config.shared_dir.empty() ? dir : config.shared_dir;
+  if (Status st = MakeDirs(shared, 0700); !st.ok()) return Fail(st);
+  std::optional<FileLock> init_lock;  // coordinators starting together create these once
+  for (int i = 0; i < 600 && !init_lock; ++i) {
+    auto l = FileLock::Acquire(shared + "/init.lock");
+    if (l.ok()) {
+      init_lock.emplace(std::move(*l));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another coordinator is creating them
+    }
+  }
+  if (!init_lock) return Fail(Status::Unavailable("another coordinator holds " + shared + "/init.lock"));
+  auto pki = pki::LoadOrCreate(shared + "/pki", config.tls_names);
   if (!pki.ok()) return Fail(pki.status().WithContext("TLS setup"));
   auto store = store::OpenStore(config.db.empty() ? dir + "/state.db" : config.db);
   if (!store.ok()) return Fail(store.status());
-  auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir + "/artifacts");
+  auto artifacts = std::make_unique<artifacts::ArtifactStore>(shared + "/artifacts");
   if (Status st = artifacts->Init(); !st.ok()) return Fail(st);
 
   bool created = false;
-  auto join = LoadOrCreateSecret(dir + "/join.token", "igj_", &created);
+  auto join = LoadOrCreateSecret(shared + "/join.token", "igj_", &created);
   if (!join.ok()) return Fail(join.status());
+  bool admin_created = false;
+  auto admin = LoadOrCreateSecret(shared + "/admin.token", "igt_", &admin_created);
+  if (!admin.ok()) return Fail(admin.status());
 
   coordinator::Options options = config.options;
   if (!config.policy_file.empty()) {
@@ -81,13 +100,12 @@ int RunCoordinator(const CoordinatorConfig& config) {
   }
   coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
                                  sched::NewPipelineScheduler({options.policies, 0}), *join, options);
-  auto admin = LoadOrCreateSecret(dir + "/admin.token", "igt_", &created);
-  if (!admin.ok()) return Fail(admin.status());
-  if (created) {
+  if (admin_created) {
     if (Status st = coord.store()->AddApiToken(Sha256Digest(*admin), "admin", SystemClock::Get()->NowMs()); !st.ok()) {
       return Fail(st);
     }
   }
+  init_lock.reset();
 
   std::string bench = config.bench_binary;
   if (bench.empty()) {
@@ -115,7 +133,7 @@ int RunCoordinator(const CoordinatorConfig& config) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) return Fail(Status::Unavailable("cannot listen on " + config.grpc_listen));
 
-  HttpApi http(&coord, dir + "/pki/server.crt", dir + "/pki/server.key");
+  HttpApi http(&coord, shared + "/pki/server.crt", shared + "/pki/server.key");
   auto [http_host, http_port_wanted] = SplitHostPort(config.http_listen);
   auto http_port = http.Start(http_host, http_port_wanted);
   if (!http_port.ok()) return Fail(http_port.status());
@@ -123,7 +141,7 @@ int RunCoordinator(const CoordinatorConfig& config) {
   std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc_port);
   std::string http_addr = http_host + ":" + std::to_string(*http_port);
   std::string client_yaml = "# written by idlegrid coordinator; admin credentials, keep private\n"
-                            "address: " + grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + dir +
+                            "address: " + grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared +
                             "/pki/ca.crt\ntoken: " + *admin + "\n";
   if (Status st = WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600); !st.ok()) return Fail(st);
   std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + *join + " --ca-hash " +

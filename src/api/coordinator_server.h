@@ -12,7 +12,10 @@ struct CoordinatorConfig {
   // The store: a SQLite file or a postgresql:// URL (several coordinators may
   // share one PostgreSQL database). Empty: data_dir/state.db.
   std::string db;
-  std::string policy_file;             // scheduling policies (docs/scheduling.md); default: the built-ins
+  std::string policy_file;
+  // PKI, artifacts and secrets; coordinators sharing one PostgreSQL database
+  // point this at one shared directory. Default: data_dir.
+  std::string shared_dir;             // scheduling policies (docs/scheduling.md); default: the built-ins
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate

@@ -72,6 +72,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
 Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Start() {
+  started_ms_ = clock_->NowMs();
   // A restarted coordinator gives every known node a fresh grace period
   // instead of declaring the fleet dead: nodes count from now.
   auto nodes = store_->ListNodes();
@@ -605,13 +606,53 @@ void Coordinator::PersistHeartbeats() {
   std::map<std::string, int64_t> batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (now - heartbeats_persisted_ms_ < kHeartbeatPersistMs) return;
+    if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
     heartbeats_persisted_ms_ = now;
     for (const auto& [id, n] : nodes_) {
       if (n.online) batch[id] = n.last_heartbeat_ms;
     }
   }
   if (!batch.empty()) (void)store_->RecordHeartbeats(batch);
+}
+
+void Coordinator::ExpireUnconnectedLeases() {
+  // Leases of nodes with no session here: connected to another coordinator
+  // on the same database (whose heartbeats reach the store every persist
+  // period), or never back after this coordinator restarted. Judged on the
+  // stored heartbeat, but never before this process has given them a full
+  // grace period of its own.
+  int64_t now = clock_->NowMs();
+  if (now - unconnected_checked_ms_ < options_.heartbeat_interval_ms) return;
+  unconnected_checked_ms_ = now;
+  auto active = store_->ActiveAttempts();
+  if (!active.ok() || active->empty()) return;
+  std::set<std::string> holding;
+  for (const auto& a : *active) holding.insert(a.node_id);
+  auto records = store_->ListNodes();
+  if (!records.ok()) return;
+  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
+  int64_t allowance = timeout + PersistPeriodMs() + options_.dispatch_period_ms;
+  for (const auto& r : *records) {
+    if (!holding.count(r.id)) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = nodes_.find(r.id);
+      if (it != nodes_.end() && (it->second.session || it->second.online)) continue;  // CheckHeartbeats' job
+    }
+    int64_t last = std::max(r.last_heartbeat_ms, started_ms_);
+    if (now - last <= allowance) continue;
+    auto failed = store_->FailNodeAttempts(r.id, now);
+    if (!failed.ok()) continue;
+    for (const auto& f : *failed) {
+      CountOutcome(f.outcome);
+      JudgeReadiness(f.job_id);
+    }
+    if (!failed->empty()) {
+      spdlog::warn("node {} (not connected here): last heartbeat {} ms ago; {} attempt(s) failed as node_lost", r.id,
+                   now - last, failed->size());
+      Notify();
+    }
+  }
 }
 
 void Coordinator::EnforceDrainDeadlines() {
@@ -702,6 +743,7 @@ void Coordinator::Loop() {
     }
     CheckHeartbeats();
     PersistHeartbeats();
+    ExpireUnconnectedLeases();
     RefreshReliability();
     EnforceDrainDeadlines();
     EnsureReadiness();

@@ -2,6 +2,7 @@
 // The coordinator's business logic, independent of gRPC and HTTP: both API
 // shells call these methods, so a job submitted with curl and one submitted
 // with the CLI take the same path. Thread-safe.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -181,6 +182,10 @@ class Coordinator {
   Result<std::vector<store::ActiveAttempt>> RecentActiveAttempts();
   static constexpr int64_t kActiveCacheMs = 250;
   static constexpr int64_t kHeartbeatPersistMs = 5000;
+  // Heartbeats reach the store at least this often (so other coordinators
+  // on the same database can judge this one's nodes).
+  int64_t PersistPeriodMs() const { return std::min<int64_t>(kHeartbeatPersistMs, options_.heartbeat_interval_ms); }
+  void ExpireUnconnectedLeases();
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
@@ -207,6 +212,8 @@ class Coordinator {
   uint64_t version_ = 0;                       // guarded by mu_
   int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
   int64_t reliability_refreshed_ms_ = 0;       // loop thread only
+  int64_t unconnected_checked_ms_ = 0;         // loop thread only
+  int64_t started_ms_ = 0;                     // set by Start
   uint64_t attempts_succeeded_ = 0;            // guarded by mu_
   std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
   uint64_t heartbeats_received_ = 0;           // guarded by mu_

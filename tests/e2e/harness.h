@@ -89,6 +89,8 @@ class Grid {
   std::string listen_host = "127.0.0.1";  // where the coordinator's gRPC API listens
   int listen_port = 0;                    // 0: any; set to restart a coordinator on the same address
   std::string agent_netns;                // when set, agents start inside this network namespace
+  std::string shared_dir;                 // when set, the coordinator's --shared-dir (PKI, artifacts, secrets)
+  std::string binary() const { return bin_; }
   std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
   std::unique_ptr<Process> coordinator;
   std::vector<std::unique_ptr<Process>> agents;  // index n-1

@@ -229,6 +229,10 @@ Grid::~Grid() {
 Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", listen_host + ":" + std::to_string(listen_port),
                                    "--http-listen", "127.0.0.1:0"};
+  if (!shared_dir.empty()) {
+    argv.push_back("--shared-dir");
+    argv.push_back(shared_dir);
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   coordinator = Process::Start(argv, root + "/coordinator.err");
   if (!coordinator) return Status::Internal("cannot start coordinator");
@@ -240,8 +244,9 @@ Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
   grpc_addr = ValueAfter(ready, "grpc");
   http_addr = ValueAfter(ready, "http");
   ca_hash = ValueAfter(ready, "ca");
-  auto join = ReadFile(coordinator_dir + "/join.token");
-  auto admin = ReadFile(coordinator_dir + "/admin.token");
+  const std::string secrets = shared_dir.empty() ? coordinator_dir : shared_dir;
+  auto join = ReadFile(secrets + "/join.token");
+  auto admin = ReadFile(secrets + "/admin.token");
   if (!join.ok() || !admin.ok()) return Status::Internal("coordinator wrote no tokens");
   join_token = join->substr(0, join->find('\n'));
   admin_token = admin->substr(0, admin->find('\n'));
@@ -383,7 +388,7 @@ std::string Grid::Manifest(const std::string& name, const std::vector<std::strin
 
 cli::Client* Grid::client() {
   if (!client_) {
-    auto c = cli::Client::Connect({grpc_addr, coordinator_dir + "/pki/ca.crt", admin_token});
+    auto c = cli::Client::Connect({grpc_addr, (shared_dir.empty() ? coordinator_dir : shared_dir) + "/pki/ca.crt", admin_token});
     if (c.ok()) client_ = std::move(c).value();
   }
   return client_.get();
