@@ -457,7 +457,15 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   if (came_back) Notify();
   v1::HeartbeatResponse out;
   // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
+  auto running = RecentRunningAttempts();
+  const std::vector<std::string>* known = nullptr;
+  if (running.ok()) {
+    auto it = (*running)->find(node_id);
+    if (it != (*running)->end()) known = &it->second;
+  }
   for (const auto& id : request.running_attempts()) {
+    // Running here a moment ago: no need to ask the store each heartbeat.
+    if (known && std::find(known->begin(), known->end(), id) != known->end()) continue;
     auto owner = store_->GetAttemptOwner(id);
     if (owner.ok() && owner->node_id == node_id && jobs::IsTerminal(owner->state)) {
       out.add_stop_attempts(id);
@@ -509,14 +517,19 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
   return Status::Ok();
 }
 
-Result<std::vector<store::ActiveAttempt>> Coordinator::RecentActiveAttempts() {
+Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunningAttempts() {
   std::lock_guard<std::mutex> lock(active_cache_mu_);
   int64_t now = clock_->NowMs();
-  if (active_cache_ms_ < 0 || now - active_cache_ms_ > kActiveCacheMs) {
-    IG_ASSIGN_OR_RETURN(active_cache_, store_->ActiveAttempts());
+  if (!running_cache_ || now - active_cache_ms_ > kActiveCacheMs) {
+    IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+    auto index = std::make_shared<RunningIndex>();
+    for (const auto& a : active) {
+      if (a.state == v1::RUNNING) (*index)[a.node_id].push_back(a.attempt_id);
+    }
+    running_cache_ = std::move(index);
     active_cache_ms_ = now;
   }
-  return active_cache_;
+  return running_cache_;
 }
 
 void Coordinator::RefreshReliability() {
@@ -544,21 +557,25 @@ void Coordinator::RefreshReliability() {
 }
 
 void Coordinator::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
-  auto active = RecentActiveAttempts();
-  if (!active.ok()) return;
-  std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
+  auto running = RecentRunningAttempts();
+  if (!running.ok()) return;
+  auto on_node = (*running)->find(node_id);
   std::vector<std::string> lost;
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeLive& live = nodes_[node_id];
+    if (on_node == (*running)->end() && live.unlisted.empty()) return;  // the common case: nothing to reconcile
+    std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
     std::map<std::string, int> still;
-    for (const auto& a : *active) {
-      if (a.node_id != node_id || a.state != v1::RUNNING || listed.count(a.attempt_id)) continue;
-      int misses = live.unlisted[a.attempt_id] + 1;
-      if (misses >= 2) {
-        lost.push_back(a.attempt_id);
-      } else {
-        still[a.attempt_id] = misses;
+    if (on_node != (*running)->end()) {
+      for (const auto& id : on_node->second) {
+        if (listed.count(id)) continue;
+        int misses = live.unlisted[id] + 1;
+        if (misses >= 2) {
+          lost.push_back(id);
+        } else {
+          still[id] = misses;
+        }
       }
     }
     live.unlisted = std::move(still);

@@ -179,7 +179,8 @@ class Coordinator {
   static constexpr int64_t kReliabilityRefreshMs = 10000;
   // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
   // second) reconcile against it instead of querying the store each time.
-  Result<std::vector<store::ActiveAttempt>> RecentActiveAttempts();
+  using RunningIndex = std::map<std::string, std::vector<std::string>>;  // node -> RUNNING attempt ids
+  Result<std::shared_ptr<const RunningIndex>> RecentRunningAttempts();
   static constexpr int64_t kActiveCacheMs = 250;
   static constexpr int64_t kHeartbeatPersistMs = 5000;
   // Heartbeats reach the store at least this often (so other coordinators
@@ -218,7 +219,7 @@ class Coordinator {
   std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
   uint64_t heartbeats_received_ = 0;           // guarded by mu_
   std::mutex active_cache_mu_;
-  std::vector<store::ActiveAttempt> active_cache_;  // guarded by active_cache_mu_
+  std::shared_ptr<const RunningIndex> running_cache_;  // guarded by active_cache_mu_
   int64_t active_cache_ms_ = -1;                    // guarded by active_cache_mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_

@@ -178,6 +178,11 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
     std::lock_guard<std::mutex> lock(mu_);
     views = NodeViewsLocked(active);
   }
+  // The queue shapes the fragmentation scorer as it does in Schedule.
+  std::vector<sched::TaskView> queue;
+  if (auto queued = store_->QueuedTasks(5000, now); queued.ok()) {
+    for (const auto& q : *queued) queue.push_back(TaskViewOf(q, 0));
+  }
   v1::ExplainJobResponse out;
   out.set_job_id(job_id);
   for (auto& task : *job.mutable_tasks()) {
@@ -189,7 +194,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
         q.excluded_nodes.push_back(a.node_id());
       }
     }
-    sched::Explanation e = sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies);
+    sched::Explanation e =
+        sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies, 3, 0, queue);
     v1::TaskExplanation* t = out.add_tasks();
     t->set_index(task.index());
     t->set_state(task.state());
