@@ -520,17 +520,21 @@ std::vector<NewAttempt> KillBatch(int trial, const std::string& tag) {
 }
 
 TEST_P(CapacityGuardTest, KilledInTheMiddleOfALargeBatchCommitLeavesNoHalfAppliedAllocation) {
-  constexpr int kTrials = 5;
-  for (int trial = 0; trial < kTrials; ++trial) {
-    for (int i = 0; i < kKillNodes; ++i) AddNode(SimNode(KillNode(trial, i), kKillCores, 64 * kGiB));
-    CreateShaped("k" + std::to_string(trial), {.cpu = 1}, kKillTasks);
-  }
+  // Trial 0 measures the commit; then at least 4 kills at random moments
+  // within it, more (up to 12, aiming earlier) until one lands before the
+  // commit completed.
+  constexpr int kMinTrials = 5;
+  constexpr int kMaxTrials = 12;
   std::mt19937 rng(7);
-  int64_t commit_us = 0;  // measured by trial 0, which is not killed before it reports
+  int64_t commit_us = 0;
+  int64_t max_delay_us = 0;
   int killed_before_commit = 0;
-  for (int trial = 0; trial < kTrials; ++trial) {
+  for (int trial = 0; trial < kMinTrials || (killed_before_commit == 0 && trial < kMaxTrials); ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const std::string job = "k" + std::to_string(trial);
+    // Each trial has its own nodes (exactly full once all its tasks that fit are placed).
+    for (int i = 0; i < kKillNodes; ++i) AddNode(SimNode(KillNode(trial, i), kKillCores, 64 * kGiB));
+    CreateShaped(job, {.cpu = 1}, kKillTasks);
     store_.reset();  // no connection crosses fork()
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
@@ -546,10 +550,11 @@ TEST_P(CapacityGuardTest, KilledInTheMiddleOfALargeBatchCommitLeavesNoHalfApplie
     if (trial == 0) {
       ASSERT_EQ(::read(fds[0], &mark, sizeof mark), static_cast<ssize_t>(sizeof mark));
       commit_us = std::max<int64_t>(mark, 1000);
+      max_delay_us = commit_us * 9 / 10;
     } else {
       // Somewhere inside the commit.
       std::this_thread::sleep_for(
-          std::chrono::microseconds(std::uniform_int_distribution<int64_t>(0, commit_us * 9 / 10)(rng)));
+          std::chrono::microseconds(std::uniform_int_distribution<int64_t>(0, max_delay_us)(rng)));
     }
     ::kill(pid, SIGKILL);
     int wstatus = 0;
@@ -587,6 +592,7 @@ TEST_P(CapacityGuardTest, KilledInTheMiddleOfALargeBatchCommitLeavesNoHalfApplie
               0)
         << "an assigned task without exactly one active attempt";
     if (assigned == 0) ++killed_before_commit;
+    if (trial > 0 && assigned > 0) max_delay_us /= 2;  // that one came too late: aim earlier
     // The restarted coordinator finishes the job's allocation: the nodes end
     // exactly full whatever the kill left.
     auto rest = store_->CommitAssignments(KillBatch(trial, "y" + std::to_string(trial)));
