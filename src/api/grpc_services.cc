@@ -8,7 +8,7 @@ namespace idlegrid::api {
 
 namespace {
 
-std::string Metadata(grpc::ServerContext* ctx, const char* key) {
+std::string Metadata(grpc::ServerContextBase* ctx, const char* key) {
   auto it = ctx->client_metadata().find(key);
   return it == ctx->client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
 }
@@ -169,7 +169,11 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   coordinator::Coordinator* c_;
 };
 
-class AgentServiceImpl : public v1::AgentService::Service {
+// Heartbeats are the hot path (a whole fleet every few seconds): they are
+// served on gRPC's callback threads, without a hand-off to a worker thread
+// per call. The handler touches memory only (the store only for an attached
+// advertisement or an attempt it does not know).
+class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v1::AgentService::Service> {
  public:
   explicit AgentServiceImpl(coordinator::Coordinator* c) : c_(c) {}
 
@@ -193,11 +197,12 @@ class AgentServiceImpl : public v1::AgentService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
-                         v1::HeartbeatResponse* out) override {
-    auto node = Auth(ctx);
-    if (!node.ok()) return ToGrpc(node.status());
-    return Reply(c_->Heartbeat(*node, *req), out);
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
+                                      v1::HeartbeatResponse* out) override {
+    auto* reactor = ctx->DefaultReactor();
+    auto node = c_->AuthenticateAgent(Metadata(ctx, "authorization"));
+    reactor->Finish(node.ok() ? Reply(c_->Heartbeat(*node, *req), out) : ToGrpc(node.status()));
+    return reactor;
   }
 
   grpc::Status ReportAttempt(grpc::ServerContext* ctx, const v1::ReportAttemptRequest* req,
