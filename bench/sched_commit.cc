@@ -344,7 +344,8 @@ int main(int argc, char** argv) {
       }
     }
     if (url.rfind("postgres", 0) != 0) {
-      std::fprintf(stderr, "no PostgreSQL server (scripts/pg-test-cluster.sh start failed; set IDLEGRID_BENCH_PG_URL)\n");
+      std::fprintf(stderr,
+                   "no PostgreSQL server (scripts/pg-test-cluster.sh start failed; set IDLEGRID_BENCH_PG_URL)\n");
       rc = 1;
     } else {
       // A schema of its own, so a shared server is left as it was.

@@ -196,10 +196,14 @@ Status PostgresStore::RecordHeartbeats(const std::map<std::string, int64_t>& las
     times.push_back(std::to_string(ms));
   }
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    // An older time never wins, whichever coordinator writes it.
+    // An older time never wins, whichever coordinator writes it. The rows
+    // are locked in id order, as CommitAssignments locks the nodes of a
+    // batch, so the two never deadlock.
     return c
-        .Exec("UPDATE nodes n SET last_heartbeat_ms = i.ms FROM unnest($1::text[], $2::bigint[]) AS i(id, ms) "
-              "WHERE n.id = i.id AND n.last_heartbeat_ms < i.ms",
+        .Exec("WITH locked AS (SELECT n.id, i.ms FROM nodes n JOIN unnest($1::text[], $2::bigint[]) AS i(id, ms) "
+              "ON n.id = i.id WHERE n.last_heartbeat_ms < i.ms ORDER BY n.id FOR UPDATE OF n) "
+              "UPDATE nodes n SET last_heartbeat_ms = l.ms FROM locked l "
+              "WHERE n.id = l.id AND n.last_heartbeat_ms < l.ms",
               Params().TextArray(ids).TextArray(times))
         .status();
   });
