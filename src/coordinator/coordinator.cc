@@ -518,17 +518,25 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
 }
 
 Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunningAttempts() {
-  std::lock_guard<std::mutex> lock(active_cache_mu_);
   int64_t now = clock_->NowMs();
-  if (!running_cache_ || now - active_cache_ms_ > kActiveCacheMs) {
-    IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
-    auto index = std::make_shared<RunningIndex>();
-    for (const auto& a : active) {
-      if (a.state == v1::RUNNING) (*index)[a.node_id].push_back(a.attempt_id);
-    }
-    running_cache_ = std::move(index);
-    active_cache_ms_ = now;
+  {
+    // One heartbeat refreshes the index; the others keep using the previous
+    // one meanwhile instead of queueing behind the store.
+    std::lock_guard<std::mutex> lock(active_cache_mu_);
+    bool fresh = running_cache_ && now - active_cache_ms_ <= kActiveCacheMs;
+    if (fresh || (running_cache_ && refreshing_running_)) return running_cache_;
+    refreshing_running_ = true;
   }
+  auto active = store_->ActiveAttempts();
+  std::lock_guard<std::mutex> lock(active_cache_mu_);
+  refreshing_running_ = false;
+  if (!active.ok()) return active.status();
+  auto index = std::make_shared<RunningIndex>();
+  for (const auto& a : *active) {
+    if (a.state == v1::RUNNING) (*index)[a.node_id].push_back(a.attempt_id);
+  }
+  running_cache_ = std::move(index);
+  active_cache_ms_ = now;
   return running_cache_;
 }
 

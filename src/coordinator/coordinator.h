@@ -214,12 +214,15 @@ class Coordinator {
   int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
   int64_t reliability_refreshed_ms_ = 0;       // loop thread only
   int64_t unconnected_checked_ms_ = 0;         // loop thread only
+  int conflict_replans_ = 0;                   // loop thread only
+  static constexpr int kMaxConflictReplans = 3;
   int64_t started_ms_ = 0;                     // set by Start
   uint64_t attempts_succeeded_ = 0;            // guarded by mu_
   std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
   uint64_t heartbeats_received_ = 0;           // guarded by mu_
   std::mutex active_cache_mu_;
   std::shared_ptr<const RunningIndex> running_cache_;  // guarded by active_cache_mu_
+  bool refreshing_running_ = false;                    // guarded by active_cache_mu_
   int64_t active_cache_ms_ = -1;                    // guarded by active_cache_mu_
   bool dirty_ = true;                          // guarded by mu_
   bool stopping_ = false;                      // guarded by mu_

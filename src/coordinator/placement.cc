@@ -52,12 +52,18 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
       v.cpu_free -= a.cpu;
       v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
       // A share holds its milli-GPUs; a whole device (0 or 1000) all of it.
-      uint32_t milli = a.gpu_milli > 0 && a.gpu_milli < 1000 ? a.gpu_milli : 1000;
-      bool slice = a.gpu_milli == 0 && a.gpu_memory_bytes > 0;  // a VRAM slice holds memory, not compute
+      // A VRAM slice holds memory, not compute, but the device has a tenant
+      // now: it can no longer be given whole (the store's guard agrees).
+      bool slice = a.gpu_milli == 0 && a.gpu_memory_bytes > 0;
+      uint32_t milli = slice ? 1 : a.gpu_milli > 0 && a.gpu_milli < 1000 ? a.gpu_milli : 1000;
       for (size_t i = 0; i < v.gpus.size(); ++i) {
         for (const auto& uuid : a.device_uuids) {
-          if (uuid != v.gpus[i].uuid() || slice) continue;
-          v.gpu_free_milli[i] = v.gpu_free_milli[i] > milli ? v.gpu_free_milli[i] - milli : 0;
+          if (uuid != v.gpus[i].uuid()) continue;
+          if (slice) {
+            v.gpu_free_milli[i] = std::min<uint32_t>(v.gpu_free_milli[i], 999);
+          } else {
+            v.gpu_free_milli[i] = v.gpu_free_milli[i] > milli ? v.gpu_free_milli[i] - milli : 0;
+          }
         }
       }
     }
@@ -161,6 +167,19 @@ void Coordinator::DispatchOnce() {
   if (!committed.ok()) {
     spdlog::error("dispatch commit: {}", committed.status().ToString());
     return;
+  }
+  // The store's guard refused placements another coordinator (or a change
+  // since the snapshot) made stale: re-plan at once from a fresh snapshot, a
+  // bounded number of times in a row, then at the normal pace.
+  if (committed->size() < attempts.size()) {
+    spdlog::info("dispatch: {} of {} placements conflicted; re-planning", attempts.size() - committed->size(),
+                 attempts.size());
+    if (conflict_replans_ < kMaxConflictReplans) {
+      ++conflict_replans_;
+      Notify();
+    }
+  } else {
+    conflict_replans_ = 0;
   }
   for (const auto& a : *committed) {
     Status st = SendAssignment(a);
