@@ -434,49 +434,6 @@ void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr
   }
 }
 
-Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
-  if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
-  ReconcileRunning(node_id, request);
-  bool came_back = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    NodeLive& live = nodes_[node_id];
-    came_back = !live.online && live.session;
-    ++heartbeats_received_;
-    int64_t now = clock_->NowMs();
-    if (live.online && live.last_heartbeat_ms > 0) {
-      // Only lateness counts: agents send early heartbeats when something changed.
-      double interval = options_.heartbeat_interval_ms;
-      double late = std::clamp((now - live.last_heartbeat_ms - interval) / interval, 0.0, 1.0);
-      live.heartbeat_lateness = 0.9 * live.heartbeat_lateness + 0.1 * late;
-    }
-    live.last_heartbeat_ms = now;
-    if (request.info().cpu_cores()) live.info = request.info();
-    if (live.session) live.online = true;
-  }
-  if (came_back) Notify();
-  v1::HeartbeatResponse out;
-  // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
-  auto running = RecentRunningAttempts();
-  const std::vector<std::string>* known = nullptr;
-  if (running.ok()) {
-    auto it = (*running)->find(node_id);
-    if (it != (*running)->end()) known = &it->second;
-  }
-  for (const auto& id : request.running_attempts()) {
-    // Running here a moment ago: no need to ask the store each heartbeat.
-    if (known && std::find(known->begin(), known->end(), id) != known->end()) continue;
-    auto owner = store_->GetAttemptOwner(id);
-    if (owner.ok() && owner->node_id == node_id && jobs::IsTerminal(owner->state)) {
-      out.add_stop_attempts(id);
-      spdlog::warn("node {} still runs ended attempt {}: told to stop it", node_id, id);
-    }
-  }
-  out.set_server_time_ms(clock_->NowMs());
-  out.set_interval_ms(static_cast<uint32_t>(options_.heartbeat_interval_ms));
-  return out;
-}
-
 Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request) {
   auto result = store_->ApplyAttemptReport(node_id, request, clock_->NowMs());
   if (!result.ok()) {
@@ -517,88 +474,6 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
   return Status::Ok();
 }
 
-Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunningAttempts() {
-  int64_t now = clock_->NowMs();
-  {
-    // One heartbeat refreshes the index; the others keep using the previous
-    // one meanwhile instead of queueing behind the store.
-    std::lock_guard<std::mutex> lock(active_cache_mu_);
-    bool fresh = running_cache_ && now - active_cache_ms_ <= kActiveCacheMs;
-    if (fresh || (running_cache_ && refreshing_running_)) return running_cache_;
-    refreshing_running_ = true;
-  }
-  auto active = store_->ActiveAttempts();
-  std::lock_guard<std::mutex> lock(active_cache_mu_);
-  refreshing_running_ = false;
-  if (!active.ok()) return active.status();
-  auto index = std::make_shared<RunningIndex>();
-  for (const auto& a : *active) {
-    if (a.state == v1::RUNNING) (*index)[a.node_id].push_back(a.attempt_id);
-  }
-  running_cache_ = std::move(index);
-  active_cache_ms_ = now;
-  return running_cache_;
-}
-
-void Coordinator::RefreshReliability() {
-  int64_t now = clock_->NowMs();
-  if (reliability_refreshed_ms_ != 0 && now - reliability_refreshed_ms_ < kReliabilityRefreshMs) return;
-  reliability_refreshed_ms_ = now;
-  auto outcomes = store_->RecentNodeOutcomes(now - kReliabilityWindowMs);
-  if (!outcomes.ok()) {
-    spdlog::warn("reliability: {}", outcomes.status().ToString());
-    return;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, live] : nodes_) {
-    sched::ReliabilityInputs in;
-    auto it = outcomes->find(id);
-    if (it != outcomes->end()) {
-      in.succeeded = it->second.succeeded;
-      in.node_lost = it->second.node_lost;
-      in.node_failed = it->second.node_failed;
-    }
-    in.heartbeat_lateness = live.heartbeat_lateness;
-    in.throttle_reports = live.throttle_reports;
-    live.reliability = sched::ScoreReliability(in);
-  }
-}
-
-void Coordinator::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
-  auto running = RecentRunningAttempts();
-  if (!running.ok()) return;
-  auto on_node = (*running)->find(node_id);
-  std::vector<std::string> lost;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    NodeLive& live = nodes_[node_id];
-    if (on_node == (*running)->end() && live.unlisted.empty()) return;  // the common case: nothing to reconcile
-    std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
-    std::map<std::string, int> still;
-    if (on_node != (*running)->end()) {
-      for (const auto& id : on_node->second) {
-        if (listed.count(id)) continue;
-        int misses = live.unlisted[id] + 1;
-        if (misses >= 2) {
-          lost.push_back(id);
-        } else {
-          still[id] = misses;
-        }
-      }
-    }
-    live.unlisted = std::move(still);
-  }
-  for (const auto& id : lost) {
-    v1::ReportAttemptRequest report;
-    report.set_attempt_id(id);
-    report.set_event(v1::ERRORED);
-    report.set_failure_reason(v1::NODE_LOST);
-    report.set_message("the agent no longer runs this attempt (it restarted); its container was removed");
-    spdlog::warn("attempt {} on node {} is gone from the agent: failing it", id, node_id);
-    (void)ReportAttempt(node_id, report);
-  }
-}
-
 Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
   int64_t deadline = request.undo() || request.deadline_seconds() == 0
                          ? 0
@@ -622,62 +497,6 @@ Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
     if (n.id() == request.node_id()) return n;
   }
   return Status::NotFound("node " + request.node_id() + " does not exist");
-}
-
-void Coordinator::PersistHeartbeats() {
-  // Heartbeats live in memory; the store gets them in one batch at most every
-  // few seconds, never one write per heartbeat.
-  int64_t now = clock_->NowMs();
-  std::map<std::string, int64_t> batch;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
-    heartbeats_persisted_ms_ = now;
-    for (const auto& [id, n] : nodes_) {
-      if (n.online) batch[id] = n.last_heartbeat_ms;
-    }
-  }
-  if (!batch.empty()) (void)store_->RecordHeartbeats(batch);
-}
-
-void Coordinator::ExpireUnconnectedLeases() {
-  // Leases of nodes with no session here: connected to another coordinator
-  // on the same database (whose heartbeats reach the store every persist
-  // period), or never back after this coordinator restarted. Judged on the
-  // stored heartbeat, but never before this process has given them a full
-  // grace period of its own.
-  int64_t now = clock_->NowMs();
-  if (now - unconnected_checked_ms_ < options_.heartbeat_interval_ms) return;
-  unconnected_checked_ms_ = now;
-  auto active = store_->ActiveAttempts();
-  if (!active.ok() || active->empty()) return;
-  std::set<std::string> holding;
-  for (const auto& a : *active) holding.insert(a.node_id);
-  auto records = store_->ListNodes();
-  if (!records.ok()) return;
-  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
-  int64_t allowance = timeout + PersistPeriodMs() + options_.dispatch_period_ms;
-  for (const auto& r : *records) {
-    if (!holding.count(r.id)) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(r.id);
-      if (it != nodes_.end() && (it->second.session || it->second.online)) continue;  // CheckHeartbeats' job
-    }
-    int64_t last = std::max(r.last_heartbeat_ms, started_ms_);
-    if (now - last <= allowance) continue;
-    auto failed = store_->FailNodeAttempts(r.id, now);
-    if (!failed.ok()) continue;
-    for (const auto& f : *failed) {
-      CountOutcome(f.outcome);
-      JudgeReadiness(f.job_id);
-    }
-    if (!failed->empty()) {
-      spdlog::warn("node {} (not connected here): last heartbeat {} ms ago; {} attempt(s) failed as node_lost", r.id,
-                   now - last, failed->size());
-      Notify();
-    }
-  }
 }
 
 void Coordinator::EnforceDrainDeadlines() {
@@ -774,63 +593,6 @@ void Coordinator::Loop() {
     EnsureReadiness();
     DispatchOnce();
   }
-}
-
-void Coordinator::CheckHeartbeats() {
-  int64_t now = clock_->NowMs();
-  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
-  std::vector<std::string> lost;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, n] : nodes_) {
-      if (now - n.last_heartbeat_ms > timeout && (n.online || n.session)) {
-        n.online = false;
-        if (n.session) n.session->Close();
-        n.session.reset();
-        lost.push_back(id);
-      }
-    }
-  }
-  for (const auto& id : lost) {
-    auto failed = store_->FailNodeAttempts(id, now);
-    if (failed.ok()) {
-      for (const auto& f : *failed) {
-        CountOutcome(f.outcome);
-        JudgeReadiness(f.job_id);
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      nodes_[id].readiness_job.clear();
-      nodes_[id].gpu_readiness_jobs.clear();
-    }
-    spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
-                 failed.ok() ? failed->size() : 0);
-  }
-  // R14: an assignment the agent never acknowledged goes elsewhere, quickly.
-  auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);
-  if (unacked.ok()) {
-    for (const auto& a : *unacked) {
-      v1::ReportAttemptRequest report;
-      report.set_attempt_id(a.attempt_id);
-      report.set_event(v1::ERRORED);
-      report.set_failure_reason(v1::ACK_TIMEOUT);
-      report.set_message("node did not acknowledge the assignment within " +
-                         std::to_string(options_.ack_timeout_ms) + " ms");
-      spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
-      (void)ReportAttempt(a.node_id, report);
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(a.node_id);
-      if (it != nodes_.end() && it->second.session) {
-        v1::Command cancel;  // should the assignment still arrive, the agent drops it
-        cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
-        cancel.mutable_cancel()->set_reason("not acknowledged in time");
-        it->second.session->Push(std::move(cancel));
-      }
-    }
-  }
-  auto expired = store_->ExpireQueuedTasks(now);
-  if (!lost.empty() || (expired.ok() && *expired > 0)) Notify();
 }
 
 }  // namespace idlegrid::coordinator
