@@ -423,64 +423,71 @@ TEST(CapacityRaceTest, SqliteEightStaleCoordinatorThreadsNeverGrantASlotTwice) {
 }
 
 TEST(CapacityRaceTest, PostgresThreeStaleCoordinatorProcessesNeverGrantASlotOrDeviceTwice) {
-  auto db = CreateTestDatabase(BackendKind::kPostgres);
-  ASSERT_TRUE(db.ok()) << db.status().ToString();
-  const RaceFleet fleet{.cpu_nodes = 250, .gpu_nodes = 250};
-  const std::string url = (*db)->location();
-  {
-    auto store = OpenStore(url);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    RegisterFleet(**store, fleet);
-    CreateRaceJobs(**store, 1100, 900);
-  }
-  int gate[2], counts[2];
-  ASSERT_EQ(::pipe(gate), 0);
-  ASSERT_EQ(::pipe(counts), 0);
-  std::vector<pid_t> pids;
-  for (int p = 0; p < 3; ++p) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      // A coordinator process: its own store (connection pool), two
-      // scheduling threads, started together with the others.
-      ::close(gate[1]);
-      ::close(counts[0]);
+  // Every trial is checked in full; trials repeat (up to 5) only until one in
+  // which more than one process won slots, so the race surely happened even
+  // when a loaded machine lets one process finish before the others start.
+  int64_t winners = 0;
+  for (int trial = 0; trial < 5 && winners <= 1; ++trial) {
+    auto db = CreateTestDatabase(BackendKind::kPostgres);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    const RaceFleet fleet{.cpu_nodes = 250, .gpu_nodes = 250};
+    const std::string url = (*db)->location();
+    {
       auto store = OpenStore(url);
-      if (!store.ok() || !(*store)->QueuedTasks(1).ok()) ::_exit(1);  // connected before the start
-      char c;
-      (void)::read(gate[0], &c, 1);
-      std::atomic<int64_t> n{0};
-      std::atomic<bool> bad{false};
-      std::vector<std::thread> threads;
-      for (int t = 0; t < 2; ++t) {
-        threads.emplace_back([&, t] {
-          int64_t k = StaleCoordinator(**store, fleet, "p" + std::to_string(p) + "t" + std::to_string(t),
-                                       100 * p + t);
-          if (k < 0) bad = true;
-          else n += k;
-        });
-      }
-      for (auto& t : threads) t.join();
-      int64_t v = n;
-      if (::write(counts[1], &v, sizeof v) != sizeof v) ::_exit(3);
-      ::_exit(bad ? 2 : 0);
+      ASSERT_TRUE(store.ok()) << store.status().ToString();
+      RegisterFleet(**store, fleet);
+      CreateRaceJobs(**store, 1100, 900);
     }
-    pids.push_back(pid);
+    int gate[2], counts[2];
+    ASSERT_EQ(::pipe(gate), 0);
+    ASSERT_EQ(::pipe(counts), 0);
+    std::vector<pid_t> pids;
+    for (int p = 0; p < 3; ++p) {
+      pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        // A coordinator process: its own store (connection pool), two
+        // scheduling threads, started together with the others.
+        ::close(gate[1]);
+        ::close(counts[0]);
+        auto store = OpenStore(url);
+        if (!store.ok() || !(*store)->QueuedTasks(1).ok()) ::_exit(1);  // connected before the start
+        char c;
+        (void)::read(gate[0], &c, 1);
+        std::atomic<int64_t> n{0};
+        std::atomic<bool> bad{false};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 2; ++t) {
+          threads.emplace_back([&, t] {
+            int64_t k = StaleCoordinator(**store, fleet, "p" + std::to_string(p) + "t" + std::to_string(t),
+                                         100 * p + t + 1000 * trial);
+            if (k < 0) bad = true;
+            else n += k;
+          });
+        }
+        for (auto& t : threads) t.join();
+        int64_t v = n;
+        if (::write(counts[1], &v, sizeof v) != sizeof v) ::_exit(3);
+        ::_exit(bad ? 2 : 0);
+      }
+      pids.push_back(pid);
+    }
+    ::close(gate[0]);
+    ::close(gate[1]);  // go
+    ::close(counts[1]);
+    for (pid_t pid : pids) {
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "coordinator process status " << status;
+    }
+    int64_t told = 0, v = 0;
+    while (::read(counts[0], &v, sizeof v) == sizeof v) told += v;
+    ::close(counts[0]);
+    ExpectNothingGrantedTwice(**db, fleet, told);
+    winners = *(*db)->QueryInt("SELECT COUNT(DISTINCT substr(id, 1, 2)) FROM attempts");
   }
-  ::close(gate[0]);
-  ::close(gate[1]);  // go
-  ::close(counts[1]);
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "coordinator process status " << status;
-  }
-  int64_t told = 0, v = 0;
-  while (::read(counts[0], &v, sizeof v) == sizeof v) told += v;
-  ::close(counts[0]);
-  ExpectNothingGrantedTwice(**db, fleet, told);
-  // The processes really raced: more than one of them won slots.
-  EXPECT_GT(*(*db)->QueryInt("SELECT COUNT(DISTINCT substr(id, 1, 2)) FROM attempts"), 1);
+  // The processes really raced: in some trial more than one of them won slots.
+  EXPECT_GT(winners, 1);
 }
 
 // --- kill -9 in the middle of one large batch commit ------------------------------
