@@ -449,6 +449,8 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
                  o.message.empty() ? "" : " (" + o.message + ")");
     Notify();
+  } else if (request.event() == v1::CHECKPOINTED) {
+    Notify();  // no state changed, but watchers see the new checkpoint now
   }
   return Status::Ok();
 }

@@ -14,7 +14,7 @@
 namespace idlegrid::testing {
 namespace {
 
-constexpr long kSteps = 40;
+constexpr long kSteps = 60;
 constexpr long kStepMs = 150;
 
 // What `testprog count` computes when nothing interrupts it.
