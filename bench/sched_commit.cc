@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_fleet.h"
 #include "sched/pipeline.h"
 #include "store/store.h"
 
@@ -33,9 +34,9 @@ using idlegrid::sched::Placement;
 using idlegrid::sched::TaskView;
 namespace v1 = idlegrid::v1;
 namespace store = idlegrid::store;
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-constexpr uint32_t kCores = 128;
-constexpr uint64_t kMemory = 1024 * kGiB;
+using idlegrid::bench::kGiB;
+constexpr uint32_t kCores = idlegrid::bench::kFleetCores;
+constexpr uint64_t kMemory = idlegrid::bench::kFleetMemory;
 constexpr uint32_t kTasksPerJob = 100;
 
 using Clock = std::chrono::steady_clock;
@@ -47,60 +48,7 @@ double CpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-struct GpuClass {
-  const char* name;
-  uint64_t vram;
-  uint32_t per_node;
-  double ask;
-  double share;  // of nodes
-};
-
-// The classes and mix of bench/sched_core.cc.
-const GpuClass kClasses[] = {
-    {"NVIDIA H100 80GB HBM3", 80 * kGiB, 8, 2.50, 0.20}, {"NVIDIA A100-SXM4-80GB", 80 * kGiB, 8, 1.60, 0.30},
-    {"NVIDIA L4", 24 * kGiB, 8, 0.60, 0.20},             {"NVIDIA A10", 24 * kGiB, 4, 0.50, 0.10},
-    {"Tesla T4", 16 * kGiB, 16, 0.30, 0.20},
-};
-
-std::vector<NodeView> Fleet(size_t count, std::mt19937_64& rng) {
-  std::vector<NodeView> nodes;
-  std::uniform_real_distribution<double> u(0, 1);
-  for (size_t i = 0; i < count; ++i) {
-    double pick = u(rng);
-    const GpuClass* c = &kClasses[0];
-    for (const auto& k : kClasses) {
-      c = &k;
-      if ((pick -= k.share) < 0) break;
-    }
-    NodeView n;
-    n.id = "node-" + std::to_string(100000 + i);
-    n.online = true;
-    n.cpu_free = n.cpu_total = kCores;
-    n.memory_free = kMemory;
-    n.runtimes = {"runc"};
-    n.enforcement.set_memory("cgroup");
-    n.enforcement.set_cpu("cgroup");
-    n.region = i % 3 == 0 ? "eu-west" : "us-east";
-    n.trust_tier = static_cast<int>(i % 3);
-    n.reliability = 0.8 + 0.2 * u(rng);
-    n.allows_sharing = true;
-    n.asks[c->name] = c->ask * (0.8 + 0.4 * u(rng));
-    if (i % 7 == 0) n.cached_images.insert("sha256:trainer");
-    for (uint32_t d = 0; d < c->per_node; ++d) {
-      v1::GpuDevice g;
-      g.set_index(d);
-      g.set_uuid(n.id + "-gpu" + std::to_string(d));
-      g.set_name(c->name);
-      g.set_memory_total_bytes(c->vram);
-      g.set_allocatable_memory_bytes(c->vram);
-      g.set_compute_capability(c->vram >= 80 * kGiB ? "9.0" : "8.6");
-      g.set_cuda_driver_version("12.4");
-      n.gpus.push_back(g);
-    }
-    nodes.push_back(std::move(n));
-  }
-  return nodes;
-}
+using idlegrid::bench::Fleet;
 
 // As sched_core's queue, except that a job's 100 tasks share one shape (the
 // store keeps resources per job).
