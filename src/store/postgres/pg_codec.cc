@@ -4,21 +4,6 @@
 
 namespace idlegrid::store::pg {
 
-std::vector<std::string> SplitCommaList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-Result<v1::JobSpec> ParseSpec(const std::string& blob) {
-  v1::JobSpec spec;
-  if (!spec.ParseFromString(blob)) return Status::DataLoss("stored job spec does not parse");
-  return spec;
-}
 
 std::string ByteaLiteral(const std::string& bytes) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -5,15 +5,14 @@
 
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "store/codec.h"
 #include "store/postgres/pg_connection.h"
 #include "store/store.h"
 
 namespace idlegrid::store::pg {
 
-// "a,b," -> {"a", "b"} (device and excluded-node lists are stored so).
-std::vector<std::string> SplitCommaList(const std::string& s);
-
-Result<v1::JobSpec> ParseSpec(const std::string& blob);
+using store::ParseSpec;
+using store::SplitCommaList;
 
 // Bytes in bytea's hex input form (\x0a1b...), for an element of a
 // Params::TextArray cast to bytea[].

@@ -9,29 +9,10 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "store/capacity_guard.h"
+#include "store/codec.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace idlegrid::store {
-
-namespace {
-
-std::vector<std::string> SplitCommaList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-Result<v1::JobSpec> ParseSpec(const std::string& blob) {
-  v1::JobSpec spec;
-  if (!spec.ParseFromString(blob)) return Status::DataLoss("stored job spec does not parse");
-  return spec;
-}
-
-}  // namespace
 
 Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
                               int64_t now_ms) {
