@@ -414,7 +414,7 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
   auto assigned = store_->AssignedAttempts(node_id);
   if (assigned.ok()) {
     for (const auto& a : *assigned) {
-      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0, a.device_uuids});
+      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0, a.device_uuids, a.lease_epoch, {}});
     }
   }
   spdlog::info("node {} connected from {}", node_id, peer);
