@@ -122,6 +122,7 @@ void Coordinator::DispatchOnce() {
   }
   std::vector<sched::TaskView> tasks;
   std::map<std::string, v1::Job> capped;  // jobs with a cost cap, for what their tasks spent
+  std::vector<std::pair<size_t, double>> spending;  // tasks (index in `tasks`) that spent part of their cap
   for (const auto& q : *queued) {
     double spent = 0;
     if (q.spec.max_cost() > 0) {
@@ -143,12 +144,33 @@ void Coordinator::DispatchOnce() {
         continue;
       }
     }
+    if (spent > 0) spending.emplace_back(tasks.size(), spent);
     tasks.push_back(TaskViewOf(q, spent));
   }
+  std::vector<sched::NodeView> snapshot;
+  if (!spending.empty()) snapshot = views;
   sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
   {
     std::lock_guard<std::mutex> lock(mu_);
     waiting_ = plan.waiting;
+  }
+  // A task whose earlier attempts spent part of its cap and whose remaining
+  // budget no feasible offer fits stops here, with its own failure class,
+  // rather than waiting out its queue timeout.
+  for (const auto& [i, spent] : spending) {
+    const sched::TaskView& t = tasks[i];
+    if (!plan.waiting.count(sched::TaskKey(t.job_id, t.index))) continue;
+    sched::Explanation e = sched::Explain(snapshot, t, options_.policies, 1);
+    bool priced_out = false;
+    for (const auto& f : e.filtered) priced_out |= f.stage == "cost-cap" && f.nodes > 0;
+    if (e.feasible_nodes > 0 || !priced_out) continue;
+    const v1::JobSpec& spec = capped.at(t.job_id).spec();
+    char msg[240];
+    std::snprintf(msg, sizeof msg,
+                  "spent %.4f of maxCost %.4f; the %.4f left cannot pay for another run at the current asks",
+                  spent, spec.max_cost(), spec.max_cost() - spent);
+    (void)store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now);
+    Notify();
   }
   if (plan.placements.empty()) return;
   std::vector<store::NewAttempt> attempts;

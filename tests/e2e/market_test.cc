@@ -103,5 +103,33 @@ TEST_F(Market, BidBelowEveryAskAndCostCapWaitAndExplainSaysWhy) {
   }
 }
 
+TEST_F(Market, RetriesStopWithCostCapReachedOnceWhatIsLeftCannotPayForAnotherRun) {
+  // CPU cores now cost 7200/h: a 0.5-core task pays one credit a second.
+  for (int n = 1; n <= 2; ++n) {
+    std::ofstream(grid_->AgentDataDir(n) + "/state/policy.yaml")
+        << "asks:\n  RTX 4090: 0.30\n  cpu-core: 7200\n";
+  }
+  ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& list) {
+                      int priced = 0;
+                      for (const auto& n : list.nodes()) priced += n.advertisement().asks_size() == 2;
+                      return priced == 2;
+                    }).ok());
+  // Each run is bounded at 2 s (an estimate of 2 credits); it fails and is
+  // retried until what is left of the 2.15-credit cap cannot pay for a run
+  // (after the first attempt or two: each one spends its run time).
+  std::string id = Submit("capped", {"exit", "1"}, "runTimeout: 2s\nretries: 20\nmaxCost: 2.15\n");
+  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); });
+  ASSERT_TRUE(done.ok());
+  const auto& task = done->tasks(0);
+  ASSERT_EQ(task.state(), v1::FAILED) << done->DebugString();
+  EXPECT_EQ(task.failure_reason(), v1::COST_CAP_REACHED) << done->DebugString();
+  EXPECT_NE(task.message().find("maxCost 2.1500"), std::string::npos) << task.message();
+  EXPECT_GE(task.attempts_size(), 1);
+  EXPECT_LT(task.attempts_size(), 20) << "the cap, not the retry budget, must stop it";
+  EXPECT_GT(task.cost(), 0.0);
+  EXPECT_LE(task.cost(), 2.15) << "it overspent its cap";
+  std::printf("cost cap: %d attempt(s), %.4f credits spent of 2.15\n", task.attempts_size(), task.cost());
+}
+
 }  // namespace
 }  // namespace idlegrid::testing
