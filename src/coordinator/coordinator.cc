@@ -165,6 +165,10 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   }
   manifest::ApplyDefaults(&spec);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
+  if (!spec.policy().empty() && options_.policies.policies.count(spec.policy()) == 0) {
+    // Refused now, not left waiting out its queue timeout.
+    return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
+  }
   std::string image_digest = ImageDigestOf(spec.image());
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_digest));
   if (!image) {
@@ -279,9 +283,13 @@ Result<std::string> Coordinator::Metrics() {
 Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+  const auto by_node = GroupByNode(active);
+  static const std::vector<store::ActiveAttempt> kNone;
   v1::ListNodesResponse out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& r : records) {
+    auto held = by_node.find(r.id);
+    const auto& mine = held == by_node.end() ? kNone : held->second;
     v1::Node* n = out.add_nodes();
     n->set_id(r.id);
     n->set_name(r.name);
@@ -301,12 +309,11 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       std::string why = online ? UnschedulableReasonLocked(live) : "offline";
       n->set_schedulable(why.empty());
       n->set_unschedulable_reason(why);
-      for (auto& d : AccountedGpusLocked(r.id, live, active)) *n->add_gpus() = std::move(d);
+      for (auto& d : AccountedGpusLocked(r.id, live, mine)) *n->add_gpus() = std::move(d);
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
     }
-    for (const auto& a : active) {
-      if (a.node_id != r.id) continue;
+    for (const auto& a : mine) {
       n->set_cpu_allocated(n->cpu_allocated() + a.cpu);
       n->set_memory_allocated(n->memory_allocated() + a.memory);
       n->set_running_attempts(n->running_attempts() + 1);

@@ -167,6 +167,9 @@ class Coordinator {
   // placement.cc: snapshot building, dispatch, explain, market.
   std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const;
   sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent) const;
+  // Active attempts by node id, so per-node work does not rescan them all.
+  static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
+      const std::vector<store::ActiveAttempt>& active);
   void DispatchOnce();
 
   void Loop();
@@ -187,6 +190,9 @@ class Coordinator {
   // on the same database can judge this one's nodes).
   int64_t PersistPeriodMs() const { return std::min<int64_t>(kHeartbeatPersistMs, options_.heartbeat_interval_ms); }
   void ExpireUnconnectedLeases();
+  // Fails the node's active attempts as node_lost (counting them, judging
+  // readiness jobs); returns how many.
+  size_t FailLostNode(const std::string& node_id, int64_t now);
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers

@@ -164,33 +164,43 @@ void Coordinator::ExpireUnconnectedLeases() {
   unconnected_checked_ms_ = now;
   auto active = store_->ActiveAttempts();
   if (!active.ok() || active->empty()) return;
-  std::set<std::string> holding;
-  for (const auto& a : *active) holding.insert(a.node_id);
-  auto records = store_->ListNodes();
-  if (!records.ok()) return;
-  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
-  int64_t allowance = timeout + PersistPeriodMs() + options_.dispatch_period_ms;
-  for (const auto& r : *records) {
-    if (!holding.count(r.id)) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(r.id);
-      if (it != nodes_.end() && (it->second.session || it->second.online)) continue;  // CheckHeartbeats' job
-    }
-    int64_t last = std::max(r.last_heartbeat_ms, started_ms_);
-    if (now - last <= allowance) continue;
-    auto failed = store_->FailNodeAttempts(r.id, now);
-    if (!failed.ok()) continue;
-    for (const auto& f : *failed) {
-      CountOutcome(f.outcome);
-      JudgeReadiness(f.job_id);
-    }
-    if (!failed->empty()) {
-      spdlog::warn("node {} (not connected here): last heartbeat {} ms ago; {} attempt(s) failed as node_lost", r.id,
-                   now - last, failed->size());
-      Notify();
+  // Only nodes holding attempts and not connected here (those are
+  // CheckHeartbeats' job) need their stored heartbeat read.
+  std::set<std::string> unconnected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& a : *active) {
+      auto it = nodes_.find(a.node_id);
+      if (it == nodes_.end() || !(it->second.session || it->second.online)) unconnected.insert(a.node_id);
     }
   }
+  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
+  int64_t allowance = timeout + PersistPeriodMs() + options_.dispatch_period_ms;
+  for (const auto& id : unconnected) {
+    auto record = store_->GetNode(id);
+    if (!record.ok() || !*record) continue;
+    int64_t last = std::max((*record)->last_heartbeat_ms, started_ms_);
+    if (now - last <= allowance) continue;
+    size_t failed = FailLostNode(id, now);
+    if (failed > 0) {
+      spdlog::warn("node {} (not connected here): last heartbeat {} ms ago; {} attempt(s) failed as node_lost", id,
+                   now - last, failed);
+    }
+  }
+}
+
+size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
+  auto failed = store_->FailNodeAttempts(node_id, now);
+  if (!failed.ok()) {
+    spdlog::error("node {} lost, but its attempts could not be failed: {}", node_id, failed.status().ToString());
+    return 0;
+  }
+  for (const auto& f : *failed) {
+    CountOutcome(f.outcome);
+    JudgeReadiness(f.job_id);
+  }
+  if (!failed->empty()) Notify();
+  return failed->size();
 }
 
 void Coordinator::CheckHeartbeats() {
@@ -209,20 +219,13 @@ void Coordinator::CheckHeartbeats() {
     }
   }
   for (const auto& id : lost) {
-    auto failed = store_->FailNodeAttempts(id, now);
-    if (failed.ok()) {
-      for (const auto& f : *failed) {
-        CountOutcome(f.outcome);
-        JudgeReadiness(f.job_id);
-      }
-    }
+    size_t failed = FailLostNode(id, now);
     {
       std::lock_guard<std::mutex> lock(mu_);
       nodes_[id].readiness_job.clear();
       nodes_[id].gpu_readiness_jobs.clear();
     }
-    spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout,
-                 failed.ok() ? failed->size() : 0);
+    spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout, failed);
   }
   // R14: an assignment the agent never acknowledged goes elsewhere, quickly.
   auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);

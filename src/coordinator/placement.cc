@@ -4,13 +4,17 @@
 // `status --explain` and `market` from the same snapshot.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/random.h"
 #include "coordinator/coordinator.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "market/market.h"
+#include "sched/feasibility.h"
 #include "sched/pipeline.h"
 #include "sched/snapshot.h"
+#include "store/capacity_guard.h"
 
 namespace idlegrid::coordinator {
 
@@ -24,15 +28,19 @@ std::string ImageDigest(const std::string& image) {
 }  // namespace
 
 std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
+  const auto by_node = GroupByNode(active);
+  static const std::vector<store::ActiveAttempt> kNone;
   std::vector<sched::NodeView> views;
   for (const auto& [id, n] : nodes_) {
+    auto held = by_node.find(id);
+    const auto& mine = held == by_node.end() ? kNone : held->second;
     sched::NodeView v;
     v.id = id;
     v.online = n.online && n.session != nullptr;
     v.cpu_total = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
     v.cpu_free = v.cpu_total;
     v.memory_free = n.info.memory_bytes();
-    v.gpus = AccountedGpusLocked(id, n, active);
+    v.gpus = AccountedGpusLocked(id, n, mine);
     v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
     if (n.ad.policy().allowed_runtimes_size() > 0) {
       v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
@@ -47,29 +55,31 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.allows_sharing = n.ad.policy().allow_gpu_sharing();
     v.max_run_seconds = n.ad.policy().max_run_seconds();
     v.gpu_free_milli.assign(v.gpus.size(), 1000);
-    for (const auto& a : active) {
-      if (a.node_id != id) continue;
+    for (const auto& a : mine) {
       v.cpu_free -= a.cpu;
       v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
-      // A share holds its milli-GPUs; a whole device (0 or 1000) all of it.
-      // A VRAM slice holds memory, not compute, but the device has a tenant
-      // now: it can no longer be given whole (the store's guard agrees).
-      bool slice = a.gpu_milli == 0 && a.gpu_memory_bytes > 0;
-      uint32_t milli = slice ? 1 : a.gpu_milli > 0 && a.gpu_milli < 1000 ? a.gpu_milli : 1000;
+      // The store's guard classifies holds (store/capacity_guard.h); a VRAM
+      // slice holds no compute, but the device has a tenant now and can no
+      // longer be given whole.
+      const uint32_t milli = store::CapacityHold{a.cpu, a.memory, a.gpu_memory_bytes, a.gpu_milli, {}}.milli();
       for (size_t i = 0; i < v.gpus.size(); ++i) {
-        for (const auto& uuid : a.device_uuids) {
-          if (uuid != v.gpus[i].uuid()) continue;
-          if (slice) {
-            v.gpu_free_milli[i] = std::min<uint32_t>(v.gpu_free_milli[i], 999);
-          } else {
-            v.gpu_free_milli[i] = v.gpu_free_milli[i] > milli ? v.gpu_free_milli[i] - milli : 0;
-          }
+        if (std::find(a.device_uuids.begin(), a.device_uuids.end(), v.gpus[i].uuid()) == a.device_uuids.end()) {
+          continue;
         }
+        uint32_t& free = v.gpu_free_milli[i];
+        free = milli == 0 ? std::min<uint32_t>(free, 999) : free > milli ? free - milli : 0;
       }
     }
     views.push_back(std::move(v));
   }
   return views;
+}
+
+std::map<std::string, std::vector<store::ActiveAttempt>> Coordinator::GroupByNode(
+    const std::vector<store::ActiveAttempt>& active) {
+  std::map<std::string, std::vector<store::ActiveAttempt>> out;
+  for (const auto& a : active) out[a.node_id].push_back(a);
+  return out;
 }
 
 sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent) const {
@@ -162,7 +172,7 @@ void Coordinator::DispatchOnce() {
     if (!plan.waiting.count(sched::TaskKey(t.job_id, t.index))) continue;
     sched::Explanation e = sched::Explain(snapshot, t, options_.policies, 1);
     bool priced_out = false;
-    for (const auto& f : e.filtered) priced_out |= f.stage == "cost-cap" && f.nodes > 0;
+    for (const auto& f : e.filtered) priced_out |= f.stage == sched::kStageCostCap && f.nodes > 0;
     if (e.feasible_nodes > 0 || !priced_out) continue;
     const v1::JobSpec& spec = capped.at(t.job_id).spec();
     char msg[240];
@@ -219,22 +229,23 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
     std::lock_guard<std::mutex> lock(mu_);
     views = NodeViewsLocked(active);
   }
-  // The queue shapes the fragmentation scorer as it does in Schedule.
+  // The queue shapes the fragmentation scorer as it does in Schedule; its
+  // entries also carry the nodes each task may no longer use, as the store
+  // keeps them (tasks still backing off included).
   std::vector<sched::TaskView> queue;
-  if (auto queued = store_->QueuedTasks(5000, now); queued.ok()) {
-    for (const auto& q : *queued) queue.push_back(TaskViewOf(q, 0));
+  std::map<uint32_t, store::QueuedTask> mine;
+  if (auto queued = store_->QueuedTasks(5000); queued.ok()) {
+    for (const auto& q : *queued) {
+      queue.push_back(TaskViewOf(q, 0));
+      if (q.job_id == job_id) mine.emplace(q.index, q);
+    }
   }
   v1::ExplainJobResponse out;
   out.set_job_id(job_id);
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
-    store::QueuedTask q{job_id, task.index(), job.spec(), {}, 0};
-    for (const auto& a : task.attempts()) {
-      if (a.state() == v1::FAILED && (a.failure_reason() == v1::NODE_LOST || a.failure_reason() == v1::POLICY_REJECTED ||
-                                      a.failure_reason() == v1::PLATFORM_FAILURE)) {
-        q.excluded_nodes.push_back(a.node_id());
-      }
-    }
+    auto it = mine.find(task.index());
+    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0};
     sched::Explanation e =
         sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies, 3, 0, queue);
     v1::TaskExplanation* t = out.add_tasks();

@@ -116,6 +116,7 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
       // Saved state changes no state; the store records it for the attempt.
       // Only a container that ran can checkpoint: from ASSIGNED (its STARTED
       // report was lost) the attempt passes to RUNNING.
+      out.record_checkpoint = true;
       if (ctx.attempt_state == v1::ASSIGNED) {
         out.attempt_state = v1::RUNNING;
         out.task_state = v1::RUNNING;

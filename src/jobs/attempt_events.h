@@ -29,6 +29,9 @@ struct AttemptOutcome {
   // EXITED arrived for an attempt still ASSIGNED (its STARTED report was lost):
   // the container ran, so the attempt and task pass through RUNNING first.
   bool implied_start = false;
+  // A CHECKPOINTED report whose files become the task's checkpoint (not for a
+  // task the user cancelled: nothing will resume from it).
+  bool record_checkpoint = false;
 };
 
 // FailedPrecondition for a report that does not fit the current state (e.g. a

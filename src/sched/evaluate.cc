@@ -29,7 +29,7 @@ bool Evaluate(const Snapshot& snap, const NodeState& node, const Demand& d, cons
       const bool unbounded = d.bid.run_hours <= 0;
       char cap[64];
       std::snprintf(cap, sizeof cap, "%.2f", d.bid.max_cost);
-      why->stage = "cost-cap";
+      why->stage = kStageCostCap;
       why->reason = unbounded ? "maxCost needs a run timeout" : std::string("estimated cost over maxCost ") + cap;
       why->detail = why->brief ? "" : over;
     }

@@ -12,7 +12,7 @@ Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, co
   out.total_nodes = static_cast<uint32_t>(nodes.size());
   auto it = config.policies.find(task.policy.empty() ? config.default_policy : task.policy);
   if (it == config.policies.end()) {
-    out.summary = "unknown scheduling policy \"" + task.policy + "\"; waiting";
+    out.summary = UnknownPolicy(task.policy, config) + "; waiting";
     return out;
   }
   out.policy = it->first;

@@ -23,6 +23,10 @@ struct Rejection {
 // May clear bits of `*eligible`, never sets any.
 using FeasibilityCheck = bool (*)(const NodeState& node, const Demand& d, DeviceMask* eligible, Rejection* why);
 
+// The stage that prices a placement out of a task's remaining maxCost; the
+// coordinator looks for it to end a task with cost_cap_reached.
+inline constexpr char kStageCostCap[] = "cost-cap";
+
 struct FeasibilityStage {
   const char* name;
   FeasibilityCheck check;

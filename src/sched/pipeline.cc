@@ -171,7 +171,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
   for (size_t t = 0; t < tasks.size(); ++t) {
     const CompiledPolicy* policy = Find(tasks[t]);
     if (policy == nullptr) {
-      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = "unknown scheduling policy \"" + tasks[t].policy + "\"";
+      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = UnknownPolicy(tasks[t].policy, options_.config);
       continue;
     }
     Demand d = MakeDemand(tasks[t], *policy->policy, snap);

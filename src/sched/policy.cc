@@ -186,4 +186,10 @@ Result<PolicyConfig> ParsePolicyConfig(std::string_view yaml, const std::string&
   return PolicyParser(filename).Parse(yaml);
 }
 
+std::string UnknownPolicy(std::string_view name, const PolicyConfig& config) {
+  std::string known;
+  for (const auto& [policy, unused] : config.policies) known += (known.empty() ? "" : ", ") + policy;
+  return "unknown scheduling policy \"" + std::string(name) + "\" (known: " + known + ")";
+}
+
 }  // namespace idlegrid::sched

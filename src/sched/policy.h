@@ -59,6 +59,10 @@ struct PolicyConfig {
 // document yields the built-ins.
 Result<PolicyConfig> ParsePolicyConfig(std::string_view yaml, const std::string& filename = "policy");
 
+// Why a task naming `name` cannot be placed under `config`:
+// `unknown scheduling policy "x" (known: balanced, binpack, cheapest, spread)`.
+std::string UnknownPolicy(std::string_view name, const PolicyConfig& config);
+
 // "balanced: fragmentation x3 + reliability x1 + ...; spread".
 std::string DescribePolicy(const SchedulingPolicy& policy);
 

@@ -209,6 +209,9 @@ void ReserveOn(NodeState* node, const Demand& d, DeviceMask devices) {
     DeviceState& dev = node->devices[i];
     if (d.share) {
       dev.free_milli -= std::min(dev.free_milli, d.milli);
+      // Any tenant, a VRAM slice without compute included, means the device
+      // can no longer be given whole (as the store's guard holds).
+      dev.free_milli = std::min(dev.free_milli, kWholeGpuMilli - 1);
       dev.free_vram -= std::min(dev.free_vram, d.vram);
     } else {
       dev.free_milli = 0;

@@ -248,7 +248,7 @@ TEST(PipelinePropertyTest, RandomFleetsNeverOverAllocateOrPlaceInfeasibly) {
       for (const auto& uuid : p.device_uuids) {
         auto& [milli, vram] = device_left[uuid];
         if (share) {
-          milli -= t.gpu_milli;
+          milli = std::min<int64_t>(milli - t.gpu_milli, 999);  // a tenant: never whole again
           vram -= static_cast<int64_t>(t.resources.gpu_memory_bytes());
         } else {
           EXPECT_EQ(milli, 1000) << "whole device " << uuid << " already had a tenant";

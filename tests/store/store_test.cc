@@ -38,7 +38,8 @@ TEST_P(StoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
   const int64_t latest = backends::LatestSchemaVersion(GetParam());
   EXPECT_GT(latest, 0);
   EXPECT_EQ(*db_->SchemaVersion(), latest);
-  for (const char* table : {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs"}) {
+  for (const char* table :
+       {"jobs", "tasks", "attempts", "nodes", "api_tokens", "artifacts", "images", "logs", "checkpoints"}) {
     auto has = db_->HasTable(table);
     ASSERT_TRUE(has.ok()) << has.status().ToString();
     EXPECT_TRUE(*has) << table;
@@ -49,6 +50,57 @@ TEST_P(StoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
   v1::Job job = Job("j1");
   EXPECT_EQ(job.tasks_size(), 2);
   EXPECT_EQ(job.spec().name(), "sweep");
+}
+
+// --- leases and checkpoints ------------------------------------------------------
+
+TEST_P(StoreTest, CheckpointsAreFencedByEpochRestoredOnRetryAndNotKeptForACancelledTask) {
+  CreateJob("j1", {.retries = 2, .idempotent = true});
+  Assign("j1", 0, "a1", "n1");
+  ReportOk("n1", Report("a1", v1::STARTED));
+  const std::string digest = "sha256:" + std::string(64, 'c');
+  auto checkpoint = [&](const std::string& attempt, uint64_t epoch, const std::string& file_digest) {
+    v1::ReportAttemptRequest r = Report(attempt, v1::CHECKPOINTED);
+    r.set_lease_epoch(epoch);
+    auto* f = r.add_checkpoint();
+    f->set_path("state");
+    f->set_digest(file_digest);
+    return store_->ApplyAttemptReport("n1", r, 3500);
+  };
+  // Every file must be a stored artifact.
+  EXPECT_EQ(checkpoint("a1", 1, digest).status().code(), Code::kNotFound);
+  ASSERT_TRUE(store_->RecordArtifact(digest, 10, "output", 3000).ok());
+  // A report under another epoch is fenced off and changes nothing.
+  EXPECT_EQ(checkpoint("a1", 2, digest).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(TaskOf("j1", 0).checkpoint().files_size(), 0);
+  ASSERT_TRUE(checkpoint("a1", 1, digest).ok());
+  v1::Task task = TaskOf("j1", 0);
+  ASSERT_EQ(task.checkpoint().files_size(), 1);
+  EXPECT_EQ(task.checkpoint().attempt_id(), "a1");
+  EXPECT_EQ(task.attempts(0).checkpoints(), 1u);
+  EXPECT_EQ(task.attempts(0).lease_epoch(), 1u);
+
+  // The retry runs under epoch 2 and starts from a1's checkpoint; a1's late
+  // reports are refused.
+  ReportOk("n1", Report("a1", v1::EXITED, 1));
+  Assign("j1", 0, "a2", "n2", 5000);
+  task = TaskOf("j1", 0);
+  ASSERT_EQ(task.attempts_size(), 2);
+  EXPECT_EQ(task.attempts(1).lease_epoch(), 2u);
+  EXPECT_EQ(task.attempts(1).restored_from_attempt(), "a1");
+  EXPECT_EQ(checkpoint("a1", 1, digest).status().code(), Code::kFailedPrecondition);
+
+  // Once the user cancels, a checkpoint still in flight is not kept.
+  ReportOk("n2", Report("a2", v1::STARTED), 5100);
+  ASSERT_TRUE(store_->CancelJob("j1", 5200).ok());
+  const std::string other = "sha256:" + std::string(64, 'd');
+  ASSERT_TRUE(store_->RecordArtifact(other, 10, "output", 5200).ok());
+  v1::ReportAttemptRequest late = Report("a2", v1::CHECKPOINTED);
+  late.set_lease_epoch(2);
+  late.add_checkpoint()->set_path("state");
+  late.mutable_checkpoint(0)->set_digest(other);
+  ASSERT_TRUE(store_->ApplyAttemptReport("n2", late, 5300).ok());
+  EXPECT_EQ(TaskOf("j1", 0).checkpoint().files(0).digest(), digest);
 }
 
 TEST_P(StoreTest, RefusesADatabaseFromANewerVersion) {

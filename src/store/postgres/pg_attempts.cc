@@ -188,7 +188,7 @@ Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id
     }
     IG_ASSIGN_OR_RETURN(result,
                         ApplyOutcome(c, report.attempt_id(), ctx, outcome, report, job_id, index, node_id, now_ms));
-    if (report.event() == v1::CHECKPOINTED) {
+    if (outcome.record_checkpoint) {
       IG_RETURN_IF_ERROR(RecordCheckpoint(c, report, job_id, index, epoch, now_ms));
     }
     return Status::Ok();

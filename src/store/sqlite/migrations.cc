@@ -87,6 +87,12 @@ const std::vector<const char*>& Migrations() {
       ALTER TABLE attempts ADD COLUMN placement BLOB;
       ALTER TABLE attempts ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v8: reliability reads attempts by finish time across all nodes; v6's
+      // (node_id, finished_ms) index cannot serve that.
+      R"sql(
+      DROP INDEX attempts_by_node_finish;
+      CREATE INDEX attempts_by_finish ON attempts(finished_ms);
+      )sql",
   };
   return kMigrations;
 }
@@ -95,9 +101,14 @@ const std::vector<const char*>& Migrations() {
 
 Status SqliteStore::Migrate() {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt version(db_, "PRAGMA user_version");
-  if (!version.Step()) return version.status();
-  int64_t current = version.Int(0);
+  int64_t current = 0;
+  {
+    // Finalized before migrating: an open statement would lock the schema
+    // (DROP INDEX fails with "database table is locked").
+    Stmt version(db_, "PRAGMA user_version");
+    if (!version.Step()) return version.status();
+    current = version.Int(0);
+  }
   const auto& all = Migrations();
   if (current > static_cast<int64_t>(all.size())) {
     return Status::FailedPrecondition("database schema version " + std::to_string(current) +

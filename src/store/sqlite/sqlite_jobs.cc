@@ -410,7 +410,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   }
   IG_ASSIGN_OR_RETURN(EventResult result, ApplyOutcomeLocked(report.attempt_id(), ctx, outcome, report, job_id,
                                                              index, node_id, now_ms));
-  if (report.event() == v1::CHECKPOINTED && ctx.task_state != v1::CANCELLED) {
+  if (outcome.record_checkpoint) {
     IG_RETURN_IF_ERROR(RecordCheckpointLocked(report, job_id, index, static_cast<uint64_t>(q.Int(7)), now_ms));
   }
   IG_RETURN_IF_ERROR(tx.Commit());

@@ -147,9 +147,9 @@ Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
+  Stmt q(db_, "UPDATE nodes SET last_heartbeat_ms = ? WHERE id = ? AND last_heartbeat_ms < ?");
   for (const auto& [id, ms] : last_heartbeat_ms) {
-    Stmt q(db_, "UPDATE nodes SET last_heartbeat_ms = ? WHERE id = ? AND last_heartbeat_ms < ?");
-    q.Bind(1, ms).Bind(2, id).Bind(3, ms);
+    q.Reset().Bind(1, ms).Bind(2, id).Bind(3, ms);
     q.Step();
     IG_RETURN_IF_ERROR(q.status());
   }
