@@ -431,8 +431,7 @@ int RunDetection(const Options& opt) {
       std::fprintf(stderr, "cannot start agent %d: %s\n", n, st.ToString().c_str());
       return 1;
     }
-    std::string ready = grid.agents[static_cast<size_t>(n - 1)]->WaitForLine("ready node=", 1000);
-    agent_of_node[ready.substr(std::string("ready node=").size())] = n;
+    agent_of_node[grid.node_ids[static_cast<size_t>(n - 1)]] = n;
   }
   std::string manifest_path = grid.Manifest("sleepy", {"sleep", "600"}, "retries: 1\nidempotent: true\n");
   auto spec = manifest::LoadManifestFile(manifest_path);

@@ -164,16 +164,28 @@ void Agent::RunAttempt(v1::Assignment a) {
     run.mounts.push_back({local, in.path(), true});
   }
   run.resources = spec.resources();
-  // Real GPUs go in through CDI; simulated ones exist only in the advertisement.
-  auto ad = CurrentAdvertisement();
-  for (const auto& uuid : a.device_uuids()) {
-    bool simulated = true;
-    if (ad.ok()) {
-      for (const auto& d : ad->inventory().gpus().devices()) {
-        if (d.uuid() == uuid) simulated = d.simulated();
-      }
+  // Real GPUs go in through CDI; simulated ones exist only in the
+  // advertisement. A device this host cannot account for fails the attempt:
+  // never run a job without the GPU it was placed (and priced) for.
+  if (a.device_uuids_size() > 0) {
+    auto ad = CurrentAdvertisement();
+    if (!ad.ok()) {
+      RemoveTree(work).ok();
+      return fail(v1::PLATFORM_FAILURE, ad.status().WithContext("discovering the assigned GPUs"));
     }
-    if (!simulated) run.gpu_uuids.push_back(uuid);
+    for (const auto& uuid : a.device_uuids()) {
+      const v1::GpuDevice* device = nullptr;
+      for (const auto& d : ad->inventory().gpus().devices()) {
+        if (d.uuid() == uuid) device = &d;
+      }
+      if (device == nullptr) {
+        RemoveTree(work).ok();
+        return fail(v1::PLATFORM_FAILURE,
+                    Status::FailedPrecondition("assigned GPU " + uuid + " is not on this host (any more); "
+                                               "check `idlegrid agent --discover`"));
+      }
+      if (!device->simulated()) run.gpu_uuids.push_back(uuid);
+    }
   }
   if (!run.gpu_uuids.empty() && !PathExists("/etc/cdi/nvidia.yaml") && !PathExists("/var/run/cdi/nvidia.yaml")) {
     RemoveTree(work).ok();

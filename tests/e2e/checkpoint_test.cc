@@ -38,8 +38,7 @@ TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninte
   std::map<std::string, int> agent_of_node;
   for (int n = 1; n <= 3; ++n) {
     ASSERT_TRUE(grid.StartAgent(n).ok());
-    std::string ready = grid.agents[n - 1]->WaitForLine("ready node=", 1000);
-    agent_of_node[ready.substr(std::string("ready node=").size())] = n;
+    agent_of_node[grid.node_ids[n - 1]] = n;
   }
   std::string manifest =
       grid.Manifest("counter", {"count", std::to_string(kSteps), std::to_string(kStepMs)},

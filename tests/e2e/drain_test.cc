@@ -30,13 +30,16 @@ class Drain : public ::testing::Test {
 
 TEST_F(Drain, RunningWorkFinishesAndNoNewWorkArrivesUntilUndrained) {
   ASSERT_TRUE(grid_->StartAgent(1).ok());
-  std::string running_job = Submit("short", {"sleep", "2"});
+  std::string running_job = Submit("short", {"sleep", "6"});
   auto running = WaitRunning(running_job);
   ASSERT_TRUE(running.ok());
   std::string node = running->tasks(0).attempts(0).node_id();
   auto d = grid_->Cli({"nodes", "drain", node});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_NE(d.out.find("draining"), std::string::npos);
+  // The drain must have caught the job mid-run, or nothing below tests it.
+  auto mid = grid_->Cli({"status", running_job, "--json"});
+  ASSERT_NE(mid.out.find("\"RUNNING\""), std::string::npos) << "the job ended before the drain: " << mid.out;
 
   std::string waiting_job = Submit("later", {"write", "later"});
   auto waiting = grid_->WaitJob(waiting_job, [](const v1::Job& j) {

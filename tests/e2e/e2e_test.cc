@@ -20,11 +20,6 @@ v1::Job ParseJob(const std::string& json) {
   return job;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 bool Ended(const v1::Job& j) {
   return j.tasks_size() > 0 && (j.state() == v1::SUCCEEDED || j.state() == v1::FAILED || j.state() == v1::CANCELLED);
 }

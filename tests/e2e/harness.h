@@ -26,6 +26,11 @@ struct CmdResult {
   std::string err;
 };
 
+// The value of `key=value` in a space-separated line ("" if absent).
+std::string ValueAfter(const std::string& line, const std::string& key);
+// `s` without trailing newlines and spaces.
+std::string Trim(std::string s);
+
 // Runs argv to completion (no shell), capturing both streams.
 CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s = 300);
 
@@ -94,6 +99,7 @@ class Grid {
   std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
   std::unique_ptr<Process> coordinator;
   std::vector<std::unique_ptr<Process>> agents;  // index n-1
+  std::vector<std::string> node_ids;             // index n-1: the node id agent n printed when ready
 
  private:
   std::string bin_;

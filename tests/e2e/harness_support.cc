@@ -37,6 +37,10 @@ int DecodeStatus(int status) {
   return -1;
 }
 
+bool IsRoot() { return ::geteuid() == 0; }
+
+}  // namespace
+
 std::string ValueAfter(const std::string& line, const std::string& key) {
   auto pos = line.find(key + "=");
   if (pos == std::string::npos) return "";
@@ -45,9 +49,10 @@ std::string ValueAfter(const std::string& line, const std::string& key) {
   return line.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
-bool IsRoot() { return ::geteuid() == 0; }
-
-}  // namespace
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
 
 CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
   int out_pipe[2], err_pipe[2];
@@ -312,10 +317,13 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
   auto& slot = agents[static_cast<size_t>(n - 1)];
   slot = Process::Start(argv, root + "/agent" + std::to_string(n) + ".err");
   if (!slot) return Status::Internal("cannot start agent");
-  if (slot->WaitForLine("ready ", 60000).empty()) {
+  std::string ready = slot->WaitForLine("ready ", 60000);
+  if (ready.empty()) {
     auto err = ReadFile(root + "/agent" + std::to_string(n) + ".err");
     return Status::Internal("agent did not become ready: " + (err.ok() ? *err : ""));
   }
+  if (node_ids.size() < static_cast<size_t>(n)) node_ids.resize(static_cast<size_t>(n));
+  node_ids[static_cast<size_t>(n - 1)] = ValueAfter(ready, "node");
   return Status::Ok();
 }
 

@@ -22,8 +22,7 @@ class Market : public ::testing::Test {
     const char* asks[] = {"0.80", "0.30"};
     for (int n = 1; n <= 2; ++n) {
       ASSERT_TRUE(grid_->StartAgent(n, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
-      std::string ready = grid_->agents[n - 1]->WaitForLine("ready node=", 1000);
-      node_[n] = ready.substr(std::string("ready node=").size());
+      node_[n] = grid_->node_ids[n - 1];
       std::ofstream(grid_->AgentDataDir(n) + "/state/policy.yaml")
           << "asks:\n  RTX 4090: " << asks[n - 1] << "\n";
     }
@@ -61,6 +60,13 @@ TEST_F(Market, CheapestSatisfyingOfferWinsAndItsTermsAreRecorded) {
   EXPECT_DOUBLE_EQ(a.placement().bid_per_gpu_hour(), 1.0);
   EXPECT_DOUBLE_EQ(a.placement().price_per_hour(), 0.30);
   EXPECT_GE(done->tasks(0).cost(), 0.0);
+
+  // A policy the coordinator does not have is refused at submit, naming the known ones.
+  auto typo = grid_->Cli({"submit", grid_->Manifest("typo", {"write", "x"}, "policy: fastest\n")});
+  EXPECT_EQ(typo.exit_code, 2) << typo.out << typo.err;
+  EXPECT_NE(typo.err.find("unknown scheduling policy \"fastest\" (known: balanced, binpack, cheapest, spread)"),
+            std::string::npos)
+      << typo.err;
 
   auto market = grid_->Cli({"market"});
   ASSERT_EQ(market.exit_code, 0) << market.err;

@@ -14,18 +14,6 @@
 namespace idlegrid::testing {
 namespace {
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string After(const std::string& line, const std::string& key) {
-  auto at = line.find(key + "=");
-  if (at == std::string::npos) return "";
-  auto end = line.find(' ', at);
-  return line.substr(at + key.size() + 1, end == std::string::npos ? std::string::npos : end - at - key.size() - 1);
-}
-
 // A fresh database on the run's throwaway cluster (scripts/test.sh), or on a
 // private one this test starts (stopped when the test process exits).
 Result<std::string> FreshDatabase(const std::string& dir) {
@@ -69,8 +57,8 @@ TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersC
   ASSERT_NE(second, nullptr);
   std::string ready = second->WaitForLine("ready ", 30000);
   ASSERT_FALSE(ready.empty()) << "second coordinator did not start";
-  std::string second_addr = After(ready, "grpc");
-  EXPECT_EQ(After(ready, "ca"), grid.ca_hash) << "the coordinators must share one CA";
+  std::string second_addr = ValueAfter(ready, "grpc");
+  EXPECT_EQ(ValueAfter(ready, "ca"), grid.ca_hash) << "the coordinators must share one CA";
 
   // One agent dials each coordinator.
   ASSERT_TRUE(grid.StartAgent(1).ok());
