@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fs.h"
 #include "sched/pipeline.h"
 
 namespace {
@@ -299,11 +300,17 @@ int main(int argc, char** argv) {
   const std::string pod_csv = argc > 2 ? argv[2] : dir + "openb_pod_list_default.csv";
   const int max_passes = argc > 3 ? std::atoi(argv[3]) : 100;
   idlegrid::sched::PolicyConfig config;
+  if (argc == 2) {
+    std::fprintf(stderr, "usage: bench_sched_replay [NODES.csv PODS.csv [MAX_PASSES [POLICY_FILE]]]\n");
+    return 2;
+  }
   if (argc > 4) {
-    std::ifstream in(argv[4]);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto parsed = idlegrid::sched::ParsePolicyConfig(text.str(), argv[4]);
+    auto text = idlegrid::ReadFile(argv[4]);
+    if (!text.ok()) {
+      std::fprintf(stderr, "policy file: %s\n", text.status().ToString().c_str());
+      return 2;
+    }
+    auto parsed = idlegrid::sched::ParsePolicyConfig(*text, argv[4]);
     if (!parsed.ok()) {
       std::fprintf(stderr, "%s\n", parsed.status().ToString().c_str());
       return 2;

@@ -512,8 +512,7 @@ std::vector<NewAttempt> KillBatch(int trial, const std::string& tag) {
 // it). Then waits to be killed.
 [[noreturn]] void CommitOneBatchUntilKilled(std::string location, int trial, int fd) {
   // Named on PostgreSQL, so the parent can wait for the server to drop it.
-  if (location.rfind("postgres", 0) == 0) location += "&application_name=igkill_" + std::to_string(::getpid());
-  auto opened = OpenStore(location);
+  auto opened = OpenStore(LocationForChild(location, ::getpid()));
   if (!opened.ok()) ::_exit(2);
   std::vector<NewAttempt> batch = KillBatch(trial, "x" + std::to_string(trial));
   int64_t mark = 0;
@@ -568,16 +567,8 @@ TEST_P(CapacityGuardTest, KilledInTheMiddleOfALargeBatchCommitLeavesNoHalfApplie
     ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
     ::close(fds[0]);
     ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "the child failed on its own: " << wstatus;
-    if (GetParam() == BackendKind::kPostgres) {
-      // The server finishes (or rolls back) what the dead client had sent,
-      // a COMMIT included: look only once its session is gone.
-      const std::string session = "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'igkill_" +
-                                  std::to_string(pid) + "'";
-      for (int i = 0; i < 1000 && QueryInt(session) > 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      ASSERT_EQ(QueryInt(session), 0) << "the killed coordinator's session outlived it by 10 s";
-    }
+    WaitForSessionGone(pid);
+    if (HasFatalFailure()) return;
 
     auto integrity = db_->IntegrityOk();
     ASSERT_TRUE(integrity.ok()) << integrity.status().ToString();

@@ -1,6 +1,9 @@
 #pragma once
 // What the store tests share: job specs and reports to feed the store, and a
 // fixture holding a fresh database of one backend (see store_backend.h).
+#include <thread>
+#include <chrono>
+#include <sys/types.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -49,6 +52,14 @@ inline v1::ReportAttemptRequest Report(const std::string& attempt_id, v1::Attemp
   return r;
 }
 
+// A child process's store location: on PostgreSQL its session is named after
+// the process, so StoreFixture::WaitForSessionGone can tell when the server
+// dropped it.
+inline std::string LocationForChild(std::string location, pid_t pid) {
+  if (location.rfind("postgres", 0) == 0) location += "&application_name=igkill_" + std::to_string(pid);
+  return location;
+}
+
 // A fresh database of one backend per test. TEST_P(StoreTest, ...) runs on
 // every backend; TEST_F on a subclass pins one.
 class StoreFixture {
@@ -94,6 +105,19 @@ class StoreFixture {
   void ReportOk(const std::string& node, const v1::ReportAttemptRequest& report, int64_t now_ms = 3000) {
     auto r = store_->ApplyAttemptReport(node, report, now_ms);
     ASSERT_TRUE(r.ok()) << v1::AttemptEvent_Name(report.event()) << ": " << r.status().ToString();
+  }
+
+  // After a kill -9 of `pid`: the server finishes (or rolls back) what the
+  // dead client had sent, a COMMIT included, so look only once its session
+  // is gone. No event announces that; the server's own view is polled.
+  void WaitForSessionGone(pid_t pid) {
+    if (path_.rfind("postgres", 0) != 0) return;
+    const std::string session =
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'igkill_" + std::to_string(pid) + "'";
+    for (int i = 0; i < 1000 && QueryInt(session) > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(QueryInt(session), 0) << "the killed process's session outlived it by 10 s";
   }
 
   v1::Job Job(const std::string& id) {

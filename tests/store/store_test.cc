@@ -726,7 +726,7 @@ TEST_P(StoreTest, ArtifactsAndImagesRoundTrip) {
 // commit. Then waits to be killed. Never returns.
 [[noreturn]] void AssignUntilKilled(const std::string& path, int round, int progress_fd) {
   constexpr size_t kBatch = 8;
-  auto opened = OpenStore(path);
+  auto opened = OpenStore(LocationForChild(path, ::getpid()));
   if (!opened.ok()) _exit(2);
   Store& store = **opened;
   auto queued = store.QueuedTasks(1000000);
@@ -744,7 +744,9 @@ TEST_P(StoreTest, ArtifactsAndImagesRoundTrip) {
     committed += static_cast<uint32_t>(r->size());
     if (::write(progress_fd, &committed, sizeof committed) != sizeof committed) _exit(5);
   }
-  // Out of work before the parent struck: wait for the kill anyway.
+  // Out of work before the parent struck: say so (the parent's read ends) and
+  // wait for the kill anyway.
+  ::close(progress_fd);
   for (;;) ::pause();
 }
 
@@ -786,6 +788,8 @@ TEST_P(StoreTest, KilledWriterLeavesEveryAssignmentWholeOrAbsent) {
     ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
         << "the writer failed on its own, status " << wstatus;
     ASSERT_GT(reported, 0u) << "the writer reported no progress";
+    WaitForSessionGone(pid);
+    if (HasFatalFailure()) return;
 
     auto integrity = db_->IntegrityOk();
     ASSERT_TRUE(integrity.ok()) << integrity.status().ToString();

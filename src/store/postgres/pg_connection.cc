@@ -138,7 +138,9 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo
     std::string msg = PQerrorMessage(conn);
     PQfinish(conn);
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    return Status::Unavailable("cannot connect to PostgreSQL: " + msg);
+    return Status::Unavailable("cannot connect to PostgreSQL: " + msg +
+                               "; check the --db URL (postgresql://USER@HOST/DB), that the server runs and that "
+                               "the database exists (createdb DB)");
   }
   auto c = std::unique_ptr<Connection>(new Connection(conn));
   // Numbers in text parameters and timestamps never depend on the server's locale.
@@ -168,7 +170,10 @@ Status Connection::ErrorFrom(PGresult* result, const char* what, const char* sql
   std::string msg = result ? PQresultErrorMessage(result) : PQerrorMessage(conn_);
   while (!msg.empty() && msg.back() == '\n') msg.pop_back();
   PQclear(result);
-  msg = std::string("postgres ") + what + ": " + msg + " in: " + sql;
+  // The statement only names where it failed: a migration's DDL would bury the cause.
+  std::string where = sql;
+  if (where.size() > 120) where = where.substr(0, 117) + "...";
+  msg = std::string("postgres ") + what + ": " + msg + " in: " + where;
   // Class 08: connection exceptions; 57P01..57P03: the server is shutting down or starting.
   if (!healthy() || last_sqlstate_.rfind("08", 0) == 0 || last_sqlstate_.rfind("57P", 0) == 0) {
     return Status::Unavailable(msg);
