@@ -1,5 +1,8 @@
 #include "jobs/attempt_events.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "jobs/task_state.h"
 
 namespace idlegrid::jobs {
@@ -13,10 +16,11 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   out.message = std::move(message);
   // A policy rejection or a missing acknowledgement is not the job's fault and
   // used no run time: it never consumes a retry, it only rules out that node.
-  if (reason == v1::POLICY_REJECTED || reason == v1::ACK_TIMEOUT || reason == v1::HANDED_BACK) {
+  if (IsNoFault(reason)) {
     out.task_state = v1::QUEUED;
     out.retried = true;
     out.exclude_node = true;
+    out.task_message = out.message;
     return out;
   }
   out.retried = ShouldRetry(reason, ctx.attempts_used, ctx.retries, ctx.idempotent);
@@ -24,6 +28,17 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   // A non-idempotent task may have had effects: running it again is the user's call.
   if (reason == v1::NODE_LOST && !ctx.idempotent) out.task_state = v1::LOST;
   out.exclude_node = reason == v1::PLATFORM_FAILURE || reason == v1::NODE_LOST;
+  if (out.retried) {
+    // A crashing job must not spin through the fleet.
+    int shift = static_cast<int>(std::min<uint32_t>(ctx.attempts_used > 0 ? ctx.attempts_used - 1 : 0, 6));
+    out.retry_after_ms = std::min<int64_t>(int64_t{1000} << shift, 60000);
+  }
+  const bool ended_badly = out.task_state == v1::FAILED || out.task_state == v1::LOST;
+  if (ended_badly) out.task_reason = reason;
+  out.task_message = out.message;
+  if (out.task_state == v1::LOST) {
+    out.task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
+  }
   return out;
 }
 
@@ -127,6 +142,10 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
     default:
       return Status::InvalidArgument("unknown attempt event");
   }
+}
+
+bool IsNoFault(v1::FailureReason reason) {
+  return std::find(std::begin(kNoFaultReasons), std::end(kNoFaultReasons), reason) != std::end(kNoFaultReasons);
 }
 
 AttemptOutcome NodeLostOutcome(const AttemptContext& ctx) {

@@ -32,7 +32,19 @@ struct AttemptOutcome {
   // A CHECKPOINTED report whose files become the task's checkpoint (not for a
   // task the user cancelled: nothing will resume from it).
   bool record_checkpoint = false;
+  // A task requeued after a real failure waits this long before it is
+  // offered again (exponential: 1 s, 2 s, ... 60 s); 0 to go at once.
+  int64_t retry_after_ms = 0;
+  // What the task shows (set with task_state): its failure reason when it
+  // failed or was lost, and the message users read.
+  v1::FailureReason task_reason = v1::FAILURE_REASON_UNSPECIFIED;
+  std::string task_message;
 };
+
+// Reasons that are not the job's fault and used no run time: they never
+// consume a retry and are left out of the attempts a task has used.
+inline constexpr v1::FailureReason kNoFaultReasons[] = {v1::POLICY_REJECTED, v1::ACK_TIMEOUT, v1::HANDED_BACK};
+bool IsNoFault(v1::FailureReason reason);
 
 // FailedPrecondition for a report that does not fit the current state (e.g. a
 // late EXITED for an attempt that was cancelled): such reports change nothing.

@@ -1,3 +1,4 @@
+#include "jobs/attempt_events.h"
 #include "jobs/lease.h"
 
 #include <gtest/gtest.h>
@@ -86,6 +87,48 @@ TEST(WorkLost, CountsFromTheLastCheckpointOrTheStart) {
   EXPECT_EQ(WorkLostMs(Ended(v1::SUCCEEDED, 1000, 0, 5000)), 0);
   EXPECT_EQ(WorkLostMs(Ended(v1::RUNNING, 1000, 0, 0)), 0);
   EXPECT_EQ(WorkLostMs(Ended(v1::FAILED, 0, 0, 5000)), 0);  // never started
+}
+
+}  // namespace
+}  // namespace idlegrid::jobs
+
+namespace idlegrid::jobs {
+namespace {
+
+v1::ReportAttemptRequest Exited(int code) {
+  v1::ReportAttemptRequest r;
+  r.set_attempt_id("a");
+  r.set_event(v1::EXITED);
+  r.set_exit_code(code);
+  return r;
+}
+
+TEST(RetryRules, RealFailuresBackOffExponentiallyAndNoFaultOnesGoAtOnce) {
+  AttemptContext ctx{v1::RUNNING, v1::RUNNING, 1, 10, true};
+  auto first = ApplyAttemptEvent(ctx, Exited(1));
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->retried);
+  EXPECT_EQ(first->retry_after_ms, 1000);
+  ctx.attempts_used = 3;
+  EXPECT_EQ(ApplyAttemptEvent(ctx, Exited(1))->retry_after_ms, 4000);
+  ctx.attempts_used = 9;
+  EXPECT_EQ(ApplyAttemptEvent(ctx, Exited(1))->retry_after_ms, 60000);  // capped
+  v1::ReportAttemptRequest rejected;
+  rejected.set_event(v1::REJECTED);
+  AttemptContext assigned{v1::ASSIGNED, v1::ASSIGNED, 1, 0, false};
+  auto no_fault = ApplyAttemptEvent(assigned, rejected);
+  ASSERT_TRUE(no_fault.ok());
+  EXPECT_TRUE(no_fault->retried);
+  EXPECT_EQ(no_fault->retry_after_ms, 0);
+  EXPECT_TRUE(IsNoFault(no_fault->reason));
+}
+
+TEST(RetryRules, ALostNonIdempotentTaskTellsTheUserWhatToDo) {
+  auto lost = NodeLostOutcome({v1::RUNNING, v1::RUNNING, 1, 3, false});
+  EXPECT_EQ(lost.task_state, v1::LOST);
+  EXPECT_EQ(lost.task_reason, v1::NODE_LOST);
+  EXPECT_NE(lost.task_message.find("`idlegrid retry JOB`"), std::string::npos) << lost.task_message;
+  EXPECT_EQ(lost.retry_after_ms, 0);
 }
 
 }  // namespace

@@ -35,7 +35,11 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
 constexpr char kAttemptsUsed[] =
     "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN ($1, $2, $3))";
 
-Params NoFaultReasons() { return Params().Int(v1::POLICY_REJECTED).Int(v1::ACK_TIMEOUT).Int(v1::HANDED_BACK); }
+Params NoFaultReasons() {
+  Params p;
+  for (auto r : jobs::kNoFaultReasons) p.Int(r);
+  return p;
+}
 
 }  // namespace
 
@@ -96,22 +100,11 @@ Result<EventResult> PostgresStore::ApplyOutcome(Connection& c, const std::string
                                 .Bytes(outputs.SerializeAsString())
                                 .Text(attempt_id))
                          .status());
-  bool ended_badly = outcome.task_state == v1::FAILED || outcome.task_state == v1::LOST;
-  v1::FailureReason task_reason = ended_badly ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
-  std::string task_message = ended_badly || outcome.retried ? outcome.message : "";
-  if (outcome.task_state == v1::LOST) {
-    task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
-  }
-  IG_RETURN_IF_ERROR(SetTaskState(c, job_id, index, outcome.task_state, task_reason, task_message, now_ms));
-  bool no_fault = outcome.reason == v1::POLICY_REJECTED || outcome.reason == v1::ACK_TIMEOUT ||
-                  outcome.reason == v1::HANDED_BACK;
-  if (outcome.retried && !no_fault) {
-    // A failed task is retried with exponential backoff (1 s, 2 s, ... 60 s),
-    // so a crashing job does not spin through the fleet.
-    int shift = static_cast<int>(std::min<uint32_t>(ctx.attempts_used > 0 ? ctx.attempts_used - 1 : 0, 6));
-    int64_t backoff = std::min<int64_t>(int64_t{1000} << shift, 60000);
+  IG_RETURN_IF_ERROR(SetTaskState(c, job_id, index, outcome.task_state, outcome.task_reason, outcome.task_message,
+                                  now_ms));
+  if (outcome.retry_after_ms > 0) {
     IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET not_before_ms = $1 WHERE job_id = $2 AND idx = $3",
-                              Params().Int(now_ms + backoff).Text(job_id).Int(index))
+                              Params().Int(now_ms + outcome.retry_after_ms).Text(job_id).Int(index))
                            .status());
   }
   if (outcome.exclude_node) {

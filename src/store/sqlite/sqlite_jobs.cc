@@ -14,6 +14,18 @@
 
 namespace idlegrid::store {
 
+namespace {
+
+// Binds parameters 1..3 to the reasons that never use up a retry (the
+// queries' "NOT IN (?, ?, ?)").
+Stmt& BindNoFaultReasons(Stmt& q) {
+  static_assert(std::size(jobs::kNoFaultReasons) == 3, "the queries list three reasons");
+  for (int i = 0; i < 3; ++i) q.Bind(i + 1, int64_t{jobs::kNoFaultReasons[i]});
+  return q;
+}
+
+}  // namespace
+
 Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
                               int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -343,22 +355,11 @@ Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_i
       .Bind(12, int64_t{exited}).BindBlob(13, outputs.SerializeAsString()).Bind(14, attempt_id);
   upd.Step();
   IG_RETURN_IF_ERROR(upd.status());
-  bool ended_badly = outcome.task_state == v1::FAILED || outcome.task_state == v1::LOST;
-  v1::FailureReason task_reason = ended_badly ? outcome.reason : v1::FAILURE_REASON_UNSPECIFIED;
-  std::string task_message = ended_badly || outcome.retried ? outcome.message : "";
-  if (outcome.task_state == v1::LOST) {
-    task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
-  }
-  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, task_reason, task_message, now_ms));
-  bool no_fault = outcome.reason == v1::POLICY_REJECTED || outcome.reason == v1::ACK_TIMEOUT ||
-                  outcome.reason == v1::HANDED_BACK;
-  if (outcome.retried && !no_fault) {
-    // A failed task is retried with exponential backoff (1 s, 2 s, ... 60 s),
-    // so a crashing job does not spin through the fleet.
-    int shift = static_cast<int>(std::min<uint32_t>(ctx.attempts_used > 0 ? ctx.attempts_used - 1 : 0, 6));
-    int64_t backoff = std::min<int64_t>(int64_t{1000} << shift, 60000);
+  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, outcome.task_reason,
+                                        outcome.task_message, now_ms));
+  if (outcome.retry_after_ms > 0) {
     Stmt nb(db_, "UPDATE tasks SET not_before_ms = ? WHERE job_id = ? AND idx = ?");
-    nb.Bind(1, now_ms + backoff).Bind(2, job_id).Bind(3, int64_t{index});
+    nb.Bind(1, now_ms + outcome.retry_after_ms).Bind(2, job_id).Bind(3, int64_t{index});
     nb.Step();
     IG_RETURN_IF_ERROR(nb.status());
   }
@@ -381,7 +382,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
               "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
               "j.spec, a.epoch, t.attempts FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, int64_t{v1::HANDED_BACK})
+  BindNoFaultReasons(q)
       .Bind(4, report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
@@ -433,7 +434,7 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
               "WHERE a.node_id = ? AND a.state IN (?, ?)");
-  q.Bind(1, int64_t{v1::POLICY_REJECTED}).Bind(2, int64_t{v1::ACK_TIMEOUT}).Bind(3, int64_t{v1::HANDED_BACK})
+  BindNoFaultReasons(q)
       .Bind(4, node_id).Bind(5, int64_t{v1::ASSIGNED}).Bind(6, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
