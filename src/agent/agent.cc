@@ -114,11 +114,10 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   while (!disk.empty() && disk != disk.root_path() && !std::filesystem::exists(disk)) disk = disk.parent_path();
   in.inventory = discovery::DiscoverHost({disk.string()}, config_.nvml_library);
   if (!config_.simulate_gpus.empty()) {
-    uint32_t next_index = static_cast<uint32_t>(in.inventory.gpus().devices_size());
-    for (const auto& spec : config_.simulate_gpus) {
-      IG_ASSIGN_OR_RETURN(v1::GpuDevice d, discovery::ParseSimulatedGpu(spec, next_index++));
-      *in.inventory.mutable_gpus()->add_devices() = d;
-    }
+    IG_ASSIGN_OR_RETURN(v1::GpuDiscovery simulated,
+                        discovery::SimulatedGpus(config_.simulate_gpus,
+                                                 static_cast<uint32_t>(in.inventory.gpus().devices_size())));
+    for (auto& d : *simulated.mutable_devices()) *in.inventory.mutable_gpus()->add_devices() = std::move(d);
     in.inventory.mutable_gpus()->set_available(true);
   }
   in.cached_images = CachedImages();

@@ -145,11 +145,11 @@ Result<v1::GpuDevice> ParseSimulatedGpu(const std::string& spec, uint32_t index)
   return device;
 }
 
-Result<v1::GpuDiscovery> SimulatedGpus(const std::vector<std::string>& specs) {
+Result<v1::GpuDiscovery> SimulatedGpus(const std::vector<std::string>& specs, uint32_t first_index) {
   v1::GpuDiscovery discovery;
   for (size_t i = 0; i < specs.size(); ++i) {
     IG_ASSIGN_OR_RETURN(*discovery.add_devices(),
-                        ParseSimulatedGpu(specs[i], static_cast<uint32_t>(i)));
+                        ParseSimulatedGpu(specs[i], first_index + static_cast<uint32_t>(i)));
   }
   discovery.set_available(!specs.empty());
   if (specs.empty()) discovery.set_reason("no device");

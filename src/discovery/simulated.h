@@ -26,8 +26,9 @@ namespace idlegrid::discovery {
 // otherwise.
 Result<v1::GpuDevice> ParseSimulatedGpu(const std::string& spec, uint32_t index);
 
-// One device per spec, indexed in order, as a discovery result (available=true;
-// "no device" when `specs` is empty). Fails on the first malformed spec.
-Result<v1::GpuDiscovery> SimulatedGpus(const std::vector<std::string>& specs);
+// One device per spec, indexed in order from `first_index` (after a host's
+// real devices), as a discovery result (available=true; "no device" when
+// `specs` is empty). Fails on the first malformed spec.
+Result<v1::GpuDiscovery> SimulatedGpus(const std::vector<std::string>& specs, uint32_t first_index = 0);
 
 }  // namespace idlegrid::discovery

@@ -115,6 +115,14 @@ TEST(SimulatedGpusTest, IndexesInOrderAndFailsOnFirstBadSpec) {
   EXPECT_FALSE(none->available());
   EXPECT_EQ(none->reason(), "no device");
 
+  // After a host's real devices, simulated ones are numbered on from them.
+  Result<v1::GpuDiscovery> after = SimulatedGpus({"A:1GiB:8.0"}, 2);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->devices(0).index(), 2u);
+  auto same = ParseSimulatedGpu("A:1GiB:8.0", 2);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(after->devices(0).uuid(), same->uuid());
+
   Result<v1::GpuDiscovery> bad = SimulatedGpus({"A:1GiB:8.0", "B:2:9.0"});
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("\"B:2:9.0\""), std::string::npos);
