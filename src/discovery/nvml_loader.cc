@@ -302,7 +302,8 @@ class NvmlSession {
 v1::GpuDiscovery DiscoverNvidiaGpus(const std::string& nvml_path, const std::string& cuda_path) {
   Result<DynamicLibrary> lib = DynamicLibrary::Open(nvml_path);
   if (!lib.ok()) {
-    return Unavailable("library absent: " + nvml_path + " (" + lib.status().message() + ")");
+    return Unavailable("library absent: " + nvml_path + " (" + lib.status().message() +
+                       "); install the NVIDIA driver, or point --nvml-library at libnvidia-ml.so.1");
   }
   NvmlApi api;
   if (std::string missing = BindNvmlApi(*lib, &api); !missing.empty()) {

@@ -117,7 +117,9 @@ Status ValidateRunSpec(const RunSpec& spec) {
     bool ok = !uuid.empty() && uuid.size() <= 96 && std::all_of(uuid.begin(), uuid.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
     });
-    if (!ok) return Status::InvalidArgument("GPU uuid \"" + uuid + "\" is not a device identifier");
+    if (!ok) return Status::InvalidArgument("GPU uuid \"" + uuid +
+                                           "\" is not a device identifier: 1-96 characters of A-Z a-z 0-9 . _ - "
+                                           "(as `nvidia-smi -L` prints it)");
   }
   for (const auto& [name, value] : spec.env) {
     if (!IsValidEnvName(name)) {
