@@ -1,0 +1,60 @@
+#pragma once
+// Unpacks a verified OCI image archive into a directory tree that an OCI
+// runtime (runc) can use as a container's root filesystem, treating every
+// layer as hostile: entries are written only below the root, relative to
+// directory file descriptors, never through a symlink (a layer that plants
+// "evil -> /etc" and then writes "evil/passwd" is refused); whiteouts
+// (".wh.NAME" and the opaque ".wh..wh..opq") remove what lower layers put
+// there; hard links may only point at files already inside the tree; device
+// nodes and FIFOs are skipped; setuid/setgid bits are dropped; ownership is
+// not kept (every file belongs to the unpacking user, which the runtime maps
+// to root inside the container).
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "image/image_config.h"
+
+namespace idlegrid::image {
+
+// What an unpacked image directory holds, besides the tree.
+inline constexpr char kRootfsDirName[] = "rootfs";
+// The verified config blob, verbatim; its presence marks a complete unpack.
+inline constexpr char kImageConfigFileName[] = "image-config.json";
+
+struct UnpackedImage {
+  std::string manifest_digest;  // "sha256:<hex>"
+  std::string config_digest;    // "sha256:<hex>"; podman's image id is its hex
+  ImageConfig config;           // parsed from the verified config blob
+};
+
+// Verifies the archive at `archive_path` (InspectOciArchive), then builds
+// `dest_dir`/rootfs (all layers applied in order) and
+// `dest_dir`/image-config.json in a temporary sibling of `dest_dir` that is
+// renamed into place only when complete, so `dest_dir` either does not exist
+// or is whole. `expected_config_digest` ("" = any) guards against unpacking
+// an archive of a different image.
+//
+// Errors: InspectOciArchive's (NotFound, InvalidArgument, DataLoss);
+// DataLoss if the config digest is not the expected one; InvalidArgument for
+// a hostile or malformed layer (naming the layer and entry) or a compressed
+// layer (only uncompressed layers are supported, which is what `podman save
+// --format oci-archive` writes); AlreadyExists if `dest_dir` appeared
+// meanwhile (another unpack won the race: its result is complete); Internal
+// for filesystem errors. Nothing is left behind on failure. Safe to run
+// concurrently for the same `dest_dir`.
+Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std::string& dest_dir,
+                                     const std::string& expected_config_digest = "");
+
+// Applies uncompressed layer tars (each a whole file), in order, onto the
+// existing directory `root_dir`, with the rules above. What one layer leaves
+// may be partly written when an error stops it. For tests and tools; the
+// runtime goes through UnpackOciImage.
+Status ApplyLayerFiles(const std::vector<std::string>& tar_paths, const std::string& root_dir);
+
+// Removes `path` and everything below it without following symlinks, even
+// where an image made directories read-only (which std::filesystem cannot).
+// Ok when `path` does not exist.
+Status RemoveUnpackedTree(const std::string& path);
+
+}  // namespace idlegrid::image

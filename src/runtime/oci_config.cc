@@ -1,0 +1,321 @@
+#include "runtime/oci_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace idlegrid::runtime {
+namespace {
+
+// podman's containers.conf default PATH and TERM.
+constexpr char kDefaultPath[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr char kDefaultTerm[] = "TERM=xterm";
+constexpr uint64_t kCpuPeriodMicros = 100000;
+// The kernel refuses a CFS quota below 1 ms.
+constexpr int64_t kMinCpuQuotaMicros = 1000;
+
+// podman's (and runc's) defaults for `--security-opt` unset.
+const char* const kMaskedPaths[] = {"/proc/acpi",         "/proc/kcore",     "/proc/keys",  "/proc/latency_stats",
+                                    "/proc/timer_list",   "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+                                    "/sys/firmware",      "/sys/fs/selinux", "/sys/dev/block"};
+const char* const kReadonlyPaths[] = {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                      "/proc/sysrq-trigger"};
+
+// Appends JSON to a string; the caller nests Begin/End correctly.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject() { return Open('{'); }
+  JsonWriter& EndObject() { return Close('}'); }
+  JsonWriter& BeginArray() { return Open('['); }
+  JsonWriter& EndArray() { return Close(']'); }
+  JsonWriter& Key(const std::string& key) {
+    Separate();
+    Quote(key);
+    out_.push_back(':');
+    after_key_ = true;
+    return *this;
+  }
+  JsonWriter& String(const std::string& s) {
+    Separate();
+    Quote(s);
+    return *this;
+  }
+  JsonWriter& Number(uint64_t n) { return Raw(std::to_string(n)); }
+  JsonWriter& SignedNumber(int64_t n) { return Raw(std::to_string(n)); }
+  JsonWriter& Bool(bool b) { return Raw(b ? "true" : "false"); }
+  JsonWriter& Strings(const std::vector<std::string>& items) {
+    BeginArray();
+    for (const std::string& s : items) String(s);
+    return EndArray();
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  JsonWriter& Raw(const std::string& text) {
+    Separate();
+    out_ += text;
+    return *this;
+  }
+  JsonWriter& Open(char c) {
+    Separate();
+    out_.push_back(c);
+    first_.push_back(true);
+    return *this;
+  }
+  JsonWriter& Close(char c) {
+    out_.push_back(c);
+    first_.pop_back();
+    return *this;
+  }
+  // A comma before every element but the first of its container; none after a key.
+  void Separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (first_.empty()) return;
+    if (!first_.back()) out_.push_back(',');
+    first_.back() = false;
+  }
+  void Quote(const std::string& s) {
+    out_.push_back('"');
+    for (unsigned char c : s) {
+      if (c == '"' || c == '\\') {
+        out_.push_back('\\');
+        out_.push_back(static_cast<char>(c));
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out_ += buf;
+      } else {
+        out_.push_back(static_cast<char>(c));
+      }
+    }
+    out_.push_back('"');
+  }
+
+  std::string out_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+bool IsRootUser(const std::string& user) {
+  static const char* const kRoot[] = {"", "0", "root", "0:0", "root:root", "root:0", "0:root"};
+  return std::find(std::begin(kRoot), std::end(kRoot), user) != std::end(kRoot);
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = s.find(sep, start)) != std::string::npos; start = end + 1) out.push_back(s.substr(start, end - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
+void Mount(JsonWriter& w, const std::string& destination, const std::string& type, const std::string& source,
+           const std::vector<std::string>& options) {
+  w.BeginObject().Key("destination").String(destination).Key("type").String(type).Key("source").String(source);
+  w.Key("options").Strings(options).EndObject();
+}
+
+// The mounts podman gives a --read-only container, in its order, except that
+// devpts has no gid=5 (only one gid is mapped) and /dev/shm is a tmpfs of the
+// same size instead of a host directory.
+void Mounts(JsonWriter& w, const RunSpec& spec, const OciHostContext& host) {
+  const std::vector<std::string> tmpfs_rw = {"rw", "rprivate", "nosuid", "nodev", "tmpcopyup"};
+  w.Key("mounts").BeginArray();
+  Mount(w, "/proc", "proc", "proc", {"nosuid", "noexec", "nodev"});
+  Mount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"});
+  Mount(w, "/dev/pts", "devpts", "devpts", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"});
+  Mount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
+  Mount(w, "/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
+  Mount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
+  Mount(w, "/sys/fs/cgroup", "cgroup", "cgroup", {"rprivate", "nosuid", "noexec", "nodev", "relatime", "ro"});
+  Mount(w, "/run", "tmpfs", "tmpfs", tmpfs_rw);
+  Mount(w, "/var/tmp", "tmpfs", "tmpfs", tmpfs_rw);
+  // kTmpfsSpec is podman's "--tmpfs DEST:OPTIONS" text; one source of truth.
+  const std::string tmpfs = kTmpfsSpec;
+  const size_t colon = tmpfs.find(':');
+  std::vector<std::string> tmp_options = Split(tmpfs.substr(colon + 1), ',');
+  tmp_options.insert(tmp_options.end(), {"rprivate", "nosuid", "nodev", "tmpcopyup"});
+  Mount(w, tmpfs.substr(0, colon), "tmpfs", "tmpfs", tmp_options);
+  const std::vector<std::string> etc_file = {"bind", "rprivate", "ro", "nosuid", "noexec", "nodev"};
+  if (!host.hosts_file.empty()) Mount(w, "/etc/hosts", "bind", host.hosts_file, etc_file);
+  if (!host.hostname_file.empty()) Mount(w, "/etc/hostname", "bind", host.hostname_file, etc_file);
+  for (const runtime::Mount& m : spec.mounts) {
+    Mount(w, m.container_path, "bind", m.host_path,
+          {"rbind", "rprivate", m.read_only ? "ro" : "rw", "nosuid", "nodev"});
+  }
+  w.EndArray();
+}
+
+void Rlimit(JsonWriter& w, const char* type, uint64_t value) {
+  w.BeginObject().Key("type").String(type).Key("hard").Number(value).Key("soft").Number(value).EndObject();
+}
+
+void Rlimits(JsonWriter& w, const RunSpec& spec, const v1::Enforcement& enforcement) {
+  const v1::Resources& r = spec.resources;
+  w.Key("rlimits").BeginArray();
+  Rlimit(w, "RLIMIT_NOFILE", kNofileLimit);
+  if (r.memory_bytes() > 0 && enforcement.memory() == "rlimit") {
+    Rlimit(w, "RLIMIT_DATA", std::max(r.memory_bytes(), kMinDataRlimitBytes));
+  }
+  if (r.pids() > 0 && !enforcement.pids().empty()) {
+    Rlimit(w, "RLIMIT_NPROC", uint64_t{r.pids()} + spec.host_user_processes);
+  }
+  if (r.disk_bytes() > 0 && enforcement.disk() == "rlimit") Rlimit(w, "RLIMIT_FSIZE", r.disk_bytes());
+  w.EndArray();
+}
+
+bool UsesCgroups(const RunSpec& spec, const v1::Enforcement& e) {
+  const v1::Resources& r = spec.resources;
+  return (r.memory_bytes() > 0 && e.memory() == "cgroup") || (r.pids() > 0 && e.pids() == "cgroup") ||
+         (r.cpu() > 0 && e.cpu() == "cgroup");
+}
+
+void Resources(JsonWriter& w, const RunSpec& spec, const v1::Enforcement& e) {
+  const v1::Resources& r = spec.resources;
+  w.Key("resources").BeginObject();
+  w.Key("devices").BeginArray().BeginObject().Key("allow").Bool(false).Key("access").String("rwm").EndObject();
+  w.EndArray();
+  if (r.memory_bytes() > 0 && e.memory() == "cgroup") {
+    const uint64_t bytes = std::max(r.memory_bytes(), kMinCgroupMemoryBytes);
+    w.Key("memory").BeginObject().Key("limit").Number(bytes).Key("swap").Number(bytes).EndObject();
+  }
+  if (r.pids() > 0 && e.pids() == "cgroup") w.Key("pids").BeginObject().Key("limit").Number(r.pids()).EndObject();
+  if (r.cpu() > 0 && e.cpu() == "cgroup") {
+    const int64_t quota = std::max<int64_t>(kMinCpuQuotaMicros, std::llround(r.cpu() * kCpuPeriodMicros));
+    w.Key("cpu").BeginObject().Key("quota").SignedNumber(quota).Key("period").Number(kCpuPeriodMicros).EndObject();
+  }
+  w.EndObject();
+}
+
+void Seccomp(JsonWriter& w, const SeccompProfile& p) {
+  w.Key("seccomp").BeginObject().Key("defaultAction").String(p.default_action);
+  if (p.default_errno_ret) w.Key("defaultErrnoRet").Number(*p.default_errno_ret);
+  w.Key("architectures").Strings(p.architectures);
+  w.Key("syscalls").BeginArray();
+  for (const SeccompRule& rule : p.syscalls) {
+    w.BeginObject().Key("names").Strings(rule.names).Key("action").String(rule.action);
+    if (rule.errno_ret) w.Key("errnoRet").Number(*rule.errno_ret);
+    if (!rule.args.empty()) {
+      w.Key("args").BeginArray();
+      for (const SeccompArg& a : rule.args) {
+        w.BeginObject().Key("index").Number(a.index).Key("value").Number(a.value);
+        if (a.value_two != 0) w.Key("valueTwo").Number(a.value_two);
+        w.Key("op").String(a.op).EndObject();
+      }
+      w.EndArray();
+    }
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+void IdMapping(JsonWriter& w, const char* key, uint32_t host_id) {
+  w.Key(key).BeginArray().BeginObject().Key("containerID").Number(0).Key("hostID").Number(host_id);
+  w.Key("size").Number(1).EndObject().EndArray();
+}
+
+}  // namespace
+
+std::vector<std::string> ContainerArgv(const RunSpec& spec, const image::ImageConfig& image) {
+  std::vector<std::string> argv = spec.command.empty() ? image.entrypoint : spec.command;
+  // podman drops an entrypoint of [""], which images use to clear a base's.
+  if (argv.size() == 1 && argv[0].empty()) argv.clear();
+  const std::vector<std::string>& tail = !spec.args.empty() ? spec.args : spec.command.empty() ? image.cmd : spec.args;
+  argv.insert(argv.end(), tail.begin(), tail.end());
+  return argv;
+}
+
+std::vector<std::string> ContainerEnv(const RunSpec& spec, const image::ImageConfig& image,
+                                      const std::string& hostname) {
+  std::vector<std::string> env;
+  auto set = [&env](const std::string& entry) {
+    const std::string name = entry.substr(0, entry.find('='));
+    auto same = [&name](const std::string& e) { return e.compare(0, name.size() + 1, name + "=") == 0; };
+    auto it = std::find_if(env.begin(), env.end(), same);
+    if (it != env.end()) {
+      *it = entry;
+    } else {
+      env.push_back(entry);
+    }
+  };
+  set(kDefaultPath);
+  set(kDefaultTerm);
+  for (const std::string& e : image.env) set(e);
+  set("container=podman");
+  set("HOSTNAME=" + hostname);
+  for (const auto& [name, value] : spec.env) set(name + "=" + value);
+  return env;
+}
+
+std::string ContainerHostname(const std::string& container_name) { return container_name.substr(0, 63); }
+
+std::string ContainerHostsFile(const std::string& hostname) {
+  return "127.0.0.1\tlocalhost localhost.localdomain localhost4 localhost4.localdomain4\n"
+         "::1\tlocalhost localhost.localdomain localhost6 localhost6.localdomain6\n"
+         "127.0.1.1\t" +
+         hostname + "\n";
+}
+
+Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& enforcement,
+                                   const image::ImageConfig& image, const SeccompProfile& seccomp,
+                                   const OciHostContext& host) {
+  if (spec.runtime != "runc") {
+    return Status::FailedPrecondition("the runc runtime cannot run a job that asks for runtime " + spec.runtime);
+  }
+  if (!spec.gpu_uuids.empty()) {
+    return Status::FailedPrecondition("the runc runtime does not pass GPUs in (CDI is done by podman)");
+  }
+  if (!IsRootUser(image.user)) {
+    return Status::FailedPrecondition("the image runs as user \"" + image.user +
+                                      "\"; the runc runtime maps only root (the agent's uid) into the container");
+  }
+  const std::vector<std::string> argv = ContainerArgv(spec, image);
+  if (argv.empty()) return Status::InvalidArgument("no command: the job sets none and the image has no entrypoint or cmd");
+  const std::string hostname = ContainerHostname(spec.container_name);
+
+  JsonWriter w;
+  w.BeginObject().Key("ociVersion").String("1.0.2-dev");
+  w.Key("process").BeginObject().Key("terminal").Bool(false);
+  w.Key("user").BeginObject().Key("uid").Number(0).Key("gid").Number(0).Key("umask").Number(022).EndObject();
+  w.Key("args").Strings(argv).Key("env").Strings(ContainerEnv(spec, image, hostname));
+  w.Key("cwd").String(image.working_dir.empty() ? "/" : image.working_dir);
+  // All sets empty: no capability in any set, as podman's --cap-drop all.
+  w.Key("capabilities").BeginObject();
+  for (const char* set : {"bounding", "effective", "inheritable", "permitted", "ambient"}) {
+    w.Key(set).BeginArray().EndArray();
+  }
+  w.EndObject();
+  Rlimits(w, spec, enforcement);
+  w.Key("noNewPrivileges").Bool(true).EndObject();
+
+  w.Key("root").BeginObject().Key("path").String(host.rootfs_path).Key("readonly").Bool(true).EndObject();
+  w.Key("hostname").String(hostname);
+  Mounts(w, spec, host);
+
+  w.Key("linux").BeginObject();
+  IdMapping(w, "uidMappings", host.uid);
+  IdMapping(w, "gidMappings", host.gid);
+  w.Key("sysctl").BeginObject().Key("net.ipv4.ping_group_range").String("0 0").EndObject();
+  if (UsesCgroups(spec, enforcement)) {
+    Resources(w, spec, enforcement);
+    w.Key("cgroupsPath").String(host.cgroups_parent + "/" + spec.container_name);
+  }
+  w.Key("namespaces").BeginArray();
+  for (const char* ns : {"pid", "network", "ipc", "uts", "mount", "user"}) {
+    w.BeginObject().Key("type").String(ns).EndObject();
+  }
+  w.EndArray();
+  Seccomp(w, seccomp);
+  w.Key("maskedPaths").BeginArray();
+  for (const char* p : kMaskedPaths) w.String(p);
+  w.EndArray().Key("readonlyPaths").BeginArray();
+  for (const char* p : kReadonlyPaths) w.String(p);
+  w.EndArray().EndObject();  // linux
+  w.EndObject();
+  return w.Take();
+}
+
+}  // namespace idlegrid::runtime

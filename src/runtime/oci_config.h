@@ -1,0 +1,72 @@
+#pragma once
+// Pure translation of one job attempt into an OCI runtime-spec `config.json`
+// for `runc run`, giving the job the same sandbox BuildPodmanRunArgs asks
+// podman for: no network (a fresh network namespace holding only loopback),
+// a read-only root, a 64 MiB /tmp, no capabilities, no_new_privs, podman's
+// seccomp filter and masked/read-only /proc and /sys paths, the same rlimits
+// and (only where enforcement says cgroup) the same cgroup limits.
+//
+// Unlike rootless podman, which runs runc inside its own user namespace with
+// the user's subordinate ids, the container gets a user namespace mapping
+// exactly one id: the agent's uid (and gid) becomes 0 inside. That is all an
+// unprivileged runc can map without setuid helpers, so images must run as
+// root inside (see BuildOciConfig).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "image/image_config.h"
+#include "runtime/podman_args.h"
+#include "runtime/seccomp_profile.h"
+
+namespace idlegrid::runtime {
+
+// What the caller knows about the host and the bundle; all paths absolute.
+struct OciHostContext {
+  uint32_t uid = 0;  // host uid mapped to 0 inside (the agent's euid)
+  uint32_t gid = 0;  // host gid mapped to 0 inside (the agent's egid)
+  std::string rootfs_path;    // the image's shared unpacked root, mounted read-only
+  std::string hosts_file;     // bind-mounted read-only at /etc/hosts; "" for none
+  std::string hostname_file;  // bind-mounted read-only at /etc/hostname; "" for none
+  // Parent of the container's cgroup ("/idlegrid" gives "/idlegrid/<name>").
+  // Used only when `enforcement` names a cgroup controller; otherwise the
+  // config has no cgroupsPath and no resources, which rootless runc accepts.
+  std::string cgroups_parent = "/idlegrid";
+};
+
+// The argv the container starts with, with podman's rules: `spec.command`
+// replaces the image entrypoint; `spec.args` replaces the image cmd, and the
+// image cmd is also dropped when `spec.command` is set. Empty when neither the
+// spec nor the image gives a program.
+std::vector<std::string> ContainerArgv(const RunSpec& spec, const image::ImageConfig& image);
+
+// The environment, in podman's order and with its defaults: PATH and TERM,
+// then the image's Env, then container=podman (kept so a job cannot tell the
+// two runtimes apart), HOSTNAME, then `spec.env`; a later NAME replaces an
+// earlier one in place.
+std::vector<std::string> ContainerEnv(const RunSpec& spec, const image::ImageConfig& image,
+                                      const std::string& hostname);
+
+// The container's hostname: its name, cut to the 63 bytes a hostname may have.
+std::string ContainerHostname(const std::string& container_name);
+
+// /etc/hosts for a container without network: loopback names and `hostname`.
+std::string ContainerHostsFile(const std::string& hostname);
+
+// Renders config.json for `spec` (which must have passed ValidateRunSpec).
+// Rlimits follow BuildPodmanRunArgs exactly: NOFILE=kNofileLimit always;
+// DATA=max(memory, kMinDataRlimitBytes) when memory is enforced by rlimit;
+// NPROC=pids+spec.host_user_processes when pids are enforced at all; FSIZE when
+// disk is enforced by rlimit. Cgroup limits (memory+swap, pids, CPU quota) and
+// a deny-all device list only for controllers `enforcement` names "cgroup".
+// Seccomp: `seccomp` as given (see ConvertSeccompProfile).
+// FailedPrecondition when the job cannot run this way: GPUs requested (CDI is
+// podman's), runtime other than runc, or an image User other than root (only
+// uid 0 is mapped). InvalidArgument when there is no program to run. Pure.
+Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& enforcement,
+                                   const image::ImageConfig& image, const SeccompProfile& seccomp,
+                                   const OciHostContext& host);
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,405 @@
+#include "runtime/runc_runtime.h"
+
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "common/fs.h"
+#include "image/rootfs_unpack.h"
+#include "runtime/admission.h"
+#include "runtime/enforcement_probe.h"
+#include "runtime/oci_config.h"
+#include "runtime/subprocess.h"
+
+namespace idlegrid::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kCommandTimeout{60'000};
+// While stopping, `runc kill` is retried this often: Kill() may land before
+// `runc run` has created the container.
+constexpr milliseconds kKillRetryInterval{500};
+// If `runc run` is still alive this long after we started stopping it, it is
+// SIGKILLed itself and the container removed with `delete --force`.
+constexpr milliseconds kForceKillAfter{15'000};
+constexpr size_t kStderrTailBytes = 4096;
+// Before Linux 5.14 RLIMIT_NPROC counts every task of the host uid, whatever
+// its user namespace: the agent's, plus runc's own (~10 Go threads).
+constexpr uint32_t kRuncTaskAllowance = 16;
+
+void ResetEventFd(int fd) {
+  uint64_t count = 0;
+  if (::read(fd, &count, sizeof count) < 0) return;  // EAGAIN: nothing was signalled
+}
+
+std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool IsExecutable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// An absolute path for `binary`, or "" when not found.
+std::string ResolveBinary(const std::string& binary) {
+  if (binary.find('/') != std::string::npos) return IsExecutable(binary) ? binary : "";
+  const char* path_env = std::getenv("PATH");
+  std::string dirs = std::string(path_env ? path_env : "") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::istringstream in(dirs);
+  for (std::string dir; std::getline(in, dir, ':');) {
+    if (!dir.empty() && IsExecutable(dir + "/" + binary)) return dir + "/" + binary;
+  }
+  return "";
+}
+
+// The error lines runc wrote to its --log (json format), joined; "" if none.
+std::string RuncErrors(const std::string& log_path) {
+  Result<std::string> log = ReadFile(log_path);
+  if (!log.ok()) return "";
+  std::string errors;
+  std::istringstream in(*log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"level\":\"error\"") == std::string::npos && line.find("\"level\":\"fatal\"") == std::string::npos) {
+      continue;
+    }
+    const size_t msg = line.find("\"msg\":\"");
+    std::string text = msg == std::string::npos ? line : line.substr(msg + 7);
+    if (const size_t end = text.find("\",\""); end != std::string::npos) text.resize(end);
+    errors += (errors.empty() ? "" : "; ") + text;
+  }
+  return errors;
+}
+
+// Decodes runc run's wait status. `stopping`: we killed or timed it out.
+ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& runc_errors, ExitInfo info) {
+  if (!WIFEXITED(wait_status)) {
+    if (!stopping) info.error = "runc was killed by signal " + std::to_string(WTERMSIG(wait_status));
+    return info;
+  }
+  info.exit_code = WEXITSTATUS(wait_status);
+  if (stopping) return info;
+  if (!runc_errors.empty()) {
+    info.error = "runc failed: " + runc_errors;
+  } else if (info.exit_code == 137) {
+    info.oom = true;
+  }
+  return info;
+}
+
+class RuncRuntime final : public ContainerRuntime {
+ public:
+  RuncRuntime(RuncRuntimeOptions options, std::string runc, v1::Enforcement enforcement, SeccompProfile seccomp,
+              std::string problem, bool nproc_per_userns)
+      : options_(std::move(options)),
+        runc_(std::move(runc)),
+        enforcement_(std::move(enforcement)),
+        seccomp_(std::move(seccomp)),
+        problem_(std::move(problem)),
+        nproc_per_userns_(nproc_per_userns) {}
+
+  v1::Enforcement Enforcement() const override { return enforcement_; }
+  std::vector<std::string> Runtimes() const override {
+    return problem_.empty() ? std::vector<std::string>{"runc"} : std::vector<std::string>{};
+  }
+  Status LoadImage(const std::string& archive_path, const std::string& image_id) override;
+  bool HasImage(const std::string& image_id) override {
+    return ValidateImageId(image_id).ok() && PathExists(ImageDir(image_id) + "/" + image::kImageConfigFileName);
+  }
+  Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
+                       const std::function<void()>& on_started) override;
+  Status Kill(const std::string& container_name) override;
+  Result<std::vector<std::string>> ListContainers() override;
+
+ private:
+  struct ActiveRun {
+    UniqueFd wake;                // eventfd; Kill() writes it to interrupt Run's wait
+    bool kill_requested = false;  // guarded by mu_
+  };
+
+  std::string ImageDir(const std::string& image_id) const { return options_.bundles_dir + "/" + image_id; }
+  std::string BundleDir(const std::string& name) const { return options_.bundles_dir + "/containers/" + name; }
+  std::vector<std::string> Runc(std::vector<std::string> args) const {
+    args.insert(args.begin(), {runc_, "--root", options_.state_dir});
+    return args;
+  }
+  Result<image::ImageConfig> ImageConfigFor(const std::string& image_id);
+  Result<std::string> WriteBundle(const RunSpec& spec, const image::ImageConfig& config);
+  Status Register(const std::string& name, ActiveRun* run);
+  void Unregister(const std::string& name);
+  bool KillRequested(ActiveRun* run);
+  // Errors ignored: the container may not exist (yet, or any more).
+  void SendKill(const std::string& name) { (void)RunCommand(Runc({"kill", name, "KILL"}), kCommandTimeout); }
+  Status ForceDelete(const std::string& name);
+
+  // Constant after construction.
+  const RuncRuntimeOptions options_;
+  const std::string runc_;  // absolute path
+  const v1::Enforcement enforcement_;
+  const SeccompProfile seccomp_;
+  const std::string problem_;  // why this runtime cannot run anything; "" when it can
+  const bool nproc_per_userns_;
+
+  std::mutex mu_;
+  std::map<std::string, ActiveRun*> active_runs_;              // guarded by mu_; owned by their Run's frame
+  std::map<std::string, std::shared_ptr<std::mutex>> loads_;   // guarded by mu_; one unpack per image at a time
+  std::map<std::string, image::ImageConfig> image_configs_;    // guarded by mu_; parsed once per image
+};
+
+Status RuncRuntime::LoadImage(const std::string& archive_path, const std::string& image_id) {
+  IG_RETURN_IF_ERROR(ValidateImageId(image_id));
+  if (!PathExists(archive_path)) return Status::NotFound("image archive " + archive_path + " does not exist");
+  std::shared_ptr<std::mutex> image_mu;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = loads_[image_id];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    image_mu = slot;
+  }
+  std::lock_guard<std::mutex> one_unpack(*image_mu);
+  if (HasImage(image_id)) return Status::Ok();
+  Result<image::UnpackedImage> unpacked =
+      image::UnpackOciImage(archive_path, ImageDir(image_id), "sha256:" + image_id);
+  // AlreadyExists: another agent process won the race (this one holds image_mu).
+  if (!unpacked.ok() && unpacked.status().code() == Code::kAlreadyExists && HasImage(image_id)) return Status::Ok();
+  return unpacked.ok() ? Status::Ok() : unpacked.status();
+}
+
+Result<image::ImageConfig> RuncRuntime::ImageConfigFor(const std::string& image_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = image_configs_.find(image_id);
+    if (it != image_configs_.end()) return it->second;
+  }
+  Result<std::string> text = ReadFile(ImageDir(image_id) + "/" + image::kImageConfigFileName);
+  if (!text.ok()) {
+    return Status::FailedPrecondition("image " + image_id + " is not loaded in the runc runtime (LoadImage first)");
+  }
+  IG_ASSIGN_OR_RETURN(image::ImageConfig config, image::ParseImageConfig(*text));
+  std::lock_guard<std::mutex> lock(mu_);
+  image_configs_.emplace(image_id, config);
+  return config;
+}
+
+Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::ImageConfig& config) {
+  const std::string dir = BundleDir(spec.container_name);
+  (void)RemoveTree(dir);  // a leftover of a crashed agent; the container itself is gone or killed
+  IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
+  OciHostContext host;
+  host.uid = ::geteuid();
+  host.gid = ::getegid();
+  host.rootfs_path = ImageDir(spec.image_id) + "/" + image::kRootfsDirName;
+  host.hosts_file = dir + "/hosts";
+  host.hostname_file = dir + "/hostname";
+  const std::string hostname = ContainerHostname(spec.container_name);
+  RunSpec effective = spec;
+  effective.host_user_processes = nproc_per_userns_ ? 0 : spec.host_user_processes + kRuncTaskAllowance;
+  IG_ASSIGN_OR_RETURN(std::string config_json, BuildOciConfig(effective, enforcement_, config, seccomp_, host));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(host.hosts_file, ContainerHostsFile(hostname)));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(host.hostname_file, hostname + "\n"));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/config.json", config_json, 0600));
+  return dir;
+}
+
+Status RuncRuntime::Register(const std::string& name, ActiveRun* run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!active_runs_.emplace(name, run).second) {
+    return Status::AlreadyExists("container " + name + " is already being run by this agent");
+  }
+  return Status::Ok();
+}
+
+void RuncRuntime::Unregister(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  active_runs_.erase(name);
+}
+
+bool RuncRuntime::KillRequested(ActiveRun* run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return run->kill_requested;
+}
+
+Status RuncRuntime::ForceDelete(const std::string& name) {
+  IG_ASSIGN_OR_RETURN(CommandOutput rm, RunCommand(Runc({"delete", "--force", name}), kCommandTimeout));
+  if (rm.exit_code != 0) {
+    return Status::Internal("runc delete --force " + name + " failed: " + Trimmed(Tail(rm.stderr_text, kStderrTailBytes)));
+  }
+  return Status::Ok();
+}
+
+Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
+                                  const std::function<void()>& on_started) {
+  IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
+  if (!problem_.empty()) return Status::FailedPrecondition(problem_);
+  if (spec.runtime != "runc") {
+    return Status::FailedPrecondition("the runc runtime cannot run runtime " + spec.runtime + " (podman runs it)");
+  }
+  IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, Runtimes()));
+  IG_ASSIGN_OR_RETURN(image::ImageConfig config, ImageConfigFor(spec.image_id));
+
+  ActiveRun active;
+  active.wake = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (active.wake.get() < 0) return Status::Internal("eventfd failed");
+  const std::string& name = spec.container_name;
+  IG_RETURN_IF_ERROR(Register(name, &active));
+  struct Cleanup {
+    RuncRuntime* self;
+    const std::string& name;
+    ~Cleanup() {
+      (void)RemoveTree(self->BundleDir(name));
+      self->Unregister(name);
+    }
+  } cleanup{this, name};
+
+  IG_ASSIGN_OR_RETURN(std::string bundle, WriteBundle(spec, config));
+  const std::string log_path = bundle + "/runc.log";
+  IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn({runc_, "--root", options_.state_dir, "--log", log_path,
+                                                           "--log-format", "json", "run", "--bundle", bundle, name}));
+  if (on_started) on_started();
+
+  // runc's own messages go to its --log, so both streams are the job's.
+  auto forward = [&](const std::string& stream, std::string_view data) {
+    if (sink) sink(stream, data);
+  };
+
+  ExitInfo info;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = timeout.count() > 0 ? start + timeout : Clock::time_point::max();
+  std::optional<Clock::time_point> stopping_since;
+  Clock::time_point next_kill;
+  milliseconds wait = std::chrono::ceil<milliseconds>(deadline - start);
+  while (!child.Pump(wait, active.wake.get(), forward)) {
+    ResetEventFd(active.wake.get());
+    const Clock::time_point now = Clock::now();
+    if (!stopping_since) {
+      if (KillRequested(&active)) {
+        info.killed = true;
+      } else if (now >= deadline) {
+        info.timed_out = true;
+      }
+      if (info.killed || info.timed_out) stopping_since = next_kill = now;
+    }
+    if (stopping_since && now >= next_kill) {
+      if (now - *stopping_since > kForceKillAfter) {
+        child.Kill();
+      } else {
+        SendKill(name);
+      }
+      next_kill = Clock::now() + kKillRetryInterval;
+    }
+    const Clock::time_point wake_at = stopping_since ? next_kill : deadline;
+    wait = std::chrono::ceil<milliseconds>(wake_at - std::min(wake_at, Clock::now()));
+  }
+  if (!stopping_since && KillRequested(&active)) {
+    // Kill() won the race: its `delete --force` ended `runc run` before this
+    // loop saw the request.
+    info.killed = true;
+    stopping_since = Clock::now();
+  }
+  const std::string runc_errors = RuncErrors(log_path);
+  // `runc run` deletes the container when it returns normally; after a kill,
+  // a runc failure or a SIGKILLed runc, make sure nothing is left.
+  if (stopping_since || !runc_errors.empty() || !WIFEXITED(child.wait_status())) (void)ForceDelete(name);
+  return DecodeExit(child.wait_status(), stopping_since.has_value(), runc_errors, info);
+}
+
+Status RuncRuntime::Kill(const std::string& container_name) {
+  IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_runs_.find(container_name);
+    if (it != active_runs_.end()) {
+      it->second->kill_requested = true;
+      const uint64_t one = 1;
+      // Cannot fail short of a bug: the eventfd counter is far from overflowing.
+      if (::write(it->second->wake.get(), &one, sizeof one) < 0) {
+      }
+    }
+  }
+  if (!problem_.empty()) return Status::Ok();  // nothing can have been started
+  SendKill(container_name);
+  IG_RETURN_IF_ERROR(ForceDelete(container_name));
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> RuncRuntime::ListContainers() {
+  if (!problem_.empty()) return std::vector<std::string>{};
+  IG_ASSIGN_OR_RETURN(CommandOutput list, RunCommand(Runc({"list", "-q"}), kCommandTimeout));
+  if (list.exit_code != 0) {
+    return Status::Internal("runc list failed: " + Trimmed(Tail(list.stderr_text, kStderrTailBytes)));
+  }
+  std::vector<std::string> names;
+  std::istringstream in(list.stdout_text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kRuncContainerPrefix, 0) == 0) names.push_back(line);
+  }
+  return names;
+}
+
+// The running kernel's version; 0.0 when unknown.
+KernelVersion HostKernel() {
+  struct utsname uts {};
+  if (::uname(&uts) != 0) return {};
+  return ParseKernelRelease(uts.release).value_or(KernelVersion{});
+}
+
+// Removes the "<id>.tmp-*" directories of unpacks a crash interrupted.
+void RemoveInterruptedUnpacks(const std::string& bundles_dir) {
+  std::error_code ec;
+  std::vector<std::string> leftovers;
+  for (std::filesystem::directory_iterator it(bundles_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().find(".tmp-") != std::string::npos) leftovers.push_back(it->path().string());
+  }
+  for (const std::string& path : leftovers) (void)image::RemoveUnpackedTree(path);
+}
+
+}  // namespace
+
+std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
+  std::string problem;
+  const std::string runc = ResolveBinary(options.runc_binary);
+  if (runc.empty()) problem = "runc (" + options.runc_binary + ") is not installed";
+  v1::Enforcement enforcement = options.enforcement ? *options.enforcement
+                                : ::geteuid() == 0 ? ProbeEnforcement()
+                                                   : DecideEnforcement({ProbeCgroupFacts(::geteuid()).cgroup_version, {}});
+  const KernelVersion kernel = HostKernel();
+  SeccompProfile seccomp;
+  if (problem.empty()) {
+    Result<std::string> text = ReadFile(options.seccomp_profile_path);
+    Result<SeccompProfile> converted =
+        text.ok() ? ConvertSeccompProfile(*text, HostGoArch(), kernel) : text.status();
+    if (converted.ok()) {
+      seccomp = std::move(*converted);
+    } else {
+      problem = "cannot use the seccomp profile " + options.seccomp_profile_path + ": " + converted.status().message();
+    }
+  }
+  for (const std::string* dir : {&options.state_dir, &options.bundles_dir}) {
+    if (!problem.empty()) break;
+    if (dir->empty() || (*dir)[0] != '/') {
+      problem = "the runc runtime needs absolute state and bundles directories";
+    } else if (Status made = MakeDirs(*dir, 0700); !made.ok()) {
+      problem = made.message();
+    }
+  }
+  if (problem.empty()) RemoveInterruptedUnpacks(options.bundles_dir);
+  // Linux 5.14 counts RLIMIT_NPROC per user namespace (ucounts).
+  const bool nproc_per_userns = kernel.major > 5 || (kernel.major == 5 && kernel.minor >= 14);
+  return std::make_unique<RuncRuntime>(std::move(options), runc, std::move(enforcement), std::move(seccomp),
+                                       std::move(problem), nproc_per_userns);
+}
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,71 @@
+#pragma once
+// ContainerRuntime that starts each attempt with `runc run` directly, without
+// podman: about 8x more containers per second here. Each verified image is
+// unpacked ONCE per node into an OCI root filesystem (image/rootfs_unpack.h)
+// that every container of that image mounts read-only; each Run writes a
+// small per-container bundle (config.json from BuildOciConfig, /etc/hosts,
+// /etc/hostname) and removes it afterwards. The sandbox is the one podman
+// gives (oci_config.h): same namespaces, rlimits, seccomp filter, masked
+// paths, capabilities (none) and mounts.
+//
+// Works as root and as an unprivileged user (rootless runc: one uid mapped,
+// no cgroup limits unless root). Refuses, with FailedPrecondition, what only
+// podman can do: runsc (gVisor), GPUs (CDI), images whose User is not root.
+//
+// Layout under `bundles_dir`:
+//   <image id>/rootfs/            the unpacked image, shared by its containers
+//   <image id>/image-config.json  the verified image config; marks a complete unpack
+//   containers/<name>/            one Run's bundle, removed when it ends
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/container_runtime.h"
+
+namespace idlegrid::runtime {
+
+struct RuncRuntimeOptions {
+  // A path, or a name searched on PATH and then in the sbin directories an
+  // unprivileged user's PATH often lacks (Debian installs /usr/sbin/runc).
+  std::string runc_binary = "runc";
+  // runc's state (`runc --root`): one per agent, on a filesystem runc can
+  // lock, owned by the agent's user, e.g. $XDG_RUNTIME_DIR/idlegrid-runc or
+  // <agent data dir>/runc. Created (0700) if missing.
+  std::string state_dir;
+  // Unpacked images and per-container bundles, e.g. <agent data dir>/bundles.
+  // Created (0700) if missing. Must not be shared with another agent.
+  std::string bundles_dir;
+  // Overrides the probed enforcement (tests; operators pinning behaviour). By
+  // default root gets ProbeEnforcement(); an unprivileged user gets rlimits
+  // only (memory/pids/disk "rlimit", cpu ""), since rootless runc here cannot
+  // create cgroups.
+  std::optional<v1::Enforcement> enforcement;
+  // podman's default profile, converted for a process without capabilities.
+  std::string seccomp_profile_path = "/usr/share/containers/seccomp.json";
+};
+
+// Never null. Resolves runc, reads and converts the seccomp profile, creates
+// the two directories and removes leftovers of unpacks a crash interrupted,
+// once, now. If any of that fails, Runtimes() is empty and Run returns
+// FailedPrecondition saying why, so an agent can fall back to podman.
+//
+// Contracts beyond ContainerRuntime's:
+//   LoadImage  verifies the OCI archive (digests) and unpacks it; Ok at once
+//              when the image is already unpacked; concurrent calls for one
+//              image unpack it once. DataLoss when the archive holds another
+//              image; InvalidArgument for a hostile or compressed layer.
+//   HasImage   true when <bundles>/<id>/image-config.json exists.
+//   Run        FailedPrecondition for runsc, GPUs or a non-root image User.
+//              ExitInfo.error is set when runc itself failed (it logged an
+//              error), exit_code is then runc's (1); oom when the container
+//              died of SIGKILL (137) that neither Kill nor the timeout sent.
+//              RunSpec.host_user_processes is ignored: the container has its
+//              own user namespace, where RLIMIT_NPROC counts only its tasks.
+//   Kill       `runc kill NAME KILL`, then `runc delete --force NAME`.
+//   ListContainers  `runc list` names starting with "idlegrid-".
+std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options);
+
+// Names ListContainers reports, and so the names the agent gives containers.
+inline constexpr char kRuncContainerPrefix[] = "idlegrid-";
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,408 @@
+// RuncRuntime against real runc, on a FROM scratch image holding the static
+// sandbox probe (tests/runtime/sandbox_probe.c), and the "same sandbox" check:
+// the probe's report under RuncRuntime and under PodmanRuntime must agree.
+// Skipped (each test saying why) when runc, podman or the probe is missing.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/fs.h"
+#include "image/oci_builder.h"
+#include "image/rootfs_unpack.h"
+#include "runtime/enforcement_probe.h"
+#include "runtime/podman_runtime.h"
+#include "runtime/runc_runtime.h"
+#include "runtime/subprocess.h"
+
+namespace idlegrid::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Set in the child that RootlessSameSandbox starts as an unprivileged user.
+constexpr char kAsUserEnv[] = "IDLEGRID_RUNC_TEST_AS_USER";
+constexpr char kTestUser[] = "igtest-runc";
+
+struct Outcome {
+  ExitInfo exit;
+  std::string out, err;
+  std::chrono::steady_clock::duration took{};
+};
+
+Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec, milliseconds timeout = seconds(30),
+                const std::function<void()>& on_started = {}) {
+  Outcome o;
+  const auto start = std::chrono::steady_clock::now();
+  Result<ExitInfo> r = runtime->Run(
+      spec, [&](const std::string& stream, std::string_view data) { (stream == "stdout" ? o.out : o.err) += data; },
+      timeout, on_started);
+  o.took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) o.exit = *r;
+  return o;
+}
+
+bool Listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// "key=value" lines as a map (the probe's report).
+std::map<std::string, std::string> Report(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+class RuncRuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_reason_ = Prepare();
+    if (!skip_reason_.empty()) return;
+    runtime_ = NewRuncRuntime(Options()).release();
+    if (runtime_->Runtimes().empty()) {
+      RunSpec probe_spec;
+      probe_spec.container_name = "idlegrid-x";
+      probe_spec.image_id = image_id_;
+      skip_reason_ = "runc runtime unusable: " + runtime_->Run(probe_spec, {}, seconds(1), {}).status().message();
+    }
+  }
+
+  static void TearDownTestSuite() {
+    delete runtime_;
+    runtime_ = nullptr;
+    if (!work_dir_.empty()) (void)image::RemoveUnpackedTree(work_dir_);
+  }
+
+  static RuncRuntimeOptions Options(const std::string& suffix = "") {
+    RuncRuntimeOptions options;
+    options.state_dir = work_dir_ + "/state" + suffix;
+    options.bundles_dir = work_dir_ + "/bundles" + suffix;
+    return options;
+  }
+
+  // Builds the probe image as an OCI archive (no podman needed). Returns why
+  // the tests must be skipped, or "".
+  static std::string Prepare() {
+    work_dir_ = std::filesystem::temp_directory_path() / ("igrunc-" + std::to_string(::getpid()));
+    if (!MakeDirs(work_dir_, 0755).ok()) return "cannot create " + work_dir_;
+    Result<std::string> probe = ReadFile(SANDBOX_PROBE_PATH);
+    if (!probe.ok()) return "the sandbox probe was not built: " + probe.status().message();
+    Result<image::BuiltImage> built = image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"},
+                                                             "idlegrid-runc-test", work_dir_ + "/image.tar");
+    if (!built.ok()) return "cannot build the probe image: " + built.status().ToString();
+    archive_ = built->archive_path;
+    image_id_ = built->config_digest.substr(7);
+    return "";
+  }
+
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    Status load = runtime_->LoadImage(archive_, image_id_);
+    ASSERT_TRUE(load.ok()) << load.ToString();
+    const std::string n = std::to_string(next_id_);
+    out_dir_ = work_dir_ + "/out-" + n;
+    in_dir_ = work_dir_ + "/in-" + n;
+    ASSERT_TRUE(MakeDirs(out_dir_, 0777).ok());
+    ASSERT_TRUE(MakeDirs(in_dir_, 0777).ok());
+  }
+
+  RunSpec Spec(std::vector<std::string> args) {
+    RunSpec spec;
+    spec.container_name = std::string(kRuncContainerPrefix) + "t" + std::to_string(::getpid()) + "-" +
+                          std::to_string(next_id_++);
+    spec.image_id = image_id_;
+    spec.args = std::move(args);
+    spec.mounts = {{out_dir_, "/out", false}, {in_dir_, "/in", true}};
+    spec.resources.set_memory_bytes(256 << 20);
+    spec.resources.set_pids(40);
+    spec.resources.set_disk_bytes(16 << 20);
+    return spec;
+  }
+
+  static inline std::string skip_reason_, work_dir_, image_id_, archive_;
+  static inline ContainerRuntime* runtime_ = nullptr;
+  static inline int next_id_ = 0;
+  std::string out_dir_, in_dir_;
+};
+
+TEST_F(RuncRuntimeTest, LoadImageUnpacksOnceAndChecksTheId) {
+  EXPECT_TRUE(runtime_->HasImage(image_id_));
+  EXPECT_TRUE(runtime_->LoadImage(archive_, image_id_).ok());  // already there: at once
+  std::string other = image_id_;
+  other[0] = other[0] == '0' ? '1' : '0';
+  EXPECT_FALSE(runtime_->HasImage(other));
+  EXPECT_EQ(runtime_->LoadImage(archive_, other).code(), Code::kDataLoss);
+  EXPECT_FALSE(runtime_->HasImage(other));
+  EXPECT_EQ(runtime_->LoadImage(work_dir_ + "/missing.tar", image_id_).code(), Code::kNotFound);
+  EXPECT_EQ(runtime_->LoadImage(archive_, "../" + image_id_).code(), Code::kInvalidArgument);
+  EXPECT_FALSE(runtime_->HasImage("--help"));
+
+  // A fresh runtime, three concurrent loads of one image: all succeed.
+  std::unique_ptr<ContainerRuntime> fresh = NewRuncRuntime(Options("-fresh"));
+  Status results[3];
+  std::vector<std::thread> threads;
+  for (Status& r : results) threads.emplace_back([&] { r = fresh->LoadImage(archive_, image_id_); });
+  for (auto& t : threads) t.join();
+  for (const Status& r : results) EXPECT_TRUE(r.ok()) << r.ToString();
+  EXPECT_TRUE(fresh->HasImage(image_id_));
+}
+
+TEST_F(RuncRuntimeTest, StreamsExitCodeArgsAndOutput) {
+  bool started = false;
+  RunSpec spec = Spec({"echo", "--rm", "a b", "$(id)"});
+  Outcome o = MustRun(runtime_, spec, seconds(30), [&] { started = true; });
+  EXPECT_TRUE(started);
+  EXPECT_EQ(o.exit.exit_code, 3);
+  EXPECT_EQ(o.out, "[--rm][a b][$(id)]\n");
+  EXPECT_EQ(o.err, "to-stderr\n");
+  EXPECT_FALSE(o.exit.timed_out || o.exit.killed || o.exit.oom);
+  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
+  EXPECT_FALSE(PathExists(work_dir_ + "/bundles/containers/" + spec.container_name)) << "bundle left behind";
+
+  RunSpec with_command = Spec({"x"});
+  with_command.command = {"/probe", "echo", "from command"};
+  o = MustRun(runtime_, with_command);
+  EXPECT_EQ(o.out, "[from command][x]\n");
+}
+
+TEST_F(RuncRuntimeTest, SandboxBasics) {
+  RunSpec spec = Spec({});
+  spec.env = {{"IG_VALUE", "x y;z"}};
+  Outcome o = MustRun(runtime_, spec);
+  ASSERT_EQ(o.exit.exit_code, 0) << o.out << o.err << o.exit.error;
+  auto r = Report(o.out);
+  EXPECT_EQ(r["root.readonly"], "yes");
+  EXPECT_EQ(r["root.create"], "EROFS");
+  EXPECT_EQ(r["tmp.create"], "ok");
+  EXPECT_EQ(r["tmp.bytes"], std::to_string(64 << 20));
+  EXPECT_EQ(r["out.create"], "ok");
+  EXPECT_EQ(r["in.create"], "EROFS");
+  EXPECT_EQ(r["net.interfaces"], "lo,");
+  EXPECT_EQ(r["net.connect_external"], "ENETUNREACH");
+  EXPECT_EQ(r["status.CapEff"], "0000000000000000");
+  EXPECT_EQ(r["status.CapBnd"], "0000000000000000");
+  EXPECT_EQ(r["status.NoNewPrivs"], "1");
+  EXPECT_EQ(r["status.Seccomp"], "2");
+  EXPECT_EQ(r["id.uid"], "0");
+  EXPECT_EQ(r["pid"], "1");
+  EXPECT_EQ(r["rlimit.NOFILE"], "1024:1024");
+  EXPECT_EQ(r["env.IG_VALUE"], "x y;z");
+  EXPECT_NE(r["proc_kcore.read"], "data");  // masked (or absent from this kernel)
+  EXPECT_NE(r["proc_keys.read"], "data");
+  EXPECT_EQ(r["sys.kexec_load"], "EPERM");
+  EXPECT_EQ(r["sys.unknown"], "ENOSYS");
+  EXPECT_TRUE(ReadFile(out_dir_ + "/probe").ok()) << "the job's output reaches the host";
+}
+
+TEST_F(RuncRuntimeTest, RlimitsCapMemoryAndFiles) {
+  RuncRuntimeOptions options = Options();
+  options.enforcement = DecideEnforcement({"v1", {}});  // rlimits only
+  std::unique_ptr<ContainerRuntime> rlimited = NewRuncRuntime(options);
+  Outcome o = MustRun(rlimited.get(), Spec({"membomb"}));
+  EXPECT_EQ(o.exit.exit_code, 1) << o.out << o.err << o.exit.error;
+  EXPECT_NE(o.out.find("malloc failed"), std::string::npos) << o.out;
+  o = MustRun(rlimited.get(), Spec({}));
+  auto r = Report(o.out);
+  EXPECT_EQ(r["rlimit.DATA"], std::to_string(256 << 20) + ":" + std::to_string(256 << 20));
+  EXPECT_EQ(r["rlimit.FSIZE"], std::to_string(16 << 20) + ":" + std::to_string(16 << 20));
+  // Its own user namespace: RLIMIT_NPROC counts only the container's tasks.
+  EXPECT_EQ(r["rlimit.NPROC"], "40:40");
+  if (::geteuid() != 0) {
+    // Root is exempt from RLIMIT_NPROC (the kernel skips INIT_USER).
+    EXPECT_LE(std::stoi(r["forks"]), 40) << o.out;
+    EXPECT_GE(std::stoi(r["forks"]), 35) << o.out;
+  }
+}
+
+TEST_F(RuncRuntimeTest, MemoryBombFailsUnderTheHostsEnforcement) {
+  Outcome o = MustRun(runtime_, Spec({"membomb"}));
+  EXPECT_NE(o.exit.exit_code, 0) << o.out;
+  EXPECT_EQ(o.out.find("allocated 1 GiB"), std::string::npos) << o.out;
+  if (runtime_->Enforcement().memory() == "cgroup") {
+    EXPECT_TRUE(o.exit.oom);
+  }
+}
+
+TEST_F(RuncRuntimeTest, TimeoutKillsTheContainer) {
+  RunSpec spec = Spec({"sleep", "60"});
+  Outcome o = MustRun(runtime_, spec, milliseconds(1500));
+  EXPECT_TRUE(o.exit.timed_out);
+  EXPECT_FALSE(o.exit.killed);
+  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
+  EXPECT_LT(o.took, seconds(15));
+  Result<std::vector<std::string>> left = runtime_->ListContainers();
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_FALSE(Listed(*left, spec.container_name));
+}
+
+TEST_F(RuncRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {
+  const RunSpec spec = Spec({"sleep", "60"});
+  Outcome o;
+  std::thread runner([&] { o = MustRun(runtime_, spec, seconds(60)); });
+  bool listed = false;
+  for (auto until = std::chrono::steady_clock::now() + seconds(20);
+       !listed && std::chrono::steady_clock::now() < until;) {
+    Result<std::vector<std::string>> names = runtime_->ListContainers();
+    ASSERT_TRUE(names.ok()) << names.status().ToString();
+    listed = Listed(*names, spec.container_name);
+  }
+  EXPECT_TRUE(listed);
+  const auto kill_at = std::chrono::steady_clock::now();
+  EXPECT_TRUE(runtime_->Kill(spec.container_name).ok());
+  runner.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - kill_at, seconds(10));
+  EXPECT_TRUE(o.exit.killed);
+  EXPECT_FALSE(o.exit.timed_out);
+  EXPECT_FALSE(o.exit.oom);
+  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
+  EXPECT_TRUE(runtime_->Kill(spec.container_name).ok());  // already gone is fine
+  Result<std::vector<std::string>> left = runtime_->ListContainers();
+  ASSERT_TRUE(left.ok());
+  EXPECT_FALSE(Listed(*left, spec.container_name));
+}
+
+TEST_F(RuncRuntimeTest, KillBeforeTheContainerExistsStillStopsIt) {
+  const RunSpec spec = Spec({"sleep", "60"});
+  Outcome o = MustRun(runtime_, spec, seconds(60), [&] { EXPECT_TRUE(runtime_->Kill(spec.container_name).ok()); });
+  EXPECT_TRUE(o.exit.killed);
+  EXPECT_LT(o.took, seconds(15));
+}
+
+TEST_F(RuncRuntimeTest, RuncFailureIsAPlatformError) {
+  RunSpec spec = Spec({"exit", "0"});
+  spec.mounts.push_back({work_dir_ + "/does-not-exist", "/missing", true});
+  Outcome o = MustRun(runtime_, spec);
+  EXPECT_FALSE(o.exit.error.empty()) << "exit " << o.exit.exit_code;
+  EXPECT_NE(o.exit.error.find("does-not-exist"), std::string::npos) << o.exit.error;
+  EXPECT_FALSE(o.exit.oom);
+}
+
+TEST_F(RuncRuntimeTest, RefusesWhatOnlyPodmanCanRun) {
+  RunSpec spec = Spec({});
+  spec.runtime = "runsc";
+  EXPECT_EQ(runtime_->Run(spec, {}, seconds(5), {}).status().code(), Code::kFailedPrecondition);
+  spec = Spec({});
+  spec.gpu_uuids = {"GPU-0"};
+  EXPECT_EQ(runtime_->Run(spec, {}, seconds(5), {}).status().code(), Code::kFailedPrecondition);
+  spec = Spec({});
+  spec.image_id = std::string(64, 'f');
+  EXPECT_EQ(runtime_->Run(spec, {}, seconds(5), {}).status().code(), Code::kFailedPrecondition);
+  spec = Spec({});
+  spec.container_name = "-bad";
+  EXPECT_EQ(runtime_->Run(spec, {}, seconds(5), {}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(runtime_->Runtimes(), (std::vector<std::string>{"runc"}));
+
+  RuncRuntimeOptions no_runc = Options("-none");
+  no_runc.runc_binary = "/nonexistent/runc";
+  std::unique_ptr<ContainerRuntime> broken = NewRuncRuntime(no_runc);
+  EXPECT_TRUE(broken->Runtimes().empty());
+  Status s = broken->Run(Spec({}), {}, seconds(5), {}).status();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("not installed"), std::string::npos) << s.ToString();
+}
+
+// Probe report keys whose values legitimately differ between the runtimes.
+const std::map<std::string, std::string> kAllowedDifferences = {
+    {"env.HOSTNAME", "podman names the host after the container id, runc after the container name"},
+    {"rlimit.NPROC", "podman adds the agent uid's tasks (shared user namespace); runc's container has its own"},
+    {"forks", "follows rlimit.NPROC when not root"},
+    {"id.groups", "rootless runc keeps the agent's supplementary groups (setgroups is denied with one mapped gid)"},
+    {"sys.setuid_1", "both refuse: runc maps only uid 0 (EINVAL), podman maps more ids but grants no CAP_SETUID (EPERM)"},
+};
+
+// Runs the probe under both runtimes and compares every line.
+void ExpectSameSandbox(ContainerRuntime* runc, ContainerRuntime* podman, const RunSpec& runc_spec,
+                       RunSpec podman_spec) {
+  Outcome a = MustRun(runc, runc_spec);
+  Outcome b = MustRun(podman, podman_spec);
+  ASSERT_EQ(a.exit.exit_code, 0) << a.out << a.err << a.exit.error;
+  ASSERT_EQ(b.exit.exit_code, 0) << b.out << b.err << b.exit.error;
+  auto ra = Report(a.out), rb = Report(b.out);
+  ASSERT_GT(ra.size(), 40u) << a.out;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : ra) keys.insert(k);
+  for (const auto& [k, v] : rb) keys.insert(k);
+  for (const std::string& k : keys) {
+    const std::string va = ra.count(k) ? ra[k] : "<absent>", vb = rb.count(k) ? rb[k] : "<absent>";
+    if (kAllowedDifferences.count(k)) {
+      std::cout << "  may differ: " << k << ": runc=" << va << " podman=" << vb << "\n";
+      continue;
+    }
+    EXPECT_EQ(va, vb) << k << " differs (runc vs podman)";
+  }
+}
+
+TEST_F(RuncRuntimeTest, SameSandboxAsPodman) {
+  Result<CommandOutput> version = RunCommand({"podman", "--version"}, seconds(30));
+  if (!version.ok() || version->exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  std::unique_ptr<ContainerRuntime> podman = NewPodmanRuntime();
+  Status load = podman->LoadImage(archive_, image_id_);
+  ASSERT_TRUE(load.ok()) << load.ToString();
+  ASSERT_EQ(podman->Enforcement().SerializeAsString(), runtime_->Enforcement().SerializeAsString())
+      << "both runtimes must enforce the same way for the comparison to mean anything";
+  RunSpec spec = Spec({});
+  spec.env = {{"IG_VALUE", "v"}};
+  ExpectSameSandbox(runtime_, podman.get(), spec, spec);
+  (void)RunCommand({"podman", "rmi", "-f", image_id_}, seconds(60));
+}
+
+
+// The whole suite again as an unprivileged user with subordinate ids (how the
+// agent runs): rootless runc and rootless podman. Root starts it; the child
+// run is this binary under setpriv.
+TEST_F(RuncRuntimeTest, RootlessRunOfThisSuite) {
+  if (std::getenv(kAsUserEnv) != nullptr) GTEST_SKIP() << "this is the rootless run";
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: this whole run is the rootless one";
+  if (::getpwnam(kTestUser) == nullptr) {
+    Result<CommandOutput> add = RunCommand({"useradd", "-m", "-s", "/usr/sbin/nologin", kTestUser}, seconds(30));
+    ASSERT_TRUE(add.ok() && add->exit_code == 0) << "useradd " << kTestUser;
+  }
+  for (const char* file : {"/etc/subuid", "/etc/subgid"}) {
+    Result<std::string> content = ReadFile(file);
+    if (!content.ok() || content->find(std::string(kTestUser) + ":") == std::string::npos) {
+      std::ofstream(file, std::ios::app) << kTestUser << ":500000:65536\n";
+    }
+  }
+  const struct passwd* pw = ::getpwnam(kTestUser);
+  ASSERT_NE(pw, nullptr);
+  const std::string uid = std::to_string(pw->pw_uid), gid = std::to_string(pw->pw_gid);
+  const std::string xdg = "/tmp/igtest-xdg-" + uid;
+  ASSERT_TRUE(MakeDirs(xdg, 0700).ok());
+  ASSERT_EQ(::chown(xdg.c_str(), pw->pw_uid, pw->pw_gid), 0);
+  Result<CommandOutput> child = RunCommand(
+      {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env", "HOME=" + std::string(pw->pw_dir),
+       "XDG_RUNTIME_DIR=" + xdg, "PATH=/usr/local/bin:/usr/bin:/bin", std::string(kAsUserEnv) + "=1",
+       std::filesystem::read_symlink("/proc/self/exe").string(), "--gtest_filter=RuncRuntimeTest.*"},
+      std::chrono::minutes(5));
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  const std::string output = child->stdout_text + child->stderr_text;
+  EXPECT_EQ(child->exit_code, 0) << output;
+  // Only this test may skip there; anything else skipped is a tool that failed.
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("[  SKIPPED ] RuncRuntimeTest.") != std::string::npos &&
+        line.find("RootlessRunOfThisSuite") == std::string::npos) {
+      ADD_FAILURE() << "skipped in the rootless run: " << line << "\n" << output;
+    }
+    if (line.find("may differ") != std::string::npos) std::cout << "rootless" << line << "\n";
+  }
+  EXPECT_NE(output.find("[  PASSED  ]"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace idlegrid::runtime
