@@ -8,7 +8,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 "$repo/scripts/install-deps.sh"
-"$repo/scripts/build.sh"
+"$repo/scripts/build.sh" idlegrid  # only what the demo runs: the first result comes before the test build
 
 data="$repo/idlegrid-data"
 bin="$repo/build/idlegrid"

@@ -9,7 +9,7 @@ packages=(
   libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   podman runc runsc uidmap slirp4netns fuse-overlayfs catatonit conmon
   containernetworking-plugins golang-github-containers-common
-  iproute2 iptables curl ca-certificates passwd util-linux
+  iproute2 iptables curl ca-certificates passwd util-linux python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -69,4 +69,27 @@ double AllocatableCpu(double offered, double reserved, double held) {
 
 uint64_t AllocatableMemory(uint64_t offered, uint64_t held) { return FlooredSub(offered, held); }
 
+Status CheckFits(double allocatable_cpu, uint64_t allocatable_memory, const std::vector<v1::GpuDevice>& devices,
+                 const FitRequest& request) {
+  // Cores are fractional (250m): compare with a tolerance for the sums.
+  constexpr double kEpsilon = 1e-6;
+  if (request.cpu > allocatable_cpu + kEpsilon) {
+    return Status::FailedPrecondition("needs " + std::to_string(request.cpu) + " cores, " +
+                                     std::to_string(allocatable_cpu) + " free on this node");
+  }
+  if (request.memory_bytes > allocatable_memory) {
+    return Status::FailedPrecondition("needs " + std::to_string(request.memory_bytes) + " bytes of memory, " +
+                                     std::to_string(allocatable_memory) + " free on this node");
+  }
+  for (const auto& uuid : request.device_uuids) {
+    for (const auto& d : devices) {
+      if (d.uuid() == uuid && request.gpu_memory_bytes > d.allocatable_memory_bytes()) {
+        return Status::FailedPrecondition("GPU " + uuid + ": needs " + std::to_string(request.gpu_memory_bytes) +
+                                         " bytes, " + std::to_string(d.allocatable_memory_bytes()) + " free");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace idlegrid::advert

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 
 namespace idlegrid::advert {
@@ -42,5 +43,22 @@ double AllocatableCpu(double offered, double reserved, double held);
 
 // offered - held, floored at 0.
 uint64_t AllocatableMemory(uint64_t offered, uint64_t held);
+
+// What a new assignment asks of a node, checked by the agent against its own
+// accounting before it acknowledges: the coordinator's view may lag (an
+// attempt it ended may still be tearing down here), and a node must never run
+// more than it advertises.
+struct FitRequest {
+  double cpu = 0;
+  uint64_t memory_bytes = 0;
+  std::vector<std::string> device_uuids;
+  uint64_t gpu_memory_bytes = 0;  // per device
+};
+// Ok if `request` fits in `allocatable_cpu`, `allocatable_memory` and, for
+// each named device listed in `devices` (output of ComputeAllocatable), its
+// allocatable memory; devices not listed are not judged here. Otherwise
+// FailedPrecondition naming what is short, by how much.
+Status CheckFits(double allocatable_cpu, uint64_t allocatable_memory, const std::vector<v1::GpuDevice>& devices,
+                 const FitRequest& request);
 
 }  // namespace idlegrid::advert

@@ -29,6 +29,8 @@ namespace {
 
 constexpr char kVersion[] = "idlegrid-agent/0.1.0";
 constexpr char kTargetName[] = "idlegrid-coordinator";
+// On shutdown, killed attempts get this long to be reported handed back.
+constexpr int64_t kStopReportMs = 3000;
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -134,11 +136,28 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   return BuildAdvertisement(in);
 }
 
-std::unique_ptr<grpc::ClientContext> Agent::Context(int deadline_ms) const {
-  auto ctx = std::make_unique<grpc::ClientContext>();
+Agent::ContextPtr Agent::Context(int deadline_ms) {
+  ContextPtr ctx(new grpc::ClientContext, ContextRelease{this});
   ctx->AddMetadata("authorization", "Bearer " + token_);
-  if (deadline_ms > 0) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  auto deadline = std::chrono::system_clock::time_point::max();
+  if (deadline_ms > 0) deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms);
+  // While shutting down, nothing may outlive the grace period.
+  int64_t cap_ms = shutdown_deadline_ms_.load();
+  if (cap_ms > 0) {
+    deadline = std::min(deadline, std::chrono::system_clock::time_point(std::chrono::milliseconds(cap_ms)));
+  }
+  if (deadline != std::chrono::system_clock::time_point::max()) ctx->set_deadline(deadline);
+  std::lock_guard<std::mutex> lock(rpc_mu_);
+  in_flight_.insert(ctx.get());
   return ctx;
+}
+
+void Agent::ContextRelease::operator()(grpc::ClientContext* ctx) const {
+  {
+    std::lock_guard<std::mutex> lock(agent->rpc_mu_);
+    agent->in_flight_.erase(ctx);
+  }
+  delete ctx;
 }
 
 Status Agent::Enroll() {
@@ -162,10 +181,19 @@ Status Agent::Enroll() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // Bounded reconnect backoff: a restarted coordinator must hear from every
+  // agent within about a second of serving again, well inside its timeout.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
   stub_ = v1::AgentService::NewStub(channel_);
+  // A connection of its own for heartbeats (a local subchannel pool keeps
+  // gRPC from sharing the one above).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetString("idlegrid.connection", "heartbeat");
+  heartbeat_channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
+  heartbeat_stub_ = v1::AgentService::NewStub(heartbeat_channel_);
 
   // The node's identity is its Ed25519 key; the node id derives from it.
   IG_ASSIGN_OR_RETURN(advert::NodeKey key, advert::NodeKey::LoadOrCreate(dir));
@@ -208,13 +236,21 @@ int Agent::Run() {
     auto ctx = Context(10000);
     ctx->set_wait_for_ready(true);
     grpc::Status s = stub_->AppendLogs(ctx.get(), req, &resp);
-    // Only a transport failure is worth a retry; a refusal will not change.
-    return s.ok() || (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-                      s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+    // Only a transport failure is worth a retry; a refusal will not change,
+    // and a shutting-down agent does not wait for a coordinator that is gone.
+    return s.ok() || stopping_ ||
+           (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+            s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
   });
-  std::thread heartbeats([this] { HeartbeatLoop(); });
+  {
+    std::lock_guard<std::mutex> lock(hb_mu_);
+    hb_.info = Describe();
+  }
+  std::thread heartbeats([this] { HeartbeatSendLoop(); });
+  std::thread maintenance([this] { MaintenanceLoop(); });
   ConnectLoop();
   heartbeats.join();
+  maintenance.join();
   std::vector<std::thread> runners;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -227,37 +263,43 @@ int Agent::Run() {
 }
 
 void Agent::Shutdown() {
+  if (shutdown_deadline_ms_.load() == 0) shutdown_deadline_ms_ = SystemClock::Get()->NowMs() + kStopReportMs;
   stopping_ = true;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (connect_ctx_) connect_ctx_->TryCancel();
-  for (const auto& [id, t] : attempts_) {
-    cancelled_.insert(id);
-    (void)runtime_->Kill(ContainerName(id));
-  }
-  cv_.notify_all();
-}
-
-void Agent::RemoveOrphans() {
-  // Containers of this node that no runner owns were left by a previous run
-  // (a crash, kill -9): their attempts can no longer be reported on, so stop
-  // them. The coordinator fails those attempts once heartbeats stop listing
-  // them. A `podman run` orphaned mid-start may create its container after
-  // the first sweep, hence the periodic ones.
-  auto containers = runtime_->ListContainers();
-  if (!containers.ok()) return;
-  const std::string prefix = ContainerName("");
-  for (const auto& name : *containers) {
-    if (name.rfind(prefix, 0) != 0) continue;  // another agent's
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (attempts_.count(name.substr(prefix.size()))) continue;
+  std::vector<std::string> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (connect_ctx_) connect_ctx_->TryCancel();
+    for (const auto& [id, t] : attempts_) {
+      cancelled_.insert(id);
+      running.push_back(id);
     }
-    spdlog::warn("removing container {} left by a previous run", name);
-    (void)runtime_->Kill(name);
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(hb_mu_);
+    hb_cv_.notify_all();
+  }
+  // Transfers and reports in flight serve attempts that are being killed:
+  // cancel them rather than wait for a coordinator that may be gone. What
+  // comes after (the STOPPED reports) is bounded by the shutdown deadline.
+  {
+    std::lock_guard<std::mutex> lock(rpc_mu_);
+    for (auto* ctx : in_flight_) ctx->TryCancel();
+  }
+  for (const auto& id : running) {
+    Status st = runtime_->Kill(ContainerName(id));
+    if (!st.ok()) spdlog::warn("kill {}: {}", id, st.message());
   }
 }
 
 void Agent::GracefulShutdown(std::chrono::seconds grace) {
+  const int64_t start_ms = SystemClock::Get()->NowMs();
+  // Everything, reports to an unreachable coordinator included, ends within
+  // the grace period: running work gets what is left after a reserve for
+  // killing containers and reporting them handed back.
+  const int64_t grace_ms = std::max<int64_t>(grace.count() * 1000, 1000);
+  const int64_t reserve_ms = std::min<int64_t>(grace_ms / 2, kStopReportMs);
+  shutdown_deadline_ms_ = start_ms + grace_ms;
   draining_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -271,59 +313,10 @@ void Agent::GracefulShutdown(std::chrono::seconds grace) {
   }());
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, grace, [&] { return stopping_.load() || attempts_.size() == finished_.size(); });
+    cv_.wait_for(lock, std::chrono::milliseconds(grace_ms - reserve_ms),
+                 [&] { return stopping_.load() || attempts_.size() == finished_.size(); });
   }
   Shutdown();
-}
-
-void Agent::HeartbeatLoop() {
-  int interval_ms = 5000;
-  int64_t last_sweep_ms = SystemClock::Get()->NowMs();
-  while (!stopping_) {
-    if (SystemClock::Get()->NowMs() - last_sweep_ms > 30000) {
-      RemoveOrphans();
-      last_sweep_ms = SystemClock::Get()->NowMs();
-    }
-    v1::HeartbeatRequest req;
-    *req.mutable_info() = Describe();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [id, t] : attempts_) req.add_running_attempts(id);
-      readvertise_ = false;
-    }
-    bool policy_changed = ReloadPolicy();
-    auto ad = CurrentAdvertisement();
-    if (ad.ok()) {
-      auto signed_ad = advertiser_->Next(*ad, SystemClock::Get()->NowMs(), policy_changed);
-      if (signed_ad) *req.mutable_advertisement() = *signed_ad;
-    }
-    v1::HeartbeatResponse resp;
-    auto ctx = Context(5000);
-    grpc::Status s = stub_->Heartbeat(ctx.get(), req, &resp);
-    if (s.ok() && resp.interval_ms() > 0) interval_ms = static_cast<int>(resp.interval_ms());
-    for (const auto& stale : resp.stop_attempts()) {
-      v1::CancelAttempt cancel;
-      cancel.set_attempt_id(stale);
-      cancel.set_reason("the coordinator ended this attempt while this node was cut off");
-      HandleCancel(cancel);
-    }
-    if (!s.ok()) {
-      spdlog::warn("heartbeat failed: {}", s.error_message());
-      if (req.has_advertisement()) advertiser_->Reset();  // send it again next time
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return stopping_.load() || readvertise_; });
-    // Reap runners that finished.
-    for (const auto& id : finished_) {
-      auto it = attempts_.find(id);
-      if (it != attempts_.end()) {
-        it->second.join();
-        attempts_.erase(it);
-        epochs_.erase(id);
-      }
-    }
-    finished_.clear();
-  }
 }
 
 void Agent::ConnectLoop() {
@@ -363,13 +356,17 @@ void Agent::ConnectLoop() {
     spdlog::warn("command stream ended ({}); reconnecting in {} ms", s.error_message(), backoff_ms);
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
-    backoff_ms = std::min(backoff_ms * 2, 5000);
+    backoff_ms = std::min(backoff_ms * 2, 1000);
   }
 }
 
 void Agent::HandleAssignment(const v1::Assignment& a) {
   std::lock_guard<std::mutex> lock(mu_);
   if (attempts_.count(a.attempt_id()) || stopping_) return;  // a re-sent assignment we already run
+  {
+    std::lock_guard<std::mutex> hb(hb_mu_);
+    hb_.running.insert(a.attempt_id());
+  }
   epochs_[a.attempt_id()] = a.lease_epoch();
   attempts_[a.attempt_id()] = std::thread([this, a] {
     RunAttempt(a);
@@ -380,13 +377,14 @@ void Agent::HandleAssignment(const v1::Assignment& a) {
 }
 
 void Agent::HandleCancel(const v1::CancelAttempt& c) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_.insert(c.attempt_id());
-  }
+  // Marked at once (a runner checks before it starts the container); the
+  // podman kill itself runs on the maintenance loop, never on the thread
+  // that reads commands or sends heartbeats.
   spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
-  Status st = runtime_->Kill(ContainerName(c.attempt_id()));
-  if (!st.ok()) spdlog::warn("kill {}: {}", c.attempt_id(), st.message());
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_.insert(c.attempt_id());
+  stop_requests_.push_back(c.attempt_id());
+  cv_.notify_all();
 }
 
 bool Agent::IsCancelled(const std::string& attempt_id) {
@@ -410,8 +408,10 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
     ctx->set_wait_for_ready(true);
     Status st = FromGrpc(stub_->ReportAttempt(ctx.get(), req, &resp));
     if (st.code() != Code::kUnavailable) return st;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-    backoff_ms = std::min(backoff_ms * 2, 5000);
+    if (stopping_) return st;  // shutting down: the coordinator fails it once heartbeats stop
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
+    backoff_ms = std::min(backoff_ms * 2, 2000);
   }
   return Status::Unavailable("coordinator unreachable; report of attempt " + req.attempt_id() + " not delivered");
 }

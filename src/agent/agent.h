@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -57,7 +58,13 @@ class Agent {
 
  private:
   Status Enroll();
-  void HeartbeatLoop();
+  // heartbeat_loop.cc: the sender sends a precomputed state on its own
+  // channel and thread and never waits on podman, the disk or a runner; the
+  // maintenance loop does the slow work (advertisement, policy, stop
+  // requests, orphan sweep, reaping runners) and hands results over.
+  void HeartbeatSendLoop();
+  void MaintenanceLoop();
+  void ReapFinishedRunners();
   void ConnectLoop();
   void HandleAssignment(const v1::Assignment& a);
   void HandleCancel(const v1::CancelAttempt& c);
@@ -66,7 +73,17 @@ class Agent {
   Result<std::string> EnsureImage(const v1::Assignment& a);
   Status Download(const std::string& digest, const std::string& path);
   Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);
-  std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
+  // Every RPC's context is registered so that a shutdown can cancel the
+  // ones in flight (a coordinator that is down must not hold the agent).
+  struct ContextRelease {
+    Agent* agent;
+    void operator()(grpc::ClientContext* ctx) const;
+  };
+  using ContextPtr = std::unique_ptr<grpc::ClientContext, ContextRelease>;
+  ContextPtr Context(int deadline_ms = 30000);
+  // Free capacity check for a new assignment; on success its hold is
+  // recorded at once (so two assignments cannot both take the last core).
+  Status ReserveCapacity(const v1::Assignment& a);
   bool IsCancelled(const std::string& attempt_id);
   // "idlegrid-<node>-<attempt>": several agents may share one podman storage.
   std::string ContainerName(const std::string& attempt_id) const { return "idlegrid-" + node_id_ + "-" + attempt_id; }
@@ -87,6 +104,10 @@ class Agent {
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
+  // Heartbeats travel on a connection of their own: never queued behind an
+  // upload or a burst of reports.
+  std::shared_ptr<grpc::Channel> heartbeat_channel_;
+  std::unique_ptr<v1::AgentService::Stub> heartbeat_stub_;
   std::string node_id_;
   std::string token_;
   std::unique_ptr<LogShipper> logs_;
@@ -103,7 +124,27 @@ class Agent {
   bool readvertise_ = false;                     // guarded by mu_
   std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
   std::mutex image_mu_;                          // one image download/load at a time
+  std::map<std::string, int64_t> image_checked_ms_;  // image id -> when the runtime last had it; guarded by image_mu_
   std::atomic<bool> stopping_{false};
+  // While shutting down, no RPC outlives this (ms since the epoch; 0: none).
+  std::atomic<int64_t> shutdown_deadline_ms_{0};
+  std::mutex rpc_mu_;
+  std::set<grpc::ClientContext*> in_flight_;     // guarded by rpc_mu_
+
+  // What the heartbeat sender sends; written by the maintenance loop.
+  struct HeartbeatState {
+    v1::NodeInfo info;
+    std::optional<v1::SignedAdvertisement> pending_ad;  // until the coordinator took it
+    uint64_t ad_generation = 0;                         // bumped for each new pending_ad
+    std::set<std::string> running;                      // attempts with a runner
+    int interval_ms = 5000;
+    bool ad_refused = false;  // the coordinator refused pending_ad: sign anew
+  };
+  std::mutex hb_mu_;
+  std::condition_variable hb_cv_;
+  HeartbeatState hb_;                                  // guarded by hb_mu_
+  std::vector<std::string> stop_requests_;             // containers to kill (cancels, stale attempts); guarded by mu_
+  std::vector<v1::GpuDevice> last_devices_;            // from the last advertisement; guarded by mu_
   std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_
 };

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/checkpoint_sync.h"
 #include "agent/log_shipper.h"
+#include "common/clock.h"
 #include "common/digest.h"
 #include "common/fs.h"
 #include "image/oci_archive.h"
@@ -21,6 +22,8 @@ namespace {
 
 // Outputs are collected one artifact per file; a job may not flood the coordinator.
 constexpr size_t kMaxOutputFiles = 10000;
+// How long a runtime's "this image is present" is trusted without asking again.
+constexpr int64_t kImageRecheckMs = 30'000;
 
 v1::ReportAttemptRequest Event(const std::string& attempt_id, v1::AttemptEvent event) {
   v1::ReportAttemptRequest r;
@@ -31,14 +34,49 @@ v1::ReportAttemptRequest Event(const std::string& attempt_id, v1::AttemptEvent e
 
 }  // namespace
 
+Status Agent::ReserveCapacity(const v1::Assignment& a) {
+  const v1::Resources& res = a.spec().resources();
+  const v1::NodeInfo info = Describe();
+  std::lock_guard<std::mutex> lock(mu_);
+  double cpu_held = 0;
+  uint64_t memory_held = 0;
+  std::vector<advert::DeviceHold> device_holds;
+  // Every hold counts until its runner has seen its container gone, killed
+  // and tearing-down ones included.
+  for (const auto& [other, h] : holds_) {
+    cpu_held += h.cpu;
+    memory_held += h.memory;
+    for (const auto& d : h.devices) device_holds.push_back({d, h.gpu_memory});
+  }
+  advert::FitRequest request{res.cpu(), res.memory_bytes(), {a.device_uuids().begin(), a.device_uuids().end()},
+                             res.gpu_memory_bytes()};
+  IG_RETURN_IF_ERROR(advert::CheckFits(
+      advert::AllocatableCpu(info.cpu_cores(), owner_.policy.reserved_cpu(), cpu_held),
+      advert::AllocatableMemory(info.memory_bytes(), memory_held),
+      advert::ComputeAllocatable(last_devices_, owner_.policy, device_holds), request));
+  holds_[a.attempt_id()] = {request.device_uuids, res.gpu_memory_bytes(), res.cpu(), res.memory_bytes()};
+  readvertise_ = true;  // what it holds shows in the next advertisement, sent at once
+  cv_.notify_all();
+  return Status::Ok();
+}
+
 Result<std::string> Agent::EnsureImage(const v1::Assignment& a) {
   std::string manifest_digest = a.spec().image().substr(a.spec().image().find("sha256:"));
   std::string image_id = DigestHex(a.image_config_digest());
   std::string cache_dir = config_.data_dir + "/images";
   std::string marker = cache_dir + "/" + DigestHex(manifest_digest);
   std::lock_guard<std::mutex> lock(image_mu_);
-  // Cached only if we verified it ourselves before and podman still has it.
-  if (PathExists(marker) && runtime_->HasImage(image_id)) return image_id;
+  // Cached only if we verified it ourselves before and the runtime still has
+  // it. Asking the runtime costs a podman call: a positive answer is trusted
+  // for a while (a sweep starts hundreds of tasks on one image).
+  const int64_t now = SystemClock::Get()->NowMs();
+  auto seen = image_checked_ms_.find(image_id);
+  if (seen != image_checked_ms_.end() && now - seen->second < kImageRecheckMs && PathExists(marker)) return image_id;
+  if (PathExists(marker) && runtime_->HasImage(image_id)) {
+    image_checked_ms_[image_id] = now;
+    return image_id;
+  }
+  image_checked_ms_.erase(image_id);
   IG_RETURN_IF_ERROR(MakeDirs(cache_dir, 0700));
   std::string archive = cache_dir + "/" + DigestHex(a.image_archive_digest()) + ".tar";
   IG_RETURN_IF_ERROR(Download(a.image_archive_digest(), archive).WithContext("image archive"));
@@ -56,6 +94,7 @@ Result<std::string> Agent::EnsureImage(const v1::Assignment& a) {
   std::remove(archive.c_str());
   IG_RETURN_IF_ERROR(st.WithContext("podman load"));
   IG_RETURN_IF_ERROR(WriteFileAtomic(marker, info->config_digest + "\n", 0600));
+  image_checked_ms_[image_id] = SystemClock::Get()->NowMs();
   spdlog::info("image {} verified and loaded as {}", manifest_digest, image_id.substr(0, 12));
   return image_id;
 }
@@ -86,17 +125,24 @@ void Agent::RunAttempt(v1::Assignment a) {
     (void)Report(r);
     return;
   }
-  if (Status st = Report(Event(id, v1::ACCEPTED)); !st.ok()) {
-    spdlog::info("attempt {} dropped: {}", id, st.message());
+  // Never more than this node advertises: the hold is taken before the
+  // acknowledgement, so the coordinator learns at once if there is no room.
+  if (Status room = ReserveCapacity(a); !room.ok()) {
+    spdlog::warn("attempt {} refused, node busy: {}", id, room.message());
+    auto r = Event(id, v1::REJECTED);
+    r.set_failure_reason(v1::NODE_BUSY);
+    r.set_message(room.message());
+    (void)Report(r);
     return;
   }
-  {
-    // What this attempt holds shows in the next advertisement; sent at once.
-    std::lock_guard<std::mutex> lock(mu_);
-    holds_[id] = {{a.device_uuids().begin(), a.device_uuids().end()}, spec.resources().gpu_memory_bytes(),
-                  spec.resources().cpu(), spec.resources().memory_bytes()};
-    readvertise_ = true;
-    cv_.notify_all();
+  if (Status st = Report(Event(id, v1::ACCEPTED)); !st.ok()) {
+    spdlog::info("attempt {} dropped: {}", id, st.message());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      holds_.erase(id);
+    }
+    RequestReadvertise();
+    return;
   }
   struct ReleaseHold {
     Agent* agent;

@@ -82,6 +82,7 @@ void Coordinator::Start() {
       NodeLive& live = nodes_[n.id];
       live.info = n.info;
       live.last_heartbeat_ms = clock_->NowMs();
+      live.last_heard_ms = live.last_heartbeat_ms;
       live.public_key = n.public_key;
       live.last_sequence = n.last_sequence;
       live.ad = n.advertisement;
@@ -141,7 +142,13 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = agent_tokens_.find(hash);
-    if (it != agent_tokens_.end()) return it->second;
+    if (it != agent_tokens_.end()) {
+      // Every authenticated message renews the node's liveness: an agent
+      // visibly reporting is not dead, whatever its heartbeats are doing.
+      auto live = nodes_.find(it->second);
+      if (live != nodes_.end()) HeardFromLocked(live->second, clock_->NowMs());
+      return it->second;
+    }
   }
   IG_ASSIGN_OR_RETURN(auto node, store_->NodeByTokenHash(hash));
   if (!node) return Status::Unauthenticated("unknown agent token; re-register the agent with a join token");
@@ -277,6 +284,17 @@ Result<std::string> Coordinator::Metrics() {
   line("# HELP idlegrid_heartbeats_total Heartbeats received since this coordinator started.");
   line("# TYPE idlegrid_heartbeats_total counter");
   line("idlegrid_heartbeats_total " + std::to_string(heartbeats_received_));
+  line("# HELP idlegrid_node_transitions_total Nodes the failure detector found suspect, and confirmed offline.");
+  line("# TYPE idlegrid_node_transitions_total counter");
+  line("idlegrid_node_transitions_total{to=\"suspect\"} " + std::to_string(nodes_suspected_));
+  line("idlegrid_node_transitions_total{to=\"offline\"} " + std::to_string(nodes_lost_));
+  line("# HELP idlegrid_heartbeat_gap_max_ms Longest time between two heartbeats of a node while online.");
+  line("# TYPE idlegrid_heartbeat_gap_max_ms gauge");
+  for (const auto& [id, live] : nodes_) {
+    if (live.max_heartbeat_gap_ms > 0) {
+      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.max_heartbeat_gap_ms));
+    }
+  }
   return out;
 }
 
@@ -296,10 +314,19 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     auto it = nodes_.find(r.id);
     bool online = it != nodes_.end() && it->second.online;
     *n->mutable_info() = it != nodes_.end() && it->second.info.cpu_cores() ? it->second.info : r.info;
-    // Suspect: a heartbeat is overdue but the node is not yet declared lost.
-    bool overdue = it != nodes_.end() &&
-                   clock_->NowMs() - it->second.last_heartbeat_ms > options_.heartbeat_interval_ms * 3 / 2;
-    n->set_state(!online ? "offline" : overdue ? "suspect" : "online");
+    // late: a heartbeat is overdue; suspect: past its timeout, no new work,
+    // not yet confirmed offline (jobs/liveness.h).
+    const char* state = "offline";
+    if (online) {
+      jobs::LivenessInputs in;
+      in.now_ms = clock_->NowMs();
+      in.last_heard_ms = it->second.last_heard_ms;
+      in.suspect_since_ms = it->second.suspect_since_ms;
+      in.stats = it->second.heartbeat_gaps;
+      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
+      state = verdict.state == jobs::Liveness::kOffline ? "suspect" : jobs::LivenessName(verdict.state);
+    }
+    n->set_state(state);
     n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
     if (it != nodes_.end()) {
       const NodeLive& live = it->second;
@@ -414,6 +441,7 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
     live.peer = peer;
     live.online = true;
     live.last_heartbeat_ms = clock_->NowMs();
+    HeardFromLocked(live, live.last_heartbeat_ms);
   }
   (void)store_->RecordHeartbeat(node_id, info, clock_->NowMs());
   // Re-send assignments the agent may not have received before a disconnect;
@@ -541,8 +569,13 @@ void Coordinator::EnforceDrainDeadlines() {
 
 // --- dispatch -----------------------------------------------------------------
 
-Status Coordinator::SendAssignment(const store::NewAttempt& attempt) {
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(attempt.job_id));
+Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::Job* loaded) {
+  v1::Job fetched;
+  if (loaded == nullptr) {
+    IG_ASSIGN_OR_RETURN(fetched, store_->GetJob(attempt.job_id));
+    loaded = &fetched;
+  }
+  const v1::Job& job = *loaded;
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(ImageDigestOf(job.spec().image())));
   if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
   v1::Command cmd;

@@ -16,6 +16,7 @@
 #include "artifacts/artifact_store.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "jobs/liveness.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -126,6 +127,12 @@ class Coordinator {
     v1::NodeInfo info;
     std::string peer;
     int64_t last_heartbeat_ms = 0;
+    // Any authenticated message from the node (heartbeat, report, logs,
+    // transfer, stream open) is a sign of life: liveness is judged on this.
+    int64_t last_heard_ms = 0;
+    int64_t suspect_since_ms = 0;  // failure detector state (jobs/liveness.h); 0: not suspect
+    jobs::HeartbeatStats heartbeat_gaps;
+    int64_t max_heartbeat_gap_ms = 0;  // while online (metrics)
     bool online = false;
     std::string public_key;
     uint64_t last_sequence = 0;
@@ -197,7 +204,9 @@ class Coordinator {
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
   void CountOutcome(const jobs::AttemptOutcome& outcome);  // for Metrics
-  Status SendAssignment(const store::NewAttempt& attempt);
+  // `job`: the attempt's job as just read (a batch reads each job once);
+  // null: read it here.
+  Status SendAssignment(const store::NewAttempt& attempt, const v1::Job* job = nullptr);
 
   // Constant after construction.
   std::unique_ptr<store::Store> store_;
@@ -220,12 +229,23 @@ class Coordinator {
   int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
   int64_t reliability_refreshed_ms_ = 0;       // loop thread only
   int64_t unconnected_checked_ms_ = 0;         // loop thread only
+  int64_t heartbeats_checked_ms_ = 0;          // loop thread only: the last liveness check
+  jobs::LivenessParams LivenessParamsOf() const {
+    return {options_.heartbeat_interval_ms, options_.heartbeat_margin};
+  }
+  // The node was heard from (any authenticated message). Caller holds mu_.
+  void HeardFromLocked(NodeLive& live, int64_t now) {
+    live.last_heard_ms = std::max(live.last_heard_ms, now);
+    live.suspect_since_ms = 0;
+  }
   int conflict_replans_ = 0;                   // loop thread only
   static constexpr int kMaxConflictReplans = 3;
   int64_t started_ms_ = 0;                     // set by Start
   uint64_t attempts_succeeded_ = 0;            // guarded by mu_
   std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
   uint64_t heartbeats_received_ = 0;           // guarded by mu_
+  uint64_t nodes_suspected_ = 0;               // guarded by mu_
+  uint64_t nodes_lost_ = 0;                    // guarded by mu_
   std::mutex active_cache_mu_;
   std::shared_ptr<const RunningIndex> running_cache_;  // guarded by active_cache_mu_
   bool refreshing_running_ = false;                    // guarded by active_cache_mu_

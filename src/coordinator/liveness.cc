@@ -27,8 +27,11 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
       double interval = options_.heartbeat_interval_ms;
       double late = std::clamp((now - live.last_heartbeat_ms - interval) / interval, 0.0, 1.0);
       live.heartbeat_lateness = 0.9 * live.heartbeat_lateness + 0.1 * late;
+      jobs::ObserveHeartbeatGap(live.heartbeat_gaps, static_cast<double>(now - live.last_heartbeat_ms));
+      live.max_heartbeat_gap_ms = std::max(live.max_heartbeat_gap_ms, now - live.last_heartbeat_ms);
     }
     live.last_heartbeat_ms = now;
+    HeardFromLocked(live, now);
     if (request.info().cpu_cores()) live.info = request.info();
     if (live.session) live.online = true;
   }
@@ -147,7 +150,7 @@ void Coordinator::PersistHeartbeats() {
     if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
     heartbeats_persisted_ms_ = now;
     for (const auto& [id, n] : nodes_) {
-      if (n.online) batch[id] = n.last_heartbeat_ms;
+      if (n.online) batch[id] = std::max(n.last_heartbeat_ms, n.last_heard_ms);
     }
   }
   if (!batch.empty()) (void)store_->RecordHeartbeats(batch);
@@ -205,27 +208,48 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
 
 void Coordinator::CheckHeartbeats() {
   int64_t now = clock_->NowMs();
-  int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
-  std::vector<std::string> lost;
+  // A check that runs late because this process stalled (a loaded host) is
+  // no evidence against the nodes: the liveness rules discount it.
+  int64_t lag = heartbeats_checked_ms_ == 0 ? 0 : now - heartbeats_checked_ms_ - options_.dispatch_period_ms;
+  heartbeats_checked_ms_ = now;
+  std::vector<std::pair<std::string, int64_t>> lost;  // node, silence
+  bool newly_suspect = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, n] : nodes_) {
-      if (now - n.last_heartbeat_ms > timeout && (n.online || n.session)) {
-        n.online = false;
-        if (n.session) n.session->Close();
-        n.session.reset();
-        lost.push_back(id);
+      if (!(n.online || n.session)) continue;
+      jobs::LivenessInputs in;
+      in.now_ms = now;
+      in.last_heard_ms = n.last_heard_ms;
+      in.suspect_since_ms = n.suspect_since_ms;
+      in.stats = n.heartbeat_gaps;
+      in.check_lag_ms = std::max<int64_t>(lag, 0);
+      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
+      if (verdict.state == jobs::Liveness::kSuspect && n.suspect_since_ms == 0) {
+        spdlog::warn("node {} suspect: silent for {} ms (timeout {} ms); no new work until it is heard from", id,
+                     now - n.last_heard_ms, verdict.timeout_ms);
+        newly_suspect = true;
+        ++nodes_suspected_;
       }
+      n.suspect_since_ms = verdict.suspect_since_ms;
+      if (verdict.state != jobs::Liveness::kOffline) continue;
+      n.online = false;
+      n.suspect_since_ms = 0;
+      ++nodes_lost_;
+      if (n.session) n.session->Close();
+      n.session.reset();
+      lost.emplace_back(id, now - n.last_heard_ms);
     }
   }
-  for (const auto& id : lost) {
+  if (newly_suspect) Notify();
+  for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
     {
       std::lock_guard<std::mutex> lock(mu_);
       nodes_[id].readiness_job.clear();
       nodes_[id].gpu_readiness_jobs.clear();
     }
-    spdlog::warn("node {} offline: no heartbeat for {} ms; {} attempt(s) failed as node_lost", id, timeout, failed);
+    spdlog::warn("node {} offline: nothing heard for {} ms; {} attempt(s) failed as node_lost", id, silence, failed);
   }
   // R14: an assignment the agent never acknowledged goes elsewhere, quickly.
   auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/random.h"
 #include "coordinator/coordinator.h"
@@ -36,7 +37,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     const auto& mine = held == by_node.end() ? kNone : held->second;
     sched::NodeView v;
     v.id = id;
-    v.online = n.online && n.session != nullptr;
+    v.online = n.online && n.session != nullptr && n.suspect_since_ms == 0;  // a suspect node gets no new work
     v.cpu_total = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
     v.cpu_free = v.cpu_total;
     v.memory_free = n.info.memory_bytes();
@@ -213,8 +214,20 @@ void Coordinator::DispatchOnce() {
   } else {
     conflict_replans_ = 0;
   }
+  // Each job is read once per batch, not once per attempt (a 500-task
+  // array would otherwise be loaded 500 times: quadratic in the sweep).
+  std::map<std::string, v1::Job> jobs;
   for (const auto& a : *committed) {
-    Status st = SendAssignment(a);
+    auto it = jobs.find(a.job_id);
+    if (it == jobs.end()) {
+      auto job = store_->GetJob(a.job_id);
+      if (!job.ok()) {
+        spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, job.status().message());
+        continue;
+      }
+      it = jobs.emplace(a.job_id, std::move(*job)).first;
+    }
+    Status st = SendAssignment(a, &it->second);
     if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
   }
   Notify();

@@ -19,7 +19,11 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   if (IsNoFault(reason)) {
     out.task_state = v1::QUEUED;
     out.retried = true;
-    out.exclude_node = true;
+    // A busy node is busy now, not unfit: it may take the task once the
+    // work it is tearing down is gone, after a pause that keeps the two
+    // sides from trading the same task back and forth.
+    out.exclude_node = reason != v1::NODE_BUSY;
+    if (reason == v1::NODE_BUSY) out.retry_after_ms = kBusyRetryMs;
     out.task_message = out.message;
     return out;
   }
@@ -85,6 +89,9 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
     case v1::REJECTED:
       if (ctx.attempt_state != v1::ASSIGNED) {
         return Status::FailedPrecondition("REJECTED for an attempt that already started");
+      }
+      if (report.failure_reason() == v1::NODE_BUSY) {
+        return Failure(ctx, v1::NODE_BUSY, "node busy: " + report.message());
       }
       return Failure(ctx, v1::POLICY_REJECTED, "rejected by node: " + report.message());
     case v1::STARTED:

@@ -43,8 +43,11 @@ struct AttemptOutcome {
 
 // Reasons that are not the job's fault and used no run time: they never
 // consume a retry and are left out of the attempts a task has used.
-inline constexpr v1::FailureReason kNoFaultReasons[] = {v1::POLICY_REJECTED, v1::ACK_TIMEOUT, v1::HANDED_BACK};
+inline constexpr v1::FailureReason kNoFaultReasons[] = {v1::POLICY_REJECTED, v1::ACK_TIMEOUT, v1::HANDED_BACK,
+                                                        v1::NODE_BUSY};
 bool IsNoFault(v1::FailureReason reason);
+// A task a busy node refused waits this long before it is placed again.
+inline constexpr int64_t kBusyRetryMs = 500;
 
 // FailedPrecondition for a report that does not fit the current state (e.g. a
 // late EXITED for an attempt that was cancelled): such reports change nothing.

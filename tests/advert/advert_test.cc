@@ -552,3 +552,34 @@ TEST(AllocatableTest, AllocatableMemoryTable) {
 
 }  // namespace
 }  // namespace idlegrid::advert
+
+namespace idlegrid::advert {
+namespace {
+
+TEST(CheckFitsTest, RefusesWhatTheNodeNoLongerHasNamingWhatIsShort) {
+  EXPECT_TRUE(CheckFits(2.0, 4ull << 30, {}, {0.25, 256ull << 20, {}, 0}).ok());
+  // Eight quarter cores fill two cores exactly (sums of fractions must not round against us).
+  EXPECT_TRUE(CheckFits(2.0 - 7 * 0.25, 4ull << 30, {}, {0.25, 0, {}, 0}).ok());
+  Status cpu = CheckFits(0.5, 4ull << 30, {}, {1.0, 0, {}, 0});
+  EXPECT_EQ(cpu.code(), Code::kFailedPrecondition);
+  EXPECT_NE(cpu.message().find("cores"), std::string::npos) << cpu.message();
+  Status mem = CheckFits(4.0, 1ull << 30, {}, {1.0, 2ull << 30, {}, 0});
+  EXPECT_EQ(mem.code(), Code::kFailedPrecondition);
+  EXPECT_NE(mem.message().find("memory"), std::string::npos) << mem.message();
+}
+
+TEST(CheckFitsTest, JudgesNamedDevicesOnTheirAllocatableMemory) {
+  v1::GpuDevice d;
+  d.set_uuid("GPU-a");
+  d.set_memory_total_bytes(24ull << 30);
+  auto devices = ComputeAllocatable({d}, v1::LocalPolicy(), {{"GPU-a", 18ull << 30}});
+  EXPECT_TRUE(CheckFits(8, 8ull << 30, devices, {1, 0, {"GPU-a"}, 4ull << 30}).ok());
+  Status st = CheckFits(8, 8ull << 30, devices, {1, 0, {"GPU-a"}, 8ull << 30});
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("GPU-a"), std::string::npos) << st.message();
+  // A device the caller could not list is left to the later, stricter check.
+  EXPECT_TRUE(CheckFits(8, 8ull << 30, devices, {1, 0, {"GPU-b"}, 8ull << 30}).ok());
+}
+
+}  // namespace
+}  // namespace idlegrid::advert

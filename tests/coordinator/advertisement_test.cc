@@ -603,9 +603,10 @@ TEST_F(AdvertisementTest, ForgedAdvertisementsAreLogged) {
 namespace idlegrid::coordinator {
 namespace {
 
-// Heartbeat states on the coordinator's clock: online, then suspect once a
-// heartbeat is overdue by half an interval (the default interval is 5 s).
-TEST_F(AdvertisementTest, NodeTurnsSuspectWhenAHeartbeatIsOverdue) {
+// Heartbeat states on the coordinator's clock: online, late once a heartbeat
+// is overdue by half an interval, suspect past the timeout (interval × margin,
+// 5 s × 3 by default); confirming it offline is the monitor loop's job.
+TEST_F(AdvertisementTest, NodeTurnsLateThenSuspectWhenHeartbeatsAreOverdue) {
   NodeKey key = NodeKey::Generate();
   ASSERT_NO_FATAL_FAILURE(RegisterNode(key));
   v1::NodeInfo info;
@@ -615,6 +616,8 @@ TEST_F(AdvertisementTest, NodeTurnsSuspectWhenAHeartbeatIsOverdue) {
   clock_.AdvanceMs(5000);
   EXPECT_EQ(Listed(key.node_id())->state(), "online");
   clock_.AdvanceMs(3000);  // 8 s since the last heartbeat: 1.6 intervals
+  EXPECT_EQ(Listed(key.node_id())->state(), "late");
+  clock_.AdvanceMs(8000);  // 16 s: past the 15 s timeout
   EXPECT_EQ(Listed(key.node_id())->state(), "suspect");
   ASSERT_TRUE(coordinator_->Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
   EXPECT_EQ(Listed(key.node_id())->state(), "online");

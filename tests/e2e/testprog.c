@@ -4,6 +4,7 @@
  *   sleep SECS   print "started" then sleep
  *   exit CODE    print to both streams, then exit with CODE
  *   ticks N      print N lines, 100 ms apart
+ *   spin SECS    burn one CPU for SECS seconds (load for the stress tests)
  *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
  *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
@@ -46,6 +47,15 @@ int main(int argc, char** argv) {
     printf("to stdout\n");
     fprintf(stderr, "to stderr\n");
     return argc > 2 ? atoi(argv[2]) : 1;
+  }
+  if (strcmp(mode, "spin") == 0) {
+    time_t end = time(NULL) + (argc > 2 ? atol(argv[2]) : 10);
+    volatile unsigned long x = 0;
+    while (time(NULL) < end) {
+      for (int i = 0; i < 1000000; ++i) x += (unsigned long)i;
+    }
+    printf("spun\n");
+    return 0;
   }
   if (strcmp(mode, "ticks") == 0) {
     long n = argc > 2 ? atol(argv[2]) : 10;

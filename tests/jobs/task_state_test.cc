@@ -246,6 +246,20 @@ TEST(ApplyAttemptEventTest, RejectedRequeuesExcludesTheNodeAndUsesNoRetry) {
   EXPECT_EQ(ApplyAttemptEvent(Ctx(v1::RUNNING), Report(v1::REJECTED)).status().code(), Code::kFailedPrecondition);
 }
 
+TEST(ApplyAttemptEventTest, BusyNodeRequeuesAfterAPauseWithoutExcludingTheNode) {
+  auto out = ApplyAttemptEvent(Ctx(v1::ASSIGNED, 3, /*retries=*/0),
+                               Report(v1::REJECTED, 0, v1::NODE_BUSY, "needs 1 cores, 0.5 free"));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->attempt_state, v1::FAILED);
+  EXPECT_EQ(out->reason, v1::NODE_BUSY);
+  EXPECT_EQ(out->task_state, v1::QUEUED);
+  EXPECT_TRUE(out->retried) << "a busy node is not the job's fault: no retry used";
+  EXPECT_FALSE(out->exclude_node) << "the node may take it once its capacity is free";
+  EXPECT_EQ(out->retry_after_ms, kBusyRetryMs);
+  EXPECT_NE(out->message.find("0.5 free"), std::string::npos) << out->message;
+  EXPECT_TRUE(IsNoFault(v1::NODE_BUSY));
+}
+
 TEST(ApplyAttemptEventTest, StartedMovesBothToRunningAndADuplicateIsHarmless) {
   auto out = ApplyAttemptEvent(Ctx(v1::ASSIGNED), Report(v1::STARTED));
   ASSERT_TRUE(out.ok()) << out.status().ToString();

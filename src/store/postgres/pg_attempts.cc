@@ -33,9 +33,11 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
 
 // attempts_used leaves out rejections: a node's refusal never consumes a retry.
 constexpr char kAttemptsUsed[] =
-    "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN ($1, $2, $3))";
+    "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN ($1, $2, $3, $4))";
 
+// Parameters $1..$4 of kAttemptsUsed.
 Params NoFaultReasons() {
+  static_assert(std::size(jobs::kNoFaultReasons) == 4, "kAttemptsUsed lists four reasons");
   Params p;
   for (auto r : jobs::kNoFaultReasons) p.Int(r);
   return p;
@@ -161,7 +163,7 @@ Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id
     static const std::string kQuery =
         std::string("SELECT a.job_id, a.idx, a.node_id, a.epoch, t.attempts, a.state, t.state, ") + kAttemptsUsed +
         ", j.spec FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
-        "JOIN jobs j ON j.id = a.job_id WHERE a.id = $4";
+        "JOIN jobs j ON j.id = a.job_id WHERE a.id = $5";
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec(kQuery.c_str(), NoFaultReasons().Text(report.attempt_id())));
     if (q.empty()) return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
     if (q.Text(0, 2) != node_id) {
@@ -196,7 +198,7 @@ Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::stri
     static const std::string kQuery =
         std::string("SELECT a.id, a.job_id, a.idx, a.state, t.state, ") + kAttemptsUsed +
         ", j.spec FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
-        "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = $4 AND a.state IN ($5, $6) ORDER BY a.assigned_ms, a.seq";
+        "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = $5 AND a.state IN ($6, $7) ORDER BY a.assigned_ms, a.seq";
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec(kQuery.c_str(),
                                        NoFaultReasons().Text(node_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
     for (int r = 0; r < q.size(); ++r) {

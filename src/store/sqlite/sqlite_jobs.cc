@@ -16,11 +16,11 @@ namespace idlegrid::store {
 
 namespace {
 
-// Binds parameters 1..3 to the reasons that never use up a retry (the
-// queries' "NOT IN (?, ?, ?)").
+// Binds parameters 1..4 to the reasons that never use up a retry (the
+// queries' "NOT IN (?, ?, ?, ?)").
 Stmt& BindNoFaultReasons(Stmt& q) {
-  static_assert(std::size(jobs::kNoFaultReasons) == 3, "the queries list three reasons");
-  for (int i = 0; i < 3; ++i) q.Bind(i + 1, int64_t{jobs::kNoFaultReasons[i]});
+  static_assert(std::size(jobs::kNoFaultReasons) == 4, "the queries list four reasons");
+  for (int i = 0; i < 4; ++i) q.Bind(i + 1, int64_t{jobs::kNoFaultReasons[i]});
   return q;
 }
 
@@ -379,11 +379,11 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   IG_RETURN_IF_ERROR(tx.status());
   // attempts_used leaves out rejections: a node's refusal never consumes a retry.
   Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?, ?)), "
               "j.spec, a.epoch, t.attempts FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
   BindNoFaultReasons(q)
-      .Bind(4, report.attempt_id());
+      .Bind(5, report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
     return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
@@ -430,12 +430,12 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
   std::vector<Row> rows;
   // attempts_used leaves out rejections, as in ApplyAttemptReport.
   Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?)), "
+              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?, ?)), "
               "j.spec FROM attempts a "
               "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
               "WHERE a.node_id = ? AND a.state IN (?, ?)");
   BindNoFaultReasons(q)
-      .Bind(4, node_id).Bind(5, int64_t{v1::ASSIGNED}).Bind(6, int64_t{v1::RUNNING});
+      .Bind(5, node_id).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
     Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};
