@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace idlegrid::runtime {
 namespace {
@@ -99,9 +100,34 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-bool IsRootUser(const std::string& user) {
+bool Mapped(const std::vector<IdMapping>& mappings, uint32_t id) {
+  return std::any_of(mappings.begin(), mappings.end(), [id](const IdMapping& m) {
+    return id >= m.container_id && id - m.container_id < m.size;
+  });
+}
+
+std::optional<uint32_t> ParseId(std::string_view text) {
+  if (text.empty() || text.size() > 10) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v <= UINT32_MAX ? std::optional(static_cast<uint32_t>(v)) : std::nullopt;
+}
+
+// The image's User as ids: root by any spelling, or explicit "UID:GID"
+// numbers. Anything else needs the image's /etc/passwd, which podman reads
+// and we do not.
+std::optional<std::pair<uint32_t, uint32_t>> ImageUserIds(const std::string& user) {
   static const char* const kRoot[] = {"", "0", "root", "0:0", "root:root", "root:0", "0:root"};
-  return std::find(std::begin(kRoot), std::end(kRoot), user) != std::end(kRoot);
+  if (std::find(std::begin(kRoot), std::end(kRoot), user) != std::end(kRoot)) return std::pair(0u, 0u);
+  const size_t colon = user.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::optional<uint32_t> uid = ParseId(std::string_view(user).substr(0, colon));
+  std::optional<uint32_t> gid = ParseId(std::string_view(user).substr(colon + 1));
+  if (!uid || !gid) return std::nullopt;
+  return std::pair(*uid, *gid);
 }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -119,14 +145,16 @@ void Mount(JsonWriter& w, const std::string& destination, const std::string& typ
 }
 
 // The mounts podman gives a --read-only container, in its order, except that
-// devpts has no gid=5 (only one gid is mapped) and /dev/shm is a tmpfs of the
-// same size instead of a host directory.
+// /dev/shm is a tmpfs of the same size instead of a host directory, and
+// devpts gets gid=5 (tty) only when that gid is mapped.
 void Mounts(JsonWriter& w, const RunSpec& spec, const OciHostContext& host) {
   const std::vector<std::string> tmpfs_rw = {"rw", "rprivate", "nosuid", "nodev", "tmpcopyup"};
   w.Key("mounts").BeginArray();
   Mount(w, "/proc", "proc", "proc", {"nosuid", "noexec", "nodev"});
   Mount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"});
-  Mount(w, "/dev/pts", "devpts", "devpts", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"});
+  std::vector<std::string> devpts = {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"};
+  if (Mapped(host.gid_mappings, 5)) devpts.push_back("gid=5");
+  Mount(w, "/dev/pts", "devpts", "devpts", devpts);
   Mount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
   Mount(w, "/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
   Mount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
@@ -212,12 +240,46 @@ void Seccomp(JsonWriter& w, const SeccompProfile& p) {
   w.EndArray().EndObject();
 }
 
-void IdMapping(JsonWriter& w, const char* key, uint32_t host_id) {
-  w.Key(key).BeginArray().BeginObject().Key("containerID").Number(0).Key("hostID").Number(host_id);
-  w.Key("size").Number(1).EndObject().EndArray();
+void IdMappings(JsonWriter& w, const char* key, const std::vector<IdMapping>& mappings) {
+  w.Key(key).BeginArray();
+  for (const IdMapping& m : mappings) {
+    w.BeginObject().Key("containerID").Number(m.container_id).Key("hostID").Number(m.host_id);
+    w.Key("size").Number(m.size).EndObject();
+  }
+  w.EndArray();
 }
 
 }  // namespace
+
+std::vector<SubordinateRange> ParseSubordinateIds(std::string_view text, const std::string& user, uint32_t id) {
+  std::vector<SubordinateRange> out;
+  const std::string id_text = std::to_string(id);
+  while (!text.empty()) {
+    const size_t nl = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(std::min(nl + 1, text.size()));
+    const size_t a = line.find(':');
+    const size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    const std::string_view owner = line.substr(0, a);
+    if (owner != user && owner != id_text) continue;
+    std::optional<uint32_t> start = ParseId(line.substr(a + 1, b - a - 1));
+    std::optional<uint32_t> count = ParseId(line.substr(b + 1));
+    if (start && count && *count > 0 && uint64_t{*start} + *count <= UINT32_MAX) out.push_back({*start, *count});
+  }
+  return out;
+}
+
+std::vector<IdMapping> NamespaceIdMappings(uint32_t host_id, const std::vector<SubordinateRange>& subordinate) {
+  std::vector<IdMapping> out = {{0, host_id, 1}};
+  uint64_t next = 1;
+  for (const SubordinateRange& r : subordinate) {
+    if (next + r.count > UINT32_MAX) break;
+    out.push_back({static_cast<uint32_t>(next), r.start, r.count});
+    next += r.count;
+  }
+  return out;
+}
 
 std::vector<std::string> ContainerArgv(const RunSpec& spec, const image::ImageConfig& image) {
   std::vector<std::string> argv = spec.command.empty() ? image.entrypoint : spec.command;
@@ -268,9 +330,14 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
   if (!spec.gpu_uuids.empty()) {
     return Status::FailedPrecondition("the runc runtime does not pass GPUs in (CDI is done by podman)");
   }
-  if (!IsRootUser(image.user)) {
-    return Status::FailedPrecondition("the image runs as user \"" + image.user +
-                                      "\"; the runc runtime maps only root (the agent's uid) into the container");
+  if (!Mapped(host.uid_mappings, 0) || !Mapped(host.gid_mappings, 0)) {
+    return Status::InvalidArgument("the user namespace must map container id 0");
+  }
+  const std::optional<std::pair<uint32_t, uint32_t>> user = ImageUserIds(image.user);
+  if (!user || !Mapped(host.uid_mappings, user->first) || !Mapped(host.gid_mappings, user->second)) {
+    return Status::FailedPrecondition(
+        "the image runs as user \"" + image.user +
+        "\"; the runc runtime runs root, or numeric UID:GID ids that the agent user's subordinate ranges map");
   }
   const std::vector<std::string> argv = ContainerArgv(spec, image);
   if (argv.empty()) return Status::InvalidArgument("no command: the job sets none and the image has no entrypoint or cmd");
@@ -279,7 +346,8 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
   JsonWriter w;
   w.BeginObject().Key("ociVersion").String("1.0.2-dev");
   w.Key("process").BeginObject().Key("terminal").Bool(false);
-  w.Key("user").BeginObject().Key("uid").Number(0).Key("gid").Number(0).Key("umask").Number(022).EndObject();
+  w.Key("user").BeginObject().Key("uid").Number(user->first).Key("gid").Number(user->second);
+  w.Key("umask").Number(022).EndObject();
   w.Key("args").Strings(argv).Key("env").Strings(ContainerEnv(spec, image, hostname));
   w.Key("cwd").String(image.working_dir.empty() ? "/" : image.working_dir);
   // All sets empty: no capability in any set, as podman's --cap-drop all.
@@ -296,8 +364,8 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
   Mounts(w, spec, host);
 
   w.Key("linux").BeginObject();
-  IdMapping(w, "uidMappings", host.uid);
-  IdMapping(w, "gidMappings", host.gid);
+  IdMappings(w, "uidMappings", host.uid_mappings);
+  IdMappings(w, "gidMappings", host.gid_mappings);
   w.Key("sysctl").BeginObject().Key("net.ipv4.ping_group_range").String("0 0").EndObject();
   if (UsesCgroups(spec, enforcement)) {
     Resources(w, spec, enforcement);

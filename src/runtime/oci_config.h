@@ -6,13 +6,14 @@
 // seccomp filter and masked/read-only /proc and /sys paths, the same rlimits
 // and (only where enforcement says cgroup) the same cgroup limits.
 //
-// Unlike rootless podman, which runs runc inside its own user namespace with
-// the user's subordinate ids, the container gets a user namespace mapping
-// exactly one id: the agent's uid (and gid) becomes 0 inside. That is all an
-// unprivileged runc can map without setuid helpers, so images must run as
-// root inside (see BuildOciConfig).
+// The container gets its own user namespace in which the agent's uid (and
+// gid) is root. Like rootless podman, ids 1..N map to the agent user's
+// subordinate ranges (/etc/subuid, /etc/subgid) when it has them (runc then
+// writes the maps with newuidmap/newgidmap); without them only root exists
+// inside, which is all an unprivileged runc can map on its own.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -23,10 +24,31 @@
 
 namespace idlegrid::runtime {
 
+// One line of a user namespace's uid_map or gid_map.
+struct IdMapping {
+  uint32_t container_id = 0;
+  uint32_t host_id = 0;
+  uint32_t size = 0;
+};
+
+// A range of subordinate ids granted to a user (a line of /etc/subuid).
+struct SubordinateRange {
+  uint32_t start = 0;
+  uint32_t count = 0;
+};
+
+// Pure: the ranges /etc/subuid (or /etc/subgid) text grants the user named
+// `user` or numbered `id`, in file order; malformed lines are skipped.
+std::vector<SubordinateRange> ParseSubordinateIds(std::string_view text, const std::string& user, uint32_t id);
+
+// Pure: `host_id` as 0, then `subordinate` ranges as 1, 2, ... in order.
+std::vector<IdMapping> NamespaceIdMappings(uint32_t host_id, const std::vector<SubordinateRange>& subordinate);
+
 // What the caller knows about the host and the bundle; all paths absolute.
 struct OciHostContext {
-  uint32_t uid = 0;  // host uid mapped to 0 inside (the agent's euid)
-  uint32_t gid = 0;  // host gid mapped to 0 inside (the agent's egid)
+  // Must map container id 0 (the agent's uid/gid, e.g. NamespaceIdMappings).
+  std::vector<IdMapping> uid_mappings;
+  std::vector<IdMapping> gid_mappings;
   std::string rootfs_path;    // the image's shared unpacked root, mounted read-only
   std::string hosts_file;     // bind-mounted read-only at /etc/hosts; "" for none
   std::string hostname_file;  // bind-mounted read-only at /etc/hostname; "" for none
@@ -63,8 +85,9 @@ std::string ContainerHostsFile(const std::string& hostname);
 // a deny-all device list only for controllers `enforcement` names "cgroup".
 // Seccomp: `seccomp` as given (see ConvertSeccompProfile).
 // FailedPrecondition when the job cannot run this way: GPUs requested (CDI is
-// podman's), runtime other than runc, or an image User other than root (only
-// uid 0 is mapped). InvalidArgument when there is no program to run. Pure.
+// podman's), runtime other than runc, or an image User that is neither root
+// nor numeric ids mapped in `host` (names would need the image's /etc/passwd).
+// InvalidArgument when there is no program to run or no mapping of id 0. Pure.
 Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& enforcement,
                                    const image::ImageConfig& image, const SeccompProfile& seccomp,
                                    const OciHostContext& host);

@@ -1,5 +1,7 @@
 #include "runtime/runc_runtime.h"
 
+#include <fcntl.h>
+#include <pwd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -66,6 +69,42 @@ std::string ResolveBinary(const std::string& binary) {
   return "";
 }
 
+// Writes a file of a per-container bundle. No fsync: a bundle does not
+// outlive its Run, so a crash may lose it (Run rewrites it anyway).
+Status WriteBundleFile(const std::string& path, const std::string& content) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Status::Internal("cannot create " + path + ": " + std::strerror(errno));
+  for (std::string_view rest = content; !rest.empty();) {
+    const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Internal("cannot write " + path + ": " + std::strerror(errno));
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+// The user namespace maps for containers of this process's user: its ids as
+// root, plus (unprivileged, with newuidmap/newgidmap) its subordinate ranges,
+// as rootless podman maps them. Root maps only itself.
+std::pair<std::vector<IdMapping>, std::vector<IdMapping>> UserNamespaceMaps(bool use_subordinate_ids) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  std::vector<SubordinateRange> subuids, subgids;
+  const struct passwd* pw = ::getpwuid(uid);
+  if (use_subordinate_ids && uid != 0 && pw != nullptr && !ResolveBinary("newuidmap").empty() &&
+      !ResolveBinary("newgidmap").empty()) {
+    Result<std::string> subuid = ReadFile("/etc/subuid");
+    Result<std::string> subgid = ReadFile("/etc/subgid");
+    if (subuid.ok() && subgid.ok()) {
+      subuids = ParseSubordinateIds(*subuid, pw->pw_name, uid);
+      subgids = ParseSubordinateIds(*subgid, pw->pw_name, uid);
+    }
+    // Both or neither: newuidmap alone would leave setgroups denied.
+    if (subuids.empty() || subgids.empty()) subuids.clear(), subgids.clear();
+  }
+  return {NamespaceIdMappings(uid, subuids), NamespaceIdMappings(gid, subgids)};
+}
+
 // The error lines runc wrote to its --log (json format), joined; "" if none.
 std::string RuncErrors(const std::string& log_path) {
   Result<std::string> log = ReadFile(log_path);
@@ -103,8 +142,11 @@ ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& runc_erro
 class RuncRuntime final : public ContainerRuntime {
  public:
   RuncRuntime(RuncRuntimeOptions options, std::string runc, v1::Enforcement enforcement, SeccompProfile seccomp,
-              std::string problem, bool nproc_per_userns)
+              std::string problem, bool nproc_per_userns,
+              std::pair<std::vector<IdMapping>, std::vector<IdMapping>> id_maps)
       : options_(std::move(options)),
+        uid_mappings_(std::move(id_maps.first)),
+        gid_mappings_(std::move(id_maps.second)),
         runc_(std::move(runc)),
         enforcement_(std::move(enforcement)),
         seccomp_(std::move(seccomp)),
@@ -147,6 +189,8 @@ class RuncRuntime final : public ContainerRuntime {
 
   // Constant after construction.
   const RuncRuntimeOptions options_;
+  const std::vector<IdMapping> uid_mappings_;
+  const std::vector<IdMapping> gid_mappings_;
   const std::string runc_;  // absolute path
   const v1::Enforcement enforcement_;
   const SeccompProfile seccomp_;
@@ -199,8 +243,8 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
   (void)RemoveTree(dir);  // a leftover of a crashed agent; the container itself is gone or killed
   IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
   OciHostContext host;
-  host.uid = ::geteuid();
-  host.gid = ::getegid();
+  host.uid_mappings = uid_mappings_;
+  host.gid_mappings = gid_mappings_;
   host.rootfs_path = ImageDir(spec.image_id) + "/" + image::kRootfsDirName;
   host.hosts_file = dir + "/hosts";
   host.hostname_file = dir + "/hostname";
@@ -208,9 +252,9 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
   RunSpec effective = spec;
   effective.host_user_processes = nproc_per_userns_ ? 0 : spec.host_user_processes + kRuncTaskAllowance;
   IG_ASSIGN_OR_RETURN(std::string config_json, BuildOciConfig(effective, enforcement_, config, seccomp_, host));
-  IG_RETURN_IF_ERROR(WriteFileAtomic(host.hosts_file, ContainerHostsFile(hostname)));
-  IG_RETURN_IF_ERROR(WriteFileAtomic(host.hostname_file, hostname + "\n"));
-  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/config.json", config_json, 0600));
+  IG_RETURN_IF_ERROR(WriteBundleFile(host.hosts_file, ContainerHostsFile(hostname)));
+  IG_RETURN_IF_ERROR(WriteBundleFile(host.hostname_file, hostname + "\n"));
+  IG_RETURN_IF_ERROR(WriteBundleFile(dir + "/config.json", config_json));
   return dir;
 }
 
@@ -398,8 +442,9 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
   if (problem.empty()) RemoveInterruptedUnpacks(options.bundles_dir);
   // Linux 5.14 counts RLIMIT_NPROC per user namespace (ucounts).
   const bool nproc_per_userns = kernel.major > 5 || (kernel.major == 5 && kernel.minor >= 14);
+  auto id_maps = UserNamespaceMaps(options.map_subordinate_ids);
   return std::make_unique<RuncRuntime>(std::move(options), runc, std::move(enforcement), std::move(seccomp),
-                                       std::move(problem), nproc_per_userns);
+                                       std::move(problem), nproc_per_userns, std::move(id_maps));
 }
 
 }  // namespace idlegrid::runtime

@@ -8,9 +8,10 @@
 // gives (oci_config.h): same namespaces, rlimits, seccomp filter, masked
 // paths, capabilities (none) and mounts.
 //
-// Works as root and as an unprivileged user (rootless runc: one uid mapped,
-// no cgroup limits unless root). Refuses, with FailedPrecondition, what only
-// podman can do: runsc (gVisor), GPUs (CDI), images whose User is not root.
+// Works as root and as an unprivileged user (rootless runc: the user's
+// subordinate ids mapped as podman maps them; no cgroup limits unless root).
+// Refuses, with FailedPrecondition, what only podman can do: runsc (gVisor),
+// GPUs (CDI), images whose User is a name other than root.
 //
 // Layout under `bundles_dir`:
 //   <image id>/rootfs/            the unpacked image, shared by its containers
@@ -40,6 +41,11 @@ struct RuncRuntimeOptions {
   // only (memory/pids/disk "rlimit", cpu ""), since rootless runc here cannot
   // create cgroups.
   std::optional<v1::Enforcement> enforcement;
+  // Unprivileged agents: map the user's /etc/subuid and /etc/subgid ranges
+  // as ids 1..N inside (runc runs newuidmap/newgidmap), as rootless podman
+  // does; this also lets runc clear the agent's supplementary groups. Without
+  // ranges (or with false) only root exists inside. Root maps only itself.
+  bool map_subordinate_ids = true;
   // podman's default profile, converted for a process without capabilities.
   std::string seccomp_profile_path = "/usr/share/containers/seccomp.json";
 };
@@ -55,12 +61,15 @@ struct RuncRuntimeOptions {
 //              image unpack it once. DataLoss when the archive holds another
 //              image; InvalidArgument for a hostile or compressed layer.
 //   HasImage   true when <bundles>/<id>/image-config.json exists.
-//   Run        FailedPrecondition for runsc, GPUs or a non-root image User.
+//   Run        FailedPrecondition for runsc, GPUs or an image User that is a
+//              name other than root (or unmapped ids).
 //              ExitInfo.error is set when runc itself failed (it logged an
 //              error), exit_code is then runc's (1); oom when the container
 //              died of SIGKILL (137) that neither Kill nor the timeout sent.
-//              RunSpec.host_user_processes is ignored: the container has its
-//              own user namespace, where RLIMIT_NPROC counts only its tasks.
+//              RunSpec.host_user_processes is ignored on Linux >= 5.14: the
+//              container has its own user namespace, where RLIMIT_NPROC
+//              counts only its tasks (so NPROC = pids exactly); older kernels
+//              count the whole host uid and get podman's arithmetic.
 //   Kill       `runc kill NAME KILL`, then `runc delete --force NAME`.
 //   ListContainers  `runc list` names starting with "idlegrid-".
 std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options);

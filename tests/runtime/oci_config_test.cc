@@ -76,8 +76,8 @@ RunSpec Spec() {
 
 OciHostContext Host() {
   OciHostContext host;
-  host.uid = 1234;
-  host.gid = 2345;
+  host.uid_mappings = NamespaceIdMappings(1234, {});
+  host.gid_mappings = NamespaceIdMappings(2345, {});
   host.rootfs_path = "/agent/bundles/aaa/rootfs";
   host.hosts_file = "/agent/bundles/containers/idlegrid-a-1/hosts";
   host.hostname_file = "/agent/bundles/containers/idlegrid-a-1/hostname";
@@ -263,13 +263,43 @@ TEST(BuildOciConfigTest, RefusesWhatOnlyPodmanCanDo) {
   RunSpec gpu = Spec();
   gpu.gpu_uuids = {"GPU-1"};
   EXPECT_EQ(BuildOciConfig(gpu, e, Image(), TinyProfile(), Host()).status().code(), Code::kFailedPrecondition);
-  image::ImageConfig nobody = Image();
-  nobody.user = "1000";
-  Status s = BuildOciConfig(Spec(), e, nobody, TinyProfile(), Host()).status();
-  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
-  EXPECT_NE(s.message().find("\"1000\""), std::string::npos) << s.message();
-  nobody.user = "root";
-  EXPECT_TRUE(BuildOciConfig(Spec(), e, nobody, TinyProfile(), Host()).ok());
+  image::ImageConfig user = Image();
+  for (const char* refused : {"1000", "nobody", "1000:1000", "0:x"}) {
+    user.user = refused;  // a name, a uid without gid, or ids not mapped
+    Status s = BuildOciConfig(Spec(), e, user, TinyProfile(), Host()).status();
+    EXPECT_EQ(s.code(), Code::kFailedPrecondition) << refused;
+    EXPECT_NE(s.message().find(std::string("\"") + refused + "\""), std::string::npos) << s.message();
+  }
+  for (const char* root : {"root", "0:0", ""}) {
+    user.user = root;
+    EXPECT_TRUE(BuildOciConfig(Spec(), e, user, TinyProfile(), Host()).ok()) << root;
+  }
+}
+
+TEST(BuildOciConfigTest, SubordinateIdsMapLikeRootlessPodman) {
+  const std::string subuid = "other:100000:65536\nagent:200000:65536\n1234:300000:10\nbad line\nagent:x:1\n";
+  const std::vector<SubordinateRange> ranges = ParseSubordinateIds(subuid, "agent", 1234);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].start, 200000u);
+  EXPECT_EQ(ranges[1].count, 10u);
+  const std::vector<IdMapping> maps = NamespaceIdMappings(1234, ranges);
+  ASSERT_EQ(maps.size(), 3u);
+  EXPECT_EQ(maps[1].container_id, 1u);
+  EXPECT_EQ(maps[1].host_id, 200000u);
+  EXPECT_EQ(maps[2].container_id, 65537u);
+  EXPECT_TRUE(ParseSubordinateIds(subuid, "nobody", 99).empty());
+
+  OciHostContext host = Host();
+  host.uid_mappings = maps;
+  host.gid_mappings = NamespaceIdMappings(2345, ranges);
+  image::ImageConfig image = Image();
+  image.user = "1000:1000";
+  Result<std::string> json = BuildOciConfig(Spec(), Enforcement("rlimit", "rlimit", ""), image, TinyProfile(), host);
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  const Struct doc = Parse(*json);
+  EXPECT_EQ(At(doc, "process.user.uid").number_value(), 1000);
+  EXPECT_EQ(At(doc, "linux.uidMappings").list_value().values_size(), 3);
+  EXPECT_TRUE(Has(Mounts(doc)["/dev/pts"].options, "gid=5")) << "tty group is mapped, as under podman";
 }
 
 TEST(BuildOciConfigTest, HostileStringsStayInsideTheirJsonStrings) {

@@ -181,7 +181,12 @@ static void Forks(void) {
 }
 
 static void Identity(void) {
-  printf("id.uid=%d\nid.gid=%d\nid.euid=%d\nid.groups=%d\n", getuid(), getgid(), geteuid(), getgroups(0, NULL));
+  printf("id.uid=%d\nid.gid=%d\nid.euid=%d\n", getuid(), getgid(), geteuid());
+  gid_t groups[64];
+  int n = getgroups(64, groups);
+  printf("id.groups=");
+  for (int i = 0; i < n; i++) printf("%d,", (int)groups[i]);
+  printf("\n");
   char cwd[256];
   printf("cwd=%s\n", getcwd(cwd, sizeof cwd) ? cwd : "?");
   printf("umask=%04o\n", umask(022));
