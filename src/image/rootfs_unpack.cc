@@ -15,6 +15,7 @@
 
 #include "common/digest.h"
 #include "common/fs.h"
+#include "image/gzip_layer.h"
 #include "image/layer_tar.h"
 #include "image/oci_archive.h"
 #include "image/tar_reader.h"
@@ -24,6 +25,8 @@ namespace {
 
 constexpr uint64_t kMaxJsonSize = 4 * 1024 * 1024;
 constexpr size_t kMaxEntries = 1 << 20;
+// A gzip layer that inflates beyond this is refused (a decompression bomb).
+constexpr uint64_t kMaxLayerBytes = uint64_t{32} << 30;
 constexpr char kWhiteoutPrefix[] = ".wh.";
 constexpr char kOpaqueWhiteout[] = ".wh..wh..opq";
 
@@ -282,19 +285,58 @@ Result<std::vector<LayerRef>> ManifestLayers(const std::string& manifest_json) {
   return layers;
 }
 
-// Only uncompressed layers: by media type, and by content for untyped ones.
-Status CheckUncompressed(const LayerRef& layer, int fd, const TarMember& member, const std::string& what) {
-  if (layer.media_type.find("gzip") != std::string::npos || layer.media_type.find("zstd") != std::string::npos) {
-    return Status::InvalidArgument(what + " is compressed (" + layer.media_type +
-                                   "); only uncompressed layers are supported (podman save --format oci-archive)");
-  }
+// zstd (which podman can write on request) is not supported; uncompressed
+// and gzip layers are.
+Status CheckNotZstd(const LayerRef& layer, int fd, const TarMember& member, const std::string& what) {
   unsigned char magic[4] = {0, 0, 0, 0};
-  if (member.size >= 4 && ::pread(fd, magic, 4, static_cast<off_t>(member.offset)) == 4) {
-    const bool gzip = magic[0] == 0x1f && magic[1] == 0x8b;
-    const bool zstd = magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd;
-    if (gzip || zstd) return Status::InvalidArgument(what + " is compressed; only uncompressed layers are supported");
+  const bool zstd_magic = member.size >= 4 && ::pread(fd, magic, 4, static_cast<off_t>(member.offset)) == 4 &&
+                          magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd;
+  if (zstd_magic || layer.media_type.find("zstd") != std::string::npos) {
+    return Status::InvalidArgument(what + " is zstd-compressed; only uncompressed and gzip layers are supported");
   }
   return Status::Ok();
+}
+
+// config.rootfs.diff_ids: each layer's uncompressed digest, when listed.
+std::vector<std::string> DiffIds(const std::string& config_json) {
+  std::vector<std::string> out;
+  google::protobuf::Struct doc;
+  if (!google::protobuf::util::JsonStringToMessage(config_json, &doc).ok()) return out;
+  auto rootfs = doc.fields().find("rootfs");
+  if (rootfs == doc.fields().end()) return out;
+  auto ids = rootfs->second.struct_value().fields().find("diff_ids");
+  if (ids == rootfs->second.struct_value().fields().end()) return out;
+  for (const auto& v : ids->second.list_value().values()) out.push_back(v.string_value());
+  return out;
+}
+
+// Applies layer `index` of the archive; a gzip layer is inflated to a
+// scratch file in `tmp_dir` first and checked against its diff_id.
+Status ApplyArchiveLayer(LayerApplier& applier, const TarReader& tar, int archive_fd, const LayerRef& layer,
+                         size_t index, const std::vector<std::string>& diff_ids, const std::string& tmp_dir) {
+  const std::string what = "layer " + std::to_string(index) + " (" + layer.digest + ")";
+  const TarMember* member = tar.Find("blobs/sha256/" + DigestHex(layer.digest));
+  if (member == nullptr) return Status::NotFound(what + " is missing from the archive");
+  IG_RETURN_IF_ERROR(CheckNotZstd(layer, archive_fd, *member, what));
+  if (!IsGzip(archive_fd, member->offset, member->size)) {
+    LayerTarReader reader(archive_fd, member->offset, member->size, what);
+    return applier.Apply(reader).WithContext(what);
+  }
+  const std::string scratch = tmp_dir + "/layer.tar";
+  struct Unlinker {
+    const std::string& path;
+    ~Unlinker() { ::unlink(path.c_str()); }
+  } unlink_scratch{scratch};
+  IG_ASSIGN_OR_RETURN(std::string diff_id,
+                      GunzipToFile(archive_fd, member->offset, member->size, scratch, kMaxLayerBytes, what));
+  if (index < diff_ids.size() && diff_ids[index] != diff_id) {
+    return Status::DataLoss(what + " inflates to " + diff_id + ", but the image config says " + diff_ids[index]);
+  }
+  Fd file(::open(scratch.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (file.get() < 0 || ::fstat(file.get(), &st) != 0) return Errno("open " + scratch);
+  LayerTarReader reader(file.get(), 0, static_cast<uint64_t>(st.st_size), what);
+  return applier.Apply(reader).WithContext(what);
 }
 
 Status Unpack(const std::string& archive_path, const std::string& manifest_digest, const std::string& config_json,
@@ -307,14 +349,9 @@ Status Unpack(const std::string& archive_path, const std::string& manifest_diges
   Fd archive(::open(archive_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (root.get() < 0 || archive.get() < 0) return Errno("open");
   LayerApplier applier(root.get());
+  const std::vector<std::string> diff_ids = DiffIds(config_json);
   for (size_t i = 0; i < layers.size(); ++i) {
-    const std::string what = "layer " + std::to_string(i) + " (" + layers[i].digest + ")";
-    const TarMember* member = tar.Find("blobs/sha256/" + DigestHex(layers[i].digest));
-    if (member == nullptr) return Status::NotFound(what + " is missing from the archive");
-    IG_RETURN_IF_ERROR(CheckUncompressed(layers[i], archive.get(), *member, what));
-    LayerTarReader reader(archive.get(), member->offset, member->size, what);
-    Status applied = applier.Apply(reader);
-    if (!applied.ok()) return applied.WithContext(what);
+    IG_RETURN_IF_ERROR(ApplyArchiveLayer(applier, tar, archive.get(), layers[i], i, diff_ids, tmp_dir));
   }
   IG_RETURN_IF_ERROR(applier.Finish());
   IG_RETURN_IF_ERROR(WriteFileAtomic(tmp_dir + "/" + kImageConfigFileName, config_json));

@@ -36,10 +36,11 @@ struct UnpackedImage {
 // an archive of a different image.
 //
 // Errors: InspectOciArchive's (NotFound, InvalidArgument, DataLoss);
-// DataLoss if the config digest is not the expected one; InvalidArgument for
-// a hostile or malformed layer (naming the layer and entry) or a compressed
-// layer (only uncompressed layers are supported, which is what `podman save
-// --format oci-archive` writes); AlreadyExists if `dest_dir` appeared
+// DataLoss if the config digest is not the expected one, or a gzip layer
+// does not inflate to its diff_id; InvalidArgument for a hostile or malformed
+// layer (naming the layer and entry), a zstd layer (uncompressed and gzip
+// layers, which `podman save --format oci-archive` writes, are supported), or
+// a gzip layer inflating beyond 32 GiB; AlreadyExists if `dest_dir` appeared
 // meanwhile (another unpack won the race: its result is complete); Internal
 // for filesystem errors. Nothing is left behind on failure. Safe to run
 // concurrently for the same `dest_dir`.

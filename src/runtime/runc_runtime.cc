@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "common/fs.h"
@@ -362,10 +363,12 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
 
 Status RuncRuntime::Kill(const std::string& container_name) {
   IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
+  bool running_here = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_runs_.find(container_name);
-    if (it != active_runs_.end()) {
+    running_here = it != active_runs_.end();
+    if (running_here) {
       it->second->kill_requested = true;
       const uint64_t one = 1;
       // Cannot fail short of a bug: the eventfd counter is far from overflowing.
@@ -376,6 +379,8 @@ Status RuncRuntime::Kill(const std::string& container_name) {
   if (!problem_.empty()) return Status::Ok();  // nothing can have been started
   SendKill(container_name);
   IG_RETURN_IF_ERROR(ForceDelete(container_name));
+  // A leftover of a crashed agent; a Run in progress removes its own.
+  if (!running_here) (void)RemoveTree(BundleDir(container_name));
   return Status::Ok();
 }
 
@@ -400,14 +405,31 @@ KernelVersion HostKernel() {
   return ParseKernelRelease(uts.release).value_or(KernelVersion{});
 }
 
-// Removes the "<id>.tmp-*" directories of unpacks a crash interrupted.
-void RemoveInterruptedUnpacks(const std::string& bundles_dir) {
+// Names of the entries of `dir`; none when it cannot be read.
+std::vector<std::string> EntriesOf(const std::string& dir) {
   std::error_code ec;
-  std::vector<std::string> leftovers;
-  for (std::filesystem::directory_iterator it(bundles_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().find(".tmp-") != std::string::npos) leftovers.push_back(it->path().string());
+  std::vector<std::string> names;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    names.push_back(it->path().filename().string());
   }
-  for (const std::string& path : leftovers) (void)image::RemoveUnpackedTree(path);
+  return names;
+}
+
+// Removes what a crashed agent left: "<id>.tmp-*" directories of interrupted
+// unpacks, and bundles of containers runc no longer knows (those it knows the
+// restarted agent Kills, which removes their bundles).
+void RemoveLeftovers(const std::string& runc, const std::string& state_dir, const std::string& bundles_dir) {
+  for (const std::string& name : EntriesOf(bundles_dir)) {
+    if (name.find(".tmp-") != std::string::npos) (void)image::RemoveUnpackedTree(bundles_dir + "/" + name);
+  }
+  Result<CommandOutput> list = RunCommand({runc, "--root", state_dir, "list", "-q"}, kCommandTimeout);
+  if (!list.ok() || list->exit_code != 0) return;
+  std::set<std::string> known;
+  std::istringstream in(list->stdout_text);
+  for (std::string line; std::getline(in, line);) known.insert(line);
+  for (const std::string& name : EntriesOf(bundles_dir + "/containers")) {
+    if (known.count(name) == 0) (void)RemoveTree(bundles_dir + "/containers/" + name);
+  }
 }
 
 }  // namespace
@@ -439,7 +461,7 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
       problem = made.message();
     }
   }
-  if (problem.empty()) RemoveInterruptedUnpacks(options.bundles_dir);
+  if (problem.empty()) RemoveLeftovers(runc, options.state_dir, options.bundles_dir);
   // Linux 5.14 counts RLIMIT_NPROC per user namespace (ucounts).
   const bool nproc_per_userns = kernel.major > 5 || (kernel.major == 5 && kernel.minor >= 14);
   auto id_maps = UserNamespaceMaps(options.map_subordinate_ids);

@@ -316,6 +316,54 @@ TEST_F(RuncRuntimeTest, RefusesWhatOnlyPodmanCanRun) {
   EXPECT_NE(s.message().find("not installed"), std::string::npos) << s.ToString();
 }
 
+TEST_F(RuncRuntimeTest, ANewRuntimeRemovesWhatACrashLeftBehind) {
+  const RuncRuntimeOptions options = Options("-crash");
+  ASSERT_TRUE(MakeDirs(options.bundles_dir + "/containers/idlegrid-gone", 0700).ok());
+  ASSERT_TRUE(MakeDirs(options.bundles_dir + "/" + image_id_ + ".tmp-abc123/rootfs/ro", 0700).ok());
+  ASSERT_EQ(::chmod((options.bundles_dir + "/" + image_id_ + ".tmp-abc123/rootfs").c_str(), 0500), 0);
+  std::unique_ptr<ContainerRuntime> restarted = NewRuncRuntime(options);
+  EXPECT_FALSE(PathExists(options.bundles_dir + "/containers/idlegrid-gone"));
+  EXPECT_FALSE(PathExists(options.bundles_dir + "/" + image_id_ + ".tmp-abc123"));
+}
+
+// An archive written by `podman save` (not by our builder) unpacks and runs.
+TEST_F(RuncRuntimeTest, RunsAPodmanSavedImage) {
+  Result<CommandOutput> version = RunCommand({"podman", "--version"}, seconds(30));
+  if (!version.ok() || version->exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  const std::string ctx = work_dir_ + "/ctx";
+  ASSERT_TRUE(MakeDirs(ctx).ok());
+  ASSERT_TRUE(WriteFileAtomic(ctx + "/probe", ReadFile(SANDBOX_PROBE_PATH).value(), 0755).ok());
+  ASSERT_TRUE(WriteFileAtomic(ctx + "/Containerfile",
+                              "FROM scratch\nCOPY probe /usr/bin/probe\nWORKDIR /data\nENV MODE=echo\n"
+                              "ENTRYPOINT [\"/usr/bin/probe\"]\nCMD [\"echo\", \"from-cmd\"]\n")
+                  .ok());
+  const std::string tag = "localhost/idlegrid-runc-saved:" + std::to_string(::getpid());
+  Result<CommandOutput> build = RunCommand({"podman", "build", "-q", "--pull=never", "-t", tag, ctx}, seconds(120));
+  ASSERT_TRUE(build.ok() && build->exit_code == 0) << (build.ok() ? build->stderr_text : build.status().ToString());
+  Result<CommandOutput> id = RunCommand({"podman", "image", "inspect", "--format", "{{.Id}}", tag}, seconds(30));
+  ASSERT_TRUE(id.ok() && id->exit_code == 0);
+  const std::string saved_id = id->stdout_text.substr(0, 64);
+  const std::string archive = work_dir_ + "/saved.tar";
+  Result<CommandOutput> save = RunCommand({"podman", "save", "--format", "oci-archive", "-o", archive, tag}, seconds(120));
+  (void)RunCommand({"podman", "rmi", "-f", tag}, seconds(60));
+  ASSERT_TRUE(save.ok() && save->exit_code == 0) << (save.ok() ? save->stderr_text : save.status().ToString());
+
+  Status load = runtime_->LoadImage(archive, saved_id);
+  ASSERT_TRUE(load.ok()) << load.ToString();
+  RunSpec spec = Spec({});
+  spec.image_id = saved_id;
+  Outcome o = MustRun(runtime_, spec);
+  EXPECT_EQ(o.exit.exit_code, 3) << o.err << o.exit.error;
+  EXPECT_EQ(o.out, "[from-cmd]\n");
+  spec = Spec({"report"});
+  spec.image_id = saved_id;
+  spec.command = {"/usr/bin/probe"};
+  o = MustRun(runtime_, spec);
+  auto r = Report(o.out);
+  EXPECT_EQ(r["cwd"], "/data");
+  EXPECT_EQ(r["env.MODE"], "echo");
+}
+
 // Probe report keys whose values legitimately differ between the runtimes.
 const std::map<std::string, std::string> kAllowedDifferences = {
     {"env.HOSTNAME", "podman names the host after the container id, runc after the container name"},
