@@ -1,7 +1,8 @@
 // Containers started per second, one after another, by RuncRuntime and by
 // PodmanRuntime, on a FROM scratch image holding the static sandbox probe
 // (`probe exit 0`: the container does nothing). Prints figures, asserts
-// nothing. Usage: bench_runtime_start [RUNS=100] [runc|podman|both]
+// nothing. Usage: bench_runtime_start [RUNS=100] [runc|podman|both] [single]
+// ("single": runc maps only the agent's uid, not its subordinate ids).
 #include <unistd.h>
 
 #include <chrono>
@@ -59,6 +60,7 @@ double Measure(runtime::ContainerRuntime* rt, const std::string& archive, const 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 100;
   const std::string which = argc > 2 ? argv[2] : "both";
+  const bool single_id = argc > 3 && std::string(argv[3]) == "single";
   const std::string work = "/tmp/bench-runtime-start-" + std::to_string(::getpid());
   if (!MakeDirs(work, 0700).ok()) return 1;
   Result<std::string> probe = ReadFile(SANDBOX_PROBE_PATH);
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     runtime::RuncRuntimeOptions options;
     options.state_dir = work + "/runc-state";
     options.bundles_dir = work + "/bundles";
+    options.map_subordinate_ids = !single_id;
     auto runc = runtime::NewRuncRuntime(options);
     Measure(runc.get(), built->archive_path, image_id, runs, "runc");
   }
