@@ -1,14 +1,7 @@
 #pragma once
 // Unpacks a verified OCI image archive into a directory tree that an OCI
-// runtime (runc) can use as a container's root filesystem, treating every
-// layer as hostile: entries are written only below the root, relative to
-// directory file descriptors, never through a symlink (a layer that plants
-// "evil -> /etc" and then writes "evil/passwd" is refused); whiteouts
-// (".wh.NAME" and the opaque ".wh..wh..opq") remove what lower layers put
-// there; hard links may only point at files already inside the tree; device
-// nodes and FIFOs are skipped; setuid/setgid bits are dropped; ownership is
-// not kept (every file belongs to the unpacking user, which the runtime maps
-// to root inside the container).
+// runtime (runc) can use as a container's root filesystem. Layers are
+// hostile input; image/layer_applier.h says how each is applied.
 #include <string>
 #include <vector>
 
@@ -48,7 +41,7 @@ Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std:
                                      const std::string& expected_config_digest = "");
 
 // Applies uncompressed layer tars (each a whole file), in order, onto the
-// existing directory `root_dir`, with the rules above. What one layer leaves
+// existing directory `root_dir` (LayerApplier). What one layer leaves
 // may be partly written when an error stops it. For tests and tools; the
 // runtime goes through UnpackOciImage.
 Status ApplyLayerFiles(const std::vector<std::string>& tar_paths, const std::string& root_dir);

@@ -1,19 +1,11 @@
 #include "runtime/runc_runtime.h"
 
-#include <fcntl.h>
-#include <pwd.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
-#include <set>
 #include <sstream>
 
 #include "common/fs.h"
@@ -21,6 +13,7 @@
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/oci_config.h"
+#include "runtime/runc_host.h"
 #include "runtime/subprocess.h"
 
 namespace idlegrid::runtime {
@@ -51,77 +44,6 @@ std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-bool IsExecutable(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// An absolute path for `binary`, or "" when not found.
-std::string ResolveBinary(const std::string& binary) {
-  if (binary.find('/') != std::string::npos) return IsExecutable(binary) ? binary : "";
-  const char* path_env = std::getenv("PATH");
-  std::string dirs = std::string(path_env ? path_env : "") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  std::istringstream in(dirs);
-  for (std::string dir; std::getline(in, dir, ':');) {
-    if (!dir.empty() && IsExecutable(dir + "/" + binary)) return dir + "/" + binary;
-  }
-  return "";
-}
-
-// Writes a file of a per-container bundle. No fsync: a bundle does not
-// outlive its Run, so a crash may lose it (Run rewrites it anyway).
-Status WriteBundleFile(const std::string& path, const std::string& content) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return Status::Internal("cannot create " + path + ": " + std::strerror(errno));
-  for (std::string_view rest = content; !rest.empty();) {
-    const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::Internal("cannot write " + path + ": " + std::strerror(errno));
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
-}
-
-// The user namespace maps for containers of this process's user: its ids as
-// root, plus (unprivileged, with newuidmap/newgidmap) its subordinate ranges,
-// as rootless podman maps them. Root maps only itself.
-std::pair<std::vector<IdMapping>, std::vector<IdMapping>> UserNamespaceMaps(bool use_subordinate_ids) {
-  const uid_t uid = ::geteuid();
-  const gid_t gid = ::getegid();
-  std::vector<SubordinateRange> subuids, subgids;
-  const struct passwd* pw = ::getpwuid(uid);
-  if (use_subordinate_ids && uid != 0 && pw != nullptr && !ResolveBinary("newuidmap").empty() &&
-      !ResolveBinary("newgidmap").empty()) {
-    Result<std::string> subuid = ReadFile("/etc/subuid");
-    Result<std::string> subgid = ReadFile("/etc/subgid");
-    if (subuid.ok() && subgid.ok()) {
-      subuids = ParseSubordinateIds(*subuid, pw->pw_name, uid);
-      subgids = ParseSubordinateIds(*subgid, pw->pw_name, uid);
-    }
-    // Both or neither: newuidmap alone would leave setgroups denied.
-    if (subuids.empty() || subgids.empty()) subuids.clear(), subgids.clear();
-  }
-  return {NamespaceIdMappings(uid, subuids), NamespaceIdMappings(gid, subgids)};
-}
-
-// The error lines runc wrote to its --log (json format), joined; "" if none.
-std::string RuncErrors(const std::string& log_path) {
-  Result<std::string> log = ReadFile(log_path);
-  if (!log.ok()) return "";
-  std::string errors;
-  std::istringstream in(*log);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"level\":\"error\"") == std::string::npos && line.find("\"level\":\"fatal\"") == std::string::npos) {
-      continue;
-    }
-    const size_t msg = line.find("\"msg\":\"");
-    std::string text = msg == std::string::npos ? line : line.substr(msg + 7);
-    if (const size_t end = text.find("\",\""); end != std::string::npos) text.resize(end);
-    errors += (errors.empty() ? "" : "; ") + text;
-  }
-  return errors;
 }
 
 // Decodes runc run's wait status. `stopping`: we killed or timed it out.
@@ -354,7 +276,8 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
     info.killed = true;
     stopping_since = Clock::now();
   }
-  const std::string runc_errors = RuncErrors(log_path);
+  Result<std::string> log = ReadFile(log_path);
+  const std::string runc_errors = log.ok() ? RuncLogErrors(*log) : "";
   // `runc run` deletes the container when it returns normally; after a kill,
   // a runc failure or a SIGKILLed runc, make sure nothing is left.
   if (stopping_since || !runc_errors.empty() || !WIFEXITED(child.wait_status())) (void)ForceDelete(name);
@@ -398,45 +321,11 @@ Result<std::vector<std::string>> RuncRuntime::ListContainers() {
   return names;
 }
 
-// The running kernel's version; 0.0 when unknown.
-KernelVersion HostKernel() {
-  struct utsname uts {};
-  if (::uname(&uts) != 0) return {};
-  return ParseKernelRelease(uts.release).value_or(KernelVersion{});
-}
-
-// Names of the entries of `dir`; none when it cannot be read.
-std::vector<std::string> EntriesOf(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> names;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    names.push_back(it->path().filename().string());
-  }
-  return names;
-}
-
-// Removes what a crashed agent left: "<id>.tmp-*" directories of interrupted
-// unpacks, and bundles of containers runc no longer knows (those it knows the
-// restarted agent Kills, which removes their bundles).
-void RemoveLeftovers(const std::string& runc, const std::string& state_dir, const std::string& bundles_dir) {
-  for (const std::string& name : EntriesOf(bundles_dir)) {
-    if (name.find(".tmp-") != std::string::npos) (void)image::RemoveUnpackedTree(bundles_dir + "/" + name);
-  }
-  Result<CommandOutput> list = RunCommand({runc, "--root", state_dir, "list", "-q"}, kCommandTimeout);
-  if (!list.ok() || list->exit_code != 0) return;
-  std::set<std::string> known;
-  std::istringstream in(list->stdout_text);
-  for (std::string line; std::getline(in, line);) known.insert(line);
-  for (const std::string& name : EntriesOf(bundles_dir + "/containers")) {
-    if (known.count(name) == 0) (void)RemoveTree(bundles_dir + "/containers/" + name);
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
   std::string problem;
-  const std::string runc = ResolveBinary(options.runc_binary);
+  const std::string runc = ResolveExecutable(options.runc_binary);
   if (runc.empty()) problem = "runc (" + options.runc_binary + ") is not installed";
   v1::Enforcement enforcement = options.enforcement ? *options.enforcement
                                 : ::geteuid() == 0 ? ProbeEnforcement()
@@ -461,10 +350,10 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
       problem = made.message();
     }
   }
-  if (problem.empty()) RemoveLeftovers(runc, options.state_dir, options.bundles_dir);
+  if (problem.empty()) RemoveRuncLeftovers(runc, options.state_dir, options.bundles_dir);
   // Linux 5.14 counts RLIMIT_NPROC per user namespace (ucounts).
   const bool nproc_per_userns = kernel.major > 5 || (kernel.major == 5 && kernel.minor >= 14);
-  auto id_maps = UserNamespaceMaps(options.map_subordinate_ids);
+  auto id_maps = AgentUserNamespaceMaps(options.map_subordinate_ids);
   return std::make_unique<RuncRuntime>(std::move(options), runc, std::move(enforcement), std::move(seccomp),
                                        std::move(problem), nproc_per_userns, std::move(id_maps));
 }

@@ -21,6 +21,7 @@
 #include "image/rootfs_unpack.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_runtime.h"
+#include "runtime/runc_host.h"
 #include "runtime/runc_runtime.h"
 #include "runtime/subprocess.h"
 
@@ -66,6 +67,16 @@ std::map<std::string, std::string> Report(const std::string& text) {
     if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
   }
   return out;
+}
+
+TEST(RuncLogErrorsTest, KeepsOnlyErrorAndFatalMessages) {
+  const std::string log =
+      "{\"level\":\"warning\",\"msg\":\"ignored\",\"time\":\"t\"}\n"
+      "{\"level\":\"error\",\"msg\":\"mount \\\"/x\\\": no such file\",\"time\":\"t\"}\n"
+      "not json\n"
+      "{\"level\":\"fatal\",\"msg\":\"boom\"}";
+  EXPECT_EQ(RuncLogErrors(log), "mount \"/x\": no such file; boom");
+  EXPECT_EQ(RuncLogErrors(""), "");
 }
 
 class RuncRuntimeTest : public ::testing::Test {
