@@ -115,6 +115,12 @@ int main(int argc, char** argv) {
       ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
   a->add_option("--region", agent.region)->capture_default_str();
   a->add_option("--podman", agent.podman, "podman binary")->capture_default_str();
+  a->add_option("--driver", agent.driver,
+                "how containers start: auto (runc directly where it gives podman's sandbox, podman otherwise), "
+                "podman, runc")
+      ->check(CLI::IsMember({"auto", "podman", "runc"}))
+      ->capture_default_str();
+  a->add_option("--runc", agent.runc, "runc binary (driver auto or runc)")->capture_default_str();
   a->add_flag("--discover", discover, "print what this host would advertise and exit");
   a->add_option("--simulate-gpu", agent.simulate_gpus,
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");

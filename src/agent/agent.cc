@@ -22,6 +22,8 @@
 #include "pki/pki.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_runtime.h"
+#include "runtime/routing_runtime.h"
+#include "runtime/runc_runtime.h"
 
 namespace idlegrid::agent {
 
@@ -38,10 +40,21 @@ std::string Hostname() {
   return buf;
 }
 
+std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config) {
+  if (config.driver == "podman") return runtime::NewPodmanRuntime(config.podman);
+  runtime::RuncRuntimeOptions runc;
+  runc.runc_binary = config.runc;
+  runc.state_dir = config.data_dir + "/runc";
+  runc.bundles_dir = config.data_dir + "/bundles";
+  auto fast = runtime::NewRuncRuntime(runc);
+  if (fast->Runtimes().empty()) spdlog::warn("runc driver unavailable; containers start through podman");
+  if (config.driver == "runc") return fast;
+  return runtime::NewRoutingRuntime(runtime::NewPodmanRuntime(config.podman), std::move(fast));
+}
 
 }  // namespace
 
-Agent::Agent(AgentConfig config) : config_(std::move(config)), runtime_(runtime::NewPodmanRuntime(config_.podman)) {}
+Agent::Agent(AgentConfig config) : config_(std::move(config)), runtime_(MakeRuntime(config_)) {}
 
 Agent::~Agent() { Shutdown(); }
 

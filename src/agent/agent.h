@@ -32,6 +32,11 @@ struct AgentConfig {
   uint64_t memory_bytes = 0; // capacity offered; 0 = all physical memory
   std::string region = "local";
   std::string podman = "podman";
+  // How containers are started: "auto" (runc directly for what it can run
+  // with podman's sandbox, podman for the rest), "podman" (the reference
+  // driver only), "runc" (runc only; runsc and GPU jobs are refused).
+  std::string driver = "auto";
+  std::string runc = "runc";
   std::vector<std::string> simulate_gpus;  // "MODEL:MEMORY:CC" devices that exist only in the advertisement
   std::string policy_file;                 // owner's policy YAML; default <data_dir>/policy.yaml
   std::string nvml_library = "libnvidia-ml.so.1";  // for hosts with NVML elsewhere (and tests)

@@ -189,7 +189,11 @@ class Coordinator {
   static constexpr int64_t kReliabilityRefreshMs = 10000;
   // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
   // second) reconcile against it instead of querying the store each time.
-  using RunningIndex = std::map<std::string, std::vector<std::string>>;  // node -> RUNNING attempt ids
+  struct NodeAttempts {
+    std::vector<std::string> running;  // RUNNING: what the agent must list
+    std::vector<std::string> active;   // ASSIGNED or RUNNING: not ended, no need to ask the store
+  };
+  using RunningIndex = std::map<std::string, NodeAttempts>;  // node -> its active attempts
   Result<std::shared_ptr<const RunningIndex>> RecentRunningAttempts();
   static constexpr int64_t kActiveCacheMs = 250;
   static constexpr int64_t kHeartbeatPersistMs = 5000;

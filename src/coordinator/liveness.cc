@@ -42,10 +42,11 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   const std::vector<std::string>* known = nullptr;
   if (running.ok()) {
     auto it = (*running)->find(node_id);
-    if (it != (*running)->end()) known = &it->second;
+    if (it != (*running)->end()) known = &it->second.active;
   }
   for (const auto& id : request.running_attempts()) {
-    // Running here a moment ago: no need to ask the store each heartbeat.
+    // Active here a moment ago (assigned or running): no need to ask the
+    // store each heartbeat; only unknown ids cost a lookup.
     if (known && std::find(known->begin(), known->end(), id) != known->end()) continue;
     auto owner = store_->GetAttemptOwner(id);
     if (owner.ok() && owner->node_id == node_id && jobs::IsTerminal(owner->state)) {
@@ -74,7 +75,9 @@ Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunn
   if (!active.ok()) return active.status();
   auto index = std::make_shared<RunningIndex>();
   for (const auto& a : *active) {
-    if (a.state == v1::RUNNING) (*index)[a.node_id].push_back(a.attempt_id);
+    auto& node = (*index)[a.node_id];
+    node.active.push_back(a.attempt_id);
+    if (a.state == v1::RUNNING) node.running.push_back(a.attempt_id);
   }
   running_cache_ = std::move(index);
   active_cache_ms_ = now;
@@ -113,11 +116,13 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeLive& live = nodes_[node_id];
-    if (on_node == (*running)->end() && live.unlisted.empty()) return;  // the common case: nothing to reconcile
+    if ((on_node == (*running)->end() || on_node->second.running.empty()) && live.unlisted.empty()) {
+      return;  // the common case: nothing to reconcile
+    }
     std::set<std::string> listed(request.running_attempts().begin(), request.running_attempts().end());
     std::map<std::string, int> still;
     if (on_node != (*running)->end()) {
-      for (const auto& id : on_node->second) {
+      for (const auto& id : on_node->second.running) {
         if (listed.count(id)) continue;
         int misses = live.unlisted[id] + 1;
         if (misses >= 2) {
