@@ -383,6 +383,13 @@ void Agent::HandleAssignment(const v1::Assignment& a) {
   epochs_[a.attempt_id()] = a.lease_epoch();
   attempts_[a.attempt_id()] = std::thread([this, a] {
     RunAttempt(a);
+    {
+      // Its container is gone and its end reported: heartbeats stop listing
+      // it now, not when the thread is joined (else the coordinator, which
+      // has ended it, keeps asking for a stop that has nothing to kill).
+      std::lock_guard<std::mutex> hb(hb_mu_);
+      hb_.running.erase(a.attempt_id());
+    }
     std::lock_guard<std::mutex> done(mu_);
     finished_.insert(a.attempt_id());
     cv_.notify_all();
@@ -392,10 +399,15 @@ void Agent::HandleAssignment(const v1::Assignment& a) {
 void Agent::HandleCancel(const v1::CancelAttempt& c) {
   // Marked at once (a runner checks before it starts the container); the
   // podman kill itself runs on the maintenance loop, never on the thread
-  // that reads commands or sends heartbeats.
-  spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
+  // that reads commands or sends heartbeats. Only a runner still at work has
+  // a container to kill: a stop for an attempt that already ended here (its
+  // report crossed the request) or that this process never ran (the orphan
+  // sweep's business) costs nothing.
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_.insert(c.attempt_id());
+  // The hold lasts from admission until the container is gone.
+  if (!attempts_.count(c.attempt_id()) || finished_.count(c.attempt_id()) || !holds_.count(c.attempt_id())) return;
+  spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
   stop_requests_.push_back(c.attempt_id());
   cv_.notify_all();
 }

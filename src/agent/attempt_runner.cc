@@ -147,13 +147,17 @@ void Agent::RunAttempt(v1::Assignment a) {
   struct ReleaseHold {
     Agent* agent;
     std::string id;
-    ~ReleaseHold() {
+    bool released = false;
+    void Release() {
+      if (released) return;
+      released = true;
       {
         std::lock_guard<std::mutex> lock(agent->mu_);
         agent->holds_.erase(id);
       }
       agent->RequestReadvertise();
     }
+    ~ReleaseHold() { Release(); }
   } release{this, id};
 
   auto image_id = EnsureImage(a);
@@ -303,6 +307,9 @@ void Agent::RunAttempt(v1::Assignment a) {
     }
   }
   RemoveTree(work).ok();
+  // The container is gone: free its capacity before the coordinator, which
+  // frees it on this report, sends the next task here.
+  release.Release();
   Status st = Report(done);
   spdlog::info("attempt {} {} (exit {}){}", id, v1::AttemptEvent_Name(done.event()), done.exit_code(),
                st.ok() ? "" : "; report refused: " + st.message());

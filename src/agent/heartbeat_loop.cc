@@ -117,7 +117,14 @@ void Agent::MaintenanceLoop() {
       stops.swap(stop_requests_);
       readvertise_ = false;
     }
+    std::sort(stops.begin(), stops.end());
+    stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
     for (const auto& id : stops) {
+      if (stopping_) break;  // Shutdown kills whatever still runs
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (finished_.count(id) || !attempts_.count(id)) continue;  // ended meanwhile
+      }
       Status st = runtime_->Kill(ContainerName(id));
       if (!st.ok()) spdlog::warn("stopping attempt {}: {}", id, st.message());
     }

@@ -93,9 +93,9 @@ TEST_F(Drain, SigtermMakesTheAgentHandBackAndExitCleanly) {
   auto handed = grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; });
   ASSERT_TRUE(handed.ok());
   EXPECT_EQ(handed->tasks(0).attempts(0).failure_reason(), v1::HANDED_BACK);
-  auto ps = RunCommand(AsAgentUser(*grid_, 1, {"podman", "ps", "-aq", "--filter", "name=" +
-                                                                                      handed->tasks(0).attempts(0).id()}));
-  EXPECT_EQ(ps.out, "") << "the stopped agent left its container";
+  auto left = AgentRunsContainerOf(*grid_, 1, handed->tasks(0).attempts(0).id());
+  ASSERT_TRUE(left.ok()) << left.status().message();
+  EXPECT_FALSE(*left) << "the stopped agent left its container";
   ASSERT_TRUE(grid_->StartAgent(2).ok());
   auto moved = grid_->WaitJob(id, [](const v1::Job& j) {
     return j.tasks(0).attempts_size() == 2 && j.tasks(0).attempts(1).state() == v1::RUNNING;

@@ -119,8 +119,9 @@ TEST_F(E2E, CancelKillsTheRunningContainer) {
   std::string attempt = running->tasks(0).attempts(0).id();
   // The program inside prints "started" once it runs, so its container surely exists.
   ASSERT_TRUE(grid_->WaitForLog(id, "started")) << "the container never started";
-  auto ps = RunCommand(AsAgentUser(*grid_, 1, {"podman", "ps", "-q", "--filter", "name=" + attempt}));
-  EXPECT_NE(Trim(ps.out), "") << "container should be running: " << ps.err;
+  auto before = AgentRunsContainerOf(*grid_, 1, attempt);
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_TRUE(*before) << "container should be running";
 
   auto c = grid_->Cli({"cancel", id});
   ASSERT_EQ(c.exit_code, 0) << c.err;
@@ -129,8 +130,9 @@ TEST_F(E2E, CancelKillsTheRunningContainer) {
   ASSERT_TRUE(stopped.ok());
   EXPECT_EQ(stopped->state(), v1::CANCELLED);
   EXPECT_NE(stopped->tasks(0).attempts(0).message().find("container stopped"), std::string::npos);
-  ps = RunCommand(AsAgentUser(*grid_, 1, {"podman", "ps", "-aq", "--filter", "name=" + attempt}));
-  EXPECT_EQ(Trim(ps.out), "") << "container still exists after cancel";
+  auto after = AgentRunsContainerOf(*grid_, 1, attempt);
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_FALSE(*after) << "container still exists after cancel";
 }
 
 TEST_F(E2E, InputsArriveVerifiedAndReadOnly) {

@@ -109,4 +109,11 @@ class Grid {
 // A runnable `podman` invocation as agent n's user (for checking its containers).
 std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::string> argv);
 
+// Names of agent n's containers that exist (running or not) under either of
+// its drivers: podman's (label idlegrid=1) and runc's (its state dir). A
+// failed listing is an error, never an empty list.
+Result<std::vector<std::string>> AgentContainers(const Grid& grid, int n);
+// Whether one of agent n's containers belongs to `attempt_id`.
+Result<bool> AgentRunsContainerOf(const Grid& grid, int n, const std::string& attempt_id);
+
 }  // namespace idlegrid::testing

@@ -285,6 +285,36 @@ std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::s
   return out;
 }
 
+Result<std::vector<std::string>> AgentContainers(const Grid& grid, int n) {
+  std::vector<std::string> names;
+  auto split = [&](const std::string& out) {
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!Trim(line).empty()) names.push_back(Trim(line));
+    }
+  };
+  auto ps = RunCommand(AsAgentUser(grid, n, {"podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
+                                             "label=idlegrid=1"}));
+  if (ps.exit_code != 0) return Status::Internal("podman ps failed: " + ps.err);
+  split(ps.out);
+  const std::string runc = ::access("/usr/sbin/runc", X_OK) == 0 ? "/usr/sbin/runc" : "runc";
+  const std::string state = grid.AgentDataDir(n) + "/state/runc";
+  if (::access(state.c_str(), F_OK) == 0) {
+    auto list = RunCommand(AsAgentUser(grid, n, {runc, "--root", state, "list", "-q"}));
+    if (list.exit_code != 0) return Status::Internal("runc list failed: " + list.err);
+    split(list.out);
+  }
+  return names;
+}
+
+Result<bool> AgentRunsContainerOf(const Grid& grid, int n, const std::string& attempt_id) {
+  IG_ASSIGN_OR_RETURN(std::vector<std::string> names, AgentContainers(grid, n));
+  for (const auto& name : names) {
+    if (name.find(attempt_id) != std::string::npos) return true;
+  }
+  return false;
+}
+
 Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
   std::string user = AgentUser(n);
   std::string dir = AgentDataDir(n);

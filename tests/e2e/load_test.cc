@@ -61,12 +61,12 @@ std::map<std::string, double> HeartbeatGaps(const std::string& metrics) {
   return out;
 }
 
-// Containers of agent n still present (running or not); nullopt-like -1 if podman failed.
+// Containers of agent n still present (running or not, either driver); -1
+// if a listing failed.
 int ContainersLeft(Grid& grid, int n) {
-  auto ps = RunCommand(AsAgentUser(grid, n, {"podman", "ps", "-a", "-q", "--filter", "label=idlegrid=1"}));
-  EXPECT_EQ(ps.exit_code, 0) << "podman ps failed: " << ps.err;
-  if (ps.exit_code != 0) return -1;
-  return static_cast<int>(std::count(ps.out.begin(), ps.out.end(), '\n'));
+  auto names = AgentContainers(grid, n);
+  EXPECT_TRUE(names.ok()) << names.status().message();
+  return names.ok() ? static_cast<int>(names->size()) : -1;
 }
 
 void ExpectEveryTaskSucceededOnce(const v1::Job& job, int count) {

@@ -137,8 +137,9 @@ TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
 
   grid.StopAgent(1, SIGKILL);  // its container lives on under conmon
   ASSERT_TRUE(grid.StartAgent(1).ok());
-  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + attempt}));
-  EXPECT_EQ(ps.out, "") << "the restarted agent left its orphan running";
+  auto orphan = AgentRunsContainerOf(grid, 1, attempt);
+  ASSERT_TRUE(orphan.ok()) << orphan.status().message();
+  EXPECT_FALSE(*orphan) << "the restarted agent left its orphan running";
 
   auto failed = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 60000);
   ASSERT_TRUE(failed.ok());
@@ -204,8 +205,9 @@ TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
   EXPECT_EQ(job.state(), v1::SUCCEEDED);
   EXPECT_EQ(job.tasks(0).attempts_size(), 2);
   EXPECT_EQ(job.tasks(0).attempts(0).state(), v1::FAILED);
-  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + stale}));
-  EXPECT_EQ(ps.out, "") << "the stale assignment was run";
+  auto ran = AgentRunsContainerOf(grid, 1, stale);
+  ASSERT_TRUE(ran.ok()) << ran.status().message();
+  EXPECT_FALSE(*ran) << "the stale assignment was run";
 }
 
 }  // namespace
@@ -340,8 +342,9 @@ TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
     return false;
   }, 60000);
   ASSERT_TRUE(stopped.ok());
-  auto ps = RunCommand(AsAgentUser(grid, 1, {"podman", "ps", "-aq", "--filter", "name=" + stale}));
-  EXPECT_EQ(ps.out, "") << "the cut-off agent still runs its stale container";
+  auto still = AgentRunsContainerOf(grid, 1, stale);
+  ASSERT_TRUE(still.ok()) << still.status().message();
+  EXPECT_FALSE(*still) << "the cut-off agent still runs its stale container";
   auto job = grid.WaitJob(id, [](const v1::Job&) { return true; });
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->tasks(0).attempts_size(), 2) << "nothing may run twice";
