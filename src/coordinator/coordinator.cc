@@ -443,7 +443,10 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
     live.last_heartbeat_ms = clock_->NowMs();
     HeardFromLocked(live, live.last_heartbeat_ms);
   }
-  (void)store_->RecordHeartbeat(node_id, info, clock_->NowMs());
+  if (Status st = store_->RecordHeartbeat(node_id, info, clock_->NowMs()); !st.ok()) {
+    // Not fatal: the in-memory time governs here, the next batch stores it.
+    spdlog::warn("node {} connected, but its heartbeat was not stored: {}", node_id, st.ToString());
+  }
   // Re-send assignments the agent may not have received before a disconnect;
   // agents ignore attempt ids they already know.
   auto assigned = store_->AssignedAttempts(node_id);

@@ -158,7 +158,14 @@ void Coordinator::PersistHeartbeats() {
       if (n.online) batch[id] = std::max(n.last_heartbeat_ms, n.last_heard_ms);
     }
   }
-  if (!batch.empty()) (void)store_->RecordHeartbeats(batch);
+  if (batch.empty()) return;
+  // Other coordinators on the same database expire this one's nodes from
+  // these times: a failed write must be seen (it is retried next period).
+  if (Status st = store_->RecordHeartbeats(batch); !st.ok()) {
+    spdlog::error("heartbeats of {} node(s) not stored: {}", batch.size(), st.ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    heartbeats_persisted_ms_ = 0;
+  }
 }
 
 void Coordinator::ExpireUnconnectedLeases() {

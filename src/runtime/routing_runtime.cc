@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/admission.h"
 
 namespace idlegrid::runtime {
@@ -46,8 +48,30 @@ class RoutingRuntime : public ContainerRuntime {
 
   Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, std::chrono::milliseconds timeout,
                        const std::function<void()>& on_started) override {
-    ContainerRuntime* driver = reference_.get();
-    if (fast_ && UseFastDriver(spec, fast_->Enforcement(), fast_->Runtimes())) driver = fast_.get();
+    // on_started (the STARTED report, checkpoint sync) reaches the caller once.
+    bool announced = false;
+    auto announce = [&] {
+      if (announced) return;
+      announced = true;
+      if (on_started) on_started();
+    };
+    if (FastUsable() && UseFastDriver(spec, fast_->Enforcement(), fast_->Runtimes())) {
+      auto result = RunOn(fast_.get(), spec, sink, timeout, announce);
+      // runc itself failing (it logs an error only while it sets the
+      // container up, before the job's process is executed) must not fail
+      // the job: on a host where rootless runc cannot work (no cgroup mount
+      // in this mount namespace, say) podman, the reference, runs it, and
+      // this agent keeps using podman.
+      std::string why = !result.ok() ? result.status().message() : result->error;
+      bool killed = result.ok() && result->killed;
+      if (why.empty() || killed) return result;
+      DisableFast(why);
+    }
+    return RunOn(reference_.get(), spec, sink, timeout, announce);
+  }
+
+  Result<ExitInfo> RunOn(ContainerRuntime* driver, const RunSpec& spec, const OutputSink& sink,
+                         std::chrono::milliseconds timeout, const std::function<void()>& on_started) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       owner_[spec.container_name] = driver;
@@ -56,6 +80,19 @@ class RoutingRuntime : public ContainerRuntime {
     std::lock_guard<std::mutex> lock(mu_);
     owner_.erase(spec.container_name);
     return result;
+  }
+
+  bool FastUsable() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fast_ != nullptr && fast_broken_.empty();
+  }
+
+  void DisableFast(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fast_broken_.empty()) return;
+    fast_broken_ = why;
+    spdlog::error("runc driver failed before a job started ({}); this agent starts containers with podman from now on",
+                  why);
   }
 
   Status Kill(const std::string& container_name) override {
@@ -86,6 +123,7 @@ class RoutingRuntime : public ContainerRuntime {
   std::unique_ptr<ContainerRuntime> fast_;
   std::mutex mu_;
   std::map<std::string, ContainerRuntime*> owner_;  // container name -> driver running it; guarded by mu_
+  std::string fast_broken_;                         // why the fast driver is no longer used; guarded by mu_
 };
 
 }  // namespace
