@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libpq-dev postgresql libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   podman runc runsc uidmap slirp4netns fuse-overlayfs catatonit conmon
   containernetworking-plugins golang-github-containers-common
   iproute2 iptables curl ca-certificates passwd util-linux python3
