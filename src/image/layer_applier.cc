@@ -13,6 +13,8 @@
 #include <set>
 #include <vector>
 
+#include "common/unique_fd.h"
+
 namespace idlegrid::image {
 namespace {
 
@@ -20,22 +22,7 @@ constexpr size_t kMaxEntries = 1 << 20;
 constexpr char kWhiteoutPrefix[] = ".wh.";
 constexpr char kOpaqueWhiteout[] = ".wh..wh..opq";
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    std::swap(fd_, o.fd_);
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;  // common/unique_fd.h
 
 Status Errno(const std::string& what) { return Status::Internal(what + ": " + std::strerror(errno)); }
 

@@ -13,6 +13,7 @@
 
 #include "common/digest.h"
 #include "common/fs.h"
+#include "common/unique_fd.h"
 #include "image/gzip_layer.h"
 #include "image/layer_applier.h"
 #include "image/layer_tar.h"
@@ -27,19 +28,7 @@ constexpr uint64_t kMaxJsonSize = 4 * 1024 * 1024;
 constexpr uint64_t kMaxLayerBytes = uint64_t{32} << 30;
 
 // Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;  // common/unique_fd.h
 
 Status Errno(const std::string& what) { return Status::Internal(what + ": " + std::strerror(errno)); }
 

@@ -39,25 +39,6 @@ struct SpawnSetup {
 
 }  // namespace
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    Reset();
-    fd_ = other.Release();
-  }
-  return *this;
-}
-
-int UniqueFd::Release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::Reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv) {
   if (argv.empty()) return Status::InvalidArgument("cannot spawn an empty command");
   int out_pipe[2], err_pipe[2];

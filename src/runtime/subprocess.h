@@ -11,29 +11,14 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace idlegrid::runtime {
 
 // Called with "stdout" or "stderr" and a chunk of that stream.
 using StreamSink = std::function<void(const std::string& stream, std::string_view data)>;
 
-// Owns a file descriptor; closes it when destroyed.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-  int get() const { return fd_; }
-  int Release();
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
+using idlegrid::UniqueFd;
 
 class Subprocess {
  public:
