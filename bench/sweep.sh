@@ -59,7 +59,8 @@ done
 bin=$tmp/bin/idlegrid
 pids=() slurm_pids=() users=() notes=() loads=()
 status=1
-alive() { [ -e "/proc/$1" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# Running and not a zombie; a process that ends while we look is not alive.
+alive() { local s; s=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) && [ -n "$s" ] && [ "$s" != Z ]; }
 stop() {  # PID...: SIGTERM, then SIGKILL whatever still runs 45 s later
   # (an agent drains first, bounded by its 30 s --shutdown-grace; a stuck one
   # must not hang the bench, and is reported).
@@ -67,7 +68,7 @@ stop() {  # PID...: SIGTERM, then SIGKILL whatever still runs 45 s later
   kill "$@" 2>/dev/null || true
   for p in "$@"; do
     while alive "$p" && ((SECONDS < deadline)); do sleep 0.2; done
-    if alive "$p"; then notes+=("pid $p ($(tr '\0' ' ' </proc/"$p"/cmdline | cut -c1-60)) ignored SIGTERM for 45 s: killed"); kill -9 "$p"; fi
+    if alive "$p"; then notes+=("pid $p ($(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-60)) ignored SIGTERM for 45 s: killed"); kill -9 "$p"; fi
   done
   wait "$@" 2>/dev/null || true
   # Commands an agent left running as its user (podman kill/rm of its
@@ -106,6 +107,10 @@ wait_for_line() {  # FILE PATTERN SECONDS
 }
 now() { date +%s.%N; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# CPU seconds a process used, its reaped children (runc, the jobs) included.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{sub(/.*\) /, ""); print ($12 + $13 + $14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# CPU seconds the whole machine spent (user + nice + system + irq + softirq).
+cpu_all() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{print ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
 
 # --- users: one per agent, rootless podman needs a subordinate id range ------
 as_user=()  # set by runner_for: exec a command as user $1 with its podman env
@@ -176,6 +181,7 @@ idempotent: true
 array: {count: $tasks}
 EOF
 t0=$(now)
+cpu0_all=$(cpu_all); cpu0=(); for p in "${pids[@]}"; do cpu0+=("$(cpu_of "$p")"); done
 job=$("$bin" submit "$tmp/job.yaml")
 # Bounded so a stuck grid ends the bench (and is reported) instead of hanging it.
 timeout $((300 + tasks)) "$bin" status "$job" --wait --json >"$tmp/job.json" 2>"$tmp/log/wait.err" || true
@@ -183,6 +189,15 @@ t1=$(now)
 [ -s "$tmp/job.json" ] || "$bin" status "$job" --json >"$tmp/job.json"
 ig_wall=$(python3 -c "print(round($t1 - $t0, 3))")
 echo "idlegrid: $tasks tasks settled in ${ig_wall}s; load $(load)"
+# Where the CPU went while the job ran, per task (the coordinator is pids[0];
+# an agent's figure includes the runc processes and jobs it reaped).
+cpu_line="cpu ms per task:"
+for i in "${!pids[@]}"; do
+  label=coordinator; ((i == 0)) || label=agent$i
+  cpu_line+=" $label $(python3 -c "print(round(($(cpu_of "${pids[$i]}") - ${cpu0[$i]}) * 1000 / $tasks, 1))")"
+done
+cpu_line+=" whole-machine $(python3 -c "print(round(($(cpu_all) - $cpu0_all) * 1000 / $tasks, 1))")"
+echo "$cpu_line"
 loads+=("idlegrid_end=$(load)")
 # Stop the grid before Slurm runs so the two never share the CPUs: the agents
 # first (they drain and say goodbye while the coordinator is up), then it.

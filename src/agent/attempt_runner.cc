@@ -176,7 +176,11 @@ void Agent::RunAttempt(v1::Assignment a) {
   run.env.emplace_back("IDLEGRID_TASK_INDEX", std::to_string(a.task_index()));
   run.env.emplace_back("IDLEGRID_TASK_COUNT", std::to_string(std::max<uint32_t>(1, spec.array_count())));
   run.env.emplace_back("IDLEGRID_JOB_ID", a.job_id());
-  run.mounts.push_back({out_dir, spec.output_path(), false});
+  run.mounts.push_back({out_dir, spec.output_path(), false, ""});
+  // Tasks of one array job may share a sandbox on this node, one after
+  // another (runtime/pilot_pool.h); a checkpointing job's directory is synced
+  // while it runs, so it keeps a container per attempt.
+  if (spec.array_count() > 1 && spec.checkpoint_path().empty()) run.sandbox_group = a.job_id();
   std::unique_ptr<CheckpointSync> checkpoint;
   if (!spec.checkpoint_path().empty()) {
     const std::string dir = work + "/checkpoint";
@@ -200,7 +204,7 @@ void Agent::RunAttempt(v1::Assignment a) {
       spdlog::info("attempt {} resumes from the checkpoint of attempt {} ({} files)", id, a.restore().attempt_id(),
                    a.restore().files_size());
     }
-    run.mounts.push_back({dir, spec.checkpoint_path(), false});
+    run.mounts.push_back({dir, spec.checkpoint_path(), false, ""});
     run.env.emplace_back("IDLEGRID_CHECKPOINT_DIR", spec.checkpoint_path());
   }
   for (int i = 0; i < spec.inputs_size(); ++i) {
@@ -211,7 +215,7 @@ void Agent::RunAttempt(v1::Assignment a) {
       return fail(v1::PLATFORM_FAILURE, st.WithContext("input " + in.path()));
     }
     ::chmod(local.c_str(), 0444);
-    run.mounts.push_back({local, in.path(), true});
+    run.mounts.push_back({local, in.path(), true, in.artifact()});
   }
   run.resources = spec.resources();
   // Real GPUs go in through CDI; simulated ones exist only in the

@@ -29,6 +29,9 @@ struct Mount {
   std::string host_path;       // absolute; no ':' or ','
   std::string container_path;  // absolute; no ':' or ','
   bool read_only = true;
+  // What a read-only mount holds (e.g. the input artifact's digest), so that
+  // attempts of one sandbox group can share one copy (pilot_protocol.h).
+  std::string content_digest;
 };
 
 struct RunSpec {
@@ -46,6 +49,10 @@ struct RunSpec {
   // Processes/threads the agent's uid already has: RLIMIT_NPROC counts per
   // host uid, and rootless containers run as that uid.
   uint32_t host_user_processes = 0;
+  // Attempts with the same non-empty group (tasks of one array job) may run
+  // one after another in one sandbox on this node (pilot_pool.h); "" gives
+  // the attempt a container of its own.
+  std::string sandbox_group;
 };
 
 // Checks that every string of `spec` is safe to hand to podman as an argument:

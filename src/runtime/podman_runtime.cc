@@ -35,11 +35,6 @@ constexpr size_t kStderrTailBytes = 4096;
 constexpr uint32_t kPodmanTaskAllowance = 32;
 
 // Re-arms an eventfd so poll() blocks on it again.
-void ResetEventFd(int fd) {
-  uint64_t count = 0;
-  if (::read(fd, &count, sizeof count) < 0) return;  // EAGAIN: nothing was signalled
-}
-
 std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
 
 std::string Trimmed(std::string s) {

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
+#include <spdlog/spdlog.h>
 #include <mutex>
 #include <sstream>
 
@@ -13,6 +15,9 @@
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/oci_config.h"
+#include "runtime/pilot_pool.h"
+#include "runtime/pilot_program.h"
+#include "runtime/pilot_protocol.h"
 #include "runtime/runc_host.h"
 #include "runtime/subprocess.h"
 
@@ -33,11 +38,6 @@ constexpr size_t kStderrTailBytes = 4096;
 // Before Linux 5.14 RLIMIT_NPROC counts every task of the host uid, whatever
 // its user namespace: the agent's, plus runc's own (~10 Go threads).
 constexpr uint32_t kRuncTaskAllowance = 16;
-
-void ResetEventFd(int fd) {
-  uint64_t count = 0;
-  if (::read(fd, &count, sizeof count) < 0) return;  // EAGAIN: nothing was signalled
-}
 
 std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
 
@@ -74,7 +74,11 @@ class RuncRuntime final : public ContainerRuntime {
         enforcement_(std::move(enforcement)),
         seccomp_(std::move(seccomp)),
         problem_(std::move(problem)),
-        nproc_per_userns_(nproc_per_userns) {}
+        nproc_per_userns_(nproc_per_userns) {
+    if (problem_.empty() && options_.pilots && nproc_per_userns_) StartPilots();
+  }
+  // Pilots first: their containers go before the runtime does.
+  ~RuncRuntime() override { pilots_.reset(); }
 
   v1::Enforcement Enforcement() const override { return enforcement_; }
   std::vector<std::string> Runtimes() const override {
@@ -109,6 +113,7 @@ class RuncRuntime final : public ContainerRuntime {
   // Errors ignored: the container may not exist (yet, or any more).
   void SendKill(const std::string& name) { (void)RunCommand(Runc({"kill", name, "KILL"}), kCommandTimeout); }
   Status ForceDelete(const std::string& name);
+  void StartPilots();
 
   // Constant after construction.
   const RuncRuntimeOptions options_;
@@ -119,6 +124,7 @@ class RuncRuntime final : public ContainerRuntime {
   const SeccompProfile seccomp_;
   const std::string problem_;  // why this runtime cannot run anything; "" when it can
   const bool nproc_per_userns_;
+  std::unique_ptr<PilotPool> pilots_;  // null when pilots are off or unusable
 
   std::mutex mu_;
   std::map<std::string, ActiveRun*> active_runs_;              // guarded by mu_; owned by their Run's frame
@@ -207,6 +213,29 @@ Status RuncRuntime::ForceDelete(const std::string& name) {
   return Status::Ok();
 }
 
+void RuncRuntime::StartPilots() {
+  const std::string dir = options_.bundles_dir + "/pilot";
+  Status st = MakeDirs(dir, 0700);
+  if (st.ok()) st = WriteFileAtomic(dir + "/pilot", std::string(PilotProgram()), 0500);
+  if (!st.ok()) {
+    spdlog::warn("pilots off, every task gets its own container: {}", st.message());
+    return;
+  }
+  PilotPoolHooks hooks;
+  hooks.runc = runc_;
+  hooks.state_dir = options_.state_dir;
+  hooks.bundles_dir = options_.bundles_dir;
+  hooks.program_dir = dir;
+  hooks.write_bundle = [this](const RunSpec& spec, const image::ImageConfig& config) {
+    return WriteBundle(spec, config);
+  };
+  hooks.destroy = [this](const std::string& name) {
+    SendKill(name);
+    (void)ForceDelete(name);
+  };
+  pilots_ = std::make_unique<PilotPool>(std::move(hooks), options_.pilot_linger);
+}
+
 Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
                                   const std::function<void()>& on_started) {
   IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
@@ -231,11 +260,24 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
     }
   } cleanup{this, name};
 
+  // A pilot that failed before its task ran hands the task back here, where
+  // its own container starts: the attempt is reported started once.
+  bool started = false;
+  auto started_once = [&] {
+    if (!started && on_started) on_started();
+    started = true;
+  };
+  if (pilots_ && PilotEligible(spec).ok()) {
+    std::optional<Result<ExitInfo>> piloted = pilots_->Run(
+        spec, config, sink, timeout, started_once, PilotStop{active.wake.get(), [&] { return KillRequested(&active); }});
+    if (piloted) return *piloted;
+  }
+
   IG_ASSIGN_OR_RETURN(std::string bundle, WriteBundle(spec, config));
   const std::string log_path = bundle + "/runc.log";
   IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn({runc_, "--root", options_.state_dir, "--log", log_path,
                                                            "--log-format", "json", "run", "--bundle", bundle, name}));
-  if (on_started) on_started();
+  started_once();
 
   // runc's own messages go to its --log, so both streams are the job's.
   auto forward = [&](const std::string& stream, std::string_view data) {
@@ -314,9 +356,10 @@ Result<std::vector<std::string>> RuncRuntime::ListContainers() {
     return Status::Internal("runc list failed: " + Trimmed(Tail(list.stderr_text, kStderrTailBytes)));
   }
   std::vector<std::string> names;
+  const std::set<std::string> pilots = pilots_ ? pilots_->Names() : std::set<std::string>{};
   std::istringstream in(list.stdout_text);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(kRuncContainerPrefix, 0) == 0) names.push_back(line);
+    if (line.rfind(kRuncContainerPrefix, 0) == 0 && pilots.count(line) == 0) names.push_back(line);
   }
   return names;
 }

@@ -28,7 +28,10 @@
 // Layout under `bundles_dir`:
 //   <image id>/rootfs/            the unpacked image, shared by its containers
 //   <image id>/image-config.json  the verified image config; marks a complete unpack
-//   containers/<name>/            one Run's bundle, removed when it ends
+//   containers/<name>/            one Run's bundle, removed when it ends (and
+//                                 each pilot's, with its mounts' directories)
+//   pilot/pilot                   the pilot program, written at start
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +63,11 @@ struct RuncRuntimeOptions {
   bool map_subordinate_ids = true;
   // podman's default profile, converted for a process without capabilities.
   std::string seccomp_profile_path = "/usr/share/containers/seccomp.json";
+  // Attempts of one sandbox group (RunSpec.sandbox_group) run one after
+  // another in a shared pilot sandbox (pilot_pool.h) when true; an idle pilot
+  // is kept this long for the group's next task.
+  bool pilots = true;
+  std::chrono::milliseconds pilot_linger{2'000};
 };
 
 // Never null. Resolves runc, reads and converts the seccomp profile, creates
@@ -74,7 +82,12 @@ struct RuncRuntimeOptions {
 //              image or a gzip layer is not its diff_id; InvalidArgument for
 //              a hostile layer, a zstd one, or a gzip one over 32 GiB.
 //   HasImage   true when <bundles>/<id>/image-config.json exists.
-//   Run        FailedPrecondition for runsc, GPUs or an image User that is a
+//   Run        Attempts with a sandbox group run in a pilot (pilot_pool.h)
+//              when PilotEligible, the kernel counts RLIMIT_NPROC per user
+//              namespace and their mounts are on the bundles' filesystem;
+//              otherwise, and when no pilot can be started, in a container
+//              of their own.
+//              FailedPrecondition for runsc, GPUs or an image User that is a
 //              name other than root (or unmapped ids).
 //              ExitInfo.error is set when runc itself failed (it logged an
 //              error), exit_code is then runc's (1); oom when the container
@@ -84,7 +97,8 @@ struct RuncRuntimeOptions {
 //              counts only its tasks (so NPROC = pids exactly); older kernels
 //              count the whole host uid and get podman's arithmetic.
 //   Kill       `runc kill NAME KILL`, then `runc delete --force NAME`.
-//   ListContainers  `runc list` names starting with "idlegrid-".
+//   ListContainers  `runc list` names starting with "idlegrid-", except the
+//              pilots this runtime runs (a previous agent's are listed).
 std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options);
 
 // Names ListContainers reports, and so the names the agent gives containers.

@@ -39,7 +39,9 @@ struct SpawnSetup {
 
 }  // namespace
 
-Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv) {
+Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv) { return Spawn(argv, {}); }
+
+Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const std::vector<int>& pass_fds) {
   if (argv.empty()) return Status::InvalidArgument("cannot spawn an empty command");
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal("pipe: " + ErrnoText(errno));
@@ -51,9 +53,19 @@ Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out_write.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, err_write.get(), STDERR_FILENO);
+  // Copies above every target first, so that moving one into place cannot
+  // overwrite another still to be moved.
+  std::vector<UniqueFd> high;
+  for (int fd : pass_fds) {
+    high.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 64));
+    if (high.back().get() < 0) return Status::Internal("dup: " + ErrnoText(errno));
+  }
+  for (size_t i = 0; i < high.size(); ++i) {
+    posix_spawn_file_actions_adddup2(&setup.actions, high[i].get(), static_cast<int>(STDERR_FILENO + 1 + i));
+  }
   // Our pipes are O_CLOEXEC, but descriptors another thread opened without it
   // must not leak into podman (and from there into conmon).
-  posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
+  posix_spawn_file_actions_addclosefrom_np(&setup.actions, static_cast<int>(STDERR_FILENO + 1 + high.size()));
   sigset_t no_signals, default_signals;
   sigemptyset(&no_signals);
   sigemptyset(&default_signals);
@@ -128,8 +140,12 @@ void Subprocess::Drain(UniqueFd* fd, const std::string& stream, const StreamSink
 }
 
 bool Subprocess::Pump(std::chrono::milliseconds max_wait, int wake_fd, const StreamSink& sink) {
+  return Pump(max_wait, std::vector<int>{wake_fd}, sink);
+}
+
+bool Subprocess::Pump(std::chrono::milliseconds max_wait, const std::vector<int>& wake_fds, const StreamSink& sink) {
   if (done_) return true;
-  pollfd fds[4];
+  pollfd fds[7];
   nfds_t n = 0;
   auto add = [&](int fd) {
     if (fd >= 0) fds[n++] = pollfd{fd, POLLIN, 0};
@@ -137,7 +153,7 @@ bool Subprocess::Pump(std::chrono::milliseconds max_wait, int wake_fd, const Str
   add(out_.get());
   add(err_.get());
   add(exit_fd_.get());
-  add(wake_fd);
+  for (size_t i = 0; i < wake_fds.size() && i < 4; ++i) add(wake_fds[i]);
   auto wait = std::max(max_wait, std::chrono::milliseconds(0));
   if (exit_fd_.get() < 0) wait = std::min(wait, kReapInterval);
   const int timeout_ms = static_cast<int>(std::min<long long>(wait.count(), 24LL * 3600 * 1000));
@@ -165,6 +181,11 @@ bool Subprocess::Pump(std::chrono::milliseconds max_wait, int wake_fd, const Str
   exit_fd_.Reset();
   done_ = true;
   return true;
+}
+
+void ResetEventFd(int fd) {
+  uint64_t count = 0;
+  if (::read(fd, &count, sizeof count) < 0) return;  // EAGAIN: nothing was signalled
 }
 
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {

@@ -27,6 +27,9 @@ class Subprocess {
   // for the agent is not forwarded into a container by podman's sig-proxy).
   // FailedPrecondition when the program cannot be started (e.g. not installed).
   static Result<Subprocess> Spawn(const std::vector<std::string>& argv);
+  // The same, and the child gets `pass_fds` (ours, left open) as its
+  // descriptors 3, 4, ... in order.
+  static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::vector<int>& pass_fds);
 
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&&) = delete;
@@ -41,6 +44,8 @@ class Subprocess {
   // pipes has been delivered (later calls return true at once). Output that a
   // grandchild writes after the child exited is not waited for.
   bool Pump(std::chrono::milliseconds max_wait, int wake_fd, const StreamSink& sink);
+  // The same, woken by any of `wake_fds` (-1 entries ignored; at most 4).
+  bool Pump(std::chrono::milliseconds max_wait, const std::vector<int>& wake_fds, const StreamSink& sink);
 
   // SIGKILLs the child itself (not its descendants).
   void Kill();
@@ -69,6 +74,10 @@ struct CommandOutput {
   std::string stdout_text;
   std::string stderr_text;
 };
+
+// Empties an eventfd used to wake a Pump (nothing to do when it was not
+// signalled), so the next Pump waits again.
+void ResetEventFd(int fd);
 
 // Runs argv to completion and collects its output (each stream capped at
 // 1 MiB; the excess is dropped). Unavailable when it runs past `timeout`

@@ -68,7 +68,7 @@ RunSpec Spec() {
   spec.resources.set_cpu(1.5);
   spec.resources.set_disk_bytes(64 << 20);
   spec.host_user_processes = 7;
-  spec.mounts = {{"/data/out", "/out", false}, {"/data/in.csv", "/in/data.csv", true}};
+  spec.mounts = {{"/data/out", "/out", false, ""}, {"/data/in.csv", "/in/data.csv", true, ""}};
   spec.env = {{"IG_VALUE", "x y"}, {"PATH", "/bin"}};
   spec.args = {"--flag", "a b"};
   return spec;

@@ -226,7 +226,7 @@ TEST(BuildPodmanRunArgsTest, ZeroLimitsEmitNoCaps) {
 
 TEST(BuildPodmanRunArgsTest, MountsEnvCommandAndArgs) {
   RunSpec spec = BaseSpec();
-  spec.mounts = {{"/var/in", "/in", true}, {"/var/out", "/out", false}};
+  spec.mounts = {{"/var/in", "/in", true, ""}, {"/var/out", "/out", false, ""}};
   spec.env = {{"A", "1"}, {"B", "x y=z"}};
   spec.command = {"/bin/tool", "say \"hi\""};
   spec.args = {"--rm", "a b"};
@@ -263,17 +263,17 @@ TEST(ValidateRunSpecTest, Table) {
       {"unknown runtime", [](RunSpec* s) { s->runtime = "kata"; }, false},
       {"relative mount",
        [](RunSpec* s) {
-         s->mounts = {{"rel", "/in", true}};
+         s->mounts = {{"rel", "/in", true, ""}};
        },
        false},
       {"colon in mount",
        [](RunSpec* s) {
-         s->mounts = {{"/a:b", "/in", true}};
+         s->mounts = {{"/a:b", "/in", true, ""}};
        },
        false},
       {"comma in mount",
        [](RunSpec* s) {
-         s->mounts = {{"/a", "/in,rw", true}};
+         s->mounts = {{"/a", "/in,rw", true, ""}};
        },
        false},
       {"bad env name",
@@ -526,7 +526,7 @@ class PodmanRuntimeTest : public ::testing::Test {
     spec.container_name = "igrt-" + std::to_string(::getpid()) + "-" + std::to_string(next_id_++);
     spec.image_id = image_id_;
     spec.args = std::move(args);
-    spec.mounts = {{out_dir_, "/out", false}};
+    spec.mounts = {{out_dir_, "/out", false, ""}};
     spec.resources = MakeResources(64 << 20, 64, 1, 16 << 20);
     return spec;
   }

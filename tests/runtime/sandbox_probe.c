@@ -2,7 +2,12 @@
  * the order below, so that runtime_test can run it under two runtimes and
  * compare the outputs line by line. Built static: it runs in a FROM scratch
  * image. Every probe only looks or tries something harmless. Other modes:
- *   exit CODE | sleep SECS | echo ARGS... (exit 3) | membomb (1 GiB, 1 MiB at a time) */
+ *   exit CODE | sleep SECS | echo ARGS... (exit 3) | membomb (1 GiB, 1 MiB at a time)
+ *   leave NAME: leaves things behind for the next task of a shared sandbox
+ *     (runtime/pilot_pool.h): /out/NAME, /tmp/left, /dev/shm/left, a SysV
+ *     shared memory segment and a daemon (setsid, sleeping); exits 0
+ *   look: reports what a previous task left: tmp_left, shm_left, ipc_left,
+ *     other_processes (besides itself and PID 1), out_files, pid1 (its comm) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -16,6 +21,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -194,7 +200,55 @@ static void Identity(void) {
   for (char** e = environ; *e; e++) printf("env.%s\n", *e);
 }
 
+static int Leave(const char* name) {
+  char path[256];
+  snprintf(path, sizeof path, "/out/%s", name);
+  FILE* f = fopen(path, "w");
+  if (f) { fputs(name, f); fclose(f); }
+  close(open("/tmp/left", O_CREAT | O_WRONLY, 0600));
+  close(open("/dev/shm/left", O_CREAT | O_WRONLY, 0600));
+  shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  if (fork() == 0) {
+    setsid();
+    if (fork() == 0) { sleep(1000); _exit(0); }
+    _exit(0);
+  }
+  wait(NULL);
+  printf("left %s\n", name);
+  return f ? 0 : 1;
+}
+
+static int Look(void) {
+  printf("tmp_left=%s\n", access("/tmp/left", F_OK) == 0 ? "yes" : "no");
+  printf("shm_left=%s\n", access("/dev/shm/left", F_OK) == 0 ? "yes" : "no");
+  int ipc = -1, others = 0, outs = 0;
+  char line[512];
+  FILE* f = fopen("/proc/sysvipc/shm", "r");
+  while (f && fgets(line, sizeof line, f)) ipc++;
+  if (f) fclose(f);
+  printf("ipc_left=%d\n", ipc);
+  DIR* d = opendir("/proc");
+  for (struct dirent* e; d && (e = readdir(d));) {
+    int pid = atoi(e->d_name);
+    if (pid > 1 && pid != getpid()) others++;
+  }
+  if (d) closedir(d);
+  printf("other_processes=%d\n", others);
+  d = opendir("/out");
+  for (struct dirent* e; d && (e = readdir(d));) outs += e->d_name[0] != '.';
+  if (d) closedir(d);
+  printf("out_files=%d\n", outs);
+  char comm[64] = "";
+  f = fopen("/proc/1/comm", "r");
+  if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
+  if (f) fclose(f);
+  printf("pid1=%s\n", comm);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 2 && strcmp(argv[1], "leave") == 0) return Leave(argv[2]);
+  if (argc > 1 && strcmp(argv[1], "look") == 0) return Look();
   if (argc > 1 && strcmp(argv[1], "exit") == 0) return argc > 2 ? atoi(argv[2]) : 0;
   if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
     printf("sleeping\n");

@@ -1,0 +1,376 @@
+#include "runtime/pilot_pool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/fs.h"
+#include "runtime/oci_config.h"
+#include "runtime/pilot_protocol.h"
+#include "runtime/runc_host.h"
+#include "runtime/runc_runtime.h"
+#include "runtime/subprocess.h"
+
+namespace idlegrid::runtime {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A graceful retirement (end of file on the request pipe) takes the pilot a
+// few milliseconds; past this it is destroyed instead.
+constexpr milliseconds kRetireWait{5'000};
+// After `runc kill`, `runc run` should return at once; past this it is
+// SIGKILLed itself.
+constexpr milliseconds kDestroyWait{15'000};
+
+bool SameFilesystem(const std::string& a, const std::string& b) {
+  struct stat sa{}, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev;
+}
+
+// Moves every entry of directory `from` into directory `to` (same filesystem).
+Status MoveEntries(const std::string& from, const std::string& to) {
+  DIR* dir = ::opendir(from.c_str());
+  if (dir == nullptr) return Status::Internal("cannot read " + from + ": " + std::strerror(errno));
+  Status st = Status::Ok();
+  for (dirent* e; st.ok() && (e = ::readdir(dir)) != nullptr;) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (::renameat(dirfd(dir), name.c_str(), AT_FDCWD, (to + "/" + name).c_str()) != 0) {
+      st = Status::Internal("cannot move " + from + "/" + name + " to " + to + ": " + std::strerror(errno));
+    }
+  }
+  ::closedir(dir);
+  return st;
+}
+
+bool WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+struct PilotPool::Pilot {
+  std::string name, key, bundle, hostname;
+  std::vector<std::string> rw_dirs;  // per mount of the key's specs: the pilot's directory, "" for read-only ones
+  std::optional<Subprocess> runc;    // `runc run` of the pilot container
+  UniqueFd request, reply;           // our ends of the pilot's fds 3 and 4
+  Clock::time_point idle_since;
+  bool replied_once = false;
+};
+
+struct PilotPool::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;                                  // guarded by mu
+  std::multimap<std::string, std::unique_ptr<Pilot>> idle;  // by key; guarded by mu
+  std::set<std::string> names;                            // every live pilot; guarded by mu
+  uint64_t next_id = 0;                                   // guarded by mu
+  std::thread reaper;
+};
+
+PilotPool::PilotPool(PilotPoolHooks hooks, milliseconds linger)
+    : hooks_(std::move(hooks)), linger_(linger), state_(std::make_unique<State>()) {
+  state_->reaper = std::thread([this] { ReaperLoop(); });
+}
+
+PilotPool::~PilotPool() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->cv.notify_all();
+  state_->reaper.join();
+  std::multimap<std::string, std::unique_ptr<Pilot>> idle;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    idle.swap(state_->idle);
+  }
+  for (auto& [key, pilot] : idle) Retire(std::move(pilot), true);
+}
+
+std::set<std::string> PilotPool::Names() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->names;
+}
+
+void PilotPool::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  while (!state_->stopping) {
+    state_->cv.wait_for(lock, linger_ / 2);
+    const Clock::time_point now = Clock::now();
+    std::vector<std::unique_ptr<Pilot>> expired;
+    for (auto it = state_->idle.begin(); it != state_->idle.end();) {
+      if (now - it->second->idle_since >= linger_) {
+        expired.push_back(std::move(it->second));
+        it = state_->idle.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (expired.empty()) continue;
+    lock.unlock();
+    for (auto& pilot : expired) Retire(std::move(pilot), true);
+    lock.lock();
+  }
+}
+
+std::unique_ptr<PilotPool::Pilot> PilotPool::TakeIdle(const std::string& key) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->idle.find(key);
+  if (it == state_->idle.end()) return nullptr;
+  std::unique_ptr<Pilot> pilot = std::move(it->second);
+  state_->idle.erase(it);
+  return pilot;
+}
+
+Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, const image::ImageConfig& image) {
+  auto pilot = std::make_unique<Pilot>();
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    pilot->name = std::string(kRuncContainerPrefix) + "pilot-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(++state_->next_id);
+    state_->names.insert(pilot->name);
+  }
+  pilot->key = PilotKey(spec);
+  pilot->hostname = ContainerHostname(pilot->name);
+  const std::string bundle = hooks_.bundles_dir + "/containers/" + pilot->name;
+  RunSpec config = spec;
+  config.container_name = pilot->name;
+  config.sandbox_group.clear();
+  config.command = {kPilotProgram};
+  config.command.insert(config.command.end(), kPilotClearedDirs.begin(), kPilotClearedDirs.end());
+  config.args.clear();
+  config.env.clear();
+  // The pilot is a process of the container too.
+  if (config.resources.pids() > 0) config.resources.set_pids(config.resources.pids() + 1);
+  for (size_t i = 0; i < config.mounts.size(); ++i) {
+    Mount& m = config.mounts[i];
+    m.host_path = bundle + (m.read_only ? "/ro" : "/rw") + std::to_string(i);
+    pilot->rw_dirs.push_back(m.read_only ? "" : m.host_path);
+  }
+  config.mounts.push_back({hooks_.program_dir, kPilotMountDir, true, ""});
+
+  auto fail = [&](const Status& st) {
+    (void)RemoveTree(bundle);
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->names.erase(pilot->name);
+    return st;
+  };
+  Result<std::string> written = hooks_.write_bundle(config, image);
+  if (!written.ok()) return fail(written.status());
+  pilot->bundle = *written;
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const std::string& path = config.mounts[i].host_path;
+    if (spec.mounts[i].read_only) {
+      if (::link(spec.mounts[i].host_path.c_str(), path.c_str()) != 0) {
+        return fail(Status::FailedPrecondition("cannot link " + spec.mounts[i].host_path + " into the pilot: " +
+                                               std::strerror(errno)));
+      }
+    } else if (Status made = MakeDirs(path, 0700); !made.ok()) {
+      return fail(made);
+    }
+  }
+  int request[2], reply[2];
+  if (::pipe2(request, O_CLOEXEC) != 0) return fail(Status::Internal("pipe failed"));
+  UniqueFd request_read(request[0]);
+  pilot->request = UniqueFd(request[1]);
+  if (::pipe2(reply, O_CLOEXEC) != 0) return fail(Status::Internal("pipe failed"));
+  pilot->reply = UniqueFd(reply[0]);
+  UniqueFd reply_write(reply[1]);
+  ::fcntl(pilot->reply.get(), F_SETFL, O_NONBLOCK);
+  Result<Subprocess> child =
+      Subprocess::Spawn({hooks_.runc, "--root", hooks_.state_dir, "--log", pilot->bundle + "/runc.log", "--log-format",
+                         "json", "run", "--preserve-fds", "2", "--bundle", pilot->bundle, pilot->name},
+                        {request_read.get(), reply_write.get()});
+  if (!child.ok()) return fail(child.status());
+  pilot->runc.emplace(std::move(*child));
+  return pilot;
+}
+
+void PilotPool::Retire(std::unique_ptr<Pilot> pilot, bool gracefully,
+                       const std::function<void(Pilot&)>& before_removal) {
+  Subprocess& runc = *pilot->runc;
+  pilot->request.Reset();  // end of file: the pilot exits
+  const auto drop = [](const std::string&, std::string_view) {};
+  auto wait_exit = [&](milliseconds limit) {
+    const Clock::time_point until = Clock::now() + limit;
+    while (!runc.Pump(std::chrono::ceil<milliseconds>(until - std::min(until, Clock::now())), -1, drop)) {
+      if (Clock::now() >= until) return false;
+    }
+    return true;
+  };
+  bool gone = gracefully && wait_exit(kRetireWait);
+  if (!gone) {
+    hooks_.destroy(pilot->name);
+    if (!wait_exit(kDestroyWait)) {
+      runc.Kill();
+      wait_exit(kDestroyWait);
+    }
+  }
+  // `runc run` removes the container when it returns; after a failure or a
+  // kill, make sure.
+  if (!gone || !WIFEXITED(runc.wait_status()) || WEXITSTATUS(runc.wait_status()) != 0) hooks_.destroy(pilot->name);
+  if (before_removal) before_removal(*pilot);
+  if (Status st = RemoveTree(pilot->bundle); !st.ok()) spdlog::warn("pilot {}: {}", pilot->name, st.message());
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->names.erase(pilot->name);
+}
+
+std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image::ImageConfig& image,
+                                               const OutputSink& sink, milliseconds timeout,
+                                               const std::function<void()>& on_started, const PilotStop& stop) {
+  // Outputs are moved and inputs linked, never copied.
+  for (const Mount& m : spec.mounts) {
+    if (!SameFilesystem(m.host_path, hooks_.bundles_dir)) return std::nullopt;
+  }
+  const std::vector<std::string> argv = ContainerArgv(spec, image);
+  if (argv.empty()) return std::nullopt;  // the container path words the error
+  const std::string cwd = image.working_dir.empty() ? "/" : image.working_dir;
+  const std::string key = PilotKey(spec);
+  auto forward = [&](const std::string& stream, std::string_view data) {
+    if (sink) sink(stream, data);
+  };
+  auto move_out = [&](Pilot& pilot) {
+    Status st = Status::Ok();
+    for (size_t i = 0; i < pilot.rw_dirs.size(); ++i) {
+      if (!pilot.rw_dirs[i].empty() && st.ok()) st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
+    }
+    return st;
+  };
+  bool started = false;
+  for (int round = 0; round < 2; ++round) {
+    std::unique_ptr<Pilot> pilot = TakeIdle(key);
+    const bool fresh = pilot == nullptr;
+    if (fresh) {
+      Result<std::unique_ptr<Pilot>> made = Start(spec, image);
+      if (!made.ok()) {
+        spdlog::warn("no pilot for {}: {}", spec.container_name, made.status().message());
+        if (!started) return std::nullopt;
+        return Result<ExitInfo>(made.status());
+      }
+      pilot = std::move(*made);
+    }
+    Result<std::string> request = EncodePilotRequest(cwd, argv, ContainerEnv(spec, image, pilot->hostname));
+    if (!request.ok()) {
+      Retire(std::move(pilot), true);
+      return Result<ExitInfo>(request.status());
+    }
+    Status moved = Status::Ok();
+    for (size_t i = 0; i < pilot->rw_dirs.size() && moved.ok(); ++i) {
+      if (!pilot->rw_dirs[i].empty()) moved = MoveEntries(spec.mounts[i].host_path, pilot->rw_dirs[i]);
+    }
+    if (!moved.ok() || !WriteAll(pilot->request.get(), *request)) {
+      Status back = Status::Ok();
+      Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
+      if (!moved.ok() || !back.ok()) return Result<ExitInfo>(moved.ok() ? back : moved);
+      continue;  // the pilot was gone: a fresh one
+    }
+    if (!started && on_started) on_started();
+    started = true;
+
+    ExitInfo info;
+    PilotReplyReader reader;
+    std::optional<Result<PilotReply>> reply;
+    bool ended = false;
+    const Clock::time_point deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    milliseconds wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
+    while (true) {
+      if (pilot->runc->Pump(wait, {pilot->reply.get(), stop.wake_fd}, forward)) {
+        ended = true;
+        break;
+      }
+      char buf[512];
+      const ssize_t n = ::read(pilot->reply.get(), buf, sizeof buf);
+      if (n > 0) reply = reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
+      if (n == 0) reply = Result<PilotReply>(Status::DataLoss("the pilot closed its reply pipe"));
+      if (reply) break;
+      if (stop.wake_fd >= 0) ResetEventFd(stop.wake_fd);
+      if (stop.requested && stop.requested()) {
+        info.killed = true;
+        break;
+      }
+      if (Clock::now() >= deadline) {
+        info.timed_out = true;
+        break;
+      }
+      wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
+    }
+
+    if (reply && reply->ok() && (*reply)->kind == PilotReply::Kind::kUnclean) {
+      spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name,
+                   (*reply)->text);
+      Status back = Status::Ok();
+      Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
+      if (!back.ok()) return Result<ExitInfo>(back);
+      continue;
+    }
+    if (reply && reply->ok()) {
+      pilot->runc->Pump(milliseconds(0), -1, forward);  // the task's last output, written before the reply
+      const PilotReply& r = **reply;
+      if (r.kind == PilotReply::Kind::kExecFailed) {
+        info.error = "the task could not be started: " + r.text;
+      } else {
+        info.exit_code = r.exit_code;
+        info.oom = r.exit_code == 137;  // SIGKILL that neither Kill nor the timeout sent
+      }
+      Status out = move_out(*pilot);
+      if (!out.ok()) {
+        Retire(std::move(pilot), false);
+        return Result<ExitInfo>(out);
+      }
+      pilot->replied_once = true;
+      pilot->idle_since = Clock::now();
+      {
+        std::lock_guard<std::mutex> lock(state_->mu);
+        state_->idle.emplace(key, std::move(pilot));
+      }
+      state_->cv.notify_all();
+      return Result<ExitInfo>(info);
+    }
+    // Killed, timed out, or the pilot misbehaved or ended: the sandbox and
+    // whatever still runs in it go.
+    const std::string runc_errors = [&] {
+      Result<std::string> log = ReadFile(pilot->bundle + "/runc.log");
+      return log.ok() ? RuncLogErrors(*log) : std::string();
+    }();
+    const bool never_ran = fresh && ended && !runc_errors.empty();
+    if (ended) {
+      info.error = "the pilot sandbox ended unexpectedly" + (runc_errors.empty() ? "" : ": runc failed: " + runc_errors);
+    } else if (reply) {
+      info.error = "pilot " + pilot->name + ": " + reply->status().message();
+    } else {
+      info.exit_code = 137;
+    }
+    // What the task wrote before it was stopped is its output, as in a
+    // container of its own.
+    Status back = Status::Ok();
+    Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
+    if (!info.error.empty()) spdlog::warn("{}: {}", spec.container_name, info.error);
+    if (!back.ok()) return Result<ExitInfo>(back);
+    if (never_ran) return std::nullopt;  // runc could not start it: the caller's own container says why
+    return Result<ExitInfo>(info);
+  }
+  return Result<ExitInfo>(Status::Internal("no pilot could run " + spec.container_name));
+}
+
+}  // namespace idlegrid::runtime

@@ -1,0 +1,98 @@
+#pragma once
+// Pilots: one sandbox runs many tasks of one array job on this node, one task
+// after another, so a sweep pays runc's start (~100 ms of CPU: namespaces,
+// id maps, seccomp) once per sandbox instead of once per task.
+//
+// A pilot is an ordinary runc container, configured by BuildOciConfig from the
+// first task's RunSpec exactly as that task's own container would be, except
+// that its process is the pilot program (src/runtime/pilot/pilot.c, bundled
+// in the agent and mounted read-only at /.idlegrid) and its pids limit is one
+// higher (the pilot is a process too). The pilot forks and execs each task
+// with the task's argv, environment and working directory, so a task gets the
+// same namespaces, seccomp filter, rlimits and capabilities (none) as in a
+// container of its own. Between tasks the pilot kills every process a task
+// left (kill(-1) from the namespace's init) and clears the tmpfs directories
+// and SysV IPC objects; the job's writable mounts (outputs) are per-pilot
+// directories whose contents the pool moves into the attempt's own directory
+// when the task ends. Read-only mounts (inputs) are hard links made when the
+// pilot starts: every attempt of a key holds the same content (PilotKey).
+//
+// What differs from a container per task (tests/runtime/pilot_test.cc): the
+// task is not PID 1 (the pilot is, and shows in /proc); the hostname is the
+// pilot's name; a task sees the same kernel objects a previous task of the
+// same job left in the container only if they survive the clearing above.
+// Only attempts of one sandbox group (one job) ever share a pilot.
+//
+// A pilot whose task is killed or times out, whose program misbehaves, or
+// that cannot clear its sandbox is destroyed (`runc kill`, `runc delete`); an
+// idle pilot is retired after `linger`, and all of them when the pool is
+// destroyed.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "image/image_config.h"
+#include "runtime/container_runtime.h"
+
+namespace idlegrid::runtime {
+
+struct PilotPoolHooks {
+  std::string runc;         // absolute path of runc
+  std::string state_dir;    // runc --root
+  std::string bundles_dir;  // where pilots' bundles go (<bundles>/containers/<name>)
+  // Host directory holding the pilot program as "pilot", mounted read-only.
+  std::string program_dir;
+  // Writes the bundle of a container for `spec` (its config.json) and returns
+  // its directory; the caller's RuncRuntime::WriteBundle.
+  std::function<Result<std::string>(const RunSpec& spec, const image::ImageConfig& image)> write_bundle;
+  // `runc kill NAME KILL` and `runc delete --force NAME`; errors ignored.
+  std::function<void(const std::string& name)> destroy;
+};
+
+// Stops a task run through the pool: the eventfd Kill() writes, and whether
+// Kill() asked.
+struct PilotStop {
+  int wake_fd = -1;
+  std::function<bool()> requested;
+};
+
+class PilotPool {
+ public:
+  PilotPool(PilotPoolHooks hooks, std::chrono::milliseconds linger);
+  ~PilotPool();  // retires every idle pilot; Runs in progress must have returned
+  PilotPool(const PilotPool&) = delete;
+  PilotPool& operator=(const PilotPool&) = delete;
+
+  // Runs `spec` (eligible: PilotEligible) in an idle pilot of its key, or a
+  // new one. nullopt when no pilot could be started for it (the caller runs
+  // it in a container of its own; nothing was started). Otherwise the task's
+  // ExitInfo as RuncRuntime::Run gives it, or an error.
+  std::optional<Result<ExitInfo>> Run(const RunSpec& spec, const image::ImageConfig& image, const OutputSink& sink,
+                                      std::chrono::milliseconds timeout, const std::function<void()>& on_started,
+                                      const PilotStop& stop);
+
+  // Names of the pilots this pool runs (ListContainers must not report them
+  // as leftovers).
+  std::set<std::string> Names();
+
+  struct Pilot;
+
+ private:
+  std::unique_ptr<Pilot> TakeIdle(const std::string& key);
+  Result<std::unique_ptr<Pilot>> Start(const RunSpec& spec, const image::ImageConfig& image);
+  // Ends the pilot's container (gracefully: end of file on its requests;
+  // otherwise runc kill), calls `before_removal` once nothing runs in it any
+  // more, then removes its bundle.
+  void Retire(std::unique_ptr<Pilot> pilot, bool gracefully, const std::function<void(Pilot&)>& before_removal = {});
+  void ReaperLoop();
+
+  struct State;
+  const PilotPoolHooks hooks_;
+  const std::chrono::milliseconds linger_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace idlegrid::runtime

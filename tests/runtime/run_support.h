@@ -1,0 +1,27 @@
+#pragma once
+// Helpers shared by the runtime tests that run real containers.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "runtime/container_runtime.h"
+
+namespace idlegrid::runtime {
+
+struct Outcome {
+  ExitInfo exit;
+  std::string out, err;
+  std::chrono::steady_clock::duration took{};
+};
+
+// Runs `spec` to completion, collecting both streams; a failed Run is a test
+// failure (the Outcome then holds defaults).
+Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                const std::function<void()>& on_started = {});
+
+// "key=value" lines as a map (the sandbox probe's report).
+std::map<std::string, std::string> ProbeReport(const std::string& text);
+
+}  // namespace idlegrid::runtime
