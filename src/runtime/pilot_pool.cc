@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,7 +92,14 @@ struct PilotPool::State {
 
 PilotPool::PilotPool(PilotPoolHooks hooks, milliseconds linger)
     : hooks_(std::move(hooks)), linger_(linger), state_(std::make_unique<State>()) {
+  // The reaper must never take a signal meant for the process (the agent
+  // waits for SIGTERM on a thread of its own; a thread that did not block
+  // it would get the default action: death, without draining).
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
   state_->reaper = std::thread([this] { ReaperLoop(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 PilotPool::~PilotPool() {
