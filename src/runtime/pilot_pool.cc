@@ -262,7 +262,11 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
   auto move_out = [&](Pilot& pilot) {
     Status st = Status::Ok();
     for (size_t i = 0; i < pilot.rw_dirs.size(); ++i) {
-      if (!pilot.rw_dirs[i].empty() && st.ok()) st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
+      if (pilot.rw_dirs[i].empty() || !st.ok()) continue;
+      // A task running as the container's root owns the directory and may
+      // have locked it; the next task gets it as the first one did.
+      ::chmod(pilot.rw_dirs[i].c_str(), 0700);
+      st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
     }
     return st;
   };

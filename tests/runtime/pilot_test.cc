@@ -122,7 +122,7 @@ TEST_F(PilotTest, TasksOfOneGroupShareASandboxAndNothingOneLeavesReachesTheNext)
   EXPECT_EQ(r["shm_left"], "no");
   EXPECT_EQ(r["ipc_left"], "0") << "SysV IPC objects are removed between tasks";
   EXPECT_EQ(r["other_processes"], "0") << "the daemon the first task left was killed";
-  EXPECT_EQ(r["out_files"], "0") << "outputs never reach the next task";
+  EXPECT_EQ(r["out_files"], "0") << "outputs never reach the next task, and /out is usable again";
   // Each attempt's outputs are in its own directory.
   Result<std::string> left = ReadFile(first.mounts[0].host_path + "/first");
   ASSERT_TRUE(left.ok()) << left.status().ToString();

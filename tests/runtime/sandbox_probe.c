@@ -5,9 +5,11 @@
  *   exit CODE | sleep SECS | echo ARGS... (exit 3) | membomb (1 GiB, 1 MiB at a time)
  *   leave NAME: leaves things behind for the next task of a shared sandbox
  *     (runtime/pilot_pool.h): /out/NAME, /tmp/left, /dev/shm/left, a SysV
- *     shared memory segment and a daemon (setsid, sleeping); exits 0
+ *     shared memory segment and a daemon (setsid, sleeping), and makes /out
+ *     inaccessible (mode 0); exits 0
  *   look: reports what a previous task left: tmp_left, shm_left, ipc_left,
- *     other_processes (besides itself and PID 1), out_files, pid1 (its comm) */
+ *     other_processes (besides itself and PID 1), out_files (-1: /out is
+ *     unreadable), pid1 (its comm) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -214,6 +216,7 @@ static int Leave(const char* name) {
     _exit(0);
   }
   wait(NULL);
+  chmod("/out", 0);
   printf("left %s\n", name);
   return f ? 0 : 1;
 }
@@ -235,6 +238,7 @@ static int Look(void) {
   if (d) closedir(d);
   printf("other_processes=%d\n", others);
   d = opendir("/out");
+  if (!d) outs = -1;
   for (struct dirent* e; d && (e = readdir(d));) outs += e->d_name[0] != '.';
   if (d) closedir(d);
   printf("out_files=%d\n", outs);
