@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "api/coordinator_server.h"
+#include "common/exit_code.h"
 #include "cli/commands.h"
 #include "manifest/manifest.h"
 
@@ -31,12 +32,14 @@ int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool jso
     auto ad = agent.CurrentAdvertisement();
     if (!ad.ok()) {
       std::cerr << "error: " << ad.status().message() << "\n";
-      return 2;
+      return idlegrid::ExitCodeFor(ad.status());
     }
     if (json) {
       std::string out;
       google::protobuf::util::JsonPrintOptions opts;
       opts.add_whitespace = true;
+      // Fails only for a message our own code cannot build (invalid UTF-8);
+      // the output is then empty.
       (void)google::protobuf::util::MessageToJsonString(*ad, &out, opts);
       std::cout << out;
       return 0;
@@ -216,5 +219,5 @@ int main(int argc, char** argv) {
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
   if (*push) return idlegrid::cli::ImagePush(common, file);
   if (*apush) return idlegrid::cli::ArtifactPush(common, file);
-  return 2;
+  return 2;  // no subcommand: a usage error, as CLI11's own
 }

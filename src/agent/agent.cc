@@ -417,6 +417,13 @@ bool Agent::IsCancelled(const std::string& attempt_id) {
   return cancelled_.count(attempt_id) > 0;
 }
 
+void Agent::ReportOrLog(const v1::ReportAttemptRequest& req) {
+  if (Status st = Report(req); !st.ok()) {
+    spdlog::warn("report {} of attempt {} not delivered: {}", v1::AttemptEvent_Name(req.event()), req.attempt_id(),
+                 st.message());
+  }
+}
+
 Status Agent::Report(const v1::ReportAttemptRequest& report) {
   // Everything reported about an attempt carries its lease epoch (fencing).
   v1::ReportAttemptRequest req = report;

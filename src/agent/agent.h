@@ -75,6 +75,9 @@ class Agent {
   void HandleCancel(const v1::CancelAttempt& c);
   void RunAttempt(v1::Assignment a);
   Status Report(const v1::ReportAttemptRequest& req);
+  // Report, logging a failure: an undelivered report leaves the attempt to
+  // the coordinator's own rules (heartbeats stop listing it, the lease ends).
+  void ReportOrLog(const v1::ReportAttemptRequest& req);
   Result<std::string> EnsureImage(const v1::Assignment& a);
   Status Download(const std::string& digest, const std::string& path);
   Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);

@@ -9,10 +9,12 @@
 #include "agent/agent.h"
 #include "agent/checkpoint_sync.h"
 #include "agent/log_shipper.h"
+#include "agent/outcome.h"
 #include "common/clock.h"
 #include "common/digest.h"
 #include "common/fs.h"
 #include "image/oci_archive.h"
+#include "manifest/manifest.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 
@@ -20,8 +22,6 @@ namespace idlegrid::agent {
 
 namespace {
 
-// Outputs are collected one artifact per file; a job may not flood the coordinator.
-constexpr size_t kMaxOutputFiles = 10000;
 // How long a runtime's "this image is present" is trusted without asking again.
 constexpr int64_t kImageRecheckMs = 30'000;
 
@@ -61,7 +61,7 @@ Status Agent::ReserveCapacity(const v1::Assignment& a) {
 }
 
 Result<std::string> Agent::EnsureImage(const v1::Assignment& a) {
-  std::string manifest_digest = a.spec().image().substr(a.spec().image().find("sha256:"));
+  const std::string manifest_digest = manifest::ImageDigestOf(a.spec().image());
   std::string image_id = DigestHex(a.image_config_digest());
   std::string cache_dir = config_.data_dir + "/images";
   std::string marker = cache_dir + "/" + DigestHex(manifest_digest);
@@ -107,7 +107,7 @@ void Agent::RunAttempt(v1::Assignment a) {
     auto r = Event(id, v1::ERRORED);
     r.set_failure_reason(reason);
     r.set_message(st.message());
-    (void)Report(r);
+    ReportOrLog(r);
   };
 
   Status admit = draining_ ? Status::FailedPrecondition("the agent is shutting down") : Status::Ok();
@@ -122,7 +122,7 @@ void Agent::RunAttempt(v1::Assignment a) {
     spdlog::warn("attempt {} rejected: {}", id, admit.message());
     auto r = Event(id, v1::REJECTED);
     r.set_message(admit.message());
-    (void)Report(r);
+    ReportOrLog(r);
     return;
   }
   // Never more than this node advertises: the hold is taken before the
@@ -132,7 +132,7 @@ void Agent::RunAttempt(v1::Assignment a) {
     auto r = Event(id, v1::REJECTED);
     r.set_failure_reason(v1::NODE_BUSY);
     r.set_message(room.message());
-    (void)Report(r);
+    ReportOrLog(r);
     return;
   }
   if (Status st = Report(Event(id, v1::ACCEPTED)); !st.ok()) {
@@ -165,6 +165,13 @@ void Agent::RunAttempt(v1::Assignment a) {
 
   const std::string work = config_.data_dir + "/attempts/" + id;
   const std::string out_dir = work + "/out";
+  // The attempt's scratch (inputs, outputs, checkpoint) goes however it ends.
+  struct Scratch {
+    const std::string& path;
+    ~Scratch() {
+      if (Status st = RemoveTree(path); !st.ok()) spdlog::warn("removing {}: {}", path, st.message());
+    }
+  } scratch{work};
   if (Status st = MakeDirs(out_dir, 0700); !st.ok()) return fail(v1::PLATFORM_FAILURE, st);
   runtime::RunSpec run;
   run.container_name = ContainerName(id);
@@ -197,7 +204,6 @@ void Agent::RunAttempt(v1::Assignment a) {
         return Download(digest, path);
       });
       if (!st.ok()) {
-        RemoveTree(work).ok();
         return fail(v1::PLATFORM_FAILURE, st.WithContext("restoring checkpoint of attempt " +
                                                          a.restore().attempt_id()));
       }
@@ -211,7 +217,6 @@ void Agent::RunAttempt(v1::Assignment a) {
     const auto& in = spec.inputs(i);
     std::string local = work + "/input-" + std::to_string(i);
     if (Status st = Download(in.artifact(), local); !st.ok()) {
-      RemoveTree(work).ok();
       return fail(v1::PLATFORM_FAILURE, st.WithContext("input " + in.path()));
     }
     ::chmod(local.c_str(), 0444);
@@ -224,7 +229,6 @@ void Agent::RunAttempt(v1::Assignment a) {
   if (a.device_uuids_size() > 0) {
     auto ad = CurrentAdvertisement();
     if (!ad.ok()) {
-      RemoveTree(work).ok();
       return fail(v1::PLATFORM_FAILURE, ad.status().WithContext("discovering the assigned GPUs"));
     }
     for (const auto& uuid : a.device_uuids()) {
@@ -233,7 +237,6 @@ void Agent::RunAttempt(v1::Assignment a) {
         if (d.uuid() == uuid) device = &d;
       }
       if (device == nullptr) {
-        RemoveTree(work).ok();
         return fail(v1::PLATFORM_FAILURE,
                     Status::FailedPrecondition("assigned GPU " + uuid + " is not on this host (any more); "
                                                "check `idlegrid agent --discover`"));
@@ -242,7 +245,6 @@ void Agent::RunAttempt(v1::Assignment a) {
     }
   }
   if (!run.gpu_uuids.empty() && !PathExists("/etc/cdi/nvidia.yaml") && !PathExists("/var/run/cdi/nvidia.yaml")) {
-    RemoveTree(work).ok();
     return fail(v1::PLATFORM_FAILURE,
                 Status::FailedPrecondition("no CDI spec for NVIDIA GPUs on this host; run `nvidia-ctk cdi generate "
                                            "--output=/etc/cdi/nvidia.yaml`"));
@@ -250,67 +252,46 @@ void Agent::RunAttempt(v1::Assignment a) {
   run.host_user_processes = runtime::CountUserProcesses(::getuid());
 
   if (IsCancelled(id)) {
-    RemoveTree(work).ok();
-    (void)Report(Event(id, v1::STOPPED));
+    ReportOrLog(Event(id, v1::STOPPED));
     return;
   }
   auto sink = [&](const std::string& stream, std::string_view data) { logs_->Add(id, stream, data); };
   auto on_started = [&] {
     auto r = Event(id, v1::STARTED);
     r.set_runtime(spec.runtime());
-    (void)Report(r);
+    ReportOrLog(r);
     if (checkpoint) {
       checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));
     }
   };
-  auto exit = runtime_->Run(run, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
+  RunFacts facts;
+  facts.exit = runtime_->Run(run, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
   logs_->Flush();
+  facts.cancelled = IsCancelled(id);
+  facts.run_timeout_seconds = spec.run_timeout_seconds();
+  facts.memory_bytes = spec.resources().memory_bytes();
   if (checkpoint) {
     checkpoint->Stop();
-    // Whatever the job saved before it was stopped (drain, hand-back) or
-    // failed is what the next attempt resumes from; a success needs none.
-    bool succeeded = exit.ok() && exit->error.empty() && exit->exit_code == 0 && !exit->timed_out && !exit->oom &&
-                     !IsCancelled(id);
-    if (!succeeded) {
+    if (NeedsFinalCheckpoint(facts)) {
       if (Status st = checkpoint->SyncOnce(); !st.ok()) spdlog::warn("final checkpoint of {}: {}", id, st.message());
     }
   }
+  const std::vector<std::string> files = RegularFilesUnder(out_dir);
+  facts.output_files = files.size();
+  const Outcome outcome = DecideOutcome(facts);
+  if (outcome.event == v1::ERRORED) return fail(outcome.reason, Status::Internal(outcome.message));
 
-  v1::ReportAttemptRequest done = Event(id, v1::EXITED);
-  if (IsCancelled(id)) {
-    done = Event(id, v1::STOPPED);
-  } else if (!exit.ok()) {
-    RemoveTree(work).ok();
-    return fail(v1::PLATFORM_FAILURE, exit.status());
-  } else if (!exit->error.empty()) {
-    RemoveTree(work).ok();
-    return fail(v1::PLATFORM_FAILURE, Status::Internal(exit->error));
-  } else {
-    done.set_exit_code(exit->exit_code);
-    if (exit->timed_out) {
-      done.set_failure_reason(v1::RUN_TIMEOUT);
-      done.set_message("run timeout of " + std::to_string(spec.run_timeout_seconds()) + " s reached; killed");
-    } else if (exit->oom) {
-      done.set_failure_reason(v1::OUT_OF_MEMORY);
-      done.set_message("killed: out of memory (limit " + std::to_string(spec.resources().memory_bytes()) + " bytes)");
-    }
-    auto files = RegularFilesUnder(out_dir);
-    if (files.size() > kMaxOutputFiles) {
-      RemoveTree(work).ok();
-      return fail(v1::NONZERO_EXIT, Status::InvalidArgument("the job left " + std::to_string(files.size()) +
-                                                            " output files; at most " +
-                                                            std::to_string(kMaxOutputFiles) + " are collected"));
-    }
-    for (const auto& rel : files) {
-      auto file = Upload(out_dir + "/" + rel, rel);
-      if (!file.ok()) {
-        RemoveTree(work).ok();
-        return fail(v1::PLATFORM_FAILURE, file.status());
-      }
-      *done.add_outputs() = *file;
-    }
+  v1::ReportAttemptRequest done = Event(id, outcome.event);
+  if (outcome.event == v1::EXITED) {
+    done.set_exit_code(outcome.exit_code);
+    if (outcome.reason != v1::FAILURE_REASON_UNSPECIFIED) done.set_failure_reason(outcome.reason);
+    if (!outcome.message.empty()) done.set_message(outcome.message);
   }
-  RemoveTree(work).ok();
+  for (const auto& rel : outcome.collect_outputs ? files : std::vector<std::string>{}) {
+    auto file = Upload(out_dir + "/" + rel, rel);
+    if (!file.ok()) return fail(v1::PLATFORM_FAILURE, file.status());
+    *done.add_outputs() = *file;
+  }
   // The container is gone: free its capacity before the coordinator, which
   // frees it on this report, sends the next task here.
   release.Release();

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/exit_code.h"
 #include "common/grpc_status.h"
 #include "common/fs.h"
 #include "jobs/task_state.h"
@@ -18,17 +19,17 @@ namespace idlegrid::cli {
 
 namespace {
 
-int ExitCode(const Status& st) { return st.code() == Code::kInvalidArgument ? 2 : 1; }
-
 int Fail(const Status& st) {
   std::cerr << "error: " << st.message() << "\n";
-  return ExitCode(st);
+  return ExitCodeFor(st);
 }
 
 void PrintJson(const google::protobuf::Message& m, bool one_line = false) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;
   opts.add_whitespace = !one_line;
+  // Fails only for a message our own code cannot build (invalid UTF-8);
+  // the output is then empty.
   (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
   std::cout << out << (one_line || out.empty() || out.back() != '\n' ? "\n" : "");
 }

@@ -326,7 +326,11 @@ void Coordinator::JudgeReadiness(const std::string& job_id) {
   it->second.measurement = m;
   it->second.readiness_job.clear();
   if (!m.passed()) it->second.readiness_failed_ms = m.measured_at_ms();
-  (void)store_->RecordMeasurement(node_id, m);
+  // Kept in memory either way; a lost row only means the node is measured
+  // again after a coordinator restart.
+  if (Status st = store_->RecordMeasurement(node_id, m); !st.ok()) {
+    spdlog::warn("node {}: measurement not stored: {}", node_id, st.message());
+  }
   if (m.passed()) {
     spdlog::info("node {} measured: cpu score {:.3g} rounds/s; schedulable", node_id, m.cpu_score());
   } else {
@@ -395,7 +399,9 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
     }
   }
   *gpus->Add() = gm;
-  (void)store_->RecordMeasurement(node_id, live.measurement);
+  if (Status st = store_->RecordMeasurement(node_id, live.measurement); !st.ok()) {
+    spdlog::warn("node {}: GPU measurement not stored: {}", node_id, st.message());
+  }
   if (gm.passed()) {
     spdlog::info("node {} GPU {} measured: {:.0f} GB/s", node_id, uuid, gm.bandwidth_gbps());
   } else {

@@ -22,11 +22,6 @@ std::string BearerToken(const std::string& header) {
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
 }
 
-std::string ImageDigestOf(const std::string& image) {
-  auto at = image.find('@');
-  return at == std::string::npos ? image : image.substr(at + 1);
-}
-
 }  // namespace
 
 // --- AgentSession -----------------------------------------------------------
@@ -176,7 +171,7 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
     // Refused now, not left waiting out its queue timeout.
     return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
   }
-  std::string image_digest = ImageDigestOf(spec.image());
+  std::string image_digest = manifest::ImageDigestOf(spec.image());
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_digest));
   if (!image) {
     return Status::FailedPrecondition("image " + image_digest +
@@ -452,7 +447,9 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
   auto assigned = store_->AssignedAttempts(node_id);
   if (assigned.ok()) {
     for (const auto& a : *assigned) {
-      (void)SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0, a.device_uuids, a.lease_epoch, {}});
+      Status sent = SendAssignment({a.attempt_id, a.job_id, a.index, a.node_id, 0, a.device_uuids, a.lease_epoch, {}});
+      // Unsent, the attempt ends by the acknowledgement timeout and is placed again.
+      if (!sent.ok()) spdlog::warn("re-sending attempt {} to node {}: {}", a.attempt_id, node_id, sent.message());
     }
   }
   spdlog::info("node {} connected from {}", node_id, peer);
@@ -579,7 +576,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
     loaded = &fetched;
   }
   const v1::Job& job = *loaded;
-  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(ImageDigestOf(job.spec().image())));
+  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
   if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
   v1::Command cmd;
   if (attempt.index < static_cast<uint32_t>(job.tasks_size()) &&

@@ -141,7 +141,8 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
     report.set_failure_reason(v1::NODE_LOST);
     report.set_message("the agent no longer runs this attempt (it restarted); its container was removed");
     spdlog::warn("attempt {} on node {} is gone from the agent: failing it", id, node_id);
-    (void)ReportAttempt(node_id, report);
+    // Refused when it ended meanwhile; otherwise the lease expiry ends it.
+    if (Status st = ReportAttempt(node_id, report); !st.ok()) spdlog::info("attempt {}: {}", id, st.message());
   }
 }
 
@@ -274,7 +275,9 @@ void Coordinator::CheckHeartbeats() {
       report.set_message("node did not acknowledge the assignment within " +
                          std::to_string(options_.ack_timeout_ms) + " ms");
       spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
-      (void)ReportAttempt(a.node_id, report);
+      if (Status st = ReportAttempt(a.node_id, report); !st.ok()) {
+        spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());
+      }
       std::lock_guard<std::mutex> lock(mu_);
       auto it = nodes_.find(a.node_id);
       if (it != nodes_.end() && it->second.session) {

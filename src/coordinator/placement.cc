@@ -11,6 +11,7 @@
 #include "coordinator/coordinator.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "manifest/manifest.h"
 #include "market/market.h"
 #include "sched/feasibility.h"
 #include "sched/pipeline.h"
@@ -18,15 +19,6 @@
 #include "store/capacity_guard.h"
 
 namespace idlegrid::coordinator {
-
-namespace {
-
-std::string ImageDigest(const std::string& image) {
-  auto at = image.find('@');
-  return at == std::string::npos ? image : image.substr(at + 1);
-}
-
-}  // namespace
 
 std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
   const auto by_node = GroupByNode(active);
@@ -107,7 +99,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.min_cuda_version = c.min_cuda_version();
   t.regions.insert(c.regions().begin(), c.regions().end());
   t.min_trust_tier = static_cast<int>(c.min_trust_tier());
-  t.image = ImageDigest(spec.image());
+  t.image = manifest::ImageDigestOf(spec.image());
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
   // The cap covers all of a task's attempts: the next one may use what is left.
@@ -150,7 +142,10 @@ void Coordinator::DispatchOnce() {
         char msg[200];
         std::snprintf(msg, sizeof msg, "spent %.4f of maxCost %.4f over %d attempt(s); not run again", spent,
                       q.spec.max_cost(), it->second.tasks(static_cast<int>(q.index)).attempts_size());
-        (void)store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now);
+        if (Status st = store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+          // The task stays queued; the next pass finds it over its cap again.
+          spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
+        }
         Notify();
         continue;
       }
@@ -180,7 +175,9 @@ void Coordinator::DispatchOnce() {
     std::snprintf(msg, sizeof msg,
                   "spent %.4f of maxCost %.4f; the %.4f left cannot pay for another run at the current asks",
                   spent, spec.max_cost(), spec.max_cost() - spent);
-    (void)store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now);
+    if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+      spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
+    }
     Notify();
   }
   if (plan.placements.empty()) return;

@@ -170,12 +170,13 @@ Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std:
   const std::string tmp_dir = tmpl;
   Status unpacked = Unpack(archive_path, info.manifest_digest, config_json, tar, tmp_dir);
   if (!unpacked.ok()) {
+    // A ".tmp-" directory left here is removed at the next runtime start.
     (void)RemoveUnpackedTree(tmp_dir);
     return unpacked.WithContext("unpacking " + archive_path);
   }
   if (::chmod(tmp_dir.c_str(), 0755) != 0 || ::rename(tmp_dir.c_str(), dest_dir.c_str()) != 0) {
     const int err = errno;
-    (void)RemoveUnpackedTree(tmp_dir);
+    (void)RemoveUnpackedTree(tmp_dir);  // as above
     if (err == EEXIST || err == ENOTEMPTY) return Status::AlreadyExists(dest_dir + " was unpacked meanwhile");
     return Status::Internal("cannot move the unpacked image to " + dest_dir + ": " + std::strerror(err));
   }

@@ -3,6 +3,7 @@
 // shared with specs that arrive as JSON, and their violations are mapped back
 // to a line and column here.
 #include "manifest/manifest.h"
+#include "manifest/quote.h"
 
 #include <cmath>
 #include <yaml-cpp/yaml.h>
@@ -38,7 +39,6 @@ struct FieldRule {
   std::function<Status(const Value&)> read;
 };
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string JoinPath(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;

@@ -95,4 +95,8 @@ std::string FormatBytes(uint64_t bytes);
 // Renders seconds as "1h30m", "7d", "45s", "0s".
 std::string FormatDuration(uint32_t seconds);
 
+// The digest part of a validated image reference ("name@sha256:..." ->
+// "sha256:..."); a bare digest is returned as is.
+std::string ImageDigestOf(const std::string& image);
+
 }  // namespace idlegrid::manifest

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "manifest/manifest.h"
+#include "manifest/quote.h"
 
 namespace idlegrid::manifest {
 namespace {
@@ -74,12 +75,12 @@ std::optional<Wide> DigitsToInt(std::string_view digits, Wide max) {
 }
 
 Status BadBytes(const std::string& s, const std::string& why) {
-  return Status::InvalidArgument("invalid byte quantity \"" + s + "\": " + why);
+  return Status::InvalidArgument("invalid byte quantity " + Quote(s) + ": " + why);
 }
 
 Status BadDuration(const std::string& s) {
-  return Status::InvalidArgument("invalid duration \"" + s +
-                                 "\": expected seconds (\"90\") or a duration like \"30s\", "
+  return Status::InvalidArgument("invalid duration " + Quote(s) +
+                                 ": expected seconds (\"90\") or a duration like \"30s\", "
                                  "\"10m\", \"2h\", \"1d\" or \"1h30m\"");
 }
 
@@ -103,8 +104,8 @@ Result<uint64_t> ParseBytes(const std::string& s) {
     if (rest == candidate.suffix) unit = &candidate;
   }
   if (unit == nullptr) {
-    return BadBytes(s, "unknown unit \"" + std::string(rest) +
-                           "\" (use k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei)");
+    return BadBytes(s, "unknown unit " + Quote(rest) +
+                           " (use k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei)");
   }
 
   std::optional<Wide> whole_value = DigitsToInt(whole, kMax);
@@ -127,7 +128,7 @@ Result<uint32_t> ParseDurationSeconds(const std::string& s) {
   if (rest.empty()) return BadDuration(s);
   if (rest.find_first_not_of("0123456789") == std::string_view::npos) {
     std::optional<Wide> seconds = DigitsToInt(rest, kMax);
-    if (!seconds) return Status::InvalidArgument("duration \"" + s + "\" is too long");
+    if (!seconds) return Status::InvalidArgument("duration " + Quote(s) + " is too long");
     return static_cast<uint32_t>(*seconds);
   }
   Wide total = 0;
@@ -142,17 +143,17 @@ Result<uint32_t> ParseDurationSeconds(const std::string& s) {
     if (unit == std::size(kDurationUnits)) return BadDuration(s);
     next_unit = unit + 1;
     std::optional<Wide> amount = DigitsToInt(digits, kMax);
-    if (!amount) return Status::InvalidArgument("duration \"" + s + "\" is too long");
+    if (!amount) return Status::InvalidArgument("duration " + Quote(s) + " is too long");
     total += *amount * kDurationUnits[unit].seconds;
-    if (total > kMax) return Status::InvalidArgument("duration \"" + s + "\" is too long");
+    if (total > kMax) return Status::InvalidArgument("duration " + Quote(s) + " is too long");
   }
   return static_cast<uint32_t>(total);
 }
 
 Result<double> ParseCpu(const std::string& s) {
   auto bad = [&s] {
-    return Status::InvalidArgument("invalid CPU amount \"" + s +
-                                   "\": expected a positive number of cores like 1, 0.5 or 500m");
+    return Status::InvalidArgument("invalid CPU amount " + Quote(s) +
+                                   ": expected a positive number of cores like 1, 0.5 or 500m");
   };
   std::string_view rest = s;
   bool millicores = !rest.empty() && rest.back() == 'm';

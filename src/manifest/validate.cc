@@ -7,6 +7,7 @@
 
 #include "common/digest.h"
 #include "manifest/manifest.h"
+#include "manifest/quote.h"
 
 namespace idlegrid::manifest {
 namespace {
@@ -22,7 +23,6 @@ FieldViolation Bad(const std::string& path, std::string description) {
   return {path, path, std::move(description)};
 }
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -349,6 +349,11 @@ Status ValidateJobSpec(const v1::JobSpec& spec) {
   std::optional<FieldViolation> violation = FindViolation(spec);
   if (!violation) return Status::Ok();
   return Status::InvalidArgument("spec." + violation->field + ": " + violation->description);
+}
+
+std::string ImageDigestOf(const std::string& image) {
+  const size_t at = image.rfind('@');
+  return at == std::string::npos ? image : image.substr(at + 1);
 }
 
 }  // namespace idlegrid::manifest

@@ -180,7 +180,7 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   config.mounts.push_back({hooks_.program_dir, kPilotMountDir, true, ""});
 
   auto fail = [&](const Status& st) {
-    (void)RemoveTree(bundle);
+    if (Status st = RemoveTree(bundle); !st.ok()) spdlog::warn("pilot {}: {}", pilot->name, st.message());
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->names.erase(pilot->name);
     return st;

@@ -197,6 +197,7 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   }
   if (stopping_since) {
     // --rm is done by podman run itself; if we had to SIGKILL it, nothing did.
+    // Should this fail too, the agent's orphan sweep removes the container.
     (void)RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", name}, kCommandTimeout);
   }
   return DecodeExit(child.wait_status(), stopping_since.has_value(), stderr_tail, info);

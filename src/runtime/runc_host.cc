@@ -108,6 +108,8 @@ std::string RuncLogErrors(std::string_view log_text) {
   return errors;
 }
 
+// Best effort: what cannot be removed now is tried again at the next start,
+// and never read (bundles are rewritten, interrupted unpacks never used).
 void RemoveRuncLeftovers(const std::string& runc, const std::string& state_dir, const std::string& bundles_dir) {
   for (const std::string& name : EntriesOf(bundles_dir)) {
     if (name.find(".tmp-") != std::string::npos) (void)image::RemoveUnpackedTree(bundles_dir + "/" + name);

@@ -231,7 +231,9 @@ void RuncRuntime::StartPilots() {
   };
   hooks.destroy = [this](const std::string& name) {
     SendKill(name);
-    (void)ForceDelete(name);
+    // A pilot that cannot be deleted shows in `runc list`; the next agent
+    // start's orphan sweep removes it.
+    if (Status st = ForceDelete(name); !st.ok()) spdlog::warn("pilot {}: {}", name, st.message());
   };
   pilots_ = std::make_unique<PilotPool>(std::move(hooks), options_.pilot_linger);
 }
@@ -255,6 +257,8 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
     RuncRuntime* self;
     const std::string& name;
     ~Cleanup() {
+      // A bundle left behind is removed at the next start (RemoveRuncLeftovers)
+      // and rewritten by a Run of the same name.
       (void)RemoveTree(self->BundleDir(name));
       self->Unregister(name);
     }
@@ -322,7 +326,10 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   const std::string runc_errors = log.ok() ? RuncLogErrors(*log) : "";
   // `runc run` deletes the container when it returns normally; after a kill,
   // a runc failure or a SIGKILLed runc, make sure nothing is left.
-  if (stopping_since || !runc_errors.empty() || !WIFEXITED(child.wait_status())) (void)ForceDelete(name);
+  if (stopping_since || !runc_errors.empty() || !WIFEXITED(child.wait_status())) {
+    // Should it fail, the agent's orphan sweep finds the container and retries.
+    if (Status st = ForceDelete(name); !st.ok()) spdlog::warn("{}", st.message());
+  }
   return DecodeExit(child.wait_status(), stopping_since.has_value(), runc_errors, info);
 }
 
@@ -344,7 +351,8 @@ Status RuncRuntime::Kill(const std::string& container_name) {
   if (!problem_.empty()) return Status::Ok();  // nothing can have been started
   SendKill(container_name);
   IG_RETURN_IF_ERROR(ForceDelete(container_name));
-  // A leftover of a crashed agent; a Run in progress removes its own.
+  // A leftover of a crashed agent; a Run in progress removes its own. What
+  // stays is removed at the next start (RemoveRuncLeftovers).
   if (!running_here) (void)RemoveTree(BundleDir(container_name));
   return Status::Ok();
 }

@@ -393,6 +393,18 @@ TEST(ParseManifestTest, ValidationErrorHasExactFormat) {
             "job.yaml:5:11: resources.memory: must be at least 4194304 (4Mi)");
 }
 
+TEST(ParseManifestTest, AHugeBadValueIsEchoedCutWithItsLength) {
+  const std::string huge(100000, '9');
+  for (const std::string& field : {"memory: " + huge + "X", "cpu: " + huge + "q"}) {
+    Result<v1::JobSpec> spec = ParseManifest(kBase + "resources:\n  " + field + "\n", "job.yaml");
+    ASSERT_FALSE(spec.ok()) << field.substr(0, 10);
+    const std::string& message = spec.status().message();
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+    EXPECT_NE(message.find("(100001 bytes)"), std::string::npos) << message.substr(0, 400);
+    EXPECT_NE(message.find("job.yaml:5:"), std::string::npos) << message.substr(0, 400) << ": the line is still named";
+  }
+}
+
 TEST(ParseManifestTest, DeeplyNestedInputDoesNotCrash) {
   Result<v1::JobSpec> spec =
       ParseManifest(kBase + "args: " + Repeat("[", 5000) + Repeat("]", 5000) + "\n", "job.yaml");

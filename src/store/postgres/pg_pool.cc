@@ -1,5 +1,7 @@
 #include "store/postgres/pg_pool.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <random>
 #include <thread>
@@ -9,6 +11,21 @@ namespace idlegrid::store::pg {
 PooledConnection::~PooledConnection() {
   if (conn_) pool_->Release(std::move(conn_));
 }
+
+namespace {
+
+// A connection still inside a transaction must not be used again as it is:
+// roll it back, or, if even that fails, reconnect (a failed reconnect leaves
+// it unhealthy, and Acquire tries again before anyone uses it).
+void RollBackOrReset(Connection* conn) {
+  if (!conn->healthy() || !conn->in_transaction()) return;
+  if (Status st = conn->ExecScript("ROLLBACK"); !st.ok()) {
+    spdlog::warn("postgres: rollback failed ({}); reconnecting", st.message());
+    if (Status reset = conn->Reset(); !reset.ok()) spdlog::warn("postgres: reconnect failed: {}", reset.message());
+  }
+}
+
+}  // namespace
 
 Result<PooledConnection> ConnectionPool::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -40,7 +57,7 @@ Result<PooledConnection> ConnectionPool::Acquire() {
 void ConnectionPool::Release(std::unique_ptr<Connection> conn) {
   // A connection left inside a transaction (its owner failed mid-way) is
   // rolled back before anyone else may use it.
-  if (conn->healthy() && conn->in_transaction()) (void)conn->ExecScript("ROLLBACK");
+  RollBackOrReset(conn.get());
   std::lock_guard<std::mutex> lock(mu_);
   idle_.push_back(std::move(conn));
   available_.notify_one();
@@ -84,7 +101,7 @@ Status RunTransaction(ConnectionPool& pool, Isolation isolation, const std::func
     if (st.ok() && explicit_tx) st = conn->ExecScript("COMMIT");
     if (st.ok()) return st;
     std::string sqlstate = conn->last_sqlstate();
-    if (conn->healthy() && conn->in_transaction()) (void)conn->ExecScript("ROLLBACK");
+    RollBackOrReset(&*conn);
     if (!IsRetryable(sqlstate)) return st;
     last = st;
   }

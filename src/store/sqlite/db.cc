@@ -1,5 +1,7 @@
 #include "store/sqlite/db.h"
 
+#include <spdlog/spdlog.h>
+
 namespace idlegrid::store {
 
 Stmt::Stmt(sqlite3* db, const char* sql) : db_(db) {
@@ -69,7 +71,10 @@ Status Exec(sqlite3* db, const char* sql) {
 Transaction::Transaction(sqlite3* db) : db_(db) { status_ = Exec(db, "BEGIN IMMEDIATE"); }
 
 Transaction::~Transaction() {
-  if (!done_ && status_.ok()) (void)Exec(db_, "ROLLBACK");
+  if (done_ || !status_.ok()) return;
+  // Should it fail, the transaction stays open and the next BEGIN IMMEDIATE
+  // fails with that error: nothing is committed by accident.
+  if (Status st = Exec(db_, "ROLLBACK"); !st.ok()) spdlog::error("sqlite: rollback failed: {}", st.message());
 }
 
 Status Transaction::Commit() {
