@@ -27,7 +27,7 @@ bool Schedulable(const v1::ListNodesResponse& nodes) {
 class Capacity : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+    if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   // A manifest for the test image with explicit resources.

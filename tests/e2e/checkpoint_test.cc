@@ -32,7 +32,7 @@ std::string ReadAll(const std::string& path) {
 }
 
 TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninterruptedResult) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("checkpoint");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
   std::map<std::string, int> agent_of_node;

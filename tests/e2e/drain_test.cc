@@ -13,7 +13,7 @@ std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 class Drain : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+    if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>(::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(grid_->StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
   }

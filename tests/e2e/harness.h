@@ -109,6 +109,9 @@ class Grid {
 // A runnable `podman` invocation as agent n's user (for checking its containers).
 std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::string> argv);
 
+// Why tests that run containers must skip here, or "" when podman works.
+std::string PodmanMissing();
+
 // Names of agent n's containers that exist (running or not) under either of
 // its drivers: podman's (label idlegrid=1) and runc's (its state dir). A
 // failed listing is an error, never an empty list.

@@ -285,6 +285,11 @@ std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::s
   return out;
 }
 
+std::string PodmanMissing() {
+  auto probe = RunCommand({"podman", "--version"});
+  return probe.exit_code == 0 ? "" : "podman is not installed: " + probe.err;
+}
+
 Result<std::vector<std::string>> AgentContainers(const Grid& grid, int n) {
   std::vector<std::string> names;
   auto split = [&](const std::string& out) {

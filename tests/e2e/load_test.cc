@@ -23,8 +23,6 @@ namespace {
 
 constexpr int kHeartbeatMs = 1000;
 
-bool HavePodman() { return RunCommand({"podman", "--version"}).exit_code == 0; }
-
 // A trivial array job: `count` tasks asking for `cpu` each.
 std::string ArrayManifest(Grid& grid, const std::string& name, int count, const std::string& cpu,
                           const std::vector<std::string>& args) {
@@ -97,7 +95,7 @@ void ExpectEveryTaskSucceededOnce(const v1::Job& job, int count) {
 }
 
 TEST(Load, FiveHundredTasksOnOversubscribedAgentsLoseNothing) {
-  if (!HavePodman()) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("load500");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", std::to_string(kHeartbeatMs)}).ok());
   // Two cores each, quarter-core tasks: eight containers per agent at once on
@@ -120,7 +118,7 @@ TEST(Load, FiveHundredTasksOnOversubscribedAgentsLoseNothing) {
 }
 
 TEST(Load, HeartbeatsKeepTheirRhythmOnASaturatedHostWithSlowPodman) {
-  if (!HavePodman()) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   // Every podman call of agent 1 takes an extra 1.5 s: its starts, kills and
   // listings are slow, as on a host thrashing under its jobs.
   std::string slow = "/tmp/igtest-slow-podman-" + std::to_string(::getpid());
@@ -156,7 +154,7 @@ TEST(Load, HeartbeatsKeepTheirRhythmOnASaturatedHostWithSlowPodman) {
 }
 
 TEST(Load, SigtermWithTheCoordinatorDownEndsTheAgentWithinItsGraceAndLeavesNoContainer) {
-  if (!HavePodman()) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("sigterm");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", std::to_string(kHeartbeatMs)}).ok());
   constexpr int kGraceSeconds = 5;

@@ -16,7 +16,7 @@ namespace {
 class Market : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+    if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>("market");
     ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus", "--heartbeat-interval-ms", "500"}).ok());
     const char* asks[] = {"0.80", "0.30"};

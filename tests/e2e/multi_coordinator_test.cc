@@ -37,7 +37,7 @@ Result<std::string> FreshDatabase(const std::string& dir) {
 }
 
 TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersClients) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("multicoord");
   // Outside the grid's directory: the cluster outlives the Grid until this process exits.
   char pg_dir[] = "/tmp/igpg-e2e-XXXXXX";

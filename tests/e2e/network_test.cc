@@ -62,7 +62,7 @@ class NatNetwork {
 
 TEST(Network, AgentBehindNatTheCoordinatorCannotReachRunsJobs) {
   if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   NatNetwork net;
   ASSERT_TRUE(net.ok);
   Grid grid("nat");
@@ -92,7 +92,7 @@ TEST(Network, AgentBehindNatTheCoordinatorCannotReachRunsJobs) {
 }
 
 TEST(Network, KilledAgentsTaskIsRetriedOnAnotherAgent) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("nodelost");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
   ASSERT_TRUE(grid.StartAgent(1).ok());
@@ -119,7 +119,7 @@ TEST(Network, KilledAgentsTaskIsRetriedOnAnotherAgent) {
 }
 
 TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("restart");
   // A generous margin: the node must not be declared offline; the restarted
   // agent's own heartbeats have to reveal that the attempt is gone.
@@ -157,7 +157,7 @@ TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
 }
 
 TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("unacked");
   // Heartbeat silence would take 12 s to count; the ack timeout is 1 s.
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "40", "--ack-timeout-ms",
@@ -217,7 +217,7 @@ namespace idlegrid::testing {
 namespace {
 
 TEST(Network, CoordinatorKilledMidSweepLosesNothingAndRunsEveryTaskOnce) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("coordkill");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
   for (int n = 1; n <= 3; ++n) ASSERT_TRUE(grid.StartAgent(n).ok());
@@ -257,7 +257,7 @@ namespace idlegrid::testing {
 namespace {
 
 TEST(Network, NonIdempotentTaskOnALostNodeWaitsForTheUsersDecision) {
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("lost");
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
   ASSERT_TRUE(grid.StartAgent(1).ok());
@@ -302,7 +302,7 @@ namespace {
 
 TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
   if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";
-  if (RunCommand({"podman", "--version"}).exit_code != 0) GTEST_SKIP() << "podman is not installed";
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   NatNetwork net;
   ASSERT_TRUE(net.ok);
   Grid grid("netcut");
