@@ -461,6 +461,55 @@ TEST_P(StoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) {
   EXPECT_TRUE(MessageDifferencer::Equals(before, Job("idem")));
 }
 
+// Contract: both lists come in assignment order. SQLite used to return them in
+// index order (ASSIGNED before RUNNING, or by task index), PostgreSQL in
+// assignment order.
+TEST_P(StoreTest, LostAndCancelledAttemptsComeInAssignmentOrder) {
+  CreateJob("first");
+  CreateJob("second");
+  Assign("first", 0, "att-1", "n1", 2000);
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  Assign("second", 0, "att-2", "n1", 2500);  // still ASSIGNED
+  auto lost = store_->FailNodeAttempts("n1", 7000);
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  ASSERT_EQ(lost->size(), 2u);
+  EXPECT_EQ((*lost)[0].job_id, "first");
+  EXPECT_EQ((*lost)[1].job_id, "second");
+
+  CreateJob("array", {.array_count = 2});
+  Assign("array", 1, "att-b", "n2", 3000);
+  Assign("array", 0, "att-a", "n2", 3500);
+  auto cancelled = store_->CancelJob("array", 9000);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  ASSERT_EQ(cancelled->stopped.size(), 2u);
+  EXPECT_EQ(cancelled->stopped[0].attempt_id, "att-b");
+  EXPECT_EQ(cancelled->stopped[1].attempt_id, "att-a");
+}
+
+// Contract: a node's reliability counts sort every ended attempt the same way
+// on both backends (jobs::FaultOf).
+TEST_P(StoreTest, RecentNodeOutcomesSortAttemptsByFault) {
+  CreateJob("ok");
+  CreateJob("crash");
+  CreateJob("platform", {.retries = 1});
+  CreateJob("refused");
+  Assign("ok", 0, "att-ok", "n1");
+  ReportOk("n1", Report("att-ok", v1::EXITED, 0));
+  Assign("crash", 0, "att-crash", "n1");
+  ReportOk("n1", Report("att-crash", v1::EXITED, 2));
+  Assign("platform", 0, "att-platform", "n1");
+  ReportOk("n1", Report("att-platform", v1::ERRORED));
+  Assign("refused", 0, "att-refused", "n1");
+  ReportOk("n1", Report("att-refused", v1::REJECTED));
+  auto outcomes = store_->RecentNodeOutcomes(0);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+  const NodeOutcomes& n1 = (*outcomes)["n1"];
+  EXPECT_EQ(n1.succeeded, 1u);
+  EXPECT_EQ(n1.job_failed, 1u);
+  EXPECT_EQ(n1.node_failed, 1u);
+  EXPECT_EQ(n1.node_lost, 0u);
+}
+
 TEST_P(StoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
   CreateJob("j", {.retries = 1});
   Assign("j", 0, "att-1", "n1");
