@@ -422,9 +422,8 @@ Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry
 }
 
 Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
-  // One conditional statement: a task assigned meanwhile no longer matches.
-  // jobs::QueueTimedOut, restated in SQL over the copied queue_timeout_ms so
-  // that a task assigned meanwhile no longer matches.
+  // jobs::QueueTimedOut, restated in SQL over the copied queue_timeout_ms: one
+  // conditional statement, so a task assigned meanwhile no longer matches.
   const jobs::TaskMove timeout = jobs::QueueTimeoutMove();
   IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(v1::QUEUED, timeout.to));
   int expired = 0;
