@@ -511,6 +511,50 @@ TEST_P(StoreTest, RecentNodeOutcomesSortAttemptsByFault) {
   EXPECT_EQ(n1.node_lost, 0u);
 }
 
+// The plan's acknowledgement write (jobs::PlanReport): an ACCEPTED, or a
+// STARTED whose ACCEPTED was lost, takes the attempt off the ack-timeout list.
+TEST_P(StoreTest, AnAcknowledgementStopsTheAckTimeout) {
+  CreateJob("j", {.array_count = 3});
+  Assign("j", 0, "att-0", "n1", 2000);
+  Assign("j", 1, "att-1", "n1", 2000);
+  Assign("j", 2, "att-2", "n1", 2000);
+  ReportOk("n1", Report("att-0", v1::ACCEPTED));
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  ReportOk("n1", Report("att-0", v1::ACCEPTED), 4000);  // a repeat changes nothing
+  auto late = store_->UnacknowledgedAttempts(5000);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  ASSERT_EQ(late->size(), 1u);
+  EXPECT_EQ((*late)[0].attempt_id, "att-2");
+}
+
+// The plan's retry-after and exclusion writes: a crash backs off, a busy node
+// pauses the task briefly without ruling the node out.
+TEST_P(StoreTest, RequeuedTasksWaitTheirRetryAfter) {
+  CreateJob("crash", {.retries = 1});
+  CreateJob("busy");
+  Assign("crash", 0, "att-c", "n1");
+  ReportOk("n1", Report("att-c", v1::EXITED, 1), 3000);
+  Assign("busy", 0, "att-b", "n2");
+  ReportOk("n2", Report("att-b", v1::REJECTED, 0, v1::NODE_BUSY), 3000);
+  auto keys = [&](int64_t now_ms) {
+    std::vector<std::string> out;
+    auto q = store_->QueuedTasks(10, now_ms);
+    EXPECT_TRUE(q.ok()) << q.status().ToString();
+    if (q.ok()) {
+      for (const auto& t : *q) out.push_back(t.job_id);
+    }
+    return out;
+  };
+  EXPECT_TRUE(keys(3499).empty());
+  EXPECT_EQ(keys(3500), std::vector<std::string>{"busy"});
+  EXPECT_EQ(keys(4000), (std::vector<std::string>{"crash", "busy"}));
+  auto q = store_->QueuedTasks(10);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 2u);
+  EXPECT_TRUE((*q)[0].excluded_nodes.empty()) << "a crash is the job's fault, not the node's";
+  EXPECT_TRUE((*q)[1].excluded_nodes.empty()) << "a busy node is not unfit";
+}
+
 TEST_P(StoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
   CreateJob("j", {.retries = 1});
   Assign("j", 0, "att-1", "n1");
