@@ -155,6 +155,23 @@ bool IsNoFault(v1::FailureReason reason) {
   return std::find(std::begin(kNoFaultReasons), std::end(kNoFaultReasons), reason) != std::end(kNoFaultReasons);
 }
 
+AttemptFault FaultOf(v1::TaskState attempt_state, v1::FailureReason reason) {
+  if (attempt_state == v1::SUCCEEDED) return AttemptFault::kSucceeded;
+  switch (reason) {
+    case v1::NODE_LOST:
+      return AttemptFault::kNodeLost;
+    case v1::PLATFORM_FAILURE:
+    case v1::ACK_TIMEOUT:
+      return AttemptFault::kNode;
+    case v1::NONZERO_EXIT:
+    case v1::OUT_OF_MEMORY:
+    case v1::RUN_TIMEOUT:
+      return AttemptFault::kJob;
+    default:
+      return AttemptFault::kUncounted;
+  }
+}
+
 AttemptOutcome NodeLostOutcome(const AttemptContext& ctx) {
   if (ctx.task_state == v1::CANCELLED) {
     AttemptOutcome out{v1::CANCELLED, v1::CANCELLED};

@@ -46,6 +46,11 @@ struct AttemptOutcome {
 inline constexpr v1::FailureReason kNoFaultReasons[] = {v1::POLICY_REJECTED, v1::ACK_TIMEOUT, v1::HANDED_BACK,
                                                         v1::NODE_BUSY};
 bool IsNoFault(v1::FailureReason reason);
+// Whose doing an ended attempt was, as a node's reliability score counts it.
+// kUncounted: neither the job's nor the node's (a cancel, a refusal, a
+// timeout in the queue, a hand-back).
+enum class AttemptFault { kUncounted, kSucceeded, kJob, kNodeLost, kNode };
+AttemptFault FaultOf(v1::TaskState attempt_state, v1::FailureReason reason);
 // A task a busy node refused waits this long before it is placed again.
 inline constexpr int64_t kBusyRetryMs = 500;
 

@@ -58,6 +58,17 @@ struct NodeOutcomes {
   uint32_t job_failed = 0;    // the job's own failures (not the node's fault)
   uint32_t node_lost = 0;     // leases lost: the node vanished mid-attempt
   uint32_t node_failed = 0;   // platform failures, ack timeouts on this node
+
+  // Counts `n` attempts that ended so (see jobs::FaultOf).
+  void Add(v1::TaskState attempt_state, v1::FailureReason reason, uint32_t n) {
+    switch (jobs::FaultOf(attempt_state, reason)) {
+      case jobs::AttemptFault::kSucceeded: succeeded += n; break;
+      case jobs::AttemptFault::kJob: job_failed += n; break;
+      case jobs::AttemptFault::kNodeLost: node_lost += n; break;
+      case jobs::AttemptFault::kNode: node_failed += n; break;
+      case jobs::AttemptFault::kUncounted: break;
+    }
+  }
 };
 
 struct EventResult {
@@ -136,9 +147,11 @@ class Store {
   virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id,
                                                  const v1::ReportAttemptRequest& report,
                                                  int64_t now_ms) = 0;
-  // Fails the node's active attempts with NODE_LOST (retrying where the rules allow).
+  // Fails the node's active attempts with NODE_LOST (retrying where the rules
+  // allow); returns what happened to each, in the order they were assigned.
   virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
-  // Every non-terminal task -> CANCELLED; returns the attempts to stop.
+  // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
+  // order they were assigned.
   virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
   // LOST tasks of the job -> QUEUED (retry) or FAILED (abandon).
   // FailedPrecondition if it has none.

@@ -524,5 +524,24 @@ TEST(NodeLostOutcomeTest, Table) {
   }
 }
 
+TEST(AttemptFaultTest, EveryReasonIsTheJobsTheNodesOrUncounted) {
+  const std::map<FailureReason, AttemptFault> kWant = {
+      {v1::NONZERO_EXIT, AttemptFault::kJob},       {v1::OUT_OF_MEMORY, AttemptFault::kJob},
+      {v1::RUN_TIMEOUT, AttemptFault::kJob},        {v1::PLATFORM_FAILURE, AttemptFault::kNode},
+      {v1::ACK_TIMEOUT, AttemptFault::kNode},       {v1::NODE_LOST, AttemptFault::kNodeLost},
+  };
+  for (FailureReason r : AllReasons()) {
+    auto it = kWant.find(r);
+    AttemptFault want = it == kWant.end() ? AttemptFault::kUncounted : it->second;
+    EXPECT_EQ(FaultOf(v1::FAILED, r), want) << ReasonName(r);
+    EXPECT_EQ(FaultOf(v1::SUCCEEDED, r), AttemptFault::kSucceeded) << ReasonName(r);
+  }
+  // Of the reasons that spare the retry budget, only a missing acknowledgement
+  // (the node's silence) counts against anyone.
+  for (FailureReason r : kNoFaultReasons) {
+    if (r != v1::ACK_TIMEOUT) EXPECT_EQ(FaultOf(v1::FAILED, r), AttemptFault::kUncounted) << ReasonName(r);
+  }
+}
+
 }  // namespace
 }  // namespace idlegrid::jobs

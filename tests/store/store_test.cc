@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/task_write.h"
 #include "store/store.h"
 #include "store/store_fixture.h"
 
@@ -461,6 +462,99 @@ TEST_P(StoreTest, FailNodeAttemptsRequeuesIdempotentTasksAndFailsTheRest) {
   EXPECT_TRUE(MessageDifferencer::Equals(before, Job("idem")));
 }
 
+// Contract: both lists come in assignment order. SQLite used to return them in
+// index order (ASSIGNED before RUNNING, or by task index), PostgreSQL in
+// assignment order.
+TEST_P(StoreTest, LostAndCancelledAttemptsComeInAssignmentOrder) {
+  CreateJob("first");
+  CreateJob("second");
+  Assign("first", 0, "att-1", "n1", 2000);
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  Assign("second", 0, "att-2", "n1", 2500);  // still ASSIGNED
+  auto lost = store_->FailNodeAttempts("n1", 7000);
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  ASSERT_EQ(lost->size(), 2u);
+  EXPECT_EQ((*lost)[0].job_id, "first");
+  EXPECT_EQ((*lost)[1].job_id, "second");
+
+  CreateJob("array", {.array_count = 2});
+  Assign("array", 1, "att-b", "n2", 3000);
+  Assign("array", 0, "att-a", "n2", 3500);
+  auto cancelled = store_->CancelJob("array", 9000);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  ASSERT_EQ(cancelled->stopped.size(), 2u);
+  EXPECT_EQ(cancelled->stopped[0].attempt_id, "att-b");
+  EXPECT_EQ(cancelled->stopped[1].attempt_id, "att-a");
+}
+
+// Contract: a node's reliability counts sort every ended attempt the same way
+// on both backends (jobs::FaultOf).
+TEST_P(StoreTest, RecentNodeOutcomesSortAttemptsByFault) {
+  CreateJob("ok");
+  CreateJob("crash");
+  CreateJob("platform", {.retries = 1});
+  CreateJob("refused");
+  Assign("ok", 0, "att-ok", "n1");
+  ReportOk("n1", Report("att-ok", v1::EXITED, 0));
+  Assign("crash", 0, "att-crash", "n1");
+  ReportOk("n1", Report("att-crash", v1::EXITED, 2));
+  Assign("platform", 0, "att-platform", "n1");
+  ReportOk("n1", Report("att-platform", v1::ERRORED));
+  Assign("refused", 0, "att-refused", "n1");
+  ReportOk("n1", Report("att-refused", v1::REJECTED));
+  auto outcomes = store_->RecentNodeOutcomes(0);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status().ToString();
+  const NodeOutcomes& n1 = (*outcomes)["n1"];
+  EXPECT_EQ(n1.succeeded, 1u);
+  EXPECT_EQ(n1.job_failed, 1u);
+  EXPECT_EQ(n1.node_failed, 1u);
+  EXPECT_EQ(n1.node_lost, 0u);
+}
+
+// The plan's acknowledgement write (jobs::PlanReport): an ACCEPTED, or a
+// STARTED whose ACCEPTED was lost, takes the attempt off the ack-timeout list.
+TEST_P(StoreTest, AnAcknowledgementStopsTheAckTimeout) {
+  CreateJob("j", {.array_count = 3});
+  Assign("j", 0, "att-0", "n1", 2000);
+  Assign("j", 1, "att-1", "n1", 2000);
+  Assign("j", 2, "att-2", "n1", 2000);
+  ReportOk("n1", Report("att-0", v1::ACCEPTED));
+  ReportOk("n1", Report("att-1", v1::STARTED));
+  ReportOk("n1", Report("att-0", v1::ACCEPTED), 4000);  // a repeat changes nothing
+  auto late = store_->UnacknowledgedAttempts(5000);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  ASSERT_EQ(late->size(), 1u);
+  EXPECT_EQ((*late)[0].attempt_id, "att-2");
+}
+
+// The plan's retry-after and exclusion writes: a crash backs off, a busy node
+// pauses the task briefly without ruling the node out.
+TEST_P(StoreTest, RequeuedTasksWaitTheirRetryAfter) {
+  CreateJob("crash", {.retries = 1});
+  CreateJob("busy");
+  Assign("crash", 0, "att-c", "n1");
+  ReportOk("n1", Report("att-c", v1::EXITED, 1), 3000);
+  Assign("busy", 0, "att-b", "n2");
+  ReportOk("n2", Report("att-b", v1::REJECTED, 0, v1::NODE_BUSY), 3000);
+  auto keys = [&](int64_t now_ms) {
+    std::vector<std::string> out;
+    auto q = store_->QueuedTasks(10, now_ms);
+    EXPECT_TRUE(q.ok()) << q.status().ToString();
+    if (q.ok()) {
+      for (const auto& t : *q) out.push_back(t.job_id);
+    }
+    return out;
+  };
+  EXPECT_TRUE(keys(3499).empty());
+  EXPECT_EQ(keys(3500), std::vector<std::string>{"busy"});
+  EXPECT_EQ(keys(4000), (std::vector<std::string>{"crash", "busy"}));
+  auto q = store_->QueuedTasks(10);
+  ASSERT_TRUE(q.ok());
+  ASSERT_EQ(q->size(), 2u);
+  EXPECT_TRUE((*q)[0].excluded_nodes.empty()) << "a crash is the job's fault, not the node's";
+  EXPECT_TRUE((*q)[1].excluded_nodes.empty()) << "a busy node is not unfit";
+}
+
 TEST_P(StoreTest, FailedAttemptsAreRetriedUntilTheBudgetIsSpent) {
   CreateJob("j", {.retries = 1});
   Assign("j", 0, "att-1", "n1");
@@ -541,7 +635,9 @@ TEST_P(StoreTest, ExpireQueuedTasksHonorsTheQueueTimeout) {
   v1::Task t = TaskOf("short", 0);
   EXPECT_EQ(t.state(), v1::FAILED);
   EXPECT_EQ(t.failure_reason(), v1::QUEUE_TIMEOUT);
-  EXPECT_FALSE(t.message().empty());
+  // PostgreSQL restates jobs::QueueTimedOut in SQL; the boundaries above and
+  // the message pin it to the one rule.
+  EXPECT_EQ(t.message(), jobs::QueueTimeoutMove().message);
   EXPECT_EQ(TaskOf("short", 1).state(), v1::ASSIGNED);
   EXPECT_EQ(TaskOf("forever", 0).state(), v1::QUEUED);
 

@@ -2,7 +2,10 @@
 // attempts in PostgreSQL. The read-modify-write transactions here run
 // SERIALIZABLE (see postgres_store.h).
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
@@ -32,89 +35,90 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
 }
 
 // attempts_used leaves out rejections: a node's refusal never consumes a retry.
+// $1 is the list of jobs::kNoFaultReasons (NoFaultReasons()).
 constexpr char kAttemptsUsed[] =
-    "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN ($1, $2, $3, $4))";
+    "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx "
+    "AND x.reason <> ALL($1::integer[]))";
 
-// Parameters $1..$4 of kAttemptsUsed.
 Params NoFaultReasons() {
-  static_assert(std::size(jobs::kNoFaultReasons) == 4, "kAttemptsUsed lists four reasons");
   Params p;
-  for (auto r : jobs::kNoFaultReasons) p.Int(r);
+  p.IntArray(std::vector<int64_t>(std::begin(jobs::kNoFaultReasons), std::end(jobs::kNoFaultReasons)));
   return p;
 }
 
 }  // namespace
 
-Status PostgresStore::SetTaskState(Connection& c, const std::string& job_id, uint32_t index, v1::TaskState to,
-                                   v1::FailureReason reason, const std::string& message, int64_t now_ms) {
-  IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
-                                       Params().Text(job_id).Int(index)));
-  if (cur.empty()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
-  auto from = static_cast<v1::TaskState>(cur.Int(0, 0));
-  if (from == to) return Status::Ok();
-  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(from, to));
+Status PostgresStore::WriteTask(Connection& c, const std::string& job_id, uint32_t index,
+                                const jobs::TaskWrite& write) {
   return c
       .Exec("UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4, "
-            "queued_ms = CASE WHEN $1::integer = $5::integer THEN $4 ELSE queued_ms END WHERE job_id = $6 AND idx = $7",
-            Params().Int(to).Int(reason).Text(message).Int(now_ms).Int(v1::QUEUED).Text(job_id).Int(index))
+            "queued_ms = CASE WHEN $5::integer <> 0 THEN $6 ELSE queued_ms END WHERE job_id = $7 AND idx = $8",
+            Params()
+                .Int(write.state)
+                .Int(write.reason)
+                .Text(write.message)
+                .Int(write.updated_ms)
+                .Int(write.queued_ms.has_value())
+                .Int(write.queued_ms.value_or(0))
+                .Text(job_id)
+                .Int(index))
       .status();
 }
 
-Result<EventResult> PostgresStore::ApplyOutcome(Connection& c, const std::string& attempt_id,
-                                                const jobs::AttemptContext& ctx, const jobs::AttemptOutcome& outcome,
-                                                const v1::ReportAttemptRequest& report, const std::string& job_id,
-                                                uint32_t index, const std::string& node_id, int64_t now_ms) {
-  EventResult result{job_id, index, outcome};
-  if (!outcome.changed) return result;
-  v1::TaskState from = ctx.attempt_state;
-  if (outcome.implied_start) {
-    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, v1::RUNNING));
-    IG_RETURN_IF_ERROR(SetTaskState(c, job_id, index, v1::RUNNING, v1::FAILURE_REASON_UNSPECIFIED, "", now_ms));
-    from = v1::RUNNING;
+Status PostgresStore::MoveTask(Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
+                               int64_t now_ms) {
+  IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
+                                       Params().Text(job_id).Int(index)));
+  if (cur.empty()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
+  IG_ASSIGN_OR_RETURN(std::optional<jobs::TaskWrite> write,
+                      jobs::PlanTaskMove(static_cast<v1::TaskState>(cur.Int(0, 0)), move, now_ms));
+  return write ? WriteTask(c, job_id, index, *write) : Status::Ok();
+}
+
+Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, const std::string& job_id,
+                                  uint32_t index, const jobs::OutcomePlan& plan) {
+  if (plan.accepted_ms) {
+    IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET accepted_ms = $1 WHERE id = $2",
+                              Params().Int(*plan.accepted_ms).Text(attempt_id))
+                           .status());
   }
-  if (outcome.attempt_state != from) {
-    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, outcome.attempt_state));
+  if (plan.attempt) {
+    const jobs::AttemptWrite& a = *plan.attempt;
+    IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET state = $1, reason = $2, message = $3, "
+                              "exit_code = CASE WHEN $4::integer <> 0 THEN $5 ELSE exit_code END, "
+                              "started_ms = CASE WHEN $6::integer <> 0 THEN $7 ELSE started_ms END, "
+                              "finished_ms = CASE WHEN $8::integer <> 0 THEN $9 ELSE finished_ms END, "
+                              "runtime = CASE WHEN $10::integer <> 0 THEN $11 ELSE runtime END, "
+                              "outputs = CASE WHEN $12::integer <> 0 THEN $13 ELSE outputs END WHERE id = $14",
+                              Params()
+                                  .Int(a.state)
+                                  .Int(a.reason)
+                                  .Text(a.message)
+                                  .Int(a.exit_code.has_value())
+                                  .Int(a.exit_code.value_or(0))
+                                  .Int(a.started_ms.has_value())
+                                  .Int(a.started_ms.value_or(0))
+                                  .Int(a.finished_ms.has_value())
+                                  .Int(a.finished_ms.value_or(0))
+                                  .Int(a.runtime.has_value())
+                                  .Text(a.runtime.value_or(""))
+                                  .Int(a.outputs.has_value())
+                                  .Bytes(a.outputs ? a.outputs->SerializeAsString() : "")
+                                  .Text(attempt_id))
+                           .status());
   }
-  bool started = outcome.attempt_state == v1::RUNNING || outcome.implied_start;
-  bool finished = jobs::IsTerminal(outcome.attempt_state);
-  v1::Attempt outputs;
-  *outputs.mutable_outputs() = report.outputs();
-  // Only an exit report carries an exit code and outputs; a confirmation of a
-  // stop keeps the time the cancel happened.
-  bool exited = report.event() == v1::EXITED;
-  bool first_finish = finished && !jobs::IsTerminal(ctx.attempt_state);
-  IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET state = $1, reason = $2, message = $3, "
-                            "exit_code = CASE WHEN $4 THEN $5 ELSE exit_code END, "
-                            "started_ms = CASE WHEN $6 THEN $7 ELSE started_ms END, "
-                            "finished_ms = CASE WHEN $8 THEN $7 ELSE finished_ms END, "
-                            "runtime = CASE WHEN $9 <> '' THEN $9 ELSE runtime END, "
-                            "outputs = CASE WHEN $4 THEN $10 ELSE outputs END WHERE id = $11",
-                            Params()
-                                .Int(outcome.attempt_state)
-                                .Int(outcome.reason)
-                                .Text(outcome.message)
-                                .Int(exited)
-                                .Int(report.exit_code())
-                                .Int(started)
-                                .Int(now_ms)
-                                .Int(first_finish)
-                                .Text(report.runtime())
-                                .Bytes(outputs.SerializeAsString())
-                                .Text(attempt_id))
-                         .status());
-  IG_RETURN_IF_ERROR(SetTaskState(c, job_id, index, outcome.task_state, outcome.task_reason, outcome.task_message,
-                                  now_ms));
-  if (outcome.retry_after_ms > 0) {
+  if (plan.task) IG_RETURN_IF_ERROR(WriteTask(c, job_id, index, *plan.task));
+  if (plan.task_not_before_ms) {
     IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET not_before_ms = $1 WHERE job_id = $2 AND idx = $3",
-                              Params().Int(now_ms + outcome.retry_after_ms).Text(job_id).Int(index))
+                              Params().Int(*plan.task_not_before_ms).Text(job_id).Int(index))
                            .status());
   }
-  if (outcome.exclude_node) {
+  if (plan.exclude_node) {
     IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = excluded || $1 || ',' WHERE job_id = $2 AND idx = $3",
-                              Params().Text(node_id).Text(job_id).Int(index))
+                              Params().Text(*plan.exclude_node).Text(job_id).Int(index))
                            .status());
   }
-  return result;
+  return Status::Ok();
 }
 
 Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptRequest& report,
@@ -162,8 +166,8 @@ Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     static const std::string kQuery =
         std::string("SELECT a.job_id, a.idx, a.node_id, a.epoch, t.attempts, a.state, t.state, ") + kAttemptsUsed +
-        ", j.spec FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
-        "JOIN jobs j ON j.id = a.job_id WHERE a.id = $5";
+        ", j.spec, a.accepted_ms FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
+        "JOIN jobs j ON j.id = a.job_id WHERE a.id = $2";
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec(kQuery.c_str(), NoFaultReasons().Text(report.attempt_id())));
     if (q.empty()) return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
     if (q.Text(0, 2) != node_id) {
@@ -171,21 +175,17 @@ Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id
     }
     const auto epoch = static_cast<uint64_t>(q.Int(0, 3));
     IG_RETURN_IF_ERROR(jobs::CheckLeaseEpoch(report, epoch, static_cast<uint64_t>(q.Int(0, 4))));
-    IG_ASSIGN_OR_RETURN(jobs::AttemptContext ctx, ReadContext(q, 0, 5));
-    std::string job_id = q.Text(0, 0);
-    auto index = static_cast<uint32_t>(q.Int(0, 1));
-    IG_ASSIGN_OR_RETURN(jobs::AttemptOutcome outcome, jobs::ApplyAttemptEvent(ctx, report));
-    if (report.event() == v1::ACCEPTED || report.event() == v1::STARTED) {
-      // The acknowledgement stops the ack timeout (a STARTED implies one that was lost).
-      IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET accepted_ms = $1 WHERE id = $2 AND accepted_ms = 0",
-                                Params().Int(now_ms).Text(report.attempt_id()))
-                             .status());
+    jobs::AttemptRow row;
+    IG_ASSIGN_OR_RETURN(row.ctx, ReadContext(q, 0, 5));
+    row.node_id = node_id;
+    row.accepted_ms = q.Int(0, 9);
+    result = {q.Text(0, 0), static_cast<uint32_t>(q.Int(0, 1)), {}};
+    IG_ASSIGN_OR_RETURN(jobs::OutcomePlan plan, jobs::PlanReport(row, report, now_ms));
+    IG_RETURN_IF_ERROR(ExecutePlan(c, report.attempt_id(), result.job_id, result.index, plan));
+    if (plan.record_checkpoint) {
+      IG_RETURN_IF_ERROR(RecordCheckpoint(c, report, result.job_id, result.index, epoch, now_ms));
     }
-    IG_ASSIGN_OR_RETURN(result,
-                        ApplyOutcome(c, report.attempt_id(), ctx, outcome, report, job_id, index, node_id, now_ms));
-    if (outcome.record_checkpoint) {
-      IG_RETURN_IF_ERROR(RecordCheckpoint(c, report, job_id, index, epoch, now_ms));
-    }
+    result.outcome = std::move(plan.outcome);
     return Status::Ok();
   }));
   return result;
@@ -198,15 +198,17 @@ Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::stri
     static const std::string kQuery =
         std::string("SELECT a.id, a.job_id, a.idx, a.state, t.state, ") + kAttemptsUsed +
         ", j.spec FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
-        "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = $5 AND a.state IN ($6, $7) ORDER BY a.assigned_ms, a.seq";
+        "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = $2 AND a.state IN ($3, $4) ORDER BY a.assigned_ms, a.seq";
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec(kQuery.c_str(),
                                        NoFaultReasons().Text(node_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
     for (int r = 0; r < q.size(); ++r) {
-      IG_ASSIGN_OR_RETURN(jobs::AttemptContext ctx, ReadContext(q, r, 3));
-      v1::ReportAttemptRequest none;
-      IG_ASSIGN_OR_RETURN(EventResult res, ApplyOutcome(c, q.Text(r, 0), ctx, jobs::NodeLostOutcome(ctx), none,
-                                                        q.Text(r, 1), static_cast<uint32_t>(q.Int(r, 2)), node_id,
-                                                        now_ms));
+      jobs::AttemptRow row;
+      IG_ASSIGN_OR_RETURN(row.ctx, ReadContext(q, r, 3));
+      row.node_id = node_id;
+      EventResult res{q.Text(r, 1), static_cast<uint32_t>(q.Int(r, 2)), {}};
+      IG_ASSIGN_OR_RETURN(jobs::OutcomePlan plan, jobs::PlanNodeLost(row, now_ms));
+      IG_RETURN_IF_ERROR(ExecutePlan(c, q.Text(r, 0), res.job_id, res.index, plan));
+      res.outcome = std::move(plan.outcome);
       out.push_back(std::move(res));
     }
     return Status::Ok();
@@ -269,19 +271,8 @@ Result<std::map<std::string, NodeOutcomes>> PostgresStore::RecentNodeOutcomes(in
                                        Params().Int(since_ms)));
     out.clear();
     for (int r = 0; r < q.size(); ++r) {
-      auto& o = out[q.Text(r, 0)];
-      auto state = static_cast<v1::TaskState>(q.Int(r, 1));
-      auto reason = static_cast<v1::FailureReason>(q.Int(r, 2));
-      auto n = static_cast<uint32_t>(q.Int(r, 3));
-      if (state == v1::SUCCEEDED) {
-        o.succeeded += n;
-      } else if (reason == v1::NODE_LOST) {
-        o.node_lost += n;
-      } else if (reason == v1::PLATFORM_FAILURE || reason == v1::ACK_TIMEOUT) {
-        o.node_failed += n;
-      } else if (reason == v1::NONZERO_EXIT || reason == v1::OUT_OF_MEMORY || reason == v1::RUN_TIMEOUT) {
-        o.job_failed += n;
-      }
+      out[q.Text(r, 0)].Add(static_cast<v1::TaskState>(q.Int(r, 1)), static_cast<v1::FailureReason>(q.Int(r, 2)),
+                            static_cast<uint32_t>(q.Int(r, 3)));
     }
     return Status::Ok();
   }));

@@ -61,6 +61,16 @@ Params& Params::TextArray(const std::vector<std::string>& v) {
   return Add(std::move(literal), 0, 0);
 }
 
+Params& Params::IntArray(const std::vector<int64_t>& v) {
+  std::string literal = "{";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) literal += ',';
+    literal += std::to_string(v[i]);
+  }
+  literal += '}';
+  return Add(std::move(literal), 0, 0);
+}
+
 Rows& Rows::operator=(Rows&& other) noexcept {
   if (this != &other) {
     PQclear(result_);

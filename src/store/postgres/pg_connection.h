@@ -26,6 +26,8 @@ class Params {
   // A PostgreSQL array literal of text elements ({"a","b"}); cast with $n::text[]
   // (or ::bigint[] etc. for numbers written as text).
   Params& TextArray(const std::vector<std::string>& v);
+  // A PostgreSQL array literal of numbers ({1,2}); cast with $n::integer[] or ::bigint[].
+  Params& IntArray(const std::vector<int64_t>& v);
 
   int size() const { return static_cast<int>(values_.size()); }
   const char* const* values() const;

@@ -2,9 +2,11 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "jobs/task_write.h"
 #include "store/capacity_guard.h"
 #include "store/postgres/pg_codec.h"
 #include "store/postgres/postgres_store.h"
@@ -384,18 +386,21 @@ Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t
                               "WHERE job_id = $2 AND state IN ($3, $4)",
                               Params().Int(v1::USER_CANCEL).Text(job_id).Int(v1::ASSIGNED).Int(v1::RUNNING))
                            .status());
+    // One statement for every task the cancel moves (none re-enters the queue,
+    // so queued_ms stands).
+    const jobs::TaskMove cancel = jobs::CancelMove();
+    std::vector<int64_t> cancellable;
+    for (v1::TaskState state : jobs::CancellableStates()) cancellable.push_back(state);
     return c
-        .Exec("UPDATE tasks SET state = $1, reason = $2, message = 'cancelled by user', updated_ms = $3 "
-              "WHERE job_id = $4 AND state IN ($5, $6, $7, $8)",
+        .Exec("UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4 "
+              "WHERE job_id = $5 AND state = ANY($6::integer[])",
               Params()
-                  .Int(v1::CANCELLED)
-                  .Int(v1::USER_CANCEL)
+                  .Int(cancel.to)
+                  .Int(cancel.reason)
+                  .Text(cancel.message)
                   .Int(now_ms)
                   .Text(job_id)
-                  .Int(v1::QUEUED)
-                  .Int(v1::ASSIGNED)
-                  .Int(v1::RUNNING)
-                  .Int(v1::LOST))
+                  .IntArray(cancellable))
         .status();
   }));
   IG_ASSIGN_OR_RETURN(result.job, GetJob(job_id));
@@ -408,10 +413,8 @@ Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry
                                           Params().Text(job_id).Int(v1::LOST)));
     if (lost.empty()) return Status::FailedPrecondition("job " + job_id + " has no lost tasks");
     for (int r = 0; r < lost.size(); ++r) {
-      IG_RETURN_IF_ERROR(SetTaskState(c, job_id, static_cast<uint32_t>(lost.Int(r, 0)),
-                                      retry ? v1::QUEUED : v1::FAILED,
-                                      retry ? v1::FAILURE_REASON_UNSPECIFIED : v1::NODE_LOST,
-                                      retry ? "" : "abandoned by the user after its node was lost", now_ms));
+      IG_RETURN_IF_ERROR(
+          MoveTask(c, job_id, static_cast<uint32_t>(lost.Int(r, 0)), jobs::ResolveLostMove(retry), now_ms));
     }
     return Status::Ok();
   }));
@@ -419,16 +422,22 @@ Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry
 }
 
 Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
-  // One conditional statement: a task assigned meanwhile no longer matches.
-  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(v1::QUEUED, v1::FAILED));
+  // jobs::QueueTimedOut, restated in SQL over the copied queue_timeout_ms: one
+  // conditional statement, so a task assigned meanwhile no longer matches.
+  const jobs::TaskMove timeout = jobs::QueueTimeoutMove();
+  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(v1::QUEUED, timeout.to));
   int expired = 0;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(
-        Rows r, c.Exec("UPDATE tasks t SET state = $1, reason = $2, "
-                       "message = 'no node took the task within its queue timeout', updated_ms = $3 "
+        Rows r, c.Exec("UPDATE tasks t SET state = $1, reason = $2, message = $5, updated_ms = $3 "
                        "FROM jobs j WHERE j.id = t.job_id AND t.state = $4 AND j.queue_timeout_ms > 0 "
                        "AND $3 - t.queued_ms > j.queue_timeout_ms",
-                       Params().Int(v1::FAILED).Int(v1::QUEUE_TIMEOUT).Int(now_ms).Int(v1::QUEUED)));
+                       Params()
+                           .Int(timeout.to)
+                           .Int(timeout.reason)
+                           .Int(now_ms)
+                           .Int(v1::QUEUED)
+                           .Text(timeout.message)));
     expired = static_cast<int>(r.affected());
     return Status::Ok();
   }));
@@ -448,7 +457,7 @@ Status PostgresStore::FailQueuedTask(const std::string& job_id, uint32_t index, 
       return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
                                         jobs::StateName(state) + ", not queued");
     }
-    return SetTaskState(c, job_id, index, v1::FAILED, reason, message, now_ms);
+    return MoveTask(c, job_id, index, {v1::FAILED, reason, message}, now_ms);
   });
 }
 

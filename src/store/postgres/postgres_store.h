@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "jobs/outcome_plan.h"
 #include "store/postgres/pg_pool.h"
 #include "store/store.h"
 
@@ -76,15 +77,17 @@ class PostgresStore : public Store {
   }
   // Helpers running inside the caller's transaction.
   static Result<v1::Job> ReadJob(pg::Connection& c, const std::string& job_id);
-  static Status SetTaskState(pg::Connection& c, const std::string& job_id, uint32_t index, v1::TaskState to,
-                             v1::FailureReason reason, const std::string& message, int64_t now_ms);
+  // Moves the task (see jobs::PlanTaskMove); NotFound if there is no such task.
+  static Status MoveTask(pg::Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
+                         int64_t now_ms);
   // Replaces the task's checkpoint with the one `report` lists.
   static Status RecordCheckpoint(pg::Connection& c, const v1::ReportAttemptRequest& report, const std::string& job_id,
                                  uint32_t index, uint64_t epoch, int64_t now_ms);
-  static Result<EventResult> ApplyOutcome(pg::Connection& c, const std::string& attempt_id,
-                                          const jobs::AttemptContext& ctx, const jobs::AttemptOutcome& outcome,
-                                          const v1::ReportAttemptRequest& report, const std::string& job_id,
-                                          uint32_t index, const std::string& node_id, int64_t now_ms);
+  static Status WriteTask(pg::Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskWrite& write);
+  // Executes the writes of a jobs::OutcomePlan for the attempt and its task
+  // (all but the checkpoint, which needs the attempt's epoch).
+  static Status ExecutePlan(pg::Connection& c, const std::string& attempt_id, const std::string& job_id,
+                            uint32_t index, const jobs::OutcomePlan& plan);
 
   pg::ConnectionPool pool_;
 };

@@ -1,13 +1,16 @@
 // Jobs, tasks and attempts in SQLite.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "jobs/task_write.h"
 #include "store/capacity_guard.h"
 #include "store/codec.h"
 #include "store/sqlite/sqlite_store.h"
@@ -16,12 +19,28 @@ namespace idlegrid::store {
 
 namespace {
 
-// Binds parameters 1..4 to the reasons that never use up a retry (the
-// queries' "NOT IN (?, ?, ?, ?)").
-Stmt& BindNoFaultReasons(Stmt& q) {
-  static_assert(std::size(jobs::kNoFaultReasons) == 4, "the queries list four reasons");
-  for (int i = 0; i < 4; ++i) q.Bind(i + 1, int64_t{jobs::kNoFaultReasons[i]});
-  return q;
+// "?, ?, ..." for an IN list of `n` values.
+std::string Placeholders(size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += i == 0 ? "?" : ", ?";
+  return out;
+}
+
+// How many attempts of the task in the query's `a` row count against its
+// retries: a node's refusal never consumes one. Its parameters are 1..n
+// (BindNoFaultReasons).
+const std::string& AttemptsUsedColumn() {
+  static const std::string kColumn =
+      "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (" +
+      Placeholders(std::size(jobs::kNoFaultReasons)) + "))";
+  return kColumn;
+}
+
+// Binds the parameters of AttemptsUsedColumn(); the next free one is returned.
+int BindNoFaultReasons(Stmt& q) {
+  int i = 1;
+  for (auto reason : jobs::kNoFaultReasons) q.Bind(i++, int64_t{reason});
+  return i;
 }
 
 }  // namespace
@@ -304,72 +323,66 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
   return committed;
 }
 
-Status SqliteStore::SetTaskStateLocked(const std::string& job_id, uint32_t index, v1::TaskState to,
-                                       v1::FailureReason reason, const std::string& message, int64_t now_ms) {
-  Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
-  cur.Bind(1, job_id).Bind(2, int64_t{index});
-  if (!cur.Step()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
-  auto from = static_cast<v1::TaskState>(cur.Int(0));
-  if (from == to) return Status::Ok();
-  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(from, to));
+Status SqliteStore::WriteTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskWrite& write) {
   Stmt upd(db_, "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ?, "
-                "queued_ms = CASE WHEN ? = ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
-  upd.Bind(1, int64_t{to}).Bind(2, int64_t{reason}).Bind(3, message).Bind(4, now_ms)
-      .Bind(5, int64_t{to}).Bind(6, int64_t{v1::QUEUED}).Bind(7, now_ms).Bind(8, job_id).Bind(9, int64_t{index});
+                "queued_ms = CASE WHEN ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
+  upd.Bind(1, int64_t{write.state}).Bind(2, int64_t{write.reason}).Bind(3, write.message).Bind(4, write.updated_ms)
+      .Bind(5, int64_t{write.queued_ms.has_value()}).Bind(6, write.queued_ms.value_or(0)).Bind(7, job_id)
+      .Bind(8, int64_t{index});
   upd.Step();
   return upd.status();
 }
 
-Result<EventResult> SqliteStore::ApplyOutcomeLocked(const std::string& attempt_id, const jobs::AttemptContext& ctx,
-                                                    const jobs::AttemptOutcome& outcome,
-                                                    const v1::ReportAttemptRequest& report, const std::string& job_id,
-                                                    uint32_t index, const std::string& node_id, int64_t now_ms) {
-  EventResult result{job_id, index, outcome};
-  if (!outcome.changed) return result;
-  v1::TaskState from = ctx.attempt_state;
-  if (outcome.implied_start) {
-    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, v1::RUNNING));
-    IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, v1::RUNNING, v1::FAILURE_REASON_UNSPECIFIED, "", now_ms));
-    from = v1::RUNNING;
+Status SqliteStore::MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
+                                   int64_t now_ms) {
+  Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
+  cur.Bind(1, job_id).Bind(2, int64_t{index});
+  if (!cur.Step()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
+  IG_ASSIGN_OR_RETURN(std::optional<jobs::TaskWrite> write,
+                      jobs::PlanTaskMove(static_cast<v1::TaskState>(cur.Int(0)), move, now_ms));
+  return write ? WriteTaskLocked(job_id, index, *write) : Status::Ok();
+}
+
+Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::string& job_id, uint32_t index,
+                                      const jobs::OutcomePlan& plan) {
+  if (plan.accepted_ms) {
+    Stmt ack(db_, "UPDATE attempts SET accepted_ms = ? WHERE id = ?");
+    ack.Bind(1, *plan.accepted_ms).Bind(2, attempt_id);
+    ack.Step();
+    IG_RETURN_IF_ERROR(ack.status());
   }
-  if (outcome.attempt_state != from) {
-    IG_RETURN_IF_ERROR(jobs::CheckAttemptTransition(from, outcome.attempt_state));
+  if (plan.attempt) {
+    const jobs::AttemptWrite& a = *plan.attempt;
+    Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, "
+                  "exit_code = CASE WHEN ? THEN ? ELSE exit_code END, "
+                  "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
+                  "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
+                  "runtime = CASE WHEN ? THEN ? ELSE runtime END, "
+                  "outputs = CASE WHEN ? THEN ? ELSE outputs END WHERE id = ?");
+    upd.Bind(1, int64_t{a.state}).Bind(2, int64_t{a.reason}).Bind(3, a.message)
+        .Bind(4, int64_t{a.exit_code.has_value()}).Bind(5, int64_t{a.exit_code.value_or(0)})
+        .Bind(6, int64_t{a.started_ms.has_value()}).Bind(7, a.started_ms.value_or(0))
+        .Bind(8, int64_t{a.finished_ms.has_value()}).Bind(9, a.finished_ms.value_or(0))
+        .Bind(10, int64_t{a.runtime.has_value()}).Bind(11, a.runtime.value_or(""))
+        .Bind(12, int64_t{a.outputs.has_value()}).BindBlob(13, a.outputs ? a.outputs->SerializeAsString() : "")
+        .Bind(14, attempt_id);
+    upd.Step();
+    IG_RETURN_IF_ERROR(upd.status());
   }
-  bool started = outcome.attempt_state == v1::RUNNING || outcome.implied_start;
-  bool finished = jobs::IsTerminal(outcome.attempt_state);
-  v1::Attempt outputs;
-  *outputs.mutable_outputs() = report.outputs();
-  // Only an exit report carries an exit code and outputs; a confirmation of a
-  // stop keeps the time the cancel happened.
-  bool exited = report.event() == v1::EXITED;
-  bool first_finish = finished && !jobs::IsTerminal(ctx.attempt_state);
-  Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, "
-                "exit_code = CASE WHEN ? THEN ? ELSE exit_code END, "
-                "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
-                "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
-                "runtime = CASE WHEN ? != '' THEN ? ELSE runtime END, "
-                "outputs = CASE WHEN ? THEN ? ELSE outputs END WHERE id = ?");
-  upd.Bind(1, int64_t{outcome.attempt_state}).Bind(2, int64_t{outcome.reason}).Bind(3, outcome.message)
-      .Bind(4, int64_t{exited}).Bind(5, int64_t{report.exit_code()}).Bind(6, int64_t{started}).Bind(7, now_ms)
-      .Bind(8, int64_t{first_finish}).Bind(9, now_ms).Bind(10, report.runtime()).Bind(11, report.runtime())
-      .Bind(12, int64_t{exited}).BindBlob(13, outputs.SerializeAsString()).Bind(14, attempt_id);
-  upd.Step();
-  IG_RETURN_IF_ERROR(upd.status());
-  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, outcome.task_state, outcome.task_reason,
-                                        outcome.task_message, now_ms));
-  if (outcome.retry_after_ms > 0) {
+  if (plan.task) IG_RETURN_IF_ERROR(WriteTaskLocked(job_id, index, *plan.task));
+  if (plan.task_not_before_ms) {
     Stmt nb(db_, "UPDATE tasks SET not_before_ms = ? WHERE job_id = ? AND idx = ?");
-    nb.Bind(1, now_ms + outcome.retry_after_ms).Bind(2, job_id).Bind(3, int64_t{index});
+    nb.Bind(1, *plan.task_not_before_ms).Bind(2, job_id).Bind(3, int64_t{index});
     nb.Step();
     IG_RETURN_IF_ERROR(nb.status());
   }
-  if (outcome.exclude_node) {
+  if (plan.exclude_node) {
     Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
-    ex.Bind(1, node_id).Bind(2, job_id).Bind(3, int64_t{index});
+    ex.Bind(1, *plan.exclude_node).Bind(2, job_id).Bind(3, int64_t{index});
     ex.Step();
     IG_RETURN_IF_ERROR(ex.status());
   }
-  return result;
+  return Status::Ok();
 }
 
 Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
@@ -377,13 +390,12 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  // attempts_used leaves out rejections: a node's refusal never consumes a retry.
-  Stmt q(db_, "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?, ?)), "
-              "j.spec, a.epoch, t.attempts FROM attempts a "
-              "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id WHERE a.id = ?");
-  BindNoFaultReasons(q)
-      .Bind(5, report.attempt_id());
+  static const std::string kQuery = "SELECT a.job_id, a.idx, a.node_id, a.state, t.state, " + AttemptsUsedColumn() +
+                                    ", j.spec, a.epoch, t.attempts, a.accepted_ms FROM attempts a "
+                                    "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
+                                    "JOIN jobs j ON j.id = a.job_id WHERE a.id = ?";
+  Stmt q(db_, kQuery.c_str());
+  q.Bind(BindNoFaultReasons(q), report.attempt_id());
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
     return Status::NotFound("attempt " + report.attempt_id() + " does not exist");
@@ -393,28 +405,23 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   }
   IG_RETURN_IF_ERROR(jobs::CheckLeaseEpoch(report, static_cast<uint64_t>(q.Int(7)), static_cast<uint64_t>(q.Int(8))));
   IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
-  jobs::AttemptContext ctx;
-  ctx.attempt_state = static_cast<v1::TaskState>(q.Int(3));
-  ctx.task_state = static_cast<v1::TaskState>(q.Int(4));
-  ctx.attempts_used = static_cast<uint32_t>(q.Int(5));
-  ctx.retries = spec.retries();
-  ctx.idempotent = spec.idempotent();
-  std::string job_id = q.Text(0);
-  auto index = static_cast<uint32_t>(q.Int(1));
-  IG_ASSIGN_OR_RETURN(jobs::AttemptOutcome outcome, jobs::ApplyAttemptEvent(ctx, report));
-  if (report.event() == v1::ACCEPTED || report.event() == v1::STARTED) {
-    // The acknowledgement stops the ack timeout (a STARTED implies one that was lost).
-    Stmt ack(db_, "UPDATE attempts SET accepted_ms = ? WHERE id = ? AND accepted_ms = 0");
-    ack.Bind(1, now_ms).Bind(2, report.attempt_id());
-    ack.Step();
-    IG_RETURN_IF_ERROR(ack.status());
-  }
-  IG_ASSIGN_OR_RETURN(EventResult result, ApplyOutcomeLocked(report.attempt_id(), ctx, outcome, report, job_id,
-                                                             index, node_id, now_ms));
-  if (outcome.record_checkpoint) {
-    IG_RETURN_IF_ERROR(RecordCheckpointLocked(report, job_id, index, static_cast<uint64_t>(q.Int(7)), now_ms));
+  jobs::AttemptRow row;
+  row.ctx.attempt_state = static_cast<v1::TaskState>(q.Int(3));
+  row.ctx.task_state = static_cast<v1::TaskState>(q.Int(4));
+  row.ctx.attempts_used = static_cast<uint32_t>(q.Int(5));
+  row.ctx.retries = spec.retries();
+  row.ctx.idempotent = spec.idempotent();
+  row.node_id = node_id;
+  row.accepted_ms = q.Int(9);
+  EventResult result{q.Text(0), static_cast<uint32_t>(q.Int(1)), {}};
+  IG_ASSIGN_OR_RETURN(jobs::OutcomePlan plan, jobs::PlanReport(row, report, now_ms));
+  IG_RETURN_IF_ERROR(ExecutePlanLocked(report.attempt_id(), result.job_id, result.index, plan));
+  if (plan.record_checkpoint) {
+    IG_RETURN_IF_ERROR(
+        RecordCheckpointLocked(report, result.job_id, result.index, static_cast<uint64_t>(q.Int(7)), now_ms));
   }
   IG_RETURN_IF_ERROR(tx.Commit());
+  result.outcome = std::move(plan.outcome);
   return result;
 }
 
@@ -428,14 +435,14 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
     jobs::AttemptContext ctx;
   };
   std::vector<Row> rows;
-  // attempts_used leaves out rejections, as in ApplyAttemptReport.
-  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.state, t.state, "
-              "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (?, ?, ?, ?)), "
-              "j.spec FROM attempts a "
-              "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx JOIN jobs j ON j.id = a.job_id "
-              "WHERE a.node_id = ? AND a.state IN (?, ?)");
-  BindNoFaultReasons(q)
-      .Bind(5, node_id).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING});
+  static const std::string kQuery = "SELECT a.id, a.job_id, a.idx, a.state, t.state, " + AttemptsUsedColumn() +
+                                    ", j.spec FROM attempts a "
+                                    "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
+                                    "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = ? AND a.state IN (?, ?) "
+                                    "ORDER BY a.assigned_ms, a.rowid";
+  Stmt q(db_, kQuery.c_str());
+  const int next = BindNoFaultReasons(q);
+  q.Bind(next, node_id).Bind(next + 1, int64_t{v1::ASSIGNED}).Bind(next + 2, int64_t{v1::RUNNING});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(6)));
     Row r{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), {}};
@@ -449,10 +456,9 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
   IG_RETURN_IF_ERROR(q.status());
   std::vector<EventResult> out;
   for (const auto& r : rows) {
-    v1::ReportAttemptRequest none;
-    IG_ASSIGN_OR_RETURN(EventResult res, ApplyOutcomeLocked(r.id, r.ctx, jobs::NodeLostOutcome(r.ctx), none,
-                                                            r.job_id, r.index, node_id, now_ms));
-    out.push_back(std::move(res));
+    IG_ASSIGN_OR_RETURN(jobs::OutcomePlan plan, jobs::PlanNodeLost({r.ctx, node_id}, now_ms));
+    IG_RETURN_IF_ERROR(ExecutePlanLocked(r.id, r.job_id, r.index, plan));
+    out.push_back({r.job_id, r.index, std::move(plan.outcome)});
   }
   IG_RETURN_IF_ERROR(tx.Commit());
   return out;
@@ -467,7 +473,8 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
     exists.Bind(1, job_id);
     if (!exists.Step()) return Status::NotFound("job " + job_id + " does not exist");
-    Stmt active(db_, "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?)");
+    Stmt active(db_, "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?) "
+                     "ORDER BY assigned_ms, rowid");
     active.Bind(1, job_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
     while (active.Step()) {
       result.stopped.push_back({active.Text(0), job_id, static_cast<uint32_t>(active.Int(1)), active.Text(2),
@@ -479,11 +486,16 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     a.Bind(1, int64_t{v1::USER_CANCEL}).Bind(2, job_id).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
     a.Step();
     IG_RETURN_IF_ERROR(a.status());
-    Stmt t(db_, "UPDATE tasks SET state = ?, reason = ?, message = 'cancelled by user', updated_ms = ? "
-                "WHERE job_id = ? AND state IN (?, ?, ?, ?)");
-    t.Bind(1, int64_t{v1::CANCELLED}).Bind(2, int64_t{v1::USER_CANCEL}).Bind(3, now_ms).Bind(4, job_id)
-        .Bind(5, int64_t{v1::QUEUED}).Bind(6, int64_t{v1::ASSIGNED}).Bind(7, int64_t{v1::RUNNING})
-        .Bind(8, int64_t{v1::LOST});
+    // One statement for every task the cancel moves (none re-enters the queue,
+    // so queued_ms stands).
+    static const std::vector<v1::TaskState> kCancellable = jobs::CancellableStates();
+    static const std::string kCancelTasks = "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ? "
+                                            "WHERE job_id = ? AND state IN (" + Placeholders(kCancellable.size()) + ")";
+    const jobs::TaskMove cancel = jobs::CancelMove();
+    Stmt t(db_, kCancelTasks.c_str());
+    t.Bind(1, int64_t{cancel.to}).Bind(2, int64_t{cancel.reason}).Bind(3, cancel.message).Bind(4, now_ms)
+        .Bind(5, job_id);
+    for (size_t i = 0; i < kCancellable.size(); ++i) t.Bind(static_cast<int>(6 + i), int64_t{kCancellable[i]});
     t.Step();
     IG_RETURN_IF_ERROR(t.status());
     IG_RETURN_IF_ERROR(tx.Commit());
@@ -504,9 +516,7 @@ Result<v1::Job> SqliteStore::ResolveLost(const std::string& job_id, bool retry, 
     IG_RETURN_IF_ERROR(q.status());
     if (lost.empty()) return Status::FailedPrecondition("job " + job_id + " has no lost tasks");
     for (uint32_t idx : lost) {
-      IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, idx, retry ? v1::QUEUED : v1::FAILED,
-                                            retry ? v1::FAILURE_REASON_UNSPECIFIED : v1::NODE_LOST,
-                                            retry ? "" : "abandoned by the user after its node was lost", now_ms));
+      IG_RETURN_IF_ERROR(MoveTaskLocked(job_id, idx, jobs::ResolveLostMove(retry), now_ms));
     }
     IG_RETURN_IF_ERROR(tx.Commit());
   }
@@ -523,15 +533,13 @@ Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
   q.Bind(1, int64_t{v1::QUEUED});
   while (q.Step()) {
     IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(3)));
-    int64_t timeout_ms = int64_t{spec.queue_timeout_seconds()} * 1000;
-    if (timeout_ms > 0 && now_ms - q.Int(2) > timeout_ms) {
+    if (jobs::QueueTimedOut(q.Int(2), int64_t{spec.queue_timeout_seconds()} * 1000, now_ms)) {
       expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
     }
   }
   IG_RETURN_IF_ERROR(q.status());
   for (const auto& [job, idx] : expired) {
-    IG_RETURN_IF_ERROR(SetTaskStateLocked(job, idx, v1::FAILED, v1::QUEUE_TIMEOUT,
-                                          "no node took the task within its queue timeout", now_ms));
+    IG_RETURN_IF_ERROR(MoveTaskLocked(job, idx, jobs::QueueTimeoutMove(), now_ms));
   }
   IG_RETURN_IF_ERROR(tx.Commit());
   return static_cast<int>(expired.size());
@@ -555,7 +563,7 @@ Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1
     return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
                                       jobs::StateName(state) + ", not queued");
   }
-  IG_RETURN_IF_ERROR(SetTaskStateLocked(job_id, index, v1::FAILED, reason, message, now_ms));
+  IG_RETURN_IF_ERROR(MoveTaskLocked(job_id, index, {v1::FAILED, reason, message}, now_ms));
   return tx.Commit();
 }
 

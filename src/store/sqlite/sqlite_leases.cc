@@ -55,19 +55,8 @@ Result<std::map<std::string, NodeOutcomes>> SqliteStore::RecentNodeOutcomes(int6
               "GROUP BY node_id, state, reason");
   q.Bind(1, since_ms);
   while (q.Step()) {
-    auto& o = out[q.Text(0)];
-    auto state = static_cast<v1::TaskState>(q.Int(1));
-    auto reason = static_cast<v1::FailureReason>(q.Int(2));
-    auto n = static_cast<uint32_t>(q.Int(3));
-    if (state == v1::SUCCEEDED) {
-      o.succeeded += n;
-    } else if (reason == v1::NODE_LOST) {
-      o.node_lost += n;
-    } else if (reason == v1::PLATFORM_FAILURE || reason == v1::ACK_TIMEOUT) {
-      o.node_failed += n;
-    } else if (reason == v1::NONZERO_EXIT || reason == v1::OUT_OF_MEMORY || reason == v1::RUN_TIMEOUT) {
-      o.job_failed += n;
-    }
+    out[q.Text(0)].Add(static_cast<v1::TaskState>(q.Int(1)), static_cast<v1::FailureReason>(q.Int(2)),
+                       static_cast<uint32_t>(q.Int(3)));
   }
   IG_RETURN_IF_ERROR(q.status());
   return out;

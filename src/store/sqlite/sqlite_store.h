@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "jobs/outcome_plan.h"
 #include "store/sqlite/db.h"
 #include "store/store.h"
 
@@ -59,16 +60,17 @@ class SqliteStore : public Store {
 
  private:
   // Helpers; callers hold mu_ (and usually a transaction).
-  Result<EventResult> ApplyOutcomeLocked(const std::string& attempt_id, const jobs::AttemptContext& ctx,
-                                         const jobs::AttemptOutcome& outcome, const v1::ReportAttemptRequest& report,
-                                         const std::string& job_id, uint32_t index, const std::string& node_id,
-                                         int64_t now_ms);
+  // Executes the writes of a jobs::OutcomePlan for the attempt and its task
+  // (all but the checkpoint, which needs the attempt's epoch).
+  Status ExecutePlanLocked(const std::string& attempt_id, const std::string& job_id, uint32_t index,
+                           const jobs::OutcomePlan& plan);
+  Status WriteTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskWrite& write);
   // Replaces the task's checkpoint with the one `report` lists.
   Status RecordCheckpointLocked(const v1::ReportAttemptRequest& report, const std::string& job_id, uint32_t index,
                                 uint64_t epoch, int64_t now_ms);
   Status LoadCheckpointsLocked(const std::string& job_id, const std::map<uint32_t, v1::Task*>& tasks);
-  Status SetTaskStateLocked(const std::string& job_id, uint32_t index, v1::TaskState to, v1::FailureReason reason,
-                            const std::string& message, int64_t now_ms);
+  // Moves the task (see jobs::PlanTaskMove); NotFound if there is no such task.
+  Status MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move, int64_t now_ms);
 
   std::mutex mu_;
   sqlite3* db_;  // guarded by mu_
