@@ -58,6 +58,18 @@ Status MoveEntries(const std::string& from, const std::string& to) {
   return st;
 }
 
+// Reads what the task pipes hold without blocking, up to a bound per call so
+// a flood cannot starve the timeout checks.
+void DrainPipe(int fd, const std::string& stream, const std::function<void(const std::string&, std::string_view)>& sink) {
+  char buf[64 * 1024];
+  for (int i = 0; i < 16; ++i) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    sink(stream, std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
 bool WriteAll(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -76,9 +88,19 @@ struct PilotPool::Pilot {
   std::vector<std::string> rw_dirs;  // per mount of the key's specs: the pilot's directory, "" for read-only ones
   std::optional<Subprocess> runc;    // `runc run` of the pilot container
   UniqueFd request, reply;           // our ends of the pilot's fds 3 and 4
+  UniqueFd task_stdout, task_stderr; // our (non-blocking) ends of its fds 5 and 6
   Clock::time_point idle_since;
   bool replied_once = false;
 };
+
+namespace {
+
+void DrainTaskOutput(PilotPool::Pilot& pilot, const std::function<void(const std::string&, std::string_view)>& sink) {
+  DrainPipe(pilot.task_stdout.get(), "stdout", sink);
+  DrainPipe(pilot.task_stderr.get(), "stderr", sink);
+}
+
+}  // namespace
 
 struct PilotPool::State {
   std::mutex mu;
@@ -207,10 +229,20 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   pilot->reply = UniqueFd(reply[0]);
   UniqueFd reply_write(reply[1]);
   ::fcntl(pilot->reply.get(), F_SETFL, O_NONBLOCK);
+  int task_out[2], task_err[2];
+  if (::pipe2(task_out, O_CLOEXEC | O_NONBLOCK) != 0) return fail(Status::Internal("pipe failed"));
+  pilot->task_stdout = UniqueFd(task_out[0]);
+  UniqueFd task_out_write(task_out[1]);
+  if (::pipe2(task_err, O_CLOEXEC | O_NONBLOCK) != 0) return fail(Status::Internal("pipe failed"));
+  pilot->task_stderr = UniqueFd(task_err[0]);
+  UniqueFd task_err_write(task_err[1]);
+  // The pilot's side must block: a task writing faster than we read waits.
+  ::fcntl(task_out_write.get(), F_SETFL, 0);
+  ::fcntl(task_err_write.get(), F_SETFL, 0);
   Result<Subprocess> child =
       Subprocess::Spawn({hooks_.runc, "--root", hooks_.state_dir, "--log", pilot->bundle + "/runc.log", "--log-format",
-                         "json", "run", "--preserve-fds", "2", "--bundle", pilot->bundle, pilot->name},
-                        {request_read.get(), reply_write.get()});
+                         "json", "run", "--preserve-fds", "4", "--bundle", pilot->bundle, pilot->name},
+                        {request_read.get(), reply_write.get(), task_out_write.get(), task_err_write.get()});
   if (!child.ok()) return fail(child.status());
   pilot->runc.emplace(std::move(*child));
   return pilot;
@@ -308,7 +340,10 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     const Clock::time_point deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
     milliseconds wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
     while (true) {
-      if (pilot->runc->Pump(wait, {pilot->reply.get(), stop.wake_fd}, forward)) {
+      const bool exited = pilot->runc->Pump(
+          wait, {pilot->reply.get(), stop.wake_fd, pilot->task_stdout.get(), pilot->task_stderr.get()}, forward);
+      DrainTaskOutput(*pilot, forward);
+      if (exited) {
         ended = true;
         break;
       }
@@ -338,7 +373,10 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
       continue;
     }
     if (reply && reply->ok()) {
-      pilot->runc->Pump(milliseconds(0), -1, forward);  // the task's last output, written before the reply
+      // Every writer of the task pipes but the pilot is dead: what is in
+      // them now is all the task wrote.
+      DrainTaskOutput(*pilot, forward);
+      pilot->runc->Pump(milliseconds(0), -1, forward);
       const PilotReply& r = **reply;
       if (r.kind == PilotReply::Kind::kExecFailed) {
         info.error = "the task could not be started: " + r.text;

@@ -10,6 +10,11 @@
  *                  not there when the pilot started is removed.
  *   fd 3           requests from the agent; end of file means "exit now".
  *   fd 4           replies.
+ *   fds 5, 6       the tasks' stdout and stderr: pipes the agent reads
+ *                  directly. (The pilot's own 1 and 2 are copied by `runc
+ *                  run` asynchronously, so a task's last output could arrive
+ *                  after its reply; these cannot: every writer is dead before
+ *                  the reply is written.)
  *
  * Frames (both ways): a 4-byte little-endian length, then that many bytes of
  * NUL-terminated strings.
@@ -45,7 +50,7 @@
 
 extern char** environ;
 
-enum { kRequestFd = 3, kReplyFd = 4, kMaxFrame = 1 << 20, kMaxDirs = 16, kMaxEntries = 256, kMaxDepth = 128 };
+enum { kRequestFd = 3, kReplyFd = 4, kTaskStdout = 5, kTaskStderr = 6, kMaxFrame = 1 << 20, kMaxDirs = 16, kMaxEntries = 256, kMaxDepth = 128 };
 
 struct Dir {
   const char* path;
@@ -243,8 +248,11 @@ static void RunTask(const char* cwd, char** argv, char** envp) {
     return;
   }
   if (child == 0) {
+    if (dup2(kTaskStdout, 1) < 0 || dup2(kTaskStderr, 2) < 0) _exit(127);
     close(kRequestFd);
     close(kReplyFd);
+    close(kTaskStdout);
+    close(kTaskStderr);
     close(errpipe[0]);
     setsid();
     int err = 0;
