@@ -359,7 +359,12 @@ Status RuncRuntime::Kill(const std::string& container_name) {
 
 Result<std::vector<std::string>> RuncRuntime::ListContainers() {
   if (!problem_.empty()) return std::vector<std::string>{};
+  // `runc list` fails when a container's state goes while it reads it (a
+  // pilot being deleted): look again before calling it an error.
   IG_ASSIGN_OR_RETURN(CommandOutput list, RunCommand(Runc({"list", "-q"}), kCommandTimeout));
+  for (int again = 0; again < 3 && list.exit_code != 0; ++again) {
+    IG_ASSIGN_OR_RETURN(list, RunCommand(Runc({"list", "-q"}), kCommandTimeout));
+  }
   if (list.exit_code != 0) {
     return Status::Internal("runc list failed: " + Trimmed(Tail(list.stderr_text, kStderrTailBytes)));
   }

@@ -69,15 +69,20 @@ int ContainersLeft(Grid& grid, int n) {
 }
 
 // The same once the agent's idle pilots (runtime/pilot_pool.h: kept 2 s for
-// the job's next task) have been retired: awaited, at most `limit`.
+// the job's next task) have been retired: awaited, at most `limit`. A listing
+// may fail while a pilot is being deleted under it (`runc list` is not atomic
+// against `runc delete`): only the last one must succeed.
 int ContainersLeftOnceIdle(Grid& grid, int n, std::chrono::seconds limit = std::chrono::seconds(30)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  int left = ContainersLeft(grid, n);
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+  for (;;) {
+    auto names = AgentContainers(grid, n);
+    if (names.ok() && names->empty()) return 0;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      EXPECT_TRUE(names.ok()) << names.status().message();
+      return names.ok() ? static_cast<int>(names->size()) : -1;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    left = ContainersLeft(grid, n);
   }
-  return left;
 }
 
 void ExpectEveryTaskSucceededOnce(const v1::Job& job, int count) {
