@@ -13,12 +13,12 @@
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/subprocess.h"
+#include "runtime/supervise.h"
 
 namespace idlegrid::runtime {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kCommandTimeout{60'000};
 constexpr milliseconds kLoadTimeout{10 * 60'000};
@@ -162,45 +162,17 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   };
 
   ExitInfo info;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = timeout.count() > 0 ? start + timeout : Clock::time_point::max();
-  std::optional<Clock::time_point> stopping_since;
-  Clock::time_point next_kill;
-  milliseconds wait = std::chrono::ceil<milliseconds>(deadline - start);
-  while (!child.Pump(wait, active.wake.get(), tee)) {
-    ResetEventFd(active.wake.get());
-    const Clock::time_point now = Clock::now();
-    if (!stopping_since) {
-      if (KillRequested(&active)) {
-        info.killed = true;
-      } else if (now >= deadline) {
-        info.timed_out = true;
-      }
-      if (info.killed || info.timed_out) stopping_since = next_kill = now;
-    }
-    if (stopping_since && now >= next_kill) {
-      if (now - *stopping_since > kForceKillAfter) {
-        child.Kill();
-      } else {
-        SendKill(name);
-      }
-      next_kill = Clock::now() + kKillRetryInterval;
-    }
-    const Clock::time_point wake_at = stopping_since ? next_kill : deadline;
-    wait = std::chrono::ceil<milliseconds>(wake_at - std::min(wake_at, Clock::now()));
-  }
-  if (!stopping_since && KillRequested(&active)) {
-    // Kill() won the race: its `rm -f` made podman run exit (often with 125)
-    // before this loop saw the request.
-    info.killed = true;
-    stopping_since = Clock::now();
-  }
-  if (stopping_since) {
+  const Supervised run = Supervise(
+      child, active.wake.get(), timeout, tee, [&] { return KillRequested(&active); }, [&] { SendKill(name); },
+      {kKillRetryInterval, kForceKillAfter});
+  info.killed = run.killed;
+  info.timed_out = run.timed_out;
+  if (run.stopping()) {
     // --rm is done by podman run itself; if we had to SIGKILL it, nothing did.
     // Should this fail too, the agent's orphan sweep removes the container.
     (void)RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", name}, kCommandTimeout);
   }
-  return DecodeExit(child.wait_status(), stopping_since.has_value(), stderr_tail, info);
+  return DecodeExit(child.wait_status(), run.stopping(), stderr_tail, info);
 }
 
 Status PodmanRuntime::Kill(const std::string& container_name) {

@@ -20,12 +20,12 @@
 #include "runtime/pilot_protocol.h"
 #include "runtime/runc_host.h"
 #include "runtime/subprocess.h"
+#include "runtime/supervise.h"
 
 namespace idlegrid::runtime {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kCommandTimeout{60'000};
 // While stopping, `runc kill` is retried this often: Kill() may land before
@@ -289,48 +289,20 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   };
 
   ExitInfo info;
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = timeout.count() > 0 ? start + timeout : Clock::time_point::max();
-  std::optional<Clock::time_point> stopping_since;
-  Clock::time_point next_kill;
-  milliseconds wait = std::chrono::ceil<milliseconds>(deadline - start);
-  while (!child.Pump(wait, active.wake.get(), forward)) {
-    ResetEventFd(active.wake.get());
-    const Clock::time_point now = Clock::now();
-    if (!stopping_since) {
-      if (KillRequested(&active)) {
-        info.killed = true;
-      } else if (now >= deadline) {
-        info.timed_out = true;
-      }
-      if (info.killed || info.timed_out) stopping_since = next_kill = now;
-    }
-    if (stopping_since && now >= next_kill) {
-      if (now - *stopping_since > kForceKillAfter) {
-        child.Kill();
-      } else {
-        SendKill(name);
-      }
-      next_kill = Clock::now() + kKillRetryInterval;
-    }
-    const Clock::time_point wake_at = stopping_since ? next_kill : deadline;
-    wait = std::chrono::ceil<milliseconds>(wake_at - std::min(wake_at, Clock::now()));
-  }
-  if (!stopping_since && KillRequested(&active)) {
-    // Kill() won the race: its `delete --force` ended `runc run` before this
-    // loop saw the request.
-    info.killed = true;
-    stopping_since = Clock::now();
-  }
+  const Supervised run = Supervise(
+      child, active.wake.get(), timeout, forward, [&] { return KillRequested(&active); }, [&] { SendKill(name); },
+      {kKillRetryInterval, kForceKillAfter});
+  info.killed = run.killed;
+  info.timed_out = run.timed_out;
   Result<std::string> log = ReadFile(log_path);
   const std::string runc_errors = log.ok() ? RuncLogErrors(*log) : "";
   // `runc run` deletes the container when it returns normally; after a kill,
   // a runc failure or a SIGKILLed runc, make sure nothing is left.
-  if (stopping_since || !runc_errors.empty() || !WIFEXITED(child.wait_status())) {
+  if (run.stopping() || !runc_errors.empty() || !WIFEXITED(child.wait_status())) {
     // Should it fail, the agent's orphan sweep finds the container and retries.
     if (Status st = ForceDelete(name); !st.ok()) spdlog::warn("{}", st.message());
   }
-  return DecodeExit(child.wait_status(), stopping_since.has_value(), runc_errors, info);
+  return DecodeExit(child.wait_status(), run.stopping(), runc_errors, info);
 }
 
 Status RuncRuntime::Kill(const std::string& container_name) {
