@@ -7,7 +7,6 @@
 #include <fstream>
 
 #include "advert/advertisement.h"
-#include "advert/allocatable.h"
 #include "common/digest.h"
 #include "common/fs.h"
 #include "common/random.h"
@@ -167,36 +166,32 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   return "";
 }
 
-std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const std::string& node_id, const NodeLive& node,
-                                                            const std::vector<store::ActiveAttempt>& active) const {
+capacity::NodeCapacity Coordinator::HeldCapacity(const NodeLive& node,
+                                                 const std::vector<store::ActiveAttempt>& mine) {
+  capacity::NodeCapacity held = capacity::NodeCapacity::Offered(node.info, node.ad);
+  for (const auto& a : mine) held.Hold({a.cpu, a.memory, a.gpu_memory_bytes, a.gpu_milli, a.device_uuids});
+  return held;
+}
+
+std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const NodeLive& node,
+                                                            const capacity::NodeCapacity& held) const {
   std::vector<v1::GpuDevice> devices(node.ad.inventory().gpus().devices().begin(),
                                      node.ad.inventory().gpus().devices().end());
-  std::vector<advert::DeviceHold> holds;
-  for (const auto& a : active) {
-    if (a.node_id != node_id) continue;
-    for (const auto& uuid : a.device_uuids) {
-      // Holds are recorded per attempt; the per-GPU amount is the job's
-      // gpuMemory, or the whole device when it named none.
-      uint64_t amount = a.gpu_memory_bytes;
-      if (amount == 0) {
-        for (const auto& d : devices) {
-          if (d.uuid() == uuid) amount = d.memory_total_bytes();
-        }
-      }
-      holds.push_back({uuid, amount});
-    }
-  }
-  auto accounted = advert::ComputeAllocatable(devices, node.ad.policy(), holds);
+  const uint64_t reserve = node.ad.policy().reserved_gpu_memory_bytes();
   // Only the coordinator's own benchmark makes a device measured; a simulated one never is.
   bool current = node.measurement.agent_version() == StackOf(node.ad);
-  for (auto& d : accounted) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    v1::GpuDevice& d = devices[i];
+    d.set_reserved_memory_bytes(std::min(reserve, d.memory_total_bytes()));
+    // The ledger lists the advertised devices first, in this order.
+    d.set_allocatable_memory_bytes(held.ledger().devices()[i].FreeVram());
     bool measured = false;
     for (const auto& g : node.measurement.gpus()) {
       if (g.uuid() == d.uuid() && g.passed() && current && !d.simulated()) measured = true;
     }
     d.set_measured(measured);
   }
-  return accounted;
+  return devices;
 }
 
 v1::JobSpec Coordinator::ReadinessSpec(const std::string& node_id, const std::string& image,

@@ -331,7 +331,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       std::string why = online ? UnschedulableReasonLocked(live) : "offline";
       n->set_schedulable(why.empty());
       n->set_unschedulable_reason(why);
-      for (auto& d : AccountedGpusLocked(r.id, live, mine)) *n->add_gpus() = std::move(d);
+      for (auto& d : AccountedGpusLocked(live, HeldCapacity(live, mine))) *n->add_gpus() = std::move(d);
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
     }

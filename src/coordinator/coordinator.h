@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "artifacts/artifact_store.h"
+#include "capacity/node_capacity.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "jobs/liveness.h"
@@ -168,8 +169,12 @@ class Coordinator {
   // "" when the node may take ordinary work; otherwise why not. Caller holds mu_.
   std::string UnschedulableReasonLocked(const NodeLive& node) const;
   static std::string StackOf(const v1::Advertisement& ad);
-  std::vector<v1::GpuDevice> AccountedGpusLocked(const std::string& node_id, const NodeLive& node,
-                                                 const std::vector<store::ActiveAttempt>& active) const;
+  // What `node` offers less what `mine` (its active attempts) hold: the
+  // capacity ledger's rule, the one the store's commit guard applies too.
+  static capacity::NodeCapacity HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine);
+  // The advertised devices with their owner's reserve and what `held` leaves
+  // allocatable; measured only after the coordinator's own benchmark.
+  std::vector<v1::GpuDevice> AccountedGpusLocked(const NodeLive& node, const capacity::NodeCapacity& held) const;
 
   // placement.cc: snapshot building, dispatch, explain, market.
   std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const;

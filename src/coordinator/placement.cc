@@ -16,7 +16,6 @@
 #include "sched/feasibility.h"
 #include "sched/pipeline.h"
 #include "sched/snapshot.h"
-#include "store/capacity_guard.h"
 
 namespace idlegrid::coordinator {
 
@@ -30,10 +29,14 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     sched::NodeView v;
     v.id = id;
     v.online = n.online && n.session != nullptr && n.suspect_since_ms == 0;  // a suspect node gets no new work
-    v.cpu_total = n.info.cpu_cores() - n.ad.policy().reserved_cpu();
-    v.cpu_free = v.cpu_total;
-    v.memory_free = n.info.memory_bytes();
-    v.gpus = AccountedGpusLocked(id, n, mine);
+    // What is left after the node's active attempts, by the rule the store's
+    // commit guard applies (capacity/ledger.h), so a fresh plan passes it.
+    const capacity::NodeCapacity capacity_left = HeldCapacity(n, mine);
+    const capacity::NodeLedger& ledger = capacity_left.ledger();
+    v.cpu_total = ledger.cpu_capacity();
+    v.cpu_free = ledger.FreeCpu();
+    v.memory_free = ledger.FreeMemory();
+    v.gpus = AccountedGpusLocked(n, capacity_left);
     v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
     if (n.ad.policy().allowed_runtimes_size() > 0) {
       v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
@@ -47,22 +50,8 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
     v.allows_sharing = n.ad.policy().allow_gpu_sharing();
     v.max_run_seconds = n.ad.policy().max_run_seconds();
-    v.gpu_free_milli.assign(v.gpus.size(), 1000);
-    for (const auto& a : mine) {
-      v.cpu_free -= a.cpu;
-      v.memory_free = v.memory_free > a.memory ? v.memory_free - a.memory : 0;
-      // The store's guard classifies holds (store/capacity_guard.h); a VRAM
-      // slice holds no compute, but the device has a tenant now and can no
-      // longer be given whole.
-      const uint32_t milli = store::CapacityHold{a.cpu, a.memory, a.gpu_memory_bytes, a.gpu_milli, {}}.milli();
-      for (size_t i = 0; i < v.gpus.size(); ++i) {
-        if (std::find(a.device_uuids.begin(), a.device_uuids.end(), v.gpus[i].uuid()) == a.device_uuids.end()) {
-          continue;
-        }
-        uint32_t& free = v.gpu_free_milli[i];
-        free = milli == 0 ? std::min<uint32_t>(free, 999) : free > milli ? free - milli : 0;
-      }
-    }
+    v.gpu_free_milli.resize(v.gpus.size());
+    for (size_t i = 0; i < v.gpus.size(); ++i) v.gpu_free_milli[i] = ledger.devices()[i].FreeMilli();
     views.push_back(std::move(v));
   }
   return views;

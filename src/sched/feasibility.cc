@@ -76,7 +76,7 @@ bool RuntimeAvailable(const NodeState& n, const Demand& d, DeviceMask*, Rejectio
   return Reject(why, "runtime", "runtime " + d.runtime + " not available");
 }
 
-// The limits the agent must enforce for this task (as first fit checked them).
+// The limits the agent must enforce for this task.
 bool Enforcement(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   const v1::Enforcement& e = n.view->enforcement;
   if (e.memory().empty()) return Reject(why, "enforcement", "cannot enforce a memory limit");
@@ -197,18 +197,18 @@ bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejecti
 // --- dynamic stages ---------------------------------------------------------
 
 bool HostCpu(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
-  if (d.cpu <= n.cpu_free + 1e-9) return true;
-  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", [&] { return std::string(Num(n.cpu_free) + " free"); });
+  if (n.ledger.CpuFits(d.cpu)) return true;
+  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", [&] { return std::string(Num(n.cpu_free()) + " free"); });
 }
 
 bool HostMemory(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
-  if (d.memory <= n.memory_free) return true;
-  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")", [&] { return std::string(FormatGiB(n.memory_free) + " free"); });
+  if (n.ledger.MemoryFits(d.memory)) return true;
+  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")", [&] { return std::string(FormatGiB(n.memory_free()) + " free"); });
 }
 
 bool Disk(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
-  if (n.disk_free == NodeView::kDiskUnknown || d.disk <= n.disk_free) return true;
-  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", [&] { return std::string(FormatGiB(n.disk_free) + " free"); });
+  if (n.ledger.DiskFits(d.disk)) return true;
+  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", [&] { return std::string(FormatGiB(n.disk_free()) + " free"); });
 }
 
 // Free compute and VRAM, per device (a hard filter: VRAM never pools across devices).
@@ -225,12 +225,12 @@ bool GpuFree(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejectio
   uint64_t best_vram = 0;
   for (size_t i = 0; i < n.devices.size(); ++i) {
     if (!HasBit(*eligible, i)) continue;
-    const DeviceState& dev = n.devices[i];
-    const bool ok = d.share ? dev.free_milli >= d.milli : dev.free_milli == kWholeGpuMilli;
+    const uint32_t free_milli = n.free_milli(i);
+    const bool ok = d.share ? free_milli >= d.milli : free_milli == kWholeGpuMilli;
     compute_ok += ok;
-    in_use += dev.free_milli < kWholeGpuMilli;
-    best_milli = std::max(best_milli, dev.free_milli);
-    if (ok) best_vram = std::max(best_vram, dev.free_vram);
+    in_use += free_milli < kWholeGpuMilli;
+    best_milli = std::max(best_milli, free_milli);
+    if (ok) best_vram = std::max(best_vram, n.free_vram(i));
   }
   const std::string eligible_count = std::to_string(std::popcount(*eligible));
   if (compute_ok < d.gpus && d.share) {
@@ -250,12 +250,12 @@ DeviceMask AllDevices(const NodeState& node) {
 }
 
 DeviceMask FreeDevices(const NodeState& node, const Demand& d, DeviceMask eligible) {
+  const capacity::DeviceClaim claim = d.device_claim();
+  const auto& devices = node.ledger.devices();
   DeviceMask out = 0;
   for (size_t i = 0; i < node.devices.size(); ++i) {
     if (!HasBit(eligible, i)) continue;
-    const DeviceState& dev = node.devices[i];
-    const bool compute = d.share ? dev.free_milli >= d.milli : dev.free_milli == kWholeGpuMilli;
-    if (compute && dev.free_vram >= d.vram) out |= DeviceMask{1} << i;
+    if (devices[i].Fits(claim)) out |= DeviceMask{1} << i;
   }
   return out;
 }

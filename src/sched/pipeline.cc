@@ -244,6 +244,8 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
 
 }  // namespace
 
+std::string TaskKey(const std::string& job_id, uint32_t index) { return job_id + "/" + std::to_string(index); }
+
 std::unique_ptr<Scheduler> NewPipelineScheduler(PipelineOptions options) {
   return std::make_unique<PipelineScheduler>(std::move(options));
 }
@@ -280,14 +282,14 @@ Status ApplyPlacement(NodeView* node, const TaskView& task, const Placement& pla
     return Status::FailedPrecondition(node->id + ": " + why.reason + (why.detail.empty() ? "" : ", " + why.detail));
   }
   ReserveOn(&state, d, named);
-  node->cpu_free = state.cpu_free;
-  node->memory_free = state.memory_free;
-  node->disk_free = state.disk_free;
+  node->cpu_free = state.cpu_free();
+  node->memory_free = state.memory_free();
+  node->disk_free = state.disk_free();
   node->gpu_free_milli.resize(node->gpus.size(), 0);
   for (size_t i = 0; i < node->gpus.size(); ++i) {
     if (i < state.devices.size()) {
-      node->gpu_free_milli[i] = state.devices[i].free_milli;
-      node->gpus[i].set_allocatable_memory_bytes(state.devices[i].free_vram);
+      node->gpu_free_milli[i] = state.free_milli(i);
+      node->gpus[i].set_allocatable_memory_bytes(state.free_vram(i));
     }
   }
   return Status::Ok();

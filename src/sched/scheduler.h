@@ -85,7 +85,6 @@ struct Placement {
   std::string node_id;
   std::vector<std::string> device_uuids;  // GPUs reserved for it
 
-  // Filled by the pipeline scheduler (zero from first fit):
   uint32_t gpu_milli = 0;          // held of each device (1000: whole)
   uint64_t gpu_memory_bytes = 0;   // VRAM held of each device
   std::string policy;              // the policy that ranked it
@@ -110,16 +109,9 @@ class Scheduler {
   virtual Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const = 0;
 };
 
-// First fit over nodes ordered by most free CPU (so work spreads), ties by id.
-std::unique_ptr<Scheduler> NewFirstFitScheduler();
+// The pipeline (pipeline.h) is the one implementation: NewPipelineScheduler.
 
-// Why `node` cannot take `task`, or "" if it can. Exposed for tests and explain.
-std::string Infeasibility(const NodeView& node, const TaskView& task);
-
-// Takes what `task` needs from `node`, holding `device_uuids`: a task that
-// names no GPU memory holds each of its devices whole.
-void Reserve(NodeView* node, const TaskView& task, const std::vector<std::string>& device_uuids);
-
+// "job_id/index": the key of Plan::waiting.
 std::string TaskKey(const std::string& job_id, uint32_t index);
 
 }  // namespace idlegrid::sched

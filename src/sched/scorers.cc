@@ -52,11 +52,13 @@ double NodeFragmentation(const NodeState& node, const Workload& workload, const 
   uint32_t total_free = 0;
   const size_t n = node.devices.size();
   for (size_t i = 0; i < n; ++i) {
-    free[i] = node.devices[i].free_milli - std::min(node.devices[i].free_milli, milli_taken[i]);
+    const uint32_t free_milli = node.free_milli(i);
+    free[i] = free_milli - std::min(free_milli, milli_taken[i]);
     total_free += free[i];
   }
-  const double cpu_left = node.cpu_free - cpu;
-  const uint64_t mem_left = node.memory_free - std::min(node.memory_free, memory);
+  const double cpu_left = node.cpu_free() - cpu;
+  const uint64_t memory_free = node.memory_free();
+  const uint64_t mem_left = memory_free - std::min(memory_free, memory);
   double fragmentation = 0;
   for (const WorkloadClass& c : workload) {
     const bool host_fits = c.cpu <= cpu_left + 1e-9 && c.memory <= mem_left;
@@ -103,7 +105,7 @@ DeviceChoice ChooseDevices(const NodeState& node, const Demand& d, DeviceMask fr
       const size_t i = order[k];
       bool seen = false;
       for (size_t j = 0; j < k && !seen; ++j) {
-        if (node.devices[order[j]].free_milli == node.devices[i].free_milli) {
+        if (node.free_milli(order[j]) == node.free_milli(i)) {
           frag_after[i] = frag_after[order[j]];
           seen = true;
         }
@@ -119,8 +121,8 @@ DeviceChoice ChooseDevices(const NodeState& node, const Demand& d, DeviceMask fr
     const DeviceState& y = node.devices[b];
     if (x.ask != y.ask) return x.ask < y.ask;
     if (frag && frag_after[a] != frag_after[b]) return frag_after[a] < frag_after[b];
-    if (d.share && x.free_milli != y.free_milli) return x.free_milli < y.free_milli;
-    if (x.free_vram != y.free_vram) return x.free_vram < y.free_vram;
+    if (d.share && node.free_milli(a) != node.free_milli(b)) return node.free_milli(a) < node.free_milli(b);
+    if (node.free_vram(a) != node.free_vram(b)) return node.free_vram(a) < node.free_vram(b);
     return a < b;
   });
   double asks[kMaxDevicesPerNode];
@@ -165,13 +167,13 @@ double ScorePacking(const ScoreContext& c) {
   if (c.demand.gpus > 0 && !c.node.devices.empty()) {
     double free = 0;
     for (size_t i = 0; i < c.node.devices.size(); ++i) {
-      uint32_t f = c.node.devices[i].free_milli;
+      uint32_t f = c.node.free_milli(i);
       if (HasBit(c.choice.devices, i)) f -= std::min(f, c.demand.milli);
       free += f;
     }
     utilization = 1.0 - free / (1000.0 * c.node.devices.size());
   } else if (c.node.cpu_total > 0) {
-    utilization = 1.0 - std::max(0.0, c.node.cpu_free - c.demand.cpu) / c.node.cpu_total;
+    utilization = 1.0 - std::max(0.0, c.node.cpu_free() - c.demand.cpu) / c.node.cpu_total;
   }
   return c.demand.policy->packing == Packing::kPack ? utilization : 1.0 - utilization;
 }

@@ -45,12 +45,18 @@ uint32_t InternModel(Snapshot* snap, const std::string& name) {
   return it->second;
 }
 
-DeviceState MakeDevice(const v1::GpuDevice& d, uint32_t free_milli, const NodeView& view, Snapshot* snap) {
-  DeviceState s;
-  s.free_milli = std::min(free_milli, kWholeGpuMilli);
-  s.free_vram = d.allocatable_memory_bytes();
+// What is free of a device as the view gives it: its compute share and
+// allocatable VRAM, within the device less the owner's reserve.
+capacity::DeviceLedger DeviceCapacity(const v1::GpuDevice& d, uint32_t free_milli) {
+  const uint64_t free_vram = d.allocatable_memory_bytes();
   const uint64_t total = d.memory_total_bytes();
-  s.vram_capacity = std::max(s.free_vram, total > d.reserved_memory_bytes() ? total - d.reserved_memory_bytes() : 0);
+  const uint64_t vram_capacity =
+      std::max(free_vram, total > d.reserved_memory_bytes() ? total - d.reserved_memory_bytes() : 0);
+  return capacity::DeviceLedger::FromFree(vram_capacity, std::min(free_milli, kWholeGpuMilli), free_vram);
+}
+
+DeviceState MakeDevice(const v1::GpuDevice& d, const NodeView& view, Snapshot* snap) {
+  DeviceState s;
   s.compute_capability = ParseComputeCapability(d.compute_capability());
   s.cuda_version = ParseCudaVersion(d.cuda_driver_version());
   s.trusted = d.measured() && !d.simulated();
@@ -92,10 +98,10 @@ Snapshot BuildSnapshot(std::vector<NodeView> nodes, uint64_t seed) {
     const NodeView& v = snap.views[i];
     NodeState& n = snap.nodes[i];
     n.view = &v;
-    n.cpu_free = std::max(v.cpu_free, 0.0);
-    n.cpu_total = std::max(v.cpu_total, n.cpu_free);
-    n.memory_free = v.memory_free;
-    n.disk_free = v.disk_free;
+    const double cpu_free = std::max(v.cpu_free, 0.0);
+    n.cpu_total = std::max(v.cpu_total, cpu_free);
+    static_assert(NodeView::kDiskUnknown == capacity::kUnlimited, "unknown disk is not checked");
+    n.ledger = capacity::NodeLedger(cpu_free, v.memory_free, v.disk_free);
     n.cpu_ask = market::AskFor(v.asks, market::kCpuCoreClass);
     n.tiebreak = Mix(seed ^ Fnv1a(v.id));
     const size_t count = std::min(v.gpus.size(), kMaxDevicesPerNode);
@@ -104,7 +110,8 @@ Snapshot BuildSnapshot(std::vector<NodeView> nodes, uint64_t seed) {
       uint32_t milli = d < v.gpu_free_milli.size() ? v.gpu_free_milli[d]
                        : v.gpus[d].allocatable_memory_bytes() > 0 ? kWholeGpuMilli
                                                                    : 0;
-      n.devices.push_back(MakeDevice(v.gpus[d], milli, v, &snap));
+      n.ledger.AddDevice(DeviceCapacity(v.gpus[d], milli));
+      n.devices.push_back(MakeDevice(v.gpus[d], v, &snap));
       snap.max_gpu_ask = std::max(snap.max_gpu_ask, n.devices.back().ask);
     }
     snap.max_cpu_ask = std::max(snap.max_cpu_ask, n.cpu_ask);
@@ -201,23 +208,12 @@ std::string ShapeKey(const Demand& d) {
 }
 
 void ReserveOn(NodeState* node, const Demand& d, DeviceMask devices) {
-  node->cpu_free = std::max(0.0, node->cpu_free - d.cpu);
-  node->memory_free -= std::min(node->memory_free, d.memory);
-  if (node->disk_free != NodeView::kDiskUnknown) node->disk_free -= std::min(node->disk_free, d.disk);
+  uint32_t named[kMaxDevicesPerNode];
+  size_t count = 0;
   for (size_t i = 0; i < node->devices.size(); ++i) {
-    if (!(devices & (DeviceMask{1} << i))) continue;
-    DeviceState& dev = node->devices[i];
-    if (d.share) {
-      dev.free_milli -= std::min(dev.free_milli, d.milli);
-      // Any tenant, a VRAM slice without compute included, means the device
-      // can no longer be given whole (as the store's guard holds).
-      dev.free_milli = std::min(dev.free_milli, kWholeGpuMilli - 1);
-      dev.free_vram -= std::min(dev.free_vram, d.vram);
-    } else {
-      dev.free_milli = 0;
-      dev.free_vram = 0;
-    }
+    if (devices & (DeviceMask{1} << i)) named[count++] = static_cast<uint32_t>(i);
   }
+  node->ledger.Take(d.claim(), std::span<const uint32_t>(named, count));
   ++node->version;
 }
 

@@ -1,13 +1,14 @@
 #pragma once
 // The scheduler's working copy of a snapshot: NodeViews turned into compact
-// numbers once (parsed versions, interned GPU models, per-device free milli
-// and VRAM), and a task turned into the Demand the stages check. Internal to
-// src/sched; exposed for its tests and benchmarks.
+// numbers once (parsed versions, interned GPU models, and each node's free
+// capacity as a capacity ledger), and a task turned into the Demand the
+// stages check. Internal to src/sched; exposed for its tests and benchmarks.
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "capacity/ledger.h"
 #include "market/market.h"
 #include "sched/policy.h"
 #include "sched/scheduler.h"
@@ -21,14 +22,13 @@ inline constexpr int kTrustOwnerVerified = 2;  // the owner is known to the grid
 
 // Devices past this index on one node are not scheduled (masks are 64 bits).
 inline constexpr size_t kMaxDevicesPerNode = 64;
-inline constexpr uint32_t kWholeGpuMilli = 1000;
+inline constexpr uint32_t kWholeGpuMilli = capacity::kWholeGpuMilli;
 
 using DeviceMask = uint64_t;
 
+// What does not change while a plan is made; what is free lives in the
+// node's ledger (NodeState::ledger), device for device.
 struct DeviceState {
-  uint32_t free_milli = kWholeGpuMilli;
-  uint64_t free_vram = 0;      // allocatable now
-  uint64_t vram_capacity = 0;  // allocatable with no tenant (total - owner's reserve)
   int compute_capability = -1; // major*10 + minor; -1 unknown
   int cuda_version = -1;       // major*1000 + minor; -1 unknown
   bool trusted = false;        // measured and not simulated
@@ -40,13 +40,19 @@ struct DeviceState {
 struct NodeState {
   const NodeView* view = nullptr;  // strings, runtimes, enforcement (owned by the Snapshot)
   uint32_t version = 0;            // bumped by every reservation
-  double cpu_free = 0;
-  double cpu_total = 0;
-  uint64_t memory_free = 0;
-  uint64_t disk_free = 0;
+  double cpu_total = 0;            // offered cores, for spread/pack
   double cpu_ask = 0;              // per core-hour
   uint64_t tiebreak = 0;           // hash(seed, node id): breaks score ties
-  std::vector<DeviceState> devices;
+  // What is free now: cores, memory, disk and each device's compute and VRAM
+  // (the same rule the coordinator and the store's guard use).
+  capacity::NodeLedger ledger;
+  std::vector<DeviceState> devices;  // parallel to ledger.devices()
+
+  double cpu_free() const { return ledger.FreeCpu(); }
+  uint64_t memory_free() const { return ledger.FreeMemory(); }
+  uint64_t disk_free() const { return ledger.FreeDisk(); }
+  uint32_t free_milli(size_t device) const { return ledger.devices()[device].FreeMilli(); }
+  uint64_t free_vram(size_t device) const { return ledger.devices()[device].FreeVram(); }
 };
 
 struct Snapshot {
@@ -89,6 +95,10 @@ struct Demand {
   std::vector<uint32_t> models;  // allowed model ids (sorted) when !any_model
   market::Bid bid;
   bool price_first = false;
+
+  // What a placement takes of its node, in the ledger's terms.
+  capacity::DeviceClaim device_claim() const { return {!share, share ? milli : kWholeGpuMilli, vram}; }
+  capacity::Claim claim() const { return {cpu, memory, disk, device_claim()}; }
 };
 
 Demand MakeDemand(const TaskView& task, const SchedulingPolicy& policy, const Snapshot& snap);

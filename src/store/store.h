@@ -128,12 +128,14 @@ class Store {
   // re-plans them from a fresh snapshot.
   // The capacity guard re-checks, in the transaction and in batch order,
   // against the sum of the node's active (ASSIGNED/RUNNING) attempts plus
-  // those admitted before in the batch (see store/capacity_guard.h):
-  // cpu <= info.cpu_cores - advertisement.policy.reserved_cpu; memory <=
-  // info.memory_bytes; per named GPU device, a device held whole (gpu_memory 0,
-  // gpu_milli 0 or 1000) has no other tenant before or after, compute shares add up to at
-  // most 1000 milli, VRAM slices to at most the inventory's memory_total_bytes
-  // minus policy.reserved_gpu_memory_bytes. Nodes with no stored capacity (no
+  // those admitted before in the batch, by the capacity ledger's rule
+  // (store/capacity_guard.h, capacity/ledger.h): cpu <= info.cpu_cores -
+  // advertisement.policy.reserved_cpu; memory <= info.memory_bytes; per named
+  // GPU device, a device held whole (gpu_milli 1000, or 0 with gpu_memory 0;
+  // whatever gpu_memory it names) has no other tenant before or after, compute
+  // shares add up to at most 1000 milli, VRAM slices to at most the
+  // inventory's memory_total_bytes minus policy.reserved_gpu_memory_bytes.
+  // Nodes with no stored capacity (no
   // row, 0 cores) are not checked. It is race-free across coordinators:
   // SQLite commits under BEGIN IMMEDIATE (one writer), PostgreSQL locks the
   // batch's node rows (FOR UPDATE, in id order) before summing.

@@ -24,7 +24,7 @@
 #include "common/clock.h"
 #include "common/fs.h"
 #include "coordinator/coordinator.h"
-#include "sched/scheduler.h"
+#include "sched/pipeline.h"
 #include "store/store.h"
 
 namespace idlegrid::coordinator {
@@ -143,7 +143,7 @@ class AdvertisementTest : public ::testing::Test {
     ASSERT_TRUE(init.ok()) << init.ToString();
     Options options;
     options.allow_simulated_gpus = allow_simulated_gpus;
-    coordinator_ = std::make_unique<Coordinator>(std::move(*store), std::move(artifacts), sched::NewFirstFitScheduler(),
+    coordinator_ = std::make_unique<Coordinator>(std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(),
                                                  kJoinSecret, options, &clock_);
   }
 

@@ -233,11 +233,15 @@ TEST(PipelinePropertyTest, RandomFleetsNeverOverAllocateOrPlaceInfeasibly) {
     for (const auto& t : tasks) by_key[TaskKey(t.job_id, t.index)] = &t;
     // Independent accounting: milli and VRAM per device, cores and memory per node.
     std::map<std::string, std::pair<int64_t, int64_t>> device_left;  // uuid -> milli, vram
+    std::map<std::string, bool> tenant;  // a device with a tenant is never whole again
     std::map<std::string, std::pair<double, int64_t>> node_left;
     for (const auto& n : fleet) {
       node_left[n.id] = {n.cpu_free, static_cast<int64_t>(n.memory_free)};
       for (size_t d = 0; d < n.gpus.size(); ++d) {
-        device_left[n.gpus[d].uuid()] = {n.gpu_free_milli[d], static_cast<int64_t>(n.gpus[d].allocatable_memory_bytes())};
+        // 999 free: a tenant holding no compute (capacity/ledger.h).
+        const uint32_t free = n.gpu_free_milli[d];
+        device_left[n.gpus[d].uuid()] = {free == 999 ? 1000 : free, static_cast<int64_t>(n.gpus[d].allocatable_memory_bytes())};
+        tenant[n.gpus[d].uuid()] = free < 1000;
       }
     }
     for (const auto& p : plan.placements) {
@@ -248,10 +252,12 @@ TEST(PipelinePropertyTest, RandomFleetsNeverOverAllocateOrPlaceInfeasibly) {
       for (const auto& uuid : p.device_uuids) {
         auto& [milli, vram] = device_left[uuid];
         if (share) {
-          milli = std::min<int64_t>(milli - t.gpu_milli, 999);  // a tenant: never whole again
+          // Shares add up to at most one GPU, whatever order slices came in.
+          milli -= t.gpu_milli;
+          tenant[uuid] = true;
           vram -= static_cast<int64_t>(t.resources.gpu_memory_bytes());
         } else {
-          EXPECT_EQ(milli, 1000) << "whole device " << uuid << " already had a tenant";
+          EXPECT_TRUE(milli == 1000 && !tenant[uuid]) << "whole device " << uuid << " already had a tenant";
           EXPECT_GE(vram, static_cast<int64_t>(t.resources.gpu_memory_bytes()));
           milli = 0;
           vram = 0;

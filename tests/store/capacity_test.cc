@@ -198,6 +198,20 @@ TEST_P(CapacityGuardTest, AWholeDeviceTakesNoOtherTenant) {
   EXPECT_EQ(Commit({Attempt("w4", "whole", 1, "g", {"GPU-1"}, 1000)}), Ids{});
 }
 
+// A whole device stays whole when the job names VRAM (two GPUs with
+// gpuMemory, or exclusiveGpu: stored as milli 1000 with gpu_memory). The
+// guard used to count it as a VRAM slice and let a slice without compute
+// join it; the scheduler holds it whole, and so does the shared ledger now.
+TEST_P(CapacityGuardTest, AWholeDeviceNamingVramTakesNoVramSlice) {
+  AddNode(SimNode("g", 32, 256 * kGiB, {{"GPU-0"}, {"GPU-1"}}));
+  CreateShaped("pair", {.gpus = 2, .gpu_memory = 8 * kGiB}, 1);
+  CreateShaped("slice", {.gpus = 1, .gpu_memory = 4 * kGiB}, 1);
+  EXPECT_EQ(Commit({Attempt("p0", "pair", 0, "g", {"GPU-0", "GPU-1"}, 1000)}), (Ids{"p0"}));
+  EXPECT_EQ(Commit({Attempt("v0", "slice", 0, "g", {"GPU-0"}, 0)}), Ids{});
+  ReportOk("g", Report("p0", v1::EXITED, 0));
+  EXPECT_EQ(Commit({Attempt("v1", "slice", 0, "g", {"GPU-0"}, 0)}), (Ids{"v1"}));
+}
+
 TEST_P(CapacityGuardTest, ComputeSharesOfADeviceAddUpToAtMostOneGpu) {
   AddNode(SimNode("g", 32, 256 * kGiB, {{"GPU-0"}}));
   CreateShaped("share", {.gpus = 1, .gpu_milli = 400}, 3);

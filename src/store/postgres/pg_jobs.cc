@@ -248,7 +248,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
     IG_ASSIGN_OR_RETURN(Rows nq, c.Exec("SELECT id, info, advertisement FROM nodes WHERE id = ANY($1::text[]) "
                                         "ORDER BY id FOR UPDATE",
                                         Params().TextArray(node_ids)));
-    CapacityLedger ledger;
+    CapacityGuard guard;
     std::vector<std::string> checked;
     for (int r = 0; r < nq.size(); ++r) {
       v1::NodeInfo info;
@@ -256,7 +256,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       if (!nq.IsNull(r, 1)) info.ParseFromString(nq.Text(r, 1));
       if (!nq.IsNull(r, 2)) ad.ParseFromString(nq.Text(r, 2));
       std::string id = nq.Text(r, 0);
-      if (ledger.AddNode(id, info, ad)) checked.push_back(std::move(id));
+      if (guard.AddNode(id, info, ad)) checked.push_back(std::move(id));
     }
     // The batch's tasks that are still queued, locked, skipping any another
     // coordinator holds right now, with their jobs' reservations.
@@ -292,7 +292,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
         SplitDeviceList(hq.Text(r, 3), &held.devices);
         held.gpu_memory = static_cast<uint64_t>(hq.Int(r, 4));
         held.gpu_milli = static_cast<uint32_t>(hq.Int(r, 5));
-        ledger.Hold(hq.Text(r, 0), held);
+        guard.Hold(hq.Text(r, 0), held);
       }
     }
     // Admit the batch in order while it fits; the rest stays queued.
@@ -306,7 +306,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       want.gpu_memory = it->second.gpu_memory;
       want.gpu_milli = a->placement.gpu_milli();
       want.devices = a->device_uuids;
-      if (!ledger.TryHold(a->node_id, want)) continue;
+      if (!guard.TryHold(a->node_id, want)) continue;
       queued.erase(it);  // the same task twice in the batch: the first one takes it
       ids.push_back(a->attempt_id);
       jobs_in.push_back(a->job_id);

@@ -248,7 +248,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
   };
   // The capacity guard (store/capacity_guard.h): each node of the batch is
   // loaded once, with what its active attempts hold.
-  CapacityLedger ledger;
+  CapacityGuard guard;
   std::unordered_set<std::string> loaded;
   CapacityHold held;
   auto load_node = [&](const std::string& node_id) -> Status {
@@ -259,7 +259,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     v1::Advertisement ad;
     if (!node_q.IsNull(0)) info.ParseFromString(node_q.Blob(0));
     if (!node_q.IsNull(1)) ad.ParseFromString(node_q.Blob(1));
-    if (!ledger.AddNode(node_id, info, ad)) return Status::Ok();
+    if (!guard.AddNode(node_id, info, ad)) return Status::Ok();
     held_q.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING}).Bind(3, node_id);
     while (held_q.Step()) {
       held.cpu = held_q.Double(0);
@@ -267,7 +267,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
       SplitDeviceList(held_q.Text(2), &held.devices);
       held.gpu_memory = static_cast<uint64_t>(held_q.Int(3));
       held.gpu_milli = static_cast<uint32_t>(held_q.Int(4));
-      ledger.Hold(node_id, held);
+      guard.Hold(node_id, held);
     }
     return held_q.status();
   };
@@ -299,7 +299,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     want.devices = a.device_uuids;
     // The final guard: the node still has room, else the attempt is skipped
     // and its task stays queued for re-planning.
-    if (!ledger.TryHold(a.node_id, want)) continue;
+    if (!guard.TryHold(a.node_id, want)) continue;
     // The lease epoch is the task's attempt ordinal; the attempt starts from
     // the task's latest checkpoint, if it has one.
     upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, epoch).Bind(3, a.now_ms).Bind(4, rowid);
