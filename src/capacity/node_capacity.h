@@ -55,7 +55,8 @@ class NodeCapacity {
   std::vector<std::string> uuids_;
 };
 
-// Splits a stored "uuid,uuid," device list into `out` (cleared first).
+// Splits a stored "a,b," list (device uuids, excluded nodes) into `out`
+// (cleared first); empty items are dropped. store/codec.h uses it too.
 void SplitDeviceList(std::string_view s, std::vector<std::string>* out);
 
 }  // namespace idlegrid::capacity

@@ -11,6 +11,7 @@
 
 #include "common/exit_code.h"
 #include "common/grpc_status.h"
+#include "common/units.h"
 #include "common/fs.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -210,12 +211,6 @@ int Jobs(const CommonFlags& f) {
 
 namespace {
 
-std::string Gib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1ull << 30));
-  return buf;
-}
-
 std::string Age(int64_t ms) {
   if (ms <= 0) return "never";
   int64_t age = (std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -224,9 +219,9 @@ std::string Age(int64_t ms) {
 }
 
 void PrintDevice(const v1::GpuDevice& d, bool accounted) {
-  std::cout << "    gpu" << d.index() << "  " << d.name() << "  VRAM " << Gib(accounted ? d.allocatable_memory_bytes()
-                                                                                : d.memory_free_bytes())
-            << "/" << Gib(d.memory_total_bytes()) << " GiB " << (accounted ? "allocatable" : "free") << "  cc "
+  const uint64_t available = accounted ? d.allocatable_memory_bytes() : d.memory_free_bytes();
+  std::cout << "    gpu" << d.index() << "  " << d.name() << "  VRAM " << FormatGiB(available) << " of "
+            << FormatGiB(d.memory_total_bytes()) << " " << (accounted ? "allocatable" : "free") << "  cc "
             << d.compute_capability() << "  " << (d.measured() ? "measured" : "unmeasured")
             << (d.simulated() ? "  SIMULATED" : "") << "\n";
 }
@@ -241,10 +236,11 @@ void PrintAdvertisement(const v1::Advertisement& ad) {
     for (int i = 0; i < inv.cpu().flags_size(); ++i) std::cout << (i ? " " : "") << inv.cpu().flags(i);
     std::cout << ")";
   }
-  std::cout << "\nmemory: " << Gib(inv.memory_total_bytes()) << " GiB total, " << Gib(inv.memory_available_bytes())
-            << " GiB available\n";
+  std::cout << "\nmemory: " << FormatGiB(inv.memory_total_bytes()) << " total, "
+            << FormatGiB(inv.memory_available_bytes()) << " available\n";
   for (const auto& d : inv.disks()) {
-    std::cout << "disk " << d.path() << ": " << Gib(d.free_bytes()) << "/" << Gib(d.total_bytes()) << " GiB free\n";
+    std::cout << "disk " << d.path() << ": " << FormatGiB(d.free_bytes()) << " of " << FormatGiB(d.total_bytes())
+              << " free\n";
   }
   std::cout << "runtimes:";
   for (const auto& r : ad.capacity().runtimes()) std::cout << " " << r;

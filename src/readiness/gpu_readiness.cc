@@ -1,4 +1,5 @@
 #include "readiness/gpu_readiness.h"
+
 #include "readiness/result_fields.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/units.h"
 #include "readiness/gpu_kernel.h"
 
 namespace idlegrid::readiness {
@@ -159,10 +161,6 @@ std::string Short(double value) {
   return text;
 }
 
-std::string GibText(uint64_t bytes) {
-  return Short(static_cast<double>(bytes) / static_cast<double>(kGiB)) + " GiB";
-}
-
 char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool IsAlnumAscii(char c) {
@@ -216,9 +214,9 @@ std::string IdentityMismatch(const GpuBenchResult& result, const v1::GpuDevice& 
   }
   if (!MemoryAgrees(result.memory_bytes, claimed.memory_total_bytes())) {
     return "device memory mismatch: the benchmark saw " + std::to_string(result.memory_bytes) +
-           " bytes (" + GibText(result.memory_bytes) + "), the node claims " +
+           " bytes (" + FormatGiB(result.memory_bytes) + "), the node claims " +
            std::to_string(claimed.memory_total_bytes()) + " bytes (" +
-           GibText(claimed.memory_total_bytes()) + "); they must agree within 5%";
+           FormatGiB(claimed.memory_total_bytes()) + "); they must agree within 5%";
   }
   if (!claimed.compute_capability().empty() &&
       result.compute_capability != claimed.compute_capability()) {
@@ -345,8 +343,8 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
   }
   if (result.memory_bytes < gpu_class->min_memory_bytes) {
     return fail("implausible for " + std::string(gpu_class->name_pattern) + ": " +
-                GibText(result.memory_bytes) + " of device memory, expected at least " +
-                GibText(gpu_class->min_memory_bytes));
+                FormatGiB(result.memory_bytes) + " of device memory, expected at least " +
+                FormatGiB(gpu_class->min_memory_bytes));
   }
   judgement.passed = true;
   return judgement;

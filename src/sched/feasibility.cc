@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/units.h"
 namespace idlegrid::sched {
 namespace {
 

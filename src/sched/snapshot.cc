@@ -80,14 +80,6 @@ int ParseCudaVersion(const std::string& s) {
   return ParseMajorMinor(s, &major, &minor) ? major * 1000 + minor : -1;
 }
 
-std::string FormatGiB(uint64_t bytes) {
-  char buf[48];
-  const double gib = static_cast<double>(bytes) / (1ull << 30);
-  auto [end, ec] = std::to_chars(buf, buf + 40, gib, std::chars_format::fixed, gib == std::floor(gib) ? 0 : 1);
-  if (ec != std::errc()) return "? GiB";
-  return std::string(buf, end) + " GiB";
-}
-
 Snapshot BuildSnapshot(std::vector<NodeView> nodes, uint64_t seed) {
   Snapshot snap;
   snap.views = std::move(nodes);

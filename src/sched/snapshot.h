@@ -107,6 +107,4 @@ std::string ShapeKey(const Demand& d);
 // Takes what `d` needs from `node`, holding the devices in `devices`.
 void ReserveOn(NodeState* node, const Demand& d, DeviceMask devices);
 
-std::string FormatGiB(uint64_t bytes);
-
 }  // namespace idlegrid::sched

@@ -1,23 +1,21 @@
 #pragma once
 // Decoding of stored values both store backends share (header-only: the
 // backends are separate libraries).
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "capacity/node_capacity.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 
 namespace idlegrid::store {
 
-// "a,b," -> {"a", "b"} (device and excluded-node lists are stored so).
-inline std::vector<std::string> SplitCommaList(const std::string& s) {
+// "a,b," -> {"a", "b"} (device and excluded-node lists are stored so); the
+// one parser of such lists is capacity's.
+inline std::vector<std::string> SplitCommaList(std::string_view s) {
   std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
+  capacity::SplitDeviceList(s, &out);
   return out;
 }
 
