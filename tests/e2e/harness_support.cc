@@ -63,6 +63,10 @@ CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // Children often run as an agent's unprivileged user, who may not enter
+  // our working directory (a clone in /root, mode 0700): every path we pass
+  // is absolute, so "/" serves all.
+  posix_spawn_file_actions_addchdir_np(&fa, "/");
   pid_t pid;
   auto args = Argv(argv);
   int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
@@ -119,6 +123,7 @@ std::unique_ptr<Process> Process::Start(const std::vector<std::string>& argv, co
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&fa, "/");  // as in RunCommand
   std::unique_ptr<Process> p(new Process());
   auto args = Argv(argv);
   int rc = posix_spawnp(&p->pid_, args[0], &fa, nullptr, args.data(), environ);
