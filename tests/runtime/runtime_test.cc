@@ -17,6 +17,7 @@
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_args.h"
 #include "runtime/podman_runtime.h"
+#include "runtime/run_support.h"
 #include "runtime/subprocess.h"
 
 namespace idlegrid::runtime {
@@ -529,25 +530,6 @@ class PodmanRuntimeTest : public ::testing::Test {
     spec.mounts = {{out_dir_, "/out", false, ""}};
     spec.resources = MakeResources(64 << 20, 64, 1, 16 << 20);
     return spec;
-  }
-
-  struct Outcome {
-    ExitInfo exit;
-    std::string out, err;
-    std::chrono::steady_clock::duration took;
-  };
-
-  static Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec, milliseconds timeout = seconds(30),
-                         const std::function<void()>& on_started = {}) {
-    Outcome o;
-    const auto start = std::chrono::steady_clock::now();
-    Result<ExitInfo> r = runtime->Run(
-        spec, [&](const std::string& stream, std::string_view data) { (stream == "stdout" ? o.out : o.err) += data; },
-        timeout, on_started);
-    o.took = std::chrono::steady_clock::now() - start;
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (r.ok()) o.exit = *r;
-    return o;
   }
 
   static inline std::string skip_reason_, work_dir_, image_id_, archive_;
