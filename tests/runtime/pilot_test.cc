@@ -34,7 +34,7 @@ class PilotTest : public ::testing::Test {
       skip_reason_ = "cannot create " + work_dir_;
       return;
     }
-    Result<std::string> probe = ReadFile(SANDBOX_PROBE_PATH);
+    Result<std::string> probe = ReadFile(SandboxProbePath());
     if (!probe.ok()) {
       skip_reason_ = "the sandbox probe was not built: " + probe.status().message();
       return;

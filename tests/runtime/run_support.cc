@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <sstream>
 
 namespace idlegrid::runtime {
@@ -17,6 +18,11 @@ Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec, std::chrono::mil
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (r.ok()) o.exit = *r;
   return o;
+}
+
+std::string SandboxProbePath() {
+  const char* over = std::getenv(kSandboxProbeEnv);
+  return over != nullptr && *over != '\0' ? std::string(over) : std::string(SANDBOX_PROBE_PATH);
 }
 
 std::map<std::string, std::string> ProbeReport(const std::string& text) {

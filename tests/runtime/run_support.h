@@ -21,6 +21,12 @@ Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30),
                 const std::function<void()>& on_started = {});
 
+// Where the static sandbox probe is: the build's copy, or the one named by
+// IDLEGRID_SANDBOX_PROBE (the rootless re-run copies it where its user can
+// read it: a build tree under /root is closed to other users).
+std::string SandboxProbePath();
+inline constexpr char kSandboxProbeEnv[] = "IDLEGRID_SANDBOX_PROBE";
+
 // "key=value" lines as a map (the sandbox probe's report).
 std::map<std::string, std::string> ProbeReport(const std::string& text);
 

@@ -82,7 +82,7 @@ class RuncRuntimeTest : public ::testing::Test {
   static std::string Prepare() {
     work_dir_ = std::filesystem::temp_directory_path() / ("igrunc-" + std::to_string(::getpid()));
     if (!MakeDirs(work_dir_, 0755).ok()) return "cannot create " + work_dir_;
-    Result<std::string> probe = ReadFile(SANDBOX_PROBE_PATH);
+    Result<std::string> probe = ReadFile(SandboxProbePath());
     if (!probe.ok()) return "the sandbox probe was not built: " + probe.status().message();
     Result<image::BuiltImage> built = image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"},
                                                              "idlegrid-runc-test", work_dir_ + "/image.tar");
@@ -314,7 +314,7 @@ TEST_F(RuncRuntimeTest, RunsAPodmanSavedImage) {
   if (!version.ok() || version->exit_code != 0) GTEST_SKIP() << "podman is not installed";
   const std::string ctx = work_dir_ + "/ctx";
   ASSERT_TRUE(MakeDirs(ctx).ok());
-  ASSERT_TRUE(WriteFileAtomic(ctx + "/probe", ReadFile(SANDBOX_PROBE_PATH).value(), 0755).ok());
+  ASSERT_TRUE(WriteFileAtomic(ctx + "/probe", ReadFile(SandboxProbePath()).value(), 0755).ok());
   ASSERT_TRUE(WriteFileAtomic(ctx + "/Containerfile",
                               "FROM scratch\nCOPY probe /usr/bin/probe\nWORKDIR /data\nENV MODE=echo\n"
                               "ENTRYPOINT [\"/usr/bin/probe\"]\nCMD [\"echo\", \"from-cmd\"]\n")
@@ -417,11 +417,24 @@ TEST_F(RuncRuntimeTest, RootlessRunOfThisSuite) {
   const std::string xdg = "/tmp/igtest-xdg-" + uid;
   ASSERT_TRUE(MakeDirs(xdg, 0700).ok());
   ASSERT_EQ(::chown(xdg.c_str(), pw->pw_uid, pw->pw_gid), 0);
+  // The user may not be able to reach the build tree (a clone under /root is
+  // mode 0700): run copies of this binary and the probe from a readable place.
+  const std::string copies = "/tmp/igtest-suite-" + std::to_string(::getpid());
+  ASSERT_TRUE(MakeDirs(copies, 0755).ok());
+  const std::string exe = copies + "/runtime_test", probe = copies + "/sandbox_probe";
+  std::error_code ec;
+  std::filesystem::copy_file("/proc/self/exe", exe, std::filesystem::copy_options::overwrite_existing, ec);
+  ASSERT_FALSE(ec) << "copy this test binary: " << ec.message();
+  std::filesystem::copy_file(SandboxProbePath(), probe, std::filesystem::copy_options::overwrite_existing, ec);
+  ASSERT_FALSE(ec) << "copy the sandbox probe: " << ec.message();
+  ASSERT_EQ(::chmod(exe.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(probe.c_str(), 0755), 0);
   Result<CommandOutput> child = RunCommand(
-      {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env", "HOME=" + std::string(pw->pw_dir),
+      {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env", "--chdir=/", "HOME=" + std::string(pw->pw_dir),
        "XDG_RUNTIME_DIR=" + xdg, "PATH=/usr/local/bin:/usr/bin:/bin", std::string(kAsUserEnv) + "=1",
-       std::filesystem::read_symlink("/proc/self/exe").string(), "--gtest_filter=RuncRuntimeTest.*:PilotTest.*"},
+       std::string(kSandboxProbeEnv) + "=" + probe, exe, "--gtest_filter=RuncRuntimeTest.*:PilotTest.*"},
       std::chrono::minutes(5));
+  std::filesystem::remove_all(copies, ec);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   const std::string output = child->stdout_text + child->stderr_text;
   // What is echoed must not carry gtest's "[  SKIPPED ]" marker: ctest would
