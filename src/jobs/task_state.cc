@@ -74,6 +74,11 @@ Status CheckAttemptTransition(TaskState from, TaskState to) {
   return Status::Ok();
 }
 
+void SetTaskCounts(v1::Job& job, const std::map<TaskState, int>& counts) {
+  for (const auto& [state, n] : counts) (*job.mutable_task_counts())[StateName(state)] = n;
+  job.set_state(AggregateJobState(counts));
+}
+
 TaskState AggregateJobState(const std::map<TaskState, int>& counts) {
   auto n = [&](TaskState s) {
     auto it = counts.find(s);

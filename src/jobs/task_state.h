@@ -34,6 +34,8 @@ Status CheckAttemptTransition(TaskState from, TaskState to);
 
 // Aggregate state of a job from the number of its tasks in each state.
 TaskState AggregateJobState(const std::map<TaskState, int>& counts);
+// Sets the job's task counts (by state name) and its aggregate state.
+void SetTaskCounts(v1::Job& job, const std::map<TaskState, int>& counts);
 
 // A job is settled when it is terminal and none of its attempts still holds a
 // node (a cancelled task's container may still be stopping).

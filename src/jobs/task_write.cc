@@ -43,4 +43,10 @@ TaskMove QueueTimeoutMove() {
   return {v1::FAILED, v1::QUEUE_TIMEOUT, "no node took the task within its queue timeout"};
 }
 
+Status CheckFailQueued(const std::string& job_id, uint32_t index, v1::TaskState state) {
+  if (state == v1::QUEUED) return Status::Ok();
+  return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " + StateName(state) +
+                                    ", not queued");
+}
+
 }  // namespace idlegrid::jobs

@@ -48,4 +48,10 @@ TaskMove ResolveLostMove(bool retry);
 bool QueueTimedOut(int64_t queued_ms, int64_t queue_timeout_ms, int64_t now_ms);
 TaskMove QueueTimeoutMove();
 
+// The coordinator fails a task it can never place (e.g. it fits no node) only
+// while the task is queued: an assigned one has an attempt holding node
+// capacity that failing the task alone would strand. FailedPrecondition
+// naming the task and its state otherwise.
+Status CheckFailQueued(const std::string& job_id, uint32_t index, v1::TaskState state);
+
 }  // namespace idlegrid::jobs

@@ -26,4 +26,26 @@ inline Result<v1::JobSpec> ParseSpec(const std::string& blob) {
   return spec;
 }
 
+// What each backend copies from a job's spec into its row at insert (the
+// spec blob stays the source of truth): the reservation its attempts take and
+// its queue timeout, so placement guards and timeouts are read in SQL without
+// parsing specs.
+struct JobColumns {
+  double cpu = 0;
+  int64_t memory = 0;
+  int64_t gpus = 0;
+  int64_t gpu_memory = 0;
+  std::string runtime;
+  int64_t queue_timeout_ms = 0;  // 0: none
+};
+
+inline JobColumns JobColumnsOf(const v1::JobSpec& spec) {
+  return {spec.resources().cpu(),
+          static_cast<int64_t>(spec.resources().memory_bytes()),
+          int64_t{spec.resources().gpus()},
+          static_cast<int64_t>(spec.resources().gpu_memory_bytes()),
+          spec.runtime(),
+          int64_t{spec.queue_timeout_seconds()} * 1000};
+}
+
 }  // namespace idlegrid::store

@@ -65,6 +65,19 @@ std::vector<int> RunProcesses(int n, Work work) {
   return codes;
 }
 
+// Before the schema versions were shared with SQLite, PostgreSQL numbered
+// its own: its 1 and 2 are today's 6 and 7. Such a database opens without
+// re-running a script and ends at the shared version.
+TEST_F(PostgresStoreTest, DatabaseFromTheOwnNumberingOpensAtTheSharedVersion) {
+  CreateJob("j1");
+  store_.reset();
+  ASSERT_TRUE(db_->SetSchemaVersion(2).ok());
+  Open();
+  EXPECT_EQ(*db_->SchemaVersion(), LatestSchemaVersion(BackendKind::kPostgres));
+  EXPECT_GE(LatestSchemaVersion(BackendKind::kPostgres), 9);
+  EXPECT_EQ(Job("j1").tasks_size(), 1);
+}
+
 TEST_F(PostgresStoreTest, CoordinatorsStartingTogetherMigrateOnce) {
   auto fresh = CreateTestDatabase(BackendKind::kPostgres);
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();

@@ -22,5 +22,39 @@ TEST_F(SqliteStoreTest, DatabaseIsInWalModeWithTheNodeIdentityColumns) {
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM pragma_table_info('attempts') WHERE name = 'devices'"), 1);
 }
 
+// v9 copied each job's reservation and queue timeout into its row and its
+// order into its tasks: a database written before v9 is backfilled from the
+// stored specs, so its queue keeps its order and its timeouts still fire.
+TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
+  CreateJob("j1", {.array_count = 2, .queue_timeout_seconds = 60, .cpu = 0.5});
+  CreateJob("j2", {.queue_timeout_seconds = 0, .cpu = 2});
+  Assign("j1", 0, "a1", "n1");
+  store_.reset();
+  // Back to v8: drop what v9 added (DROP COLUMN refuses indexed columns).
+  ASSERT_TRUE(db_->Exec("DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
+                        "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "
+                        "ALTER TABLE jobs DROP COLUMN gpus; ALTER TABLE jobs DROP COLUMN gpu_memory; "
+                        "ALTER TABLE jobs DROP COLUMN runtime; ALTER TABLE jobs DROP COLUMN queue_timeout_ms; "
+                        "ALTER TABLE tasks DROP COLUMN job_seq; ALTER TABLE attempts DROP COLUMN seq; "
+                        "CREATE INDEX tasks_by_state ON tasks(state, queued_ms); PRAGMA user_version = 8")
+                  .ok());
+  Open();
+  EXPECT_EQ(*db_->SchemaVersion(), LatestSchemaVersion(BackendKind::kSqlite));
+  EXPECT_EQ(QueryInt("SELECT queue_timeout_ms FROM jobs WHERE id = 'j1'"), 60000);
+  EXPECT_EQ(QueryInt("SELECT queue_timeout_ms FROM jobs WHERE id = 'j2'"), 0);
+  EXPECT_EQ(QueryInt("SELECT CAST(cpu * 1000 AS INTEGER) FROM jobs WHERE id = 'j2'"), 2000);
+  EXPECT_EQ(QueryInt("SELECT memory FROM jobs WHERE id = 'j1'"), 1 << 28);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE t.job_seq <> j.seq"), 0);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM attempts WHERE seq = 0"), 0);
+  auto queued = store_->QueuedTasks(10, 1000);
+  ASSERT_TRUE(queued.ok()) << queued.status().ToString();
+  ASSERT_EQ(queued->size(), 2u);
+  EXPECT_EQ((*queued)[0].job_id, "j1");
+  EXPECT_EQ((*queued)[1].job_id, "j2");
+  auto expired = store_->ExpireQueuedTasks(1000 + 61000);
+  ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+  EXPECT_EQ(*expired, 1) << "j1's queued task times out; j2 has no timeout";
+}
+
 }  // namespace
 }  // namespace idlegrid::store

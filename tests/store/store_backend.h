@@ -13,6 +13,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "store/store.h"
@@ -38,9 +39,19 @@ class TestDatabase {
   virtual Result<int64_t> SchemaVersion() = 0;
   virtual Status SetSchemaVersion(int64_t version) = 0;
   virtual Result<bool> HasTable(const std::string& table) = 0;
+  // The logical schema, sorted: "table.column" for every column of the
+  // store's tables and "index NAME" for each index it created (not those a
+  // key implies). Types are left out: each backend spells them its own way.
+  Result<std::vector<std::string>> SchemaOutline();
   // The backend's own consistency check of the database (SQLite's
   // integrity_check; PostgreSQL survives a killed client by design).
   virtual Result<bool> IntegrityOk() = 0;
+
+ protected:
+  // The first column of the first row of `sql` as text; "" if no row.
+  virtual Result<std::string> QueryFirstText(const std::string& sql) = 0;
+  // A query whose one value is SchemaOutline's lines joined by newlines.
+  virtual std::string SchemaOutlineQuery() const = 0;
 };
 
 // A fresh, empty database. FailedPrecondition (with what to install) when

@@ -2,12 +2,14 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "store/store_backend.h"
 
@@ -53,6 +55,16 @@ class SqliteDatabase : public TestDatabase {
     auto text = QueryText("PRAGMA integrity_check");
     if (!text.ok()) return text.status();
     return *text == "ok";
+  }
+
+ protected:
+  Result<std::string> QueryFirstText(const std::string& sql) override { return QueryText(sql); }
+  std::string SchemaOutlineQuery() const override {
+    return "SELECT group_concat(x, char(10)) FROM ("
+           "SELECT m.name || '.' || p.name AS x FROM sqlite_master m, pragma_table_info(m.name) p "
+           "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' "
+           "UNION ALL SELECT 'index ' || name FROM sqlite_master "
+           "WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex_%')";
   }
 
  private:
@@ -223,6 +235,21 @@ class PostgresDatabase : public TestDatabase {
     return one == 1;
   }
 
+ protected:
+  Result<std::string> QueryFirstText(const std::string& sql) override {
+    IG_ASSIGN_OR_RETURN(auto text, conn_->Query(sql));
+    return text.value_or("");
+  }
+  // Indexes a PRIMARY KEY or UNIQUE constraint implies are left out, as
+  // SQLite's autoindexes are; so is the migration bookkeeping table.
+  std::string SchemaOutlineQuery() const override {
+    return "SELECT string_agg(x, E'\\n') FROM ("
+           "SELECT table_name || '.' || column_name AS x FROM information_schema.columns "
+           "WHERE table_schema = '" + schema_ + "' AND table_name <> 'idlegrid_schema' "
+           "UNION ALL SELECT 'index ' || i.indexname FROM pg_indexes i WHERE i.schemaname = '" + schema_ + "' "
+           "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)) s";
+  }
+
  private:
   std::string server_url_;
   std::string schema_;
@@ -241,6 +268,17 @@ Result<std::unique_ptr<TestDatabase>> CreatePostgres() {
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> TestDatabase::SchemaOutline() {
+  IG_ASSIGN_OR_RETURN(std::string joined, QueryFirstText(SchemaOutlineQuery()));
+  std::vector<std::string> lines;
+  std::istringstream in(joined);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
 
 std::string BackendName(BackendKind kind) { return kind == BackendKind::kSqlite ? "Sqlite" : "Postgres"; }
 

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -51,6 +53,53 @@ TEST_P(StoreTest, MigrationsCreateTheSchemaAndReopeningKeepsData) {
   v1::Job job = Job("j1");
   EXPECT_EQ(job.tasks_size(), 2);
   EXPECT_EQ(job.spec().name(), "sweep");
+}
+
+// Contract: both backends hold the same logical schema at the same version
+// (column names and created indexes; the SQL types are each backend's own).
+TEST(SchemaContract, BothBackendsHoldTheSameColumnsAndIndexesAtTheSameVersion) {
+  std::map<BackendKind, std::vector<std::string>> outlines;
+  std::map<BackendKind, int64_t> versions;
+  for (BackendKind kind : {BackendKind::kSqlite, BackendKind::kPostgres}) {
+    auto db = CreateTestDatabase(kind);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    auto opened = OpenStore((*db)->location());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    opened->reset();
+    auto outline = (*db)->SchemaOutline();
+    ASSERT_TRUE(outline.ok()) << outline.status().ToString();
+    outlines[kind] = *outline;
+    versions[kind] = *(*db)->SchemaVersion();
+  }
+  EXPECT_EQ(versions[BackendKind::kSqlite], versions[BackendKind::kPostgres]);
+  const auto& lite = outlines[BackendKind::kSqlite];
+  const auto& pg = outlines[BackendKind::kPostgres];
+  ASSERT_GT(lite.size(), 50u) << "the outline query found too little to compare";
+  for (const char* probe : {"jobs.queue_timeout_ms", "tasks.job_seq", "attempts.seq", "index tasks_by_state"}) {
+    EXPECT_NE(std::find(lite.begin(), lite.end(), probe), lite.end()) << probe;
+  }
+  std::vector<std::string> only_lite, only_pg;
+  std::set_difference(lite.begin(), lite.end(), pg.begin(), pg.end(), std::back_inserter(only_lite));
+  std::set_difference(pg.begin(), pg.end(), lite.begin(), lite.end(), std::back_inserter(only_pg));
+  EXPECT_TRUE(only_lite.empty()) << "only in SQLite: " << ::testing::PrintToString(only_lite);
+  EXPECT_TRUE(only_pg.empty()) << "only in PostgreSQL: " << ::testing::PrintToString(only_pg);
+}
+
+// Contract: a queued task whose job row is gone (a damaged database) is
+// reported as data loss by both backends; SQLite used to skip it silently.
+TEST_P(StoreTest, QueuedTaskWithoutItsJobIsDataLoss) {
+  CreateJob("j1", {.array_count = 2});
+  CreateJob("j2");
+  // Damage below the store, past the foreign key (off on a plain SQLite
+  // connection; dropped on PostgreSQL).
+  if (GetParam() == BackendKind::kPostgres) {
+    ASSERT_TRUE(db_->Exec("ALTER TABLE tasks DROP CONSTRAINT tasks_job_id_fkey").ok());
+  }
+  ASSERT_TRUE(db_->Exec("DELETE FROM jobs WHERE id = 'j1'").ok());
+  auto queued = store_->QueuedTasks(100, 1000);
+  ASSERT_FALSE(queued.ok()) << "returned " << queued->size() << " task(s)";
+  EXPECT_EQ(queued.status().code(), Code::kDataLoss) << queued.status().ToString();
+  EXPECT_NE(queued.status().message().find("j1"), std::string::npos) << queued.status().ToString();
 }
 
 // --- leases and checkpoints ------------------------------------------------------

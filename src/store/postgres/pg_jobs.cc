@@ -21,6 +21,7 @@ using pg::Rows;
 Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
                                 int64_t now_ms) {
   const uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
+  const JobColumns columns = JobColumnsOf(spec);
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     // A concurrent insert of the same id waits for the first and then does nothing.
     IG_ASSIGN_OR_RETURN(
@@ -33,12 +34,12 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
                    .Bytes(spec.SerializeAsString())
                    .Text(spec_digest)
                    .Int(now_ms)
-                   .Double(spec.resources().cpu())
-                   .Int(static_cast<int64_t>(spec.resources().memory_bytes()))
-                   .Int(spec.resources().gpus())
-                   .Int(static_cast<int64_t>(spec.resources().gpu_memory_bytes()))
-                   .Text(spec.runtime())
-                   .Int(int64_t{spec.queue_timeout_seconds()} * 1000)));
+                   .Double(columns.cpu)
+                   .Int(columns.memory)
+                   .Int(columns.gpus)
+                   .Int(columns.gpu_memory)
+                   .Text(columns.runtime)
+                   .Int(columns.queue_timeout_ms)));
     if (job.empty()) return Status::AlreadyExists("job " + job_id + " already exists");
     return c
         .Exec("INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) "
@@ -113,8 +114,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
       return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
     }
   }
-  for (const auto& [state, n] : counts) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
-  job.set_state(jobs::AggregateJobState(counts));
+  jobs::SetTaskCounts(job, counts);
   return job;
 }
 
@@ -150,9 +150,7 @@ Result<std::vector<v1::Job>> PostgresStore::ListJobs() {
     for (auto& [id, by_state] : counts) {
       auto it = pos.find(id);
       if (it == pos.end()) continue;
-      v1::Job& job = out[it->second];
-      for (const auto& [state, n] : by_state) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
-      job.set_state(jobs::AggregateJobState(by_state));
+      jobs::SetTaskCounts(out[it->second], by_state);
     }
     return Status::Ok();
   }));
@@ -422,23 +420,22 @@ Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry
 }
 
 Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
-  // jobs::QueueTimedOut, restated in SQL over the copied queue_timeout_ms: one
-  // conditional statement, so a task assigned meanwhile no longer matches.
-  const jobs::TaskMove timeout = jobs::QueueTimeoutMove();
-  IG_RETURN_IF_ERROR(jobs::CheckTaskTransition(v1::QUEUED, timeout.to));
   int expired = 0;
-  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(
-        Rows r, c.Exec("UPDATE tasks t SET state = $1, reason = $2, message = $5, updated_ms = $3 "
-                       "FROM jobs j WHERE j.id = t.job_id AND t.state = $4 AND j.queue_timeout_ms > 0 "
-                       "AND $3 - t.queued_ms > j.queue_timeout_ms",
-                       Params()
-                           .Int(timeout.to)
-                           .Int(timeout.reason)
-                           .Int(now_ms)
-                           .Int(v1::QUEUED)
-                           .Text(timeout.message)));
-    expired = static_cast<int>(r.affected());
+  IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
+    expired = 0;
+    // Locked rows are being assigned by another coordinator right now: skip
+    // them. A row locked here is re-read as it is, so an assigned task no
+    // longer matches.
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t "
+                                       "JOIN jobs j ON j.id = t.job_id WHERE t.state = $1 AND j.queue_timeout_ms > 0 "
+                                       "FOR UPDATE OF t SKIP LOCKED",
+                                       Params().Int(v1::QUEUED)));
+    for (int r = 0; r < q.size(); ++r) {
+      if (!jobs::QueueTimedOut(q.Int(r, 2), q.Int(r, 3), now_ms)) continue;
+      IG_RETURN_IF_ERROR(
+          MoveTask(c, q.Text(r, 0), static_cast<uint32_t>(q.Int(r, 1)), jobs::QueueTimeoutMove(), now_ms));
+      ++expired;
+    }
     return Status::Ok();
   }));
   return expired;
@@ -446,17 +443,11 @@ Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
 
 Status PostgresStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                                      const std::string& message, int64_t now_ms) {
-  // Only a queued task: an assigned one has an attempt holding node capacity
-  // that failing the task alone would strand.
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
                                          Params().Text(job_id).Int(index)));
     if (cur.empty()) return Status::NotFound("task " + job_id + "/" + std::to_string(index) + " does not exist");
-    auto state = static_cast<v1::TaskState>(cur.Int(0, 0));
-    if (state != v1::QUEUED) {
-      return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
-                                        jobs::StateName(state) + ", not queued");
-    }
+    IG_RETURN_IF_ERROR(jobs::CheckFailQueued(job_id, index, static_cast<v1::TaskState>(cur.Int(0, 0))));
     return MoveTask(c, job_id, index, {v1::FAILED, reason, message}, now_ms);
   });
 }

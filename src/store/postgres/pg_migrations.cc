@@ -14,13 +14,18 @@ namespace {
 // Any constant, shared by every idlegrid binary: "idlg" "migr" in ASCII.
 constexpr int64_t kMigrationLockKey = 0x69646c676d696772;
 
+// Versions are shared with the SQLite store (sqlite/migrations.cc): at each
+// version from v6 on, both hold the same logical schema (tests/store checks it
+// column by column). PostgreSQL support began at v6, so v1..v5 have no script
+// here: the v6 script creates that whole schema. nullptr: nothing to do here
+// at that version.
 const std::vector<const char*>& Migrations() {
   static const std::vector<const char*> kMigrations = {
-      // v1: the SQLite schema at its version 6, plus the columns PostgreSQL
-      // needs to do in SQL what SQLite does under its single writer: jobs keep
-      // the reservation and queue timeout of their spec (copied from it at
-      // insert; the spec blob stays the source of truth), tasks their job's
-      // submission order for an ordered index scan of the queue.
+      nullptr, nullptr, nullptr, nullptr, nullptr,
+      // v6: the schema at v6, plus v8's index and v9's columns (jobs keep the
+      // reservation and queue timeout copied from their spec, tasks their
+      // job's order, attempts their insertion order), which PostgreSQL needed
+      // from the start to do in SQL what SQLite does under its single writer.
       R"sql(
       CREATE TABLE jobs(
         id TEXT PRIMARY KEY, spec BYTEA NOT NULL, spec_digest TEXT NOT NULL,
@@ -71,12 +76,14 @@ const std::vector<const char*>& Migrations() {
         attempt_id TEXT NOT NULL, stream TEXT NOT NULL, data BYTEA NOT NULL);
       CREATE INDEX logs_by_job ON logs(job_id, seq);
       )sql",
-      // v2: how each attempt was placed and priced (a PlacementRecord) and the
+      // v7: how each attempt was placed and priced (a PlacementRecord) and the
       // compute share of each GPU it holds (1000 or 0: whole devices).
       R"sql(
       ALTER TABLE attempts ADD COLUMN placement BYTEA;
       ALTER TABLE attempts ADD COLUMN gpu_milli INTEGER NOT NULL DEFAULT 0;
       )sql",
+      nullptr,  // v8: attempts_by_finish is in v6 here
+      nullptr,  // v9: SQLite catches up with v6's extra columns
   };
   return kMigrations;
 }
@@ -92,6 +99,10 @@ Status PostgresStore::Migrate() {
     IG_RETURN_IF_ERROR(c.ExecScript("CREATE TABLE IF NOT EXISTS idlegrid_schema(version INTEGER NOT NULL)"));
     IG_ASSIGN_OR_RETURN(pg::Rows version, c.Exec("SELECT version FROM idlegrid_schema"));
     int64_t current = version.empty() ? 0 : version.Int(0, 0);
+    // Before the versions were shared, PostgreSQL numbered its own scripts
+    // 1 (now v6) and 2 (now v7). A shared-numbering database never stores
+    // 1..5: a fresh one runs every script in this one transaction.
+    if (current == 1 || current == 2) current += 5;
     if (version.empty()) {
       IG_RETURN_IF_ERROR(c.ExecScript("INSERT INTO idlegrid_schema(version) VALUES(0)"));
     }
@@ -102,6 +113,7 @@ Status PostgresStore::Migrate() {
     }
     if (current == static_cast<int64_t>(all.size())) return Status::Ok();
     for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
+      if (all[v] == nullptr) continue;
       IG_RETURN_IF_ERROR(c.ExecScript(all[v]).WithContext("migration " + std::to_string(v + 1)));
     }
     return c.Exec("UPDATE idlegrid_schema SET version = $1", pg::Params().Int(static_cast<int64_t>(all.size())))

@@ -3,14 +3,47 @@
 #include <string>
 #include <vector>
 
+#include "store/codec.h"
+#include "store/sqlite/db.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace idlegrid::store {
 
 namespace {
 
-const std::vector<const char*>& Migrations() {
-  static const std::vector<const char*> kMigrations = {
+// Fills v9's copied job columns for jobs stored before it (from their specs).
+Status BackfillJobColumns(sqlite3* db) {
+  std::vector<std::pair<std::string, JobColumns>> rows;
+  {
+    Stmt q(db, "SELECT id, spec FROM jobs");
+    while (q.Step()) {
+      IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(1)));
+      rows.emplace_back(q.Text(0), JobColumnsOf(spec));
+    }
+    IG_RETURN_IF_ERROR(q.status());
+  }
+  Stmt upd(db, "UPDATE jobs SET cpu = ?, memory = ?, gpus = ?, gpu_memory = ?, runtime = ?, queue_timeout_ms = ? "
+               "WHERE id = ?");
+  for (const auto& [id, c] : rows) {
+    upd.Reset().Bind(1, c.cpu).Bind(2, c.memory).Bind(3, c.gpus).Bind(4, c.gpu_memory).Bind(5, c.runtime);
+    upd.Bind(6, c.queue_timeout_ms).Bind(7, id);
+    upd.Step();
+    IG_RETURN_IF_ERROR(upd.status());
+  }
+  return Status::Ok();
+}
+
+struct Migration {
+  Migration(const char* sql_text, Status (*then_step)(sqlite3*) = nullptr) : sql(sql_text), then(then_step) {}
+  const char* sql;
+  Status (*then)(sqlite3*);  // data the SQL cannot compute, in the same transaction
+};
+
+// Versions are shared with the PostgreSQL store (pg_migrations.cc): both
+// describe the same logical schema at each version from v6 on, which
+// tests/store's schema contract test checks column by column.
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> kMigrations = {
       // v1: jobs, tasks, attempts, nodes, credentials, artifacts, images, logs.
       R"sql(
       CREATE TABLE jobs(
@@ -93,6 +126,26 @@ const std::vector<const char*>& Migrations() {
       DROP INDEX attempts_by_node_finish;
       CREATE INDEX attempts_by_finish ON attempts(finished_ms);
       )sql",
+      // v9: the columns PostgreSQL had from its start, so both backends hold
+      // the same logical schema: each job's reservation and queue timeout
+      // copied from its spec (codec.h JobColumnsOf), each task's job order
+      // for an index-ordered queue scan, each attempt's insertion order.
+      {R"sql(
+      ALTER TABLE jobs ADD COLUMN cpu REAL NOT NULL DEFAULT 0;
+      ALTER TABLE jobs ADD COLUMN memory INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE jobs ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE jobs ADD COLUMN gpu_memory INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE jobs ADD COLUMN runtime TEXT NOT NULL DEFAULT '';
+      ALTER TABLE jobs ADD COLUMN queue_timeout_ms INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tasks ADD COLUMN job_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE tasks SET job_seq = (SELECT seq FROM jobs WHERE jobs.id = tasks.job_id);
+      DROP INDEX tasks_by_state;
+      CREATE INDEX tasks_by_state ON tasks(state, job_seq, idx);
+      ALTER TABLE attempts ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE attempts SET seq = rowid;
+      CREATE INDEX attempts_by_node ON attempts(node_id, state);
+      )sql",
+       BackfillJobColumns},
   };
   return kMigrations;
 }
@@ -118,7 +171,8 @@ Status SqliteStore::Migrate() {
   for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
     Transaction tx(db_);
     IG_RETURN_IF_ERROR(tx.status());
-    IG_RETURN_IF_ERROR(Exec(db_, all[v]).WithContext("migration " + std::to_string(v + 1)));
+    IG_RETURN_IF_ERROR(Exec(db_, all[v].sql).WithContext("migration " + std::to_string(v + 1)));
+    if (all[v].then != nullptr) IG_RETURN_IF_ERROR(all[v].then(db_).WithContext("migration " + std::to_string(v + 1)));
     std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
     IG_RETURN_IF_ERROR(Exec(db_, bump.c_str()));
     IG_RETURN_IF_ERROR(tx.Commit());

@@ -53,15 +53,24 @@ Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec
   Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
   exists.Bind(1, job_id);
   if (exists.Step()) return Status::AlreadyExists("job " + job_id + " already exists");
-  Stmt ins(db_, "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq) "
-                "VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))");
+  const JobColumns columns = JobColumnsOf(spec);
+  Stmt ins(db_, "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq, cpu, memory, gpus, gpu_memory, runtime, "
+                "queue_timeout_ms) VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?) "
+                "RETURNING seq");
   ins.Bind(1, job_id).BindBlob(2, spec.SerializeAsString()).Bind(3, spec_digest).Bind(4, now_ms);
-  ins.Step();
-  IG_RETURN_IF_ERROR(ins.status());
+  ins.Bind(5, columns.cpu).Bind(6, columns.memory).Bind(7, columns.gpus).Bind(8, columns.gpu_memory);
+  ins.Bind(9, columns.runtime).Bind(10, columns.queue_timeout_ms);
+  if (!ins.Step()) {
+    IG_RETURN_IF_ERROR(ins.status());
+    return Status::Internal("inserting job " + job_id + " returned no sequence number");
+  }
+  const int64_t job_seq = ins.Int(0);
+  ins.Reset();  // a statement still stepping would keep the transaction from committing
   uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
+  Stmt t(db_, "INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) VALUES(?, ?, ?, ?, ?, ?)");
   for (uint32_t i = 0; i < count; ++i) {
-    Stmt t(db_, "INSERT INTO tasks(job_id, idx, state, queued_ms, updated_ms) VALUES(?, ?, ?, ?, ?)");
-    t.Bind(1, job_id).Bind(2, int64_t{i}).Bind(3, int64_t{v1::QUEUED}).Bind(4, now_ms).Bind(5, now_ms);
+    t.Reset().Bind(1, job_id).Bind(2, int64_t{i}).Bind(3, job_seq).Bind(4, int64_t{v1::QUEUED});
+    t.Bind(5, now_ms).Bind(6, now_ms);
     t.Step();
     IG_RETURN_IF_ERROR(t.status());
   }
@@ -99,7 +108,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, placement "
-               "FROM attempts WHERE job_id = ? ORDER BY assigned_ms, rowid");
+               "FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -130,8 +139,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(aq.status());
   IG_RETURN_IF_ERROR(LoadCheckpointsLocked(job_id, by_index));
-  for (const auto& [state, n] : counts) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
-  job.set_state(jobs::AggregateJobState(counts));
+  jobs::SetTaskCounts(job, counts);
   return job;
 }
 
@@ -157,9 +165,7 @@ Result<std::vector<v1::Job>> SqliteStore::ListJobs() {
   for (auto& [id, by_state] : counts) {
     auto it = pos.find(id);
     if (it == pos.end()) continue;
-    v1::Job& job = out[it->second];
-    for (const auto& [state, n] : by_state) (*job.mutable_task_counts())[jobs::StateName(state)] = n;
-    job.set_state(jobs::AggregateJobState(by_state));
+    jobs::SetTaskCounts(out[it->second], by_state);
   }
   return out;
 }
@@ -168,8 +174,9 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<QueuedTask> out;
   std::map<std::string, v1::JobSpec> specs;
-  Stmt q(db_, "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, j.spec FROM tasks t JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ? AND t.not_before_ms <= ? ORDER BY j.seq, t.idx LIMIT ?");
+  // LEFT JOIN: a task whose job row is gone is damage to report, not to skip.
+  Stmt q(db_, "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, j.spec FROM tasks t LEFT JOIN jobs j ON j.id = t.job_id "
+              "WHERE t.state = ? AND t.not_before_ms <= ? ORDER BY t.job_seq, t.idx LIMIT ?");
   q.Bind(1, int64_t{v1::QUEUED}).Bind(2, now_ms).Bind(3, static_cast<int64_t>(limit));
   while (q.Step()) {
     QueuedTask t;
@@ -179,6 +186,7 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
     t.queued_ms = q.Int(3);
     auto it = specs.find(t.job_id);
     if (it == specs.end()) {
+      if (q.IsNull(4)) return Status::DataLoss("task " + t.job_id + " has no job");
       IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(4)));
       it = specs.emplace(t.job_id, std::move(spec)).first;
     }
@@ -223,8 +231,8 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
                    "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
   Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?");
   Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-                "gpu_memory, devices, epoch, restored_from, placement, gpu_milli) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                "gpu_memory, devices, epoch, restored_from, placement, gpu_milli, seq) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM attempts))");
   for (Stmt* s : {&job_q, &node_q, &held_q, &task_q, &upd, &ins}) IG_RETURN_IF_ERROR(s->status());
 
   // The reservation of each job of the batch, from its spec (copied into the
@@ -439,7 +447,7 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
                                     ", j.spec FROM attempts a "
                                     "JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
                                     "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = ? AND a.state IN (?, ?) "
-                                    "ORDER BY a.assigned_ms, a.rowid";
+                                    "ORDER BY a.assigned_ms, a.seq";
   Stmt q(db_, kQuery.c_str());
   const int next = BindNoFaultReasons(q);
   q.Bind(next, node_id).Bind(next + 1, int64_t{v1::ASSIGNED}).Bind(next + 2, int64_t{v1::RUNNING});
@@ -474,7 +482,7 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     exists.Bind(1, job_id);
     if (!exists.Step()) return Status::NotFound("job " + job_id + " does not exist");
     Stmt active(db_, "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?) "
-                     "ORDER BY assigned_ms, rowid");
+                     "ORDER BY assigned_ms, seq");
     active.Bind(1, job_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
     while (active.Step()) {
       result.stopped.push_back({active.Text(0), job_id, static_cast<uint32_t>(active.Int(1)), active.Text(2),
@@ -528,14 +536,11 @@ Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
   std::vector<std::pair<std::string, uint32_t>> expired;
-  Stmt q(db_, "SELECT t.job_id, t.idx, t.queued_ms, j.spec FROM tasks t JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ?");
+  Stmt q(db_, "SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t JOIN jobs j ON j.id = t.job_id "
+              "WHERE t.state = ? AND j.queue_timeout_ms > 0");
   q.Bind(1, int64_t{v1::QUEUED});
   while (q.Step()) {
-    IG_ASSIGN_OR_RETURN(v1::JobSpec spec, ParseSpec(q.Blob(3)));
-    if (jobs::QueueTimedOut(q.Int(2), int64_t{spec.queue_timeout_seconds()} * 1000, now_ms)) {
-      expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
-    }
+    if (jobs::QueueTimedOut(q.Int(2), q.Int(3), now_ms)) expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
   }
   IG_RETURN_IF_ERROR(q.status());
   for (const auto& [job, idx] : expired) {
@@ -550,19 +555,13 @@ Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  // Only a queued task: an assigned one has an attempt holding node capacity
-  // that failing the task alone would strand.
   Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
   cur.Bind(1, job_id).Bind(2, int64_t{index});
   if (!cur.Step()) {
     IG_RETURN_IF_ERROR(cur.status());
     return Status::NotFound("task " + job_id + "/" + std::to_string(index) + " does not exist");
   }
-  auto state = static_cast<v1::TaskState>(cur.Int(0));
-  if (state != v1::QUEUED) {
-    return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(index) + " is " +
-                                      jobs::StateName(state) + ", not queued");
-  }
+  IG_RETURN_IF_ERROR(jobs::CheckFailQueued(job_id, index, static_cast<v1::TaskState>(cur.Int(0))));
   IG_RETURN_IF_ERROR(MoveTaskLocked(job_id, index, {v1::FAILED, reason, message}, now_ms));
   return tx.Commit();
 }
