@@ -16,13 +16,11 @@ bool HasBit(DeviceMask mask, size_t i) { return (mask >> i) & 1; }
 
 Workload BuildWorkload(const std::vector<TaskView>& tasks, size_t max_classes) {
   std::map<std::tuple<uint32_t, uint32_t, double, uint64_t>, size_t> counts;
-  size_t total = 0;
   for (const auto& t : tasks) {
     const bool share = t.gpu_milli > 0 && t.gpu_milli < kWholeGpuMilli;
     const uint32_t gpus = share ? 1 : t.resources.gpus();
     if (gpus == 0) continue;
     ++counts[{gpus, share ? t.gpu_milli : kWholeGpuMilli, t.resources.cpu(), t.resources.memory_bytes()}];
-    ++total;
   }
   std::vector<std::pair<size_t, WorkloadClass>> ranked;
   for (const auto& [key, n] : counts) {
@@ -38,7 +36,6 @@ Workload BuildWorkload(const std::vector<TaskView>& tasks, size_t max_classes) {
     c.weight = static_cast<double>(n) / static_cast<double>(kept);
     out.push_back(c);
   }
-  (void)total;
   return out;
 }
 

@@ -539,7 +539,9 @@ TEST(AttemptFaultTest, EveryReasonIsTheJobsTheNodesOrUncounted) {
   // Of the reasons that spare the retry budget, only a missing acknowledgement
   // (the node's silence) counts against anyone.
   for (FailureReason r : kNoFaultReasons) {
-    if (r != v1::ACK_TIMEOUT) EXPECT_EQ(FaultOf(v1::FAILED, r), AttemptFault::kUncounted) << ReasonName(r);
+    if (r != v1::ACK_TIMEOUT) {
+      EXPECT_EQ(FaultOf(v1::FAILED, r), AttemptFault::kUncounted) << ReasonName(r);
+    }
   }
 }
 

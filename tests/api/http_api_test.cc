@@ -1,0 +1,221 @@
+// The HTTPS/JSON front door (api/http_api.h) over a real coordinator: every
+// route refuses a missing or wrong token, errors are JSON naming the problem,
+// and a submission takes the coordinator's own path. TLS is the coordinator's
+// own PKI; the client verifies the server against its CA.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/http_api.h"
+#include "artifacts/artifact_store.h"
+#include "common/clock.h"
+#include "common/fs.h"
+#include "common/test_support.h"
+#include "coordinator/coordinator.h"
+#include "pki/pki.h"
+#include "sched/pipeline.h"
+#include "store/store.h"
+
+namespace idlegrid::api {
+namespace {
+
+const std::string kImage = "sha256:" + std::string(64, 'b');
+
+struct Route {
+  const char* method;
+  const char* path;
+};
+
+// Every route HttpApi serves (kept by hand: httplib cannot list its routes).
+const std::vector<Route> kRoutes = {
+    {"POST", "/v1/jobs"},  {"GET", "/v1/jobs"},           {"GET", "/v1/jobs/j-1"},
+    {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
+    {"GET", "/metrics"},   {"GET", "/v1/market"},
+};
+
+// A response body as JSON (google.protobuf.Struct); fails the test if it is not.
+google::protobuf::Struct Json(const std::string& body) {
+  google::protobuf::Struct out;
+  auto st = google::protobuf::util::JsonStringToMessage(body, &out);
+  EXPECT_TRUE(st.ok()) << "not JSON: " << body;
+  return out;
+}
+
+std::string Field(const google::protobuf::Struct& s, const std::string& name) {
+  auto it = s.fields().find(name);
+  return it == s.fields().end() ? "" : it->second.string_value();
+}
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts");
+    ASSERT_TRUE(artifacts->Init().ok());
+    ASSERT_TRUE((*store)->RegisterImage({kImage, "sha256:" + std::string(64, 'c'), "sha256:" + std::string(64, 'd')},
+                                        1000)
+                    .ok());
+    coordinator_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
+                                                              sched::NewPipelineScheduler(), "join-secret",
+                                                              coordinator::Options{}, &clock_);
+    auto token = coordinator_->CreateApiToken("admin");
+    ASSERT_TRUE(token.ok()) << token.status().ToString();
+    token_ = *token;
+    auto pki = pki::LoadOrCreate(dir_.path() + "/pki", {});
+    ASSERT_TRUE(pki.ok()) << pki.status().ToString();
+    http_ = std::make_unique<HttpApi>(coordinator_.get(), dir_.path() + "/pki/server.crt",
+                                      dir_.path() + "/pki/server.key");
+    auto port = http_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    client_ = std::make_unique<httplib::SSLClient>("127.0.0.1", *port);
+    client_->set_ca_cert_path((dir_.path() + "/pki/ca.crt").c_str());
+    client_->enable_server_certificate_verification(true);
+  }
+
+  void TearDown() override {
+    if (http_) http_->Stop();
+  }
+
+  httplib::Result Call(const std::string& method, const std::string& path, const std::string& body = "",
+                       const std::string& token = "<admin>") {
+    httplib::Headers headers;
+    const std::string t = token == "<admin>" ? token_ : token;
+    if (!t.empty()) headers.emplace("Authorization", "Bearer " + t);
+    if (method == "POST") return client_->Post(path, headers, body, "application/json");
+    return client_->Get(path, headers);
+  }
+
+  std::string SubmitBody(const std::string& name, const std::string& image = kImage) {
+    return R"({"spec": {"apiVersion": "idlegrid/v1", "name": ")" + name + R"(", "image": ")" + image +
+           R"(", "command": ["/sim"]}})";
+  }
+
+  idlegrid::testing::TempDir dir_{"igapi"};
+  ManualClock clock_;
+  std::unique_ptr<coordinator::Coordinator> coordinator_;
+  std::string token_;
+  std::unique_ptr<HttpApi> http_;
+  std::unique_ptr<httplib::SSLClient> client_;
+};
+
+TEST_F(HttpApiTest, EveryRouteRefusesAMissingOrWrongTokenWithAJsonError) {
+  for (const Route& r : kRoutes) {
+    for (const std::string& token : {std::string(), std::string("igt_not-a-token")}) {
+      auto res = Call(r.method, r.path, SubmitBody("x"), token);
+      ASSERT_TRUE(res) << r.method << " " << r.path << ": " << httplib::to_string(res.error());
+      EXPECT_EQ(res->status, 401) << r.method << " " << r.path << " token '" << token << "': " << res->body;
+      EXPECT_EQ(Field(Json(res->body), "code"), "Unauthenticated") << r.path;
+    }
+  }
+  auto jobs = coordinator_->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->jobs_size(), 0) << "a refused submission must create nothing";
+}
+
+TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAndCancelled) {
+  auto res = Call("POST", "/v1/jobs", SubmitBody("viahttp"));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
+  const std::string id = submitted.job().id();
+  ASSERT_FALSE(id.empty());
+  auto stored = coordinator_->GetJob(id);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->spec().name(), "viahttp");
+
+  auto got = Call("GET", "/v1/jobs/" + id);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200) << got->body;
+  v1::Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(got->body, &job).ok()) << got->body;
+  EXPECT_EQ(job.id(), id);
+  EXPECT_EQ(job.state(), v1::QUEUED);
+
+  auto listed = Call("GET", "/v1/jobs");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->status, 200) << listed->body;
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(listed->body, &list).ok()) << listed->body;
+  ASSERT_EQ(list.jobs_size(), 1);
+  EXPECT_EQ(list.jobs(0).id(), id);
+
+  auto cancelled = Call("POST", "/v1/jobs/" + id + "/cancel");
+  ASSERT_TRUE(cancelled);
+  ASSERT_EQ(cancelled->status, 200) << cancelled->body;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &job).ok()) << cancelled->body;
+  EXPECT_EQ(job.state(), v1::CANCELLED);
+  EXPECT_EQ(coordinator_->GetJob(id)->state(), v1::CANCELLED);
+}
+
+TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {
+  struct Case {
+    const char* what;
+    std::string method, path, body;
+    int status;
+    const char* code;
+    const char* names;  // the message mentions this
+  };
+  const std::vector<Case> cases = {
+      {"unknown job", "GET", "/v1/jobs/j-nosuch", "", 404, "NotFound", "j-nosuch"},
+      {"unknown job's cancel", "POST", "/v1/jobs/j-nosuch/cancel", "", 404, "NotFound", "j-nosuch"},
+      {"body not JSON", "POST", "/v1/jobs", "{not json", 400, "InvalidArgument", "SubmitJobRequest"},
+      {"unknown field", "POST", "/v1/jobs", R"({"spec": {"nmae": "x"}})", 400, "InvalidArgument", "SubmitJobRequest"},
+      {"invalid spec", "POST", "/v1/jobs", R"({"spec": {"apiVersion": "idlegrid/v0", "name": "x"}})", 400,
+       "InvalidArgument", "spec.api_version"},
+      {"image not pushed", "POST", "/v1/jobs", SubmitBody("x", "sha256:" + std::string(64, 'e')), 409,
+       "FailedPrecondition", "push it first"},
+      {"coordinator-only field", "POST", "/v1/jobs", R"({"spec": {"readiness": true}})", 400, "InvalidArgument",
+       "readiness"},
+  };
+  for (const Case& c : cases) {
+    auto res = Call(c.method, c.path, c.body);
+    ASSERT_TRUE(res) << c.what;
+    EXPECT_EQ(res->status, c.status) << c.what << ": " << res->body;
+    google::protobuf::Struct body = Json(res->body);
+    EXPECT_EQ(Field(body, "code"), c.code) << c.what << ": " << res->body;
+    EXPECT_NE(Field(body, "message").find(c.names), std::string::npos) << c.what << ": " << res->body;
+  }
+  EXPECT_EQ(coordinator_->ListJobs()->jobs_size(), 0) << "no refused submission may create a job";
+}
+
+// A message quoting the user's own value (with quotes, backslashes and a
+// newline) must still be one valid JSON document.
+TEST_F(HttpApiTest, AnErrorQuotingHostileInputIsStillValidJson) {
+  const std::string hostile = R"(a"b\c
+d)";  // JSON escapes: the name holds a quote, a backslash, a newline
+  auto res = Call("POST", "/v1/jobs",
+                  R"({"spec": {"apiVersion": "idlegrid/v1", "name": "x", "image": ")" + hostile + R"("}})");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  google::protobuf::Struct body = Json(res->body);
+  EXPECT_EQ(Field(body, "code"), "InvalidArgument") << res->body;
+  EXPECT_NE(Field(body, "message").find("image"), std::string::npos) << res->body;
+}
+
+TEST_F(HttpApiTest, ReadOnlyRoutesAnswerWithTheirDocuments) {
+  auto nodes = Call("GET", "/v1/nodes");
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(nodes->status, 200) << nodes->body;
+  v1::ListNodesResponse listed;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(nodes->body, &listed).ok()) << nodes->body;
+  auto market = Call("GET", "/v1/market");
+  ASSERT_TRUE(market);
+  EXPECT_EQ(market->status, 200) << market->body;
+  v1::MarketResponse book;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(market->body, &book).ok()) << market->body;
+  auto metrics = Call("GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  EXPECT_NE(metrics->body.find("# TYPE"), std::string::npos) << metrics->body.substr(0, 400);
+}
+
+}  // namespace
+}  // namespace idlegrid::api
