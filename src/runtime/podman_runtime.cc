@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "runtime/active_runs.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/subprocess.h"
@@ -33,14 +34,6 @@ constexpr size_t kStderrTailBytes = 4096;
 // (podman's Go threads, conmon, the rootless pause process): measured ~13;
 // RLIMIT_NPROC must leave room for them or the container cannot start.
 constexpr uint32_t kPodmanTaskAllowance = 32;
-
-// Re-arms an eventfd so poll() blocks on it again.
-std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // Decodes podman run's wait status. `stopping`: we killed or timed it out.
 ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& stderr_tail, ExitInfo info) {
@@ -90,16 +83,6 @@ class PodmanRuntime final : public ContainerRuntime {
   Result<std::vector<std::string>> ListContainers() override;
 
  private:
-  // One Run in progress, visible to Kill() on other threads.
-  struct ActiveRun {
-    UniqueFd wake;                // eventfd; Kill() writes it to interrupt Run's wait
-    bool kill_requested = false;  // guarded by mu_
-  };
-
-  // Registers `run` under `name`; AlreadyExists if that name is running.
-  Status Register(const std::string& name, ActiveRun* run);
-  void Unregister(const std::string& name);
-  bool KillRequested(ActiveRun* run);
   // `podman kill`; errors ignored: the container may not exist (yet, or any more).
   void SendKill(const std::string& name) { (void)RunCommand({podman_, "kill", "--", name}, kCommandTimeout); }
 
@@ -108,27 +91,8 @@ class PodmanRuntime final : public ContainerRuntime {
   const v1::Enforcement enforcement_;
   const std::vector<std::string> runtimes_;
 
-  std::mutex mu_;
-  std::map<std::string, ActiveRun*> active_runs_;  // guarded by mu_; entries owned by their Run's stack frame
+  ActiveRuns active_runs_;
 };
-
-Status PodmanRuntime::Register(const std::string& name, ActiveRun* run) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_runs_.emplace(name, run).second) {
-    return Status::AlreadyExists("container " + name + " is already being run by this agent");
-  }
-  return Status::Ok();
-}
-
-void PodmanRuntime::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  active_runs_.erase(name);
-}
-
-bool PodmanRuntime::KillRequested(ActiveRun* run) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return run->kill_requested;
-}
 
 Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
                                     const std::function<void()>& on_started) {
@@ -141,16 +105,8 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   std::vector<std::string> argv = {podman_};
   for (std::string& arg : BuildPodmanRunArgs(effective, enforcement_)) argv.push_back(std::move(arg));
 
-  ActiveRun active;
-  active.wake = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (active.wake.get() < 0) return Status::Internal("eventfd failed");
   const std::string& name = spec.container_name;
-  IG_RETURN_IF_ERROR(Register(name, &active));
-  struct Unregisterer {
-    PodmanRuntime* self;
-    const std::string& name;
-    ~Unregisterer() { self->Unregister(name); }
-  } unregister{this, name};
+  IG_ASSIGN_OR_RETURN(std::unique_ptr<ActiveRuns::Entry> active, active_runs_.Register(name));
 
   IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(argv));
   if (on_started) on_started();
@@ -163,7 +119,7 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
 
   ExitInfo info;
   const Supervised run = Supervise(
-      child, active.wake.get(), timeout, tee, [&] { return KillRequested(&active); }, [&] { SendKill(name); },
+      child, active->wake_fd(), timeout, tee, [&] { return active->kill_requested(); }, [&] { SendKill(name); },
       {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
@@ -177,17 +133,7 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
 
 Status PodmanRuntime::Kill(const std::string& container_name) {
   IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_runs_.find(container_name);
-    if (it != active_runs_.end()) {
-      it->second->kill_requested = true;
-      const uint64_t one = 1;
-      // Cannot fail short of a bug: the eventfd counter is far from overflowing.
-      if (::write(it->second->wake.get(), &one, sizeof one) < 0) {
-      }
-    }
-  }
+  active_runs_.RequestKill(container_name);
   SendKill(container_name);
   IG_ASSIGN_OR_RETURN(CommandOutput rm,
                       RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", container_name}, kCommandTimeout));

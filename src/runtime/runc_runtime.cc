@@ -12,6 +12,7 @@
 
 #include "common/fs.h"
 #include "image/rootfs_unpack.h"
+#include "runtime/active_runs.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/oci_config.h"
@@ -38,13 +39,6 @@ constexpr size_t kStderrTailBytes = 4096;
 // Before Linux 5.14 RLIMIT_NPROC counts every task of the host uid, whatever
 // its user namespace: the agent's, plus runc's own (~10 Go threads).
 constexpr uint32_t kRuncTaskAllowance = 16;
-
-std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // Decodes runc run's wait status. `stopping`: we killed or timed it out.
 ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& runc_errors, ExitInfo info) {
@@ -94,11 +88,6 @@ class RuncRuntime final : public ContainerRuntime {
   Result<std::vector<std::string>> ListContainers() override;
 
  private:
-  struct ActiveRun {
-    UniqueFd wake;                // eventfd; Kill() writes it to interrupt Run's wait
-    bool kill_requested = false;  // guarded by mu_
-  };
-
   std::string ImageDir(const std::string& image_id) const { return options_.bundles_dir + "/" + image_id; }
   std::string BundleDir(const std::string& name) const { return options_.bundles_dir + "/containers/" + name; }
   std::vector<std::string> Runc(std::vector<std::string> args) const {
@@ -107,9 +96,6 @@ class RuncRuntime final : public ContainerRuntime {
   }
   Result<image::ImageConfig> ImageConfigFor(const std::string& image_id);
   Result<std::string> WriteBundle(const RunSpec& spec, const image::ImageConfig& config);
-  Status Register(const std::string& name, ActiveRun* run);
-  void Unregister(const std::string& name);
-  bool KillRequested(ActiveRun* run);
   // Errors ignored: the container may not exist (yet, or any more).
   void SendKill(const std::string& name) { (void)RunCommand(Runc({"kill", name, "KILL"}), kCommandTimeout); }
   Status ForceDelete(const std::string& name);
@@ -126,8 +112,8 @@ class RuncRuntime final : public ContainerRuntime {
   const bool nproc_per_userns_;
   std::unique_ptr<PilotPool> pilots_;  // null when pilots are off or unusable
 
+  ActiveRuns active_runs_;
   std::mutex mu_;
-  std::map<std::string, ActiveRun*> active_runs_;              // guarded by mu_; owned by their Run's frame
   std::map<std::string, std::shared_ptr<std::mutex>> loads_;   // guarded by mu_; one unpack per image at a time
   std::map<std::string, image::ImageConfig> image_configs_;    // guarded by mu_; parsed once per image
 };
@@ -187,24 +173,6 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
   return dir;
 }
 
-Status RuncRuntime::Register(const std::string& name, ActiveRun* run) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!active_runs_.emplace(name, run).second) {
-    return Status::AlreadyExists("container " + name + " is already being run by this agent");
-  }
-  return Status::Ok();
-}
-
-void RuncRuntime::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  active_runs_.erase(name);
-}
-
-bool RuncRuntime::KillRequested(ActiveRun* run) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return run->kill_requested;
-}
-
 Status RuncRuntime::ForceDelete(const std::string& name) {
   IG_ASSIGN_OR_RETURN(CommandOutput rm, RunCommand(Runc({"delete", "--force", name}), kCommandTimeout));
   if (rm.exit_code != 0) {
@@ -248,21 +216,17 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, Runtimes()));
   IG_ASSIGN_OR_RETURN(image::ImageConfig config, ImageConfigFor(spec.image_id));
 
-  ActiveRun active;
-  active.wake = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (active.wake.get() < 0) return Status::Internal("eventfd failed");
   const std::string& name = spec.container_name;
-  IG_RETURN_IF_ERROR(Register(name, &active));
-  struct Cleanup {
+  IG_ASSIGN_OR_RETURN(std::unique_ptr<ActiveRuns::Entry> active, active_runs_.Register(name));
+  struct RemoveBundle {
     RuncRuntime* self;
     const std::string& name;
-    ~Cleanup() {
+    ~RemoveBundle() {
       // A bundle left behind is removed at the next start (RemoveRuncLeftovers)
       // and rewritten by a Run of the same name.
       (void)RemoveTree(self->BundleDir(name));
-      self->Unregister(name);
     }
-  } cleanup{this, name};
+  } remove_bundle{this, name};  // declared after `active`: runs before the name is free again
 
   // A pilot that failed before its task ran hands the task back here, where
   // its own container starts: the attempt is reported started once.
@@ -273,7 +237,7 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   };
   if (pilots_ && PilotEligible(spec).ok()) {
     std::optional<Result<ExitInfo>> piloted = pilots_->Run(
-        spec, config, sink, timeout, started_once, PilotStop{active.wake.get(), [&] { return KillRequested(&active); }});
+        spec, config, sink, timeout, started_once, PilotStop{active->wake_fd(), [&] { return active->kill_requested(); }});
     if (piloted) return *piloted;
   }
 
@@ -290,7 +254,7 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
 
   ExitInfo info;
   const Supervised run = Supervise(
-      child, active.wake.get(), timeout, forward, [&] { return KillRequested(&active); }, [&] { SendKill(name); },
+      child, active->wake_fd(), timeout, forward, [&] { return active->kill_requested(); }, [&] { SendKill(name); },
       {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
@@ -307,19 +271,7 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
 
 Status RuncRuntime::Kill(const std::string& container_name) {
   IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
-  bool running_here = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_runs_.find(container_name);
-    running_here = it != active_runs_.end();
-    if (running_here) {
-      it->second->kill_requested = true;
-      const uint64_t one = 1;
-      // Cannot fail short of a bug: the eventfd counter is far from overflowing.
-      if (::write(it->second->wake.get(), &one, sizeof one) < 0) {
-      }
-    }
-  }
+  const bool running_here = active_runs_.RequestKill(container_name);
   if (!problem_.empty()) return Status::Ok();  // nothing can have been started
   SendKill(container_name);
   IG_RETURN_IF_ERROR(ForceDelete(container_name));

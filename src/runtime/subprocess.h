@@ -75,6 +75,14 @@ struct CommandOutput {
   std::string stderr_text;
 };
 
+// For quoting a tool's output in an error: its last `n` bytes, and without
+// trailing newlines and spaces.
+inline std::string Tail(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(s.size() - n); }
+inline std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 // Empties an eventfd used to wake a Pump (nothing to do when it was not
 // signalled), so the next Pump waits again.
 void ResetEventFd(int fd);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 #include <sstream>
 
 namespace idlegrid::runtime {
@@ -23,6 +26,49 @@ Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec, std::chrono::mil
 std::string SandboxProbePath() {
   const char* over = std::getenv(kSandboxProbeEnv);
   return over != nullptr && *over != '\0' ? std::string(over) : std::string(SANDBOX_PROBE_PATH);
+}
+
+namespace {
+
+bool Listed(ContainerRuntime* runtime, const std::string& name) {
+  Result<std::vector<std::string>> names = runtime->ListContainers();
+  EXPECT_TRUE(names.ok()) << names.status().ToString();
+  return names.ok() && std::find(names->begin(), names->end(), name) != names->end();
+}
+
+}  // namespace
+
+void ExpectTimeoutStopsAndRemoves(ContainerRuntime* runtime, const RunSpec& spec) {
+  Outcome o = MustRun(runtime, spec, std::chrono::milliseconds(1500));
+  EXPECT_TRUE(o.exit.timed_out);
+  EXPECT_FALSE(o.exit.killed);
+  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
+  EXPECT_LT(o.took, std::chrono::seconds(15));
+  EXPECT_FALSE(Listed(runtime, spec.container_name));
+}
+
+void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& spec) {
+  using std::chrono::seconds;
+  using std::chrono::steady_clock;
+  Outcome o;
+  std::thread runner([&] { o = MustRun(runtime, spec, seconds(60)); });
+  // Polled (bounded): no runtime event says "created"; this is also the
+  // ListContainers check.
+  bool listed = false;
+  for (auto until = steady_clock::now() + seconds(20); !listed && steady_clock::now() < until;) {
+    listed = Listed(runtime, spec.container_name);
+  }
+  EXPECT_TRUE(listed);
+  const auto kill_at = steady_clock::now();
+  EXPECT_TRUE(runtime->Kill(spec.container_name).ok());
+  runner.join();
+  EXPECT_LT(steady_clock::now() - kill_at, seconds(10));
+  EXPECT_TRUE(o.exit.killed);
+  EXPECT_FALSE(o.exit.timed_out);
+  EXPECT_FALSE(o.exit.oom);
+  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
+  EXPECT_TRUE(runtime->Kill(spec.container_name).ok());  // already gone is fine
+  EXPECT_FALSE(Listed(runtime, spec.container_name));
 }
 
 std::map<std::string, std::string> ProbeReport(const std::string& text) {

@@ -27,6 +27,15 @@ Outcome MustRun(ContainerRuntime* runtime, const RunSpec& spec,
 std::string SandboxProbePath();
 inline constexpr char kSandboxProbeEnv[] = "IDLEGRID_SANDBOX_PROBE";
 
+// The ContainerRuntime contract both drivers keep; each driver's suite runs
+// these with its own runtime and a spec of a long sleep.
+// A run past its timeout: timed out (not killed, no error), stopped well
+// within 15 s, and no longer listed.
+void ExpectTimeoutStopsAndRemoves(ContainerRuntime* runtime, const RunSpec& spec);
+// Kill() from another thread once the container is listed: the run ends as
+// killed within 10 s, nothing is left listed, and a second Kill is fine.
+void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& spec);
+
 // "key=value" lines as a map (the sandbox probe's report).
 std::map<std::string, std::string> ProbeReport(const std::string& text);
 

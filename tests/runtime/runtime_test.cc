@@ -628,38 +628,11 @@ TEST_F(PodmanRuntimeTest, RunscRunsAndCapsMemoryWithCgroups) {
 }
 
 TEST_F(PodmanRuntimeTest, TimeoutKillsTheContainer) {
-  RunSpec spec = Spec({"sleep", "60"});
-  Outcome o = MustRun(runtime_, spec, milliseconds(1500));
-  EXPECT_TRUE(o.exit.timed_out);
-  EXPECT_FALSE(o.exit.killed);
-  EXPECT_TRUE(o.exit.error.empty()) << o.exit.error;
-  EXPECT_LT(o.took, seconds(15));
-  Result<std::vector<std::string>> left = runtime_->ListContainers();
-  ASSERT_TRUE(left.ok());
-  EXPECT_FALSE(HasArg(*left, spec.container_name));
+  ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"}));
 }
 
 TEST_F(PodmanRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {
-  const RunSpec spec = Spec({"sleep", "60"});
-  Outcome o;
-  std::thread runner([&] { o = MustRun(runtime_, spec, seconds(60)); });
-  // Wait (bounded) until podman lists it; this is also the ListContainers test.
-  bool listed = false;
-  for (auto until = std::chrono::steady_clock::now() + seconds(20);
-       !listed && std::chrono::steady_clock::now() < until;) {
-    Result<std::vector<std::string>> names = runtime_->ListContainers();
-    ASSERT_TRUE(names.ok()) << names.status().ToString();
-    listed = HasArg(*names, spec.container_name);
-  }
-  EXPECT_TRUE(listed);
-  const auto kill_at = std::chrono::steady_clock::now();
-  EXPECT_TRUE(runtime_->Kill(spec.container_name).ok());
-  runner.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - kill_at, seconds(10));
-  EXPECT_TRUE(o.exit.killed);
-  EXPECT_FALSE(o.exit.timed_out);
-  EXPECT_FALSE(o.exit.oom);
-  EXPECT_TRUE(runtime_->Kill(spec.container_name).ok());  // already gone is fine
+  ExpectKillFromAnotherThreadStops(runtime_, Spec({"sleep", "60"}));
 }
 
 TEST_F(PodmanRuntimeTest, KillBeforeTheContainerExistsStillStopsIt) {
