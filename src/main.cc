@@ -95,6 +95,12 @@ int main(int argc, char** argv) {
   c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
   c->add_option("--ack-timeout-ms", coord.options.ack_timeout_ms, "assignments not acknowledged by then go elsewhere")
       ->capture_default_str();
+  c->add_option("--log-head-bytes", coord.options.log_cap.head_bytes,
+                "per task, the first bytes of output kept in the store")
+      ->capture_default_str();
+  c->add_option("--log-tail-bytes", coord.options.log_cap.tail_bytes,
+                "per task, the last bytes of output kept (what lies between is dropped and counted)")
+      ->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");

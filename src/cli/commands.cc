@@ -85,6 +85,10 @@ void PrintJob(const v1::Job& job) {
                   t.checkpoint().files_size(), t.checkpoint().attempt_id().c_str(),
                   static_cast<unsigned long long>(t.checkpoint().lease_epoch()), t.work_redone_ms() / 1000.0);
     }
+    if (t.logs_dropped_bytes() > 0) {
+      std::printf("    log: %llu byte(s) of output dropped past the coordinator's log cap (first and last part kept)\n",
+                  static_cast<unsigned long long>(t.logs_dropped_bytes()));
+    }
     std::fflush(stdout);
   }
 }

@@ -506,7 +506,7 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
     c.set_task_index(it->second.index);
     by_job[it->second.job_id].push_back(std::move(c));
   }
-  for (const auto& [job, chunks] : by_job) IG_RETURN_IF_ERROR(store_->AppendLogs(job, chunks));
+  for (const auto& [job, chunks] : by_job) IG_RETURN_IF_ERROR(store_->AppendLogs(job, chunks, options_.log_cap));
   Notify();
   return Status::Ok();
 }

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "jobs/liveness.h"
+#include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -38,6 +39,7 @@ struct Options {
   int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
   int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
   sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
+  jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
 };
 
 // Commands waiting to be pushed down one agent's Connect stream.

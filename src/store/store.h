@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "jobs/log_cap.h"
 #include "jobs/attempt_events.h"
 
 namespace idlegrid::store {
@@ -180,7 +181,9 @@ class Store {
                                 const std::string& message, int64_t now_ms) = 0;
 
   // --- logs ---
-  virtual Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) = 0;
+  // Appends within each task's log cap (jobs/log_cap.h decides what is kept).
+  virtual Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                            const jobs::LogCap& cap) = 0;
   // Chunks of the job with seq > after_seq, in order, at most `limit`.
   virtual Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) = 0;
 

@@ -37,6 +37,16 @@ int main(int argc, char** argv) {
     printf("task %s wrote its outputs\n", idx);
     return 0;
   }
+  if (strcmp(mode, "flood") == 0) {
+    /* N MiB of 1 KiB lines on stdout, then one last line. */
+    long mib = argc > 2 ? atol(argv[2]) : 1;
+    char line[1024];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+    for (long i = 0; i < mib * 1024; ++i) fwrite(line, 1, sizeof line, stdout);
+    printf("flood done\n");
+    return 0;
+  }
   if (strcmp(mode, "sleep") == 0) {
     printf("started\n");
     fflush(stdout);

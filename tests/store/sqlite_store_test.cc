@@ -30,8 +30,9 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
   CreateJob("j2", {.queue_timeout_seconds = 0, .cpu = 2});
   Assign("j1", 0, "a1", "n1");
   store_.reset();
-  // Back to v8: drop what v9 added (DROP COLUMN refuses indexed columns).
-  ASSERT_TRUE(db_->Exec("DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
+  // Back to v8: drop what v9 and v10 added (DROP COLUMN refuses indexed columns).
+  ASSERT_TRUE(db_->Exec("DROP INDEX logs_by_task_part; DROP TABLE log_usage; ALTER TABLE logs DROP COLUMN part; "
+                        "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
                         "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "
                         "ALTER TABLE jobs DROP COLUMN gpus; ALTER TABLE jobs DROP COLUMN gpu_memory; "
                         "ALTER TABLE jobs DROP COLUMN runtime; ALTER TABLE jobs DROP COLUMN queue_timeout_ms; "

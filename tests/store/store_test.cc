@@ -748,9 +748,9 @@ v1::LogChunk Chunk(uint32_t index, const std::string& stream, const std::string&
 
 TEST_P(StoreTest, LogsReadBackInOrderAfterASequenceNumber) {
   const std::string binary("a\0b\xff", 4);
-  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "one\n"), Chunk(1, "stderr", binary)}).ok());
-  ASSERT_TRUE(store_->AppendLogs("k", {Chunk(0, "stdout", "other job\n")}).ok());
-  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "three\n")}).ok());
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "one\n"), Chunk(1, "stderr", binary)}, {}).ok());
+  ASSERT_TRUE(store_->AppendLogs("k", {Chunk(0, "stdout", "other job\n")}, {}).ok());
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "three\n")}, {}).ok());
 
   auto all = store_->ReadLogs("j", 0, 100);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -777,6 +777,30 @@ TEST_P(StoreTest, LogsReadBackInOrderAfterASequenceNumber) {
   auto caught_up = store_->ReadLogs("j", (*all)[2].seq(), 100);
   ASSERT_TRUE(caught_up.ok());
   EXPECT_TRUE(caught_up->empty());
+}
+
+// Past its cap a task's log keeps its head and its tail, with one note
+// between, and counts what it dropped; other tasks are untouched.
+TEST_P(StoreTest, LogCapKeepsTheHeadAndTheTailAndCountsWhatItDropped) {
+  CreateJob("j", {.array_count = 2});
+  const jobs::LogCap cap{10, 6};
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "0123456789"), Chunk(1, "stdout", "small")}, cap).ok());
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "abcdef")}, cap).ok());
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stderr", "ghij")}, cap).ok());
+  auto all = store_->ReadLogs("j", 0, 100);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::vector<std::string> rows;
+  for (const auto& c : *all) rows.push_back(std::to_string(c.task_index()) + ":" + c.stream() + ":" + c.data().substr(0, 12));
+  EXPECT_EQ(rows, (std::vector<std::string>{"0:stdout:0123456789", "1:stdout:small", "0:idlegrid:[idlegrid] t",
+                                            "0:stderr:ghij"}));
+  v1::Job job = Job("j");
+  EXPECT_EQ(job.tasks(0).logs_dropped_bytes(), 6u) << "abcdef was evicted by ghij";
+  EXPECT_EQ(job.tasks(1).logs_dropped_bytes(), 0u);
+  // Reopening keeps the accounting: the next byte still evicts from the tail.
+  Reopen();
+  ASSERT_TRUE(store_->AppendLogs("j", {Chunk(0, "stdout", "klm")}, cap).ok());
+  EXPECT_EQ(Job("j").tasks(0).logs_dropped_bytes(), 10u) << "ghij went too";
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM logs WHERE job_id = 'j' AND idx = 0"), 3);
 }
 
 // --- nodes, tokens, artifacts, images ----------------------------------------------

@@ -114,6 +114,12 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
       return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
     }
   }
+  IG_ASSIGN_OR_RETURN(Rows lq, c.Exec("SELECT idx, dropped_bytes FROM log_usage WHERE job_id = $1 AND dropped_bytes > 0",
+                                      Params().Text(job_id)));
+  for (int r = 0; r < lq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(lq.Int(r, 0)));
+    if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(r, 1)));
+  }
   jobs::SetTaskCounts(job, counts);
   return job;
 }

@@ -84,6 +84,17 @@ const std::vector<const char*>& Migrations() {
       )sql",
       nullptr,  // v8: attempts_by_finish is in v6 here
       nullptr,  // v9: SQLite catches up with v6's extra columns
+      // v10: the log cap (jobs/log_cap.h): which part of its task's log each
+      // row is, and each task's usage; logs written before count as head.
+      R"sql(
+      ALTER TABLE logs ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE log_usage(
+        job_id TEXT NOT NULL, idx INTEGER NOT NULL, head_bytes BIGINT NOT NULL, tail_bytes BIGINT NOT NULL,
+        dropped_bytes BIGINT NOT NULL, PRIMARY KEY(job_id, idx));
+      INSERT INTO log_usage(job_id, idx, head_bytes, tail_bytes, dropped_bytes)
+        SELECT job_id, idx, SUM(octet_length(data)), 0, 0 FROM logs GROUP BY job_id, idx;
+      CREATE INDEX logs_by_task_part ON logs(job_id, idx, part, seq);
+      )sql",
   };
   return kMigrations;
 }

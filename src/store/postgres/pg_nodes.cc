@@ -39,23 +39,62 @@ NodeRecord ReadNode(const Rows& q, int r) {
 
 }  // namespace
 
-Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) {
+Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                                 const jobs::LogCap& cap) {
   if (chunks.empty()) return Status::Ok();
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     // Readers page through a job's logs by sequence number, so a job's rows
     // must commit in sequence order: appenders of one job take turns (the
     // lock is held to COMMIT), and each takes its numbers while holding it.
+    // The same lock makes each task's log usage a plain read-modify-write.
     IG_RETURN_IF_ERROR(
         c.Exec("SELECT pg_advisory_xact_lock($1::integer, hashtext($2))", Params().Int(kLogLockSpace).Text(job_id))
             .status());
-    for (const auto& chunk : chunks) {
-      IG_RETURN_IF_ERROR(c.Exec("INSERT INTO logs(job_id, idx, attempt_id, stream, data) VALUES($1, $2, $3, $4, $5)",
+    for (const auto& [idx, incoming] : jobs::ChunksByTask(chunks)) {
+      IG_ASSIGN_OR_RETURN(Rows uq, c.Exec("SELECT head_bytes, tail_bytes, dropped_bytes FROM log_usage "
+                                          "WHERE job_id = $1 AND idx = $2",
+                                          Params().Text(job_id).Int(idx)));
+      jobs::LogUsage usage;
+      if (!uq.empty()) {
+        usage = {static_cast<uint64_t>(uq.Int(0, 0)), static_cast<uint64_t>(uq.Int(0, 1)),
+                 static_cast<uint64_t>(uq.Int(0, 2))};
+      }
+      uint64_t bytes = 0;
+      for (const auto& chunk : incoming) bytes += chunk.data().size();
+      std::vector<jobs::TailRow> tail;
+      if (jobs::LogAppendReachesTail(cap, usage, bytes)) {
+        IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT seq, octet_length(data) FROM logs WHERE job_id = $1 AND idx = $2 "
+                                            "AND part = $3 ORDER BY seq",
+                                            Params().Text(job_id).Int(idx).Int(static_cast<int>(jobs::LogPart::kTail))));
+        for (int r = 0; r < tq.size(); ++r) tail.push_back({tq.Int(r, 0), static_cast<uint64_t>(tq.Int(r, 1))});
+      }
+      const jobs::LogAppendPlan plan = jobs::PlanLogAppend(cap, usage, tail, incoming);
+      if (!plan.evict.empty()) {
+        IG_RETURN_IF_ERROR(c.Exec("DELETE FROM logs WHERE seq = ANY($1::bigint[])", Params().IntArray(plan.evict))
+                               .status());
+      }
+      for (const auto& row : plan.rows) {
+        IG_RETURN_IF_ERROR(c.Exec("INSERT INTO logs(job_id, idx, attempt_id, stream, data, part) "
+                                  "VALUES($1, $2, $3, $4, $5, $6)",
+                                  Params()
+                                      .Text(job_id)
+                                      .Int(idx)
+                                      .Text(row.chunk.attempt_id())
+                                      .Text(row.chunk.stream())
+                                      .Bytes(row.chunk.data())
+                                      .Int(static_cast<int>(row.part)))
+                               .status());
+      }
+      IG_RETURN_IF_ERROR(c.Exec("INSERT INTO log_usage(job_id, idx, head_bytes, tail_bytes, dropped_bytes) "
+                                "VALUES($1, $2, $3, $4, $5) ON CONFLICT(job_id, idx) DO UPDATE SET "
+                                "head_bytes = excluded.head_bytes, tail_bytes = excluded.tail_bytes, "
+                                "dropped_bytes = excluded.dropped_bytes",
                                 Params()
                                     .Text(job_id)
-                                    .Int(chunk.task_index())
-                                    .Text(chunk.attempt_id())
-                                    .Text(chunk.stream())
-                                    .Bytes(chunk.data()))
+                                    .Int(idx)
+                                    .Int(static_cast<int64_t>(plan.usage.head))
+                                    .Int(static_cast<int64_t>(plan.usage.tail))
+                                    .Int(static_cast<int64_t>(plan.usage.dropped)))
                              .status());
     }
     return Status::Ok();

@@ -49,7 +49,8 @@ class PostgresStore : public Store {
   Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                         const std::string& message, int64_t now_ms) override;
 
-  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) override;
+  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                    const jobs::LogCap& cap) override;
   Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) override;
 
   Status UpsertNode(const NodeRecord& node, const std::string& token_hash) override;

@@ -139,6 +139,13 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(aq.status());
   IG_RETURN_IF_ERROR(LoadCheckpointsLocked(job_id, by_index));
+  Stmt lq(db_, "SELECT idx, dropped_bytes FROM log_usage WHERE job_id = ? AND dropped_bytes > 0");
+  lq.Bind(1, job_id);
+  while (lq.Step()) {
+    auto it = by_index.find(static_cast<uint32_t>(lq.Int(0)));
+    if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(1)));
+  }
+  IG_RETURN_IF_ERROR(lq.status());
   jobs::SetTaskCounts(job, counts);
   return job;
 }

@@ -3,17 +3,55 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) {
+Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                               const jobs::LogCap& cap) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  for (const auto& c : chunks) {
-    Stmt ins(db_, "INSERT INTO logs(job_id, idx, attempt_id, stream, data) VALUES(?, ?, ?, ?, ?)");
-    ins.Bind(1, job_id).Bind(2, int64_t{c.task_index()}).Bind(3, c.attempt_id()).Bind(4, c.stream())
-        .BindBlob(5, c.data());
-    ins.Step();
-    IG_RETURN_IF_ERROR(ins.status());
+  Stmt usage_q(db_, "SELECT head_bytes, tail_bytes, dropped_bytes FROM log_usage WHERE job_id = ? AND idx = ?");
+  Stmt tail_q(db_, "SELECT seq, length(data) FROM logs WHERE job_id = ? AND idx = ? AND part = ? ORDER BY seq");
+  Stmt evict(db_, "DELETE FROM logs WHERE seq = ?");
+  Stmt ins(db_, "INSERT INTO logs(job_id, idx, attempt_id, stream, data, part) VALUES(?, ?, ?, ?, ?, ?)");
+  Stmt save(db_, "INSERT INTO log_usage(job_id, idx, head_bytes, tail_bytes, dropped_bytes) VALUES(?, ?, ?, ?, ?) "
+                 "ON CONFLICT(job_id, idx) DO UPDATE SET head_bytes = excluded.head_bytes, "
+                 "tail_bytes = excluded.tail_bytes, dropped_bytes = excluded.dropped_bytes");
+  for (Stmt* st : {&usage_q, &tail_q, &evict, &ins, &save}) IG_RETURN_IF_ERROR(st->status());
+  for (const auto& [idx, incoming] : jobs::ChunksByTask(chunks)) {
+    jobs::LogUsage usage;
+    usage_q.Reset().Bind(1, job_id).Bind(2, int64_t{idx});
+    if (usage_q.Step()) {
+      usage = {static_cast<uint64_t>(usage_q.Int(0)), static_cast<uint64_t>(usage_q.Int(1)),
+               static_cast<uint64_t>(usage_q.Int(2))};
+    }
+    IG_RETURN_IF_ERROR(usage_q.status());
+    uint64_t bytes = 0;
+    for (const auto& c : incoming) bytes += c.data().size();
+    std::vector<jobs::TailRow> tail;
+    if (jobs::LogAppendReachesTail(cap, usage, bytes)) {
+      tail_q.Reset().Bind(1, job_id).Bind(2, int64_t{idx}).Bind(3, int64_t{static_cast<int>(jobs::LogPart::kTail)});
+      while (tail_q.Step()) tail.push_back({tail_q.Int(0), static_cast<uint64_t>(tail_q.Int(1))});
+      IG_RETURN_IF_ERROR(tail_q.status());
+    }
+    const jobs::LogAppendPlan plan = jobs::PlanLogAppend(cap, usage, tail, incoming);
+    for (int64_t seq : plan.evict) {
+      evict.Reset().Bind(1, seq);
+      evict.Step();
+      IG_RETURN_IF_ERROR(evict.status());
+    }
+    for (const auto& row : plan.rows) {
+      const v1::LogChunk& c = row.chunk;
+      ins.Reset().Bind(1, job_id).Bind(2, int64_t{idx}).Bind(3, c.attempt_id()).Bind(4, c.stream());
+      ins.BindBlob(5, c.data()).Bind(6, int64_t{static_cast<int>(row.part)});
+      ins.Step();
+      IG_RETURN_IF_ERROR(ins.status());
+    }
+    save.Reset().Bind(1, job_id).Bind(2, int64_t{idx}).Bind(3, static_cast<int64_t>(plan.usage.head));
+    save.Bind(4, static_cast<int64_t>(plan.usage.tail)).Bind(5, static_cast<int64_t>(plan.usage.dropped));
+    save.Step();
+    IG_RETURN_IF_ERROR(save.status());
   }
+  // A statement left mid-step would keep the transaction from committing.
+  for (Stmt* st : {&usage_q, &tail_q}) st->Reset();
   return tx.Commit();
 }
 

@@ -37,7 +37,8 @@ class SqliteStore : public Store {
                         const std::string& message, int64_t now_ms) override;
   Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) override;
 
-  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks) override;
+  Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                    const jobs::LogCap& cap) override;
   Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) override;
 
   Status UpsertNode(const NodeRecord& node, const std::string& token_hash) override;
