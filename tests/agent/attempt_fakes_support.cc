@@ -59,11 +59,11 @@ Result<runtime::ExitInfo> FakeRuntime::Run(const runtime::RunSpec& spec, const r
   if (!start) return exit;
   if (on_started) on_started();
   sink("stdout", "hello\n");
+  if (while_running) while_running(spec);
   const std::string out = MountEndingIn(spec, "/out");
   WriteFiles(out, outputs);
   for (size_t i = 0; i < extra_output_files; ++i) std::ofstream(out + "/f" + std::to_string(i));
   if (!checkpoint_files.empty()) WriteFiles(MountEndingIn(spec, "/checkpoint"), checkpoint_files);
-  if (while_running) while_running(spec);
   return exit;
 }
 

@@ -22,8 +22,8 @@ inline runtime::ExitInfo Exit(int code) {
 }
 
 // A container runtime whose Run does what the test says: by default it calls
-// on_started, writes "hello\n" to stdout, leaves `outputs` in the output
-// mount and returns `exit`.
+// on_started, writes "hello\n" to stdout, calls `while_running`, leaves
+// `outputs` in the output mount and returns `exit`.
 class FakeRuntime : public runtime::ContainerRuntime {
  public:
   v1::Enforcement Enforcement() const override;
@@ -41,7 +41,7 @@ class FakeRuntime : public runtime::ContainerRuntime {
   std::map<std::string, std::string> checkpoint_files;  // the same, in the checkpoint mount
   size_t extra_output_files = 0;               // this many more empty files, "f<i>"
   bool start = true;                           // false: fails before on_started
-  std::function<void(const runtime::RunSpec&)> while_running;  // after on_started, before returning
+  std::function<void(const runtime::RunSpec&)> while_running;  // after on_started, before the files
   bool has_image = true;
 
   // What it was asked.
