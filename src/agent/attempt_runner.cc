@@ -33,16 +33,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   if (env_.host->IsCancelled(id)) return ReportOrLog(AttemptEvent(id, v1::STOPPED));
 
   RunFacts facts = RunContainer(a, *prepared);
-  if (prepared->checkpoint) {
-    prepared->checkpoint->Stop();
-    if (NeedsFinalCheckpoint(facts)) {
-      if (Status st = prepared->checkpoint->SyncOnce(); !st.ok()) {
-        spdlog::warn("final checkpoint of {}: {}", id, st.message());
-      }
-    }
-  }
-  const std::vector<std::string> files = RegularFilesUnder(prepared->out_dir);
-  facts.output_files = files.size();
+  const std::vector<std::string> files = CollectAfterRun(id, *prepared, facts);
   const Outcome outcome = DecideOutcome(facts);
   if (outcome.event == v1::ERRORED) return Fail(id, outcome.reason, Status::Internal(outcome.message));
   v1::ReportAttemptRequest done = OutcomeReport(id, outcome);
@@ -98,7 +89,7 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   layout->host_user_processes = runtime::CountUserProcesses(::getuid());
   prepared.spec = BuildRunSpec(a, *layout);
   prepared.out_dir = layout->out_dir;
-  return std::move(prepared);
+  return prepared;
 }
 
 Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
@@ -175,6 +166,21 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   facts.run_timeout_seconds = spec.run_timeout_seconds();
   facts.memory_bytes = spec.resources().memory_bytes();
   return facts;
+}
+
+std::vector<std::string> AttemptRunner::CollectAfterRun(const std::string& attempt_id, PreparedRun& run,
+                                                        RunFacts& facts) {
+  if (run.checkpoint) {
+    run.checkpoint->Stop();
+    if (NeedsFinalCheckpoint(facts)) {
+      if (Status st = run.checkpoint->SyncOnce(); !st.ok()) {
+        spdlog::warn("final checkpoint of {}: {}", attempt_id, st.message());
+      }
+    }
+  }
+  std::vector<std::string> files = RegularFilesUnder(run.out_dir);
+  facts.output_files = files.size();
+  return files;
 }
 
 Status AttemptRunner::CollectOutputs(const std::string& out_dir, const std::vector<std::string>& files,

@@ -52,8 +52,12 @@ class AttemptRunner {
   Result<std::vector<std::string>> PrepareGpus(const v1::Assignment& a);
   // Stage run: the container, to its end; STARTED once it is spawned.
   RunFacts RunContainer(const v1::Assignment& a, PreparedRun& run);
-  // Stage collect: the final checkpoint sync and the outputs, uploaded into
-  // `report` if the outcome keeps them. A failed upload fails the attempt.
+  // Stage collect, before the outcome is decided: stops the checkpoint sync
+  // (syncing once more if the run did not clearly succeed) and lists the
+  // output files, counted into `facts`.
+  std::vector<std::string> CollectAfterRun(const std::string& attempt_id, PreparedRun& run, RunFacts& facts);
+  // Stage collect, for an outcome that keeps them: uploads the outputs into
+  // `report`. A failed upload fails the attempt.
   Status CollectOutputs(const std::string& out_dir, const std::vector<std::string>& files,
                         v1::ReportAttemptRequest& report);
 

@@ -56,7 +56,8 @@ runtime::RunSpec BuildRunSpec(const v1::Assignment& a, const RunLayout& layout) 
 Result<std::vector<std::string>> SelectGpus(const v1::Assignment& a, const std::vector<v1::GpuDevice>& host_gpus) {
   std::vector<std::string> real;
   for (const auto& uuid : a.device_uuids()) {
-    auto device = std::find_if(host_gpus.begin(), host_gpus.end(), [&](const v1::GpuDevice& d) { return d.uuid() == uuid; });
+    auto device =
+        std::find_if(host_gpus.begin(), host_gpus.end(), [&](const v1::GpuDevice& d) { return d.uuid() == uuid; });
     if (device == host_gpus.end()) {
       return Status::FailedPrecondition("assigned GPU " + uuid + " is not on this host (any more); "
                                         "check `idlegrid agent --discover`");

@@ -23,7 +23,8 @@ inline constexpr int64_t kImageRecheckMs = 30'000;
 class ImageCache : public ImageSource {
  public:
   // None owned; all must outlive the cache.
-  ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts, const Clock* clock);
+  ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts,
+             const Clock* clock);
 
   // See ImageSource. One download or load at a time; a verified image costs
   // no download, and within kImageRecheckMs of the last check no runtime call.

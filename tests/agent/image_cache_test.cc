@@ -24,7 +24,9 @@ class ImageCacheTest : public ::testing::Test {
   }
   void TearDown() override { (void)RemoveTree(dir_); }
   // The marker of an image this agent verified before.
-  void MarkVerified() { ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + std::string(64, 'b'), a_.image_config_digest()).ok()); }
+  void MarkVerified() {
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + std::string(64, 'b'), a_.image_config_digest()).ok());
+  }
 
   std::string dir_;
   v1::Assignment a_;
