@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "advert/node_key.h"
+#include "agent/image_cache.h"
 #include "agent/log_shipper.h"
 #include "common/clock.h"
 #include "common/fs.h"
@@ -54,7 +55,11 @@ std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config
 
 }  // namespace
 
-Agent::Agent(AgentConfig config) : config_(std::move(config)), runtime_(MakeRuntime(config_)) {}
+Agent::Agent(AgentConfig config)
+    : config_(std::move(config)),
+      runtime_(MakeRuntime(config_)),
+      images_(std::make_unique<ImageCache>(config_.data_dir + "/images", runtime_.get(),
+                                           static_cast<ArtifactTransfer*>(this), SystemClock::Get())) {}
 
 Agent::~Agent() { Shutdown(); }
 
@@ -415,13 +420,6 @@ void Agent::HandleCancel(const v1::CancelAttempt& c) {
 bool Agent::IsCancelled(const std::string& attempt_id) {
   std::lock_guard<std::mutex> lock(mu_);
   return cancelled_.count(attempt_id) > 0;
-}
-
-void Agent::ReportOrLog(const v1::ReportAttemptRequest& req) {
-  if (Status st = Report(req); !st.ok()) {
-    spdlog::warn("report {} of attempt {} not delivered: {}", v1::AttemptEvent_Name(req.event()), req.attempt_id(),
-                 st.message());
-  }
 }
 
 Status Agent::Report(const v1::ReportAttemptRequest& report) {

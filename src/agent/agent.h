@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/advertiser.h"
+#include "agent/attempt_env.h"
 #include "agent/local_policy.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
@@ -42,9 +43,13 @@ struct AgentConfig {
   std::string nvml_library = "libnvidia-ml.so.1";  // for hosts with NVML elsewhere (and tests)
 };
 
+class ImageCache;
 class LogShipper;
 
-class Agent {
+// The Agent is the world its attempts run in (attempt_env.h): it reports and
+// moves artifacts over its gRPC channel and holds the node-wide state; its
+// AttemptRunners see it only through those interfaces (attempt_host.cc).
+class Agent : private AttemptHost, private AttemptReporter, private ArtifactTransfer {
  public:
   explicit Agent(AgentConfig config);
   ~Agent();
@@ -73,14 +78,11 @@ class Agent {
   void ConnectLoop();
   void HandleAssignment(const v1::Assignment& a);
   void HandleCancel(const v1::CancelAttempt& c);
-  void RunAttempt(v1::Assignment a);
-  Status Report(const v1::ReportAttemptRequest& req);
-  // Report, logging a failure: an undelivered report leaves the attempt to
-  // the coordinator's own rules (heartbeats stop listing it, the lease ends).
-  void ReportOrLog(const v1::ReportAttemptRequest& req);
-  Result<std::string> EnsureImage(const v1::Assignment& a);
-  Status Download(const std::string& digest, const std::string& path);
-  Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel);
+  // Runs one attempt on the calling thread (attempt_runner.h), wired to this agent.
+  void RunAttempt(const v1::Assignment& a);
+  Status Report(const v1::ReportAttemptRequest& req) override;
+  Status Download(const std::string& digest, const std::string& path) override;
+  Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel) override;
   // Every RPC's context is registered so that a shutdown can cancel the
   // ones in flight (a coordinator that is down must not hold the agent).
   struct ContextRelease {
@@ -91,10 +93,15 @@ class Agent {
   ContextPtr Context(int deadline_ms = 30000);
   // Free capacity check for a new assignment; on success its hold is
   // recorded at once (so two assignments cannot both take the last core).
-  Status ReserveCapacity(const v1::Assignment& a);
-  bool IsCancelled(const std::string& attempt_id);
+  Status ReserveCapacity(const v1::Assignment& a) override;
+  void ReleaseCapacity(const std::string& attempt_id) override;
+  Status CheckLocalPolicy(const v1::JobSpec& spec) override;
+  bool IsCancelled(const std::string& attempt_id) override;
+  Result<std::vector<v1::GpuDevice>> Gpus() override;
   // "idlegrid-<node>-<attempt>": several agents may share one podman storage.
-  std::string ContainerName(const std::string& attempt_id) const { return "idlegrid-" + node_id_ + "-" + attempt_id; }
+  std::string ContainerName(const std::string& attempt_id) const override {
+    return "idlegrid-" + node_id_ + "-" + attempt_id;
+  }
   // Re-reads the owner's policy file if it changed; true if the policy did.
   bool ReloadPolicy();
   std::vector<std::string> CachedImages() const;
@@ -110,6 +117,7 @@ class Agent {
 
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
+  std::unique_ptr<ImageCache> images_;  // uses runtime_ and this agent's Download
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
   // Heartbeats travel on a connection of their own: never queued behind an
@@ -131,8 +139,6 @@ class Agent {
   int64_t policy_mtime_ns_ = -1;                 // guarded by mu_
   bool readvertise_ = false;                     // guarded by mu_
   std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
-  std::mutex image_mu_;                          // one image download/load at a time
-  std::map<std::string, int64_t> image_checked_ms_;  // image id -> when the runtime last had it; guarded by image_mu_
   std::atomic<bool> stopping_{false};
   // While shutting down, no RPC outlives this (ms since the epoch; 0: none).
   std::atomic<int64_t> shutdown_deadline_ms_{0};

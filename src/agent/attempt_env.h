@@ -1,0 +1,88 @@
+#pragma once
+// What one attempt needs from the world, as small interfaces: the Agent
+// implements them with gRPC, its image cache and its node state; tests
+// implement them with fakes (tests/agent/attempt_fakes_support.h), so a whole
+// attempt runs without a coordinator, podman or a wall clock.
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "runtime/container_runtime.h"
+
+namespace idlegrid::agent {
+
+class LogShipper;
+
+// Reports about an attempt, to the coordinator.
+class AttemptReporter {
+ public:
+  virtual ~AttemptReporter() = default;
+  // Delivers one report, adding the attempt's lease epoch when it has none.
+  // Ok once the coordinator took it; its refusal (e.g. a stale epoch) as is,
+  // or Unavailable when it stayed unreachable through the retries.
+  // Thread-safe: an attempt's checkpoint thread reports too.
+  virtual Status Report(const v1::ReportAttemptRequest& report) = 0;
+};
+
+// Content-addressed artifacts, to and from the coordinator.
+class ArtifactTransfer {
+ public:
+  virtual ~ArtifactTransfer() = default;
+  // Writes artifact `digest` to `path`, verified while it arrives. DataLoss on
+  // a digest mismatch, the transport's error otherwise. Thread-safe.
+  virtual Status Download(const std::string& digest, const std::string& path) = 0;
+  // Uploads the file at `path`; the result names it `rel` with the digest and
+  // size the coordinator stored. Thread-safe.
+  virtual Result<v1::OutputFile> Upload(const std::string& path, const std::string& rel) = 0;
+};
+
+// The images attempts run from.
+class ImageSource {
+ public:
+  virtual ~ImageSource() = default;
+  // The runtime's id (64 hex) of the assignment's image, fetched, verified
+  // and loaded first if the runtime does not have it. DataLoss when the
+  // archive is not the image the coordinator named. Thread-safe.
+  virtual Result<std::string> Ensure(const v1::Assignment& a) = 0;
+};
+
+// The node-wide state an attempt takes part in: the owner's rules, the
+// capacity holds, cancellations and the host's GPUs. Thread-safe: every
+// attempt runs on its own thread.
+class AttemptHost {
+ public:
+  virtual ~AttemptHost() = default;
+  // Why this node will not take the job by its own choice (shutting down, the
+  // owner's policy), or Ok. Limits the runtime cannot enforce are the
+  // runner's check, not this one.
+  virtual Status CheckLocalPolicy(const v1::JobSpec& spec) = 0;
+  // Holds the attempt's CPU, memory and devices until ReleaseCapacity, or says
+  // why they do not fit next to what is already held.
+  virtual Status ReserveCapacity(const v1::Assignment& a) = 0;
+  // Frees the attempt's hold and has the node readvertise. Idempotent.
+  virtual void ReleaseCapacity(const std::string& attempt_id) = 0;
+  // Whether the coordinator asked to stop the attempt.
+  virtual bool IsCancelled(const std::string& attempt_id) = 0;
+  // The GPUs this host has now, real and simulated.
+  virtual Result<std::vector<v1::GpuDevice>> Gpus() = 0;
+  // The attempt's container name, unique among agents sharing the runtime.
+  virtual std::string ContainerName(const std::string& attempt_id) const = 0;
+};
+
+// Everything an AttemptRunner uses; not owned, and must outlive it.
+struct AttemptEnv {
+  runtime::ContainerRuntime* runtime = nullptr;
+  AttemptHost* host = nullptr;
+  AttemptReporter* reporter = nullptr;
+  ArtifactTransfer* artifacts = nullptr;
+  ImageSource* images = nullptr;
+  LogShipper* logs = nullptr;
+  // Each attempt's scratch (inputs, outputs, checkpoint) is <attempts_dir>/<attempt id>.
+  std::string attempts_dir;
+  // A real GPU is passed in only if one of these CDI specs exists (written by
+  // `nvidia-ctk cdi generate`): a test points them at its own files.
+  std::vector<std::string> cdi_spec_paths = {"/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml"};
+};
+
+}  // namespace idlegrid::agent

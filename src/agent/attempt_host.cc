@@ -1,0 +1,72 @@
+// The Agent as the world of its attempts (attempt_env.h): admission against
+// the owner's policy and the node's capacity holds, cancellations, GPUs, and
+// the wiring of one AttemptRunner per attempt.
+#include <spdlog/spdlog.h>
+
+#include "agent/agent.h"
+#include "agent/attempt_runner.h"
+#include "agent/image_cache.h"
+#include "agent/log_shipper.h"
+
+namespace idlegrid::agent {
+
+void Agent::RunAttempt(const v1::Assignment& a) {
+  AttemptEnv env;
+  env.runtime = runtime_.get();
+  env.host = this;
+  env.reporter = this;
+  env.artifacts = this;
+  env.images = images_.get();
+  env.logs = logs_.get();
+  env.attempts_dir = config_.data_dir + "/attempts";
+  AttemptRunner(std::move(env)).Run(a);
+}
+
+Status Agent::CheckLocalPolicy(const v1::JobSpec& spec) {
+  if (draining_) return Status::FailedPrecondition("the agent is shutting down");
+  std::lock_guard<std::mutex> lock(mu_);
+  return CheckOwnerPolicy(spec, owner_.policy);
+}
+
+Status Agent::ReserveCapacity(const v1::Assignment& a) {
+  const v1::Resources& res = a.spec().resources();
+  const v1::NodeInfo info = Describe();
+  std::lock_guard<std::mutex> lock(mu_);
+  double cpu_held = 0;
+  uint64_t memory_held = 0;
+  std::vector<advert::DeviceHold> device_holds;
+  // Every hold counts until its runner has seen its container gone, killed
+  // and tearing-down ones included.
+  for (const auto& [other, h] : holds_) {
+    cpu_held += h.cpu;
+    memory_held += h.memory;
+    for (const auto& d : h.devices) device_holds.push_back({d, h.gpu_memory});
+  }
+  advert::FitRequest request{res.cpu(), res.memory_bytes(), {a.device_uuids().begin(), a.device_uuids().end()},
+                             res.gpu_memory_bytes()};
+  IG_RETURN_IF_ERROR(advert::CheckFits(
+      advert::AllocatableCpu(info.cpu_cores(), owner_.policy.reserved_cpu(), cpu_held),
+      advert::AllocatableMemory(info.memory_bytes(), memory_held),
+      advert::ComputeAllocatable(last_devices_, owner_.policy, device_holds), request));
+  holds_[a.attempt_id()] = {request.device_uuids, res.gpu_memory_bytes(), res.cpu(), res.memory_bytes()};
+  readvertise_ = true;  // what it holds shows in the next advertisement, sent at once
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Agent::ReleaseCapacity(const std::string& attempt_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    holds_.erase(attempt_id);
+  }
+  RequestReadvertise();
+}
+
+Result<std::vector<v1::GpuDevice>> Agent::Gpus() {
+  auto ad = CurrentAdvertisement();
+  if (!ad.ok()) return ad.status();
+  const auto& devices = ad->inventory().gpus().devices();
+  return std::vector<v1::GpuDevice>(devices.begin(), devices.end());
+}
+
+}  // namespace idlegrid::agent

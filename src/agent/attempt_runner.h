@@ -1,0 +1,71 @@
+#pragma once
+// One attempt, from admission to cleanup, as stages:
+//   admission -> ACCEPTED -> fetch (image) -> prepare (scratch, checkpoint
+//   restore, inputs, GPUs) -> run (STARTED, logs, checkpoints) -> collect
+//   (final checkpoint, outcome, outputs) -> report (EXITED/STOPPED/ERRORED)
+// Each stage returns its result or the Status that ends the attempt; Run()
+// turns that into the one final report. Which event and reason a run ends
+// with is decided by the pure DecideOutcome (outcome.h); what the container
+// is started with by BuildRunSpec (attempt_stages.h).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/attempt_env.h"
+#include "agent/attempt_stages.h"
+#include "agent/checkpoint_sync.h"
+#include "agent/outcome.h"
+
+namespace idlegrid::agent {
+
+class AttemptRunner {
+ public:
+  explicit AttemptRunner(AttemptEnv env) : env_(std::move(env)) {}
+
+  // Runs `a` to its end, blocking (each attempt has its own thread). Reports
+  // REJECTED when the node will not take it; otherwise ACCEPTED, then (unless
+  // ACCEPTED was not delivered: the coordinator no longer wants it) exactly
+  // one of STOPPED, ERRORED or EXITED, with STARTED and CHECKPOINTED between.
+  // Its capacity hold is released and its scratch directory removed on every
+  // path; reports that cannot be delivered are logged.
+  void Run(const v1::Assignment& a);
+
+ private:
+  // What the prepare stage made: the container to run and, for a
+  // checkpointing job, the sync of its checkpoint directory.
+  struct PreparedRun {
+    runtime::RunSpec spec;
+    std::string out_dir;
+    std::unique_ptr<CheckpointSync> checkpoint;
+  };
+
+  // Stage admission: the REJECTED report if this node will not run `a`
+  // (local policy, limits the runtime cannot enforce, no free capacity);
+  // otherwise none, and the attempt's capacity is held.
+  std::optional<v1::ReportAttemptRequest> Admit(const v1::Assignment& a);
+  // Stage prepare: the scratch directories, the restored checkpoint, the
+  // downloaded inputs and the GPUs, all under `scratch`.
+  Result<PreparedRun> Prepare(const v1::Assignment& a, const std::string& image_id, const ScratchDir& scratch);
+  Result<RunLayout> PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
+                                 std::unique_ptr<CheckpointSync>& checkpoint);
+  Result<std::vector<std::string>> PrepareGpus(const v1::Assignment& a);
+  // Stage run: the container, to its end; STARTED once it is spawned.
+  RunFacts RunContainer(const v1::Assignment& a, PreparedRun& run);
+  // Stage collect, before the outcome is decided: stops the checkpoint sync
+  // (syncing once more if the run did not clearly succeed) and lists the
+  // output files, counted into `facts`.
+  std::vector<std::string> CollectAfterRun(const std::string& attempt_id, PreparedRun& run, RunFacts& facts);
+  // Stage collect, for an outcome that keeps them: uploads the outputs into
+  // `report`. A failed upload fails the attempt.
+  Status CollectOutputs(const std::string& out_dir, const std::vector<std::string>& files,
+                        v1::ReportAttemptRequest& report);
+
+  // Stage report, for an attempt ended by a failure.
+  void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st);
+  void ReportOrLog(const v1::ReportAttemptRequest& report);
+
+  const AttemptEnv env_;
+};
+
+}  // namespace idlegrid::agent

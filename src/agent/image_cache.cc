@@ -1,0 +1,54 @@
+#include "agent/image_cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "common/digest.h"
+#include "common/fs.h"
+#include "image/oci_archive.h"
+#include "manifest/manifest.h"
+
+namespace idlegrid::agent {
+
+ImageCache::ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts,
+                       const Clock* clock)
+    : cache_dir_(std::move(cache_dir)), runtime_(runtime), artifacts_(artifacts), clock_(clock) {}
+
+Result<std::string> ImageCache::Ensure(const v1::Assignment& a) {
+  const std::string manifest_digest = manifest::ImageDigestOf(a.spec().image());
+  std::string image_id = DigestHex(a.image_config_digest());
+  std::string marker = cache_dir_ + "/" + DigestHex(manifest_digest);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Cached only if we verified it ourselves before and the runtime still has it.
+  const int64_t now = clock_->NowMs();
+  auto seen = checked_ms_.find(image_id);
+  if (seen != checked_ms_.end() && now - seen->second < kImageRecheckMs && PathExists(marker)) return image_id;
+  if (PathExists(marker) && runtime_->HasImage(image_id)) {
+    checked_ms_[image_id] = now;
+    return image_id;
+  }
+  checked_ms_.erase(image_id);
+  IG_RETURN_IF_ERROR(MakeDirs(cache_dir_, 0700));
+  std::string archive = cache_dir_ + "/" + DigestHex(a.image_archive_digest()) + ".tar";
+  IG_RETURN_IF_ERROR(artifacts_->Download(a.image_archive_digest(), archive).WithContext("image archive"));
+  auto info = image::InspectOciArchive(archive, manifest_digest);
+  if (!info.ok()) {
+    std::remove(archive.c_str());
+    return info.status().WithContext("image " + manifest_digest + " failed verification");
+  }
+  if (info->config_digest != a.image_config_digest()) {
+    std::remove(archive.c_str());
+    return Status::DataLoss("image " + manifest_digest + " has config " + info->config_digest + ", coordinator said " +
+                            a.image_config_digest());
+  }
+  Status st = runtime_->LoadImage(archive, image_id);
+  std::remove(archive.c_str());
+  IG_RETURN_IF_ERROR(st.WithContext("podman load"));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(marker, info->config_digest + "\n", 0600));
+  checked_ms_[image_id] = clock_->NowMs();
+  spdlog::info("image {} verified and loaded as {}", manifest_digest, image_id.substr(0, 12));
+  return image_id;
+}
+
+}  // namespace idlegrid::agent
