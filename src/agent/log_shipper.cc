@@ -1,14 +1,15 @@
 #include "agent/log_shipper.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 namespace idlegrid::agent {
 
-namespace {
-constexpr size_t kMaxBatchBytes = 64 << 10;
+LogShipper::LogShipper(Send send, size_t max_pending_bytes)
+    : send_(std::move(send)), max_pending_bytes_(max_pending_bytes) {
+  thread_ = std::thread([this] { Loop(); });
 }
-
-LogShipper::LogShipper(Send send) : send_(std::move(send)) { thread_ = std::thread([this] { Loop(); }); }
 
 LogShipper::~LogShipper() {
   {
@@ -21,6 +22,14 @@ LogShipper::~LogShipper() {
 
 void LogShipper::Add(const std::string& attempt_id, const std::string& stream, std::string_view data) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (pending_bytes_ + data.size() > max_pending_bytes_) {
+    // Never block the caller: it pumps the container's output and must stay
+    // free to stop it. The coordinator keeps only a task's head and tail
+    // anyway (jobs/log_cap.h).
+    dropped_[attempt_id] += data.size();
+    cv_.notify_all();
+    return;
+  }
   if (!pending_.empty() && pending_.back().attempt_id() == attempt_id && pending_.back().stream() == stream &&
       pending_.back().data().size() < kMaxBatchBytes) {
     pending_.back().mutable_data()->append(data);
@@ -35,34 +44,59 @@ void LogShipper::Add(const std::string& attempt_id, const std::string& stream, s
   if (pending_bytes_ >= kMaxBatchBytes) cv_.notify_all();
 }
 
-void LogShipper::SendPending(std::unique_lock<std::mutex>& lock) {
-  if (pending_.empty()) return;
-  v1::AppendLogsRequest req;
-  for (auto& c : pending_) *req.add_chunks() = std::move(c);
-  pending_.clear();
-  pending_bytes_ = 0;
-  sending_ = true;
-  lock.unlock();
-  for (int attempt = 0; attempt < 5 && !send_(req); ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));  // backoff on a flaky link
+void LogShipper::TakeRequest(v1::AppendLogsRequest* req) {
+  size_t bytes = 0;
+  size_t taken = 0;
+  while (taken < pending_.size() && (taken == 0 || bytes + pending_[taken].data().size() <= kMaxRequestBytes)) {
+    bytes += pending_[taken].data().size();
+    *req->add_chunks() = std::move(pending_[taken]);
+    ++taken;
   }
-  lock.lock();
-  sending_ = false;
-  sent_cv_.notify_all();
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(taken));
+  pending_bytes_ -= bytes;
+}
+
+void LogShipper::SendPending(std::unique_lock<std::mutex>& lock) {
+  // Notes for what was dropped go after what was kept before the drop.
+  for (const auto& [attempt_id, bytes] : dropped_) {
+    v1::LogChunk note;
+    note.set_attempt_id(attempt_id);
+    note.set_stream("idlegrid");
+    note.set_data("[idlegrid agent] " + std::to_string(bytes) +
+                  " byte(s) of output dropped: the job wrote faster than the coordinator took its logs\n");
+    pending_bytes_ += note.data().size();
+    pending_.push_back(std::move(note));
+  }
+  dropped_.clear();
+  while (!pending_.empty()) {
+    v1::AppendLogsRequest req;
+    TakeRequest(&req);
+    sending_ = true;
+    lock.unlock();
+    bool sent = false;
+    for (int attempt = 0; attempt < 5 && !(sent = send_(req)); ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));  // backoff on a flaky link
+    }
+    if (!sent) spdlog::warn("dropped {} log chunk(s): the coordinator did not take them after 5 tries", req.chunks_size());
+    lock.lock();
+    sending_ = false;
+    sent_cv_.notify_all();
+  }
 }
 
 void LogShipper::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   flush_requested_ = true;
   cv_.notify_all();
-  sent_cv_.wait(lock, [&] { return (pending_.empty() && !sending_) || stopping_; });
+  sent_cv_.wait(lock, [&] { return (pending_.empty() && dropped_.empty() && !sending_) || stopping_; });
 }
 
 void LogShipper::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(200),
-                 [&] { return stopping_ || flush_requested_ || pending_bytes_ >= kMaxBatchBytes; });
+    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+      return stopping_ || flush_requested_ || pending_bytes_ >= kMaxBatchBytes || !dropped_.empty();
+    });
     flush_requested_ = false;
     SendPending(lock);
     sent_cv_.notify_all();

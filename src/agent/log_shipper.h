@@ -1,9 +1,14 @@
 #pragma once
 // Batches container output and ships it to the coordinator: at most every
 // 200 ms, or at once when a batch grows past 64 KiB, so `logs --follow` is live
-// without one RPC per write.
+// without one RPC per write. Each request stays under kMaxRequestBytes (the
+// coordinator refuses messages over 8 MiB), and what waits is bounded: a job
+// that writes faster than the coordinator takes it loses the excess here,
+// counted in a note on its log, instead of growing the agent without limit.
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -17,7 +22,11 @@ namespace idlegrid::agent {
 class LogShipper {
  public:
   using Send = std::function<bool(const v1::AppendLogsRequest&)>;
-  explicit LogShipper(Send send);
+  static constexpr size_t kMaxBatchBytes = 64 << 10;
+  static constexpr size_t kMaxRequestBytes = 1 << 20;
+  static constexpr size_t kDefaultMaxPendingBytes = 16 << 20;
+
+  explicit LogShipper(Send send, size_t max_pending_bytes = kDefaultMaxPendingBytes);
   ~LogShipper();
   void Add(const std::string& attempt_id, const std::string& stream, std::string_view data);
   // Sends everything buffered so far; returns when it was sent (or dropped after retries).
@@ -25,15 +34,19 @@ class LogShipper {
 
  private:
   void Loop();
-  // Sends what is pending; releases `lock` while the RPC runs.
+  // Sends what is pending; releases `lock` while the RPCs run.
   void SendPending(std::unique_lock<std::mutex>& lock);
+  // Takes up to kMaxRequestBytes of pending chunks (at least one) into `req`.
+  void TakeRequest(v1::AppendLogsRequest* req);
   Send send_;
+  const size_t max_pending_bytes_;
   // Only the shipper thread sends, so batches stay in order; Flush waits for it.
   std::mutex mu_;
   std::condition_variable cv_;         // work for the shipper thread
   std::condition_variable sent_cv_;    // a batch went out
   std::vector<v1::LogChunk> pending_;  // guarded by mu_
   size_t pending_bytes_ = 0;           // guarded by mu_
+  std::map<std::string, uint64_t> dropped_;  // attempt id -> bytes dropped, not yet noted; guarded by mu_
   bool flush_requested_ = false;       // guarded by mu_
   bool sending_ = false;               // guarded by mu_
   bool stopping_ = false;              // guarded by mu_
