@@ -627,14 +627,18 @@ void Coordinator::Loop() {
       if (stopping_) return;
       dirty_ = false;
     }
-    CheckHeartbeats();
-    PersistHeartbeats();
-    ExpireUnconnectedLeases();
-    RefreshReliability();
-    EnforceDrainDeadlines();
-    EnsureReadiness();
-    DispatchOnce();
+    Tick();
   }
+}
+
+void Coordinator::Tick() {
+  CheckHeartbeats();
+  PersistHeartbeats();
+  ExpireUnconnectedLeases();
+  RefreshReliability();
+  EnforceDrainDeadlines();
+  EnsureReadiness();
+  DispatchOnce();
 }
 
 }  // namespace idlegrid::coordinator

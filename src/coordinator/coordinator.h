@@ -67,6 +67,13 @@ class Coordinator {
   // Starts the dispatch/monitor thread. Call once.
   void Start();
   void Stop();
+  // Runs one pass of that thread's loop on the caller's thread: liveness
+  // (suspect/offline nodes, lease expiry, acknowledgement timeouts, queue
+  // timeouts), heartbeat persistence, reliability, drain deadlines, readiness
+  // benchmarks, then one dispatch. For tests and tools driving a coordinator
+  // that was not Start()ed, with a manual clock; never concurrently with the
+  // loop thread or another Tick (their bookkeeping is the loop's alone).
+  void Tick();
 
   // --- authentication (tokens arrive as "Bearer <token>") ---
   Status AuthenticateRequester(const std::string& bearer);
