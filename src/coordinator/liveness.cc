@@ -16,11 +16,12 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
   ReconcileRunning(node_id, request);
   bool came_back = false;
+  counters_.HeartbeatReceived();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
-    came_back = !live.online && live.session;
-    ++heartbeats_received_;
+    const bool connected = sessions_.Connected(node_id);
+    came_back = !live.online && connected;
     int64_t now = clock_->NowMs();
     if (live.online && live.last_heartbeat_ms > 0) {
       // Only lateness counts: agents send early heartbeats when something changed.
@@ -33,7 +34,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     live.last_heartbeat_ms = now;
     HeardFromLocked(live, now);
     if (request.info().cpu_cores()) live.info = request.info();
-    if (live.session) live.online = true;
+    if (connected) live.online = true;
   }
   if (came_back) Notify();
   v1::HeartbeatResponse out;
@@ -59,29 +60,8 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   return out;
 }
 
-Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunningAttempts() {
-  int64_t now = clock_->NowMs();
-  {
-    // One heartbeat refreshes the index; the others keep using the previous
-    // one meanwhile instead of queueing behind the store.
-    std::lock_guard<std::mutex> lock(active_cache_mu_);
-    bool fresh = running_cache_ && now - active_cache_ms_ <= kActiveCacheMs;
-    if (fresh || (running_cache_ && refreshing_running_)) return running_cache_;
-    refreshing_running_ = true;
-  }
-  auto active = store_->ActiveAttempts();
-  std::lock_guard<std::mutex> lock(active_cache_mu_);
-  refreshing_running_ = false;
-  if (!active.ok()) return active.status();
-  auto index = std::make_shared<RunningIndex>();
-  for (const auto& a : *active) {
-    auto& node = (*index)[a.node_id];
-    node.active.push_back(a.attempt_id);
-    if (a.state == v1::RUNNING) node.running.push_back(a.attempt_id);
-  }
-  running_cache_ = std::move(index);
-  active_cache_ms_ = now;
-  return running_cache_;
+Result<std::shared_ptr<const RunningIndex>> Coordinator::RecentRunningAttempts() {
+  return running_index_.Get(*store_, clock_->NowMs(), kActiveCacheMs);
 }
 
 void Coordinator::RefreshReliability() {
@@ -93,7 +73,7 @@ void Coordinator::RefreshReliability() {
     spdlog::warn("reliability: {}", outcomes.status().ToString());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, live] : nodes_) {
     sched::ReliabilityInputs in;
     auto it = outcomes->find(id);
@@ -114,7 +94,7 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
   auto on_node = (*running)->find(node_id);
   std::vector<std::string> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
     if ((on_node == (*running)->end() || on_node->second.running.empty()) && live.unlisted.empty()) {
       return;  // the common case: nothing to reconcile
@@ -152,7 +132,7 @@ void Coordinator::PersistHeartbeats() {
   int64_t now = clock_->NowMs();
   std::map<std::string, int64_t> batch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
     heartbeats_persisted_ms_ = now;
     for (const auto& [id, n] : nodes_) {
@@ -164,7 +144,7 @@ void Coordinator::PersistHeartbeats() {
   // these times: a failed write must be seen (it is retried next period).
   if (Status st = store_->RecordHeartbeats(batch); !st.ok()) {
     spdlog::error("heartbeats of {} node(s) not stored: {}", batch.size(), st.ToString());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     heartbeats_persisted_ms_ = 0;
   }
 }
@@ -184,10 +164,10 @@ void Coordinator::ExpireUnconnectedLeases() {
   // CheckHeartbeats' job) need their stored heartbeat read.
   std::set<std::string> unconnected;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& a : *active) {
       auto it = nodes_.find(a.node_id);
-      if (it == nodes_.end() || !(it->second.session || it->second.online)) unconnected.insert(a.node_id);
+      if (it == nodes_.end() || !(it->second.online || sessions_.Connected(a.node_id))) unconnected.insert(a.node_id);
     }
   }
   int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
@@ -212,7 +192,7 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
     return 0;
   }
   for (const auto& f : *failed) {
-    CountOutcome(f.outcome);
+    counters_.CountOutcome(f.outcome);
     JudgeReadiness(f.job_id);
   }
   if (!failed->empty()) Notify();
@@ -228,9 +208,9 @@ void Coordinator::CheckHeartbeats() {
   std::vector<std::pair<std::string, int64_t>> lost;  // node, silence
   bool newly_suspect = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, n] : nodes_) {
-      if (!(n.online || n.session)) continue;
+      if (!(n.online || sessions_.Connected(id))) continue;
       jobs::LivenessInputs in;
       in.now_ms = now;
       in.last_heard_ms = n.last_heard_ms;
@@ -242,15 +222,14 @@ void Coordinator::CheckHeartbeats() {
         spdlog::warn("node {} suspect: silent for {} ms (timeout {} ms); no new work until it is heard from", id,
                      now - n.last_heard_ms, verdict.timeout_ms);
         newly_suspect = true;
-        ++nodes_suspected_;
+        counters_.NodeSuspected();
       }
       n.suspect_since_ms = verdict.suspect_since_ms;
       if (verdict.state != jobs::Liveness::kOffline) continue;
       n.online = false;
       n.suspect_since_ms = 0;
-      ++nodes_lost_;
-      if (n.session) n.session->Close();
-      n.session.reset();
+      counters_.NodeLost();
+      sessions_.Drop(id);
       lost.emplace_back(id, now - n.last_heard_ms);
     }
   }
@@ -258,7 +237,7 @@ void Coordinator::CheckHeartbeats() {
   for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       nodes_[id].readiness_job.clear();
       nodes_[id].gpu_readiness_jobs.clear();
     }
@@ -278,14 +257,10 @@ void Coordinator::CheckHeartbeats() {
       if (Status st = ReportAttempt(a.node_id, report); !st.ok()) {
         spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(a.node_id);
-      if (it != nodes_.end() && it->second.session) {
-        v1::Command cancel;  // should the assignment still arrive, the agent drops it
-        cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
-        cancel.mutable_cancel()->set_reason("not acknowledged in time");
-        it->second.session->Push(std::move(cancel));
-      }
+      v1::Command cancel;  // should the assignment still arrive, the agent drops it
+      cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
+      cancel.mutable_cancel()->set_reason("not acknowledged in time");
+      sessions_.Push(a.node_id, std::move(cancel));
     }
   }
   auto expired = store_->ExpireQueuedTasks(now);
