@@ -48,8 +48,7 @@ void Coordinator::Start() {
     for (const auto& n : *nodes) {
       NodeLive& live = nodes_[n.id];
       live.info = n.info;
-      live.last_heartbeat_ms = clock_->NowMs();
-      live.last_heard_ms = live.last_heartbeat_ms;
+      live.liveness.Restart(clock_->NowMs());
       live.public_key = n.public_key;
       live.last_sequence = n.last_sequence;
       live.ad = n.advertisement;
@@ -112,7 +111,7 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
       // Every authenticated message renews the node's liveness: an agent
       // visibly reporting is not dead, whatever its heartbeats are doing.
       auto live = nodes_.find(it->second);
-      if (live != nodes_.end()) HeardFromLocked(live->second, clock_->NowMs());
+      if (live != nodes_.end()) live->second.liveness.HeardFrom(clock_->NowMs());
       return it->second;
     }
   }
@@ -243,8 +242,8 @@ Result<std::string> Coordinator::Metrics() {
   line("# TYPE idlegrid_heartbeat_gap_max_ms gauge");
   MutexLock lock(&mu_);
   for (const auto& [id, live] : nodes_) {
-    if (live.max_heartbeat_gap_ms > 0) {
-      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.max_heartbeat_gap_ms));
+    if (live.liveness.max_gap_ms() > 0) {
+      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.liveness.max_gap_ms()));
     }
   }
   return out;
@@ -270,16 +269,11 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     // not yet confirmed offline (jobs/liveness.h).
     const char* state = "offline";
     if (online) {
-      jobs::LivenessInputs in;
-      in.now_ms = clock_->NowMs();
-      in.last_heard_ms = it->second.last_heard_ms;
-      in.suspect_since_ms = it->second.suspect_since_ms;
-      in.stats = it->second.heartbeat_gaps;
-      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
+      auto verdict = it->second.liveness.Peek(LivenessParamsOf(), clock_->NowMs());
       state = verdict.state == jobs::Liveness::kOffline ? "suspect" : jobs::LivenessName(verdict.state);
     }
     n->set_state(state);
-    n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
+    n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.liveness.last_heartbeat_ms() : r.last_heartbeat_ms);
     if (it != nodes_.end()) {
       const NodeLive& live = it->second;
       n->set_peer(live.peer);
@@ -393,8 +387,7 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
     live.info = info;
     live.peer = peer;
     live.online = true;
-    live.last_heartbeat_ms = clock_->NowMs();
-    HeardFromLocked(live, live.last_heartbeat_ms);
+    live.liveness.Restart(clock_->NowMs());
   }
   if (Status st = store_->RecordHeartbeat(node_id, info, clock_->NowMs()); !st.ok()) {
     // Not fatal: the in-memory time governs here, the next batch stores it.

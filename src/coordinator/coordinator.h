@@ -10,6 +10,9 @@
 //                                        for heartbeat reconciliation.
 //   EventCounters (event_counters.h)     what Metrics() counts since start.
 //   cost_cap.h                           the cost-cap rules, pure.
+//   NodeLiveness (node_liveness.h)       one node's heartbeat record and
+//                                        failure-detector state (a value in
+//                                        the node table, under mu_).
 //   Coordinator::mu_                     the node table (NodeLive: liveness,
 //                                        advertisement, measurement, drain,
 //                                        reliability), agent tokens, the
@@ -39,6 +42,7 @@
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
 #include "coordinator/event_counters.h"
+#include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
 #include "jobs/liveness.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -141,13 +145,8 @@ class Coordinator {
   struct NodeLive {
     v1::NodeInfo info;
     std::string peer;
-    int64_t last_heartbeat_ms = 0;
-    // Any authenticated message from the node (heartbeat, report, logs,
-    // transfer, stream open) is a sign of life: liveness is judged on this.
-    int64_t last_heard_ms = 0;
-    int64_t suspect_since_ms = 0;  // failure detector state (jobs/liveness.h); 0: not suspect
-    jobs::HeartbeatStats heartbeat_gaps;
-    int64_t max_heartbeat_gap_ms = 0;  // while online (metrics)
+    // Heartbeats, signs of life and the failure detector's state.
+    NodeLiveness liveness;
     bool online = false;
     std::string public_key;
     uint64_t last_sequence = 0;
@@ -165,7 +164,6 @@ class Coordinator {
     int64_t drain_deadline_ms = 0;   // 0: none
     bool drain_handed_back = false;  // the deadline's stop commands went out
     // Reliability inputs kept in memory (outcomes come from the store).
-    double heartbeat_lateness = 0;   // EWMA, fraction of the interval
     uint32_t throttle_reports = 0;
     sched::Reliability reliability;
   };
@@ -255,11 +253,6 @@ class Coordinator {
   bool stopping_ IG_GUARDED_BY(mu_) = false;
   jobs::LivenessParams LivenessParamsOf() const {
     return {options_.heartbeat_interval_ms, options_.heartbeat_margin};
-  }
-  // The node was heard from (any authenticated message).
-  void HeardFromLocked(NodeLive& live, int64_t now) IG_REQUIRES(mu_) {
-    live.last_heard_ms = std::max(live.last_heard_ms, now);
-    live.suspect_since_ms = 0;
   }
 
   // The loop thread's own (or Tick's caller's): no lock.

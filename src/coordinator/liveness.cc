@@ -22,17 +22,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     NodeLive& live = nodes_[node_id];
     const bool connected = sessions_.Connected(node_id);
     came_back = !live.online && connected;
-    int64_t now = clock_->NowMs();
-    if (live.online && live.last_heartbeat_ms > 0) {
-      // Only lateness counts: agents send early heartbeats when something changed.
-      double interval = options_.heartbeat_interval_ms;
-      double late = std::clamp((now - live.last_heartbeat_ms - interval) / interval, 0.0, 1.0);
-      live.heartbeat_lateness = 0.9 * live.heartbeat_lateness + 0.1 * late;
-      jobs::ObserveHeartbeatGap(live.heartbeat_gaps, static_cast<double>(now - live.last_heartbeat_ms));
-      live.max_heartbeat_gap_ms = std::max(live.max_heartbeat_gap_ms, now - live.last_heartbeat_ms);
-    }
-    live.last_heartbeat_ms = now;
-    HeardFromLocked(live, now);
+    live.liveness.OnHeartbeat(clock_->NowMs(), live.online, options_.heartbeat_interval_ms);
     if (request.info().cpu_cores()) live.info = request.info();
     if (connected) live.online = true;
   }
@@ -82,7 +72,7 @@ void Coordinator::RefreshReliability() {
       in.node_lost = it->second.node_lost;
       in.node_failed = it->second.node_failed;
     }
-    in.heartbeat_lateness = live.heartbeat_lateness;
+    in.heartbeat_lateness = live.liveness.lateness();
     in.throttle_reports = live.throttle_reports;
     live.reliability = sched::ScoreReliability(in);
   }
@@ -136,7 +126,7 @@ void Coordinator::PersistHeartbeats() {
     if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
     heartbeats_persisted_ms_ = now;
     for (const auto& [id, n] : nodes_) {
-      if (n.online) batch[id] = std::max(n.last_heartbeat_ms, n.last_heard_ms);
+      if (n.online) batch[id] = std::max(n.liveness.last_heartbeat_ms(), n.liveness.last_heard_ms());
     }
   }
   if (batch.empty()) return;
@@ -211,26 +201,19 @@ void Coordinator::CheckHeartbeats() {
     MutexLock lock(&mu_);
     for (auto& [id, n] : nodes_) {
       if (!(n.online || sessions_.Connected(id))) continue;
-      jobs::LivenessInputs in;
-      in.now_ms = now;
-      in.last_heard_ms = n.last_heard_ms;
-      in.suspect_since_ms = n.suspect_since_ms;
-      in.stats = n.heartbeat_gaps;
-      in.check_lag_ms = std::max<int64_t>(lag, 0);
-      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
-      if (verdict.state == jobs::Liveness::kSuspect && n.suspect_since_ms == 0) {
+      const bool was_suspect = n.liveness.suspect();
+      auto verdict = n.liveness.Check(LivenessParamsOf(), now, lag);
+      if (verdict.state == jobs::Liveness::kSuspect && !was_suspect) {
         spdlog::warn("node {} suspect: silent for {} ms (timeout {} ms); no new work until it is heard from", id,
-                     now - n.last_heard_ms, verdict.timeout_ms);
+                     now - n.liveness.last_heard_ms(), verdict.timeout_ms);
         newly_suspect = true;
         counters_.NodeSuspected();
       }
-      n.suspect_since_ms = verdict.suspect_since_ms;
       if (verdict.state != jobs::Liveness::kOffline) continue;
       n.online = false;
-      n.suspect_since_ms = 0;
       counters_.NodeLost();
       sessions_.Drop(id);
-      lost.emplace_back(id, now - n.last_heard_ms);
+      lost.emplace_back(id, now - n.liveness.last_heard_ms());
     }
   }
   if (newly_suspect) Notify();
