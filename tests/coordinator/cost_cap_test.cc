@@ -8,6 +8,7 @@
 // The job's run timeout is 10 s, so a run is estimated at 10; its cap is 15.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "coordinator/pipeline_support.h"
@@ -21,6 +22,8 @@ struct CostCase {
   bool placed_again;         // a second attempt follows
   const char* message_part;  // in the failed task's message
 };
+
+void PrintTo(const CostCase& c, std::ostream* os) { *os << c.name << " (runs " << c.run_seconds << " s)"; }
 
 class CostCapTest : public ::testing::TestWithParam<CostCase> {};
 
