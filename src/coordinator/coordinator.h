@@ -163,7 +163,8 @@ class Coordinator {
     bool draining = false;
     int64_t drain_deadline_ms = 0;   // 0: none
     bool drain_handed_back = false;  // the deadline's stop commands went out
-    // Reliability inputs kept in memory (outcomes come from the store).
+    // Reliability inputs kept in memory (outcomes come from the store; the
+    // heartbeats' lateness is liveness.lateness()).
     uint32_t throttle_reports = 0;
     sched::Reliability reliability;
   };

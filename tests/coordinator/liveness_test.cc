@@ -108,6 +108,26 @@ TEST_F(LivenessTest, HeartbeatingNodeKeepsItsAttemptPastTheTimeout) {
   EXPECT_EQ(h_.NodeState(*a), "online");
 }
 
+TEST_F(LivenessTest, SuspectNodeGetsNoNewWorkUntilHeardFrom) {
+  auto a = h_.AddNode("node-a");
+  ASSERT_TRUE(a.ok());
+  for (int s = 1; s <= 16; ++s) ASSERT_TRUE(h_.Pass(1000, {}).ok());  // silent past the 15 s timeout
+  ASSERT_EQ(h_.NodeState(*a), "suspect");
+  auto job = h_.Submit(CpuJob("held-back"));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  h_.coordinator().Tick();
+  v1::Task task = TaskOf(*job);
+  EXPECT_EQ(task.attempts_size(), 0) << task.DebugString();
+  EXPECT_EQ(task.state(), v1::QUEUED);
+  EXPECT_FALSE(task.message().empty()) << "a waiting task says why";
+
+  ASSERT_TRUE(h_.Pass(100, {*a}).ok());  // heard from again, before it is confirmed offline
+  EXPECT_EQ(h_.NodeState(*a), "online");
+  task = TaskOf(*job);
+  ASSERT_EQ(task.attempts_size(), 1) << task.DebugString();
+  EXPECT_EQ(task.attempts(0).node_id(), *a);
+}
+
 TEST_F(LivenessTest, RunningAttemptUnlistedByTwoHeartbeatsIsFailed) {
   auto a = h_.AddNode("node-a");
   ASSERT_TRUE(a.ok());
