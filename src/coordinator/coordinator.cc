@@ -104,21 +104,17 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
   std::string token = BearerToken(bearer);
   if (token.empty()) return Status::Unauthenticated("missing agent token");
   std::string hash = Sha256Digest(token);
-  {
+  if (std::optional<std::string> node_id = agent_tokens_.NodeOf(hash)) {
+    // Every authenticated message renews the node's liveness: an agent
+    // visibly reporting is not dead, whatever its heartbeats are doing.
     MutexLock lock(&mu_);
-    auto it = agent_tokens_.find(hash);
-    if (it != agent_tokens_.end()) {
-      // Every authenticated message renews the node's liveness: an agent
-      // visibly reporting is not dead, whatever its heartbeats are doing.
-      auto live = nodes_.find(it->second);
-      if (live != nodes_.end()) live->second.liveness.HeardFrom(clock_->NowMs());
-      return it->second;
-    }
+    auto live = nodes_.find(*node_id);
+    if (live != nodes_.end()) live->second.liveness.HeardFrom(clock_->NowMs());
+    return *node_id;
   }
   IG_ASSIGN_OR_RETURN(auto node, store_->NodeByTokenHash(hash));
   if (!node) return Status::Unauthenticated("unknown agent token; re-register the agent with a join token");
-  MutexLock lock(&mu_);
-  agent_tokens_[hash] = node->id;
+  agent_tokens_.Remember(hash, node->id);
   return node->id;
 }
 
@@ -366,11 +362,8 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
     live.last_sequence = ad.sequence();
     live.ad = ad;
     if (existing) live.measurement = existing->measurement;
-    // A re-registered node gets a new token; the old one stops working.
-    for (auto it = agent_tokens_.begin(); it != agent_tokens_.end();) {
-      it = it->second == out.node_id() ? agent_tokens_.erase(it) : std::next(it);
-    }
   }
+  agent_tokens_.ForgetNode(out.node_id());  // a re-registered node's old token stops working
   spdlog::info("node {} ({}) registered from {}", out.node_id(), request.name(), peer);
   return out;
 }

@@ -6,6 +6,7 @@
 // The pieces, each with its own lock and its own file:
 //   AgentSessions (agent_session.h)      which Connect stream is each node's;
 //                                        commands are pushed through it.
+//   AgentTokenCache (agent_tokens.h)     agent token hash -> node id.
 //   RunningIndexCache (running_index.h)  recent active attempts per node,
 //                                        for heartbeat reconciliation.
 //   EventCounters (event_counters.h)     what Metrics() counts since start.
@@ -15,16 +16,16 @@
 //                                        the node table, under mu_).
 //   Coordinator::mu_                     the node table (NodeLive: liveness,
 //                                        advertisement, measurement, drain,
-//                                        reliability), agent tokens, the
-//                                        waiting reasons, the benchmark images,
-//                                        the change counter and loop wake-ups.
+//                                        reliability), the waiting reasons,
+//                                        the benchmark images, the change
+//                                        counter and loop wake-ups.
 // Pure rules live outside: liveness verdicts in jobs/liveness.h, attempt
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
 //
 // Lock order (a thread holding one may take only those after it):
 //   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// RunningIndexCache's and EventCounters' locks are leaves, taken with nothing
-// else held by them. No lock is held across a store write except where a
+// AgentTokenCache's, RunningIndexCache's and EventCounters' locks are leaves,
+// taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_).
 #include <algorithm>
 #include <map>
@@ -41,6 +42,7 @@
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
+#include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
@@ -236,6 +238,7 @@ class Coordinator {
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;
+  AgentTokenCache agent_tokens_;
   RunningIndexCache running_index_;
   EventCounters counters_;
 
@@ -243,7 +246,6 @@ class Coordinator {
   CondVar cv_;  // with mu_: loop wake-ups and watchers
   std::map<std::string, NodeLive> nodes_ IG_GUARDED_BY(mu_);
   std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);       // task key -> why it waits
-  std::map<std::string, std::string> agent_tokens_ IG_GUARDED_BY(mu_);  // token hash -> node id
   std::string bench_image_ IG_GUARDED_BY(mu_);  // manifest digest, once prepared
   std::string bench_error_ IG_GUARDED_BY(mu_);  // why there is none
   std::string gpu_bench_image_ IG_GUARDED_BY(mu_);

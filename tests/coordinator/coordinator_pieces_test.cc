@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "coordinator/agent_session.h"
+#include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
 #include "coordinator/running_index.h"
 
@@ -75,6 +76,19 @@ TEST(AgentSessionTest, CloseWakesNextAndDropsLaterPushes) {
   closer.join();
   session.Push(Cancel("after"));
   EXPECT_FALSE(session.Next(0).has_value());
+}
+
+TEST(AgentTokenCacheTest, ReRegistrationForgetsOnlyThatNodesTokens) {
+  AgentTokenCache tokens;
+  EXPECT_FALSE(tokens.NodeOf("h1").has_value());
+  tokens.Remember("h1", "n1");
+  tokens.Remember("h2", "n1");
+  tokens.Remember("h3", "n2");
+  EXPECT_EQ(tokens.NodeOf("h1"), "n1");
+  tokens.ForgetNode("n1");
+  EXPECT_FALSE(tokens.NodeOf("h1").has_value());
+  EXPECT_FALSE(tokens.NodeOf("h2").has_value());
+  EXPECT_EQ(tokens.NodeOf("h3"), "n2");
 }
 
 store::ActiveAttempt Active(const std::string& id, const std::string& node, v1::TaskState state) {
