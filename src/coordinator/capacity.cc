@@ -43,7 +43,7 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
   std::string public_key;
   uint64_t last_sequence = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = nodes_.find(node_id);
     if (it != nodes_.end() && !it->second.public_key.empty()) {
       public_key = it->second.public_key;
@@ -71,7 +71,7 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
   const v1::Advertisement& ad = verified->ad;
   IG_RETURN_IF_ERROR(store_->RecordAdvertisement(node_id, ad.sequence(), ad));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
     live.public_key = public_key;
     // Two heartbeats may race past the store; the memory copy only moves forward too.
@@ -111,7 +111,7 @@ Status Coordinator::PrepareBenchmark(const std::string& bench_binary, const std:
   auto built = readiness::BuildBenchImage(bench_binary, archive);
   auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!image.ok()) {
     bench_error_ = "no readiness benchmark on the coordinator: " + image.status().message();
     spdlog::error("{}", bench_error_);
@@ -129,7 +129,7 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
   auto built = readiness::BuildGpuBenchImage(gpu_bench_binary, archive);
   auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!image.ok()) {
     gpu_bench_error_ = "no GPU readiness benchmark on the coordinator: " + image.status().message();
     spdlog::warn("{} (nodes with real GPUs stay unschedulable)", gpu_bench_error_);
@@ -221,7 +221,7 @@ void Coordinator::CreateReadinessJob(const std::string& node_id, const std::stri
                                      const v1::JobSpec& spec) {
   std::string job_id = NewId("j");
   Status st = store_->CreateJob(job_id, spec, Sha256Digest(spec.SerializeAsString()), clock_->NowMs());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
   std::string& slot = device_uuid.empty() ? it->second.readiness_job : it->second.gpu_readiness_jobs[device_uuid];
@@ -241,12 +241,12 @@ void Coordinator::EnsureReadiness() {
   std::string cpu_image, gpu_image;
   int64_t now = clock_->NowMs();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cpu_image = bench_image_;
     gpu_image = gpu_bench_image_;
     if (cpu_image.empty()) return;
     for (auto& [id, n] : nodes_) {
-      if (!n.online || !n.session || n.draining || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
+      if (!n.online || !sessions_.Connected(id) || n.draining || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
       bool current = n.measurement.measured_at_ms() > 0 && n.measurement.agent_version() == StackOf(n.ad);
       if (!current || !n.measurement.passed()) {
         if (current && now - n.readiness_failed_ms < options_.bench_retry_ms) continue;
@@ -314,7 +314,7 @@ void Coordinator::JudgeReadiness(const std::string& job_id) {
     }
   }
   m.set_measured_at_ms(clock_->NowMs());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
   m.set_agent_version(StackOf(it->second.ad));
@@ -333,7 +333,7 @@ void Coordinator::JudgeReadiness(const std::string& job_id) {
   }
   ++version_;
   dirty_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 namespace {
@@ -360,7 +360,7 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
   const std::string& uuid = spec.pinned_device();
   v1::GpuDevice claimed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = nodes_.find(node_id);
     if (it == nodes_.end()) return;
     for (const auto& d : it->second.ad.inventory().gpus().devices()) {
@@ -381,7 +381,7 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
     gm.set_kernel_seconds(verdict.kernel_seconds);
   }
   gm.set_measured_at_ms(clock_->NowMs());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;
   NodeLive& live = it->second;
@@ -404,7 +404,7 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
   }
   ++version_;
   dirty_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 }  // namespace idlegrid::coordinator

@@ -24,34 +24,6 @@ std::string BearerToken(const std::string& header) {
 
 }  // namespace
 
-// --- AgentSession -----------------------------------------------------------
-
-std::optional<v1::Command> AgentSession::Next(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return closed_ || !queue_.empty(); });
-  if (closed_ || queue_.empty()) return std::nullopt;
-  v1::Command c = std::move(queue_.front());
-  queue_.pop_front();
-  return c;
-}
-
-void AgentSession::Push(v1::Command command) {
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(std::move(command));
-  cv_.notify_all();
-}
-
-void AgentSession::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
-  closed_ = true;
-  cv_.notify_all();
-}
-
-bool AgentSession::closed() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return closed_;
-}
-
 // --- Coordinator ------------------------------------------------------------
 
 Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
@@ -72,12 +44,11 @@ void Coordinator::Start() {
   // instead of declaring the fleet dead: nodes count from now.
   auto nodes = store_->ListNodes();
   if (nodes.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& n : *nodes) {
       NodeLive& live = nodes_[n.id];
       live.info = n.info;
-      live.last_heartbeat_ms = clock_->NowMs();
-      live.last_heard_ms = live.last_heartbeat_ms;
+      live.liveness.Restart(clock_->NowMs());
       live.public_key = n.public_key;
       live.last_sequence = n.last_sequence;
       live.ad = n.advertisement;
@@ -91,32 +62,31 @@ void Coordinator::Start() {
 
 void Coordinator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    for (auto& [id, n] : nodes_) {
-      if (n.session) n.session->Close();
-    }
-    cv_.notify_all();
+    sessions_.CloseAll();
+    cv_.NotifyAll();
   }
   if (loop_.joinable()) loop_.join();
 }
 
 void Coordinator::Notify() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++version_;
   dirty_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 uint64_t Coordinator::version() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return version_;
 }
 
 uint64_t Coordinator::WaitForChange(uint64_t known_version, int wait_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return version_ != known_version || stopping_; });
+  MutexLock lock(&mu_);
+  cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms),
+              [&]() IG_REQUIRES(mu_) { return version_ != known_version || stopping_; });
   return version_;
 }
 
@@ -134,21 +104,17 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
   std::string token = BearerToken(bearer);
   if (token.empty()) return Status::Unauthenticated("missing agent token");
   std::string hash = Sha256Digest(token);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = agent_tokens_.find(hash);
-    if (it != agent_tokens_.end()) {
-      // Every authenticated message renews the node's liveness: an agent
-      // visibly reporting is not dead, whatever its heartbeats are doing.
-      auto live = nodes_.find(it->second);
-      if (live != nodes_.end()) HeardFromLocked(live->second, clock_->NowMs());
-      return it->second;
-    }
+  if (std::optional<std::string> node_id = agent_tokens_.NodeOf(hash)) {
+    // Every authenticated message renews the node's liveness: an agent
+    // visibly reporting is not dead, whatever its heartbeats are doing.
+    MutexLock lock(&mu_);
+    auto live = nodes_.find(*node_id);
+    if (live != nodes_.end()) live->second.liveness.HeardFrom(clock_->NowMs());
+    return *node_id;
   }
   IG_ASSIGN_OR_RETURN(auto node, store_->NodeByTokenHash(hash));
   if (!node) return Status::Unauthenticated("unknown agent token; re-register the agent with a join token");
-  std::lock_guard<std::mutex> lock(mu_);
-  agent_tokens_[hash] = node->id;
+  agent_tokens_.Remember(hash, node->id);
   return node->id;
 }
 
@@ -197,7 +163,7 @@ Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
   int64_t now = clock_->NowMs();
   for (auto& task : *job.mutable_tasks()) task.set_cost(jobs::FillCosts(&task, now));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
     auto it = waiting_.find(sched::TaskKey(job_id, task.index()));
@@ -215,16 +181,11 @@ Result<v1::ListJobsResponse> Coordinator::ListJobs() {
 
 Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(store::CancelResult result, store_->CancelJob(job_id, clock_->NowMs()));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& a : result.stopped) {
-      auto it = nodes_.find(a.node_id);
-      if (it == nodes_.end() || !it->second.session) continue;
-      v1::Command cmd;
-      cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
-      cmd.mutable_cancel()->set_reason("cancelled by user");
-      it->second.session->Push(std::move(cmd));
-    }
+  for (const auto& a : result.stopped) {
+    v1::Command cmd;
+    cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
+    cmd.mutable_cancel()->set_reason("cancelled by user");
+    sessions_.Push(a.node_id, std::move(cmd));  // not connected: it learns at its next heartbeat
   }
   spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
   Notify();
@@ -236,16 +197,6 @@ Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) 
   spdlog::info("job {}: lost tasks {}", request.job_id(), request.retry() ? "queued again" : "abandoned");
   Notify();
   return job;
-}
-
-void Coordinator::CountOutcome(const jobs::AttemptOutcome& outcome) {
-  if (!outcome.changed || !jobs::IsTerminal(outcome.attempt_state)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (outcome.attempt_state == v1::SUCCEEDED) {
-    ++attempts_succeeded_;
-  } else {
-    ++attempt_failures_[outcome.reason];
-  }
 }
 
 Result<std::string> Coordinator::Metrics() {
@@ -265,29 +216,30 @@ Result<std::string> Coordinator::Metrics() {
   line("# HELP idlegrid_nodes Nodes by state.");
   line("# TYPE idlegrid_nodes gauge");
   for (const auto& [state, n] : node_states) line("idlegrid_nodes{state=\"" + state + "\"} " + std::to_string(n));
-  std::lock_guard<std::mutex> lock(mu_);
+  const EventCounters::Snapshot counted = counters_.Read();
   line("# HELP idlegrid_attempts_ended_total Attempts that ended since this coordinator started, by failure class.");
   line("# TYPE idlegrid_attempts_ended_total counter");
-  line("idlegrid_attempts_ended_total{reason=\"succeeded\"} " + std::to_string(attempts_succeeded_));
+  line("idlegrid_attempts_ended_total{reason=\"succeeded\"} " + std::to_string(counted.attempts_succeeded));
   for (int r = v1::FailureReason_MIN; r <= v1::FailureReason_MAX; ++r) {
     auto reason = static_cast<v1::FailureReason>(r);
     if (reason == v1::FAILURE_REASON_UNSPECIFIED || !v1::FailureReason_IsValid(r)) continue;
-    auto it = attempt_failures_.find(reason);
+    auto it = counted.attempt_failures.find(reason);
     line("idlegrid_attempts_ended_total{reason=\"" + std::string(jobs::ReasonName(reason)) + "\"} " +
-         std::to_string(it == attempt_failures_.end() ? 0 : it->second));
+         std::to_string(it == counted.attempt_failures.end() ? 0 : it->second));
   }
   line("# HELP idlegrid_heartbeats_total Heartbeats received since this coordinator started.");
   line("# TYPE idlegrid_heartbeats_total counter");
-  line("idlegrid_heartbeats_total " + std::to_string(heartbeats_received_));
+  line("idlegrid_heartbeats_total " + std::to_string(counted.heartbeats_received));
   line("# HELP idlegrid_node_transitions_total Nodes the failure detector found suspect, and confirmed offline.");
   line("# TYPE idlegrid_node_transitions_total counter");
-  line("idlegrid_node_transitions_total{to=\"suspect\"} " + std::to_string(nodes_suspected_));
-  line("idlegrid_node_transitions_total{to=\"offline\"} " + std::to_string(nodes_lost_));
+  line("idlegrid_node_transitions_total{to=\"suspect\"} " + std::to_string(counted.nodes_suspected));
+  line("idlegrid_node_transitions_total{to=\"offline\"} " + std::to_string(counted.nodes_lost));
   line("# HELP idlegrid_heartbeat_gap_max_ms Longest time between two heartbeats of a node while online.");
   line("# TYPE idlegrid_heartbeat_gap_max_ms gauge");
+  MutexLock lock(&mu_);
   for (const auto& [id, live] : nodes_) {
-    if (live.max_heartbeat_gap_ms > 0) {
-      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.max_heartbeat_gap_ms));
+    if (live.liveness.max_gap_ms() > 0) {
+      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.liveness.max_gap_ms()));
     }
   }
   return out;
@@ -299,7 +251,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   const auto by_node = GroupByNode(active);
   static const std::vector<store::ActiveAttempt> kNone;
   v1::ListNodesResponse out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& r : records) {
     auto held = by_node.find(r.id);
     const auto& mine = held == by_node.end() ? kNone : held->second;
@@ -313,16 +265,11 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     // not yet confirmed offline (jobs/liveness.h).
     const char* state = "offline";
     if (online) {
-      jobs::LivenessInputs in;
-      in.now_ms = clock_->NowMs();
-      in.last_heard_ms = it->second.last_heard_ms;
-      in.suspect_since_ms = it->second.suspect_since_ms;
-      in.stats = it->second.heartbeat_gaps;
-      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
+      auto verdict = it->second.liveness.Peek(LivenessParamsOf(), clock_->NowMs());
       state = verdict.state == jobs::Liveness::kOffline ? "suspect" : jobs::LivenessName(verdict.state);
     }
     n->set_state(state);
-    n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.last_heartbeat_ms : r.last_heartbeat_ms);
+    n->set_last_heartbeat_ms(it != nodes_.end() ? it->second.liveness.last_heartbeat_ms() : r.last_heartbeat_ms);
     if (it != nodes_.end()) {
       const NodeLive& live = it->second;
       n->set_peer(live.peer);
@@ -409,34 +356,31 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
   rec.advertisement = ad;
   IG_RETURN_IF_ERROR(store_->UpsertNode(rec, Sha256Digest(out.agent_token())));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[out.node_id()];
     live.public_key = rec.public_key;
     live.last_sequence = ad.sequence();
     live.ad = ad;
     if (existing) live.measurement = existing->measurement;
-    // A re-registered node gets a new token; the old one stops working.
-    for (auto it = agent_tokens_.begin(); it != agent_tokens_.end();) {
-      it = it->second == out.node_id() ? agent_tokens_.erase(it) : std::next(it);
-    }
   }
+  agent_tokens_.ForgetNode(out.node_id());  // a re-registered node's old token stops working
   spdlog::info("node {} ({}) registered from {}", out.node_id(), request.name(), peer);
   return out;
 }
 
 std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_id, const v1::NodeInfo& info,
                                                        const std::string& peer) {
-  auto session = std::make_shared<AgentSession>();
+  std::shared_ptr<AgentSession> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    // The session opens under mu_: the liveness check never sees it beside
+    // the node's stale heard-from time.
+    MutexLock lock(&mu_);
+    session = sessions_.Open(node_id);  // a reconnect replaces (closes) the old stream
     NodeLive& live = nodes_[node_id];
-    if (live.session) live.session->Close();  // a reconnect replaces the old stream
-    live.session = session;
     live.info = info;
     live.peer = peer;
     live.online = true;
-    live.last_heartbeat_ms = clock_->NowMs();
-    HeardFromLocked(live, live.last_heartbeat_ms);
+    live.liveness.Restart(clock_->NowMs());
   }
   if (Status st = store_->RecordHeartbeat(node_id, info, clock_->NowMs()); !st.ok()) {
     // Not fatal: the in-memory time governs here, the next batch stores it.
@@ -458,15 +402,10 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
 }
 
 void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr<AgentSession>& session) {
-  session->Close();
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(node_id);
-  if (it != nodes_.end() && it->second.session == session) {
-    // The node stays schedulable-but-unreachable until its heartbeats stop;
-    // without a stream it cannot receive work, so take it out of placement.
-    it->second.session.reset();
-    spdlog::info("node {} disconnected", node_id);
-  }
+  MutexLock lock(&mu_);
+  // The node stays online until its heartbeats stop; without a stream it
+  // cannot receive work, so it is out of placement (NodeViewsLocked).
+  if (sessions_.Close(node_id, session)) spdlog::info("node {} disconnected", node_id);
 }
 
 Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request) {
@@ -477,7 +416,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     return result.status();
   }
   const auto& o = result->outcome;
-  CountOutcome(o);
+  counters_.CountOutcome(o);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
@@ -517,7 +456,7 @@ Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
                          : clock_->NowMs() + int64_t{request.deadline_seconds()} * 1000;
   IG_RETURN_IF_ERROR(store_->SetDrain(request.node_id(), !request.undo(), deadline));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[request.node_id()];
     live.draining = !request.undo();
     live.drain_deadline_ms = deadline;
@@ -540,7 +479,7 @@ void Coordinator::EnforceDrainDeadlines() {
   int64_t now = clock_->NowMs();
   std::vector<std::string> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, n] : nodes_) {
       if (n.draining && n.drain_deadline_ms > 0 && now >= n.drain_deadline_ms && !n.drain_handed_back) {
         n.drain_handed_back = true;
@@ -551,18 +490,17 @@ void Coordinator::EnforceDrainDeadlines() {
   if (due.empty()) return;
   auto active = store_->ActiveAttempts();
   if (!active.ok()) return;
-  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& id : due) {
-    auto& live = nodes_[id];
     for (const auto& a : *active) {
-      if (a.node_id != id || !live.session) continue;
+      if (a.node_id != id) continue;
       // The agent stops it and reports STOPPED: the task goes back to the
       // queue (handed back) only once the container is gone.
       v1::Command cmd;
       cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
       cmd.mutable_cancel()->set_reason("drain deadline reached; handing back");
-      live.session->Push(std::move(cmd));
-      spdlog::info("node {} drain deadline: handing back attempt {}", id, a.attempt_id);
+      if (sessions_.Push(id, std::move(cmd))) {
+        spdlog::info("node {} drain deadline: handing back attempt {}", id, a.attempt_id);
+      }
     }
   }
 }
@@ -584,10 +522,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
     // Cancelled while the agent was away: tell it to stop instead.
     cmd.mutable_cancel()->set_attempt_id(attempt.attempt_id);
     cmd.mutable_cancel()->set_reason("cancelled by user");
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(attempt.node_id);
-    if (it == nodes_.end() || !it->second.session) return Status::Unavailable("node not connected");
-    it->second.session->Push(std::move(cmd));
+    if (!sessions_.Push(attempt.node_id, std::move(cmd))) return Status::Unavailable("node not connected");
     return Status::Ok();
   }
   v1::Assignment* a = cmd.mutable_assign();
@@ -609,32 +544,33 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(attempt.node_id);
-  if (it == nodes_.end() || !it->second.session) {
+  if (!sessions_.Push(attempt.node_id, std::move(cmd))) {
     return Status::Unavailable("node " + attempt.node_id + " is not connected");
   }
-  it->second.session->Push(std::move(cmd));
   return Status::Ok();
 }
 
 void Coordinator::Loop() {
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(options_.dispatch_period_ms),
-                   [&] { return dirty_ || stopping_; });
+      MutexLock lock(&mu_);
+      cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.dispatch_period_ms),
+                  [&]() IG_REQUIRES(mu_) { return dirty_ || stopping_; });
       if (stopping_) return;
       dirty_ = false;
     }
-    CheckHeartbeats();
-    PersistHeartbeats();
-    ExpireUnconnectedLeases();
-    RefreshReliability();
-    EnforceDrainDeadlines();
-    EnsureReadiness();
-    DispatchOnce();
+    Tick();
   }
+}
+
+void Coordinator::Tick() {
+  CheckHeartbeats();
+  PersistHeartbeats();
+  ExpireUnconnectedLeases();
+  RefreshReliability();
+  EnforceDrainDeadlines();
+  EnsureReadiness();
+  DispatchOnce();
 }
 
 }  // namespace idlegrid::coordinator

@@ -2,12 +2,34 @@
 // The coordinator's business logic, independent of gRPC and HTTP: both API
 // shells call these methods, so a job submitted with curl and one submitted
 // with the CLI take the same path. Thread-safe.
+//
+// The pieces, each with its own lock and its own file:
+//   AgentSessions (agent_session.h)      which Connect stream is each node's;
+//                                        commands are pushed through it.
+//   AgentTokenCache (agent_tokens.h)     agent token hash -> node id.
+//   RunningIndexCache (running_index.h)  recent active attempts per node,
+//                                        for heartbeat reconciliation.
+//   EventCounters (event_counters.h)     what Metrics() counts since start.
+//   cost_cap.h                           the cost-cap rules, pure.
+//   NodeLiveness (node_liveness.h)       one node's heartbeat record and
+//                                        failure-detector state (a value in
+//                                        the node table, under mu_).
+//   Coordinator::mu_                     the node table (NodeLive: liveness,
+//                                        advertisement, measurement, drain,
+//                                        reliability), the waiting reasons,
+//                                        the benchmark images, the change
+//                                        counter and loop wake-ups.
+// Pure rules live outside: liveness verdicts in jobs/liveness.h, attempt
+// outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
+//
+// Lock order (a thread holding one may take only those after it):
+//   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
+// AgentTokenCache's, RunningIndexCache's and EventCounters' locks are leaves,
+// taken with nothing else held by them. No lock is held across a store write except where a
+// method says so (JudgeReadiness records a measurement under mu_).
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -16,7 +38,14 @@
 #include "artifacts/artifact_store.h"
 #include "capacity/node_capacity.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
+#include "coordinator/agent_session.h"
+#include "coordinator/agent_tokens.h"
+#include "coordinator/event_counters.h"
+#include "coordinator/node_liveness.h"
+#include "coordinator/running_index.h"
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -42,23 +71,6 @@ struct Options {
   jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
 };
 
-// Commands waiting to be pushed down one agent's Connect stream.
-class AgentSession {
- public:
-  // Blocks until a command is queued, the session closes, or `timeout_ms`
-  // passes. nullopt on timeout or close.
-  std::optional<v1::Command> Next(int timeout_ms);
-  void Push(v1::Command command);
-  void Close();
-  bool closed();
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<v1::Command> queue_;  // guarded by mu_
-  bool closed_ = false;            // guarded by mu_
-};
-
 class Coordinator {
  public:
   Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
@@ -69,6 +81,13 @@ class Coordinator {
   // Starts the dispatch/monitor thread. Call once.
   void Start();
   void Stop();
+  // Runs one pass of that thread's loop on the caller's thread: liveness
+  // (suspect/offline nodes, lease expiry, acknowledgement timeouts, queue
+  // timeouts), heartbeat persistence, reliability, drain deadlines, readiness
+  // benchmarks, then one dispatch. For tests and tools driving a coordinator
+  // that was not Start()ed, with a manual clock; never concurrently with the
+  // loop thread or another Tick (their bookkeeping is the loop's alone).
+  void Tick();
 
   // --- authentication (tokens arrive as "Bearer <token>") ---
   Status AuthenticateRequester(const std::string& bearer);
@@ -125,17 +144,13 @@ class Coordinator {
   Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind);
 
  private:
+  // What this coordinator knows of one node, beyond the store. Whether it
+  // is connected is AgentSessions' to say.
   struct NodeLive {
-    std::shared_ptr<AgentSession> session;
     v1::NodeInfo info;
     std::string peer;
-    int64_t last_heartbeat_ms = 0;
-    // Any authenticated message from the node (heartbeat, report, logs,
-    // transfer, stream open) is a sign of life: liveness is judged on this.
-    int64_t last_heard_ms = 0;
-    int64_t suspect_since_ms = 0;  // failure detector state (jobs/liveness.h); 0: not suspect
-    jobs::HeartbeatStats heartbeat_gaps;
-    int64_t max_heartbeat_gap_ms = 0;  // while online (metrics)
+    // Heartbeats, signs of life and the failure detector's state.
+    NodeLiveness liveness;
     bool online = false;
     std::string public_key;
     uint64_t last_sequence = 0;
@@ -152,8 +167,8 @@ class Coordinator {
     bool draining = false;
     int64_t drain_deadline_ms = 0;   // 0: none
     bool drain_handed_back = false;  // the deadline's stop commands went out
-    // Reliability inputs kept in memory (outcomes come from the store).
-    double heartbeat_lateness = 0;   // EWMA, fraction of the interval
+    // Reliability inputs kept in memory (outcomes come from the store; the
+    // heartbeats' lateness is liveness.lateness()).
     uint32_t throttle_reports = 0;
     sched::Reliability reliability;
   };
@@ -168,18 +183,20 @@ class Coordinator {
   v1::JobSpec ReadinessSpec(const std::string& node_id, const std::string& image, const std::string& entrypoint,
                             const std::vector<std::string>& args) const;
   void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
-  // "" when the node may take ordinary work; otherwise why not. Caller holds mu_.
-  std::string UnschedulableReasonLocked(const NodeLive& node) const;
+  // "" when the node may take ordinary work; otherwise why not.
+  std::string UnschedulableReasonLocked(const NodeLive& node) const IG_REQUIRES(mu_);
   static std::string StackOf(const v1::Advertisement& ad);
   // What `node` offers less what `mine` (its active attempts) hold: the
   // capacity ledger's rule, the one the store's commit guard applies too.
   static capacity::NodeCapacity HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine);
   // The advertised devices with their owner's reserve and what `held` leaves
   // allocatable; measured only after the coordinator's own benchmark.
-  std::vector<v1::GpuDevice> AccountedGpusLocked(const NodeLive& node, const capacity::NodeCapacity& held) const;
+  std::vector<v1::GpuDevice> AccountedGpusLocked(const NodeLive& node, const capacity::NodeCapacity& held) const
+      IG_REQUIRES(mu_);
 
   // placement.cc: snapshot building, dispatch, explain, market.
-  std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const;
+  std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const
+      IG_REQUIRES(mu_);
   sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent) const;
   // Active attempts by node id, so per-node work does not rescan them all.
   static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
@@ -196,11 +213,6 @@ class Coordinator {
   static constexpr int64_t kReliabilityRefreshMs = 10000;
   // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
   // second) reconcile against it instead of querying the store each time.
-  struct NodeAttempts {
-    std::vector<std::string> running;  // RUNNING: what the agent must list
-    std::vector<std::string> active;   // ASSIGNED or RUNNING: not ended, no need to ask the store
-  };
-  using RunningIndex = std::map<std::string, NodeAttempts>;  // node -> its active attempts
   Result<std::shared_ptr<const RunningIndex>> RecentRunningAttempts();
   static constexpr int64_t kActiveCacheMs = 250;
   static constexpr int64_t kHeartbeatPersistMs = 5000;
@@ -214,7 +226,6 @@ class Coordinator {
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
-  void CountOutcome(const jobs::AttemptOutcome& outcome);  // for Metrics
   // `job`: the attempt's job as just read (a batch reads each job once);
   // null: read it here.
   Status SendAssignment(const store::NewAttempt& attempt, const v1::Job* job = nullptr);
@@ -227,42 +238,35 @@ class Coordinator {
   const Options options_;
   Clock* const clock_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;                 // loop wake-ups and watchers
-  std::map<std::string, NodeLive> nodes_;      // guarded by mu_
-  std::map<std::string, std::string> waiting_; // task key -> why it waits; guarded by mu_
-  std::map<std::string, std::string> agent_tokens_;  // token hash -> node id; guarded by mu_
-  std::string bench_image_;                    // manifest digest, once prepared; guarded by mu_
-  std::string bench_error_;                    // why there is none; guarded by mu_
-  std::string gpu_bench_image_;                // guarded by mu_
-  std::string gpu_bench_error_ = "no GPU readiness benchmark on the coordinator";  // guarded by mu_
-  uint64_t version_ = 0;                       // guarded by mu_
-  int64_t heartbeats_persisted_ms_ = 0;        // guarded by mu_
-  int64_t reliability_refreshed_ms_ = 0;       // loop thread only
-  int64_t unconnected_checked_ms_ = 0;         // loop thread only
-  int64_t heartbeats_checked_ms_ = 0;          // loop thread only: the last liveness check
+  // Thread-safe pieces with locks of their own (see the lock order above).
+  AgentSessions sessions_;
+  AgentTokenCache agent_tokens_;
+  RunningIndexCache running_index_;
+  EventCounters counters_;
+
+  Mutex mu_;
+  CondVar cv_;  // with mu_: loop wake-ups and watchers
+  std::map<std::string, NodeLive> nodes_ IG_GUARDED_BY(mu_);
+  std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);       // task key -> why it waits
+  std::string bench_image_ IG_GUARDED_BY(mu_);  // manifest digest, once prepared
+  std::string bench_error_ IG_GUARDED_BY(mu_);  // why there is none
+  std::string gpu_bench_image_ IG_GUARDED_BY(mu_);
+  std::string gpu_bench_error_ IG_GUARDED_BY(mu_) = "no GPU readiness benchmark on the coordinator";
+  uint64_t version_ IG_GUARDED_BY(mu_) = 0;
+  int64_t heartbeats_persisted_ms_ IG_GUARDED_BY(mu_) = 0;
+  bool dirty_ IG_GUARDED_BY(mu_) = true;
+  bool stopping_ IG_GUARDED_BY(mu_) = false;
   jobs::LivenessParams LivenessParamsOf() const {
     return {options_.heartbeat_interval_ms, options_.heartbeat_margin};
   }
-  // The node was heard from (any authenticated message). Caller holds mu_.
-  void HeardFromLocked(NodeLive& live, int64_t now) {
-    live.last_heard_ms = std::max(live.last_heard_ms, now);
-    live.suspect_since_ms = 0;
-  }
-  int conflict_replans_ = 0;                   // loop thread only
+
+  // The loop thread's own (or Tick's caller's): no lock.
+  int64_t reliability_refreshed_ms_ = 0;
+  int64_t unconnected_checked_ms_ = 0;
+  int64_t heartbeats_checked_ms_ = 0;  // the last liveness check
+  int conflict_replans_ = 0;
   static constexpr int kMaxConflictReplans = 3;
-  int64_t started_ms_ = 0;                     // set by Start
-  uint64_t attempts_succeeded_ = 0;            // guarded by mu_
-  std::map<v1::FailureReason, uint64_t> attempt_failures_;  // guarded by mu_
-  uint64_t heartbeats_received_ = 0;           // guarded by mu_
-  uint64_t nodes_suspected_ = 0;               // guarded by mu_
-  uint64_t nodes_lost_ = 0;                    // guarded by mu_
-  std::mutex active_cache_mu_;
-  std::shared_ptr<const RunningIndex> running_cache_;  // guarded by active_cache_mu_
-  bool refreshing_running_ = false;                    // guarded by active_cache_mu_
-  int64_t active_cache_ms_ = -1;                    // guarded by active_cache_mu_
-  bool dirty_ = true;                          // guarded by mu_
-  bool stopping_ = false;                      // guarded by mu_
+  int64_t started_ms_ = 0;  // set by Start, before the loop thread exists
   std::thread loop_;
 };
 

@@ -16,24 +16,15 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
   ReconcileRunning(node_id, request);
   bool came_back = false;
+  counters_.HeartbeatReceived();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
-    came_back = !live.online && live.session;
-    ++heartbeats_received_;
-    int64_t now = clock_->NowMs();
-    if (live.online && live.last_heartbeat_ms > 0) {
-      // Only lateness counts: agents send early heartbeats when something changed.
-      double interval = options_.heartbeat_interval_ms;
-      double late = std::clamp((now - live.last_heartbeat_ms - interval) / interval, 0.0, 1.0);
-      live.heartbeat_lateness = 0.9 * live.heartbeat_lateness + 0.1 * late;
-      jobs::ObserveHeartbeatGap(live.heartbeat_gaps, static_cast<double>(now - live.last_heartbeat_ms));
-      live.max_heartbeat_gap_ms = std::max(live.max_heartbeat_gap_ms, now - live.last_heartbeat_ms);
-    }
-    live.last_heartbeat_ms = now;
-    HeardFromLocked(live, now);
+    const bool connected = sessions_.Connected(node_id);
+    came_back = !live.online && connected;
+    live.liveness.OnHeartbeat(clock_->NowMs(), live.online, options_.heartbeat_interval_ms);
     if (request.info().cpu_cores()) live.info = request.info();
-    if (live.session) live.online = true;
+    if (connected) live.online = true;
   }
   if (came_back) Notify();
   v1::HeartbeatResponse out;
@@ -59,29 +50,8 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   return out;
 }
 
-Result<std::shared_ptr<const Coordinator::RunningIndex>> Coordinator::RecentRunningAttempts() {
-  int64_t now = clock_->NowMs();
-  {
-    // One heartbeat refreshes the index; the others keep using the previous
-    // one meanwhile instead of queueing behind the store.
-    std::lock_guard<std::mutex> lock(active_cache_mu_);
-    bool fresh = running_cache_ && now - active_cache_ms_ <= kActiveCacheMs;
-    if (fresh || (running_cache_ && refreshing_running_)) return running_cache_;
-    refreshing_running_ = true;
-  }
-  auto active = store_->ActiveAttempts();
-  std::lock_guard<std::mutex> lock(active_cache_mu_);
-  refreshing_running_ = false;
-  if (!active.ok()) return active.status();
-  auto index = std::make_shared<RunningIndex>();
-  for (const auto& a : *active) {
-    auto& node = (*index)[a.node_id];
-    node.active.push_back(a.attempt_id);
-    if (a.state == v1::RUNNING) node.running.push_back(a.attempt_id);
-  }
-  running_cache_ = std::move(index);
-  active_cache_ms_ = now;
-  return running_cache_;
+Result<std::shared_ptr<const RunningIndex>> Coordinator::RecentRunningAttempts() {
+  return running_index_.Get(*store_, clock_->NowMs(), kActiveCacheMs);
 }
 
 void Coordinator::RefreshReliability() {
@@ -93,7 +63,7 @@ void Coordinator::RefreshReliability() {
     spdlog::warn("reliability: {}", outcomes.status().ToString());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, live] : nodes_) {
     sched::ReliabilityInputs in;
     auto it = outcomes->find(id);
@@ -102,7 +72,7 @@ void Coordinator::RefreshReliability() {
       in.node_lost = it->second.node_lost;
       in.node_failed = it->second.node_failed;
     }
-    in.heartbeat_lateness = live.heartbeat_lateness;
+    in.heartbeat_lateness = live.liveness.lateness();
     in.throttle_reports = live.throttle_reports;
     live.reliability = sched::ScoreReliability(in);
   }
@@ -114,7 +84,7 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
   auto on_node = (*running)->find(node_id);
   std::vector<std::string> lost;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
     if ((on_node == (*running)->end() || on_node->second.running.empty()) && live.unlisted.empty()) {
       return;  // the common case: nothing to reconcile
@@ -152,11 +122,11 @@ void Coordinator::PersistHeartbeats() {
   int64_t now = clock_->NowMs();
   std::map<std::string, int64_t> batch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (now - heartbeats_persisted_ms_ < PersistPeriodMs()) return;
     heartbeats_persisted_ms_ = now;
     for (const auto& [id, n] : nodes_) {
-      if (n.online) batch[id] = std::max(n.last_heartbeat_ms, n.last_heard_ms);
+      if (n.online) batch[id] = std::max(n.liveness.last_heartbeat_ms(), n.liveness.last_heard_ms());
     }
   }
   if (batch.empty()) return;
@@ -164,7 +134,7 @@ void Coordinator::PersistHeartbeats() {
   // these times: a failed write must be seen (it is retried next period).
   if (Status st = store_->RecordHeartbeats(batch); !st.ok()) {
     spdlog::error("heartbeats of {} node(s) not stored: {}", batch.size(), st.ToString());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     heartbeats_persisted_ms_ = 0;
   }
 }
@@ -184,10 +154,10 @@ void Coordinator::ExpireUnconnectedLeases() {
   // CheckHeartbeats' job) need their stored heartbeat read.
   std::set<std::string> unconnected;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& a : *active) {
       auto it = nodes_.find(a.node_id);
-      if (it == nodes_.end() || !(it->second.session || it->second.online)) unconnected.insert(a.node_id);
+      if (it == nodes_.end() || !(it->second.online || sessions_.Connected(a.node_id))) unconnected.insert(a.node_id);
     }
   }
   int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
@@ -212,7 +182,7 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
     return 0;
   }
   for (const auto& f : *failed) {
-    CountOutcome(f.outcome);
+    counters_.CountOutcome(f.outcome);
     JudgeReadiness(f.job_id);
   }
   if (!failed->empty()) Notify();
@@ -228,37 +198,29 @@ void Coordinator::CheckHeartbeats() {
   std::vector<std::pair<std::string, int64_t>> lost;  // node, silence
   bool newly_suspect = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, n] : nodes_) {
-      if (!(n.online || n.session)) continue;
-      jobs::LivenessInputs in;
-      in.now_ms = now;
-      in.last_heard_ms = n.last_heard_ms;
-      in.suspect_since_ms = n.suspect_since_ms;
-      in.stats = n.heartbeat_gaps;
-      in.check_lag_ms = std::max<int64_t>(lag, 0);
-      auto verdict = jobs::JudgeLiveness(LivenessParamsOf(), in);
-      if (verdict.state == jobs::Liveness::kSuspect && n.suspect_since_ms == 0) {
+      if (!(n.online || sessions_.Connected(id))) continue;
+      const bool was_suspect = n.liveness.suspect();
+      auto verdict = n.liveness.Check(LivenessParamsOf(), now, lag);
+      if (verdict.state == jobs::Liveness::kSuspect && !was_suspect) {
         spdlog::warn("node {} suspect: silent for {} ms (timeout {} ms); no new work until it is heard from", id,
-                     now - n.last_heard_ms, verdict.timeout_ms);
+                     now - n.liveness.last_heard_ms(), verdict.timeout_ms);
         newly_suspect = true;
-        ++nodes_suspected_;
+        counters_.NodeSuspected();
       }
-      n.suspect_since_ms = verdict.suspect_since_ms;
       if (verdict.state != jobs::Liveness::kOffline) continue;
       n.online = false;
-      n.suspect_since_ms = 0;
-      ++nodes_lost_;
-      if (n.session) n.session->Close();
-      n.session.reset();
-      lost.emplace_back(id, now - n.last_heard_ms);
+      counters_.NodeLost();
+      sessions_.Drop(id);
+      lost.emplace_back(id, now - n.liveness.last_heard_ms());
     }
   }
   if (newly_suspect) Notify();
   for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       nodes_[id].readiness_job.clear();
       nodes_[id].gpu_readiness_jobs.clear();
     }
@@ -278,14 +240,10 @@ void Coordinator::CheckHeartbeats() {
       if (Status st = ReportAttempt(a.node_id, report); !st.ok()) {
         spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(a.node_id);
-      if (it != nodes_.end() && it->second.session) {
-        v1::Command cancel;  // should the assignment still arrive, the agent drops it
-        cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
-        cancel.mutable_cancel()->set_reason("not acknowledged in time");
-        it->second.session->Push(std::move(cancel));
-      }
+      v1::Command cancel;  // should the assignment still arrive, the agent drops it
+      cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
+      cancel.mutable_cancel()->set_reason("not acknowledged in time");
+      sessions_.Push(a.node_id, std::move(cancel));
     }
   }
   auto expired = store_->ExpireQueuedTasks(now);

@@ -9,6 +9,7 @@
 
 #include "common/random.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/cost_cap.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -28,7 +29,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     const auto& mine = held == by_node.end() ? kNone : held->second;
     sched::NodeView v;
     v.id = id;
-    v.online = n.online && n.session != nullptr && n.suspect_since_ms == 0;  // a suspect node gets no new work
+    v.online = n.online && sessions_.Connected(id) && !n.liveness.suspect();  // a suspect node gets no new work
     // What is left after the node's active attempts, by the rule the store's
     // commit guard applies (capacity/ledger.h), so a fresh plan passes it.
     const capacity::NodeCapacity capacity_left = HeldCapacity(n, mine);
@@ -92,7 +93,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
   // The cap covers all of a task's attempts: the next one may use what is left.
-  t.max_cost = spec.max_cost() > 0 ? std::max(spec.max_cost() - spent, 1e-9) : 0;
+  t.max_cost = BudgetLeft(spec.max_cost(), spent);
   t.run_timeout_seconds = spec.run_timeout_seconds();
   return t;
 }
@@ -109,7 +110,7 @@ void Coordinator::DispatchOnce() {
   if (!active.ok()) return;
   std::vector<sched::NodeView> views;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     views = NodeViewsLocked(*active);
   }
   std::vector<sched::TaskView> tasks;
@@ -127,10 +128,9 @@ void Coordinator::DispatchOnce() {
       if (q.index < static_cast<uint32_t>(it->second.tasks_size())) {
         spent = jobs::FillCosts(it->second.mutable_tasks(static_cast<int>(q.index)), now);
       }
-      if (spent >= q.spec.max_cost()) {
-        char msg[200];
-        std::snprintf(msg, sizeof msg, "spent %.4f of maxCost %.4f over %d attempt(s); not run again", spent,
-                      q.spec.max_cost(), it->second.tasks(static_cast<int>(q.index)).attempts_size());
+      const int attempts =
+          q.index < static_cast<uint32_t>(it->second.tasks_size()) ? it->second.tasks(static_cast<int>(q.index)).attempts_size() : 0;
+      if (std::string msg = CapSpentReason(spent, q.spec.max_cost(), attempts); !msg.empty()) {
         if (Status st = store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
           // The task stays queued; the next pass finds it over its cap again.
           spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
@@ -146,7 +146,7 @@ void Coordinator::DispatchOnce() {
   if (!spending.empty()) snapshot = views;
   sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     waiting_ = plan.waiting;
   }
   // A task whose earlier attempts spent part of its cap and whose remaining
@@ -155,15 +155,9 @@ void Coordinator::DispatchOnce() {
   for (const auto& [i, spent] : spending) {
     const sched::TaskView& t = tasks[i];
     if (!plan.waiting.count(sched::TaskKey(t.job_id, t.index))) continue;
-    sched::Explanation e = sched::Explain(snapshot, t, options_.policies, 1);
-    bool priced_out = false;
-    for (const auto& f : e.filtered) priced_out |= f.stage == sched::kStageCostCap && f.nodes > 0;
-    if (e.feasible_nodes > 0 || !priced_out) continue;
-    const v1::JobSpec& spec = capped.at(t.job_id).spec();
-    char msg[240];
-    std::snprintf(msg, sizeof msg,
-                  "spent %.4f of maxCost %.4f; the %.4f left cannot pay for another run at the current asks",
-                  spent, spec.max_cost(), spec.max_cost() - spent);
+    const double max_cost = capped.at(t.job_id).spec().max_cost();
+    std::string msg = PricedOutReason(sched::Explain(snapshot, t, options_.policies, 1), spent, max_cost);
+    if (msg.empty()) continue;
     if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
       spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
     }
@@ -225,7 +219,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
   std::vector<sched::NodeView> views;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     views = NodeViewsLocked(active);
   }
   // The queue shapes the fragmentation scorer as it does in Schedule; its
@@ -285,7 +279,7 @@ Result<v1::MarketResponse> Coordinator::Market() {
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
   std::vector<sched::NodeView> views;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     views = NodeViewsLocked(active);
   }
   auto rows = market::OrderBook(sched::MarketOffers(views));
