@@ -1,0 +1,89 @@
+#include "auth/authz.h"
+
+#include <algorithm>
+
+namespace idlegrid::auth {
+
+namespace {
+
+std::vector<Rule> BuildRules() {
+  const std::vector<Role> tenants = {Role::kOperator, Role::kRequester};
+  const std::vector<Role> people = {Role::kOperator, Role::kRequester, Role::kProvider};
+  const std::vector<Role> owners = {Role::kOperator, Role::kProvider};
+  const std::vector<Role> agents = {Role::kAgent};
+  std::vector<Rule> r = {
+      {"/idlegrid.v1.RequesterService/SubmitJob", tenants, kSubmit, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/GetJob", tenants, kRead, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/WatchJob", tenants, kRead, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/ListJobs", tenants, kRead, Owner::kJob, true},
+      {"/idlegrid.v1.RequesterService/CancelJob", tenants, kCancel, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/ResolveLost", tenants, kCancel, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/ListNodes", people, kRead, Owner::kNode, true},
+      {"/idlegrid.v1.RequesterService/DrainNode", owners, kDrain, Owner::kNode},
+      {"/idlegrid.v1.RequesterService/WatchNodes", people, kRead, Owner::kNode, true},
+      {"/idlegrid.v1.RequesterService/StreamLogs", tenants, kRead, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/UploadArtifact", tenants, kSubmit, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/DownloadArtifact", tenants, kRead, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/RegisterImage", tenants, kSubmit, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/ExplainJob", tenants, kRead, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
+      // Register is the one call made with a join token instead of a node
+      // credential; the join token's own check is the rule.
+      {"/idlegrid.v1.AgentService/Register", agents, kNoScope, Owner::kNone},
+      {"/idlegrid.v1.AgentService/Connect", agents, kNoScope, Owner::kSelf},
+      {"/idlegrid.v1.AgentService/Heartbeat", agents, kNoScope, Owner::kSelf},
+      {"/idlegrid.v1.AgentService/ReportAttempt", agents, kNoScope, Owner::kAttempt},
+      {"/idlegrid.v1.AgentService/AppendLogs", agents, kNoScope, Owner::kAttempt},
+      {"/idlegrid.v1.AgentService/UploadArtifact", agents, kNoScope, Owner::kAttempt},
+      {"/idlegrid.v1.AgentService/DownloadArtifact", agents, kNoScope, Owner::kAttempt},
+  };
+  return r;
+}
+
+}  // namespace
+
+const std::vector<Rule>& Rules() {
+  static const std::vector<Rule> kRules = BuildRules();
+  return kRules;
+}
+
+const Rule* RuleFor(std::string_view method) {
+  for (const Rule& r : Rules()) {
+    if (r.method == method) return &r;
+  }
+  return nullptr;
+}
+
+Status Authorize(const Caller& caller, std::string_view method, const Target& target) {
+  const Rule* rule = RuleFor(method);
+  if (rule == nullptr) return Status::PermissionDenied(std::string(method) + " has no authorization rule");
+  if (std::find(rule->roles.begin(), rule->roles.end(), caller.role) == rule->roles.end()) {
+    return Status::PermissionDenied("this credential may not call " + std::string(method));
+  }
+  if ((caller.scopes & rule->scope) != rule->scope) {
+    return Status::PermissionDenied("this token lacks the scope " + std::string(method) + " needs");
+  }
+  // Listings are filtered row by row (see Rule::filters_listing).
+  if (rule->filters_listing && !target.exists) return Status::Ok();
+  const Status not_found = Status::NotFound("no such object");
+  switch (rule->owner) {
+    case Owner::kNone:
+      return Status::Ok();
+    case Owner::kJob:
+      if (!target.exists) return not_found;
+      if (caller.role == Role::kOperator) return Status::Ok();
+      return target.account == caller.account ? Status::Ok() : not_found;
+    case Owner::kNode:
+      if (!target.exists) return not_found;
+      if (caller.role == Role::kOperator) return Status::Ok();
+      return target.account == caller.account ? Status::Ok() : not_found;
+    case Owner::kAttempt:
+      if (!target.exists || target.node_id != caller.node_id) return not_found;
+      return target.lease_live ? Status::Ok() : Status::FailedPrecondition("the attempt's lease has ended");
+    case Owner::kSelf:
+      return !caller.node_id.empty() ? Status::Ok() : not_found;
+  }
+  return not_found;
+}
+
+}  // namespace idlegrid::auth
