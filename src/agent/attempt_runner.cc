@@ -25,21 +25,21 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   }
 
   auto image_id = env_.images->Ensure(a);
-  if (!image_id.ok()) return Fail(id, v1::PLATFORM_FAILURE, image_id.status());
+  if (!image_id.ok()) return Fail(id, v1::PLATFORM_FAILURE, image_id.status(), hold);
   // Declared after the hold: on a failure the scratch goes before the hold does.
   ScratchDir scratch(env_.attempts_dir + "/" + id);
   auto prepared = Prepare(a, *image_id, scratch);
-  if (!prepared.ok()) return Fail(id, v1::PLATFORM_FAILURE, prepared.status());
+  if (!prepared.ok()) return Fail(id, v1::PLATFORM_FAILURE, prepared.status(), hold);
   if (env_.host->IsCancelled(id)) return ReportOrLog(AttemptEvent(id, v1::STOPPED));
 
   RunFacts facts = RunContainer(a, *prepared);
   const std::vector<std::string> files = CollectAfterRun(id, *prepared, facts);
   const Outcome outcome = DecideOutcome(facts);
-  if (outcome.event == v1::ERRORED) return Fail(id, outcome.reason, Status::Internal(outcome.message));
+  if (outcome.event == v1::ERRORED) return Fail(id, outcome.reason, Status::Internal(outcome.message), hold);
   v1::ReportAttemptRequest done = OutcomeReport(id, outcome);
   if (outcome.collect_outputs) {
     if (Status st = CollectOutputs(prepared->out_dir, files, done); !st.ok()) {
-      return Fail(id, v1::PLATFORM_FAILURE, st);
+      return Fail(id, v1::PLATFORM_FAILURE, st, hold);
     }
   }
   // The container is gone: free its capacity before the coordinator, which
@@ -193,8 +193,13 @@ Status AttemptRunner::CollectOutputs(const std::string& out_dir, const std::vect
   return Status::Ok();
 }
 
-void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st) {
+void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st,
+                         CapacityHold& hold) {
   spdlog::warn("attempt {} failed: {}", attempt_id, st.message());
+  // No container of the attempt runs any more (none started, or it ended):
+  // free its capacity before the coordinator, which frees it on this report,
+  // sends the next task here.
+  hold.Release();
   auto r = AttemptEvent(attempt_id, v1::ERRORED);
   r.set_failure_reason(reason);
   r.set_message(st.message());

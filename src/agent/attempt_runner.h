@@ -62,7 +62,7 @@ class AttemptRunner {
                         v1::ReportAttemptRequest& report);
 
   // Stage report, for an attempt ended by a failure.
-  void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st);
+  void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st, CapacityHold& hold);
   void ReportOrLog(const v1::ReportAttemptRequest& report);
 
   const AttemptEnv env_;

@@ -75,11 +75,18 @@ TEST_F(AttemptRunnerTest, ANonZeroExitIsExitedWithItsCodeAndOutputs) {
 TEST_F(AttemptRunnerTest, ARunErrorIsAPlatformFailureWithoutOutputs) {
   runtime_.start = false;
   runtime_.exit = Status::Internal("podman died");
+  bool held_at_error = true;
+  reporter_.on_report = [&](const v1::ReportAttemptRequest& r) {
+    if (r.event() == v1::ERRORED) held_at_error = host_.Holds("a1");
+  };
   Run(Assignment());
   EXPECT_EQ(EventNames(), "ACCEPTED ERRORED");
   EXPECT_EQ(Last().failure_reason(), v1::PLATFORM_FAILURE);
   EXPECT_EQ(Last().message(), "podman died");
   EXPECT_TRUE(artifacts_.Uploaded().empty());
+  // As for EXITED: the capacity is free before the coordinator hears of it.
+  EXPECT_FALSE(held_at_error);
+  EXPECT_EQ(host_.releases, 1);
   ExpectCleanedUp();
 }
 
