@@ -65,15 +65,13 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
   }
   // Listings are filtered row by row (see Rule::filters_listing).
   if (rule->filters_listing && !target.exists) return Status::Ok();
-  const Status not_found = Status::NotFound("no such object");
+  // One answer for "missing" and "someone else's": the caller learns nothing.
+  const Status not_found = Status::NotFound("no such object for this credential; check the id");
   switch (rule->owner) {
     case Owner::kNone:
       return Status::Ok();
-    case Owner::kJob:
-      if (!target.exists) return not_found;
-      if (caller.role == Role::kOperator) return Status::Ok();
-      return target.account == caller.account ? Status::Ok() : not_found;
-    case Owner::kNode:
+    case Owner::kJob:   // the job's account
+    case Owner::kNode:  // the node's provider
       if (!target.exists) return not_found;
       if (caller.role == Role::kOperator) return Status::Ok();
       return target.account == caller.account ? Status::Ok() : not_found;

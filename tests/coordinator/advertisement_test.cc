@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/fs.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/pipeline_support.h"
 #include "sched/pipeline.h"
 #include "store/store.h"
 
@@ -72,21 +73,7 @@ class LogCapture {
 };
 
 // What a well-behaved agent advertises; the node id is filled in by signing.
-v1::Advertisement BaseAd(uint64_t sequence) {
-  v1::Advertisement ad;
-  ad.set_sequence(sequence);
-  ad.set_created_at_ms(1'000'000);
-  ad.set_region("lab");
-  ad.set_agent_version("test-agent");
-  ad.set_protocol_version("idlegrid.v1");
-  ad.set_allocatable_cpu(4);
-  ad.set_allocatable_memory_bytes(8ull << 30);
-  ad.mutable_capacity()->set_cpu_cores(4);
-  ad.mutable_capacity()->set_memory_bytes(8ull << 30);
-  ad.mutable_capacity()->add_runtimes("runc");
-  ad.mutable_policy()->set_accept_jobs(true);
-  return ad;
-}
+v1::Advertisement BaseAd(uint64_t sequence) { return testing::AdOf(sequence); }
 
 v1::GpuDevice SimulatedGpu() {
   v1::GpuDevice d;

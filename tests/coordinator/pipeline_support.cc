@@ -33,8 +33,8 @@ v1::JobSpec CpuJob(const std::string& name) {
 }
 
 namespace {
-
 constexpr char kAgentVersion[] = "test-agent";
+}  // namespace
 
 v1::Advertisement AdOf(uint64_t sequence, double cpu_ask) {
   v1::Advertisement ad;
@@ -56,6 +56,8 @@ v1::Advertisement AdOf(uint64_t sequence, double cpu_ask) {
   }
   return ad;
 }
+
+namespace {
 
 v1::NodeInfo InfoOf(const std::string& name) {
   v1::NodeInfo info;

@@ -20,6 +20,10 @@
 
 namespace idlegrid::coordinator::testing {
 
+// What a well-behaved agent with 4 cores and 8 GiB advertises (unsigned);
+// with cpu_ask > 0, a price per core-hour.
+v1::Advertisement AdOf(uint64_t sequence, double cpu_ask = 0);
+
 inline constexpr char kJoinSecret[] = "igj_test";
 inline constexpr char kPeer[] = "test";
 // A registered image every job of these tests runs (never pulled: no agent).
