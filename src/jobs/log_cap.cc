@@ -21,8 +21,24 @@ std::string Size(uint64_t bytes) {
 std::string LogCapNote(const LogCap& cap) {
   return "[idlegrid] this task's output passed " + Size(cap.head_bytes) +
          ": the first part is kept above, only the last " + Size(cap.tail_bytes) +
-         " below; what lies between is dropped (its size shows as logs_dropped_bytes in `idlegrid status`)\n";
+         " below; what lies between is dropped (`idlegrid status JOB` shows how much)\n";
 }
+
+namespace {
+
+// A row of `in`'s task, attempt and stream holding `data`: built field by
+// field, so a large incoming chunk is not copied only to have its data replaced.
+LogRowWrite RowOf(const v1::LogChunk& in, LogPart part, std::string_view data, std::string_view stream = {}) {
+  LogRowWrite w;
+  w.part = part;
+  w.chunk.set_task_index(in.task_index());
+  w.chunk.set_attempt_id(in.attempt_id());
+  w.chunk.set_stream(stream.empty() ? in.stream() : std::string(stream));
+  w.chunk.set_data(std::string(data));
+  return w;
+}
+
+}  // namespace
 
 std::map<uint32_t, std::vector<v1::LogChunk>> ChunksByTask(const std::vector<v1::LogChunk>& chunks) {
   std::map<uint32_t, std::vector<v1::LogChunk>> out;
@@ -47,9 +63,7 @@ LogAppendPlan PlanLogAppend(const LogCap& cap, const LogUsage& usage, const std:
     std::string_view data = in.data();
     if (plan.usage.head < cap.head_bytes && !data.empty()) {
       const size_t take = static_cast<size_t>(std::min<uint64_t>(data.size(), cap.head_bytes - plan.usage.head));
-      LogRowWrite w{in, LogPart::kHead};
-      w.chunk.set_data(std::string(data.substr(0, take)));
-      plan.rows.push_back(std::move(w));
+      plan.rows.push_back(RowOf(in, LogPart::kHead, data.substr(0, take)));
       dropped_rows.push_back(false);
       plan.usage.head += take;
       data.remove_prefix(take);
@@ -57,10 +71,7 @@ LogAppendPlan PlanLogAppend(const LogCap& cap, const LogUsage& usage, const std:
     if (data.empty()) continue;
     // The note goes in once, when the first byte passes the head.
     if (plan.usage.tail == 0 && plan.usage.dropped == 0 && held.empty()) {
-      LogRowWrite note{in, LogPart::kNote};
-      note.chunk.set_stream("idlegrid");
-      note.chunk.set_data(LogCapNote(cap));
-      plan.rows.push_back(std::move(note));
+      plan.rows.push_back(RowOf(in, LogPart::kNote, LogCapNote(cap), "idlegrid"));
       dropped_rows.push_back(false);
     }
     if (data.size() > cap.tail_bytes) {
@@ -68,9 +79,7 @@ LogAppendPlan PlanLogAppend(const LogCap& cap, const LogUsage& usage, const std:
       data.remove_prefix(data.size() - cap.tail_bytes);
     }
     if (cap.tail_bytes == 0) continue;
-    LogRowWrite w{in, LogPart::kTail};
-    w.chunk.set_data(std::string(data));
-    plan.rows.push_back(std::move(w));
+    plan.rows.push_back(RowOf(in, LogPart::kTail, data));
     dropped_rows.push_back(false);
     held.push_back({0, plan.rows.size() - 1, data.size()});
     plan.usage.tail += data.size();

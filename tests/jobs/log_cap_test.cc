@@ -44,7 +44,7 @@ TEST(LogCapTest, PassingTheHeadSplitsTheChunkAndWritesTheNoteOnce) {
   ASSERT_EQ(Parts(p), "HNT");
   EXPECT_EQ(p.rows[0].chunk.data(), "ab");
   EXPECT_EQ(p.rows[1].chunk.stream(), "idlegrid");
-  EXPECT_NE(p.rows[1].chunk.data().find("logs_dropped_bytes"), std::string::npos);
+  EXPECT_NE(p.rows[1].chunk.data().find("idlegrid status JOB"), std::string::npos);
   EXPECT_EQ(p.rows[2].chunk.data(), "cdef");
   EXPECT_EQ(p.usage.head, 10u);
   EXPECT_EQ(p.usage.tail, 4u);
