@@ -11,6 +11,7 @@ std::vector<Rule> BuildRules() {
   const std::vector<Role> people = {Role::kOperator, Role::kRequester, Role::kProvider};
   const std::vector<Role> owners = {Role::kOperator, Role::kProvider};
   const std::vector<Role> agents = {Role::kAgent};
+  const std::vector<Role> operators = {Role::kOperator};
   std::vector<Rule> r = {
       {"/idlegrid.v1.RequesterService/SubmitJob", tenants, kSubmit, Owner::kNone},
       {"/idlegrid.v1.RequesterService/GetJob", tenants, kRead, Owner::kJob},
@@ -27,6 +28,15 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/RegisterImage", tenants, kSubmit, Owner::kNone},
       {"/idlegrid.v1.RequesterService/ExplainJob", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/DeleteJob", tenants, kCancel, Owner::kJob},
+      {"/idlegrid.v1.RequesterService/CreateAccount", operators, kNoScope, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/ListAccounts", people, kRead, Owner::kAccount, true},
+      // A token mints tokens for its own account only, never with scopes it
+      // lacks itself (the coordinator checks the subset).
+      {"/idlegrid.v1.RequesterService/CreateToken", people, kNoScope, Owner::kAccount},
+      {"/idlegrid.v1.RequesterService/ListTokens", people, kRead, Owner::kAccount},
+      {"/idlegrid.v1.RequesterService/RevokeToken", people, kNoScope, Owner::kAccount},
+      {"/idlegrid.v1.RequesterService/CreateJoinToken", owners, kNoScope, Owner::kAccount},
       // Register is the one call made with a join token instead of a node
       // credential; the join token's own check is the rule.
       {"/idlegrid.v1.AgentService/Register", agents, kNoScope, Owner::kNone},
@@ -70,8 +80,9 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
   switch (rule->owner) {
     case Owner::kNone:
       return Status::Ok();
-    case Owner::kJob:   // the job's account
-    case Owner::kNode:  // the node's provider
+    case Owner::kJob:      // the job's account
+    case Owner::kNode:     // the node's provider
+    case Owner::kAccount:  // the account itself
       if (!target.exists) return not_found;
       if (caller.role == Role::kOperator) return Status::Ok();
       return target.account == caller.account ? Status::Ok() : not_found;

@@ -5,8 +5,6 @@
 // method of the API definition has a rule, so a new method cannot be served
 // without one.
 //
-// Not wired in yet: today every API token acts as an operator. The accounts,
-// scoped tokens and ownership columns it needs come next.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -34,6 +32,7 @@ enum class Owner {
   kNode,     // a node: its provider, or an operator
   kAttempt,  // an attempt: only the node it is assigned to, under a live lease
   kSelf,     // the calling agent's own node record and stream
+  kAccount,  // an account, or its tokens: itself, or an operator
 };
 
 struct Rule {

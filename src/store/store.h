@@ -21,6 +21,7 @@ namespace idlegrid::store {
 
 struct QueuedTask {
   std::string job_id;
+  std::string account;  // the job's requester account (fair share)
   uint32_t index = 0;
   v1::JobSpec spec;
   std::vector<std::string> excluded_nodes;
@@ -30,6 +31,7 @@ struct QueuedTask {
 struct ActiveAttempt {
   std::string attempt_id;
   std::string job_id;
+  std::string account;  // the job's requester account (fair share)
   uint32_t index = 0;
   std::string node_id;
   v1::TaskState state = v1::ASSIGNED;
