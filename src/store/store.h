@@ -19,19 +19,21 @@
 
 namespace idlegrid::store {
 
+// Owns what was stored before accounts existed, and the first credential.
+inline constexpr char kOperatorAccount[] = "operator";
+
 struct QueuedTask {
   std::string job_id;
-  std::string account;  // the job's requester account (fair share)
   uint32_t index = 0;
   v1::JobSpec spec;
   std::vector<std::string> excluded_nodes;
   int64_t queued_ms = 0;
+  std::string account;  // the job's requester account (fair share)
 };
 
 struct ActiveAttempt {
   std::string attempt_id;
   std::string job_id;
-  std::string account;  // the job's requester account (fair share)
   uint32_t index = 0;
   std::string node_id;
   v1::TaskState state = v1::ASSIGNED;
@@ -42,6 +44,7 @@ struct ActiveAttempt {
   uint64_t gpu_memory_bytes = 0;          // per held GPU; 0 = the whole device
   uint64_t lease_epoch = 0;
   uint32_t gpu_milli = 0;                 // compute share of each held GPU; 0 or 1000 = whole
+  std::string account;                    // the job's requester account (fair share)
 };
 
 struct NewAttempt {
@@ -97,6 +100,7 @@ struct NodeRecord {
   v1::Measurement measurement;
   bool draining = false;
   int64_t drain_deadline_ms = 0;  // 0: none
+  std::string provider = kOperatorAccount;  // the account whose join token enrolled it
 };
 
 struct ImageRecord {
@@ -105,18 +109,60 @@ struct ImageRecord {
   std::string archive_digest;
 };
 
+// --- tenancy (issue 11) ---
+
+struct AccountRecord {
+  std::string name;
+  std::string role;  // "operator" | "requester" | "provider"
+  int64_t created_ms = 0;
+  double weight = 1;  // fair share
+  uint32_t max_queued_tasks = 0;   // 0: no account limit (the coordinator's default applies)
+  uint32_t max_running_tasks = 0;
+  uint64_t max_stored_bytes = 0;
+};
+
+struct AccountUsage {
+  uint32_t queued_tasks = 0;
+  uint32_t running_tasks = 0;  // ASSIGNED or RUNNING
+  uint64_t stored_bytes = 0;   // artifacts it holds references to, and its jobs' kept logs
+};
+
+struct TokenRecord {
+  std::string id;       // not secret: 16 hex digits of the hash, names it for revoke
+  std::string hash;     // Sha256Digest of the token; the token itself is never stored
+  std::string account;
+  std::string role;     // the account's role (read back joined; ignored on insert)
+  std::string name;
+  uint32_t scopes = 0;  // auth::Scope bits
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;  // 0: never
+  int64_t revoked_ms = 0;  // 0: live
+};
+
+struct JoinTokenRecord {
+  std::string hash;
+  std::string provider;
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;  // 0: never
+};
+
 class Store {
  public:
   virtual ~Store() = default;
 
   // --- jobs and tasks ---
   // Inserts the job and `spec.array_count` QUEUED tasks. AlreadyExists if the id is taken.
-  virtual Status CreateJob(const std::string& job_id, const v1::JobSpec& spec,
-                           const std::string& spec_digest, int64_t now_ms) = 0;
+  virtual Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                           int64_t now_ms, const std::string& account) = 0;
+  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                   int64_t now_ms) {
+    return CreateJob(job_id, spec, spec_digest, now_ms, kOperatorAccount);
+  }
   // The job with its tasks, their attempts and outputs. NotFound if absent.
   virtual Result<v1::Job> GetJob(const std::string& job_id) = 0;
-  // All jobs, newest first, with task_counts but without tasks.
-  virtual Result<std::vector<v1::Job>> ListJobs() = 0;
+  // Jobs of `account` ("": every account's), newest first, with task_counts but without tasks.
+  virtual Result<std::vector<v1::Job>> ListJobs(const std::string& account) = 0;
+  Result<std::vector<v1::Job>> ListJobs() { return ListJobs(""); }
   // QUEUED tasks in submission order, at most `limit`, leaving out those
   // still backing off from a failure at `now_ms` (INT64_MAX: include all).
   virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) = 0;
@@ -204,9 +250,25 @@ class Store {
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
   // Last heartbeat times of many nodes in one transaction.
   virtual Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) = 0;
-  virtual Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) = 0;
-  // The role of a requester token, or nullopt.
-  virtual Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) = 0;
+
+  // --- accounts and credentials ---
+  // AlreadyExists if the name is taken.
+  virtual Status CreateAccount(const AccountRecord& account) = 0;
+  virtual Result<std::vector<AccountRecord>> ListAccounts() = 0;
+  virtual Result<std::optional<AccountRecord>> GetAccount(const std::string& name) = 0;
+  virtual Result<AccountUsage> UsageOf(const std::string& account) = 0;
+  // NotFound if the token's account does not exist.
+  virtual Status AddApiToken(const TokenRecord& token) = 0;
+  // The token with its account's role, or nullopt; revoked and expired ones
+  // are returned too (the caller decides, and says which).
+  virtual Result<std::optional<TokenRecord>> TokenByHash(const std::string& token_hash) = 0;
+  // Tokens of `account` ("": all), oldest first.
+  virtual Result<std::vector<TokenRecord>> ListTokens(const std::string& account) = 0;
+  // Marks it revoked (idempotent); NotFound for an unknown id.
+  virtual Result<TokenRecord> RevokeToken(const std::string& id, int64_t now_ms) = 0;
+  // NotFound if the provider account does not exist.
+  virtual Status AddJoinToken(const JoinTokenRecord& token) = 0;
+  virtual Result<std::optional<JoinTokenRecord>> JoinTokenByHash(const std::string& token_hash) = 0;
 
   // --- artifacts and images ---
   virtual Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) = 0;

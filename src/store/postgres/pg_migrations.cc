@@ -95,6 +95,39 @@ const std::vector<const char*>& Migrations() {
         SELECT job_id, idx, SUM(octet_length(data)), 0, 0 FROM logs GROUP BY job_id, idx;
       CREATE INDEX logs_by_task_part ON logs(job_id, idx, part, seq);
       )sql",
+      // v11: tenancy (issue 11): accounts with roles, fair-share weights and
+      // quotas; scoped, expiring, revocable API tokens (what existed becomes
+      // the operator's); join tokens per provider; each job's account and
+      // retention, each node's provider; artifact visibility and references
+      // (who holds each blob: a job, or an upload in its grace period).
+      // Everything stored before belongs to the operator account.
+      R"sql(
+      CREATE TABLE accounts(
+        name TEXT PRIMARY KEY, role TEXT NOT NULL, created_ms BIGINT NOT NULL, weight DOUBLE PRECISION NOT NULL DEFAULT 1,
+        max_queued_tasks BIGINT NOT NULL DEFAULT 0, max_running_tasks BIGINT NOT NULL DEFAULT 0,
+        max_stored_bytes BIGINT NOT NULL DEFAULT 0);
+      INSERT INTO accounts(name, role, created_ms) VALUES('operator', 'operator', 0);
+      ALTER TABLE api_tokens ADD COLUMN id TEXT NOT NULL DEFAULT '';
+      ALTER TABLE api_tokens ADD COLUMN account TEXT NOT NULL DEFAULT 'operator';
+      ALTER TABLE api_tokens ADD COLUMN scopes BIGINT NOT NULL DEFAULT 15;
+      ALTER TABLE api_tokens ADD COLUMN expires_ms BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE api_tokens ADD COLUMN revoked_ms BIGINT NOT NULL DEFAULT 0;
+      ALTER TABLE api_tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';
+      UPDATE api_tokens SET id = substr(hash, 8, 16), role = 'operator';
+      CREATE INDEX api_tokens_by_id ON api_tokens(id);
+      CREATE TABLE join_tokens(
+        hash TEXT PRIMARY KEY, provider TEXT NOT NULL, created_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL DEFAULT 0);
+      ALTER TABLE jobs ADD COLUMN account TEXT NOT NULL DEFAULT 'operator';
+      ALTER TABLE jobs ADD COLUMN retention_ms BIGINT NOT NULL DEFAULT 0;
+      CREATE INDEX jobs_by_account ON jobs(account, seq);
+      ALTER TABLE nodes ADD COLUMN provider TEXT NOT NULL DEFAULT 'operator';
+      ALTER TABLE artifacts ADD COLUMN public BOOLEAN NOT NULL DEFAULT FALSE;
+      CREATE TABLE artifact_refs(
+        digest TEXT NOT NULL, holder TEXT NOT NULL, account TEXT NOT NULL, expires_ms BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY(digest, holder));
+      CREATE INDEX artifact_refs_by_holder ON artifact_refs(holder);
+      CREATE INDEX artifact_refs_by_account ON artifact_refs(account, digest);
+      )sql",
   };
   return kMigrations;
 }
