@@ -13,10 +13,16 @@ constexpr size_t kChunk = 1 << 20;
 }
 
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
-                             v1::ArtifactRef* out) {
+                             v1::ArtifactRef* out, const std::string& account) {
   v1::ArtifactChunk chunk;
   if (!reader->Read(&chunk)) return ToGrpc(Status::InvalidArgument("empty upload"));
   std::string kind = chunk.kind().empty() ? "input" : chunk.kind();
+  const bool make_public = chunk.public_();
+  if (!account.empty()) {
+    // Refused before a byte is written: the declared size counts.
+    Status quota = c->tenancy().CheckStoreQuota(account, chunk.size());
+    if (!quota.ok()) return ToGrpc(quota);
+  }
   auto writer = c->artifact_store()->NewWriter(chunk.digest(), chunk.size());
   if (!writer.ok()) return ToGrpc(writer.status());
   do {
@@ -27,6 +33,10 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   if (!digest.ok()) return ToGrpc(digest.status());
   Status st = c->RecordArtifact(*digest, (*writer)->size(), kind);
   if (!st.ok()) return ToGrpc(st);
+  if (!account.empty()) {
+    st = c->HoldUpload(*digest, account, make_public);
+    if (!st.ok()) return ToGrpc(st);
+  }
   out->set_digest(*digest);
   out->set_size((*writer)->size());
   return grpc::Status::OK;

@@ -9,8 +9,10 @@
 
 namespace idlegrid::api {
 
+// `account`: the requester account uploading (its store quota applies and it
+// holds the blob); "" for an agent's upload (the job holds its outputs).
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
-                             v1::ArtifactRef* out);
+                             v1::ArtifactRef* out, const std::string& account);
 grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifactRequest& req,
                           grpc::ServerWriter<v1::ArtifactChunk>* writer);
 

@@ -1,6 +1,8 @@
 #include "api/grpc_services.h"
 
 #include "api/artifact_transfer.h"
+#include "api/gate.h"
+#include "api/visibility.h"
 #include "common/grpc_status.h"
 #include "jobs/task_state.h"
 
@@ -13,12 +15,6 @@ std::string Metadata(grpc::ServerContextBase* ctx, const char* key) {
   return it == ctx->client_metadata().end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-#define IG_AUTH_REQUESTER()                                                    \
-  do {                                                                         \
-    Status _a = c_->AuthenticateRequester(Metadata(ctx, "authorization"));     \
-    if (!_a.ok()) return ToGrpc(_a);                                           \
-  } while (0)
-
 template <typename T>
 grpc::Status Reply(Result<T> r, T* out) {
   if (!r.ok()) return ToGrpc(r.status());
@@ -26,27 +22,35 @@ grpc::Status Reply(Result<T> r, T* out) {
   return grpc::Status::OK;
 }
 
+// Admits the call through the gate (one rule table for both front doors) or
+// returns its refusal from the handler.
+#define IG_ADMIT(name, target)                                                                          \
+  auto admitted = gate_.Admit(RequesterMethod(name), Metadata(ctx, "authorization"), (target));         \
+  if (!admitted.ok()) return ToGrpc(admitted.status());                                                  \
+  const auth::Caller& caller = *admitted;                                                                \
+  (void)caller
+
 class RequesterServiceImpl : public v1::RequesterService::Service {
  public:
-  explicit RequesterServiceImpl(coordinator::Coordinator* c) : c_(c) {}
+  explicit RequesterServiceImpl(coordinator::Coordinator* c) : c_(c), gate_(c) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                          v1::SubmitJobResponse* out) override {
-    IG_AUTH_REQUESTER();
-    auto job = c_->SubmitJob(*req);
+    IG_ADMIT("SubmitJob", Gate::None());
+    auto job = c_->SubmitJob(*req, caller.account);
     if (!job.ok()) return ToGrpc(job.status());
     *out->mutable_job() = std::move(job).value();
     return grpc::Status::OK;
   }
 
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("GetJob", gate_.Job(req->job_id()));
     return Reply(c_->GetJob(req->job_id()), out);
   }
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                         grpc::ServerWriter<v1::Job>* writer) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("WatchJob", gate_.Job(req->job_id()));
     std::string last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->version();
@@ -64,54 +68,64 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   }
 
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* out) override {
-    IG_AUTH_REQUESTER();
-    return Reply(c_->ListJobs(), out);
+    IG_ADMIT("ListJobs", Gate::None());
+    return Reply(c_->ListJobs(ListingAccount(caller)), out);
   }
 
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("CancelJob", gate_.Job(req->job_id()));
     return Reply(c_->CancelJob(req->job_id()), out);
   }
 
+  grpc::Status DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                         v1::DeleteJobResponse* out) override {
+    IG_ADMIT("DeleteJob", gate_.Job(req->job_id()));
+    return Reply(c_->DeleteJob(req->job_id()), out);
+  }
+
   grpc::Status ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*, v1::ListNodesResponse* out) override {
-    IG_AUTH_REQUESTER();
-    return Reply(c_->ListNodes(), out);
+    IG_ADMIT("ListNodes", Gate::None());
+    auto nodes = c_->ListNodes();
+    if (!nodes.ok()) return ToGrpc(nodes.status());
+    *out = VisibleNodes(caller, std::move(nodes).value());
+    return grpc::Status::OK;
   }
 
   grpc::Status ExplainJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                           v1::ExplainJobResponse* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("ExplainJob", gate_.Job(req->job_id()));
     return Reply(c_->ExplainJob(req->job_id()), out);
   }
 
   grpc::Status GetMarket(grpc::ServerContext* ctx, const v1::GetMarketRequest*, v1::MarketResponse* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("GetMarket", Gate::None());
     return Reply(c_->Market(), out);
   }
 
   grpc::Status ResolveLost(grpc::ServerContext* ctx, const v1::ResolveLostRequest* req, v1::Job* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("ResolveLost", gate_.Job(req->job_id()));
     return Reply(c_->ResolveLost(*req), out);
   }
 
   grpc::Status DrainNode(grpc::ServerContext* ctx, const v1::DrainNodeRequest* req, v1::Node* out) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("DrainNode", gate_.Node(req->node_id()));
     return Reply(c_->DrainNode(*req), out);
   }
 
   grpc::Status WatchNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*,
                           grpc::ServerWriter<v1::ListNodesResponse>* writer) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("WatchNodes", Gate::None());
     std::string last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->version();
       auto nodes = c_->ListNodes();
       if (!nodes.ok()) return ToGrpc(nodes.status());
+      v1::ListNodesResponse visible = VisibleNodes(caller, std::move(nodes).value());
       // Heartbeats alone do not wake watchers (no Notify), so a node list
       // whose only change is heartbeat times goes out at most once a second.
-      std::string bytes = nodes->SerializeAsString();
+      std::string bytes = visible.SerializeAsString();
       if (bytes != last) {
-        if (!writer->Write(*nodes)) return grpc::Status::OK;
+        if (!writer->Write(visible)) return grpc::Status::OK;
         last = std::move(bytes);
       }
       c_->WaitForChange(version, 1000);
@@ -121,7 +135,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::StreamLogsRequest* req,
                           grpc::ServerWriter<v1::LogChunk>* writer) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("StreamLogs", gate_.Job(req->job_id()));
     auto first = c_->GetJob(req->job_id());
     if (!first.ok()) return ToGrpc(first.status());
     int64_t after = req->after_seq();
@@ -149,24 +163,64 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status UploadArtifact(grpc::ServerContext* ctx, grpc::ServerReader<v1::ArtifactChunk>* reader,
                               v1::ArtifactRef* out) override {
-    IG_AUTH_REQUESTER();
-    return ReceiveArtifact(c_, reader, out);
+    IG_ADMIT("UploadArtifact", Gate::None());
+    return ReceiveArtifact(c_, reader, out, caller.account);
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
-    IG_AUTH_REQUESTER();
+    IG_ADMIT("DownloadArtifact", gate_.Artifact(req->digest()));
     return SendArtifact(c_, *req, writer);
   }
 
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
                              v1::PushImageResponse* out) override {
-    IG_AUTH_REQUESTER();
+    // Registering reads the archive: the caller must be able to read it.
+    IG_ADMIT("RegisterImage", gate_.Artifact(req->archive_digest()));
     return Reply(c_->RegisterImage(req->archive_digest()), out);
+  }
+
+  grpc::Status CreateAccount(grpc::ServerContext* ctx, const v1::CreateAccountRequest* req,
+                             v1::Account* out) override {
+    IG_ADMIT("CreateAccount", Gate::None());
+    return Reply(c_->tenancy().CreateAccount(req->account()), out);
+  }
+
+  grpc::Status ListAccounts(grpc::ServerContext* ctx, const v1::ListAccountsRequest*,
+                            v1::ListAccountsResponse* out) override {
+    IG_ADMIT("ListAccounts", Gate::None());
+    return Reply(c_->tenancy().ListAccounts(caller), out);
+  }
+
+  grpc::Status CreateToken(grpc::ServerContext* ctx, const v1::CreateTokenRequest* req,
+                           v1::CreateTokenResponse* out) override {
+    IG_ADMIT("CreateToken", gate_.Account(req->account()));
+    return Reply(c_->tenancy().CreateToken(caller, *req), out);
+  }
+
+  grpc::Status ListTokens(grpc::ServerContext* ctx, const v1::ListTokensRequest* req,
+                          v1::ListTokensResponse* out) override {
+    IG_ADMIT("ListTokens", gate_.Account(req->account()));
+    // An operator naming no account sees every account's tokens.
+    std::string account = req->account();
+    if (account.empty() && caller.role != auth::Role::kOperator) account = caller.account;
+    return Reply(c_->tenancy().ListTokens(account), out);
+  }
+
+  grpc::Status RevokeToken(grpc::ServerContext* ctx, const v1::RevokeTokenRequest* req, v1::TokenInfo* out) override {
+    IG_ADMIT("RevokeToken", gate_.Token(req->token_id()));
+    return Reply(c_->tenancy().RevokeToken(req->token_id()), out);
+  }
+
+  grpc::Status CreateJoinToken(grpc::ServerContext* ctx, const v1::CreateJoinTokenRequest* req,
+                               v1::CreateJoinTokenResponse* out) override {
+    IG_ADMIT("CreateJoinToken", gate_.Account(req->provider()));
+    return Reply(c_->tenancy().CreateJoinToken(caller, *req), out);
   }
 
  private:
   coordinator::Coordinator* c_;
+  Gate gate_;
 };
 
 // Heartbeats are the hot path (a whole fleet every few seconds): they are
@@ -223,7 +277,7 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                               v1::ArtifactRef* out) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return ReceiveArtifact(c_, reader, out);
+    return ReceiveArtifact(c_, reader, out, "");
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,

@@ -64,7 +64,7 @@ const Rule* RuleFor(std::string_view method) {
   return nullptr;
 }
 
-Status Authorize(const Caller& caller, std::string_view method, const Target& target) {
+Status AuthorizeMethod(const Caller& caller, std::string_view method) {
   const Rule* rule = RuleFor(method);
   if (rule == nullptr) return Status::PermissionDenied(std::string(method) + " has no authorization rule");
   if (std::find(rule->roles.begin(), rule->roles.end(), caller.role) == rule->roles.end()) {
@@ -73,6 +73,12 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
   if ((caller.scopes & rule->scope) != rule->scope) {
     return Status::PermissionDenied("this token lacks the scope " + std::string(method) + " needs");
   }
+  return Status::Ok();
+}
+
+Status Authorize(const Caller& caller, std::string_view method, const Target& target) {
+  IG_RETURN_IF_ERROR(AuthorizeMethod(caller, method));
+  const Rule* rule = RuleFor(method);
   // Listings are filtered row by row (see Rule::filters_listing).
   if (rule->filters_listing && !target.exists) return Status::Ok();
   // One answer for "missing" and "someone else's": the caller learns nothing.

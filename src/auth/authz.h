@@ -69,5 +69,8 @@ struct Target {
 // allow; NotFound, worded as for a missing object, for someone else's (no
 // existence leak); FailedPrecondition for an attempt whose lease has ended.
 Status Authorize(const Caller& caller, std::string_view method, const Target& target);
+// The part that needs no object: the method has a rule, and the caller's role
+// and scope pass it. Checked before any lookup.
+Status AuthorizeMethod(const Caller& caller, std::string_view method);
 
 }  // namespace idlegrid::auth

@@ -13,6 +13,7 @@ grpc::Status ToGrpc(const Status& s) {
     case Code::kUnauthenticated: return {grpc::StatusCode::UNAUTHENTICATED, s.message()};
     case Code::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, s.message()};
     case Code::kDataLoss: return {grpc::StatusCode::DATA_LOSS, s.message()};
+    case Code::kResourceExhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, s.message()};
     case Code::kInternal: return {grpc::StatusCode::INTERNAL, s.message()};
   }
   return {grpc::StatusCode::UNKNOWN, s.message()};
@@ -31,6 +32,7 @@ Status FromGrpc(const grpc::Status& s) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::Unavailable(s.error_message());
     case grpc::StatusCode::DATA_LOSS: return Status::DataLoss(s.error_message());
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return Status::ResourceExhausted(s.error_message());
     default: return Status::Internal(s.error_message());
   }
 }
@@ -45,6 +47,7 @@ int ToHttp(Code code) {
     case Code::kPermissionDenied: return 403;
     case Code::kUnauthenticated: return 401;
     case Code::kUnavailable: return 503;
+    case Code::kResourceExhausted: return 429;
     default: return 500;
   }
 }

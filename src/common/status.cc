@@ -13,6 +13,7 @@ const char* CodeName(Code code) {
     case Code::kUnauthenticated: return "Unauthenticated";
     case Code::kUnavailable: return "Unavailable";
     case Code::kDataLoss: return "DataLoss";
+    case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";

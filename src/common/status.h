@@ -19,6 +19,7 @@ enum class Code {
   kUnauthenticated,     // HTTP 401
   kUnavailable,         // retry later (HTTP 503)
   kDataLoss,            // digest mismatch, corrupt data
+  kResourceExhausted,   // over a quota or rate limit (HTTP 429, CLI exit 3)
   kInternal,            // a bug or an environment failure (HTTP 500)
 };
 
@@ -38,6 +39,7 @@ class [[nodiscard]] Status {
   static Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status DataLoss(std::string m) { return {Code::kDataLoss, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }

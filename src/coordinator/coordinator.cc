@@ -34,7 +34,8 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       scheduler_(std::move(scheduler)),
       join_secret_hash_(Sha256Digest(join_secret)),
       options_(options),
-      clock_(clock) {}
+      clock_(clock),
+      tenancy_(store_.get(), clock, options.default_quota) {}
 
 Coordinator::~Coordinator() { Stop(); }
 
@@ -92,14 +93,6 @@ uint64_t Coordinator::WaitForChange(uint64_t known_version, int wait_ms) {
 
 // --- authentication -----------------------------------------------------------
 
-Status Coordinator::AuthenticateRequester(const std::string& bearer) {
-  std::string token = BearerToken(bearer);
-  if (token.empty()) return Status::Unauthenticated("missing API token (Authorization: Bearer <token>)");
-  IG_ASSIGN_OR_RETURN(auto role, store_->ApiTokenRole(Sha256Digest(token)));
-  if (!role) return Status::Unauthenticated("unknown API token");
-  return Status::Ok();
-}
-
 Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
   std::string token = BearerToken(bearer);
   if (token.empty()) return Status::Unauthenticated("missing agent token");
@@ -118,21 +111,17 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
   return node->id;
 }
 
-Result<std::string> Coordinator::CreateApiToken(const std::string& role) {
-  std::string token = "igt_" + RandomHex(24);
-  IG_RETURN_IF_ERROR(store_->AddApiToken(Sha256Digest(token), role, clock_->NowMs()));
-  return token;
-}
-
 // --- requester operations ---------------------------------------------------
 
-Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
+Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, const std::string& account) {
   v1::JobSpec spec = request.spec();
   if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty()) {
     return Status::InvalidArgument("spec.pinned_node, spec.pinned_device and spec.readiness are set by the coordinator only");
   }
   manifest::ApplyDefaults(&spec);
+  if (spec.retention_seconds() == 0) spec.set_retention_seconds(options_.default_retention_seconds);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
+  IG_RETURN_IF_ERROR(tenancy_.CheckSubmitQuota(account, spec.array_count() == 0 ? 1 : spec.array_count()));
   if (!spec.policy().empty() && options_.policies.policies.count(spec.policy()) == 0) {
     // Refused now, not left waiting out its queue timeout.
     return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
@@ -153,8 +142,12 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request) {
   std::string job_id = NewId("j");
   std::string spec_bytes;
   spec.SerializeToString(&spec_bytes);  // deterministic enough for one binary version
-  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, Sha256Digest(spec_bytes), clock_->NowMs()));
-  spdlog::info("job {} submitted: {} task(s) of {}", job_id, spec.array_count(), spec.name());
+  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, Sha256Digest(spec_bytes), clock_->NowMs(), account));
+  // The job holds its image and inputs while it exists (artifact GC).
+  std::vector<store::ArtifactRef> refs = {{image->archive_digest, "job:" + job_id, account, 0}};
+  for (const auto& input : spec.inputs()) refs.push_back({input.artifact(), "job:" + job_id, account, 0});
+  IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
+  spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
   return GetJob(job_id);
 }
@@ -172,8 +165,8 @@ Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   return job;
 }
 
-Result<v1::ListJobsResponse> Coordinator::ListJobs() {
-  IG_ASSIGN_OR_RETURN(auto jobs, store_->ListJobs());
+Result<v1::ListJobsResponse> Coordinator::ListJobs(const std::string& account) {
+  IG_ASSIGN_OR_RETURN(auto jobs, store_->ListJobs(account));
   v1::ListJobsResponse out;
   for (auto& j : jobs) *out.add_jobs() = std::move(j);
   return out;
@@ -190,6 +183,10 @@ Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
   spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
   Notify();
   return result.job;
+}
+
+Result<v1::DeleteJobResponse> Coordinator::DeleteJob(const std::string& job_id) {
+  return Status::FailedPrecondition("idlegrid delete is not implemented yet (job " + job_id + " kept)");
 }
 
 Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) {
@@ -258,6 +255,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     v1::Node* n = out.add_nodes();
     n->set_id(r.id);
     n->set_name(r.name);
+    n->set_provider(r.provider);
     auto it = nodes_.find(r.id);
     bool online = it != nodes_.end() && it->second.online;
     *n->mutable_info() = it != nodes_.end() && it->second.info.cpu_cores() ? it->second.info : r.info;
@@ -289,6 +287,13 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
     }
   }
   return out;
+}
+
+Status Coordinator::HoldUpload(const std::string& digest, const std::string& account, bool make_public) {
+  constexpr int64_t kUploadGraceMs = 24 * 3600 * 1000;
+  IG_RETURN_IF_ERROR(store_->AddArtifactRefs({{digest, "upload:" + account, account, clock_->NowMs() + kUploadGraceMs}}));
+  if (make_public) IG_RETURN_IF_ERROR(store_->SetArtifactPublic(digest));
+  return Status::Ok();
 }
 
 Result<v1::PushImageResponse> Coordinator::RegisterImage(const std::string& archive_digest) {
@@ -325,9 +330,16 @@ Status Coordinator::RecordArtifact(const std::string& digest, uint64_t size, con
 // --- agent operations ---------------------------------------------------------
 
 Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest& request, const std::string& peer) {
-  if (Sha256Digest(request.join_secret()) != join_secret_hash_) {
-    spdlog::warn("registration from {} refused: wrong join token", peer);
-    return Status::PermissionDenied("join token is not valid for this coordinator");
+  // The coordinator's own join secret enrolls nodes for the operator;
+  // `idlegrid join-token create` mints one per provider account.
+  std::string provider = store::kOperatorAccount;
+  if (!auth::SameHash(Sha256Digest(request.join_secret()), join_secret_hash_)) {
+    auto owner = tenancy_.ProviderOfJoinToken(request.join_secret());
+    if (!owner.ok()) {
+      spdlog::warn("registration from {} refused: {}", peer, owner.status().message());
+      return owner.status();
+    }
+    provider = *owner;
   }
   if (request.name().empty() || request.name().size() > 128) {
     return Status::InvalidArgument("node name must be 1-128 characters");
@@ -354,6 +366,7 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
   rec.public_key = request.advertisement().public_key();
   rec.last_sequence = ad.sequence();
   rec.advertisement = ad;
+  rec.provider = provider;
   IG_RETURN_IF_ERROR(store_->UpsertNode(rec, Sha256Digest(out.agent_token())));
   {
     MutexLock lock(&mu_);
@@ -364,7 +377,7 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
     if (existing) live.measurement = existing->measurement;
   }
   agent_tokens_.ForgetNode(out.node_id());  // a re-registered node's old token stops working
-  spdlog::info("node {} ({}) registered from {}", out.node_id(), request.name(), peer);
+  spdlog::info("node {} ({}) registered from {} for provider {}", out.node_id(), request.name(), peer, provider);
   return out;
 }
 
@@ -413,9 +426,24 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
   if (!result.ok()) {
     spdlog::warn("report {} for attempt {} from node {} rejected: {}", v1::AttemptEvent_Name(request.event()),
                  request.attempt_id(), node_id, result.status().message());
+    // Another node's attempt reads as a missing one: an agent learns nothing
+    // about work that is not its own (R25).
+    if (result.status().code() == Code::kPermissionDenied) {
+      return Status::NotFound("no attempt " + request.attempt_id() + " for this node");
+    }
     return result.status();
   }
   const auto& o = result->outcome;
+  if (o.changed && (request.outputs_size() > 0 || request.checkpoint_size() > 0)) {
+    // The job holds what its attempts made while it exists (artifact GC).
+    IG_ASSIGN_OR_RETURN(auto account, store_->JobAccount(result->job_id));
+    std::vector<store::ArtifactRef> refs;
+    for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account.value_or(""), 0});
+    for (const auto& f : request.checkpoint()) {
+      refs.push_back({f.digest(), "job:" + result->job_id, account.value_or(""), 0});
+    }
+    IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
+  }
   counters_.CountOutcome(o);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed) {
@@ -437,7 +465,8 @@ Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsR
     if (it == owners.end()) {
       IG_ASSIGN_OR_RETURN(auto owner, store_->GetAttemptOwner(chunk.attempt_id()));
       if (owner.node_id != node_id) {
-        return Status::PermissionDenied("attempt " + chunk.attempt_id() + " is not assigned to this node");
+        spdlog::warn("logs for attempt {} from node {} refused: assigned to another node", chunk.attempt_id(), node_id);
+        return Status::NotFound("no attempt " + chunk.attempt_id() + " for this node");
       }
       it = owners.emplace(chunk.attempt_id(), owner).first;
     }

@@ -46,6 +46,7 @@
 #include "coordinator/event_counters.h"
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
+#include "coordinator/tenancy.h"
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -69,6 +70,8 @@ struct Options {
   int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
   sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
   jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
+  auth::Quota default_quota;      // per account, where its own is 0 (0 here: no limit)
+  uint32_t default_retention_seconds = 7 * 24 * 3600;  // jobs that name none
 };
 
 class Coordinator {
@@ -90,17 +93,23 @@ class Coordinator {
   void Tick();
 
   // --- authentication (tokens arrive as "Bearer <token>") ---
-  Status AuthenticateRequester(const std::string& bearer);
+  // Accounts, API tokens, join tokens and quotas (requester tokens are
+  // authenticated there).
+  Tenancy& tenancy() { return tenancy_; }
   // The node id the agent token belongs to.
   Result<std::string> AuthenticateAgent(const std::string& bearer);
-  // Creates an API token with `role`; returns the secret (shown once).
-  Result<std::string> CreateApiToken(const std::string& role);
 
   // --- requester operations ---
-  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request);
+  // Submits for `account`, within its quota.
+  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request, const std::string& account);
+  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) { return SubmitJob(request, store::kOperatorAccount); }
   Result<v1::Job> GetJob(const std::string& job_id);
-  Result<v1::ListJobsResponse> ListJobs();
+  // Jobs of `account` ("": all accounts').
+  Result<v1::ListJobsResponse> ListJobs(const std::string& account = "");
   Result<v1::Job> CancelJob(const std::string& job_id);
+  // Removes a settled job with its logs, and the artifacts nothing else
+  // holds. FailedPrecondition while any task can still run.
+  Result<v1::DeleteJobResponse> DeleteJob(const std::string& job_id);
   Result<v1::Job> ResolveLost(const v1::ResolveLostRequest& request);
   Result<v1::ListNodesResponse> ListNodes();
   // For each queued task of the job: nodes removed per filter and how the
@@ -115,6 +124,9 @@ class Coordinator {
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
+  // The uploading account holds a fresh upload for a grace period (a job
+  // that uses it then holds it for good); `make_public` lets anyone read it.
+  Status HoldUpload(const std::string& digest, const std::string& account, bool make_public);
   // Builds the readiness benchmark image from the static benchmark program
   // and registers it. Until it succeeds no node becomes schedulable.
   Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
@@ -237,6 +249,7 @@ class Coordinator {
   const std::string join_secret_hash_;
   const Options options_;
   Clock* const clock_;
+  Tenancy tenancy_;
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;

@@ -37,6 +37,7 @@ struct JobColumns {
   int64_t gpu_memory = 0;
   std::string runtime;
   int64_t queue_timeout_ms = 0;  // 0: none
+  int64_t retention_ms = 0;      // 0: the coordinator's default (set at submit)
 };
 
 inline JobColumns JobColumnsOf(const v1::JobSpec& spec) {
@@ -45,7 +46,8 @@ inline JobColumns JobColumnsOf(const v1::JobSpec& spec) {
           int64_t{spec.resources().gpus()},
           static_cast<int64_t>(spec.resources().gpu_memory_bytes()),
           spec.runtime(),
-          int64_t{spec.queue_timeout_seconds()} * 1000};
+          int64_t{spec.queue_timeout_seconds()} * 1000,
+          int64_t{spec.retention_seconds()} * 1000};
 }
 
 }  // namespace idlegrid::store

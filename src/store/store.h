@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,22 @@ struct JoinTokenRecord {
   int64_t expires_ms = 0;  // 0: never
 };
 
+// Who may read an artifact: accounts holding a reference to it, or anyone if public.
+struct ArtifactAccess {
+  bool exists = false;
+  bool is_public = false;
+  std::set<std::string> accounts;
+};
+
+// A reason to keep a blob: a job that uses or made it ("job:<id>"), or an
+// upload not yet used by a job ("upload:<account>", until expires_ms).
+struct ArtifactRef {
+  std::string digest;
+  std::string holder;
+  std::string account;
+  int64_t expires_ms = 0;  // 0: as long as the holder exists
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -160,6 +177,8 @@ class Store {
   }
   // The job with its tasks, their attempts and outputs. NotFound if absent.
   virtual Result<v1::Job> GetJob(const std::string& job_id) = 0;
+  // The job's account, or nullopt if there is no such job (cheap: one row).
+  virtual Result<std::optional<std::string>> JobAccount(const std::string& job_id) = 0;
   // Jobs of `account` ("": every account's), newest first, with task_counts but without tasks.
   virtual Result<std::vector<v1::Job>> ListJobs(const std::string& account) = 0;
   Result<std::vector<v1::Job>> ListJobs() { return ListJobs(""); }
@@ -273,6 +292,11 @@ class Store {
   // --- artifacts and images ---
   virtual Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) = 0;
   virtual Result<bool> HasArtifact(const std::string& digest) = 0;
+  // Adds references (an existing one is renewed: its expiry becomes the later).
+  virtual Status AddArtifactRefs(const std::vector<ArtifactRef>& refs) = 0;
+  // Marks a stored artifact readable by anyone.
+  virtual Status SetArtifactPublic(const std::string& digest) = 0;
+  virtual Result<ArtifactAccess> ArtifactAccessOf(const std::string& digest) = 0;
   virtual Status RegisterImage(const ImageRecord& image, int64_t now_ms) = 0;
   virtual Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) = 0;
 };

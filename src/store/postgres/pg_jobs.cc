@@ -19,7 +19,7 @@ using pg::Params;
 using pg::Rows;
 
 Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                                int64_t now_ms) {
+                                int64_t now_ms, const std::string& account) {
   const uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
   const JobColumns columns = JobColumnsOf(spec);
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
@@ -27,7 +27,7 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
     IG_ASSIGN_OR_RETURN(
         Rows job,
         c.Exec("INSERT INTO jobs(id, spec, spec_digest, created_ms, cpu, memory, gpus, gpu_memory, runtime, "
-               "queue_timeout_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+               "queue_timeout_ms, account, retention_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
                "ON CONFLICT(id) DO NOTHING RETURNING seq",
                Params()
                    .Text(job_id)
@@ -39,7 +39,9 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
                    .Int(columns.gpus)
                    .Int(columns.gpu_memory)
                    .Text(columns.runtime)
-                   .Int(columns.queue_timeout_ms)));
+                   .Int(columns.queue_timeout_ms)
+                   .Text(account)
+                   .Int(columns.retention_ms)));
     if (job.empty()) return Status::AlreadyExists("job " + job_id + " already exists");
     return c
         .Exec("INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) "
@@ -51,7 +53,7 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
 }
 
 Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id) {
-  IG_ASSIGN_OR_RETURN(Rows jq, c.Exec("SELECT spec, spec_digest, created_ms FROM jobs WHERE id = $1",
+  IG_ASSIGN_OR_RETURN(Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1",
                                       Params().Text(job_id)));
   if (jq.empty()) return Status::NotFound("job " + job_id + " does not exist");
   v1::Job job;
@@ -59,6 +61,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
   IG_ASSIGN_OR_RETURN(*job.mutable_spec(), pg::ParseSpec(jq.Text(0, 0)));
   job.set_spec_digest(jq.Text(0, 1));
   job.set_created_at_ms(jq.Int(0, 2));
+  job.set_account(jq.Text(0, 3));
 
   std::map<uint32_t, v1::Task*> by_index;
   std::map<v1::TaskState, int> counts;
@@ -133,18 +136,21 @@ Result<v1::Job> PostgresStore::GetJob(const std::string& job_id) {
   return job;
 }
 
-Result<std::vector<v1::Job>> PostgresStore::ListJobs() {
+Result<std::vector<v1::Job>> PostgresStore::ListJobs(const std::string& account) {
   std::vector<v1::Job> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     out.clear();
     std::map<std::string, size_t> pos;
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, spec, spec_digest, created_ms FROM jobs ORDER BY seq DESC"));
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, spec, spec_digest, created_ms, account FROM jobs "
+                                       "WHERE $1 = '' OR account = $1 ORDER BY seq DESC",
+                                       Params().Text(account)));
     for (int r = 0; r < q.size(); ++r) {
       v1::Job job;
       job.set_id(q.Text(r, 0));
       IG_ASSIGN_OR_RETURN(*job.mutable_spec(), pg::ParseSpec(q.Text(r, 1)));
       job.set_spec_digest(q.Text(r, 2));
       job.set_created_at_ms(q.Int(r, 3));
+      job.set_account(q.Text(r, 4));
       pos[job.id()] = out.size();
       out.push_back(std::move(job));
     }
@@ -168,8 +174,15 @@ Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
     int64_t max_rows = limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit);
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, idx, excluded, queued_ms FROM tasks "
-                                       "WHERE state = $1 AND not_before_ms <= $2 ORDER BY job_seq, idx LIMIT $3",
+    // The window takes accounts in turn (each one's first task, then each
+    // one's second, ...), so one account's long queue cannot fill it. A task
+    // without a job row has no account: it is reported below, not skipped.
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT q.job_id, q.idx, q.excluded, q.queued_ms, COALESCE(q.account, '') FROM ("
+                                       "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, t.job_seq, j.account, "
+                                       "ROW_NUMBER() OVER (PARTITION BY j.account ORDER BY t.job_seq, t.idx) AS turn "
+                                       "FROM tasks t LEFT JOIN jobs j ON j.id = t.job_id "
+                                       "WHERE t.state = $1 AND t.not_before_ms <= $2) q "
+                                       "ORDER BY q.turn, q.job_seq, q.idx LIMIT $3",
                                        Params().Int(v1::QUEUED).Int(now_ms).Int(max_rows)));
     // Specs never change once stored: fetch each job's once, not once per task.
     std::vector<std::string> ids;
@@ -192,6 +205,7 @@ Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t
       t.index = static_cast<uint32_t>(q.Int(r, 1));
       t.excluded_nodes = pg::SplitCommaList(q.Text(r, 2));
       t.queued_ms = q.Int(r, 3);
+      t.account = q.Text(r, 4);
       auto it = specs.find(t.job_id);
       if (it == specs.end()) return Status::DataLoss("task " + t.job_id + " has no job");
       t.spec = it->second;
@@ -205,8 +219,9 @@ Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t
 Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
   std::vector<ActiveAttempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, "
-                                       "gpu_memory, epoch, gpu_milli FROM attempts WHERE state IN ($1, $2)",
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT a.id, a.job_id, a.idx, a.node_id, a.state, a.cpu, a.memory, a.gpus, "
+                                       "a.devices, a.gpu_memory, a.epoch, a.gpu_milli, COALESCE(j.account, '') "
+                                       "FROM attempts a LEFT JOIN jobs j ON j.id = a.job_id WHERE a.state IN ($1, $2)",
                                        Params().Int(v1::ASSIGNED).Int(v1::RUNNING)));
     out.clear();
     for (int r = 0; r < q.size(); ++r) {
@@ -215,6 +230,7 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
       a.gpu_memory_bytes = static_cast<uint64_t>(q.Int(r, 9));
       a.lease_epoch = static_cast<uint64_t>(q.Int(r, 10));
       a.gpu_milli = static_cast<uint32_t>(q.Int(r, 11));
+      a.account = q.Text(r, 12);
       out.push_back(std::move(a));
     }
     return Status::Ok();

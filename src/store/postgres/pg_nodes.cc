@@ -19,7 +19,7 @@ constexpr int64_t kLogLockSpace = 0x69676c67;  // "iglg"
 
 constexpr char kNodeColumns[] =
     "SELECT id, name, info, registered_ms, last_heartbeat_ms, public_key, last_sequence, advertisement, "
-    "measurement, draining, drain_deadline_ms FROM nodes ";
+    "measurement, draining, drain_deadline_ms, provider FROM nodes ";
 
 NodeRecord ReadNode(const Rows& q, int r) {
   NodeRecord n;
@@ -34,6 +34,7 @@ NodeRecord ReadNode(const Rows& q, int r) {
   n.measurement.ParseFromString(q.Text(r, 8));
   n.draining = q.Int(r, 9) != 0;
   n.drain_deadline_ms = q.Int(r, 10);
+  n.provider = q.Text(r, 11);
   return n;
 }
 
@@ -128,8 +129,10 @@ Status PostgresStore::UpsertNode(const NodeRecord& node, const std::string& toke
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec("INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
-              "last_sequence, advertisement) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT(id) DO UPDATE "
+              "last_sequence, advertisement, provider) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+              "ON CONFLICT(id) DO UPDATE "
               "SET name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
+              "provider = excluded.provider, "
               "public_key = excluded.public_key, "
               "last_sequence = GREATEST(nodes.last_sequence, excluded.last_sequence), "
               "advertisement = CASE WHEN excluded.last_sequence > nodes.last_sequence "
@@ -143,7 +146,8 @@ Status PostgresStore::UpsertNode(const NodeRecord& node, const std::string& toke
                   .Int(node.last_heartbeat_ms)
                   .Bytes(node.public_key)
                   .Int(static_cast<int64_t>(node.last_sequence))
-                  .Bytes(node.advertisement.SerializeAsString()))
+                  .Bytes(node.advertisement.SerializeAsString())
+                  .Text(node.provider))
         .status();
   });
 }
@@ -246,26 +250,6 @@ Status PostgresStore::RecordHeartbeats(const std::map<std::string, int64_t>& las
               Params().TextArray(ids).TextArray(times))
         .status();
   });
-}
-
-Status PostgresStore::AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) {
-  return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    return c
-        .Exec("INSERT INTO api_tokens(hash, role, created_ms) VALUES($1, $2, $3) "
-              "ON CONFLICT(hash) DO UPDATE SET role = excluded.role, created_ms = excluded.created_ms",
-              Params().Text(token_hash).Text(role).Int(now_ms))
-        .status();
-  });
-}
-
-Result<std::optional<std::string>> PostgresStore::ApiTokenRole(const std::string& token_hash) {
-  std::optional<std::string> out;
-  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT role FROM api_tokens WHERE hash = $1", Params().Text(token_hash)));
-    out = q.empty() ? std::nullopt : std::optional<std::string>(q.Text(0, 0));
-    return Status::Ok();
-  }));
-  return out;
 }
 
 Status PostgresStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,

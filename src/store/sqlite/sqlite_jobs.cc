@@ -46,7 +46,7 @@ int BindNoFaultReasons(Stmt& q) {
 }  // namespace
 
 Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                              int64_t now_ms) {
+                              int64_t now_ms, const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -55,11 +55,11 @@ Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec
   if (exists.Step()) return Status::AlreadyExists("job " + job_id + " already exists");
   const JobColumns columns = JobColumnsOf(spec);
   Stmt ins(db_, "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq, cpu, memory, gpus, gpu_memory, runtime, "
-                "queue_timeout_ms) VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?) "
-                "RETURNING seq");
+                "queue_timeout_ms, account, retention_ms) "
+                "VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq");
   ins.Bind(1, job_id).BindBlob(2, spec.SerializeAsString()).Bind(3, spec_digest).Bind(4, now_ms);
   ins.Bind(5, columns.cpu).Bind(6, columns.memory).Bind(7, columns.gpus).Bind(8, columns.gpu_memory);
-  ins.Bind(9, columns.runtime).Bind(10, columns.queue_timeout_ms);
+  ins.Bind(9, columns.runtime).Bind(10, columns.queue_timeout_ms).Bind(11, account).Bind(12, columns.retention_ms);
   if (!ins.Step()) {
     IG_RETURN_IF_ERROR(ins.status());
     return Status::Internal("inserting job " + job_id + " returned no sequence number");
@@ -79,7 +79,7 @@ Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec
 
 Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "SELECT spec, spec_digest, created_ms FROM jobs WHERE id = ?");
+  Stmt q(db_, "SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = ?");
   q.Bind(1, job_id);
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
@@ -90,6 +90,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(*job.mutable_spec(), ParseSpec(q.Blob(0)));
   job.set_spec_digest(q.Text(1));
   job.set_created_at_ms(q.Int(2));
+  job.set_account(q.Text(3));
 
   std::map<uint32_t, v1::Task*> by_index;
   std::map<v1::TaskState, int> counts;
@@ -150,17 +151,20 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   return job;
 }
 
-Result<std::vector<v1::Job>> SqliteStore::ListJobs() {
+Result<std::vector<v1::Job>> SqliteStore::ListJobs(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Job> out;
   std::map<std::string, size_t> pos;
-  Stmt q(db_, "SELECT id, spec, spec_digest, created_ms FROM jobs ORDER BY seq DESC");
+  Stmt q(db_, "SELECT id, spec, spec_digest, created_ms, account FROM jobs WHERE ? = '' OR account = ? "
+              "ORDER BY seq DESC");
+  q.Bind(1, account).Bind(2, account);
   while (q.Step()) {
     v1::Job job;
     job.set_id(q.Text(0));
     IG_ASSIGN_OR_RETURN(*job.mutable_spec(), ParseSpec(q.Blob(1)));
     job.set_spec_digest(q.Text(2));
     job.set_created_at_ms(q.Int(3));
+    job.set_account(q.Text(4));
     pos[job.id()] = out.size();
     out.push_back(std::move(job));
   }
@@ -182,8 +186,13 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
   std::vector<QueuedTask> out;
   std::map<std::string, v1::JobSpec> specs;
   // LEFT JOIN: a task whose job row is gone is damage to report, not to skip.
-  Stmt q(db_, "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, j.spec FROM tasks t LEFT JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ? AND t.not_before_ms <= ? ORDER BY t.job_seq, t.idx LIMIT ?");
+  // The window takes accounts in turn (each one's first task, then each
+  // one's second, ...), so one account's long queue cannot fill it.
+  Stmt q(db_, "SELECT q.job_id, q.idx, q.excluded, q.queued_ms, j.spec, j.account FROM ("
+              "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, t.job_seq, "
+              "ROW_NUMBER() OVER (PARTITION BY a.account ORDER BY t.job_seq, t.idx) AS turn "
+              "FROM tasks t LEFT JOIN jobs a ON a.id = t.job_id WHERE t.state = ? AND t.not_before_ms <= ?) q "
+              "LEFT JOIN jobs j ON j.id = q.job_id ORDER BY q.turn, q.job_seq, q.idx LIMIT ?");
   q.Bind(1, int64_t{v1::QUEUED}).Bind(2, now_ms).Bind(3, static_cast<int64_t>(limit));
   while (q.Step()) {
     QueuedTask t;
@@ -191,6 +200,7 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
     t.index = static_cast<uint32_t>(q.Int(1));
     t.excluded_nodes = SplitCommaList(q.Text(2));
     t.queued_ms = q.Int(3);
+    t.account = q.Text(5);
     auto it = specs.find(t.job_id);
     if (it == specs.end()) {
       if (q.IsNull(4)) return Status::DataLoss("task " + t.job_id + " has no job");
@@ -207,14 +217,15 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
 Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus, devices, gpu_memory, epoch, gpu_milli "
-              "FROM attempts WHERE state IN (?, ?)");
+  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.node_id, a.state, a.cpu, a.memory, a.gpus, a.devices, a.gpu_memory, "
+              "a.epoch, a.gpu_milli, COALESCE(j.account, '') FROM attempts a LEFT JOIN jobs j ON j.id = a.job_id "
+              "WHERE a.state IN (?, ?)");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
                    static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
                    static_cast<uint32_t>(q.Int(7)), SplitCommaList(q.Text(8)), static_cast<uint64_t>(q.Int(9)),
-                   static_cast<uint64_t>(q.Int(10)), static_cast<uint32_t>(q.Int(11))});
+                   static_cast<uint64_t>(q.Int(10)), static_cast<uint32_t>(q.Int(11)), q.Text(12)});
   }
   IG_RETURN_IF_ERROR(q.status());
   return out;

@@ -78,15 +78,18 @@ Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_i
 Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
-              "last_sequence, advertisement) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+              "last_sequence, advertisement, provider) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+              "ON CONFLICT(id) DO UPDATE SET "
               "name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
+              "provider = excluded.provider, "
               "public_key = excluded.public_key, "
               "last_sequence = MAX(last_sequence, excluded.last_sequence), "
               "advertisement = CASE WHEN excluded.last_sequence > last_sequence THEN excluded.advertisement "
               "ELSE advertisement END");
   q.Bind(1, node.id).Bind(2, node.name).Bind(3, token_hash).BindBlob(4, node.info.SerializeAsString())
       .Bind(5, node.registered_ms).Bind(6, node.last_heartbeat_ms).BindBlob(7, node.public_key)
-      .Bind(8, static_cast<int64_t>(node.last_sequence)).BindBlob(9, node.advertisement.SerializeAsString());
+      .Bind(8, static_cast<int64_t>(node.last_sequence)).BindBlob(9, node.advertisement.SerializeAsString())
+      .Bind(10, node.provider);
   q.Step();
   return q.status();
 }
@@ -94,7 +97,7 @@ Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_
 namespace {
 constexpr char kNodeColumns[] =
     "SELECT id, name, info, registered_ms, last_heartbeat_ms, public_key, last_sequence, advertisement, "
-    "measurement, draining, drain_deadline_ms FROM nodes ";
+    "measurement, draining, drain_deadline_ms, provider FROM nodes ";
 
 NodeRecord ReadNode(const Stmt& q) {
   NodeRecord n;
@@ -109,6 +112,7 @@ NodeRecord ReadNode(const Stmt& q) {
   n.measurement.ParseFromString(q.Blob(8));
   n.draining = q.Int(9) != 0;
   n.drain_deadline_ms = q.Int(10);
+  n.provider = q.Text(11);
   return n;
 }
 }  // namespace
@@ -192,23 +196,6 @@ Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_
     IG_RETURN_IF_ERROR(q.status());
   }
   return tx.Commit();
-}
-
-Status SqliteStore::AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT OR REPLACE INTO api_tokens(hash, role, created_ms) VALUES(?, ?, ?)");
-  q.Bind(1, token_hash).Bind(2, role).Bind(3, now_ms);
-  q.Step();
-  return q.status();
-}
-
-Result<std::optional<std::string>> SqliteStore::ApiTokenRole(const std::string& token_hash) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "SELECT role FROM api_tokens WHERE hash = ?");
-  q.Bind(1, token_hash);
-  if (q.Step()) return std::optional<std::string>(q.Text(0));
-  IG_RETURN_IF_ERROR(q.status());
-  return std::optional<std::string>();
 }
 
 Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,

@@ -18,9 +18,11 @@ class SqliteStore : public Store {
   Status Migrate();
 
   Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                   int64_t now_ms) override;
+                   int64_t now_ms, const std::string& account) override;
+  using Store::CreateJob;
   Result<v1::Job> GetJob(const std::string& job_id) override;
-  Result<std::vector<v1::Job>> ListJobs() override;
+  Result<std::vector<v1::Job>> ListJobs(const std::string& account) override;
+  using Store::ListJobs;
   Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) override;
   Result<std::vector<ActiveAttempt>> ActiveAttempts() override;
   Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) override;
@@ -51,11 +53,24 @@ class SqliteStore : public Store {
   Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) override;
   Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
   Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) override;
-  Status AddApiToken(const std::string& token_hash, const std::string& role, int64_t now_ms) override;
-  Result<std::optional<std::string>> ApiTokenRole(const std::string& token_hash) override;
+
+  Status CreateAccount(const AccountRecord& account) override;
+  Result<std::vector<AccountRecord>> ListAccounts() override;
+  Result<std::optional<AccountRecord>> GetAccount(const std::string& name) override;
+  Result<AccountUsage> UsageOf(const std::string& account) override;
+  Status AddApiToken(const TokenRecord& token) override;
+  Result<std::optional<TokenRecord>> TokenByHash(const std::string& token_hash) override;
+  Result<std::vector<TokenRecord>> ListTokens(const std::string& account) override;
+  Result<TokenRecord> RevokeToken(const std::string& id, int64_t now_ms) override;
+  Status AddJoinToken(const JoinTokenRecord& token) override;
+  Result<std::optional<JoinTokenRecord>> JoinTokenByHash(const std::string& token_hash) override;
 
   Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) override;
   Result<bool> HasArtifact(const std::string& digest) override;
+  Result<std::optional<std::string>> JobAccount(const std::string& job_id) override;
+  Status AddArtifactRefs(const std::vector<ArtifactRef>& refs) override;
+  Status SetArtifactPublic(const std::string& digest) override;
+  Result<ArtifactAccess> ArtifactAccessOf(const std::string& digest) override;
   Status RegisterImage(const ImageRecord& image, int64_t now_ms) override;
   Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) override;
 

@@ -1,0 +1,46 @@
+#pragma once
+// Every requester call passes here first, from both front doors (gRPC and
+// HTTP/JSON): who is calling (the bearer token), and may they make this call
+// on the object it names (auth::Authorize over the object's owner as the
+// store knows it). One place, so the two doors cannot disagree.
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "auth/authz.h"
+#include "coordinator/coordinator.h"
+
+namespace idlegrid::api {
+
+// Looks up the object a call names, once the caller is known.
+using TargetOf = std::function<Result<auth::Target>(const auth::Caller&)>;
+
+class Gate {
+ public:
+  explicit Gate(coordinator::Coordinator* c) : c_(c) {}
+
+  // The caller, or why not: Unauthenticated (token), PermissionDenied (role,
+  // scope), NotFound (someone else's object, or none). `method` is the full
+  // gRPC name ("/idlegrid.v1.RequesterService/GetJob"); HTTP routes name
+  // the method they serve.
+  Result<auth::Caller> Admit(std::string_view method, const std::string& bearer, const TargetOf& target);
+
+  // Targets of the ownership rules.
+  static TargetOf None();
+  TargetOf Job(std::string job_id);
+  TargetOf Node(std::string node_id);
+  // An account by name ("": the caller's own).
+  TargetOf Account(std::string name);
+  // The account a token id belongs to.
+  TargetOf Token(std::string token_id);
+  // An artifact: visible to the accounts holding it, or to all if public.
+  TargetOf Artifact(std::string digest);
+
+ private:
+  coordinator::Coordinator* c_;
+};
+
+// "/idlegrid.v1.RequesterService/<name>".
+std::string RequesterMethod(std::string_view name);
+
+}  // namespace idlegrid::api
