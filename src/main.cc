@@ -101,6 +101,19 @@ int main(int argc, char** argv) {
   c->add_option("--log-tail-bytes", coord.options.log_cap.tail_bytes,
                 "per task, the last bytes of output kept (what lies between is dropped and counted)")
       ->capture_default_str();
+  std::string retention = "7d";
+  c->add_option("--retention", retention, "how long a settled job is kept when its manifest names no retention "
+                "(then deleted with its logs and the artifacts only it held; 0: forever)")
+      ->capture_default_str();
+  c->add_option("--max-queued-tasks", coord.options.default_quota.max_queued_tasks,
+                "per account, unless its own quota says otherwise (0: no limit)")
+      ->capture_default_str();
+  c->add_option("--max-running-tasks", coord.options.default_quota.max_running_tasks,
+                "per account (0: no limit)")
+      ->capture_default_str();
+  c->add_option("--max-stored-bytes", coord.options.default_quota.max_stored_bytes,
+                "per account: artifacts it holds and its jobs' logs (0: no limit)")
+      ->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
@@ -197,6 +210,45 @@ int main(int argc, char** argv) {
   apush->add_option("file", file)->required()->check(CLI::ExistingFile);
   add_client_flags(apush);
 
+  idlegrid::cli::AccountFlags account;
+  auto* accounts = app.add_subcommand("account", "manage accounts (operators)");
+  accounts->require_subcommand(1);
+  auto* acreate = accounts->add_subcommand("create", "create an account");
+  acreate->add_option("name", account.name)->required();
+  acreate->add_option("--role", account.role, "requester | provider | operator")->required();
+  acreate->add_option("--weight", account.weight, "fair-share weight")->capture_default_str();
+  acreate->add_option("--max-queued", account.max_queued_tasks, "queued-task quota (0: the coordinator's default)");
+  acreate->add_option("--max-running", account.max_running_tasks, "running-task quota (0: the default)");
+  acreate->add_option("--max-stored-bytes", account.max_stored_bytes, "stored-bytes quota (0: the default)");
+  add_client_flags(acreate);
+  auto* alist = accounts->add_subcommand("list", "list accounts with their use and quotas");
+  add_client_flags(alist);
+  std::string token_account, expires, token_name, token_id;
+  std::vector<std::string> scopes;
+  auto* token = app.add_subcommand("token", "manage API tokens");
+  token->require_subcommand(1);
+  auto* tcreate = token->add_subcommand("create", "mint an API token (shown once)");
+  tcreate->add_option("--account", token_account, "whose (default: your own)");
+  tcreate->add_option("--scope", scopes, "submit,read,cancel,drain (default: all the role allows)")->delimiter(',');
+  tcreate->add_option("--expires", expires, "e.g. 30d, 12h (default: never)");
+  tcreate->add_option("--name", token_name, "a label for token list");
+  add_client_flags(tcreate);
+  auto* tlist = token->add_subcommand("list", "list tokens (never their secrets)");
+  tlist->add_option("--account", token_account);
+  add_client_flags(tlist);
+  auto* trevoke = token->add_subcommand("revoke", "revoke a token by id");
+  trevoke->add_option("id", token_id)->required();
+  add_client_flags(trevoke);
+  auto* join = app.add_subcommand("join-token", "manage node join tokens");
+  join->require_subcommand(1);
+  auto* jcreate = join->add_subcommand("create", "mint a join token for a provider account");
+  jcreate->add_option("--provider", token_account, "the provider account (default: your own)");
+  jcreate->add_option("--expires", expires, "e.g. 7d (default: never)");
+  add_client_flags(jcreate);
+  auto* del = app.add_subcommand("delete", "delete a finished job, its logs and the artifacts only it held");
+  del->add_option("job", job_id)->required();
+  add_client_flags(del);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -205,7 +257,19 @@ int main(int argc, char** argv) {
   }
   SetupLogging(log_level);
 
-  if (*c) return idlegrid::api::RunCoordinator(coord);
+  if (*c) {
+    if (retention != "0") {
+      auto secs = idlegrid::manifest::ParseDurationSeconds(retention);
+      if (!secs.ok()) {
+        std::cerr << "--retention: " << secs.status().message() << "\n";
+        return 2;
+      }
+      coord.options.default_retention_seconds = static_cast<uint32_t>(*secs);
+    } else {
+      coord.options.default_retention_seconds = 0;
+    }
+    return idlegrid::api::RunCoordinator(coord);
+  }
   if (*a) return RunAgent(agent, discover, agent_json, grace_seconds);
   if (*submit) return idlegrid::cli::Submit(common, manifest, wait);
   if (*validate) return idlegrid::cli::Validate(common, manifest);
@@ -225,5 +289,12 @@ int main(int argc, char** argv) {
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
   if (*push) return idlegrid::cli::ImagePush(common, file);
   if (*apush) return idlegrid::cli::ArtifactPush(common, file);
+  if (*acreate) return idlegrid::cli::AccountCreate(common, account);
+  if (*alist) return idlegrid::cli::AccountList(common);
+  if (*tcreate) return idlegrid::cli::TokenCreate(common, token_account, scopes, expires, token_name);
+  if (*tlist) return idlegrid::cli::TokenList(common, token_account);
+  if (*trevoke) return idlegrid::cli::TokenRevoke(common, token_id);
+  if (*jcreate) return idlegrid::cli::JoinTokenCreate(common, token_account, expires);
+  if (*del) return idlegrid::cli::Delete(common, job_id);
   return 2;  // no subcommand: a usage error, as CLI11's own
 }

@@ -16,6 +16,7 @@
 
 #include "agent/advertiser.h"
 #include "agent/attempt_env.h"
+#include "agent/attempt_grants.h"
 #include "agent/local_policy.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
@@ -118,6 +119,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
   std::unique_ptr<ImageCache> images_;  // uses runtime_ and this agent's Download
+  AttemptGrants grants_;                 // which attempt each transfer is for
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
   // Heartbeats travel on a connection of their own: never queued behind an

@@ -19,7 +19,10 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   env.images = images_.get();
   env.logs = logs_.get();
   env.attempts_dir = config_.data_dir + "/attempts";
+  // Its transfers go under its own artifact token while it runs.
+  grants_.Add(a);
   AttemptRunner(std::move(env)).Run(a);
+  grants_.Remove(a.attempt_id());
 }
 
 Status Agent::CheckLocalPolicy(const v1::JobSpec& spec) {

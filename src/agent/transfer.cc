@@ -37,18 +37,24 @@ auto WithRetries(const std::string& what, Fn fn) -> decltype(fn()) {
 }  // namespace
 
 Status Agent::Download(const std::string& digest, const std::string& path) {
+  std::optional<AttemptGrant> grant = grants_.ForDownload(digest);
+  if (!grant) return Status::FailedPrecondition("no attempt of this agent needs " + digest);
+  const TransferScope scope{grant->attempt_id, grant->token};
   return WithRetries("download of " + digest, [&] {
     auto ctx = Context(600000);
     ctx->set_wait_for_ready(true);
-    return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path);
+    return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path, scope);
   });
 }
 
 Result<v1::OutputFile> Agent::Upload(const std::string& path, const std::string& rel) {
+  std::optional<AttemptGrant> grant = grants_.ForUpload(path, config_.data_dir + "/attempts");
+  if (!grant) return Status::FailedPrecondition(path + " is not in a running attempt's directory");
+  const TransferScope scope{grant->attempt_id, grant->token};
   auto ref = WithRetries("upload of " + rel, [&] {
     auto ctx = Context(600000);
     ctx->set_wait_for_ready(true);
-    return UploadArtifactFile(stub_.get(), ctx.get(), path, "output");
+    return UploadArtifactFile(stub_.get(), ctx.get(), path, "output", scope);
   });
   if (!ref.ok()) return ref.status();
   v1::OutputFile out;

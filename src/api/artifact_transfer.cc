@@ -13,9 +13,14 @@ constexpr size_t kChunk = 1 << 20;
 }
 
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
-                             v1::ArtifactRef* out, const std::string& account) {
+                             v1::ArtifactRef* out, const std::string& account,
+                             const std::function<Status(const v1::ArtifactChunk&)>& admit) {
   v1::ArtifactChunk chunk;
   if (!reader->Read(&chunk)) return ToGrpc(Status::InvalidArgument("empty upload"));
+  if (admit) {
+    Status allowed = admit(chunk);
+    if (!allowed.ok()) return ToGrpc(allowed);
+  }
   std::string kind = chunk.kind().empty() ? "input" : chunk.kind();
   const bool make_public = chunk.public_();
   if (!account.empty()) {

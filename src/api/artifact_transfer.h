@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/sync_stream.h>
 
+#include <functional>
+
 #include "coordinator/coordinator.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
 
@@ -11,8 +13,11 @@ namespace idlegrid::api {
 
 // `account`: the requester account uploading (its store quota applies and it
 // holds the blob); "" for an agent's upload (the job holds its outputs).
+// `admit` checks the first chunk (an agent's attempt and token) before a
+// byte is stored.
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
-                             v1::ArtifactRef* out, const std::string& account);
+                             v1::ArtifactRef* out, const std::string& account,
+                             const std::function<Status(const v1::ArtifactChunk&)>& admit = nullptr);
 grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifactRequest& req,
                           grpc::ServerWriter<v1::ArtifactChunk>* writer);
 

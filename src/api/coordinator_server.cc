@@ -12,6 +12,7 @@
 
 #include "api/grpc_services.h"
 #include "api/http_api.h"
+#include "auth/credentials.h"
 #include "sched/pipeline.h"
 #include "common/digest.h"
 #include "common/fs.h"
@@ -101,9 +102,16 @@ int RunCoordinator(const CoordinatorConfig& config) {
   coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
                                  sched::NewPipelineScheduler({options.policies, 0}), *join, options);
   if (admin_created) {
-    if (Status st = coord.store()->AddApiToken(Sha256Digest(*admin), "admin", SystemClock::Get()->NowMs()); !st.ok()) {
-      return Fail(st);
-    }
+    // The first start's operator credential (the operator account exists
+    // from the schema on; data from before accounts belongs to it).
+    store::TokenRecord first;
+    first.hash = Sha256Digest(*admin);
+    first.id = auth::TokenIdOf(first.hash);
+    first.account = store::kOperatorAccount;
+    first.name = "first operator token";
+    first.scopes = auth::ScopesOfRole(auth::Role::kOperator);
+    first.created_ms = SystemClock::Get()->NowMs();
+    if (Status st = coord.store()->AddApiToken(first); !st.ok()) return Fail(st);
   }
   init_lock.reset();
 

@@ -13,8 +13,13 @@ Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bea
   // Role and scope first, with no lookup: a refused caller learns nothing
   // about the object and costs no store read.
   IG_RETURN_IF_ERROR(auth::AuthorizeMethod(caller, method));
-  IG_ASSIGN_OR_RETURN(auth::Target t, target(caller));
+  IG_ASSIGN_OR_RETURN(auth::Target t, target.lookup(caller));
   Status st = auth::Authorize(caller, method, t);
+  // Missing and someone else's read the same; naming the caller's own id
+  // back tells it nothing new.
+  if (st.code() == Code::kNotFound) {
+    st = Status::NotFound("no " + target.what.substr(0, 100) + " for this credential; check the id");
+  }
   if (!st.ok() && st.code() != Code::kUnauthenticated) {
     spdlog::info("refused {} for account {}: {}", method, caller.account, st.message());
   }
@@ -23,54 +28,59 @@ Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bea
 }
 
 TargetOf Gate::None() {
-  return [](const auth::Caller&) -> Result<auth::Target> { return auth::Target{}; };
+  return {"object", [](const auth::Caller&) -> Result<auth::Target> { return auth::Target{}; }};
 }
 
 TargetOf Gate::Job(std::string job_id) {
-  return [this, id = std::move(job_id)](const auth::Caller&) -> Result<auth::Target> {
+  std::string what = "job " + job_id;
+  return {what, [this, id = std::move(job_id)](const auth::Caller&) -> Result<auth::Target> {
     auto account = c_->store()->JobAccount(id);
     if (!account.ok()) return account.status();
     if (!*account) return auth::Target{};
     return auth::Target{true, **account, "", true};
-  };
+  }};
 }
 
 TargetOf Gate::Node(std::string node_id) {
-  return [this, id = std::move(node_id)](const auth::Caller&) -> Result<auth::Target> {
+  std::string what = "node " + node_id;
+  return {what, [this, id = std::move(node_id)](const auth::Caller&) -> Result<auth::Target> {
     IG_ASSIGN_OR_RETURN(auto node, c_->store()->GetNode(id));
     if (!node) return auth::Target{};
     return auth::Target{true, node->provider, node->id, true};
-  };
+  }};
 }
 
 TargetOf Gate::Account(std::string name) {
-  return [this, name = std::move(name)](const auth::Caller& caller) -> Result<auth::Target> {
+  std::string what = name.empty() ? "account" : "account " + name;
+  return {what, [this, name = std::move(name)](const auth::Caller& caller) -> Result<auth::Target> {
     const std::string& who = name.empty() ? caller.account : name;
     IG_ASSIGN_OR_RETURN(auto acc, c_->store()->GetAccount(who));
     if (!acc) return auth::Target{};
     return auth::Target{true, acc->name, "", true};
-  };
+  }};
 }
 
 TargetOf Gate::Token(std::string token_id) {
-  return [this, id = std::move(token_id)](const auth::Caller&) -> Result<auth::Target> {
+  std::string what = "token " + token_id;
+  return {what, [this, id = std::move(token_id)](const auth::Caller&) -> Result<auth::Target> {
     auto account = c_->tenancy().AccountOfToken(id);
     if (!account.ok()) {
       if (account.status().code() == Code::kNotFound) return auth::Target{};
       return account.status();
     }
     return auth::Target{true, *account, "", true};
-  };
+  }};
 }
 
 TargetOf Gate::Artifact(std::string digest) {
-  return [this, d = std::move(digest)](const auth::Caller& caller) -> Result<auth::Target> {
+  std::string what = "artifact " + digest;
+  return {what, [this, d = std::move(digest)](const auth::Caller& caller) -> Result<auth::Target> {
     IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(d));
     if (!access.exists) return auth::Target{};
     // Owned for this purpose when public or held by the caller's account.
     bool mine = access.is_public || access.accounts.count(caller.account) > 0;
     return auth::Target{true, mine ? caller.account : std::string(), "", true};
-  };
+  }};
 }
 
 }  // namespace idlegrid::api

@@ -12,8 +12,12 @@
 
 namespace idlegrid::api {
 
-// Looks up the object a call names, once the caller is known.
-using TargetOf = std::function<Result<auth::Target>(const auth::Caller&)>;
+// The object a call names: what to call it in a refusal ("job j-1"), and how
+// to look up its owner once the caller is known.
+struct TargetOf {
+  std::string what;
+  std::function<Result<auth::Target>(const auth::Caller&)> lookup;
+};
 
 class Gate {
  public:

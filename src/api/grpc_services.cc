@@ -277,13 +277,19 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                               v1::ArtifactRef* out) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return ReceiveArtifact(c_, reader, out, "");
+    // The first chunk names the attempt the upload is for.
+    return ReceiveArtifact(c_, reader, out, "", [&](const v1::ArtifactChunk& first) {
+      return c_->NodeMayWrite(*node, first.attempt_id(), first.attempt_token());
+    });
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
+    if (Status st = c_->NodeMayRead(*node, req->attempt_id(), req->attempt_token(), req->digest()); !st.ok()) {
+      return ToGrpc(st);
+    }
     return SendArtifact(c_, *req, writer);
   }
 

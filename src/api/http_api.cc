@@ -3,6 +3,9 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <optional>
+
+#include "api/visibility.h"
 #include "common/grpc_status.h"
 
 namespace idlegrid::api {
@@ -43,64 +46,89 @@ void SendResult(httplib::Response& res, const Result<T>& r) {
 }  // namespace
 
 HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, const std::string& key_file)
-    : c_(c), server_(std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str())) {
+    : c_(c), gate_(c), server_(std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str())) {
   Routes();
 }
 
 HttpApi::~HttpApi() { Stop(); }
 
 void HttpApi::Routes() {
-  auto authed = [this](const httplib::Request& req, httplib::Response& res) {
-    Status st = c_->AuthenticateRequester(req.get_header_value("Authorization"));
-    if (!st.ok()) SendError(res, st);
-    return st.ok();
+  // The caller, or the refusal already written to `res`.
+  auto admit = [this](const httplib::Request& req, httplib::Response& res, std::string_view method,
+                      const TargetOf& target) -> std::optional<auth::Caller> {
+    auto caller = gate_.Admit(RequesterMethod(method), req.get_header_value("Authorization"), target);
+    if (!caller.ok()) {
+      SendError(res, caller.status());
+      return std::nullopt;
+    }
+    return *caller;
   };
-  server_->Post("/v1/jobs", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
+  server_->Post("/v1/jobs", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "SubmitJob", Gate::None());
+    if (!caller) return;
     v1::SubmitJobRequest body;
     auto parsed = google::protobuf::util::JsonStringToMessage(req.body, &body);
     if (!parsed.ok()) {
       return SendError(res, Status::InvalidArgument("request body is not a SubmitJobRequest: " +
                                                     std::string(parsed.message())));
     }
-    auto job = c_->SubmitJob(body);
+    auto job = c_->SubmitJob(body, caller->account);
     if (!job.ok()) return SendError(res, job.status());
     v1::SubmitJobResponse out;
     *out.mutable_job() = std::move(job).value();
     res.status = 201;
     SendMessage(res, out);
   });
-  server_->Get("/v1/jobs", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
-    SendResult(res, c_->ListJobs());
+  server_->Get("/v1/jobs", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "ListJobs", Gate::None());
+    if (!caller) return;
+    SendResult(res, c_->ListJobs(ListingAccount(*caller)));
   });
-  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+))", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "GetJob", gate_.Job(req.matches[1]))) return;
     SendResult(res, c_->GetJob(req.matches[1]));
   });
+  server_->Delete(R"(/v1/jobs/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "DeleteJob", gate_.Job(req.matches[1]))) return;
+    SendResult(res, c_->DeleteJob(req.matches[1]));
+  });
   server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/cancel)",
-                [this, authed](const httplib::Request& req, httplib::Response& res) {
-                  if (!authed(req, res)) return;
+                [this, admit](const httplib::Request& req, httplib::Response& res) {
+                  if (!admit(req, res, "CancelJob", gate_.Job(req.matches[1]))) return;
                   SendResult(res, c_->CancelJob(req.matches[1]));
                 });
-  server_->Get("/v1/nodes", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
-    SendResult(res, c_->ListNodes());
+  server_->Get("/v1/nodes", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "ListNodes", Gate::None());
+    if (!caller) return;
+    auto nodes = c_->ListNodes();
+    if (!nodes.ok()) return SendError(res, nodes.status());
+    SendMessage(res, VisibleNodes(*caller, std::move(nodes).value()));
   });
   server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/explain)",
-               [this, authed](const httplib::Request& req, httplib::Response& res) {
-                 if (!authed(req, res)) return;
+               [this, admit](const httplib::Request& req, httplib::Response& res) {
+                 if (!admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
                  SendResult(res, c_->ExplainJob(req.matches[1]));
                });
-  server_->Get("/metrics", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
+  // Fleet-wide counts: operators only (ListAccounts' rule would let anyone
+  // see their own; metrics are everyone's).
+  server_->Get("/metrics", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "ListNodes", Gate::None());
+    if (!caller) return;
+    if (caller->role != auth::Role::kOperator) {
+      return SendError(res, Status::PermissionDenied("/metrics is for operator tokens"));
+    }
     auto text = c_->Metrics();
     if (!text.ok()) return SendError(res, text.status());
     res.set_content(*text, "text/plain; version=0.0.4");
   });
-  server_->Get("/v1/market", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    if (!authed(req, res)) return;
+  server_->Get("/v1/market", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "GetMarket", Gate::None())) return;
     SendResult(res, c_->Market());
+  });
+  server_->Get("/v1/accounts", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "ListAccounts", Gate::None());
+    if (!caller) return;
+    SendResult(res, c_->tenancy().ListAccounts(*caller));
   });
   server_->set_payload_max_length(16 << 20);
 }

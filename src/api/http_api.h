@@ -1,11 +1,13 @@
 #pragma once
 // HTTPS/JSON API: the requester operations, with request and response bodies
-// in protobuf's JSON mapping of the same messages the gRPC API uses.
+// in protobuf's JSON mapping of the same messages the gRPC API uses. Each
+// route names the gRPC method it serves, and the same Gate decides it.
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "common/status.h"
+#include "api/gate.h"
 #include "coordinator/coordinator.h"
 
 namespace httplib {
@@ -26,6 +28,7 @@ class HttpApi {
  private:
   void Routes();
   coordinator::Coordinator* c_;
+  Gate gate_;
   std::unique_ptr<httplib::SSLServer> server_;
   std::thread thread_;
 };

@@ -90,6 +90,14 @@ std::string ArtifactStore::PathOf(const std::string& digest) const {
   return root_ + "/sha256/" + hex.substr(0, 2) + "/" + hex;
 }
 
+Status ArtifactStore::Remove(const std::string& digest) {
+  if (!IsValidDigest(digest)) return Status::InvalidArgument("not a digest: " + digest);
+  if (::unlink(PathOf(digest).c_str()) != 0 && errno != ENOENT) {
+    return Status::Internal("cannot remove " + PathOf(digest) + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 bool ArtifactStore::Has(const std::string& digest) const {
   return IsValidDigest(digest) && PathExists(PathOf(digest));
 }

@@ -49,6 +49,8 @@ class ArtifactStore {
   bool Has(const std::string& digest) const;
   std::string PathOf(const std::string& digest) const;
   Result<uint64_t> SizeOf(const std::string& digest) const;
+  // Unlinks the blob (Ok if it is already gone).
+  Status Remove(const std::string& digest);
 
  private:
   std::string root_;

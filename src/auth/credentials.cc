@@ -1,6 +1,8 @@
 #include "auth/credentials.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "common/units.h"
 
@@ -101,6 +103,23 @@ int64_t ExpiryOf(int64_t now_ms, uint32_t seconds) {
 
 bool SameHash(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string AttemptToken(std::string_view key, std::string_view attempt_id, std::string_view node_id,
+                         uint64_t lease_epoch) {
+  // Fields joined with a byte no id contains, so no two tuples collide.
+  std::string message = std::string(attempt_id) + '\n' + std::string(node_id) + '\n' + std::to_string(lease_epoch);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+       message.size(), mac, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "igat_";
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[mac[i] >> 4]);
+    out.push_back(kHex[mac[i] & 15]);
+  }
+  return out;
 }
 
 Quota EffectiveQuota(const Quota& account, const Quota& defaults) {

@@ -42,6 +42,13 @@ int64_t ExpiryOf(int64_t now_ms, uint32_t seconds);
 // Constant-time equality of two hashes (time depends on length only).
 bool SameHash(std::string_view a, std::string_view b);
 
+// The artifact token of an attempt (R27): an HMAC-SHA256 under the
+// coordinator's key of (attempt, node, lease epoch). It lets that node read
+// that attempt's artifacts and upload its outputs, and nothing else; it dies
+// with the lease (the coordinator also checks the lease is live).
+std::string AttemptToken(std::string_view key, std::string_view attempt_id, std::string_view node_id,
+                         uint64_t lease_epoch);
+
 // An account's limits (0 = none) and use.
 struct Quota {
   uint32_t max_queued_tasks = 0;

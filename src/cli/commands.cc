@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/support.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -18,14 +19,12 @@
 
 namespace idlegrid::cli {
 
-namespace {
-
 int Fail(const Status& st) {
   std::cerr << "error: " << st.message() << "\n";
   return ExitCodeFor(st);
 }
 
-void PrintJson(const google::protobuf::Message& m, bool one_line = false) {
+void PrintJson(const google::protobuf::Message& m, bool one_line) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;
   opts.add_whitespace = !one_line;
@@ -39,6 +38,8 @@ Result<std::unique_ptr<Client>> Open(const CommonFlags& f) {
   IG_ASSIGN_OR_RETURN(ClientConfig cfg, ResolveConfig(f.config, f.config_file));
   return Client::Connect(cfg);
 }
+
+namespace {
 
 std::string Counts(const v1::Job& job) {
   std::ostringstream s;

@@ -1,7 +1,9 @@
 #pragma once
 // Client subcommands. Each returns the process exit code:
 // 0 ok, 1 the operation failed, 2 invalid input or usage.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/client.h"
 
@@ -29,6 +31,26 @@ int Cancel(const CommonFlags& f, const std::string& job_id);
 int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
 int ImagePush(const CommonFlags& f, const std::string& archive);
 int ArtifactPush(const CommonFlags& f, const std::string& file);
+
+// --- accounts and credentials (operators; an account manages its own tokens) ---
+struct AccountFlags {
+  std::string name;
+  std::string role;
+  double weight = 1;
+  uint32_t max_queued_tasks = 0;
+  uint32_t max_running_tasks = 0;
+  uint64_t max_stored_bytes = 0;
+};
+int AccountCreate(const CommonFlags& f, const AccountFlags& account);
+int AccountList(const CommonFlags& f);
+// Prints the secret on stdout (once) and what it is on stderr.
+int TokenCreate(const CommonFlags& f, const std::string& account, const std::vector<std::string>& scopes,
+                const std::string& expires, const std::string& name);
+int TokenList(const CommonFlags& f, const std::string& account);
+int TokenRevoke(const CommonFlags& f, const std::string& token_id);
+int JoinTokenCreate(const CommonFlags& f, const std::string& provider, const std::string& expires);
+// Removes a settled job, its logs and the artifacts only it held.
+int Delete(const CommonFlags& f, const std::string& job_id);
 
 // Human-readable summary of an advertisement (`agent --discover`).
 void PrintAdvertisement(const v1::Advertisement& ad);

@@ -17,9 +17,18 @@
 
 namespace idlegrid {
 
+// Who an upload or download is for: an agent names the attempt and its
+// artifact token (Assignment.artifact_token); a requester leaves it empty and
+// may mark an upload public.
+struct TransferScope {
+  std::string attempt_id;
+  std::string attempt_token;
+  bool make_public = false;
+};
+
 template <typename Stub>
 Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::string& path,
-                                           const std::string& kind) {
+                                           const std::string& kind, const TransferScope& scope = {}) {
   IG_ASSIGN_OR_RETURN(std::string digest, Sha256File(path));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status::InvalidArgument("cannot open " + path);
@@ -38,6 +47,9 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx,
       chunk.set_digest(digest);
       chunk.set_size(size);
       chunk.set_kind(kind);
+      chunk.set_attempt_id(scope.attempt_id);
+      chunk.set_attempt_token(scope.attempt_token);
+      chunk.set_public_(scope.make_public);
       first = false;
     }
     chunk.set_data(buf.data(), n);
@@ -50,9 +62,12 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx,
 }
 
 template <typename Stub>
-Status DownloadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::string& digest, const std::string& path) {
+Status DownloadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::string& digest, const std::string& path,
+                            const TransferScope& scope = {}) {
   v1::DownloadArtifactRequest req;
   req.set_digest(digest);
+  req.set_attempt_id(scope.attempt_id);
+  req.set_attempt_token(scope.attempt_token);
   auto reader = stub->DownloadArtifact(ctx, req);
   std::string tmp = path + ".part";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);

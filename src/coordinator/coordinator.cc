@@ -33,6 +33,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       artifacts_(std::move(artifacts)),
       scheduler_(std::move(scheduler)),
       join_secret_hash_(Sha256Digest(join_secret)),
+      artifact_key_(Sha256Digest("idlegrid artifact tokens\n" + join_secret)),
       options_(options),
       clock_(clock),
       tenancy_(store_.get(), clock, options.default_quota) {}
@@ -128,13 +129,19 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   }
   std::string image_digest = manifest::ImageDigestOf(spec.image());
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_digest));
+  // Another tenant's private image reads as a missing one (no existence leak).
+  if (image) {
+    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, image->archive_digest));
+    if (!usable) image.reset();
+  }
   if (!image) {
     return Status::FailedPrecondition("image " + image_digest +
                                       " is not in this coordinator's store; push it first with "
                                       "`idlegrid image push ARCHIVE.tar`");
   }
   for (const auto& input : spec.inputs()) {
-    if (!artifacts_->Has(input.artifact())) {
+    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, input.artifact()));
+    if (!usable || !artifacts_->Has(input.artifact())) {
       return Status::FailedPrecondition("input artifact " + input.artifact() + " (for " + input.path() +
                                         ") is not in this coordinator's store; upload it first");
     }
@@ -150,6 +157,13 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
   return GetJob(job_id);
+}
+
+Result<bool> Coordinator::MayUse(const std::string& account, const std::string& digest) {
+  // The operator owns what was stored before accounts (it has no holders).
+  if (account == store::kOperatorAccount) return true;
+  IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, store_->ArtifactAccessOf(digest));
+  return access.is_public || access.accounts.count(account) > 0;
 }
 
 Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
@@ -186,7 +200,50 @@ Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
 }
 
 Result<v1::DeleteJobResponse> Coordinator::DeleteJob(const std::string& job_id) {
-  return Status::FailedPrecondition("idlegrid delete is not implemented yet (job " + job_id + " kept)");
+  IG_ASSIGN_OR_RETURN(store::CollectedArtifacts gone, store_->DeleteJob(job_id, clock_->NowMs()));
+  UnlinkCollected(gone);
+  spdlog::info("job {} deleted; {} artifact(s), {} bytes freed", job_id, gone.digests.size(), gone.bytes);
+  Notify();
+  v1::DeleteJobResponse out;
+  out.set_job_id(job_id);
+  out.set_artifacts_removed(static_cast<uint32_t>(gone.digests.size()));
+  out.set_bytes_freed(gone.bytes);
+  return out;
+}
+
+void Coordinator::UnlinkCollected(const store::CollectedArtifacts& collected) {
+  for (const std::string& digest : collected.digests) {
+    if (Status st = artifacts_->Remove(digest); !st.ok()) spdlog::warn("artifact GC: {}", st.ToString());
+  }
+}
+
+void Coordinator::EnforceRetention() {
+  const int64_t now = clock_->NowMs();
+  if (retention_checked_ms_ != 0 && now - retention_checked_ms_ < kRetentionPeriodMs) return;
+  retention_checked_ms_ = now;
+  auto expired = store_->ExpiredJobs(now, 100);
+  if (!expired.ok()) {
+    spdlog::warn("retention: {}", expired.status().ToString());
+    return;
+  }
+  for (const std::string& id : *expired) {
+    auto gone = store_->DeleteJob(id, now);
+    if (!gone.ok()) {
+      spdlog::warn("retention: job {}: {}", id, gone.status().ToString());
+      continue;
+    }
+    UnlinkCollected(*gone);
+    spdlog::info("retention: job {} deleted; {} artifact(s), {} bytes freed", id, gone->digests.size(), gone->bytes);
+  }
+  auto uploads = store_->CollectArtifacts(now);
+  if (!uploads.ok()) {
+    spdlog::warn("artifact GC: {}", uploads.status().ToString());
+    return;
+  }
+  UnlinkCollected(*uploads);
+  if (!uploads->digests.empty()) {
+    spdlog::info("artifact GC: {} unused upload(s), {} bytes freed", uploads->digests.size(), uploads->bytes);
+  }
 }
 
 Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) {
@@ -457,6 +514,42 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
   return Status::Ok();
 }
 
+Result<store::ActiveAttempt> Coordinator::LiveAttemptFor(const std::string& node_id, const std::string& attempt_id,
+                                                         const std::string& token) {
+  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
+  for (const store::ActiveAttempt& a : active) {
+    if (a.attempt_id != attempt_id || a.node_id != node_id) continue;
+    if (!auth::SameHash(token, auth::AttemptToken(artifact_key_, attempt_id, node_id, a.lease_epoch))) break;
+    return a;
+  }
+  spdlog::warn("node {} refused an artifact transfer for attempt {}: not its live attempt, or a wrong token", node_id,
+               attempt_id.substr(0, 64));
+  return Status::NotFound("no live attempt " + attempt_id.substr(0, 64) + " with this artifact token for this node");
+}
+
+Status Coordinator::NodeMayRead(const std::string& node_id, const std::string& attempt_id, const std::string& token,
+                                const std::string& digest) {
+  IG_ASSIGN_OR_RETURN(store::ActiveAttempt a, LiveAttemptFor(node_id, attempt_id, token));
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(a.job_id));
+  for (const auto& input : job.spec().inputs()) {
+    if (input.artifact() == digest) return Status::Ok();
+  }
+  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
+  if (image && image->archive_digest == digest) return Status::Ok();
+  for (const auto& task : job.tasks()) {
+    if (task.index() != a.index) continue;
+    for (const auto& f : task.checkpoint().files()) {
+      if (f.digest() == digest) return Status::Ok();
+    }
+  }
+  spdlog::warn("node {} refused artifact {}: attempt {} does not use it", node_id, digest.substr(0, 80), attempt_id);
+  return Status::NotFound("no artifact " + digest.substr(0, 80) + " for attempt " + attempt_id);
+}
+
+Status Coordinator::NodeMayWrite(const std::string& node_id, const std::string& attempt_id, const std::string& token) {
+  return LiveAttemptFor(node_id, attempt_id, token).status();
+}
+
 Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request) {
   std::map<std::string, std::vector<v1::LogChunk>> by_job;
   std::map<std::string, store::Store::AttemptOwner> owners;
@@ -567,6 +660,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
     for (const auto& prior : task.attempts()) {
       if (prior.id() != attempt.attempt_id) continue;
       a->set_lease_epoch(prior.lease_epoch());
+      a->set_artifact_token(auth::AttemptToken(artifact_key_, attempt.attempt_id, attempt.node_id, prior.lease_epoch()));
       // Resume from the checkpoint this attempt was committed with.
       if (!prior.restored_from_attempt().empty() && task.checkpoint().attempt_id() == prior.restored_from_attempt()) {
         *a->mutable_restore() = task.checkpoint();
@@ -599,6 +693,7 @@ void Coordinator::Tick() {
   RefreshReliability();
   EnforceDrainDeadlines();
   EnsureReadiness();
+  EnforceRetention();
   DispatchOnce();
 }
 

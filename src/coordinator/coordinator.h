@@ -149,8 +149,15 @@ class Coordinator {
   Result<v1::HeartbeatResponse> Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request);
   Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
   Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
-  // May the node read this artifact? (Images and inputs of its attempts; for
-  // now any artifact: scoped tokens come with the data-plane work.)
+  // May the node read this artifact for this attempt? Only with the
+  // attempt's artifact token (R27), while the node holds the attempt under a
+  // live lease, and only its image archive, inputs and checkpoint (R25);
+  // NotFound otherwise, logged.
+  Status NodeMayRead(const std::string& node_id, const std::string& attempt_id, const std::string& token,
+                     const std::string& digest);
+  // May it upload for this attempt (outputs, checkpoints)? The same token
+  // and lease rules.
+  Status NodeMayWrite(const std::string& node_id, const std::string& attempt_id, const std::string& token);
   artifacts::ArtifactStore* artifact_store() { return artifacts_.get(); }
   store::Store* store() { return store_.get(); }
   Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind);
@@ -221,6 +228,19 @@ class Coordinator {
   void PersistHeartbeats();
   // Recomputes every node's reliability from the last day's attempts.
   void RefreshReliability();
+  // Deletes jobs past their retention and artifacts nothing holds any more
+  // (at most once a minute).
+  void EnforceRetention();
+  // Unlinks the blobs of artifacts the store has let go.
+  void UnlinkCollected(const store::CollectedArtifacts& collected);
+  // Whether `account` may name the artifact in a job: its own upload or
+  // job's, a public one, or anything for the operator.
+  Result<bool> MayUse(const std::string& account, const std::string& digest);
+  // The node's live attempt that `token` is the artifact token of; NotFound
+  // (logged) otherwise.
+  Result<store::ActiveAttempt> LiveAttemptFor(const std::string& node_id, const std::string& attempt_id,
+                                              const std::string& token);
+  static constexpr int64_t kRetentionPeriodMs = 60'000;
   static constexpr int64_t kReliabilityWindowMs = 24 * 3600 * 1000;
   static constexpr int64_t kReliabilityRefreshMs = 10000;
   // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
@@ -247,6 +267,9 @@ class Coordinator {
   std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   const std::string join_secret_hash_;
+  // Signs per-attempt artifact tokens; derived from the join secret, which
+  // coordinators sharing a database share, so any of them can check a token.
+  const std::string artifact_key_;
   const Options options_;
   Clock* const clock_;
   Tenancy tenancy_;
@@ -275,6 +298,7 @@ class Coordinator {
 
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
+  int64_t retention_checked_ms_ = 0;
   int64_t unconnected_checked_ms_ = 0;
   int64_t heartbeats_checked_ms_ = 0;  // the last liveness check
   int conflict_replans_ = 0;

@@ -389,6 +389,8 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
        Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_run_timeout_seconds(s); })},
       {"queueTimeout",
        Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_queue_timeout_seconds(s); })},
+      {"retention",
+       Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_retention_seconds(s); })},
       {"retries", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_retries(n); })},
       {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
       {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},

@@ -163,6 +163,11 @@ struct ArtifactRef {
   int64_t expires_ms = 0;  // 0: as long as the holder exists
 };
 
+struct CollectedArtifacts {
+  std::vector<std::string> digests;  // rows removed: unlink their blobs
+  uint64_t bytes = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -243,6 +248,17 @@ class Store {
   virtual Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) = 0;
   // Attempt outcomes per node for attempts that finished at or after `since_ms`.
   virtual Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) = 0;
+  // Removes a job (jobs::CheckDeletable decides whether it may go) with its
+  // tasks, attempts, logs, checkpoint and references, and the artifacts no
+  // longer held by anything (their rows, and images built on them); returns
+  // those for the caller to unlink. Artifacts that never had a reference
+  // (stored before v11, benchmark images) are never collected.
+  virtual Result<CollectedArtifacts> DeleteJob(const std::string& job_id, int64_t now_ms) = 0;
+  // Up to `limit` jobs whose retention ran out (jobs::RetentionExpired over
+  // their last task change), oldest first.
+  virtual Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) = 0;
+  // Artifacts held only by expired upload holds: removed as DeleteJob does.
+  virtual Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) = 0;
   // Fails a QUEUED task that can never run (e.g. unknown image). 
   virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                                 const std::string& message, int64_t now_ms) = 0;

@@ -35,7 +35,8 @@ struct Route {
 const std::vector<Route> kRoutes = {
     {"POST", "/v1/jobs"},  {"GET", "/v1/jobs"},           {"GET", "/v1/jobs/j-1"},
     {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
-    {"GET", "/metrics"},   {"GET", "/v1/market"},
+    {"GET", "/metrics"},   {"GET", "/v1/market"},           {"DELETE", "/v1/jobs/j-1"},
+    {"GET", "/v1/accounts"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -64,7 +65,7 @@ class HttpApiTest : public ::testing::Test {
     coordinator_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
                                                               sched::NewPipelineScheduler(), "join-secret",
                                                               coordinator::Options{}, &clock_);
-    auto token = coordinator_->CreateApiToken("admin");
+    auto token = coordinator_->tenancy().CreateOperatorToken("test");
     ASSERT_TRUE(token.ok()) << token.status().ToString();
     token_ = *token;
     auto pki = pki::LoadOrCreate(dir_.path() + "/pki", {});
@@ -88,6 +89,7 @@ class HttpApiTest : public ::testing::Test {
     const std::string t = token == "<admin>" ? token_ : token;
     if (!t.empty()) headers.emplace("Authorization", "Bearer " + t);
     if (method == "POST") return client_->Post(path, headers, body, "application/json");
+    if (method == "DELETE") return client_->Delete(path, headers);
     return client_->Get(path, headers);
   }
 

@@ -72,9 +72,10 @@ v1::NodeInfo InfoOf(const std::string& name) {
   return info;
 }
 
-v1::RegisterRequest RegisterRequestOf(const std::string& name, const v1::SignedAdvertisement& ad) {
+v1::RegisterRequest RegisterRequestOf(const std::string& name, const v1::SignedAdvertisement& ad,
+                                     const std::string& join_secret = kJoinSecret) {
   v1::RegisterRequest request;
-  request.set_join_secret(kJoinSecret);
+  request.set_join_secret(join_secret);
   request.set_name(name);
   *request.mutable_info() = InfoOf(name);
   *request.mutable_advertisement() = ad;
@@ -96,10 +97,10 @@ Status PipelineHarness::Init() {
   return Status::Ok();
 }
 
-Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu_ask) {
+Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu_ask, const std::string& join_secret) {
   advert::NodeKey key = advert::NodeKey::Generate();
   IG_ASSIGN_OR_RETURN(auto first,
-                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(1, cpu_ask), key)),
+                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(1, cpu_ask), key), join_secret),
                                                  kPeer));
   const std::string id = first.node_id();
   // A node that passed the readiness benchmark for this agent: a restarted
@@ -111,7 +112,7 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   m.set_agent_version(kAgentVersion);
   IG_RETURN_IF_ERROR(coordinator_->store()->RecordMeasurement(id, m));
   IG_ASSIGN_OR_RETURN(auto second,
-                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(2, cpu_ask), key)),
+                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(2, cpu_ask), key), join_secret),
                                                  kPeer));
   if (second.node_id() != id) return Status::Internal("node id changed on re-registration");
   infos_[id] = InfoOf(name);
@@ -120,10 +121,10 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   return id;
 }
 
-Result<std::string> PipelineHarness::Submit(const v1::JobSpec& spec) {
+Result<std::string> PipelineHarness::Submit(const v1::JobSpec& spec, const std::string& account) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
-  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->SubmitJob(request));
+  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->SubmitJob(request, account));
   return job.id();
 }
 

@@ -59,9 +59,10 @@ class PipelineHarness {
   // Registers a node (4 cores, 8 GiB, runc, cgroup limits) that passed its
   // readiness benchmark and asks `cpu_ask` per core-hour, connects it and
   // sends its first heartbeat. Returns its id.
-  Result<std::string> AddNode(const std::string& name, double cpu_ask = 0);
+  Result<std::string> AddNode(const std::string& name, double cpu_ask = 0,
+                              const std::string& join_secret = kJoinSecret);
 
-  Result<std::string> Submit(const v1::JobSpec& spec);
+  Result<std::string> Submit(const v1::JobSpec& spec, const std::string& account = "operator");
   Result<v1::Task> Task(const std::string& job_id, uint32_t index = 0);
 
   // Commands pushed to the node's session since the last call (none blocks).

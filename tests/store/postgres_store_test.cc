@@ -71,13 +71,29 @@ std::vector<int> RunProcesses(int n, Work work) {
 TEST_F(PostgresStoreTest, DatabaseFromTheOwnNumberingOpensAtTheSharedVersion) {
   CreateJob("j1");
   store_.reset();
-  // Back to the schema that numbering called 2 (today's 7): undo v10.
+  // Back to the schema that numbering called 2 (today's 7): undo v11 and v10.
+  ASSERT_TRUE(db_->Exec("DROP TABLE artifact_refs; DROP TABLE join_tokens; DROP TABLE accounts; "
+                        "DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; "
+                        "ALTER TABLE jobs DROP COLUMN account; ALTER TABLE jobs DROP COLUMN retention_ms; "
+                        "ALTER TABLE nodes DROP COLUMN provider; ALTER TABLE artifacts DROP COLUMN public; "
+                        "ALTER TABLE api_tokens DROP COLUMN id; ALTER TABLE api_tokens DROP COLUMN account; "
+                        "ALTER TABLE api_tokens DROP COLUMN scopes; ALTER TABLE api_tokens DROP COLUMN expires_ms; "
+                        "ALTER TABLE api_tokens DROP COLUMN revoked_ms; ALTER TABLE api_tokens DROP COLUMN name; "
+                        "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
+                  .ok());
   ASSERT_TRUE(db_->Exec("DROP TABLE log_usage; DROP INDEX logs_by_task_part; ALTER TABLE logs DROP COLUMN part").ok());
   ASSERT_TRUE(db_->SetSchemaVersion(2).ok());
   Open();
   EXPECT_EQ(*db_->SchemaVersion(), LatestSchemaVersion(BackendKind::kPostgres));
-  EXPECT_GE(LatestSchemaVersion(BackendKind::kPostgres), 9);
+  EXPECT_GE(LatestSchemaVersion(BackendKind::kPostgres), 11);
   EXPECT_EQ(Job("j1").tasks_size(), 1);
+  // v11 (tenancy): old jobs and the old administrator token are the operator's.
+  EXPECT_EQ(Job("j1").account(), kOperatorAccount);
+  auto token = store_->TokenByHash("sha256:0123456789abcdef99");
+  ASSERT_TRUE(token.ok() && token->has_value()) << token.status().ToString();
+  EXPECT_EQ((*token)->account, kOperatorAccount);
+  EXPECT_EQ((*token)->role, "operator");
+  EXPECT_EQ((*token)->id, "0123456789abcdef");
 }
 
 TEST_F(PostgresStoreTest, CoordinatorsStartingTogetherMigrateOnce) {

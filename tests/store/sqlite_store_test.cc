@@ -30,7 +30,17 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
   CreateJob("j2", {.queue_timeout_seconds = 0, .cpu = 2});
   Assign("j1", 0, "a1", "n1");
   store_.reset();
-  // Back to v8: drop what v9 and v10 added (DROP COLUMN refuses indexed columns).
+  // Back to v8: drop what v9, v10 and v11 added (DROP COLUMN refuses indexed columns).
+  ASSERT_TRUE(db_->Exec("DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; DROP INDEX artifact_refs_by_holder; "
+                        "DROP INDEX artifact_refs_by_account; DROP TABLE artifact_refs; DROP TABLE join_tokens; "
+                        "DROP TABLE accounts; ALTER TABLE jobs DROP COLUMN account; "
+                        "ALTER TABLE jobs DROP COLUMN retention_ms; ALTER TABLE nodes DROP COLUMN provider; "
+                        "ALTER TABLE artifacts DROP COLUMN public; ALTER TABLE api_tokens DROP COLUMN id; "
+                        "ALTER TABLE api_tokens DROP COLUMN account; ALTER TABLE api_tokens DROP COLUMN scopes; "
+                        "ALTER TABLE api_tokens DROP COLUMN expires_ms; ALTER TABLE api_tokens DROP COLUMN revoked_ms; "
+                        "ALTER TABLE api_tokens DROP COLUMN name; "
+                        "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
+                  .ok());
   ASSERT_TRUE(db_->Exec("DROP INDEX logs_by_task_part; DROP TABLE log_usage; ALTER TABLE logs DROP COLUMN part; "
                         "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
                         "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "
@@ -55,6 +65,15 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
   auto expired = store_->ExpireQueuedTasks(1000 + 61000);
   ASSERT_TRUE(expired.ok()) << expired.status().ToString();
   EXPECT_EQ(*expired, 1) << "j1's queued task times out; j2 has no timeout";
+  // v11 (tenancy): what existed belongs to the operator account, and the
+  // old administrator token is the operator's, with every scope.
+  EXPECT_EQ(store_->GetJob("j2")->account(), kOperatorAccount);
+  auto token = store_->TokenByHash("sha256:0123456789abcdef99");
+  ASSERT_TRUE(token.ok() && token->has_value()) << token.status().ToString();
+  EXPECT_EQ((*token)->account, kOperatorAccount);
+  EXPECT_EQ((*token)->role, "operator");
+  EXPECT_EQ((*token)->scopes, 15u);
+  EXPECT_EQ((*token)->id, "0123456789abcdef");
 }
 
 }  // namespace

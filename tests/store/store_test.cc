@@ -852,17 +852,111 @@ TEST_P(StoreTest, NodesRoundTrip) {
   EXPECT_EQ((*rotated)->id, "n2");
 }
 
-TEST_P(StoreTest, ApiTokensRoundTrip) {
-  auto none = store_->ApiTokenRole("h1");
+TEST_P(StoreTest, AccountsTokensAndJoinTokensRoundTrip) {
+  // The operator account exists from the schema on (old data belongs to it).
+  auto op = store_->GetAccount(kOperatorAccount);
+  ASSERT_TRUE(op.ok()) << op.status().ToString();
+  ASSERT_TRUE(op->has_value());
+  EXPECT_EQ((*op)->role, "operator");
+  AccountRecord alice{"alice", "requester", 5, 2.0, 10, 3, 1000};
+  ASSERT_TRUE(store_->CreateAccount(alice).ok());
+  EXPECT_EQ(store_->CreateAccount(alice).code(), Code::kAlreadyExists);
+
+  auto none = store_->TokenByHash("sha256:aa");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
-  ASSERT_TRUE(store_->AddApiToken("h1", "requester", 10).ok());
-  ASSERT_TRUE(store_->AddApiToken("h2", "admin", 10).ok());
+  TokenRecord t;
+  t.id = "aa00";
+  t.hash = "sha256:aa";
+  t.account = "alice";
+  t.scopes = 3;
+  t.created_ms = 10;
+  t.expires_ms = 99;
+  t.name = "laptop";
+  ASSERT_TRUE(store_->AddApiToken(t).ok());
+  TokenRecord orphan = t;
+  orphan.hash = "sha256:bb";
+  orphan.account = "nobody";
+  EXPECT_EQ(store_->AddApiToken(orphan).code(), Code::kNotFound) << "a token needs an existing account";
   Reopen();
-  EXPECT_EQ(store_->ApiTokenRole("h1")->value_or(""), "requester");
-  EXPECT_EQ(store_->ApiTokenRole("h2")->value_or(""), "admin");
-  ASSERT_TRUE(store_->AddApiToken("h1", "admin", 20).ok());
-  EXPECT_EQ(store_->ApiTokenRole("h1")->value_or(""), "admin");
+
+  auto got = store_->TokenByHash("sha256:aa");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->account, "alice");
+  EXPECT_EQ((*got)->role, "requester") << "the role is the account's";
+  EXPECT_EQ((*got)->scopes, 3u);
+  EXPECT_EQ((*got)->expires_ms, 99);
+  EXPECT_EQ((*got)->revoked_ms, 0);
+  EXPECT_EQ((*got)->name, "laptop");
+  auto revoked = store_->RevokeToken("aa00", 50);
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(revoked->revoked_ms, 50);
+  EXPECT_EQ(store_->RevokeToken("aa00", 60)->revoked_ms, 50) << "revoking twice keeps the first time";
+  EXPECT_EQ(store_->RevokeToken("nosuch", 60).status().code(), Code::kNotFound);
+  EXPECT_EQ(store_->ListTokens("alice")->size(), 1u);
+  EXPECT_EQ(store_->ListTokens(kOperatorAccount)->size(), 0u);
+
+  auto accounts = store_->ListAccounts();
+  ASSERT_TRUE(accounts.ok());
+  ASSERT_EQ(accounts->size(), 2u);
+  EXPECT_EQ((*accounts)[0].name, "alice");
+  EXPECT_EQ((*accounts)[0].weight, 2.0);
+  EXPECT_EQ((*accounts)[0].max_queued_tasks, 10u);
+  EXPECT_EQ((*accounts)[0].max_stored_bytes, 1000u);
+
+  ASSERT_TRUE(store_->CreateAccount({"prov", "provider", 5}).ok());
+  ASSERT_TRUE(store_->AddJoinToken({"sha256:jj", "prov", 5, 0}).ok());
+  EXPECT_EQ(store_->AddJoinToken({"sha256:kk", "nobody", 5, 0}).code(), Code::kNotFound);
+  auto join = store_->JoinTokenByHash("sha256:jj");
+  ASSERT_TRUE(join.ok() && join->has_value());
+  EXPECT_EQ((*join)->provider, "prov");
+  EXPECT_FALSE(store_->JoinTokenByHash("sha256:kk")->has_value());
+}
+
+TEST_P(StoreTest, JobsBelongToAccountsAndUsageCountsThem) {
+  ASSERT_TRUE(store_->CreateAccount({"alice", "requester", 5}).ok());
+  ASSERT_TRUE(store_->CreateJob("ja", Spec({3}), "d", 100, "alice").ok());
+  ASSERT_TRUE(store_->CreateJob("jo", Spec({1}), "d", 100).ok());
+  EXPECT_EQ(store_->GetJob("ja")->account(), "alice");
+  EXPECT_EQ(store_->GetJob("jo")->account(), kOperatorAccount);
+  EXPECT_EQ(store_->JobAccount("ja")->value_or(""), "alice");
+  EXPECT_FALSE(store_->JobAccount("nosuch")->has_value());
+  auto mine = store_->ListJobs("alice");
+  ASSERT_TRUE(mine.ok());
+  ASSERT_EQ(mine->size(), 1u);
+  EXPECT_EQ((*mine)[0].id(), "ja");
+  EXPECT_EQ(store_->ListJobs()->size(), 2u);
+  auto use = store_->UsageOf("alice");
+  ASSERT_TRUE(use.ok()) << use.status().ToString();
+  EXPECT_EQ(use->queued_tasks, 3u);
+  EXPECT_EQ(use->running_tasks, 0u);
+
+  const std::string blob = "sha256:" + std::string(64, 'a');
+  ASSERT_TRUE(store_->RecordArtifact(blob, 700, "input", 10).ok());
+  ASSERT_TRUE(store_->AddArtifactRefs({{blob, "job:ja", "alice", 0}, {blob, "upload:alice", "alice", 500}}).ok());
+  EXPECT_EQ(store_->UsageOf("alice")->stored_bytes, 700u) << "a blob held twice counts once";
+  auto access = store_->ArtifactAccessOf(blob);
+  ASSERT_TRUE(access.ok());
+  EXPECT_TRUE(access->exists);
+  EXPECT_FALSE(access->is_public);
+  EXPECT_EQ(access->accounts, std::set<std::string>{"alice"});
+  ASSERT_TRUE(store_->SetArtifactPublic(blob).ok());
+  EXPECT_TRUE(store_->ArtifactAccessOf(blob)->is_public);
+  EXPECT_FALSE(store_->ArtifactAccessOf("sha256:" + std::string(64, 'f'))->exists);
+}
+
+// One account's long queue cannot fill the scheduler's window: accounts take turns.
+TEST_P(StoreTest, QueuedWindowTakesAccountsInTurn) {
+  ASSERT_TRUE(store_->CreateAccount({"big", "requester", 5}).ok());
+  ASSERT_TRUE(store_->CreateAccount({"small", "requester", 5}).ok());
+  ASSERT_TRUE(store_->CreateJob("jbig", Spec({50}), "d", 100, "big").ok());
+  ASSERT_TRUE(store_->CreateJob("jsmall", Spec({2}), "d", 101, "small").ok());
+  auto window = store_->QueuedTasks(4);
+  ASSERT_TRUE(window.ok()) << window.status().ToString();
+  ASSERT_EQ(window->size(), 4u);
+  std::vector<std::string> order;
+  for (const auto& t : *window) order.push_back(t.account + "/" + std::to_string(t.index));
+  EXPECT_EQ(order, (std::vector<std::string>{"big/0", "small/0", "big/1", "small/1"}));
 }
 
 TEST_P(StoreTest, ArtifactsAndImagesRoundTrip) {

@@ -79,6 +79,9 @@ class PostgresStore : public Store {
 
   Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) override;
   Result<bool> HasArtifact(const std::string& digest) override;
+  Result<CollectedArtifacts> DeleteJob(const std::string& job_id, int64_t now_ms) override;
+  Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) override;
+  Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) override;
   Result<std::optional<std::string>> JobAccount(const std::string& job_id) override;
   Status AddArtifactRefs(const std::vector<ArtifactRef>& refs) override;
   Status SetArtifactPublic(const std::string& digest) override;

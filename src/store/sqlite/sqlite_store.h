@@ -67,6 +67,9 @@ class SqliteStore : public Store {
 
   Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) override;
   Result<bool> HasArtifact(const std::string& digest) override;
+  Result<CollectedArtifacts> DeleteJob(const std::string& job_id, int64_t now_ms) override;
+  Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) override;
+  Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) override;
   Result<std::optional<std::string>> JobAccount(const std::string& job_id) override;
   Status AddArtifactRefs(const std::vector<ArtifactRef>& refs) override;
   Status SetArtifactPublic(const std::string& digest) override;
@@ -76,6 +79,8 @@ class SqliteStore : public Store {
 
  private:
   // Helpers; callers hold mu_ (and usually a transaction).
+  // Removes each digest with no live reference left (rows only).
+  Status CollectUnheldLocked(const std::set<std::string>& digests, int64_t now_ms, CollectedArtifacts* out);
   // Executes the writes of a jobs::OutcomePlan for the attempt and its task
   // (all but the checkpoint, which needs the attempt's epoch).
   Status ExecutePlanLocked(const std::string& attempt_id, const std::string& job_id, uint32_t index,

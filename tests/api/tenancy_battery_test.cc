@@ -1,0 +1,367 @@
+// The cross-tenant battery (issue 11): every method of the requester and
+// agent services, enumerated from the protobuf descriptors so a new method
+// cannot be forgotten, is called over gRPC with another tenant's token, an
+// agent's credential, an expired token, a revoked token and no token; the
+// HTTP/JSON routes likewise. Each call is refused, or (for the few calls
+// anyone may make, such as a listing) answers without a trace of the victim's
+// objects; afterwards the victim's objects are unchanged.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/dynamic_message.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/grpc_services.h"
+#include "api/http_api.h"
+#include "artifacts/artifact_store.h"
+#include "auth/authz.h"
+#include "common/clock.h"
+#include "common/digest.h"
+#include "common/test_support.h"
+#include "coordinator/coordinator.h"
+#include "pki/pki.h"
+#include "sched/pipeline.h"
+#include "store/store.h"
+
+namespace idlegrid::api {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::MethodDescriptor;
+
+const std::string kImage = "sha256:" + std::string(64, 'b');
+const std::string kArchive = "sha256:" + std::string(64, 'd');
+const std::string kAliceBlob = "sha256:" + std::string(64, 'a');
+constexpr char kAgentCredential[] = "iga_provs-node-credential";
+
+struct Credential {
+  std::string name;
+  std::string token;  // "" = none
+  bool agent = false;
+};
+
+struct CallResult {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  std::string responses;  // every response message, serialized, concatenated
+};
+
+class TenancyBatteryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts");
+    ASSERT_TRUE(artifacts->Init().ok());
+    ASSERT_TRUE((*store)->RegisterImage({kImage, "sha256:" + std::string(64, 'c'), kArchive}, 1000).ok());
+    c_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
+                                                    sched::NewPipelineScheduler(), "join-secret",
+                                                    coordinator::Options{}, &clock_);
+    auto& t = c_->tenancy();
+    for (auto [name, role] : {std::pair{"alice", "requester"}, {"bob", "requester"}, {"prov", "provider"},
+                              {"prov2", "provider"}}) {
+      v1::Account a;
+      a.set_name(name);
+      a.set_role(role);
+      ASSERT_TRUE(t.CreateAccount(a).ok()) << name;
+    }
+    auth::Caller op{auth::Role::kOperator, ~0u, store::kOperatorAccount, ""};
+    auto mint = [&](const std::string& account, uint32_t expires_seconds) {
+      v1::CreateTokenRequest req;
+      req.set_account(account);
+      req.set_expires_seconds(expires_seconds);
+      auto made = t.CreateToken(op, req);
+      EXPECT_TRUE(made.ok()) << made.status().ToString();
+      return made.ok() ? *made : v1::CreateTokenResponse();
+    };
+    auto alice = mint("alice", 0);
+    alice_token_ = alice.token();
+    alice_token_id_ = alice.info().id();
+    operator_token_ = mint(store::kOperatorAccount, 0).token();
+    const std::string bob = mint("bob", 0).token();
+    const std::string expired = mint("bob", 60).token();
+    auto revoked = mint("bob", 0);
+    ASSERT_TRUE(t.RevokeToken(revoked.info().id()).ok());
+    const std::string prov2 = mint("prov2", 0).token();
+
+    // prov's node (the agent credential is its token), and another node
+    // holding an attempt of alice's job.
+    store::NodeRecord node{"n-prov", "prov-box"};
+    node.provider = "prov";
+    ASSERT_TRUE(c_->store()->UpsertNode(node, Sha256Digest(kAgentCredential)).ok());
+    store::NodeRecord other{"n-other", "other-box"};
+    other.provider = "prov";
+    ASSERT_TRUE(c_->store()->UpsertNode(other, Sha256Digest("iga_other")).ok());
+
+    v1::SubmitJobRequest submit;
+    *submit.mutable_spec() = SpecFor("alices-secret-sweep");
+    auto job = c_->SubmitJob(submit, "alice");
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    alice_job_ = job->id();
+    auto committed = c_->store()->CommitAssignments({{"att-alice-1", alice_job_, 0, "n-other", clock_.NowMs()}});
+    ASSERT_TRUE(committed.ok() && committed->size() == 1u);
+    ASSERT_TRUE(c_->store()->RecordArtifact(kAliceBlob, 7, "input", 1).ok());
+    ASSERT_TRUE(c_->HoldUpload(kAliceBlob, "alice", false).ok());
+
+    clock_.AdvanceMs(61'000);  // the 60 s token has expired
+    creds_ = {{"another tenant", bob},          {"another provider", prov2},
+              {"an agent's credential", kAgentCredential, true},
+              {"an expired token", expired},     {"a revoked token", revoked.token()},
+              {"no token", ""}};
+
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    requester_ = NewRequesterService(c_.get());
+    agent_ = NewAgentService(c_.get());
+    builder.RegisterService(requester_.get());
+    builder.RegisterService(agent_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_TRUE(server_ && port != 0);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+
+    ASSERT_TRUE(pki::LoadOrCreate(dir_.path() + "/pki", {}).ok());
+    http_ = std::make_unique<HttpApi>(c_.get(), dir_.path() + "/pki/server.crt", dir_.path() + "/pki/server.key");
+    auto http_port = http_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(http_port.ok());
+    http_client_ = std::make_unique<httplib::SSLClient>("127.0.0.1", *http_port);
+    http_client_->set_ca_cert_path((dir_.path() + "/pki/ca.crt").c_str());
+    http_client_->enable_server_certificate_verification(true);
+  }
+
+  void TearDown() override {
+    if (http_) http_->Stop();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  static v1::JobSpec SpecFor(const std::string& name) {
+    v1::JobSpec spec;
+    spec.set_api_version("idlegrid/v1");
+    spec.set_name(name);
+    spec.set_image(kImage);
+    spec.add_command("/sim");
+    return spec;
+  }
+
+  // A request for `method` naming the victim's objects wherever it can.
+  std::string RequestFor(const MethodDescriptor* method) {
+    std::unique_ptr<Message> m(
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(method->input_type())->New());
+    const auto* refl = m->GetReflection();
+    const auto* desc = m->GetDescriptor();
+    auto set = [&](const char* field, const std::string& value) {
+      if (const FieldDescriptor* f = desc->FindFieldByName(field); f && f->type() == FieldDescriptor::TYPE_STRING &&
+                                                                   !f->is_repeated()) {
+        refl->SetString(m.get(), f, value);
+      }
+    };
+    set("job_id", alice_job_);
+    set("node_id", "n-other");
+    set("digest", kAliceBlob);
+    set("archive_digest", kAliceBlob);
+    set("token_id", alice_token_id_);
+    set("account", "alice");
+    set("provider", "prov");
+    set("attempt_id", "att-alice-1");
+    set("join_secret", "not-the-join-secret");
+    set("name", "mallory-box");
+    if (auto* req = dynamic_cast<v1::SubmitJobRequest*>(m.get())) *req->mutable_spec() = SpecFor("intruder");
+    if (auto* req = dynamic_cast<v1::CreateAccountRequest*>(m.get())) {
+      req->mutable_account()->set_name("mallory");
+      req->mutable_account()->set_role("operator");
+    }
+    if (auto* req = dynamic_cast<v1::ReportAttemptRequest*>(m.get())) req->set_event(v1::EXITED);
+    if (auto* req = dynamic_cast<v1::AppendLogsRequest*>(m.get())) {
+      auto* chunk = req->add_chunks();
+      chunk->set_attempt_id("att-alice-1");
+      chunk->set_data("forged output");
+    }
+    if (auto* chunk = dynamic_cast<v1::ArtifactChunk*>(m.get())) {
+      chunk->set_data("x");
+      chunk->set_size(1);
+      chunk->set_digest(Sha256Digest("x"));
+    }
+    return m->SerializeAsString();
+  }
+
+  // Any method over the wire as a stream (unary calls are one message each
+  // way); reads at most three responses (watches never end by themselves).
+  CallResult Call(const std::string& method, const std::string& request, const std::string& token) {
+    grpc::GenericStub stub(channel_);
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto call = stub.PrepareCall(&ctx, method, &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    cq.Next(&tag, &ok);
+    grpc::Slice slice(request);
+    grpc::ByteBuffer buffer(&slice, 1);
+    call->WriteLast(buffer, grpc::WriteOptions(), reinterpret_cast<void*>(2));
+    cq.Next(&tag, &ok);
+    CallResult out;
+    for (int i = 0; i < 3; ++i) {
+      grpc::ByteBuffer response;
+      call->Read(&response, reinterpret_cast<void*>(3));
+      cq.Next(&tag, &ok);
+      if (!ok) break;
+      std::vector<grpc::Slice> slices;
+      (void)response.Dump(&slices);
+      for (const auto& s : slices) out.responses.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    ctx.TryCancel();
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    cq.Next(&tag, &ok);
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    out.code = status.error_code();
+    out.message = status.error_message();
+    return out;
+  }
+
+  // Something of alice's in `text` that the caller did not itself send in
+  // `request` (echoing the caller's own id back tells it nothing).
+  std::string Leak(const std::string& text, const std::string& request = "") const {
+    for (const std::string& secret : {alice_job_, std::string("alices-secret-sweep"), kAliceBlob, alice_token_id_,
+                                      std::string("att-alice-1"), std::string("n-other")}) {
+      if (request.find(secret) != std::string::npos) continue;
+      if (text.find(secret) != std::string::npos) return secret;
+    }
+    return "";
+  }
+
+  idlegrid::testing::TempDir dir_{"igbattery"};
+  ManualClock clock_;
+  std::unique_ptr<coordinator::Coordinator> c_;
+  std::unique_ptr<v1::RequesterService::Service> requester_;
+  std::unique_ptr<v1::AgentService::Service> agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<HttpApi> http_;
+  std::unique_ptr<httplib::SSLClient> http_client_;
+  std::vector<Credential> creds_;
+  std::string alice_job_, alice_token_, alice_token_id_, operator_token_;
+};
+
+// Calls a tenant may make whatever objects exist, because they name none of
+// anyone else's: they must then answer without the victim's data.
+const std::set<std::string> kOpenToTenants = {"SubmitJob", "ListJobs", "ListNodes", "WatchNodes", "GetMarket",
+                                              "UploadArtifact", "ListAccounts"};
+// An agent acting as itself (its own stream and heartbeat).
+const std::set<std::string> kOpenToAgents = {"Connect", "Heartbeat"};
+
+bool Refused(grpc::StatusCode code) {
+  return code == grpc::StatusCode::NOT_FOUND || code == grpc::StatusCode::PERMISSION_DENIED ||
+         code == grpc::StatusCode::UNAUTHENTICATED;
+}
+
+TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
+  int calls = 0;
+  for (const auto* service : {v1::RequesterService::descriptor(), v1::AgentService::descriptor()}) {
+    for (int i = 0; i < service->method_count(); ++i) {
+      const MethodDescriptor* method = service->method(i);
+      const std::string full = "/" + service->full_name() + "/" + method->name();
+      ASSERT_NE(auth::RuleFor(full), nullptr) << full << " has no authorization rule";
+      const bool agent_service = service == v1::AgentService::descriptor();
+      for (const Credential& cred : creds_) {
+        if (agent_service && cred.agent && kOpenToAgents.count(method->name())) continue;
+        const std::string request = RequestFor(method);
+        CallResult r = Call(full, request, cred.token);
+        ++calls;
+        const bool tenant_may = !agent_service && !cred.agent && kOpenToTenants.count(method->name()) &&
+                                (cred.name == "another tenant" || cred.name == "another provider");
+        if (tenant_may && r.code == grpc::StatusCode::OK) {
+          EXPECT_EQ(Leak(r.responses, request), "") << full << " with " << cred.name << " answered with alice's data";
+          continue;
+        }
+        EXPECT_TRUE(Refused(r.code)) << full << " with " << cred.name << " was not refused: " << r.code << " "
+                                     << r.message;
+        EXPECT_EQ(Leak(r.message, request), "") << full << " with " << cred.name << " leaked in its error: " << r.message;
+      }
+    }
+  }
+  EXPECT_GT(calls, 100);
+
+  // Nothing of alice's was touched, and no account was made.
+  auto job = c_->GetJob(alice_job_);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->tasks_size(), 1);
+  EXPECT_EQ(job->tasks(0).state(), v1::ASSIGNED) << "the battery must not cancel, delete or report on alice's job";
+  auto tokens = c_->tenancy().ListTokens("alice");
+  ASSERT_TRUE(tokens.ok());
+  for (const auto& tok : tokens->tokens()) EXPECT_FALSE(tok.revoked());
+  EXPECT_FALSE(c_->store()->GetAccount("mallory")->has_value());
+  auto node = c_->store()->GetNode("n-other");
+  ASSERT_TRUE(node.ok() && node->has_value());
+  EXPECT_FALSE((*node)->draining);
+  auto logs = c_->ReadLogs(alice_job_, 0, 0);
+  ASSERT_TRUE(logs.ok());
+  EXPECT_TRUE(logs->empty()) << "a forged log line was stored";
+}
+
+// The owner's own calls pass the same gate (the battery above would pass if
+// every call were refused).
+TEST_F(TenancyBatteryTest, TheOwnerAndTheOperatorGetThroughOverGrpc) {
+  const std::string get = "/idlegrid.v1.RequesterService/GetJob";
+  v1::GetJobRequest req;
+  req.set_job_id(alice_job_);
+  for (const std::string& token : {alice_token_, operator_token_}) {
+    CallResult r = Call(get, req.SerializeAsString(), token);
+    EXPECT_EQ(r.code, grpc::StatusCode::OK) << r.message;
+    v1::Job job;
+    ASSERT_TRUE(job.ParseFromString(r.responses));
+    EXPECT_EQ(job.id(), alice_job_);
+    EXPECT_EQ(job.account(), "alice");
+  }
+  // alice's listing holds her job; the other tenant's does not.
+  CallResult mine = Call("/idlegrid.v1.RequesterService/ListJobs", "", alice_token_);
+  ASSERT_EQ(mine.code, grpc::StatusCode::OK);
+  EXPECT_NE(mine.responses.find(alice_job_), std::string::npos);
+}
+
+struct Route {
+  const char* method;
+  std::string path;
+};
+
+TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
+  const std::vector<Route> routes = {
+      {"GET", "/v1/jobs/" + alice_job_},           {"DELETE", "/v1/jobs/" + alice_job_},
+      {"POST", "/v1/jobs/" + alice_job_ + "/cancel"}, {"GET", "/v1/jobs/" + alice_job_ + "/explain"},
+      {"GET", "/v1/jobs"},                          {"GET", "/v1/nodes"},
+      {"GET", "/v1/market"},                        {"GET", "/metrics"},
+      {"GET", "/v1/accounts"},                      {"POST", "/v1/jobs"},
+  };
+  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts"};
+  for (const Route& r : routes) {
+    for (const Credential& cred : creds_) {
+      httplib::Headers headers;
+      if (!cred.token.empty()) headers.emplace("Authorization", "Bearer " + cred.token);
+      httplib::Result res = std::string(r.method) == "POST"
+                                ? http_client_->Post(r.path, headers, R"({"spec": {"name": "x"}})", "application/json")
+                            : std::string(r.method) == "DELETE" ? http_client_->Delete(r.path, headers)
+                                                                : http_client_->Get(r.path, headers);
+      ASSERT_TRUE(res) << r.path;
+      EXPECT_EQ(Leak(res->body, r.path), "") << r.method << " " << r.path << " with " << cred.name << ": " << res->body;
+      const bool tenant = cred.name == "another tenant" || cred.name == "another provider";
+      if (tenant && open.count(r.path) && (res->status == 200 || res->status == 400)) continue;
+      EXPECT_TRUE(res->status == 401 || res->status == 403 || res->status == 404)
+          << r.method << " " << r.path << " with " << cred.name << ": " << res->status << " " << res->body;
+    }
+  }
+  EXPECT_EQ(c_->GetJob(alice_job_)->tasks(0).state(), v1::ASSIGNED);
+}
+
+}  // namespace
+}  // namespace idlegrid::api
