@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "idlegrid/v1/idlegrid.grpc.pb.h"
+
 namespace idlegrid::api {
 
 std::string RequesterMethod(std::string_view name) {
-  return "/" + v1::RequesterService::service_full_name() + "/" + std::string(name);
+  return std::string("/") + v1::RequesterService::service_full_name() + "/" + std::string(name);
 }
 
 Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bearer, const TargetOf& target) {

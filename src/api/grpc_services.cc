@@ -1,5 +1,7 @@
 #include "api/grpc_services.h"
 
+#include <optional>
+
 #include "api/artifact_transfer.h"
 #include "api/gate.h"
 #include "api/visibility.h"
@@ -115,7 +117,8 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status WatchNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*,
                           grpc::ServerWriter<v1::ListNodesResponse>* writer) override {
     IG_ADMIT("WatchNodes", Gate::None());
-    std::string last;
+    // An empty list serializes to nothing: track the first send apart.
+    std::optional<std::string> last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->version();
       auto nodes = c_->ListNodes();
@@ -124,7 +127,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
       // Heartbeats alone do not wake watchers (no Notify), so a node list
       // whose only change is heartbeat times goes out at most once a second.
       std::string bytes = visible.SerializeAsString();
-      if (bytes != last) {
+      if (!last || bytes != *last) {
         if (!writer->Write(visible)) return grpc::Status::OK;
         last = std::move(bytes);
       }

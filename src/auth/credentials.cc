@@ -107,8 +107,13 @@ bool SameHash(std::string_view a, std::string_view b) {
 
 std::string AttemptToken(std::string_view key, std::string_view attempt_id, std::string_view node_id,
                          uint64_t lease_epoch) {
-  // Fields joined with a byte no id contains, so no two tuples collide.
-  std::string message = std::string(attempt_id) + '\n' + std::string(node_id) + '\n' + std::to_string(lease_epoch);
+  // Each field length-prefixed, so no two tuples encode alike whatever bytes
+  // the ids hold.
+  const std::string epoch = std::to_string(lease_epoch);
+  std::string message;
+  for (std::string_view field : {attempt_id, node_id, std::string_view(epoch)}) {
+    message += std::to_string(field.size()) + ":" + std::string(field) + ";";
+  }
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
