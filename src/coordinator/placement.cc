@@ -238,7 +238,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
     auto it = mine.find(task.index());
-    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0};
+    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, job.account(), task.index(), job.spec(), {}, 0};
     sched::Explanation e =
         sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies, 3, 0, queue);
     v1::TaskExplanation* t = out.add_tasks();
