@@ -150,13 +150,13 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status UploadArtifact(grpc::ServerContext* ctx, grpc::ServerReader<v1::ArtifactChunk>* reader,
                               v1::ArtifactRef* out) override {
     IG_AUTH_REQUESTER();
-    return ReceiveArtifact(c_, reader, out);
+    return ReceiveArtifact(c_, reader, out, "requester");
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
     IG_AUTH_REQUESTER();
-    return SendArtifact(c_, *req, writer);
+    return SendArtifact(c_, *req, writer, "requester");
   }
 
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
@@ -223,14 +223,14 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                               v1::ArtifactRef* out) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return ReceiveArtifact(c_, reader, out);
+    return ReceiveArtifact(c_, reader, out, "node " + *node);
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return SendArtifact(c_, *req, writer);
+    return SendArtifact(c_, *req, writer, "node " + *node);
   }
 
  private:
