@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   c->add_option("--tls-name", coord.tls_names, "extra DNS name or IP for the server certificate");
   c->add_option("--shared-dir", coord.shared_dir,
                  "PKI, artifacts and secrets shared by coordinators on one PostgreSQL database (default: DATA_DIR)");
-  c->add_option("--policy-file", coord.policy_file, "scheduling policies YAML (docs/scheduling.md)");
+  c->add_option("--policy-file", coord.policy_file,
+                 "scheduling policies, data classes and trusted nodes YAML (docs/scheduling.md)");
   c->add_option("--heartbeat-interval-ms", coord.options.heartbeat_interval_ms)->capture_default_str();
   c->add_option("--heartbeat-margin", coord.options.heartbeat_margin)->capture_default_str();
   c->add_option("--ack-timeout-ms", coord.options.ack_timeout_ms, "assignments not acknowledged by then go elsewhere")

@@ -1,5 +1,7 @@
 #include "api/artifact_transfer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -13,7 +15,7 @@ constexpr size_t kChunk = 1 << 20;
 }
 
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
-                             v1::ArtifactRef* out, const std::string& account,
+                             v1::ArtifactRef* out, const std::string& account, const std::string& who,
                              const std::function<Status(const v1::ArtifactChunk&)>& admit) {
   v1::ArtifactChunk chunk;
   if (!reader->Read(&chunk)) return ToGrpc(Status::InvalidArgument("empty upload"));
@@ -44,11 +46,12 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   }
   out->set_digest(*digest);
   out->set_size((*writer)->size());
+  spdlog::info("transfer: received {} ({} bytes, {}) from {}", *digest, (*writer)->size(), kind, who);
   return grpc::Status::OK;
 }
 
 grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifactRequest& req,
-                          grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+                          grpc::ServerWriter<v1::ArtifactChunk>* writer, const std::string& who) {
   if (!IsValidDigest(req.digest())) {
     return ToGrpc(Status::InvalidArgument("digest must be sha256:<64 hex>, got '" + req.digest() + "'"));
   }
@@ -92,6 +95,7 @@ grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifac
     chunk.set_size(*size);
     writer->Write(chunk);
   }
+  spdlog::info("transfer: sent {} ({} bytes from offset {}) to {}", req.digest(), *size, req.offset(), who);
   return grpc::Status::OK;
 }
 

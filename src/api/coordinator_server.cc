@@ -13,6 +13,7 @@
 #include "api/grpc_services.h"
 #include "api/http_api.h"
 #include "auth/credentials.h"
+#include "sched/data_policy.h"
 #include "sched/pipeline.h"
 #include "common/digest.h"
 #include "common/fs.h"
@@ -98,6 +99,9 @@ int RunCoordinator(const CoordinatorConfig& config) {
     auto policies = sched::ParsePolicyConfig(*text, config.policy_file);
     if (!policies.ok()) return Fail(policies.status());
     options.policies = std::move(*policies);
+    auto data_policy = sched::ParseDataPolicy(*text, config.policy_file);
+    if (!data_policy.ok()) return Fail(data_policy.status());
+    options.data_policy = std::move(*data_policy);
   }
   coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
                                  sched::NewPipelineScheduler({options.policies, 0}), *join, options);

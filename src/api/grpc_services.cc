@@ -167,13 +167,13 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status UploadArtifact(grpc::ServerContext* ctx, grpc::ServerReader<v1::ArtifactChunk>* reader,
                               v1::ArtifactRef* out) override {
     IG_ADMIT("UploadArtifact", Gate::None());
-    return ReceiveArtifact(c_, reader, out, caller.account);
+    return ReceiveArtifact(c_, reader, out, caller.account, "account " + caller.account);
   }
 
   grpc::Status DownloadArtifact(grpc::ServerContext* ctx, const v1::DownloadArtifactRequest* req,
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
     IG_ADMIT("DownloadArtifact", gate_.Artifact(req->digest()));
-    return SendArtifact(c_, *req, writer);
+    return SendArtifact(c_, *req, writer, "account " + caller.account);
   }
 
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
@@ -281,7 +281,7 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
     // The first chunk names the attempt the upload is for.
-    return ReceiveArtifact(c_, reader, out, "", [&](const v1::ArtifactChunk& first) {
+    return ReceiveArtifact(c_, reader, out, "", "node " + *node, [&](const v1::ArtifactChunk& first) {
       return c_->NodeMayWrite(*node, first.attempt_id(), first.attempt_token());
     });
   }
@@ -293,7 +293,7 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
     if (Status st = c_->NodeMayRead(*node, req->attempt_id(), req->attempt_token(), req->digest()); !st.ok()) {
       return ToGrpc(st);
     }
-    return SendArtifact(c_, *req, writer);
+    return SendArtifact(c_, *req, writer, "node " + *node);
   }
 
  private:

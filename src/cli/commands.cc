@@ -284,7 +284,8 @@ int Nodes(const CommonFlags& f) {
     std::cout << "  mem " << (n.memory_allocated() >> 20) << "/" << (n.info().memory_bytes() >> 20)
               << " MiB  runtimes " << runtimes << "  limits memory=" << n.info().enforcement().memory()
               << " cpu=" << (n.info().enforcement().cpu().empty() ? "none" : n.info().enforcement().cpu()) << "\n";
-    std::printf("    reliability %.2f (%s)\n", n.reliability(), n.reliability_detail().c_str());
+    std::printf("    reliability %.2f (%s)  trust tier %u\n", n.reliability(), n.reliability_detail().c_str(),
+                n.trust_tier());
     std::fflush(stdout);
     if (ad.asks_size()) {
       std::cout << "    asks:";

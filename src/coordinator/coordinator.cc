@@ -8,6 +8,7 @@
 #include "advert/advertisement.h"
 #include "common/digest.h"
 #include "common/random.h"
+#include "coordinator/data_class.h"
 #include "image/oci_archive.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
@@ -36,7 +37,8 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       artifact_key_(Sha256Digest("idlegrid artifact tokens\n" + join_secret)),
       options_(options),
       clock_(clock),
-      tenancy_(store_.get(), clock, options.default_quota) {}
+      tenancy_(store_.get(), clock, options.default_quota),
+      data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)) {}
 
 Coordinator::~Coordinator() { Stop(); }
 
@@ -123,6 +125,11 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   if (spec.retention_seconds() == 0) spec.set_retention_seconds(options_.default_retention_seconds);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
   IG_RETURN_IF_ERROR(tenancy_.CheckSubmitQuota(account, spec.array_count() == 0 ? 1 : spec.array_count()));
+  // The class is stamped now: a job's data stays as sensitive as it was
+  // when submitted, whatever default the policy names later.
+  const std::shared_ptr<const sched::DataPolicy> data = CurrentDataPolicy();
+  if (spec.data_class().empty()) spec.set_data_class(data->default_class);
+  IG_RETURN_IF_ERROR(CheckDataClass(*data, spec));
   if (!spec.policy().empty() && options_.policies.policies.count(spec.policy()) == 0) {
     // Refused now, not left waiting out its queue timeout.
     return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
@@ -336,6 +343,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       for (auto& d : AccountedGpusLocked(live, HeldCapacity(live, mine))) *n->add_gpus() = std::move(d);
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
+      n->set_trust_tier(static_cast<uint32_t>(TrustTierOf(*data_policy_, r.id, live.measurement, live.ad)));
     }
     for (const auto& a : mine) {
       n->set_cpu_allocated(n->cpu_allocated() + a.cpu);
@@ -351,6 +359,20 @@ Status Coordinator::HoldUpload(const std::string& digest, const std::string& acc
   IG_RETURN_IF_ERROR(store_->AddArtifactRefs({{digest, "upload:" + account, account, clock_->NowMs() + kUploadGraceMs}}));
   if (make_public) IG_RETURN_IF_ERROR(store_->SetArtifactPublic(digest));
   return Status::Ok();
+}
+
+void Coordinator::SetDataPolicy(sched::DataPolicy policy) {
+  auto replacement = std::make_shared<const sched::DataPolicy>(std::move(policy));
+  {
+    MutexLock lock(&mu_);
+    data_policy_ = std::move(replacement);
+  }
+  Notify();  // tasks waiting on a node's tier may fit now
+}
+
+std::shared_ptr<const sched::DataPolicy> Coordinator::CurrentDataPolicy() {
+  MutexLock lock(&mu_);
+  return data_policy_;
 }
 
 Result<v1::PushImageResponse> Coordinator::RegisterImage(const std::string& archive_digest) {

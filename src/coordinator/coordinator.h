@@ -17,7 +17,8 @@
 //   Coordinator::mu_                     the node table (NodeLive: liveness,
 //                                        advertisement, measurement, drain,
 //                                        reliability), the waiting reasons,
-//                                        the benchmark images, the change
+//                                        the benchmark images, the data
+//                                        policy, the change
 //                                        counter and loop wake-ups.
 // Pure rules live outside: liveness verdicts in jobs/liveness.h, attempt
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
@@ -50,6 +51,7 @@
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
 #include "sched/scheduler.h"
@@ -69,6 +71,7 @@ struct Options {
   int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
   int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
   sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
+  sched::DataPolicy data_policy;  // data classes and trusted nodes (built-ins unless the policy file has them)
   jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
   auth::Quota default_quota;      // per account, where its own is 0 (0 here: no limit)
   uint32_t default_retention_seconds = 7 * 24 * 3600;  // jobs that name none
@@ -123,6 +126,10 @@ class Coordinator {
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);
+  // Replaces the data policy (an operator assigned or withdrew a node's
+  // trust tier, or changed a class's rule); the next dispatch and explanation
+  // use it. Jobs already submitted keep the class they were stamped with.
+  void SetDataPolicy(sched::DataPolicy policy);
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
   // The uploading account holds a fresh upload for a grace period (a job
   // that uses it then holds it for good); `make_public` lets anyone read it.
@@ -216,7 +223,7 @@ class Coordinator {
   // placement.cc: snapshot building, dispatch, explain, market.
   std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const
       IG_REQUIRES(mu_);
-  sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent) const;
+  sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent, const sched::DataPolicy& data) const;
   // Active attempts by node id, so per-node work does not rescan them all.
   static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
       const std::vector<store::ActiveAttempt>& active);
@@ -258,6 +265,8 @@ class Coordinator {
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
   void Notify();  // something changed: wake the loop and watchers
+  // The data policy now (SetDataPolicy may replace it; this copy stays valid).
+  std::shared_ptr<const sched::DataPolicy> CurrentDataPolicy();
   // `job`: the attempt's job as just read (a batch reads each job once);
   // null: read it here.
   Status SendAssignment(const store::NewAttempt& attempt, const v1::Job* job = nullptr);
@@ -284,6 +293,8 @@ class Coordinator {
   CondVar cv_;  // with mu_: loop wake-ups and watchers
   std::map<std::string, NodeLive> nodes_ IG_GUARDED_BY(mu_);
   std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);       // task key -> why it waits
+  // Replaced whole by SetDataPolicy; readers copy the pointer under mu_.
+  std::shared_ptr<const sched::DataPolicy> data_policy_ IG_GUARDED_BY(mu_);
   std::string bench_image_ IG_GUARDED_BY(mu_);  // manifest digest, once prepared
   std::string bench_error_ IG_GUARDED_BY(mu_);  // why there is none
   std::string gpu_bench_image_ IG_GUARDED_BY(mu_);

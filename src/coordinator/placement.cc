@@ -10,6 +10,7 @@
 #include "common/random.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/cost_cap.h"
+#include "coordinator/data_class.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -19,6 +20,45 @@
 #include "sched/snapshot.h"
 
 namespace idlegrid::coordinator {
+namespace {
+
+// The tasks of a plan whose data class is not public, for one log line per
+// placement of them (R29: policy decisions are logged).
+struct SensitivePlacements {
+  std::map<std::string, std::string> class_of;  // task key -> data class
+  std::map<std::string, int> tier_of;           // node id -> trust tier, when any task is listed
+};
+
+SensitivePlacements NonPublicClasses(const std::vector<sched::TaskView>& tasks,
+                                     const std::vector<sched::NodeView>& nodes) {
+  SensitivePlacements out;
+  for (const auto& t : tasks) {
+    const std::string& name = t.data_class.name;
+    if (!name.empty() && name != sched::kDataPublic) out.class_of[sched::TaskKey(t.job_id, t.index)] = name;
+  }
+  if (out.class_of.empty()) return out;
+  for (const auto& n : nodes) out.tier_of[n.id] = n.trust_tier;
+  return out;
+}
+
+// Ids, class and tier only: never the job's command, environment or data.
+void LogDataPolicyDecision(const SensitivePlacements& placed, const store::NewAttempt& a) {
+  auto it = placed.class_of.find(sched::TaskKey(a.job_id, a.index));
+  if (it == placed.class_of.end()) return;
+  auto tier = placed.tier_of.find(a.node_id);
+  spdlog::info("data policy: job {} task {} (data class {}) placed on node {} (trust tier {}) as attempt {}", a.job_id,
+               a.index, it->second, a.node_id, tier == placed.tier_of.end() ? -1 : tier->second, a.attempt_id);
+}
+
+// The explanation's text with the data policy's verdict under its summary line.
+std::string WithDataPolicy(std::string text, const std::string& data_policy) {
+  if (data_policy.empty()) return text;
+  const size_t eol = text.find('\n');
+  text.insert(eol == std::string::npos ? text.size() : eol + 1, "  " + data_policy + "\n");
+  return text;
+}
+
+}  // namespace
 
 std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
   const auto by_node = GroupByNode(active);
@@ -45,7 +85,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.enforcement = n.info.enforcement();
     v.unschedulable_reason = UnschedulableReasonLocked(n);
     v.region = n.ad.region();
-    v.trust_tier = n.measurement.passed() ? sched::kTrustMeasured : sched::kTrustUnverified;
+    v.trust_tier = TrustTierOf(*data_policy_, id, n.measurement, n.ad);
     v.reliability = n.reliability.score;
     v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
     for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
@@ -65,7 +105,7 @@ std::map<std::string, std::vector<store::ActiveAttempt>> Coordinator::GroupByNod
   return out;
 }
 
-sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent) const {
+sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent, const sched::DataPolicy& data) const {
   const v1::JobSpec& spec = q.spec;
   sched::TaskView t;
   t.job_id = q.job_id;
@@ -95,6 +135,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   // The cap covers all of a task's attempts: the next one may use what is left.
   t.max_cost = BudgetLeft(spec.max_cost(), spent);
   t.run_timeout_seconds = spec.run_timeout_seconds();
+  ApplyDataClass(DataClassOf(data, spec), &t);
   return t;
 }
 
@@ -109,9 +150,11 @@ void Coordinator::DispatchOnce() {
   auto active = store_->ActiveAttempts();
   if (!active.ok()) return;
   std::vector<sched::NodeView> views;
+  std::shared_ptr<const sched::DataPolicy> data;
   {
     MutexLock lock(&mu_);
     views = NodeViewsLocked(*active);
+    data = data_policy_;
   }
   std::vector<sched::TaskView> tasks;
   std::map<std::string, v1::Job> capped;  // jobs with a cost cap, for what their tasks spent
@@ -140,10 +183,11 @@ void Coordinator::DispatchOnce() {
       }
     }
     if (spent > 0) spending.emplace_back(tasks.size(), spent);
-    tasks.push_back(TaskViewOf(q, spent));
+    tasks.push_back(TaskViewOf(q, spent, *data));
   }
   std::vector<sched::NodeView> snapshot;
   if (!spending.empty()) snapshot = views;
+  const auto placed_classes = NonPublicClasses(tasks, views);
   sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
   {
     MutexLock lock(&mu_);
@@ -198,6 +242,7 @@ void Coordinator::DispatchOnce() {
   // array would otherwise be loaded 500 times: quadratic in the sweep).
   std::map<std::string, v1::Job> jobs;
   for (const auto& a : *committed) {
+    LogDataPolicyDecision(placed_classes, a);
     auto it = jobs.find(a.job_id);
     if (it == jobs.end()) {
       auto job = store_->GetJob(a.job_id);
@@ -218,9 +263,11 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
   std::vector<sched::NodeView> views;
+  std::shared_ptr<const sched::DataPolicy> data;
   {
     MutexLock lock(&mu_);
     views = NodeViewsLocked(active);
+    data = data_policy_;
   }
   // The queue shapes the fragmentation scorer as it does in Schedule; its
   // entries also carry the nodes each task may no longer use, as the store
@@ -229,7 +276,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   std::map<uint32_t, store::QueuedTask> mine;
   if (auto queued = store_->QueuedTasks(5000); queued.ok()) {
     for (const auto& q : *queued) {
-      queue.push_back(TaskViewOf(q, 0));
+      queue.push_back(TaskViewOf(q, 0, *data));
       if (q.job_id == job_id) mine.emplace(q.index, q);
     }
   }
@@ -238,9 +285,9 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
     auto it = mine.find(task.index());
-    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0};
-    sched::Explanation e =
-        sched::Explain(views, TaskViewOf(q, jobs::FillCosts(&task, now)), options_.policies, 3, 0, queue);
+    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, job.account(), task.index(), job.spec(), {}, 0};
+    const sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
+    sched::Explanation e = sched::Explain(views, view, options_.policies, 3, 0, queue);
     v1::TaskExplanation* t = out.add_tasks();
     t->set_index(task.index());
     t->set_state(task.state());
@@ -270,7 +317,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
       }
     }
     t->set_summary(e.summary);
-    t->set_text(sched::FormatExplanation(e));
+    t->set_data_policy(sched::DescribeDataClass(view.data_class));
+    t->set_text(WithDataPolicy(sched::FormatExplanation(e), t->data_policy()));
   }
   return out;
 }

@@ -402,6 +402,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
        Bind(&P::ReadPrice, [spec](double p) { spec->set_max_price_per_cpu_core_hour(p); })},
       {"maxCost", Bind(&P::ReadPrice, [spec](double p) { spec->set_max_cost(p); })},
       {"exclusiveGpu", Bind(&P::ReadBool, [spec](bool b) { spec->set_exclusive_gpu(b); })},
+      {"dataClass", Bind(&P::ReadString, [spec](std::string s) { spec->set_data_class(s); })},
       {"checkpoint",
        [&](const Value& v) {
          spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);

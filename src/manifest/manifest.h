@@ -26,6 +26,11 @@ inline constexpr uint32_t kDefaultQueueTimeoutSeconds = 24 * 60 * 60;
 inline constexpr uint32_t kDefaultArrayCount = 1;
 inline constexpr char kDefaultRuntime[] = "runc";
 
+// The data classes a job may name (dataClass); "" leaves the choice to the
+// coordinator's data policy, whose default is public. The coordinator's rules
+// for them live in sched/data_policy.h, which names the same three.
+inline constexpr const char* kDataClasses[] = {"public", "private", "regulated"};
+
 // Limits ValidateJobSpec enforces.
 inline constexpr uint32_t kMaxGpus = 64;
 inline constexpr double kMaxCpu = 1024;

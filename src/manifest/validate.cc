@@ -1,5 +1,6 @@
 // Defaults and semantic validation of a JobSpec, shared by manifests and by
 // specs that arrive over gRPC or HTTP/JSON.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -281,6 +282,11 @@ Violation CheckPlacement(const v1::JobSpec& spec) {
     if (spec.exclusive_gpu()) {
       return FieldViolation{"exclusive_gpu", "exclusiveGpu", "contradicts resources.gpuMilli (a shared GPU)"};
     }
+  }
+  if (!spec.data_class().empty() &&
+      std::find(std::begin(kDataClasses), std::end(kDataClasses), spec.data_class()) == std::end(kDataClasses)) {
+    return FieldViolation{"data_class", "dataClass",
+                          "must be public, private or regulated, got " + Quote(spec.data_class())};
   }
   if (spec.max_cost() > 0 && spec.run_timeout_seconds() == 0) {
     return FieldViolation{"max_cost", "maxCost", "needs a runTimeout to estimate a run's cost"};

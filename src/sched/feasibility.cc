@@ -104,6 +104,35 @@ bool TrustTier(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why)
   return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier), [&] { return std::string("node has tier " + std::to_string(n.view->trust_tier)); });
 }
 
+// The job's data class: the node's trust tier, region and reliability, and no
+// shared GPU where the class wants one of its own. Apart from `trust` and
+// `region` so that a user sees which class (not which constraint they wrote)
+// keeps the task waiting.
+bool DataClass(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const DataClassRule& rule = d.task->data_class;
+  if (rule.name.empty()) return true;
+  const NodeView& node = *n.view;
+  if (node.trust_tier < rule.min_trust_tier) {
+    return Reject(why, "data-class",
+                  "data class " + rule.name + " needs trust tier " + std::to_string(rule.min_trust_tier),
+                  [&] { return "node has " + std::to_string(node.trust_tier); });
+  }
+  if (!rule.regions.empty() && !rule.regions.count(node.region)) {
+    std::string list;
+    for (const auto& r : rule.regions) list += (list.empty() ? "" : "|") + r;
+    return Reject(why, "data-class", "outside regions allowed for " + rule.name + " (" + list + ")",
+                  [&] { return "node is in " + (node.region.empty() ? std::string("no region") : node.region); });
+  }
+  if (node.reliability < rule.min_reliability) {
+    return Reject(why, "data-class", "data class " + rule.name + " needs reliability " + Money(rule.min_reliability),
+                  [&] { return "node has " + Money(node.reliability); });
+  }
+  if (d.share && rule.exclusive_gpu) {
+    return Reject(why, "data-class", "data class " + rule.name + " forbids sharing a GPU (ask for a whole GPU)");
+  }
+  return true;
+}
+
 bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   const uint32_t limit = n.view->max_run_seconds;
   const uint32_t run = d.task->run_timeout_seconds;
@@ -160,11 +189,13 @@ bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejec
   return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000), [&] { return std::string("best device has " + Version(best, 1000)); });
 }
 
-// Simulated GPUs never count as measured, whatever the node's tier.
+// Simulated GPUs never count as measured, whatever the node's tier. The tier
+// asked is the job's own or its data class's, whichever is higher.
 bool MeasuredGpus(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
-  if (d.gpus == 0 || d.task->min_trust_tier < kTrustMeasured) return true;
+  const int tier = std::max(d.task->min_trust_tier, d.task->data_class.min_trust_tier);
+  if (d.gpus == 0 || tier < kTrustMeasured) return true;
   if (Narrow(n, d, eligible, [](const DeviceState& dev) { return dev.trusted; })) return true;
-  return Reject(why, "gpu-trust", "GPUs not measured (trust tier " + std::to_string(d.task->min_trust_tier) + ")");
+  return Reject(why, "gpu-trust", "GPUs not measured (trust tier " + std::to_string(tier) + ")");
 }
 
 bool PinnedDevice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
@@ -269,6 +300,7 @@ const std::vector<FeasibilityStage>& FeasibilityStages() {
       {"enforcement", Enforcement, false},
       {"region", Region, false},
       {"trust", TrustTier, false},
+      {"data-class", DataClass, false},
       {"owner-policy", OwnerPolicy, false},
       {"gpu-count", GpuCount, false},
       {"gpu-model", GpuModel, false},

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <set>
 
+#include "sched/data_policy.h"
+
 namespace idlegrid::sched {
 
 const std::vector<std::string>& KnownScorers() {
@@ -83,8 +85,11 @@ class PolicyParser {
         config.default_policy = entry.second.Scalar();
       } else if (key == "policies") {
         IG_RETURN_IF_ERROR(ParsePolicies(entry.second, &config.policies));
-      } else {
-        return Error(entry.first.Mark(), key + ": unknown field (known: defaultPolicy, policies)");
+      } else if (std::find(DataPolicyKeys().begin(), DataPolicyKeys().end(), key) == DataPolicyKeys().end()) {
+        // The data policy's keys are ParseDataPolicy's (data_policy.h).
+        std::string known = "defaultPolicy, policies";
+        for (const auto& k : DataPolicyKeys()) known += ", " + k;
+        return Error(entry.first.Mark(), key + ": unknown field (known: " + known + ")");
       }
     }
     if (config.policies.find(config.default_policy) == config.policies.end()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "sched/data_policy.h"
 
 namespace idlegrid::sched {
 
@@ -72,6 +73,9 @@ struct TaskView {
   std::string min_cuda_version;         // driver's CUDA version, "12.2"; "": any
   std::set<std::string> regions;        // allowed regions; empty: any
   int min_trust_tier = 0;
+  // The job's data class as the coordinator's data policy resolves it
+  // (data_policy.h); checked by the `data-class` stage. No name: no class applies.
+  DataClassRule data_class;
   std::string image;                    // manifest digest, for cache locality
   double max_price_per_gpu_hour = 0;    // bid; 0: no limit
   double max_price_per_cpu_core_hour = 0;

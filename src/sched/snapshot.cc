@@ -196,6 +196,13 @@ std::string ShapeKey(const Demand& d) {
   // Names of GPU models absent from the snapshot still tell tasks apart.
   AppendRaw(&key, t.gpu_models.size());
   for (const auto& m : t.gpu_models) AppendString(&key, m);
+  const DataClassRule& data = t.data_class;
+  AppendString(&key, data.name);
+  AppendRaw(&key, data.min_trust_tier);
+  AppendRaw(&key, data.min_reliability);
+  AppendRaw(&key, data.exclusive_gpu);
+  AppendRaw(&key, data.regions.size());
+  for (const auto& r : data.regions) AppendString(&key, r);
   return key;
 }
 

@@ -580,6 +580,8 @@ INSTANTIATE_TEST_SUITE_P(
          },
          "spec.inputs[2].path: \"/data/in/c\" is inside inputs[0].path \"/data/in\"",
          "inputs[2].path"},
+        {"DataClass", [](v1::JobSpec* s) { s->set_data_class("Private"); },
+         "spec.data_class: must be public, private or regulated, got \"Private\"", "dataClass"},
         {"Runtime", [](v1::JobSpec* s) { s->set_runtime("docker"); },
          "spec.runtime: must be \"runc\" or \"runsc\", got \"docker\"", "runtime"},
         {"Pids", [](v1::JobSpec* s) { s->mutable_resources()->set_pids(70000); },

@@ -37,6 +37,18 @@ TEST(PlacementManifest, EveryFieldIsParsed) {
   EXPECT_EQ(spec->constraints().min_trust_tier(), 1u);
 }
 
+TEST(PlacementManifest, DataClassIsParsed) {
+  for (const char* name : {"public", "private", "regulated"}) {
+    auto spec = ParseManifest(kBase + "dataClass: " + name + "\n", "job.yaml");
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->data_class(), name);
+  }
+  // None named: the coordinator's data policy chooses (public unless it says otherwise).
+  auto spec = ParseManifest(kBase, "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->data_class(), "");
+}
+
 TEST(PlacementManifest, ErrorsNameTheFieldAndLine) {
   struct Case {
     std::string extra, expect;
@@ -47,6 +59,9 @@ TEST(PlacementManifest, ErrorsNameTheFieldAndLine) {
       {"resources: {gpus: 2, gpuMilli: 500}\n", "is a share of one GPU, but gpus is 2"},
       {"exclusiveGpu: true\nresources: {gpuMilli: 500}\n", "exclusiveGpu: contradicts"},
       {"constraints: {gpuModel: A10}\n", "unknown field \"gpuModel\" in constraints"},
+      {"dataClass: secret\n", "job.yaml:4:12: dataClass: must be public, private or regulated, got \"secret\""},
+      {"dataClass: [private]\n", "job.yaml:4:12: dataClass: expected a string"},
+      {"dataclass: private\n", "job.yaml:4:1: unknown field \"dataclass\""},
   };
   for (const auto& c : cases) {
     auto spec = ParseManifest(kBase + c.extra, "job.yaml");

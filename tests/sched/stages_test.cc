@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "sched/data_policy.h"
 #include "sched/feasibility.h"
 #include "sched/pipeline.h"
 #include "sched_fixtures.h"
@@ -61,6 +62,53 @@ TEST(PipelineStagesTest, Table) {
       {"region inside", [](NodeView&, TaskView& t) { t.regions = {"us-east", "eu-west"}; }, "", ""},
       {"trust tier too low", [](NodeView&, TaskView& t) { t.min_trust_tier = 2; }, "trust", "trust tier below 2",
        "node has tier 1"},
+      {"data class tier too low",
+       [](NodeView&, TaskView& t) { t.data_class = BuiltinDataClasses().at(kDataRegulated); }, "data-class",
+       "data class regulated needs trust tier 2", "node has 1"},
+      {"data class tier met by an assigned node",
+       [](NodeView& n, TaskView& t) {
+         n.trust_tier = 2;
+         t.data_class = BuiltinDataClasses().at(kDataRegulated);
+       },
+       "", ""},
+      {"data class region",
+       [](NodeView&, TaskView& t) {
+         t.data_class = BuiltinDataClasses().at(kDataPrivate);
+         t.data_class.regions = {"eu-central", "us-east"};
+       },
+       "data-class", "outside regions allowed for private (eu-central|us-east)", "node is in eu-west"},
+      {"data class reliability",
+       [](NodeView& n, TaskView& t) {
+         n.reliability = 0.8;
+         t.data_class = BuiltinDataClasses().at(kDataPrivate);
+         t.data_class.min_reliability = 0.95;
+       },
+       "data-class", "data class private needs reliability 0.95", "node has 0.80"},
+      {"data class forbids a GPU share",
+       [](NodeView&, TaskView& t) {
+         t.data_class = BuiltinDataClasses().at(kDataPrivate);
+         t.gpu_milli = 500;
+       },
+       "data-class", "data class private forbids sharing a GPU"},
+      {"data class asks for measured GPUs",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_measured(false);
+         t.data_class = BuiltinDataClasses().at(kDataPrivate);
+       },
+       "gpu-trust", "GPUs not measured (trust tier 1)"},
+      {"public data class on an unverified node",
+       [](NodeView& n, TaskView& t) {
+         n.trust_tier = 0;
+         n.reliability = 0;
+         t.data_class = BuiltinDataClasses().at(kDataPublic);
+       },
+       "", ""},
+      {"no data class (a readiness benchmark) on an unverified node",
+       [](NodeView& n, TaskView& t) {
+         n.trust_tier = 0;
+         t.data_class = {};
+       },
+       "", ""},
       {"owner run limit", [](NodeView& n, TaskView& t) {
          n.max_run_seconds = 3600;
          t.run_timeout_seconds = 7200;
@@ -213,7 +261,8 @@ TEST(PipelineStagesTest, Table) {
 
 TEST(PipelineStagesTest, EveryStageIsCovered) {
   // The table above names each stage; a new stage must get cases.
-  std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "owner-policy",
+  std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "data-class",
+                                   "owner-policy",
                                    "gpu-count", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
                                    "pinned-device", "max-price", "cpu", "memory", "disk", "gpu-free"};
   for (const auto& stage : FeasibilityStages()) EXPECT_TRUE(covered.count(stage.name)) << stage.name;
