@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
   c->add_option("--max-stored-bytes", coord.options.default_quota.max_stored_bytes,
                 "per account: artifacts it holds and its jobs' logs (0: no limit)")
       ->capture_default_str();
+  c->add_option("--rate-limit", coord.options.rate_limits.per_token.per_second,
+                "API calls per second per token (0: off); a flood is answered ResourceExhausted")
+      ->capture_default_str();
+  c->add_option("--rate-burst", coord.options.rate_limits.per_token.burst, "calls a token may make at once")
+      ->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");

@@ -10,8 +10,30 @@ std::string RequesterMethod(std::string_view name) {
   return std::string("/") + v1::RequesterService::service_full_name() + "/" + std::string(name);
 }
 
-Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bearer, const TargetOf& target) {
-  IG_ASSIGN_OR_RETURN(auth::Caller caller, c_->tenancy().Authenticate(bearer));
+std::string PeerHost(std::string_view peer) {
+  for (std::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (peer.substr(0, scheme.size()) == scheme) {
+      peer.remove_prefix(scheme.size());
+      const size_t colon = peer.rfind(':');
+      if (colon != std::string_view::npos) peer = peer.substr(0, colon);
+      break;
+    }
+  }
+  return std::string(peer);
+}
+
+Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bearer, const TargetOf& target,
+                                 std::string_view peer) {
+  auth::RequestRateLimits& limits = c_->rate_limits();
+  const int64_t now = c_->clock()->NowMs();
+  IG_RETURN_IF_ERROR(limits.CheckPeer(peer, now));
+  auto authenticated = c_->tenancy().Authenticate(bearer);
+  if (!authenticated.ok()) {
+    if (authenticated.status().code() == Code::kUnauthenticated) limits.RecordFailedAuth(peer, now);
+    return authenticated.status();
+  }
+  const auth::Caller& caller = *authenticated;
+  IG_RETURN_IF_ERROR(limits.CheckToken(caller.token_id, now));
   // Role and scope first, with no lookup: a refused caller learns nothing
   // about the object and costs no store read.
   IG_RETURN_IF_ERROR(auth::AuthorizeMethod(caller, method));

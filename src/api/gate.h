@@ -27,7 +27,11 @@ class Gate {
   // scope), NotFound (someone else's object, or none). `method` is the full
   // gRPC name ("/idlegrid.v1.RequesterService/GetJob"); HTTP routes name
   // the method they serve.
-  Result<auth::Caller> Admit(std::string_view method, const std::string& bearer, const TargetOf& target);
+  // `peer` is the caller's address without its port. A peer that sent too
+  // many bad tokens, or a token over its rate, is answered ResourceExhausted
+  // before any lookup.
+  Result<auth::Caller> Admit(std::string_view method, const std::string& bearer, const TargetOf& target,
+                             std::string_view peer = "");
 
   // Targets of the ownership rules.
   static TargetOf None();
@@ -43,6 +47,10 @@ class Gate {
  private:
   coordinator::Coordinator* c_;
 };
+
+// The caller's host from gRPC's peer ("ipv4:1.2.3.4:5678", "ipv6:[::1]:5678")
+// or an HTTP remote address: the port changes with every connection.
+std::string PeerHost(std::string_view peer);
 
 // "/idlegrid.v1.RequesterService/<name>".
 std::string RequesterMethod(std::string_view name);

@@ -27,7 +27,8 @@ grpc::Status Reply(Result<T> r, T* out) {
 // Admits the call through the gate (one rule table for both front doors) or
 // returns its refusal from the handler.
 #define IG_ADMIT(name, target)                                                                          \
-  auto admitted = gate_.Admit(RequesterMethod(name), Metadata(ctx, "authorization"), (target));         \
+  auto admitted =                                                                                        \
+      gate_.Admit(RequesterMethod(name), Metadata(ctx, "authorization"), (target), PeerHost(ctx->peer()));  \
   if (!admitted.ok()) return ToGrpc(admitted.status());                                                  \
   const auth::Caller& caller = *admitted;                                                                \
   (void)caller

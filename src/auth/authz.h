@@ -55,6 +55,7 @@ struct Caller {
   uint32_t scopes = kNoScope;
   std::string account;  // requester's or provider's account
   std::string node_id;  // for agents
+  std::string token_id; // the API token it called with (rate limits)
 };
 
 // The object the call names, as the store knows it.

@@ -126,7 +126,7 @@ Status RefusalStatus(const RateLimiter& limiter, const RateDecision& decision, s
 // The front doors' limits, from the coordinator's flags.
 struct RateLimitConfig {
   // Every call, keyed by the caller's token hash.
-  RateLimit per_token{50, 100};
+  RateLimit per_token{200, 400};
   // Failed authentications, keyed by the peer's address (without the port:
   // each connection has a new one).
   RateLimit failed_auth_per_peer{5, 20};

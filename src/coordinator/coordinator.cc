@@ -38,6 +38,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       options_(options),
       clock_(clock),
       tenancy_(store_.get(), clock, options.default_quota),
+      rate_limits_(options.rate_limits),
       data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)) {}
 
 Coordinator::~Coordinator() { Stop(); }

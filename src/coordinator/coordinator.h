@@ -48,6 +48,7 @@
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
 #include "coordinator/tenancy.h"
+#include "auth/rate_limit.h"
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -74,6 +75,7 @@ struct Options {
   sched::DataPolicy data_policy;  // data classes and trusted nodes (built-ins unless the policy file has them)
   jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
   auth::Quota default_quota;      // per account, where its own is 0 (0 here: no limit)
+  auth::RateLimitConfig rate_limits;  // per API token, and failed authentications per peer
   uint32_t default_retention_seconds = 7 * 24 * 3600;  // jobs that name none
 };
 
@@ -99,6 +101,9 @@ class Coordinator {
   // Accounts, API tokens, join tokens and quotas (requester tokens are
   // authenticated there).
   Tenancy& tenancy() { return tenancy_; }
+  // Shared by both front doors: a token's budget is one, whichever door.
+  auth::RequestRateLimits& rate_limits() { return rate_limits_; }
+  Clock* clock() { return clock_; }
   // The node id the agent token belongs to.
   Result<std::string> AuthenticateAgent(const std::string& bearer);
 
@@ -282,6 +287,7 @@ class Coordinator {
   const Options options_;
   Clock* const clock_;
   Tenancy tenancy_;
+  auth::RequestRateLimits rate_limits_;
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;

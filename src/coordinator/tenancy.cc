@@ -50,6 +50,7 @@ Result<auth::Caller> Tenancy::Authenticate(const std::string& bearer) {
   // A token never holds more than its account's role allows, whatever was stored.
   caller.scopes = row->scopes & auth::ScopesOfRole(role);
   caller.account = row->account;
+  caller.token_id = row->id;
   return caller;
 }
 

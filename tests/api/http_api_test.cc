@@ -52,6 +52,14 @@ std::string Field(const google::protobuf::Struct& s, const std::string& name) {
   return it == s.fields().end() ? "" : it->second.string_value();
 }
 
+// Every route is called with bad tokens on purpose: the failed-authentication
+// limit per address is off here (tenancy_battery_test checks it).
+coordinator::Options Options() {
+  coordinator::Options o;
+  o.rate_limits.failed_auth_per_peer = {0, 0};
+  return o;
+}
+
 class HttpApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -64,7 +72,7 @@ class HttpApiTest : public ::testing::Test {
                     .ok());
     coordinator_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
                                                               sched::NewPipelineScheduler(), "join-secret",
-                                                              coordinator::Options{}, &clock_);
+                                                              Options(), &clock_);
     auto token = coordinator_->tenancy().CreateOperatorToken("test");
     ASSERT_TRUE(token.ok()) << token.status().ToString();
     token_ = *token;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/grpc_services.h"
+#include "api/gate.h"
 #include "api/http_api.h"
 #include "artifacts/artifact_store.h"
 #include "auth/authz.h"
@@ -62,9 +63,12 @@ class TenancyBatteryTest : public ::testing::Test {
     auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts");
     ASSERT_TRUE(artifacts->Init().ok());
     ASSERT_TRUE((*store)->RegisterImage({kImage, "sha256:" + std::string(64, 'c'), kArchive}, 1000).ok());
+    // The battery sends many bad tokens from one address on purpose; the
+    // failed-authentication limit has its own test below.
+    coordinator::Options options;
+    options.rate_limits.failed_auth_per_peer = {0, 0};
     c_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
-                                                    sched::NewPipelineScheduler(), "join-secret",
-                                                    coordinator::Options{}, &clock_);
+                                                    sched::NewPipelineScheduler(), "join-secret", options, &clock_);
     auto& t = c_->tenancy();
     for (auto [name, role] : {std::pair{"alice", "requester"}, {"bob", "requester"}, {"prov", "provider"},
                               {"prov2", "provider"}}) {
@@ -378,6 +382,57 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
     }
   }
   EXPECT_EQ(c_->GetJob(alice_job_)->tasks(0).state(), v1::ASSIGNED);
+}
+
+}  // namespace
+}  // namespace idlegrid::api
+
+namespace idlegrid::api {
+namespace {
+
+// A flood of bad tokens from one address, or of calls with one token, is
+// answered ResourceExhausted; other callers keep being served.
+TEST(RateLimitTest, FloodsAreAnsweredCheaplyAndOthersKeepBeingServed) {
+  idlegrid::testing::TempDir dir("igrate");
+  auto store = store::OpenSqliteStore(dir.path() + "/state.db");
+  ASSERT_TRUE(store.ok());
+  auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir.path() + "/artifacts");
+  ASSERT_TRUE(artifacts->Init().ok());
+  ManualClock clock;
+  coordinator::Options options;
+  options.rate_limits.per_token = {10, 20};
+  options.rate_limits.failed_auth_per_peer = {5, 10};
+  coordinator::Coordinator c(std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(), "join",
+                             options, &clock);
+  auto flooder = c.tenancy().CreateOperatorToken("flooder");
+  auto other = c.tenancy().CreateOperatorToken("other");
+  ASSERT_TRUE(flooder.ok() && other.ok());
+  Gate gate(&c);
+  const std::string method = RequesterMethod("ListJobs");
+  int admitted = 0;
+  Status last;
+  for (int i = 0; i < 100; ++i) {
+    auto r = gate.Admit(method, "Bearer " + *flooder, Gate::None(), "10.0.0.1");
+    if (r.ok()) ++admitted;
+    else last = r.status();
+  }
+  EXPECT_EQ(admitted, 20) << "the burst, then nothing in the same instant";
+  EXPECT_EQ(last.code(), Code::kResourceExhausted);
+  EXPECT_NE(last.message().find("retry in"), std::string::npos) << last.message();
+  EXPECT_TRUE(gate.Admit(method, "Bearer " + *other, Gate::None(), "10.0.0.1").ok()) << "another token is served";
+  clock.AdvanceMs(1000);
+  EXPECT_TRUE(gate.Admit(method, "Bearer " + *flooder, Gate::None(), "10.0.0.1").ok()) << "refilled a second later";
+
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(gate.Admit(method, "Bearer igt_guess" + std::to_string(i), Gate::None(), "10.6.6.6").status().code(),
+              Code::kUnauthenticated);
+  }
+  auto blocked = gate.Admit(method, "Bearer igt_guess-more", Gate::None(), "10.6.6.6");
+  EXPECT_EQ(blocked.status().code(), Code::kResourceExhausted) << "a guesser is stopped before any lookup";
+  EXPECT_TRUE(gate.Admit(method, "Bearer " + *other, Gate::None(), "10.0.0.2").ok()) << "other addresses are served";
+  EXPECT_EQ(PeerHost("ipv4:127.0.0.1:5555"), "127.0.0.1");
+  EXPECT_EQ(PeerHost("ipv6:[::1]:5555"), "[::1]");
+  EXPECT_EQ(PeerHost("10.1.2.3"), "10.1.2.3");
 }
 
 }  // namespace
