@@ -222,7 +222,7 @@ Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
               "WHERE a.state IN (?, ?)");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
   while (q.Step()) {
-    out.push_back({q.Text(0), q.Text(1), {}, static_cast<uint32_t>(q.Int(2)), q.Text(3),
+    out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
                    static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
                    static_cast<uint32_t>(q.Int(7)), SplitCommaList(q.Text(8)), static_cast<uint64_t>(q.Int(9)),
                    static_cast<uint64_t>(q.Int(10)), static_cast<uint32_t>(q.Int(11)), q.Text(12)});
@@ -503,7 +503,7 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
                      "ORDER BY assigned_ms, seq");
     active.Bind(1, job_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
     while (active.Step()) {
-      result.stopped.push_back({active.Text(0), job_id, {}, static_cast<uint32_t>(active.Int(1)), active.Text(2),
+      result.stopped.push_back({active.Text(0), job_id, static_cast<uint32_t>(active.Int(1)), active.Text(2),
                                 static_cast<v1::TaskState>(active.Int(3))});
     }
     IG_RETURN_IF_ERROR(active.status());
@@ -625,7 +625,7 @@ Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::stri
               "WHERE node_id = ? AND state = ? ORDER BY assigned_ms");
   q.Bind(1, node_id).Bind(2, int64_t{v1::ASSIGNED});
   while (q.Step()) {
-    out.push_back({q.Text(0), q.Text(1), {}, static_cast<uint32_t>(q.Int(2)), q.Text(3),
+    out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
                    static_cast<v1::TaskState>(q.Int(4)), q.Double(5), static_cast<uint64_t>(q.Int(6)),
                    static_cast<uint32_t>(q.Int(7))});
   }
