@@ -208,12 +208,15 @@ int main(int argc, char** argv) {
   auto* image = app.add_subcommand("image", "manage images");
   image->require_subcommand(1);
   auto* push = image->add_subcommand("push", "upload an OCI archive (podman save --format oci-archive)");
+  bool make_public = false;
   push->add_option("archive", file)->required()->check(CLI::ExistingFile);
+  push->add_flag("--public", make_public, "any account may run it (default: only yours)");
   add_client_flags(push);
   auto* artifact = app.add_subcommand("artifact", "manage artifacts");
   artifact->require_subcommand(1);
   auto* apush = artifact->add_subcommand("push", "upload a file as a content-addressed input artifact");
   apush->add_option("file", file)->required()->check(CLI::ExistingFile);
+  apush->add_flag("--public", make_public, "any account may use it (default: only yours)");
   add_client_flags(apush);
 
   idlegrid::cli::AccountFlags account;
@@ -293,8 +296,8 @@ int main(int argc, char** argv) {
   if (*cancel) return idlegrid::cli::Cancel(common, job_id);
   if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
-  if (*push) return idlegrid::cli::ImagePush(common, file);
-  if (*apush) return idlegrid::cli::ArtifactPush(common, file);
+  if (*push) return idlegrid::cli::ImagePush(common, file, make_public);
+  if (*apush) return idlegrid::cli::ArtifactPush(common, file, make_public);
   if (*acreate) return idlegrid::cli::AccountCreate(common, account);
   if (*alist) return idlegrid::cli::AccountList(common);
   if (*tcreate) return idlegrid::cli::TokenCreate(common, token_account, scopes, expires, token_name);

@@ -73,9 +73,11 @@ std::unique_ptr<grpc::ClientContext> Client::Context(int deadline_ms) const {
   return ctx;
 }
 
-Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind) {
+Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind, bool make_public) {
   auto ctx = Context(0);
-  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind);
+  TransferScope scope;
+  scope.make_public = make_public;
+  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind, scope);
 }
 
 Status Client::DownloadTo(const std::string& digest, const std::string& path) {

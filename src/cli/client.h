@@ -28,7 +28,8 @@ class Client {
   // A context carrying the token, with a deadline (0 = none).
   std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
   // Uploads a file as an artifact, verifying the digest on both ends.
-  Result<v1::ArtifactRef> UploadFile(const std::string& path, const std::string& kind);
+  // `make_public`: any account may read it (else only this token's account).
+  Result<v1::ArtifactRef> UploadFile(const std::string& path, const std::string& kind, bool make_public = false);
   // Downloads an artifact to `path` (via a temp file), verifying its digest.
   Status DownloadTo(const std::string& digest, const std::string& path);
 

@@ -402,10 +402,10 @@ int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry) {
   return 0;
 }
 
-int ImagePush(const CommonFlags& f, const std::string& archive) {
+int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  auto ref = (*client)->UploadFile(archive, "image");
+  auto ref = (*client)->UploadFile(archive, "image", make_public);
   if (!ref.ok()) return Fail(ref.status());
   v1::RegisterImageRequest req;
   req.set_archive_digest(ref->digest());
@@ -418,10 +418,10 @@ int ImagePush(const CommonFlags& f, const std::string& archive) {
   return 0;
 }
 
-int ArtifactPush(const CommonFlags& f, const std::string& file) {
+int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  auto ref = (*client)->UploadFile(file, "input");
+  auto ref = (*client)->UploadFile(file, "input", make_public);
   if (!ref.ok()) return Fail(ref.status());
   if (f.json) PrintJson(*ref);
   else std::cout << ref->digest() << "\n";

@@ -29,8 +29,9 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
 int Cancel(const CommonFlags& f, const std::string& job_id);
 // The user's decision for tasks lost with their node: run again, or fail them.
 int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
-int ImagePush(const CommonFlags& f, const std::string& archive);
-int ArtifactPush(const CommonFlags& f, const std::string& file);
+// `make_public`: every account may use it (else only the pusher's account).
+int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public);
+int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public);
 
 // --- accounts and credentials (operators; an account manages its own tokens) ---
 struct AccountFlags {
