@@ -168,7 +168,8 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   runtime::ContainerRuntime* runtime = env_.runtime;
   const std::string& container = run.spec.container_name;
   OutputWatch watch({run.writable_dirs, [runtime, container] { return runtime->LiveWritableDirs(container); },
-                     run.output_cap, env_.output_watch_interval, [runtime, container, id] {
+                     run.output_cap, env_.output_watch_interval, [runtime, container, id](const std::string& why) {
+                       spdlog::warn("attempt {} {}", id, why);
                        if (Status st = runtime->Kill(container); !st.ok()) {
                          spdlog::warn("attempt {}: stopping it at its disk cap: {}", id, st.message());
                        }

@@ -1,7 +1,5 @@
 #include "agent/output_watch.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
 #include "common/disk_usage.h"
@@ -64,8 +62,7 @@ void OutputWatch::Loop() {
       if (stopping_) return;  // the run ended meanwhile: the check at collect judges it
       breach_ = breach;
     }
-    spdlog::warn("{}", *breach);
-    options_.kill();
+    options_.kill(*breach);
     return;
   }
 }

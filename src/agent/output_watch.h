@@ -31,8 +31,8 @@ class OutputWatch {
     std::function<std::vector<std::string>()> live_dirs;
     OutputCap cap;
     std::chrono::milliseconds interval{250};
-    // Stops the container: called at most once, on the watch's own thread.
-    std::function<void()> kill;
+    // Stops the container, given why: called at most once, on the watch's own thread.
+    std::function<void(const std::string& why)> kill;
   };
 
   explicit OutputWatch(Options options);

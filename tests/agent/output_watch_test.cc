@@ -33,8 +33,8 @@ class WatchProbe {
       return dirs;
     };
   }
-  std::function<void()> Kill() {
-    return [this] {
+  std::function<void(const std::string&)> Kill() {
+    return [this](const std::string&) {
       std::lock_guard<std::mutex> lock(mu_);
       ++kills_;
       cv_.notify_all();
