@@ -154,6 +154,17 @@ int main(int argc, char** argv) {
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
   a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
   a->add_option("--nvml-library", agent.nvml_library, "NVML library to load")->capture_default_str();
+  a->add_option("--default-attempt-disk", agent.default_attempt_disk_bytes,
+                "what an attempt may write to its output and checkpoint directories together when its job sets no "
+                "resources.diskTotal, e.g. 10Gi, 500G")
+      ->transform([](std::string s) {
+        auto bytes = idlegrid::manifest::ParseBytes(s);
+        if (!bytes.ok()) throw CLI::ValidationError(bytes.status().message());
+        if (*bytes == 0) throw CLI::ValidationError("must be more than 0");
+        return std::to_string(*bytes);
+      })
+      ->type_name("BYTES")
+      ->default_str("10Gi");
   int grace_seconds = 30;
   a->add_option("--shutdown-grace", grace_seconds, "on SIGTERM, seconds running work may take to finish before it "
                 "is handed back")->capture_default_str();

@@ -3,9 +3,12 @@
 // implements them with gRPC, its image cache and its node state; tests
 // implement them with fakes (tests/agent/attempt_fakes_support.h), so a whole
 // attempt runs without a coordinator, podman or a wall clock.
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "agent/output_cap.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "runtime/container_runtime.h"
@@ -83,6 +86,11 @@ struct AttemptEnv {
   // A real GPU is passed in only if one of these CDI specs exists (written by
   // `nvidia-ctk cdi generate`): a test points them at its own files.
   std::vector<std::string> cdi_spec_paths = {"/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml"};
+  // The cap on what an attempt writes to its output and checkpoint
+  // directories together when its job sets none (resources.output_bytes 0),
+  // and how often a running attempt's directories are measured against it.
+  uint64_t default_output_bytes = kDefaultAttemptDiskBytes;
+  std::chrono::milliseconds output_watch_interval{250};
 };
 
 }  // namespace idlegrid::agent

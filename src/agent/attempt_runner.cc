@@ -9,6 +9,7 @@
 
 #include "agent/local_policy.h"
 #include "agent/log_shipper.h"
+#include "agent/output_watch.h"
 #include "common/fs.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
@@ -29,21 +30,24 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   // Declared after the hold: on a failure the scratch goes before the hold does.
   ScratchDir scratch(env_.attempts_dir + "/" + id);
   auto prepared = Prepare(a, *image_id, scratch);
-  if (!prepared.ok()) return Fail(id, v1::PLATFORM_FAILURE, prepared.status(), hold);
+  if (!prepared.ok()) return Fail(id, v1::PLATFORM_FAILURE, prepared.status(), hold, &scratch);
   if (env_.host->IsCancelled(id)) return ReportOrLog(AttemptEvent(id, v1::STOPPED));
 
   RunFacts facts = RunContainer(a, *prepared);
   const std::vector<std::string> files = CollectAfterRun(id, *prepared, facts);
   const Outcome outcome = DecideOutcome(facts);
-  if (outcome.event == v1::ERRORED) return Fail(id, outcome.reason, Status::Internal(outcome.message), hold);
+  if (outcome.event == v1::ERRORED) {
+    return Fail(id, outcome.reason, Status::Internal(outcome.message), hold, &scratch);
+  }
   v1::ReportAttemptRequest done = OutcomeReport(id, outcome);
   if (outcome.collect_outputs) {
     if (Status st = CollectOutputs(prepared->out_dir, files, done); !st.ok()) {
-      return Fail(id, v1::PLATFORM_FAILURE, st, hold);
+      return Fail(id, v1::PLATFORM_FAILURE, st, hold, &scratch);
     }
   }
-  // The container is gone: free its capacity before the coordinator, which
-  // frees it on this report, sends the next task here.
+  // The container is gone: free its disk and capacity before the
+  // coordinator, which frees them on this report, sends the next task here.
+  scratch.Remove();
   hold.Release();
   Status st = env_.reporter->Report(done);
   spdlog::info("attempt {} {} (exit {}){}", id, v1::AttemptEvent_Name(done.event()), done.exit_code(),
@@ -89,6 +93,9 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   layout->host_user_processes = runtime::CountUserProcesses(::getuid());
   prepared.spec = BuildRunSpec(a, *layout);
   prepared.out_dir = layout->out_dir;
+  prepared.writable_dirs = {layout->out_dir};
+  if (!layout->checkpoint_dir.empty()) prepared.writable_dirs.push_back(layout->checkpoint_dir);
+  prepared.output_cap = ResolveOutputCap(a.spec().resources(), env_.default_output_bytes);
   return prepared;
 }
 
@@ -158,8 +165,19 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
       run.checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));
     }
   };
+  runtime::ContainerRuntime* runtime = env_.runtime;
+  const std::string& container = run.spec.container_name;
+  OutputWatch watch({run.writable_dirs, [runtime, container] { return runtime->LiveWritableDirs(container); },
+                     run.output_cap, env_.output_watch_interval, [runtime, container, id](const std::string& why) {
+                       spdlog::warn("attempt {} {}", id, why);
+                       if (Status st = runtime->Kill(container); !st.ok()) {
+                         spdlog::warn("attempt {}: stopping it at its disk cap: {}", id, st.message());
+                       }
+                     }});
   RunFacts facts;
   facts.exit = env_.runtime->Run(run.spec, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
+  watch.Stop();
+  facts.output_breach = watch.Breach();
   // Every line the job wrote reaches the coordinator before its end does.
   env_.logs->Flush();
   facts.cancelled = env_.host->IsCancelled(id);
@@ -170,8 +188,14 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
 
 std::vector<std::string> AttemptRunner::CollectAfterRun(const std::string& attempt_id, PreparedRun& run,
                                                         RunFacts& facts) {
+  if (run.checkpoint) run.checkpoint->Stop();
+  // Judged before anything more leaves the node (the last checkpoint, the
+  // outputs), on what is there now, whatever the watcher saw.
+  if (!facts.output_breach) {
+    facts.output_breach =
+        OutputCapBreach(MeasureWritableDirs(run.writable_dirs), run.output_cap, OutputCheck::kBeforeUpload);
+  }
   if (run.checkpoint) {
-    run.checkpoint->Stop();
     if (NeedsFinalCheckpoint(facts)) {
       if (Status st = run.checkpoint->SyncOnce(); !st.ok()) {
         spdlog::warn("final checkpoint of {}: {}", attempt_id, st.message());
@@ -194,11 +218,12 @@ Status AttemptRunner::CollectOutputs(const std::string& out_dir, const std::vect
 }
 
 void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st,
-                         CapacityHold& hold) {
+                         CapacityHold& hold, ScratchDir* scratch) {
   spdlog::warn("attempt {} failed: {}", attempt_id, st.message());
   // No container of the attempt runs any more (none started, or it ended):
-  // free its capacity before the coordinator, which frees it on this report,
-  // sends the next task here.
+  // free its disk and capacity before the coordinator, which frees them on
+  // this report, sends the next task here.
+  if (scratch != nullptr) scratch->Remove();
   hold.Release();
   auto r = AttemptEvent(attempt_id, v1::ERRORED);
   r.set_failure_reason(reason);

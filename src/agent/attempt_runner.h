@@ -16,6 +16,7 @@
 #include "agent/attempt_stages.h"
 #include "agent/checkpoint_sync.h"
 #include "agent/outcome.h"
+#include "agent/output_cap.h"
 
 namespace idlegrid::agent {
 
@@ -38,6 +39,10 @@ class AttemptRunner {
     runtime::RunSpec spec;
     std::string out_dir;
     std::unique_ptr<CheckpointSync> checkpoint;
+    // What the job may write to (its output and checkpoint directories),
+    // held together to `output_cap`.
+    std::vector<std::string> writable_dirs;
+    OutputCap output_cap;
   };
 
   // Stage admission: the REJECTED report if this node will not run `a`
@@ -50,19 +55,24 @@ class AttemptRunner {
   Result<RunLayout> PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
                                  std::unique_ptr<CheckpointSync>& checkpoint);
   Result<std::vector<std::string>> PrepareGpus(const v1::Assignment& a);
-  // Stage run: the container, to its end; STARTED once it is spawned.
+  // Stage run: the container, to its end; STARTED once it is spawned. An
+  // OutputWatch kills it if its writable directories pass their cap.
   RunFacts RunContainer(const v1::Assignment& a, PreparedRun& run);
-  // Stage collect, before the outcome is decided: stops the checkpoint sync
-  // (syncing once more if the run did not clearly succeed) and lists the
-  // output files, counted into `facts`.
+  // Stage collect, before the outcome is decided: stops the checkpoint sync,
+  // measures the writable directories against their cap again (the watcher
+  // looks only every so often), syncs the checkpoint once more if the run
+  // did not clearly succeed and is within its cap, and lists the output
+  // files, counted into `facts`.
   std::vector<std::string> CollectAfterRun(const std::string& attempt_id, PreparedRun& run, RunFacts& facts);
   // Stage collect, for an outcome that keeps them: uploads the outputs into
   // `report`. A failed upload fails the attempt.
   Status CollectOutputs(const std::string& out_dir, const std::vector<std::string>& files,
                         v1::ReportAttemptRequest& report);
 
-  // Stage report, for an attempt ended by a failure.
-  void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st, CapacityHold& hold);
+  // Stage report, for an attempt ended by a failure: its scratch (when it
+  // has one by then) and its capacity are freed first.
+  void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st, CapacityHold& hold,
+            ScratchDir* scratch = nullptr);
   void ReportOrLog(const v1::ReportAttemptRequest& report);
 
   const AttemptEnv env_;

@@ -67,7 +67,9 @@ Result<std::vector<std::string>> SelectGpus(const v1::Assignment& a, const std::
   return real;
 }
 
-ScratchDir::~ScratchDir() {
+void ScratchDir::Remove() {
+  if (removed_) return;
+  removed_ = true;
   if (Status st = RemoveTree(path_); !st.ok()) spdlog::warn("removing {}: {}", path_, st.message());
 }
 

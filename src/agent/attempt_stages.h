@@ -47,17 +47,21 @@ runtime::RunSpec BuildRunSpec(const v1::Assignment& a, const RunLayout& layout);
 Result<std::vector<std::string>> SelectGpus(const v1::Assignment& a, const std::vector<v1::GpuDevice>& host_gpus);
 
 // The attempt's scratch directory: removed, with all it holds, however the
-// attempt ends (the one place that cleans it up).
+// attempt ends (the one place that cleans it up): early by Remove() (before
+// the attempt's end is reported) or else on destruction.
 class ScratchDir {
  public:
   explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  ~ScratchDir();
+  ~ScratchDir() { Remove(); }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   const std::string& path() const { return path_; }
+  // Idempotent; a failure is logged, not retried.
+  void Remove();
 
  private:
   const std::string path_;
+  bool removed_ = false;
 };
 
 // An attempt's capacity hold, taken by AttemptHost::ReserveCapacity: released

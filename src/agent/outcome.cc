@@ -8,6 +8,12 @@ Outcome DecideOutcome(const RunFacts& facts) {
     o.event = v1::STOPPED;
     return o;
   }
+  if (facts.output_breach) {
+    o.event = v1::ERRORED;
+    o.reason = v1::OUTPUT_LIMIT;
+    o.message = *facts.output_breach;
+    return o;
+  }
   if (!facts.exit.ok() || !facts.exit->error.empty()) {
     o.event = v1::ERRORED;
     o.reason = v1::PLATFORM_FAILURE;
@@ -35,6 +41,7 @@ Outcome DecideOutcome(const RunFacts& facts) {
 }
 
 bool NeedsFinalCheckpoint(const RunFacts& facts) {
+  if (facts.output_breach) return false;
   const bool succeeded = !facts.cancelled && facts.exit.ok() && facts.exit->error.empty() &&
                          facts.exit->exit_code == 0 && !facts.exit->timed_out && !facts.exit->oom;
   return !succeeded;

@@ -23,6 +23,9 @@ struct RunFacts {
   uint32_t run_timeout_seconds = 0;    // the job's runTimeout
   uint64_t memory_bytes = 0;           // the job's memory limit
   size_t output_files = 0;             // regular files the job left in its output directory
+  // Set when what it wrote passed its total disk cap (OutputCapBreach's
+  // message): while it ran (the watcher killed it) or at collect.
+  std::optional<std::string> output_breach;
 };
 
 struct Outcome {
@@ -34,9 +37,11 @@ struct Outcome {
 };
 
 // The rules, in order: a cancelled attempt is STOPPED whatever happened
-// after; a runtime or OCI-runtime failure is ERRORED as a platform failure
-// (not the job's fault); more than kMaxOutputFiles outputs is ERRORED as the
-// job's fault; otherwise EXITED with the exit code, marked RUN_TIMEOUT when
+// after; one that wrote past its total disk cap is ERRORED as OUTPUT_LIMIT
+// (the job's fault; whatever the runtime said after the kill, and nothing is
+// uploaded); a runtime or OCI-runtime failure is ERRORED as a platform
+// failure (not the job's fault); more than kMaxOutputFiles outputs is
+// ERRORED as the job's fault; otherwise EXITED with the exit code, marked RUN_TIMEOUT when
 // the timeout stopped it or OUT_OF_MEMORY when it died of the memory limit,
 // and its outputs are collected (also after a timeout or OOM: what it wrote
 // is kept).
@@ -44,7 +49,8 @@ Outcome DecideOutcome(const RunFacts& facts);
 
 // Whether the job's checkpoint directory is synced once more after the run:
 // whatever it saved before being stopped or failing is what the next attempt
-// resumes from; a success needs none.
+// resumes from; a success needs none, and one past its disk cap gets none
+// (the checkpoint may be what passed it).
 bool NeedsFinalCheckpoint(const RunFacts& facts);
 
 }  // namespace idlegrid::agent

@@ -420,6 +420,7 @@ Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
       {"cpu", Bind(&P::ReadCpu, [r](double n) { r->set_cpu(n); })},
       {"memory", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_memory_bytes(n); })},
       {"disk", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_disk_bytes(n); })},
+      {"diskTotal", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_output_bytes(n); })},
       {"pids", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_pids(n); })},
       {"strictCpu", Bind(&P::ReadBool, [r](bool b) { r->set_strict_cpu(b); })},
       {"gpuMilli", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_gpu_milli(n); })},

@@ -181,6 +181,13 @@ Violation CheckResources(const v1::Resources& r) {
                "must be at least " + std::to_string(kMinDiskBytes) + " (" +
                    FormatBytes(kMinDiskBytes) + ")");
   }
+  // 0 leaves the total to the node's default. A total below the per-file
+  // cap would make that cap a promise the node does not keep.
+  if (r.output_bytes() > 0 && r.output_bytes() < r.disk_bytes()) {
+    return bad("output_bytes", "diskTotal",
+               "must be at least the per-file cap resources.disk (" + FormatBytes(r.disk_bytes()) +
+                   ", its default when unset), got " + FormatBytes(r.output_bytes()));
+  }
   if (r.pids() < 1 || r.pids() > kMaxPids) {
     return bad(
         "pids", "pids",

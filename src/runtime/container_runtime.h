@@ -62,6 +62,13 @@ class ContainerRuntime {
   // Ok if the container is already gone. Thread-safe.
   virtual Status Kill(const std::string& container_name) = 0;
 
+  // Host directories, besides the writable mounts' own host paths, where a
+  // container whose Run is in progress writes now: a pilot's directories
+  // (pilot_pool.h), whose contents reach the mounts' paths only when the
+  // task ends. Empty when the container writes to its mounts directly, and
+  // once its Run is over. Thread-safe.
+  virtual std::vector<std::string> LiveWritableDirs(const std::string& container_name) { return {}; }
+
   // Names of all containers labelled idlegrid=1, running or not, so that an
   // agent restarted after a crash can Kill its leftovers.
   virtual Result<std::vector<std::string>> ListContainers() = 0;

@@ -108,6 +108,8 @@ struct PilotPool::State {
   bool stopping = false;                                  // guarded by mu
   std::multimap<std::string, std::unique_ptr<Pilot>> idle;  // by key; guarded by mu
   std::set<std::string> names;                            // every live pilot; guarded by mu
+  // Container name -> its pilot's writable directories, while its task runs; guarded by mu.
+  std::map<std::string, std::vector<std::string>> live_dirs;
   uint64_t next_id = 0;                                   // guarded by mu
   std::thread reaper;
 };
@@ -142,6 +144,12 @@ PilotPool::~PilotPool() {
 std::set<std::string> PilotPool::Names() {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->names;
+}
+
+std::vector<std::string> PilotPool::LiveWritableDirs(const std::string& container_name) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->live_dirs.find(container_name);
+  return it == state_->live_dirs.end() ? std::vector<std::string>{} : it->second;
 }
 
 void PilotPool::ReaperLoop() {
@@ -324,6 +332,29 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     for (size_t i = 0; i < pilot->rw_dirs.size() && moved.ok(); ++i) {
       if (!pilot->rw_dirs[i].empty()) moved = MoveEntries(spec.mounts[i].host_path, pilot->rw_dirs[i]);
     }
+    // From now until the task ends, what it writes is in the pilot's
+    // directories: the attempt's disk watcher must look there too
+    // (LiveWritableDirs). Only once the entries are in: the watcher walks the
+    // attempt's own directories first, so entries moving from those to the
+    // pilot's while both are listed could count twice (the other way never).
+    struct LiveWhileRunning {
+      State& state;
+      const std::string& name;
+      void Set(const std::vector<std::string>& rw_dirs) {
+        std::vector<std::string> dirs;
+        for (const std::string& d : rw_dirs) {
+          if (!d.empty()) dirs.push_back(d);
+        }
+        std::lock_guard<std::mutex> lock(state.mu);
+        state.live_dirs[name] = std::move(dirs);
+      }
+      void Clear() {
+        std::lock_guard<std::mutex> lock(state.mu);
+        state.live_dirs.erase(name);
+      }
+      ~LiveWhileRunning() { Clear(); }
+    } live{*state_, spec.container_name};
+    if (moved.ok()) live.Set(pilot->rw_dirs);
     if (!moved.ok() || !WriteAll(pilot->request.get(), *request)) {
       Status back = Status::Ok();
       Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
@@ -363,6 +394,8 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
       }
       wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
     }
+    // The task is over: what it wrote goes back to the attempt's directories.
+    live.Clear();
 
     if (reply && reply->ok() && (*reply)->kind == PilotReply::Kind::kUnclean) {
       spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name,

@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "image/image_config.h"
 #include "runtime/container_runtime.h"
@@ -77,6 +78,12 @@ class PilotPool {
   // Names of the pilots this pool runs (ListContainers must not report them
   // as leftovers).
   std::set<std::string> Names();
+
+  // While the task of container `container_name` runs in a pilot, the
+  // pilot's directories its writable mounts are (their entries move to the
+  // mounts' own host paths when it ends); empty otherwise.
+  // ContainerRuntime::LiveWritableDirs.
+  std::vector<std::string> LiveWritableDirs(const std::string& container_name);
 
   struct Pilot;
 

@@ -109,6 +109,16 @@ class RoutingRuntime : public ContainerRuntime {
     return st.ok() ? ref : st;
   }
 
+  std::vector<std::string> LiveWritableDirs(const std::string& container_name) override {
+    ContainerRuntime* driver = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = owner_.find(container_name);
+      if (it != owner_.end()) driver = it->second;
+    }
+    return driver != nullptr ? driver->LiveWritableDirs(container_name) : std::vector<std::string>{};
+  }
+
   Result<std::vector<std::string>> ListContainers() override {
     IG_ASSIGN_OR_RETURN(std::vector<std::string> out, reference_->ListContainers());
     if (fast_) {

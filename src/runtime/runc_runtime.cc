@@ -86,6 +86,9 @@ class RuncRuntime final : public ContainerRuntime {
                        const std::function<void()>& on_started) override;
   Status Kill(const std::string& container_name) override;
   Result<std::vector<std::string>> ListContainers() override;
+  std::vector<std::string> LiveWritableDirs(const std::string& container_name) override {
+    return pilots_ ? pilots_->LiveWritableDirs(container_name) : std::vector<std::string>{};
+  }
 
  private:
   std::string ImageDir(const std::string& image_id) const { return options_.bundles_dir + "/" + image_id; }

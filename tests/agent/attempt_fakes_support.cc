@@ -67,6 +67,25 @@ Result<runtime::ExitInfo> FakeRuntime::Run(const runtime::RunSpec& spec, const r
   return exit;
 }
 
+Status FakeRuntime::Kill(const std::string& container_name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    killed_.push_back(container_name);
+  }
+  killed_cv_.notify_all();
+  return Status::Ok();
+}
+
+bool FakeRuntime::WaitForKill(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return killed_cv_.wait_for(lock, timeout, [this] { return !killed_.empty(); });
+}
+
+std::vector<std::string> FakeRuntime::Killed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return killed_;
+}
+
 Status FakeHost::ReserveCapacity(const v1::Assignment& a) {
   if (!capacity.ok()) return capacity;
   std::lock_guard<std::mutex> lock(mu_);

@@ -2,6 +2,8 @@
 // Fakes for the world of one attempt (agent/attempt_env.h), so that
 // AttemptRunner runs whole attempts without a coordinator or podman. Each
 // records what it was asked and answers what the test chose.
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -32,7 +34,7 @@ class FakeRuntime : public runtime::ContainerRuntime {
   bool HasImage(const std::string& image_id) override;
   Result<runtime::ExitInfo> Run(const runtime::RunSpec& spec, const runtime::OutputSink& sink,
                                 std::chrono::milliseconds timeout, const std::function<void()>& on_started) override;
-  Status Kill(const std::string& container_name) override { return Status::Ok(); }
+  Status Kill(const std::string& container_name) override;
   Result<std::vector<std::string>> ListContainers() override { return std::vector<std::string>{}; }
 
   // What Run does (set before the attempt).
@@ -44,11 +46,20 @@ class FakeRuntime : public runtime::ContainerRuntime {
   std::function<void(const runtime::RunSpec&)> while_running;  // after on_started, before the files
   bool has_image = true;
 
+  // Waits until Kill was called (from any thread) or `timeout` passed; whether it was.
+  bool WaitForKill(std::chrono::milliseconds timeout);
+  std::vector<std::string> Killed();  // the names Kill was called with
+
   // What it was asked.
   std::vector<runtime::RunSpec> runs;
   std::vector<std::chrono::milliseconds> timeouts;
   int has_image_calls = 0;
   int load_image_calls = 0;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable killed_cv_;
+  std::vector<std::string> killed_;  // guarded by mu_
 };
 
 // The node side: refusals, cancellations and GPUs the test chose; holds counted.

@@ -60,6 +60,8 @@ class AttemptRunnerTest : public ::testing::Test {
     env.logs = &logs;
     env.attempts_dir = dir_ + "/attempts";
     env.cdi_spec_paths = {dir_ + "/cdi/nvidia.yaml"};
+    env.default_output_bytes = default_output_bytes_;
+    env.output_watch_interval = output_watch_interval_;
     AttemptRunner(env).Run(a);
   }
 
@@ -88,6 +90,9 @@ class AttemptRunnerTest : public ::testing::Test {
   FakeArtifacts artifacts_;
   FakeImages images_;
   bool scratch_seen_ = false;
+  uint64_t default_output_bytes_ = kDefaultAttemptDiskBytes;
+  // Short, so every attempt here is watched while it runs.
+  std::chrono::milliseconds output_watch_interval_{5};
   std::mutex logs_mu_;
   std::string logs_sent_;  // guarded by logs_mu_
 };

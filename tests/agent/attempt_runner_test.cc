@@ -19,10 +19,12 @@ using testing::Exit;
 TEST_F(AttemptRunnerTest, SuccessReportsAcceptedStartedExitedWithOutputs) {
   runtime_.outputs = {{"result.txt", "42"}, {"sub/more.txt", "x"}};
   bool held_at_exit = true;
+  bool scratch_at_exit = true;
   std::string logs_at_exit;
   reporter_.on_report = [&](const v1::ReportAttemptRequest& r) {
     if (r.event() != v1::EXITED) return;
     held_at_exit = host_.Holds("a1");
+    scratch_at_exit = PathExists(Scratch());
     logs_at_exit = LogsSent();
   };
   Run(Assignment());
@@ -38,9 +40,10 @@ TEST_F(AttemptRunnerTest, SuccessReportsAcceptedStartedExitedWithOutputs) {
   EXPECT_EQ(done.outputs(0).digest(), Sha256Digest("42"));
   EXPECT_EQ(done.outputs(1).path(), "sub/more.txt");
   EXPECT_EQ(artifacts_.Uploaded().at("result.txt"), "42");
-  // The capacity is free before the coordinator hears the attempt ended, and
-  // the job's output reached it before that too.
+  // The capacity and the disk are free before the coordinator hears the
+  // attempt ended, and the job's output reached it before that too.
   EXPECT_FALSE(held_at_exit);
+  EXPECT_FALSE(scratch_at_exit);
   EXPECT_EQ(logs_at_exit, "hello\n");
   EXPECT_EQ(host_.releases, 1);
   EXPECT_TRUE(scratch_seen_);

@@ -44,6 +44,31 @@ TEST(DecideOutcomeTest, CancelledIsStoppedEvenWhenTheRunFailed) {
   }
 }
 
+TEST(DecideOutcomeTest, PastItsDiskCapIsTheJobsOutputLimitWhateverTheRuntimeSaid) {
+  const std::string why = "wrote more than 1Gi (resources.diskTotal) to its output and checkpoint directories; killed";
+  runtime::ExitInfo killed = Exited(137);
+  killed.killed = true;
+  runtime::ExitInfo runc_failed = Exited(1);
+  runc_failed.error = "runc failed: container not running";
+  for (Result<runtime::ExitInfo> exit : {Result<runtime::ExitInfo>(killed), Result<runtime::ExitInfo>(Exited(0)),
+                                         Result<runtime::ExitInfo>(runc_failed)}) {
+    RunFacts f = Facts(exit);
+    f.output_files = 3;
+    f.output_breach = why;
+    Outcome o = DecideOutcome(f);
+    EXPECT_EQ(o.event, v1::ERRORED);
+    EXPECT_EQ(o.reason, v1::OUTPUT_LIMIT);
+    EXPECT_EQ(o.message, why);
+    EXPECT_FALSE(o.collect_outputs);
+    EXPECT_FALSE(NeedsFinalCheckpoint(f)) << "its checkpoint may be what passed the cap";
+  }
+  // A cancel still wins: the user asked for the stop.
+  RunFacts cancelled = Facts(killed);
+  cancelled.cancelled = true;
+  cancelled.output_breach = why;
+  EXPECT_EQ(DecideOutcome(cancelled).event, v1::STOPPED);
+}
+
 TEST(DecideOutcomeTest, RuntimeFailuresArePlatformFailuresNotTheJobs) {
   Outcome a = DecideOutcome(Facts(Status::FailedPrecondition("cannot start podman")));
   EXPECT_EQ(a.event, v1::ERRORED);

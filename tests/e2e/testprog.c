@@ -5,6 +5,8 @@
  *   exit CODE    print to both streams, then exit with CODE
  *   ticks N      print N lines, 100 ms apart
  *   spin SECS    burn one CPU for SECS seconds (load for the stress tests)
+ *   fill N MIB   write N files of MIB MiB each as /out/fill-<i>, announcing each one;
+ *                prints "filled" when all are written
  *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
  *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
@@ -45,6 +47,26 @@ int main(int argc, char** argv) {
     line[sizeof line - 1] = '\n';
     for (long i = 0; i < mib * 1024; ++i) fwrite(line, 1, sizeof line, stdout);
     printf("flood done\n");
+    return 0;
+  }
+  if (strcmp(mode, "fill") == 0) {
+    long files = argc > 2 ? atol(argv[2]) : 1;
+    long mib = argc > 3 ? atol(argv[3]) : 1;
+    static char chunk[1 << 20];
+    memset(chunk, 'f', sizeof chunk);
+    for (long i = 0; i < files; ++i) {
+      char path[64];
+      snprintf(path, sizeof path, "/out/fill-%ld", i);
+      printf("writing %s\n", path);
+      fflush(stdout);
+      FILE* f = fopen(path, "w");
+      if (!f) { perror("open fill file"); return 19; }
+      for (long m = 0; m < mib; ++m) {
+        if (fwrite(chunk, 1, sizeof chunk, f) != sizeof chunk) { perror("write fill file"); return 20; }
+      }
+      if (fclose(f) != 0) { perror("close fill file"); return 21; }
+    }
+    printf("filled\n");
     return 0;
   }
   if (strcmp(mode, "sleep") == 0) {

@@ -44,6 +44,7 @@ TEST(ParseManifestTest, FullManifestSetsEveryField) {
                            "  cpu: 0.5\n"
                            "  memory: 256Mi\n"
                            "  disk: 2G\n"
+                           "  diskTotal: 20G\n"
                            "  pids: 64\n"
                            "  strictCpu: true\n"
                            "inputs:\n"
@@ -80,6 +81,7 @@ TEST(ParseManifestTest, FullManifestSetsEveryField) {
   EXPECT_DOUBLE_EQ(r.cpu(), 0.5);
   EXPECT_EQ(r.memory_bytes(), 256ull << 20);
   EXPECT_EQ(r.disk_bytes(), 2000000000ull);
+  EXPECT_EQ(r.output_bytes(), 20000000000ull);
   EXPECT_EQ(r.pids(), 64u);
   EXPECT_TRUE(r.strict_cpu());
   ASSERT_EQ(spec->inputs_size(), 2);
@@ -110,6 +112,7 @@ TEST(ParseManifestTest, MinimalManifestGetsDefaults) {
   EXPECT_DOUBLE_EQ(r.cpu(), 1.0);
   EXPECT_EQ(r.memory_bytes(), 512ull << 20);
   EXPECT_EQ(r.disk_bytes(), 1ull << 30);
+  EXPECT_EQ(r.output_bytes(), 0u) << "0: the node's default total";
   EXPECT_EQ(r.pids(), 256u);
   EXPECT_FALSE(r.strict_cpu());
   EXPECT_EQ(spec->output_path(), "/out");
@@ -298,6 +301,12 @@ INSTANTIATE_TEST_SUITE_P(
          "must be at least 4194304 (4Mi)"},
         {"DiskZero", kBase + "resources: {disk: 0}\n", 4, 19,
          "resources.disk: must be at least 1048576 (1Mi)"},
+        {"DiskTotalBelowDisk", kBase + "resources: {disk: 2Gi, diskTotal: 1Gi}\n", 4, 35,
+         "resources.diskTotal: must be at least the per-file cap resources.disk (2Gi, its default when unset), "
+         "got 1Gi"},
+        {"DiskTotalBelowDefaultDisk", kBase + "resources:\n  diskTotal: 512Mi\n", 5, 14,
+         "resources.diskTotal: must be at least the per-file cap resources.disk (1Gi"},
+        {"DiskTotalUnit", kBase + "resources: {diskTotal: 3XB}\n", 4, 24, "unknown unit \"XB\""},
         {"CpuZero", kBase + "resources: {cpu: 0}\n", 4, 18,
          "resources.cpu: must be greater than 0"},
         {"CpuTooMany", kBase + "resources: {cpu: 1025}\n", 4, 18, "at most 1024 cores, got 1025"},
@@ -544,6 +553,14 @@ INSTANTIATE_TEST_SUITE_P(
         {"CpuNegative", [](v1::JobSpec* s) { s->mutable_resources()->set_cpu(-0.5); },
          "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got -0.5",
          "resources.cpu"},
+        {"DiskTotal",
+         [](v1::JobSpec* s) {
+           s->mutable_resources()->set_disk_bytes(2ull << 20);
+           s->mutable_resources()->set_output_bytes(1ull << 20);
+         },
+         "spec.resources.output_bytes: must be at least the per-file cap resources.disk (2Mi, its default when "
+         "unset), got 1Mi",
+         "resources.diskTotal"},
         {"ArrayCount", [](v1::JobSpec* s) { s->set_array_count(0); },
          "spec.array_count: must be between 1 and 100000, got 0", "array.count"},
         {"RunTimeout", [](v1::JobSpec* s) { s->set_run_timeout_seconds(604801); },

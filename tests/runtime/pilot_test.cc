@@ -227,6 +227,38 @@ TEST_F(PilotTest, KillFromAnotherThreadStopsTheTaskAndItsPilot) {
   EXPECT_TRUE(RuncContainers("-kill").empty());
 }
 
+// While a task runs, what it writes is in the pilot's directory, not yet in
+// the attempt's: the runtime names that directory so the agent's disk
+// watcher (agent/output_watch.h) can measure it, and names nothing once the
+// task's files are back in the attempt's own directory.
+TEST_F(PilotTest, WhileATaskRunsTheRuntimeNamesWhereItsOutputsAre) {
+  auto runtime = NewRuntime("-live");
+  RunSpec spec = Task("live", {"write", "progress", "60"});
+  const std::string own = spec.mounts[0].host_path;
+  std::vector<std::string> live_at_start, live_once_written;
+  bool in_live_dir = false, in_own_dir = true;
+  Result<ExitInfo> r = runtime->Run(
+      spec,
+      [&](const std::string& stream, std::string_view data) {
+        if (stream != "stdout" || data.find("written") == std::string_view::npos) return;
+        live_once_written = runtime->LiveWritableDirs(spec.container_name);
+        in_live_dir = live_once_written.size() == 1 && PathExists(live_once_written[0] + "/progress");
+        in_own_dir = PathExists(own + "/progress");
+        EXPECT_TRUE(runtime->Kill(spec.container_name).ok());
+      },
+      seconds(60), [&] { live_at_start = runtime->LiveWritableDirs(spec.container_name); });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->killed);
+  ASSERT_EQ(live_at_start.size(), 1u) << "one writable mount, one pilot directory";
+  EXPECT_NE(live_at_start[0], own);
+  EXPECT_EQ(live_once_written, live_at_start);
+  EXPECT_TRUE(in_live_dir) << "the task's file was not where the runtime said";
+  EXPECT_FALSE(in_own_dir);
+  // Over: nothing is live, and what the task wrote is the attempt's.
+  EXPECT_TRUE(runtime->LiveWritableDirs(spec.container_name).empty());
+  EXPECT_TRUE(PathExists(own + "/progress"));
+}
+
 TEST_F(PilotTest, IdlePilotsRetireAfterTheLingerAndWithTheRuntime) {
   {
     auto runtime = NewRuntime("-linger", milliseconds(300));

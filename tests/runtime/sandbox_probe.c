@@ -7,6 +7,7 @@
  *     (runtime/pilot_pool.h): /out/NAME, /tmp/left, /dev/shm/left, a SysV
  *     shared memory segment and a daemon (setsid, sleeping), and makes /out
  *     inaccessible (mode 0); exits 0
+ *   write NAME SECS: writes /out/NAME, prints "written", then sleeps SECS
  *   look: reports what a previous task left: tmp_left, shm_left, ipc_left,
  *     other_processes (besides itself and PID 1), out_files (-1: /out is
  *     unreadable), pid1 (its comm) */
@@ -258,6 +259,16 @@ int main(int argc, char** argv) {
     printf("sleeping\n");
     fflush(stdout);
     sleep(argc > 2 ? atoi(argv[2]) : 60);
+    return 0;
+  }
+  if (argc > 3 && strcmp(argv[1], "write") == 0) {
+    char path[256];
+    snprintf(path, sizeof path, "/out/%s", argv[2]);
+    FILE* f = fopen(path, "w");
+    if (!f || fputs(argv[2], f) < 0 || fclose(f) != 0) return 1;
+    printf("written\n");
+    fflush(stdout);
+    sleep(atoi(argv[3]));
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "membomb") == 0) {
