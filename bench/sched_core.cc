@@ -25,13 +25,14 @@ using idlegrid::bench::kGiB;
 
 using idlegrid::bench::Fleet;
 
-std::vector<TaskView> Queue(size_t count, std::mt19937_64& rng) {
+std::vector<TaskView> Queue(size_t count, size_t accounts, std::mt19937_64& rng) {
   std::vector<TaskView> tasks;
   std::uniform_real_distribution<double> u(0, 1);
   for (size_t i = 0; i < count; ++i) {
     TaskView t;
     t.job_id = "job-" + std::to_string(i / 100);  // 100-task arrays
     t.index = static_cast<uint32_t>(i % 100);
+    if (accounts > 1) t.account = "account-" + std::to_string(i / 100 % accounts);
     t.runtime = "runc";
     t.image = "sha256:trainer";
     const double kind = u(rng);
@@ -87,13 +88,14 @@ int main(int argc, char** argv) {
   const size_t node_count = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 10000;
   const size_t task_count = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 100000;
   const uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 42;
+  const size_t account_count = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 1;
   std::mt19937_64 rng(seed);
   const std::vector<NodeView> fleet = Fleet(node_count, rng);
-  const std::vector<TaskView> queue = Queue(task_count, rng);
+  const std::vector<TaskView> queue = Queue(task_count, account_count, rng);
   size_t devices = 0;
   for (const auto& n : fleet) devices += n.gpus.size();
-  std::printf("fleet: %zu nodes, %zu GPUs in %zu classes; queue: %zu single-GPU tasks\n", fleet.size(), devices,
-              std::size(idlegrid::bench::kGpuClasses), queue.size());
+  std::printf("fleet: %zu nodes, %zu GPUs in %zu classes; queue: %zu single-GPU tasks of %zu account(s)\n",
+              fleet.size(), devices, std::size(idlegrid::bench::kGpuClasses), queue.size(), account_count);
   std::printf("%-10s %8s %8s %8s %8s %13s %13s %10s\n", "policy", "placed", "waiting", "wall s", "CPU s",
               "placed/s wall", "placed/s CPU", "over-alloc");
   for (const char* policy : {"balanced", "cheapest", "binpack", "spread"}) {

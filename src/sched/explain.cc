@@ -53,6 +53,7 @@ Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, co
 
 std::string FormatExplanation(const Explanation& e) {
   std::string out = e.task_key + " (policy " + (e.policy.empty() ? "?" : e.policy) + "): " + e.summary + "\n";
+  if (!e.fair_share.empty()) out += "  fair share: " + e.fair_share + "\n";
   char line[512];
   for (const auto& f : e.filtered) {
     std::snprintf(line, sizeof line, "  %-18s %5u  %s (e.g. %s: %s)\n", f.stage.c_str(), f.nodes, f.reason.c_str(),

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sched/evaluate.h"
+#include "sched/fair_share.h"
 
 namespace idlegrid::sched {
 namespace {
@@ -52,7 +53,9 @@ class PipelineScheduler : public Scheduler {
     for (const auto& [name, policy] : options_.config.policies) compiled_[name] = Compile(policy);
   }
 
-  Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const override;
+  using Scheduler::Schedule;
+  Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
+                const AccountState& accounts) const override;
 
  private:
   const CompiledPolicy* Find(const TaskView& task) const {
@@ -159,8 +162,10 @@ std::string WaitingSummary(const Snapshot& snap, const Shape& s, const Workload&
   return Summarize(static_cast<uint32_t>(snap.nodes.size()), static_cast<uint32_t>(feasible.size()), "", tallies);
 }
 
-Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const {
+Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
+                                 const AccountState& accounts) const {
   Plan plan;
+  const ResourceAmounts fleet = FleetTotals(nodes);
   Run run(BuildSnapshot(std::move(nodes), options_.seed), BuildWorkload(tasks));
   Snapshot& snap = run.snap();
 
@@ -185,9 +190,13 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
     ++shapes[it->second].remaining;
   }
 
+  // The fair-share stage picks which task goes next (fair_share.h); a task
+  // placed here counts toward its account's share for the next pick.
+  FairShareQueue fair_share(tasks, accounts, fleet);
   std::vector<size_t> active;  // shapes with a heap
   std::vector<size_t> waiting;
-  for (size_t t = 0; t < tasks.size(); ++t) {
+  while (!fair_share.Empty()) {
+    const size_t t = fair_share.Next();
     if (shape_of[t] < 0) continue;
     Shape& s = shapes[shape_of[t]];
     if (!s.active) {
@@ -202,6 +211,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
     }
     plan.placements.push_back(MakePlacement(snap, s, tasks[t], e));
     ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
+    fair_share.Charge(AmountsOf(s.demand.cpu, s.demand.memory, s.demand.gpus, s.demand.device_claim()));
     bool finished = false;
     for (size_t id : active) {
       Shape& other = shapes[id];

@@ -31,10 +31,13 @@ struct PipelineOptions {
   uint64_t seed = 0;    // breaks ties between equally ranked nodes
 };
 
-// Places tasks in the order given, each on the best-ranked feasible node,
-// holding its capacity before the next. A task naming an unknown policy waits
-// with that reason. plan.waiting holds Explain's summary for each task not
-// placed. Never holds more than a node's or device's free capacity.
+// Places tasks in fair-share order (fair_share.h: weighted DRF between
+// accounts, given what each holds; each account's own tasks, and all tasks
+// when there is one account, in the order given), each on the best-ranked
+// feasible node, holding its capacity before the next. A task naming an
+// unknown policy waits with that reason. plan.waiting holds Explain's summary
+// for each task not placed. Never holds more than a node's or device's free
+// capacity.
 std::unique_ptr<Scheduler> NewPipelineScheduler(PipelineOptions options = {});
 
 struct FilterTally {
@@ -70,6 +73,9 @@ struct Explanation {
   // "12 nodes: 9 insufficient VRAM (need 20 GiB), 2 offline, 1 over max price
   // (bid 1.00/GPU-h); waiting" or "12 nodes: 3 feasible, best n7; 9 ...".
   std::string summary;
+  // Where the task stands between accounts (FormatFairShare). Explain leaves
+  // it empty: the caller fills it from FairShareStandings of the whole queue.
+  std::string fair_share;
 };
 
 // Why `task` can or cannot go to each of `nodes` as they are now, and how the

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -32,6 +33,7 @@ struct NodeView {
   // --- Used by the pipeline scheduler (pipeline.h). The defaults keep callers
   // that fill only the fields above working and never make a node infeasible.
   double cpu_total = 0;  // offered cores, for spread/pack (0: cpu_free is taken as the total)
+  uint64_t memory_total = 0;  // offered bytes, for fair share's fleet total (0: memory_free is taken)
   uint64_t disk_free = kDiskUnknown;  // scratch bytes free; kDiskUnknown: not checked
   std::string region;                 // data-residency region ("eu-west", ...)
   int trust_tier = 0;                 // see kTrust* in pipeline.h
@@ -52,6 +54,7 @@ struct NodeView {
 struct TaskView {
   std::string job_id;
   uint32_t index = 0;
+  std::string account;  // the job's account, for fair share (fair_share.h); "" is an account too
   v1::Resources resources;
   std::string runtime;
   std::set<std::string> excluded_nodes;  // nodes that rejected or lost it before
@@ -105,12 +108,45 @@ struct Plan {
   std::map<std::string, std::string> waiting;
 };
 
+// The three resources fair share weighs between accounts.
+struct ResourceAmounts {
+  double cpu = 0;           // cores
+  double memory_bytes = 0;
+  double gpus = 0;          // devices; a share of one counts as milli / 1000
+
+  ResourceAmounts& operator+=(const ResourceAmounts& o) {
+    cpu += o.cpu;
+    memory_bytes += o.memory_bytes;
+    gpus += o.gpus;
+    return *this;
+  }
+};
+
+// What fair share (fair_share.h) needs beyond nodes and tasks. The fleet's
+// totals come from the nodes themselves (FleetTotals). Empty: every account
+// weighs 1 and holds nothing.
+struct AccountState {
+  // Account name -> weight; a missing account, or a weight that is not a
+  // positive number, weighs 1.
+  std::map<std::string, double> account_weights;
+  // Account name -> what its running and assigned attempts hold now.
+  std::map<std::string, ResourceAmounts> account_allocation;
+};
+
 // A replaceable placement strategy. Schedule must be deterministic for a given
 // input and never place more than a node's free resources.
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
-  virtual Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const = 0;
+  // Places what it can of `tasks` on `nodes`, taking tasks in fair-share
+  // order between their accounts (what `accounts` says each holds and
+  // weighs); every task not placed gets a reason in Plan::waiting.
+  virtual Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
+                        const AccountState& accounts) const = 0;
+  // The same when no account holds anything and all weigh the same.
+  Plan Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks) const {
+    return Schedule(std::move(nodes), tasks, AccountState{});
+  }
 };
 
 // The pipeline (pipeline.h) is the one implementation: NewPipelineScheduler.
