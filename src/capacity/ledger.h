@@ -99,6 +99,7 @@ class NodeLedger {
   }
 
   double cpu_capacity() const { return cpu_capacity_; }
+  uint64_t memory_capacity() const { return memory_capacity_; }  // kUnlimited: not checked
   double FreeCpu() const;       // capacity - held, floored at 0
   uint64_t FreeMemory() const;  // floored at 0; kUnlimited if not checked
   uint64_t FreeDisk() const;    // floored at 0; kUnlimited if not checked

@@ -77,6 +77,9 @@ struct Options {
   auth::Quota default_quota;      // per account, where its own is 0 (0 here: no limit)
   auth::RateLimitConfig rate_limits;  // per API token, and failed authentications per peer
   uint32_t default_retention_seconds = 7 * 24 * 3600;  // jobs that name none
+  // Fair share between accounts (docs/scheduling.md): account -> weight; a
+  // missing account weighs 1. The hook the accounts table fills.
+  std::map<std::string, double> account_weights;
 };
 
 class Coordinator {

@@ -15,6 +15,7 @@
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
 #include "market/market.h"
+#include "sched/fair_share.h"
 #include "sched/feasibility.h"
 #include "sched/pipeline.h"
 #include "sched/snapshot.h"
@@ -58,6 +59,20 @@ std::string WithDataPolicy(std::string text, const std::string& data_policy) {
   return text;
 }
 
+// What each account's active attempts hold (assigned, running, and stopping
+// ones whose containers may still run: whatever holds capacity), for fair share.
+sched::AccountState AccountStateOf(const std::vector<store::ActiveAttempt>& active,
+                                   const std::map<std::string, double>& weights) {
+  sched::AccountState out;
+  out.account_weights = weights;
+  for (const auto& a : active) {
+    const uint32_t devices = a.device_uuids.empty() ? a.gpus : static_cast<uint32_t>(a.device_uuids.size());
+    out.account_allocation[a.account] +=
+        sched::AmountsOf(a.cpu, a.memory, devices, capacity::ClaimOf(a.gpu_milli, a.gpu_memory_bytes));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
@@ -77,6 +92,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.cpu_total = ledger.cpu_capacity();
     v.cpu_free = ledger.FreeCpu();
     v.memory_free = ledger.FreeMemory();
+    v.memory_total = ledger.memory_capacity();
     v.gpus = AccountedGpusLocked(n, capacity_left);
     v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
     if (n.ad.policy().allowed_runtimes_size() > 0) {
@@ -110,6 +126,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   sched::TaskView t;
   t.job_id = q.job_id;
   t.index = q.index;
+  t.account = q.account;
   t.resources = spec.resources();
   t.runtime = spec.runtime();
   t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
@@ -188,7 +205,8 @@ void Coordinator::DispatchOnce() {
   std::vector<sched::NodeView> snapshot;
   if (!spending.empty()) snapshot = views;
   const auto placed_classes = NonPublicClasses(tasks, views);
-  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks);
+  sched::Plan plan =
+      scheduler_->Schedule(std::move(views), tasks, AccountStateOf(*active, options_.account_weights));
   {
     MutexLock lock(&mu_);
     waiting_ = plan.waiting;
@@ -280,6 +298,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
       if (q.job_id == job_id) mine.emplace(q.index, q);
     }
   }
+  const sched::FairShareStandings standings(queue, AccountStateOf(active, options_.account_weights),
+                                            sched::FleetTotals(views));
   v1::ExplainJobResponse out;
   out.set_job_id(job_id);
   for (auto& task : *job.mutable_tasks()) {
@@ -288,6 +308,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
     store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0, job.account()};
     const sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
     sched::Explanation e = sched::Explain(views, view, options_.policies, 3, 0, queue);
+    e.fair_share = sched::FormatFairShare(standings.Of(view));
     v1::TaskExplanation* t = out.add_tasks();
     t->set_index(task.index());
     t->set_state(task.state());
@@ -317,6 +338,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
       }
     }
     t->set_summary(e.summary);
+    t->set_fair_share(e.fair_share);
     t->set_data_policy(sched::DescribeDataClass(view.data_class));
     t->set_text(WithDataPolicy(sched::FormatExplanation(e), t->data_policy()));
   }
