@@ -167,6 +167,27 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   return GetJob(job_id);
 }
 
+Coordinator::AccountTerms Coordinator::CurrentAccountTerms() {
+  const int64_t now = clock_->NowMs();
+  MutexLock lock(&terms_mu_);
+  if (terms_read_ms_ != 0 && now - terms_read_ms_ < kAccountTermsRefreshMs) return terms_;
+  auto accounts = store_->ListAccounts();
+  if (!accounts.ok()) {
+    spdlog::warn("account terms: {}", accounts.status().ToString());
+    return terms_;  // the last known terms, tried again next time
+  }
+  AccountTerms fresh;
+  for (const store::AccountRecord& a : *accounts) {
+    fresh.weights[a.name] = a.weight;
+    const uint32_t limit = a.max_running_tasks != 0 ? a.max_running_tasks : options_.default_quota.max_running_tasks;
+    if (limit != 0) fresh.running_limits[a.name] = limit;
+  }
+  for (const auto& [name, w] : options_.account_weights) fresh.weights[name] = w;
+  terms_ = std::move(fresh);
+  terms_read_ms_ = now;
+  return terms_;
+}
+
 Result<bool> Coordinator::MayUse(const std::string& account, const std::string& digest) {
   // The operator owns what was stored before accounts (it has no holders).
   if (account == store::kOperatorAccount) return true;

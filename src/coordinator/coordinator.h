@@ -25,7 +25,7 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's and EventCounters' locks are leaves,
+// AgentTokenCache's, RunningIndexCache's, EventCounters' and terms_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_).
 #include <algorithm>
@@ -248,6 +248,15 @@ class Coordinator {
   void EnforceRetention();
   // Unlinks the blobs of artifacts the store has let go.
   void UnlinkCollected(const store::CollectedArtifacts& collected);
+  // Fair-share weights and running-task limits of the accounts, from the
+  // accounts table (options_.account_weights override), re-read at most every
+  // few seconds.
+  struct AccountTerms {
+    std::map<std::string, double> weights;
+    std::map<std::string, int64_t> running_limits;  // accounts with a limit only
+  };
+  AccountTerms CurrentAccountTerms();
+  static constexpr int64_t kAccountTermsRefreshMs = 2000;
   // Whether `account` may name the artifact in a job: its own upload or
   // job's, a public one, or anything for the operator.
   Result<bool> MayUse(const std::string& account, const std::string& digest);
@@ -319,6 +328,9 @@ class Coordinator {
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
   int64_t retention_checked_ms_ = 0;
+  Mutex terms_mu_;
+  AccountTerms terms_ IG_GUARDED_BY(terms_mu_);
+  int64_t terms_read_ms_ IG_GUARDED_BY(terms_mu_) = 0;
   int64_t unconnected_checked_ms_ = 0;
   int64_t heartbeats_checked_ms_ = 0;  // the last liveness check
   int conflict_replans_ = 0;

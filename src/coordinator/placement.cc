@@ -176,7 +176,18 @@ void Coordinator::DispatchOnce() {
   std::vector<sched::TaskView> tasks;
   std::map<std::string, v1::Job> capped;  // jobs with a cost cap, for what their tasks spent
   std::vector<std::pair<size_t, double>> spending;  // tasks (index in `tasks`) that spent part of their cap
+  const AccountTerms terms = CurrentAccountTerms();
+  // An account at its running-task quota places nothing more this round.
+  std::map<std::string, int64_t> room;
+  for (const auto& [account, limit] : terms.running_limits) room[account] = limit;
+  for (const auto& a : *active) {
+    if (room.count(a.account)) --room[a.account];
+  }
   for (const auto& q : *queued) {
+    if (auto r = room.find(q.account); r != room.end()) {
+      if (r->second <= 0) continue;
+      --r->second;
+    }
     double spent = 0;
     if (q.spec.max_cost() > 0) {
       auto it = capped.find(q.job_id);
@@ -206,7 +217,7 @@ void Coordinator::DispatchOnce() {
   if (!spending.empty()) snapshot = views;
   const auto placed_classes = NonPublicClasses(tasks, views);
   sched::Plan plan =
-      scheduler_->Schedule(std::move(views), tasks, AccountStateOf(*active, options_.account_weights));
+      scheduler_->Schedule(std::move(views), tasks, AccountStateOf(*active, terms.weights));
   {
     MutexLock lock(&mu_);
     waiting_ = plan.waiting;
@@ -298,7 +309,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
       if (q.job_id == job_id) mine.emplace(q.index, q);
     }
   }
-  const sched::FairShareStandings standings(queue, AccountStateOf(active, options_.account_weights),
+  const sched::FairShareStandings standings(queue, AccountStateOf(active, CurrentAccountTerms().weights),
                                             sched::FleetTotals(views));
   v1::ExplainJobResponse out;
   out.set_job_id(job_id);

@@ -62,6 +62,30 @@ TEST_F(TenancyTest, ASubmissionOverTheQueuedQuotaIsRefusedWithTheNumbers) {
   EXPECT_EQ(c().ListJobs("alice")->jobs_size(), 1) << "the refused job was not stored";
 }
 
+TEST_F(TenancyTest, AnAccountAtItsRunningQuotaStartsNothingMoreWhileOthersDo) {
+  v1::Account capped;
+  capped.set_name("carol");
+  capped.set_role("requester");
+  capped.mutable_quota()->set_max_running_tasks(1);
+  ASSERT_TRUE(c().tenancy().CreateAccount(capped).ok());
+  auto a = h_->AddNode("a");
+  auto b = h_->AddNode("b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  v1::JobSpec spec = CpuJob("carol-sweep");
+  spec.set_array_count(3);
+  auto carol = h_->Submit(spec, "carol");
+  ASSERT_TRUE(carol.ok()) << carol.status().ToString();
+  auto alice = h_->Submit(CpuJob("alice-one"), "alice");
+  ASSERT_TRUE(alice.ok());
+  ASSERT_TRUE(h_->Pass(0, {*a, *b}).ok());
+  auto job = c().GetJob(*carol);
+  ASSERT_TRUE(job.ok());
+  int placed = 0;
+  for (const auto& t : job->tasks()) placed += t.state() != v1::QUEUED;
+  EXPECT_EQ(placed, 1) << "carol may run one task at a time; 8 free cores would take all three";
+  EXPECT_NE(h_->Task(*alice)->state(), v1::QUEUED) << "alice is not held back by carol's quota";
+}
+
 TEST_F(TenancyTest, ATenantCannotNameAnotherTenantsPrivateInput) {
   const std::string secret = Upload("alice's data", "alice");
   v1::JobSpec spec = CpuJob("steal");
