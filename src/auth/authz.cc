@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "auth/credentials.h"
+
 namespace idlegrid::auth {
 
 namespace {
@@ -71,7 +73,10 @@ Status AuthorizeMethod(const Caller& caller, std::string_view method) {
     return Status::PermissionDenied("this credential may not call " + std::string(method));
   }
   if ((caller.scopes & rule->scope) != rule->scope) {
-    return Status::PermissionDenied("this token lacks the scope " + std::string(method) + " needs");
+    std::string missing;
+    for (const std::string& s : ScopeNames(rule->scope & ~caller.scopes)) missing += (missing.empty() ? "" : ",") + s;
+    return Status::PermissionDenied("this token lacks the scope " + missing + " that " + std::string(method) +
+                                    " needs; use a token with it (idlegrid token create --scope " + missing + ")");
   }
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "sched/snapshot.h"
+#include "sched/yaml_file.h"
 
 namespace idlegrid::sched {
 
@@ -88,17 +89,12 @@ class DataPolicyParser {
   explicit DataPolicyParser(std::string filename) : filename_(std::move(filename)) {}
 
   Result<DataPolicy> Parse(std::string_view text) {
-    try {
-      return ParseRoot(YAML::Load(std::string(text)));
-    } catch (const YAML::Exception& e) {
-      return Error(e.mark, "invalid YAML: " + e.msg);
-    }
+    return ParseYamlText(filename_, text, [this](const YAML::Node& root) { return ParseRoot(root); });
   }
 
  private:
   Status Error(const YAML::Mark& mark, const std::string& message) const {
-    const int line = mark.is_null() ? 1 : mark.line + 1;
-    return Status::InvalidArgument(filename_ + ":" + std::to_string(line) + ": " + message);
+    return YamlError(filename_, mark, message);
   }
 
   static std::string ScalarOf(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : ""; }

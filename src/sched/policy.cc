@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sched/data_policy.h"
+#include "sched/yaml_file.h"
 
 namespace idlegrid::sched {
 
@@ -60,17 +61,12 @@ class PolicyParser {
   explicit PolicyParser(std::string filename) : filename_(std::move(filename)) {}
 
   Result<PolicyConfig> Parse(std::string_view text) {
-    try {
-      return ParseRoot(YAML::Load(std::string(text)));
-    } catch (const YAML::Exception& e) {
-      return Error(e.mark, "invalid YAML: " + e.msg);
-    }
+    return ParseYamlText(filename_, text, [this](const YAML::Node& root) { return ParseRoot(root); });
   }
 
  private:
   Status Error(const YAML::Mark& mark, const std::string& message) const {
-    const int line = mark.is_null() ? 1 : mark.line + 1;
-    return Status::InvalidArgument(filename_ + ":" + std::to_string(line) + ": " + message);
+    return YamlError(filename_, mark, message);
   }
 
   Result<PolicyConfig> ParseRoot(const YAML::Node& root) {
