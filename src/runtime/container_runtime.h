@@ -27,6 +27,16 @@ struct ExitInfo {
   std::string error;
 };
 
+// What a driver runs a given attempt with, for the attempt's provenance record
+// (R23): enough to say later which sandbox produced a result.
+struct SandboxFacts {
+  std::string driver;            // "runc" (started directly) or "podman"
+  std::string runtime;           // the OCI runtime: "runc" or "runsc"
+  std::string runtime_version;   // first line of `<runtime> --version`, or ""
+  std::string seccomp_digest;    // "sha256:<hex>" of the profile passed, or "" when none
+  std::string job_user;          // "uid:gid" inside, and what it maps to, e.g. "1000:1000 (host 100999)"
+};
+
 // Receives output as it arrives: stream is "stdout" or "stderr".
 using OutputSink = std::function<void(const std::string& stream, std::string_view data)>;
 
@@ -68,6 +78,14 @@ class ContainerRuntime {
   // task ends. Empty when the container writes to its mounts directly, and
   // once its Run is over. Thread-safe.
   virtual std::vector<std::string> LiveWritableDirs(const std::string& container_name) { return {}; }
+
+  // The sandbox an attempt of `spec` runs in here (see SandboxFacts). Cheap:
+  // computed once per driver and runtime. Thread-safe.
+  virtual SandboxFacts Facts(const RunSpec& spec) const {
+    SandboxFacts f;
+    f.runtime = spec.runtime;
+    return f;
+  }
 
   // Names of all containers labelled idlegrid=1, running or not, so that an
   // agent restarted after a crash can Kill its leftovers.
