@@ -154,6 +154,11 @@ int main(int argc, char** argv) {
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
   a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
   a->add_option("--nvml-library", agent.nvml_library, "NVML library to load")->capture_default_str();
+  a->add_option("--untrusted-runtime", agent.untrusted_runtime,
+                "runsc: tenants' jobs run under gVisor where this host can cap their memory there (cgroup v2 with "
+                "the memory controller delegated); runc: they run under runc like the operator's")
+      ->check(CLI::IsMember({"runsc", "runc"}))
+      ->capture_default_str();
   a->add_option("--default-attempt-disk", agent.default_attempt_disk_bytes,
                 "what an attempt may write to its output and checkpoint directories together when its job sets no "
                 "resources.diskTotal, e.g. 10Gi, 500G")

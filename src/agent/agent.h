@@ -45,6 +45,10 @@ struct AgentConfig {
   // What an attempt may write to its output and checkpoint directories
   // together when its job sets no resources.diskTotal.
   uint64_t default_attempt_disk_bytes = kDefaultAttemptDiskBytes;
+  // "runsc": tenants' jobs (not the operator's) that ask for runc run under
+  // gVisor where this host can enforce their limits there; "runc" keeps them
+  // on runc.
+  std::string untrusted_runtime = "runsc";
 };
 
 class ImageCache;

@@ -91,6 +91,8 @@ struct AttemptEnv {
   // and how often a running attempt's directories are measured against it.
   uint64_t default_output_bytes = kDefaultAttemptDiskBytes;
   std::chrono::milliseconds output_watch_interval{250};
+  // See AgentConfig::untrusted_runtime.
+  bool gvisor_for_tenants = true;
 };
 
 }  // namespace idlegrid::agent

@@ -20,6 +20,7 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   env.logs = logs_.get();
   env.attempts_dir = config_.data_dir + "/attempts";
   env.default_output_bytes = config_.default_attempt_disk_bytes;
+  env.gvisor_for_tenants = config_.untrusted_runtime == "runsc";
   // Its transfers go under its own artifact token while it runs.
   grants_.Add(a);
   AttemptRunner(std::move(env)).Run(a);

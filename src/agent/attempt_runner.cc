@@ -11,6 +11,7 @@
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
 #include "common/fs.h"
+#include "runtime/job_files.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 
@@ -92,6 +93,10 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   layout->gpu_uuids = std::move(*gpus);
   layout->host_user_processes = runtime::CountUserProcesses(::getuid());
   prepared.spec = BuildRunSpec(a, *layout);
+  const runtime::RuntimeChoice choice = runtime::ChooseRuntime(a.spec().runtime(), a.untrusted_tenant(),
+                                                               env_.gvisor_for_tenants, env_.runtime->Enforcement());
+  if (!choice.why.empty()) spdlog::info("attempt {}: {}", a.attempt_id(), choice.why);
+  prepared.spec.runtime = choice.runtime;
   prepared.out_dir = layout->out_dir;
   prepared.writable_dirs = {layout->out_dir};
   if (!layout->checkpoint_dir.empty()) prepared.writable_dirs.push_back(layout->checkpoint_dir);
@@ -106,9 +111,13 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
   RunLayout layout;
   layout.out_dir = scratch.path() + "/out";
   IG_RETURN_IF_ERROR(MakeDirs(layout.out_dir, 0700));
+  // The job runs as a user of its own (runtime/job_sandbox.h); only the
+  // agent can enter the scratch directory above these.
+  IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.out_dir}));
   if (!spec.checkpoint_path().empty()) {
     layout.checkpoint_dir = scratch.path() + "/checkpoint";
     IG_RETURN_IF_ERROR(MakeDirs(layout.checkpoint_dir, 0700));
+    IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.checkpoint_dir}));
     ArtifactTransfer* artifacts = env_.artifacts;
     AttemptReporter* reporter = env_.reporter;
     checkpoint = std::make_unique<CheckpointSync>(
@@ -124,6 +133,7 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
         return artifacts->Download(digest, path);
       });
       IG_RETURN_IF_ERROR(st.WithContext("restoring checkpoint of attempt " + a.restore().attempt_id()));
+      IG_RETURN_IF_ERROR(runtime::OpenTreeForJob(layout.checkpoint_dir));
       spdlog::info("attempt {} resumes from the checkpoint of attempt {} ({} files)", id, a.restore().attempt_id(),
                    a.restore().files_size());
     }
@@ -159,7 +169,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   auto sink = [&](const std::string& stream, std::string_view data) { env_.logs->Add(id, stream, data); };
   auto on_started = [&] {
     auto r = AttemptEvent(id, v1::STARTED);
-    r.set_runtime(spec.runtime());
+    r.set_runtime(run.spec.runtime);
     ReportOrLog(r);
     if (run.checkpoint) {
       run.checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));
@@ -189,6 +199,11 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
 std::vector<std::string> AttemptRunner::CollectAfterRun(const std::string& attempt_id, PreparedRun& run,
                                                         RunFacts& facts) {
   if (run.checkpoint) run.checkpoint->Stop();
+  // No process of the job is left: what it wrote becomes the agent's again,
+  // so that it can be measured, uploaded and removed whatever modes it has.
+  if (Status st = runtime::ReclaimJobFiles(run.writable_dirs); !st.ok()) {
+    spdlog::warn("attempt {}: {}", attempt_id, st.message());
+  }
   // Judged before anything more leaves the node (the last checkpoint, the
   // outputs), on what is there now, whatever the watcher saw.
   if (!facts.output_breach) {

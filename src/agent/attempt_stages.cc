@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/fs.h"
+#include "runtime/job_files.h"
 
 namespace idlegrid::agent {
 
@@ -48,6 +49,7 @@ runtime::RunSpec BuildRunSpec(const v1::Assignment& a, const RunLayout& layout) 
     run.mounts.push_back({layout.input_paths[i], spec.inputs(i).path(), true, spec.inputs(i).artifact()});
   }
   run.resources = spec.resources();
+  run.job_class = spec.job_class();
   run.gpu_uuids = layout.gpu_uuids;
   run.host_user_processes = layout.host_user_processes;
   return run;
@@ -70,7 +72,16 @@ Result<std::vector<std::string>> SelectGpus(const v1::Assignment& a, const std::
 void ScratchDir::Remove() {
   if (removed_) return;
   removed_ = true;
-  if (Status st = RemoveTree(path_); !st.ok()) spdlog::warn("removing {}: {}", path_, st.message());
+  Status st = RemoveTree(path_);
+  if (!st.ok()) {
+    // The job user's directories: only their owner may empty them.
+    if (Status back = runtime::ReclaimJobFiles({path_}); back.ok()) {
+      st = RemoveTree(path_);
+    } else {
+      st = back;
+    }
+  }
+  if (!st.ok()) spdlog::warn("removing {}: {}", path_, st.message());
 }
 
 void CapacityHold::Release() {

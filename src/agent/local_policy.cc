@@ -53,6 +53,13 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           if (name != "runc" && name != "runsc") return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
           out.policy.add_allowed_runtimes(name);
         }
+      } else if (key == "allowedJobClasses") {
+        if (!v.IsSequence()) return At(v, file, "allowedJobClasses: expected a list such as [io-uring]");
+        for (const auto& c : v) {
+          std::string name = c.as<std::string>();
+          if (name != "io-uring") return At(c, file, "allowedJobClasses: unknown job class \"" + name + "\" (known: io-uring)");
+          out.policy.add_allowed_job_classes(name);
+        }
       } else if (key == "reservedGpuMemory") {
         auto bytes = manifest::ParseBytes(v.Scalar());
         if (!bytes.ok()) return At(v, file, "reservedGpuMemory: " + bytes.status().message());
@@ -97,6 +104,13 @@ Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy) 
   const auto& allowed = policy.allowed_runtimes();
   if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), spec.runtime()) == allowed.end()) {
     return Status::FailedPrecondition("runtime " + spec.runtime() + " is not allowed by the owner");
+  }
+  if (!spec.job_class().empty()) {
+    const auto& classes = policy.allowed_job_classes();
+    if (std::find(classes.begin(), classes.end(), spec.job_class()) == classes.end()) {
+      return Status::FailedPrecondition("job class " + spec.job_class() +
+                                        " is not approved by the owner (allowedJobClasses in the node's policy)");
+    }
   }
   return Status::Ok();
 }

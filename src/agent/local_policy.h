@@ -5,6 +5,7 @@
 //   acceptJobs: true            # false pauses the node
 //   maxRunSeconds: 3600         # refuse jobs whose run timeout is longer
 //   allowedRuntimes: [runc]     # refuse other runtimes
+//   allowedJobClasses: [io-uring]  # job classes that widen the sandbox (none by default)
 //   reservedGpuMemory: 4Gi      # per device, kept for the owner
 //   reservedCpu: 1              # cores kept for the owner
 //   asks:                       # hourly price asks per device class

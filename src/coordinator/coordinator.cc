@@ -698,6 +698,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   *a->mutable_spec() = job.spec();
   a->set_image_archive_digest(image->archive_digest);
   a->set_image_config_digest(image->config_digest);
+  a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);
   for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
   if (attempt.index < static_cast<uint32_t>(job.tasks_size())) {
     const v1::Task& task = job.tasks(static_cast<int>(attempt.index));

@@ -98,6 +98,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     if (n.ad.policy().allowed_runtimes_size() > 0) {
       v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
     }
+    v.job_classes.assign(n.ad.policy().allowed_job_classes().begin(), n.ad.policy().allowed_job_classes().end());
     v.enforcement = n.info.enforcement();
     v.unschedulable_reason = UnschedulableReasonLocked(n);
     v.region = n.ad.region();
@@ -129,6 +130,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.account = q.account;
   t.resources = spec.resources();
   t.runtime = spec.runtime();
+  t.job_class = spec.job_class();
   t.excluded_nodes.insert(q.excluded_nodes.begin(), q.excluded_nodes.end());
   t.pinned_node = spec.pinned_node();
   t.readiness = spec.readiness();

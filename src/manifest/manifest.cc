@@ -395,6 +395,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
       {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},
       {"runtime", Bind(&P::ReadString, [spec](std::string s) { spec->set_runtime(s); })},
+      {"jobClass", Bind(&P::ReadString, [spec](std::string s) { spec->set_job_class(s); })},
       {"policy", Bind(&P::ReadString, [spec](std::string s) { spec->set_policy(s); })},
       {"constraints", [&](const Value& v) { return ReadFields(v, constraint_rules, {}); }},
       {"maxPricePerGpuHour", Bind(&P::ReadPrice, [spec](double p) { spec->set_max_price_per_gpu_hour(p); })},

@@ -323,6 +323,9 @@ Violation CheckExecution(const v1::JobSpec& spec) {
                           "must be between 1 and " + std::to_string(kMaxArrayCount) + ", got " +
                               std::to_string(spec.array_count())};
   }
+  if (!spec.job_class().empty() && spec.job_class() != "io-uring") {
+    return Bad("jobClass", "must be \"io-uring\" or absent, got " + Quote(spec.job_class()));
+  }
   if (spec.runtime() != "runc" && spec.runtime() != "runsc") {
     return Bad("runtime", "must be \"runc\" or \"runsc\", got " + Quote(spec.runtime()));
   }

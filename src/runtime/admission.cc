@@ -47,4 +47,28 @@ Status CheckAdmission(const v1::Resources& resources, const std::string& runtime
   return Status::Ok();
 }
 
+std::string RunscUnavailable(const v1::Enforcement& enforcement, const std::vector<std::string>& available) {
+  if (std::find(available.begin(), available.end(), "runsc") == available.end()) {
+    return "runsc (gVisor) is not installed (apt-get install runsc)";
+  }
+  if (enforcement.memory() != "cgroup") {
+    return "memory is capped by " + (enforcement.memory().empty() ? std::string("nothing") : enforcement.memory()) +
+           ", not a cgroup (cgroup " + enforcement.cgroup_version() +
+           "), and gVisor ignores RLIMIT_DATA; on cgroup v2 delegate the memory controller to the agent's user "
+           "(systemd user delegation, docs/provider.md)";
+  }
+  return "";
+}
+
+RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
+                            const v1::Enforcement& enforcement) {
+  const std::string runtime = asked.empty() ? "runc" : asked;
+  if (runtime != "runc" || !untrusted_tenant) return {runtime, ""};
+  if (!gvisor_for_tenants) return {runtime, "a tenant's job runs under runc: this agent runs tenants' jobs under runc"};
+  if (!enforcement.runsc_unavailable().empty()) {
+    return {runtime, "a tenant's job runs under runc, not gVisor: " + enforcement.runsc_unavailable()};
+  }
+  return {"runsc", "a tenant's job runs under gVisor (runsc)"};
+}
+
 }  // namespace idlegrid::runtime

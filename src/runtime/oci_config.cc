@@ -333,7 +333,12 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
   if (!Mapped(host.uid_mappings, 0) || !Mapped(host.gid_mappings, 0)) {
     return Status::InvalidArgument("the user namespace must map container id 0");
   }
-  const std::optional<std::pair<uint32_t, uint32_t>> user = ImageUserIds(image.user);
+  std::optional<std::pair<uint32_t, uint32_t>> user = ImageUserIds(image.user);
+  if (host.job_user) {
+    const bool image_user_fits = user && user->first != 0 && Mapped(host.uid_mappings, user->first) &&
+                                 Mapped(host.gid_mappings, user->second);
+    if (!image_user_fits) user = host.job_user;
+  }
   if (!user || !Mapped(host.uid_mappings, user->first) || !Mapped(host.gid_mappings, user->second)) {
     return Status::FailedPrecondition(
         "the image runs as user \"" + image.user +

@@ -12,6 +12,7 @@
 // writes the maps with newuidmap/newgidmap); without them only root exists
 // inside, which is all an unprivileged runc can map on its own.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,9 @@ struct OciHostContext {
   // Used only when `enforcement` names a cgroup controller; otherwise the
   // config has no cgroupsPath and no resources, which rootless runc accepts.
   std::string cgroups_parent = "/idlegrid";
+  // The non-root user jobs run as (JobUserFor), or nullopt for the image's
+  // user. An image whose User is numeric, non-root and mapped keeps it.
+  std::optional<std::pair<uint32_t, uint32_t>> job_user;
 };
 
 // The argv the container starts with, with podman's rules: `spec.command`

@@ -1,3 +1,4 @@
+#include "runtime/job_files.h"
 #include "runtime/pilot_pool.h"
 
 #include <dirent.h>
@@ -227,6 +228,8 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
       }
     } else if (Status made = MakeDirs(path, 0700); !made.ok()) {
       return fail(made);
+    } else if (Status open = OpenForJob({path}); !open.ok()) {
+      return fail(open);
     }
   }
   int request[2], reply[2];
@@ -303,10 +306,13 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     Status st = Status::Ok();
     for (size_t i = 0; i < pilot.rw_dirs.size(); ++i) {
       if (pilot.rw_dirs[i].empty() || !st.ok()) continue;
-      // A task running as the container's root owns the directory and may
-      // have locked it; the next task gets it as the first one did.
-      ::chmod(pilot.rw_dirs[i].c_str(), 0700);
-      st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
+      // A task running as the agent's uid (no job user on this host) may
+      // have locked the directory; the next task gets it as the first did.
+      ::chmod(pilot.rw_dirs[i].c_str(), 0777);
+      // What the job user made there is the agent's again before it moves
+      // (a directory moves only with write access to itself).
+      st = ReclaimJobFiles({pilot.rw_dirs[i]});
+      if (st.ok()) st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
     }
     return st;
   };

@@ -109,6 +109,9 @@ Status ValidateRunSpec(const RunSpec& spec) {
   if (spec.runtime != "runc" && spec.runtime != "runsc") {
     return Status::InvalidArgument("runtime \"" + spec.runtime + "\" must be runc or runsc");
   }
+  if (!spec.job_class.empty() && spec.job_class != "io-uring") {
+    return Status::InvalidArgument("job class \"" + spec.job_class + "\" must be empty or io-uring");
+  }
   for (const Mount& m : spec.mounts) {
     IG_RETURN_IF_ERROR(CheckMountPath(m.host_path, "mount host path"));
     IG_RETURN_IF_ERROR(CheckMountPath(m.container_path, "mount container path"));
@@ -135,7 +138,8 @@ Status ValidateRunSpec(const RunSpec& spec) {
   return Status::Ok();
 }
 
-std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement) {
+std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement,
+                                            const PodmanSandbox& sandbox) {
   const v1::Resources& r = spec.resources;
   const bool runsc = spec.runtime == "runsc";
   // clang-format off
@@ -153,6 +157,10 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
       "--tmpfs", kTmpfsSpec,
   };
   // clang-format on
+  if (!sandbox.seccomp_profile_path.empty()) {
+    a.insert(a.end(), {"--security-opt", "seccomp=" + sandbox.seccomp_profile_path});
+  }
+  if (!sandbox.user.empty()) a.insert(a.end(), {"--user", sandbox.user});
   if (runsc) {
     // gVisor sets up its own network stack unless told not to, and that fails
     // in podman's empty network namespace.

@@ -22,6 +22,13 @@ inline constexpr uint64_t kMinCgroupMemoryBytes = 8ull << 20;
 // caller's hard limit, and 1024 is below every default hard limit.
 inline constexpr int kNofileLimit = 1024;
 inline constexpr char kTmpfsSpec[] = "/tmp:rw,size=64m,mode=1777";
+// The user a job runs as inside its container when the agent's user has
+// subordinate ids: not root, and mapped to a subordinate id on the host, so
+// the job owns nothing of the agent's (its key, state, home) even if it
+// escaped its mount namespace. Files it writes to its mounts are owned by
+// that subordinate id (agent/job_files.h gives them back).
+inline constexpr uint32_t kJobUid = 1000;
+inline constexpr uint32_t kJobGid = 1000;
 // Label on every container we start, so a restarted agent can find leftovers.
 inline constexpr char kContainerLabel[] = "idlegrid=1";
 
@@ -53,6 +60,15 @@ struct RunSpec {
   // one after another in one sandbox on this node (pilot_pool.h); "" gives
   // the attempt a container of its own.
   std::string sandbox_group;
+  // The provider-approved job class ("" or "io-uring"): which seccomp
+  // profile the container gets (seccomp_hardening.h).
+  std::string job_class;
+};
+
+// What the podman driver adds for every container on this host.
+struct PodmanSandbox {
+  std::string seccomp_profile_path;  // --security-opt seccomp=PATH; "" leaves podman's default
+  std::string user;                  // --user UID:GID; "" runs the image's user
 };
 
 // Checks that every string of `spec` is safe to hand to podman as an argument:
@@ -73,7 +89,8 @@ Status ValidateImageId(const std::string& image_id);
 //   cpu     cgroup: --cpus X                    otherwise not capped
 //   disk    rlimit: --ulimit fsize=B:B (per file)
 // Expects a spec that passed ValidateRunSpec; never fails.
-std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement);
+std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement,
+                                            const PodmanSandbox& sandbox = {});
 
 // `command` as the JSON array `--entrypoint` takes: ["/bin/sh","-c"].
 std::string EntrypointJson(const std::vector<std::string>& command);

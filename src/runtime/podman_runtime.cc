@@ -4,6 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -13,6 +16,9 @@
 #include "runtime/active_runs.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
+#include "runtime/job_sandbox.h"
+#include "runtime/runc_host.h"
+#include "runtime/seccomp_hardening.h"
 #include "runtime/subprocess.h"
 #include "runtime/supervise.h"
 
@@ -48,12 +54,74 @@ ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& stderr_ta
   return info;
 }
 
+// The hardened profiles as files podman can read: a private directory
+// (0700, made fresh) that lives as long as the runtime, so no other user can
+// swap a profile in.
+class ProfileFiles {
+ public:
+  ProfileFiles() = default;
+  ~ProfileFiles() {
+    if (!dir_.empty()) (void)RemoveTree(dir_);
+  }
+  ProfileFiles(const ProfileFiles&) = delete;
+  ProfileFiles& operator=(const ProfileFiles&) = delete;
+
+  Status Write(const std::map<std::string, JobProfile>& profiles) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/idlegrid-seccomp-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) return Status::Internal("cannot create " + tmpl + ": " + std::strerror(errno));
+    dir_ = tmpl;
+    for (const auto& [job_class, p] : profiles) {
+      const std::string path = dir_ + "/" + (job_class.empty() ? "default" : job_class) + ".json";
+      IG_RETURN_IF_ERROR(WriteFileAtomic(path, p.json, 0600));
+      paths_[job_class] = path;
+      digests_[job_class] = p.digest;
+    }
+    return Status::Ok();
+  }
+  std::string PathFor(const std::string& job_class) const {
+    auto it = paths_.find(job_class);
+    return it == paths_.end() ? "" : it->second;
+  }
+  std::string DigestFor(const std::string& job_class) const {
+    auto it = digests_.find(job_class);
+    return it == digests_.end() ? "" : it->second;
+  }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::string> paths_;
+  std::map<std::string, std::string> digests_;
+};
+
 class PodmanRuntime final : public ContainerRuntime {
  public:
   PodmanRuntime(std::string podman_binary, v1::Enforcement enforcement, std::vector<std::string> runtimes)
-      : podman_(std::move(podman_binary)), enforcement_(std::move(enforcement)), runtimes_(std::move(runtimes)) {}
+      : podman_(std::move(podman_binary)), enforcement_(std::move(enforcement)), runtimes_(std::move(runtimes)) {
+    for (const std::string& rt : runtimes_) versions_[rt] = ToolVersion(ResolveExecutable(rt));
+    if (::geteuid() != 0) {
+      auto maps = AgentUserNamespaceMaps(true);
+      job_user_ = JobUserFor(maps.first, maps.second);
+      uid_maps_ = maps.first;
+    }
+    if (job_user_) user_ = std::to_string(job_user_->first) + ":" + std::to_string(job_user_->second);
+    Result<std::map<std::string, JobProfile>> profiles = BuildJobProfiles(BuiltInBaseSeccompProfile());
+    Status written = profiles.ok() ? profiles_.Write(*profiles) : profiles.status();
+    // Without its profile no container starts (Run refuses): fail closed.
+    if (!written.ok()) problem_ = "idlegrid's seccomp profile: " + written.message();
+  }
 
   v1::Enforcement Enforcement() const override { return enforcement_; }
+  SandboxFacts Facts(const RunSpec& spec) const override {
+    SandboxFacts f;
+    f.driver = "podman";
+    f.runtime = spec.runtime;
+    auto v = versions_.find(spec.runtime);
+    if (v != versions_.end()) f.runtime_version = v->second;
+    f.seccomp_digest = profiles_.DigestFor(spec.job_class);
+    f.job_user = DescribeJobUser(job_user_, uid_maps_);
+    return f;
+  }
   std::vector<std::string> Runtimes() const override { return runtimes_; }
 
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override {
@@ -90,6 +158,12 @@ class PodmanRuntime final : public ContainerRuntime {
   const std::string podman_;
   const v1::Enforcement enforcement_;
   const std::vector<std::string> runtimes_;
+  std::map<std::string, std::string> versions_;  // OCI runtime -> its --version
+  std::optional<std::pair<uint32_t, uint32_t>> job_user_;
+  std::vector<IdMapping> uid_maps_;
+  std::string user_;  // --user, "" when jobs keep the image's user
+  ProfileFiles profiles_;
+  std::string problem_;  // why no container may start; "" when they may
 
   ActiveRuns active_runs_;
 };
@@ -98,12 +172,17 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
                                     const std::function<void()>& on_started) {
   IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
   IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, runtimes_));
+  if (!problem_.empty()) return Status::FailedPrecondition(problem_);
+  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_};
+  if (sandbox.seccomp_profile_path.empty()) {
+    return Status::InvalidArgument("no seccomp profile for job class " + spec.job_class);
+  }
   RunSpec effective = spec;
   if (effective.host_user_processes == 0) {
     effective.host_user_processes = CountUserProcesses(::getuid()) + kPodmanTaskAllowance;
   }
   std::vector<std::string> argv = {podman_};
-  for (std::string& arg : BuildPodmanRunArgs(effective, enforcement_)) argv.push_back(std::move(arg));
+  for (std::string& arg : BuildPodmanRunArgs(effective, enforcement_, sandbox)) argv.push_back(std::move(arg));
 
   const std::string& name = spec.container_name;
   IG_ASSIGN_OR_RETURN(std::unique_ptr<ActiveRuns::Entry> active, active_runs_.Register(name));
@@ -166,7 +245,9 @@ std::unique_ptr<ContainerRuntime> NewPodmanRuntime(std::string podman_binary) {
 
 std::unique_ptr<ContainerRuntime> NewPodmanRuntime(PodmanRuntimeOptions options) {
   v1::Enforcement enforcement = options.enforcement ? *options.enforcement : ProbeEnforcement();
-  return std::make_unique<PodmanRuntime>(std::move(options.podman_binary), std::move(enforcement), ProbeRuntimes());
+  std::vector<std::string> runtimes = ProbeRuntimes();
+  enforcement.set_runsc_unavailable(RunscUnavailable(enforcement, runtimes));
+  return std::make_unique<PodmanRuntime>(std::move(options.podman_binary), std::move(enforcement), std::move(runtimes));
 }
 
 }  // namespace idlegrid::runtime

@@ -27,6 +27,12 @@ class RoutingRuntime : public ContainerRuntime {
 
   v1::Enforcement Enforcement() const override { return reference_->Enforcement(); }
 
+  // The driver Run would pick now (it may still fall back to the reference).
+  SandboxFacts Facts(const RunSpec& spec) const override {
+    if (FastUsable() && UseFastDriver(spec, fast_->Enforcement(), fast_->Runtimes())) return fast_->Facts(spec);
+    return reference_->Facts(spec);
+  }
+
   std::vector<std::string> Runtimes() const override {
     std::vector<std::string> out = reference_->Runtimes();
     if (fast_) {
@@ -82,7 +88,7 @@ class RoutingRuntime : public ContainerRuntime {
     return result;
   }
 
-  bool FastUsable() {
+  bool FastUsable() const {
     std::lock_guard<std::mutex> lock(mu_);
     return fast_ != nullptr && fast_broken_.empty();
   }
@@ -131,7 +137,7 @@ class RoutingRuntime : public ContainerRuntime {
  private:
   std::unique_ptr<ContainerRuntime> reference_;
   std::unique_ptr<ContainerRuntime> fast_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, ContainerRuntime*> owner_;  // container name -> driver running it; guarded by mu_
   std::string fast_broken_;                         // why the fast driver is no longer used; guarded by mu_
 };

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/unique_fd.h"
 #include "image/rootfs_unpack.h"
 #include "runtime/subprocess.h"
 
@@ -76,6 +77,43 @@ KernelVersion HostKernel() {
   struct utsname uts {};
   if (::uname(&uts) != 0) return {};
   return ParseKernelRelease(uts.release).value_or(KernelVersion{});
+}
+
+namespace {
+
+// Opens (creating if missing) directory `name` under `parent`, never
+// following a link; -1 when that is not possible.
+int OpenOrMakeDir(int parent, const char* name) {
+  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && ::mkdirat(parent, name, 0755) == 0) {
+    fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Status PrepareScratchMountPoints(const std::string& rootfs) {
+  UniqueFd root(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (root.get() < 0) return Status::Internal("cannot open " + rootfs + ": " + std::strerror(errno));
+  auto open_sticky = [](int fd, const std::string& path) {
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0) return Status::Ok();  // a link or a file: left to runc
+    if ((st.st_mode & 07777) != 01777 && ::fchmod(fd, 01777) != 0) {
+      return Status::Internal("cannot chmod " + path + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
+  };
+  for (const char* top : {"tmp", "run"}) {
+    UniqueFd dir(OpenOrMakeDir(root.get(), top));
+    IG_RETURN_IF_ERROR(open_sticky(dir.get(), rootfs + "/" + top));
+  }
+  UniqueFd var(OpenOrMakeDir(root.get(), "var"));
+  if (var.get() >= 0) {
+    UniqueFd tmp(OpenOrMakeDir(var.get(), "tmp"));
+    IG_RETURN_IF_ERROR(open_sticky(tmp.get(), rootfs + "/var/tmp"));
+  }
+  return Status::Ok();
 }
 
 Status WriteBundleFile(const std::string& path, const std::string& content) {

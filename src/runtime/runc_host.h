@@ -32,6 +32,13 @@ KernelVersion HostKernel();
 // fsync: a bundle does not outlive its Run.
 Status WriteBundleFile(const std::string& path, const std::string& content);
 
+// Makes /tmp, /var/tmp and /run in the unpacked image at `rootfs` directories
+// of mode 01777 (creating them when missing), never through a link: runc
+// gives a tmpfs mounted there the mode of the directory under it, and the
+// job user (not root) must be able to write there, as under podman. A path
+// that is a link or not a directory is left alone.
+Status PrepareScratchMountPoints(const std::string& rootfs);
+
 // Pure: the messages of the error and fatal records of a runc --log written
 // with --log-format json, joined with "; "; "" when there are none.
 std::string RuncLogErrors(std::string_view log_text);

@@ -1,6 +1,7 @@
 #include "runtime/runc_runtime.h"
 
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +20,9 @@
 #include "runtime/pilot_pool.h"
 #include "runtime/pilot_program.h"
 #include "runtime/pilot_protocol.h"
+#include "runtime/job_sandbox.h"
 #include "runtime/runc_host.h"
+#include "runtime/seccomp_hardening.h"
 #include "runtime/subprocess.h"
 #include "runtime/supervise.h"
 
@@ -56,25 +59,64 @@ ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& runc_erro
   return info;
 }
 
+// One job class's profile, in runc's form, and the digest of its text.
+struct ClassProfile {
+  SeccompProfile profile;
+  std::string digest;
+};
+
+// The built-in base (or the file at `base_path`, when given) hardened for
+// every job class and converted for this host.
+Result<std::map<std::string, ClassProfile>> ConvertJobProfiles(const std::string& base_path, KernelVersion kernel) {
+  std::string base(BuiltInBaseSeccompProfile());
+  if (!base_path.empty()) {
+    IG_ASSIGN_OR_RETURN(base, ReadFile(base_path));
+  }
+  IG_ASSIGN_OR_RETURN(auto profiles, BuildJobProfiles(base));
+  std::map<std::string, ClassProfile> out;
+  for (auto& [job_class, p] : profiles) {
+    IG_ASSIGN_OR_RETURN(SeccompProfile converted, ConvertSeccompProfile(p.json, HostGoArch(), kernel));
+    out[job_class] = ClassProfile{std::move(converted), p.digest};
+  }
+  return out;
+}
+
 class RuncRuntime final : public ContainerRuntime {
  public:
-  RuncRuntime(RuncRuntimeOptions options, std::string runc, v1::Enforcement enforcement, SeccompProfile seccomp,
-              std::string problem, bool nproc_per_userns,
+  RuncRuntime(RuncRuntimeOptions options, std::string runc, v1::Enforcement enforcement,
+              std::map<std::string, ClassProfile> seccomp, std::string problem, bool nproc_per_userns,
               std::pair<std::vector<IdMapping>, std::vector<IdMapping>> id_maps)
       : options_(std::move(options)),
         uid_mappings_(std::move(id_maps.first)),
         gid_mappings_(std::move(id_maps.second)),
+        job_user_(JobUserFor(uid_mappings_, gid_mappings_)),
         runc_(std::move(runc)),
+        runc_version_(runc_.empty() ? "" : ToolVersion(runc_)),
         enforcement_(std::move(enforcement)),
         seccomp_(std::move(seccomp)),
         problem_(std::move(problem)),
         nproc_per_userns_(nproc_per_userns) {
+    if (problem_.empty() && !job_user_) {
+      spdlog::warn("runc driver: jobs run as the agent's own uid ({}); give the agent's user subordinate ids "
+                   "(/etc/subuid, /etc/subgid) so that they run as a user that owns nothing of the agent's",
+                   ::geteuid());
+    }
     if (problem_.empty() && options_.pilots && nproc_per_userns_) StartPilots();
   }
   // Pilots first: their containers go before the runtime does.
   ~RuncRuntime() override { pilots_.reset(); }
 
   v1::Enforcement Enforcement() const override { return enforcement_; }
+  SandboxFacts Facts(const RunSpec& spec) const override {
+    SandboxFacts f;
+    f.driver = "runc";
+    f.runtime = spec.runtime;
+    f.runtime_version = runc_version_;
+    auto profile = seccomp_.find(spec.job_class);
+    if (profile != seccomp_.end()) f.seccomp_digest = profile->second.digest;
+    f.job_user = DescribeJobUser(job_user_, uid_mappings_);
+    return f;
+  }
   std::vector<std::string> Runtimes() const override {
     return problem_.empty() ? std::vector<std::string>{"runc"} : std::vector<std::string>{};
   }
@@ -108,9 +150,11 @@ class RuncRuntime final : public ContainerRuntime {
   const RuncRuntimeOptions options_;
   const std::vector<IdMapping> uid_mappings_;
   const std::vector<IdMapping> gid_mappings_;
+  const std::optional<std::pair<uint32_t, uint32_t>> job_user_;
   const std::string runc_;  // absolute path
+  const std::string runc_version_;
   const v1::Enforcement enforcement_;
-  const SeccompProfile seccomp_;
+  const std::map<std::string, ClassProfile> seccomp_;  // by job class
   const std::string problem_;  // why this runtime cannot run anything; "" when it can
   const bool nproc_per_userns_;
   std::unique_ptr<PilotPool> pilots_;  // null when pilots are off or unusable
@@ -164,12 +208,16 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
   host.uid_mappings = uid_mappings_;
   host.gid_mappings = gid_mappings_;
   host.rootfs_path = ImageDir(spec.image_id) + "/" + image::kRootfsDirName;
+  IG_RETURN_IF_ERROR(PrepareScratchMountPoints(host.rootfs_path));
   host.hosts_file = dir + "/hosts";
   host.hostname_file = dir + "/hostname";
+  host.job_user = job_user_;
+  auto profile = seccomp_.find(spec.job_class);
+  if (profile == seccomp_.end()) return Status::InvalidArgument("no seccomp profile for job class " + spec.job_class);
   const std::string hostname = ContainerHostname(spec.container_name);
   RunSpec effective = spec;
   effective.host_user_processes = nproc_per_userns_ ? 0 : spec.host_user_processes + kRuncTaskAllowance;
-  IG_ASSIGN_OR_RETURN(std::string config_json, BuildOciConfig(effective, enforcement_, config, seccomp_, host));
+  IG_ASSIGN_OR_RETURN(std::string config_json, BuildOciConfig(effective, enforcement_, config, profile->second.profile, host));
   IG_RETURN_IF_ERROR(WriteBundleFile(host.hosts_file, ContainerHostsFile(hostname)));
   IG_RETURN_IF_ERROR(WriteBundleFile(host.hostname_file, hostname + "\n"));
   IG_RETURN_IF_ERROR(WriteBundleFile(dir + "/config.json", config_json));
@@ -187,7 +235,10 @@ Status RuncRuntime::ForceDelete(const std::string& name) {
 void RuncRuntime::StartPilots() {
   const std::string dir = options_.bundles_dir + "/pilot";
   Status st = MakeDirs(dir, 0700);
-  if (st.ok()) st = WriteFileAtomic(dir + "/pilot", std::string(PilotProgram()), 0500);
+  // Mounted at /.idlegrid, where the job user (not the agent's) runs it; the
+  // bundles directory above keeps other host users out.
+  if (st.ok() && ::chmod(dir.c_str(), 0755) != 0) st = Status::Internal("cannot chmod " + dir);
+  if (st.ok()) st = WriteFileAtomic(dir + "/pilot", std::string(PilotProgram()), 0555);
   if (!st.ok()) {
     spdlog::warn("pilots off, every task gets its own container: {}", st.message());
     return;
@@ -313,16 +364,15 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
   v1::Enforcement enforcement = options.enforcement ? *options.enforcement
                                 : ::geteuid() == 0 ? ProbeEnforcement()
                                                    : DecideEnforcement({ProbeCgroupFacts(::geteuid()).cgroup_version, {}});
+  enforcement.set_runsc_unavailable("the runc driver does not run gVisor (agent --driver auto or podman does)");
   const KernelVersion kernel = HostKernel();
-  SeccompProfile seccomp;
+  std::map<std::string, ClassProfile> seccomp;
   if (problem.empty()) {
-    Result<std::string> text = ReadFile(options.seccomp_profile_path);
-    Result<SeccompProfile> converted =
-        text.ok() ? ConvertSeccompProfile(*text, HostGoArch(), kernel) : text.status();
+    Result<std::map<std::string, ClassProfile>> converted = ConvertJobProfiles(options.seccomp_profile_path, kernel);
     if (converted.ok()) {
       seccomp = std::move(*converted);
     } else {
-      problem = "cannot use the seccomp profile " + options.seccomp_profile_path + ": " + converted.status().message();
+      problem = "cannot use the seccomp profile: " + converted.status().message();
     }
   }
   for (const std::string* dir : {&options.state_dir, &options.bundles_dir}) {

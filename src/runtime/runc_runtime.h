@@ -61,8 +61,9 @@ struct RuncRuntimeOptions {
   // rootless podman does. Without ranges (or with false) only root exists
   // inside, which starts containers ~12% faster. Root maps only itself.
   bool map_subordinate_ids = true;
-  // podman's default profile, converted for a process without capabilities.
-  std::string seccomp_profile_path = "/usr/share/containers/seccomp.json";
+  // The base seccomp profile idlegrid's is made from (seccomp_hardening.h):
+  // "" for the one built into the binary (containers-common's default).
+  std::string seccomp_profile_path;
   // Attempts of one sandbox group (RunSpec.sandbox_group) run one after
   // another in a shared pilot sandbox (pilot_pool.h) when true; an idle pilot
   // is kept this long for the group's next task.

@@ -73,8 +73,13 @@ bool Pinned(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
 
 bool RuntimeAvailable(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   const auto& rts = n.view->runtimes;
-  if (std::find(rts.begin(), rts.end(), d.runtime) != rts.end()) return true;
-  return Reject(why, "runtime", "runtime " + d.runtime + " not available");
+  if (std::find(rts.begin(), rts.end(), d.runtime) == rts.end()) {
+    return Reject(why, "runtime", "runtime " + d.runtime + " not available");
+  }
+  const std::string& job_class = d.task->job_class;
+  const auto& classes = n.view->job_classes;
+  if (job_class.empty() || std::find(classes.begin(), classes.end(), job_class) != classes.end()) return true;
+  return Reject(why, "runtime", "job class " + job_class + " not approved by the owner");
 }
 
 // The limits the agent must enforce for this task.

@@ -25,6 +25,7 @@ struct NodeView {
   // and of what active attempts hold.
   std::vector<v1::GpuDevice> gpus;
   std::vector<std::string> runtimes;
+  std::vector<std::string> job_classes;  // job classes the owner approves (JobSpec.job_class)
   v1::Enforcement enforcement;
   // Why the node takes no ordinary work ("" if it does): readiness benchmark
   // pending or failed, paused by its owner, ...
@@ -57,6 +58,7 @@ struct TaskView {
   std::string account;  // the job's account, for fair share (fair_share.h); "" is an account too
   v1::Resources resources;
   std::string runtime;
+  std::string job_class;  // "" for none
   std::set<std::string> excluded_nodes;  // nodes that rejected or lost it before
   std::string pinned_node;  // only this node may run it (readiness benchmarks)
   bool readiness = false;   // a benchmark: runs on nodes not yet schedulable

@@ -355,6 +355,8 @@ INSTANTIATE_TEST_SUITE_P(
         {"UnknownRuntime", kBase + "runtime: kata\n", 4, 10,
          "runtime: must be \"runc\" or \"runsc\", got \"kata\""},
         {"EmptyRuntime", kBase + "runtime: \"\"\n", 4, 10, "runtime: must be"},
+        {"UnknownJobClass", kBase + "jobClass: privileged\n", 4, 11,
+         "jobClass: must be \"io-uring\" or absent, got \"privileged\""},
         {"OutputRoot", kBase + "output: /\n", 4, 9, "output: must not be \"/\""},
         {"OutputRelative", kBase + "output: out\n", 4, 9, "output: must be an absolute path"},
         {"OutputTrailingSlash", kBase + "output: /out/\n", 4, 9, "must be a normalized path"},

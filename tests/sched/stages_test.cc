@@ -43,6 +43,14 @@ TEST(PipelineStagesTest, Table) {
       {"excluded", [](NodeView&, TaskView& t) { t.excluded_nodes = {"n1"}; }, "excluded", "rejected or lost"},
       {"runtime missing", [](NodeView& n, TaskView& t) { n.runtimes = {"runc"}; t.runtime = "runsc"; }, "runtime",
        "runtime runsc not available"},
+      {"job class not approved", [](NodeView&, TaskView& t) { t.job_class = "io-uring"; }, "runtime",
+       "job class io-uring not approved by the owner"},
+      {"job class approved",
+       [](NodeView& n, TaskView& t) {
+         n.job_classes = {"io-uring"};
+         t.job_class = "io-uring";
+       },
+       "", ""},
       {"no memory enforcement", [](NodeView& n, TaskView&) { n.enforcement.set_memory(""); }, "enforcement",
        "memory limit"},
       {"runsc needs cgroup memory",
