@@ -18,9 +18,17 @@ namespace {
 
 constexpr int kMaxDepth = 256;
 
-// True when `dir` (open) holds an entry of another owner; directories of
-// our own are walked. An unreadable directory of our own counts as foreign:
-// only the reclaim can be sure to open it.
+// Whether `st` (not ours) is out of the agent's reach as "other": a
+// directory it cannot list, enter and change, or a file it cannot read.
+bool OutOfReach(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return (st.st_mode & S_IRWXO) != S_IRWXO;
+  if (S_ISREG(st.st_mode)) return (st.st_mode & S_IROTH) == 0;
+  return false;  // links, fifos, sockets: moved and removed through their directory
+}
+
+// True when `dir` (open) holds an entry of another owner that is out of
+// the agent's reach; reachable directories are walked. An unreadable
+// directory counts as out of reach: only the reclaim can be sure to open it.
 bool ForeignUnder(int dir, int depth) {
   if (depth > kMaxDepth) return true;
   DIR* stream = ::fdopendir(dir);
@@ -34,7 +42,7 @@ bool ForeignUnder(int dir, int depth) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
     struct stat st;
     if (::fstatat(::dirfd(stream), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (st.st_uid != me) {
+    if (st.st_uid != me && OutOfReach(st)) {
       foreign = true;
     } else if (S_ISDIR(st.st_mode)) {
       const int child = ::openat(::dirfd(stream), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

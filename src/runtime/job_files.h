@@ -22,14 +22,15 @@ Status OpenForJob(const std::vector<std::string>& dirs);
 Status OpenTreeForJob(const std::string& dir);
 
 // Whether any entry under `dirs` (not following links) belongs to another
-// user than this process's.
+// user than this process's and is out of its reach (a directory not rwx
+// for all, a file not readable by all), or cannot be read.
 bool HoldsForeignEntries(const std::vector<std::string>& dirs);
 
 // Chowns everything under `dirs` to the agent's own user, without following
 // links, through a user namespace of the agent's user with its subordinate
 // ids mapped (`unshare --map-root-user --map-auto chown -hR 0:0`), where the
 // agent may act as the job user's owner. Ok at once when nothing there is
-// foreign. Call only when no process of the job can still write there.
+// out of reach (HoldsForeignEntries). Call only when no process of the job can still write there.
 Status ReclaimJobFiles(const std::vector<std::string>& dirs);
 
 }  // namespace idlegrid::runtime

@@ -203,10 +203,12 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   config.env.clear();
   // The pilot is a process of the container too.
   if (config.resources.pids() > 0) config.resources.set_pids(config.resources.pids() + 1);
+  config.command.push_back("--give-back");
   for (size_t i = 0; i < config.mounts.size(); ++i) {
     Mount& m = config.mounts[i];
     m.host_path = bundle + (m.read_only ? "/ro" : "/rw") + std::to_string(i);
     pilot->rw_dirs.push_back(m.read_only ? "" : m.host_path);
+    if (!m.read_only) config.command.push_back(m.container_path);
   }
   config.mounts.push_back({hooks_.program_dir, kPilotMountDir, true, ""});
 

@@ -5,9 +5,16 @@
  * would get (same namespaces, seccomp filter, rlimits, no capabilities); the
  * tasks it starts inherit all of it.
  *
- *   pilot DIR...   DIRs: writable directories (tmpfs) whose contents a task
+ *   pilot DIR... [--give-back OUT...]
+ *                  DIRs: writable directories (tmpfs) whose contents a task
  *                  may leave behind; before each task every entry that was
- *                  not there when the pilot started is removed.
+ *                  not there when the pilot started is removed. OUTs: the
+ *                  job's writable mounts, whose contents the agent moves out
+ *                  after each task: once the task's processes are dead,
+ *                  everything in them is made readable (files) and fully
+ *                  accessible (directories) to all, so that the agent, which
+ *                  is not the job user, can move and remove it. Only the
+ *                  agent's private attempt directories hold them on the host.
  *   fd 3           requests from the agent; end of file means "exit now".
  *   fd 4           replies.
  *   fds 5, 6       the tasks' stdout and stderr: pipes the agent reads
@@ -61,6 +68,8 @@ struct Dir {
 
 static struct Dir dirs[kMaxDirs];
 static int dir_count;
+static const char* give_back[kMaxDirs];
+static int give_back_count;
 static char unclean[512];
 
 static int ReadFull(int fd, void* buf, size_t n) {
@@ -129,6 +138,37 @@ static int RemoveEntry(int parent, const char* name, int depth) {
   closedir(d);
   if (rc != 0) return rc;
   return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Opens up what a task left under the directory `fd` to the agent (see the
+ * header): directories rwx for all, regular files readable by all. Links are
+ * never followed; what the job user does not own is left as it is. */
+static void OpenUp(int fd, int depth) {
+  DIR* d = fdopendir(fd);
+  if (d == NULL) {
+    close(fd);
+    return;
+  }
+  for (struct dirent* e; depth <= kMaxDepth && (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) | 0777, 0);
+      int child = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child >= 0) OpenUp(child, depth + 1);
+    } else if (S_ISREG(st.st_mode)) {
+      fchmodat(dirfd(d), e->d_name, (st.st_mode & 07777) | 0444, 0);
+    }
+  }
+  closedir(d);
+}
+
+static void GiveBack(void) {
+  for (int i = 0; i < give_back_count; i++) {
+    int fd = open(give_back[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) OpenUp(fd, 0);
+  }
 }
 
 static int ClearDir(struct Dir* d) {
@@ -277,6 +317,7 @@ static void RunTask(const char* cwd, char** argv, char** envp) {
     if (p < 0 && errno != EINTR) break;
   }
   KillTheRest();
+  GiveBack();
   if (got == 1) {
     char text[512];
     snprintf(text, sizeof text, "exec %s (in %s): %s", argv[0], cwd, strerror(exec_errno));
@@ -296,7 +337,16 @@ int main(int argc, char** argv) {
   /* Tasks run as our uid: being undumpable keeps them out of our /proc
    * entries (fds 3 and 4) and from ptrace. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  for (int i = 1; i < argc; i++) Remember(argv[i]);
+  int outs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--give-back") == 0) {
+      outs = 1;
+    } else if (outs) {
+      if (give_back_count < kMaxDirs) give_back[give_back_count++] = argv[i];
+    } else {
+      Remember(argv[i]);
+    }
+  }
   static char payload[kMaxFrame];
   for (;;) {
     unsigned char head[4];
