@@ -228,6 +228,16 @@ int main(int argc, char** argv) {
   push->add_option("archive", file)->required()->check(CLI::ExistingFile);
   push->add_flag("--public", make_public, "any account may run it (default: only yours)");
   add_client_flags(push);
+  idlegrid::cli::ImageBuildOptions build_options;
+  auto* build = image->add_subcommand(
+      "build", "build DIR with podman (RUN steps without network, nothing pulled) and push it as image push does");
+  build->add_option("dir", build_options.context_dir, "the build context")->required();
+  build->add_option("-f,--file", build_options.containerfile,
+                    "the Containerfile (default: DIR/Containerfile, else DIR/Dockerfile)");
+  build->add_flag("--allow-network", build_options.allow_network, "give RUN steps a network (default: none)");
+  build->add_option("--name", build_options.name, "name it: prints NAME@sha256:... (default: the bare digest)");
+  build->add_flag("--public", build_options.make_public, "any account may run it (default: only yours)");
+  add_client_flags(build);
   auto* artifact = app.add_subcommand("artifact", "manage artifacts");
   artifact->require_subcommand(1);
   auto* apush = artifact->add_subcommand("push", "upload a file as a content-addressed input artifact");
@@ -313,6 +323,7 @@ int main(int argc, char** argv) {
   if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
   if (*push) return idlegrid::cli::ImagePush(common, file, make_public);
+  if (*build) return idlegrid::cli::ImageBuild(common, build_options);
   if (*apush) return idlegrid::cli::ArtifactPush(common, file, make_public);
   if (*acreate) return idlegrid::cli::AccountCreate(common, account);
   if (*alist) return idlegrid::cli::AccountList(common);

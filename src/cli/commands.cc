@@ -402,19 +402,27 @@ int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry) {
   return 0;
 }
 
+Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public) {
+  IG_ASSIGN_OR_RETURN(v1::ArtifactRef ref, client.UploadFile(archive, "image", make_public));
+  v1::RegisterImageRequest req;
+  req.set_archive_digest(ref.digest());
+  v1::PushImageResponse resp;
+  auto ctx = client.Context();
+  IG_RETURN_IF_ERROR(FromGrpc(client.stub()->RegisterImage(ctx.get(), req, &resp)));
+  return resp;
+}
+
+void PrintPushedImage(const CommonFlags& f, const v1::PushImageResponse& pushed, const std::string& reference) {
+  if (f.json) PrintJson(pushed);
+  else std::cout << reference << "\n";
+}
+
 int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  auto ref = (*client)->UploadFile(archive, "image", make_public);
-  if (!ref.ok()) return Fail(ref.status());
-  v1::RegisterImageRequest req;
-  req.set_archive_digest(ref->digest());
-  v1::PushImageResponse resp;
-  auto ctx = (*client)->Context();
-  Status st = FromGrpc((*client)->stub()->RegisterImage(ctx.get(), req, &resp));
-  if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(resp);
-  else std::cout << resp.image() << "\n";
+  auto pushed = PushImageArchive(**client, archive, make_public);
+  if (!pushed.ok()) return Fail(pushed.status());
+  PrintPushedImage(f, *pushed, pushed->image());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/client.h"
+#include "cli/image_build.h"
 
 namespace idlegrid::cli {
 
@@ -31,6 +32,9 @@ int Cancel(const CommonFlags& f, const std::string& job_id);
 int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
 // `make_public`: every account may use it (else only the pusher's account).
 int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public);
+// Builds DIR with podman (cli/image_build.h), then pushes it as ImagePush does
+// and removes the local image and archive.
+int ImageBuild(const CommonFlags& f, const ImageBuildOptions& options);
 int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public);
 
 // --- accounts and credentials (operators; an account manages its own tokens) ---

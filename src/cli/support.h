@@ -4,6 +4,7 @@
 #include <google/protobuf/message.h>
 
 #include <memory>
+#include <string>
 
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -15,5 +16,11 @@ namespace idlegrid::cli {
 int Fail(const Status& st);
 void PrintJson(const google::protobuf::Message& m, bool one_line = false);
 Result<std::unique_ptr<Client>> Open(const CommonFlags& f);
+
+// Uploads an OCI archive and registers it as an image: the coordinator checks
+// every digest in it. What `image push` and `image build` both do.
+Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public);
+// Prints a pushed image: the response as JSON with --json, else `reference`.
+void PrintPushedImage(const CommonFlags& f, const v1::PushImageResponse& pushed, const std::string& reference);
 
 }  // namespace idlegrid::cli
