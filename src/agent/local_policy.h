@@ -26,7 +26,7 @@ namespace idlegrid::agent {
 struct OwnerPolicy {
   v1::LocalPolicy policy;
   std::vector<v1::PriceAsk> asks;
-  // trustedImageKeys (docs/signatures.md): the keys written inline, then,
+  // trustedImageKeys (docs/containment.md, Signatures): the keys written inline, then,
   // once the agent has read them, the keys of the files named.
   std::vector<image::ImagePublicKey> trusted_image_keys;
   std::vector<std::string> trusted_image_key_files;  // as written; not read by the parser

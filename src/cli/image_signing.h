@@ -1,5 +1,5 @@
 #pragma once
-// Signing images from the client (docs/signatures.md): `image keygen`,
+// Signing images from the client (docs/containment.md, Signatures): `image keygen`,
 // `image sign` and `image push --sign-key` share these.
 #include <string>
 

@@ -84,7 +84,7 @@ struct Options {
   // Fair share between accounts (docs/scheduling.md): account -> weight; a
   // missing account weighs 1. The hook the accounts table fills.
   std::map<std::string, double> account_weights;
-  // Image signatures (docs/signatures.md). With require_signed_images, a job
+  // Image signatures (docs/containment.md, Signatures). With require_signed_images, a job
   // is refused at submit unless its image carries a valid signature by one
   // of trusted_image_keys.
   bool require_signed_images = false;

@@ -1,5 +1,5 @@
 #pragma once
-// The coordinator's image signatures (docs/signatures.md), kept as files
+// The coordinator's image signatures (docs/containment.md, Signatures), kept as files
 // beside the artifacts rather than in the store's schema:
 //   <dir>/<manifest digest hex>/<key id>.sig   (a serialized v1::ImageSignature)
 // Coordinators sharing a --shared-dir share them. Thread-safe.

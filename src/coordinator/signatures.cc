@@ -1,4 +1,4 @@
-// Image signatures in the coordinator (docs/signatures.md): adding one after
+// Image signatures in the coordinator (docs/containment.md, Signatures): adding one after
 // checking it, the operator's rule at submit, and the readiness images the
 // coordinator signs itself. The signatures live in ImageSignatureFiles; the
 // rules over keys and bytes in image/signature.h.

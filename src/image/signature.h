@@ -1,5 +1,5 @@
 #pragma once
-// Image signatures (docs/signatures.md): Ed25519 keys, their file formats,
+// Image signatures (docs/containment.md, Signatures): Ed25519 keys, their file formats,
 // and signing and checking an image's manifest digest. Pure: no files, no
 // clock; callers read and write the files. Key generation draws from
 // libsodium's CSPRNG.

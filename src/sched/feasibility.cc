@@ -154,7 +154,7 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
 }
 
 // An owner who lists trustedImageKeys runs only images one of them signed
-// (docs/signatures.md); its agent would refuse any other, so none is offered.
+// (docs/containment.md, Signatures); its agent would refuse any other, so none is offered.
 bool ImageSigned(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   const std::set<std::string>& trusted = n.view->trusted_image_keys;
   if (trusted.empty()) return true;

@@ -48,7 +48,7 @@ struct NodeView {
   // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0
   // for one without (held whole).
   std::vector<uint32_t> gpu_free_milli;
-  // Ids of the keys the owner trusts for images (docs/signatures.md); not
+  // Ids of the keys the owner trusts for images (docs/containment.md, Signatures); not
   // empty: the node runs only images one of them signed.
   std::set<std::string> trusted_image_keys;
 

@@ -1,4 +1,4 @@
-// AddImageSignature over gRPC (docs/signatures.md): the gate admits only an
+// AddImageSignature over gRPC (docs/containment.md, Signatures): the gate admits only an
 // account that may use the image (another tenant's private image reads as
 // missing), the submit scope is needed, and a signature that does not verify
 // is InvalidArgument.

@@ -1,4 +1,4 @@
-// Image signatures in the coordinator (docs/signatures.md): adding one
+// Image signatures in the coordinator (docs/containment.md, Signatures): adding one
 // (verified first, only for an image the account may use), the operator's
 // --require-signed-images at submit, nodes whose owner trusts only some keys,
 // and the signature files shared between coordinators. Driven by hand

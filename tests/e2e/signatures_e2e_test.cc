@@ -1,4 +1,4 @@
-// Image signatures end to end (docs/signatures.md), through the CLI with a
+// Image signatures end to end (docs/containment.md, Signatures), through the CLI with a
 // real coordinator and agent: a node whose owner trusts a key runs only
 // images that key signed (an unsigned one waits, and `idlegrid status` says
 // why), and an operator requiring signed images refuses an unsigned one at
