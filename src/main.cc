@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   c->add_option("--rate-burst", coord.options.rate_limits.per_token.burst, "calls a token may make at once")
       ->capture_default_str();
+  c->add_option("--trusted-image-key", coord.trusted_image_key_files,
+                "public-key file (idlegrid image keygen) whose signatures make an image acceptable; repeatable")
+      ->check(CLI::ExistingFile);
+  c->add_flag("--require-signed-images", coord.options.require_signed_images,
+              "refuse jobs whose image has no valid signature by a --trusted-image-key");
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
@@ -227,6 +232,9 @@ int main(int argc, char** argv) {
   bool make_public = false;
   push->add_option("archive", file)->required()->check(CLI::ExistingFile);
   push->add_flag("--public", make_public, "any account may run it (default: only yours)");
+  std::string sign_key, image_ref, key_name;
+  push->add_option("--sign-key", sign_key, "sign the pushed image with this secret-key file (image keygen)")
+      ->check(CLI::ExistingFile);
   add_client_flags(push);
   idlegrid::cli::ImageBuildOptions build_options;
   auto* build = image->add_subcommand(
@@ -238,6 +246,12 @@ int main(int argc, char** argv) {
   build->add_option("--name", build_options.name, "name it: prints NAME@sha256:... (default: the bare digest)");
   build->add_flag("--public", build_options.make_public, "any account may run it (default: only yours)");
   add_client_flags(build);
+  auto* keygen = image->add_subcommand("keygen", "make an Ed25519 key pair for signing images: NAME.key, NAME.pub");
+  keygen->add_option("name", key_name, "file prefix; the key is named by its last part")->required();
+  auto* sign = image->add_subcommand("sign", "sign an image and add the signature to the coordinator");
+  sign->add_option("image", image_ref, "the image's digest (sha256:..., as image push prints it)")->required();
+  sign->add_option("--key", sign_key, "secret-key file (image keygen)")->required()->check(CLI::ExistingFile);
+  add_client_flags(sign);
   auto* artifact = app.add_subcommand("artifact", "manage artifacts");
   artifact->require_subcommand(1);
   auto* apush = artifact->add_subcommand("push", "upload a file as a content-addressed input artifact");
@@ -322,8 +336,10 @@ int main(int argc, char** argv) {
   if (*cancel) return idlegrid::cli::Cancel(common, job_id);
   if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
-  if (*push) return idlegrid::cli::ImagePush(common, file, make_public);
   if (*build) return idlegrid::cli::ImageBuild(common, build_options);
+  if (*push) return idlegrid::cli::ImagePush(common, file, make_public, sign_key);
+  if (*keygen) return idlegrid::cli::ImageKeygen(key_name);
+  if (*sign) return idlegrid::cli::ImageSign(common, image_ref, sign_key);
   if (*apush) return idlegrid::cli::ArtifactPush(common, file, make_public);
   if (*acreate) return idlegrid::cli::AccountCreate(common, account);
   if (*alist) return idlegrid::cli::AccountList(common);

@@ -20,6 +20,7 @@
 #include "common/grpc_status.h"
 #include "discovery/host.h"
 #include "discovery/simulated.h"
+#include "image/signature_files.h"
 #include "pki/pki.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_runtime.h"
@@ -51,6 +52,21 @@ std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config
   if (fast->Runtimes().empty()) spdlog::warn("runc driver unavailable; containers start through podman");
   if (config.driver == "runc") return fast;
   return runtime::NewRoutingRuntime(runtime::NewPodmanRuntime(config.podman), std::move(fast));
+}
+
+// Reads the public-key files the policy at `policy_path` names under
+// trustedImageKeys (relative ones from its directory) into `policy`.
+Status LoadTrustedImageKeyFiles(const std::string& policy_path, OwnerPolicy* policy) {
+  std::vector<image::ImagePublicKey> keys;
+  const std::filesystem::path base = std::filesystem::path(policy_path).parent_path();
+  for (const std::string& file : policy->trusted_image_key_files) {
+    const std::string path = file[0] == '/' ? file : (base / file).string();
+    auto key = image::LoadPublicKeyFile(path);
+    if (!key.ok()) return key.status().WithContext(policy_path + ": trustedImageKeys");
+    keys.push_back(std::move(*key));
+  }
+  AddTrustedImageKeys(policy, keys);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -110,6 +126,11 @@ bool Agent::ReloadPolicy() {
       return false;
     }
     next = *parsed;
+    if (Status keys = LoadTrustedImageKeyFiles(path, &next); !keys.ok()) {
+      // Like a typo: the last good policy (and its trusted keys) stays.
+      spdlog::error("policy not applied: {}", keys.message());
+      return false;
+    }
   }
   if (draining_) next.policy.set_accept_jobs(false);  // a draining agent stays closed to new work
   std::lock_guard<std::mutex> lock(mu_);

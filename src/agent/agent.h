@@ -104,6 +104,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   Status ReserveCapacity(const v1::Assignment& a) override;
   void ReleaseCapacity(const std::string& attempt_id) override;
   Status CheckLocalPolicy(const v1::JobSpec& spec) override;
+  Status CheckImageSignatures(const v1::Assignment& a) override;
   bool IsCancelled(const std::string& attempt_id) override;
   Result<std::vector<v1::GpuDevice>> Gpus() override;
   // "idlegrid-<node>-<attempt>": several agents may share one podman storage.

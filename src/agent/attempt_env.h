@@ -60,6 +60,10 @@ class AttemptHost {
   // owner's policy), or Ok. Limits the runtime cannot enforce are the
   // runner's check, not this one.
   virtual Status CheckLocalPolicy(const v1::JobSpec& spec) = 0;
+  // Whether the owner's trustedImageKeys (if any) accept the assignment's
+  // image by the signatures it carries (local_policy.h CheckImageTrust).
+  // Checked before anything is fetched.
+  virtual Status CheckImageSignatures(const v1::Assignment& a) = 0;
   // Holds the attempt's CPU, memory and devices until ReleaseCapacity, or says
   // why they do not fit next to what is already held.
   virtual Status ReserveCapacity(const v1::Assignment& a) = 0;

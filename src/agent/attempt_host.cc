@@ -33,6 +33,15 @@ Status Agent::CheckLocalPolicy(const v1::JobSpec& spec) {
   return CheckOwnerPolicy(spec, owner_.policy);
 }
 
+Status Agent::CheckImageSignatures(const v1::Assignment& a) {
+  std::vector<image::ImagePublicKey> trusted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    trusted = owner_.trusted_image_keys;
+  }
+  return CheckImageTrust(a, trusted);  // verifies outside the lock
+}
+
 Status Agent::ReserveCapacity(const v1::Assignment& a) {
   const v1::Resources& res = a.spec().resources();
   const v1::NodeInfo info = Describe();

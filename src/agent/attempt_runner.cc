@@ -59,6 +59,7 @@ std::optional<v1::ReportAttemptRequest> AttemptRunner::Admit(const v1::Assignmen
   const std::string& id = a.attempt_id();
   const v1::JobSpec& spec = a.spec();
   Status admit = env_.host->CheckLocalPolicy(spec);
+  if (admit.ok()) admit = env_.host->CheckImageSignatures(a);
   if (admit.ok()) {
     admit = runtime::CheckAdmission(spec.resources(), spec.runtime(), env_.runtime->Enforcement(),
                                     env_.runtime->Runtimes());

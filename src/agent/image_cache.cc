@@ -10,6 +10,19 @@
 #include "manifest/manifest.h"
 
 namespace idlegrid::agent {
+namespace {
+
+// Whether `marker` records that its manifest was verified with `config`: a
+// coordinator naming a verified (say, signed) manifest with another image's
+// config must not get that other image run.
+bool MarkerNames(const std::string& marker, const std::string& config) {
+  auto recorded = ReadFile(marker);
+  if (!recorded.ok()) return false;
+  while (!recorded->empty() && (recorded->back() == '\n' || recorded->back() == ' ')) recorded->pop_back();
+  return *recorded == config;
+}
+
+}  // namespace
 
 ImageCache::ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts,
                        const Clock* clock)
@@ -19,16 +32,18 @@ Result<std::string> ImageCache::Ensure(const v1::Assignment& a) {
   const std::string manifest_digest = manifest::ImageDigestOf(a.spec().image());
   std::string image_id = DigestHex(a.image_config_digest());
   std::string marker = cache_dir_ + "/" + DigestHex(manifest_digest);
+  // The manifest and config together: only that pair was verified.
+  const std::string checked_key = manifest_digest + " " + a.image_config_digest();
   std::lock_guard<std::mutex> lock(mu_);
   // Cached only if we verified it ourselves before and the runtime still has it.
   const int64_t now = clock_->NowMs();
-  auto seen = checked_ms_.find(image_id);
+  auto seen = checked_ms_.find(checked_key);
   if (seen != checked_ms_.end() && now - seen->second < kImageRecheckMs && PathExists(marker)) return image_id;
-  if (PathExists(marker) && runtime_->HasImage(image_id)) {
-    checked_ms_[image_id] = now;
+  if (MarkerNames(marker, a.image_config_digest()) && runtime_->HasImage(image_id)) {
+    checked_ms_[checked_key] = now;
     return image_id;
   }
-  checked_ms_.erase(image_id);
+  checked_ms_.erase(checked_key);
   IG_RETURN_IF_ERROR(MakeDirs(cache_dir_, 0700));
   std::string archive = cache_dir_ + "/" + DigestHex(a.image_archive_digest()) + ".tar";
   IG_RETURN_IF_ERROR(artifacts_->Download(a.image_archive_digest(), archive).WithContext("image archive"));
@@ -46,7 +61,7 @@ Result<std::string> ImageCache::Ensure(const v1::Assignment& a) {
   std::remove(archive.c_str());
   IG_RETURN_IF_ERROR(st.WithContext("podman load"));
   IG_RETURN_IF_ERROR(WriteFileAtomic(marker, info->config_digest + "\n", 0600));
-  checked_ms_[image_id] = clock_->NowMs();
+  checked_ms_[checked_key] = clock_->NowMs();
   spdlog::info("image {} verified and loaded as {}", manifest_digest, image_id.substr(0, 12));
   return image_id;
 }

@@ -36,7 +36,9 @@ class ImageCache : public ImageSource {
   ArtifactTransfer* const artifacts_;
   const Clock* const clock_;
   std::mutex mu_;                             // one image download/load at a time
-  std::map<std::string, int64_t> checked_ms_; // image id -> when the runtime last had it; guarded by mu_
+  // "<manifest digest> <config digest>" -> when the runtime last had that
+  // verified pair; guarded by mu_.
+  std::map<std::string, int64_t> checked_ms_;
 };
 
 }  // namespace idlegrid::agent

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <set>
 
 #include "manifest/manifest.h"
 
@@ -73,6 +74,25 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         double cpu = v.as<double>();
         if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");
         out.policy.set_reserved_cpu(cpu);
+      } else if (key == "trustedImageKeys") {
+        if (!v.IsSequence() || v.size() == 0) {
+          return At(v, file, "trustedImageKeys: expected a list of public-key files or lines (an empty list "
+                             "would trust nothing; remove the setting to run unsigned images)");
+        }
+        for (const auto& entry : v) {
+          const std::string text = entry.as<std::string>();
+          if (text.rfind(image::kPublicKeyTag, 0) != 0) {
+            if (text.empty()) return At(entry, file, "trustedImageKeys: an entry is empty");
+            out.trusted_image_key_files.push_back(text);
+            continue;
+          }
+          const auto& m = entry.Mark();
+          auto parsed = image::ParsePublicKey(text, file + ":" + std::to_string(m.line + 1) + ":" +
+                                                        std::to_string(m.column + 1) + ": trustedImageKeys");
+          if (!parsed.ok()) return parsed.status();
+          out.trusted_image_keys.push_back(std::move(*parsed));
+        }
+        AddTrustedImageKeys(&out, {});
       } else if (key == "asks") {
         if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
         for (const auto& ask : v) {
@@ -113,6 +133,24 @@ Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy) 
     }
   }
   return Status::Ok();
+}
+
+void AddTrustedImageKeys(OwnerPolicy* policy, const std::vector<image::ImagePublicKey>& keys) {
+  policy->trusted_image_keys.insert(policy->trusted_image_keys.end(), keys.begin(), keys.end());
+  std::set<std::string> ids;
+  for (const auto& k : policy->trusted_image_keys) ids.insert(k.id());
+  policy->policy.clear_trusted_image_key_ids();
+  for (const auto& id : ids) policy->policy.add_trusted_image_key_ids(id);
+}
+
+Status CheckImageTrust(const v1::Assignment& assignment, const std::vector<image::ImagePublicKey>& trusted) {
+  if (trusted.empty()) return Status::Ok();
+  const std::string image = manifest::ImageDigestOf(assignment.spec().image());
+  const std::vector<v1::ImageSignature> signatures(assignment.image_signatures().begin(),
+                                                   assignment.image_signatures().end());
+  const image::SignatureVerdict verdict = image::JudgeSignatures(image, signatures, trusted);
+  if (verdict.trusted()) return Status::Ok();
+  return Status::FailedPrecondition(image::UntrustedImageReason(image, verdict, trusted, "this node's owner"));
 }
 
 }  // namespace idlegrid::agent

@@ -11,17 +11,25 @@
 //   asks:                       # hourly price asks per device class
 //     "RTX 4090": 0.35
 //     cpu-core: 0.01
+//   trustedImageKeys:           # run only images signed by one of these
+//     - keys/release.pub        #   a public-key file (relative: to this file's directory)
+//     - "idlegrid-ed25519 MCowBQ... ci"   # or a public-key line itself
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "image/signature.h"
 
 namespace idlegrid::agent {
 
 struct OwnerPolicy {
   v1::LocalPolicy policy;
   std::vector<v1::PriceAsk> asks;
+  // trustedImageKeys (docs/containment.md, Signatures): the keys written inline, then,
+  // once the agent has read them, the keys of the files named.
+  std::vector<image::ImagePublicKey> trusted_image_keys;
+  std::vector<std::string> trusted_image_key_files;  // as written; not read by the parser
 };
 
 // Defaults: accept jobs, no limits, no reserves, no asks.
@@ -30,5 +38,12 @@ OwnerPolicy DefaultOwnerPolicy();
 Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::string& filename);
 // Why the owner's policy refuses this job, or Ok. Pure.
 Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy);
+// Adds `keys` (read from trusted_image_key_files) to the policy's trusted
+// keys and sets what the node advertises: their ids, sorted, once each.
+void AddTrustedImageKeys(OwnerPolicy* policy, const std::vector<image::ImagePublicKey>& keys);
+// Ok when `trusted` is empty, or when the assignment carries a valid
+// signature over its image by one of them; otherwise FailedPrecondition
+// naming the image, the trusted keys and the signatures it has. Pure.
+Status CheckImageTrust(const v1::Assignment& assignment, const std::vector<image::ImagePublicKey>& trusted);
 
 }  // namespace idlegrid::agent

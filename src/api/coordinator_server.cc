@@ -18,6 +18,7 @@
 #include "common/digest.h"
 #include "common/fs.h"
 #include "common/random.h"
+#include "image/signature_files.h"
 #include "pki/pki.h"
 
 namespace idlegrid::api {
@@ -47,6 +48,24 @@ Result<std::string> LoadOrCreateSecret(const std::string& path, const std::strin
 int Fail(const Status& st) {
   std::cerr << "idlegrid coordinator: " << st.message() << "\n";
   return 1;
+}
+
+// The operator's image-signature rule from the flags: both or neither, so
+// that a key given without the rule (or the rule without a key) is not
+// silently a no-op.
+Status LoadImageTrust(const CoordinatorConfig& config, coordinator::Options* options) {
+  if (options->require_signed_images && config.trusted_image_key_files.empty()) {
+    return Status::InvalidArgument("--require-signed-images needs at least one --trusted-image-key FILE.pub");
+  }
+  if (!options->require_signed_images && !config.trusted_image_key_files.empty()) {
+    return Status::InvalidArgument("--trusted-image-key has no effect without --require-signed-images");
+  }
+  for (const std::string& file : config.trusted_image_key_files) {
+    auto key = image::LoadPublicKeyFile(file);
+    if (!key.ok()) return key.status().WithContext("--trusted-image-key");
+    options->trusted_image_keys.push_back(std::move(*key));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -93,6 +112,13 @@ int RunCoordinator(const CoordinatorConfig& config) {
   if (!admin.ok()) return Fail(admin.status());
 
   coordinator::Options options = config.options;
+  if (Status st = LoadImageTrust(config, &options); !st.ok()) return Fail(st);
+  // The key the readiness benchmark images are signed with; its public half
+  // is what an owner requiring signed images adds to trustedImageKeys.
+  auto readiness_key = image::LoadOrCreateSigningKey(shared + "/pki/readiness-image.key",
+                                                     shared + "/readiness-image.pub", "idlegrid-readiness");
+  if (!readiness_key.ok()) return Fail(readiness_key.status().WithContext("readiness image key"));
+  options.readiness_image_key = std::move(*readiness_key);
   if (!config.policy_file.empty()) {
     auto text = ReadFile(config.policy_file);
     if (!text.ok()) return Fail(text.status().WithContext("--policy-file"));

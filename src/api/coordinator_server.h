@@ -21,6 +21,9 @@ struct CoordinatorConfig {
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate
   std::string bench_binary;            // static readiness benchmark; default: idlegrid-bench beside this binary
   std::string gpu_bench_binary;        // GPU readiness benchmark; default: idlegrid-gpu-bench beside the former
+  // Public-key files (docs/containment.md, Signatures) whose signatures make an image
+  // acceptable at submit; with options.require_signed_images.
+  std::vector<std::string> trusted_image_key_files;
   coordinator::Options options;
 };
 

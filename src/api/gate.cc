@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
+#include "manifest/manifest.h"
 
 namespace idlegrid::api {
 
@@ -102,6 +103,18 @@ TargetOf Gate::Artifact(std::string digest) {
     IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(d));
     if (!access.exists) return auth::Target{};
     // Owned for this purpose when public or held by the caller's account.
+    bool mine = access.is_public || access.accounts.count(caller.account) > 0;
+    return auth::Target{true, mine ? caller.account : std::string(), "", true};
+  }};
+}
+
+TargetOf Gate::Image(std::string image) {
+  std::string what = "image " + image;
+  return {what, [this, ref = std::move(image)](const auth::Caller& caller) -> Result<auth::Target> {
+    IG_ASSIGN_OR_RETURN(auto stored, c_->store()->GetImage(manifest::ImageDigestOf(ref)));
+    if (!stored) return auth::Target{};
+    IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(stored->archive_digest));
+    // Owned for this purpose when the caller may run it (an operator may run any).
     bool mine = access.is_public || access.accounts.count(caller.account) > 0;
     return auth::Target{true, mine ? caller.account : std::string(), "", true};
   }};

@@ -43,6 +43,8 @@ class Gate {
   TargetOf Token(std::string token_id);
   // An artifact: visible to the accounts holding it, or to all if public.
   TargetOf Artifact(std::string digest);
+  // An image by manifest digest ("[name@]sha256:..."): as its archive.
+  TargetOf Image(std::string image);
 
  private:
   coordinator::Coordinator* c_;

@@ -184,6 +184,12 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->RegisterImage(req->archive_digest()), out);
   }
 
+  grpc::Status AddImageSignature(grpc::ServerContext* ctx, const v1::AddImageSignatureRequest* req,
+                                 v1::ImageSignature* out) override {
+    IG_ADMIT("AddImageSignature", gate_.Image(req->image()));
+    return Reply(c_->AddImageSignature(*req, caller.account), out);
+  }
+
   grpc::Status CreateAccount(grpc::ServerContext* ctx, const v1::CreateAccountRequest* req,
                              v1::Account* out) override {
     IG_ADMIT("CreateAccount", Gate::None());

@@ -43,6 +43,8 @@ class ArtifactStore {
  public:
   explicit ArtifactStore(std::string root) : root_(std::move(root)) {}
   Status Init();
+  // The directory blobs live under (<root>/sha256/...).
+  const std::string& root() const { return root_; }
   // `expected_digest` may be empty (the digest is then whatever the bytes hash
   // to); `expected_size` 0 means unknown. Caps the upload at max_size bytes.
   Result<std::unique_ptr<BlobWriter>> NewWriter(const std::string& expected_digest, uint64_t expected_size);

@@ -28,6 +28,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/UploadArtifact", tenants, kSubmit, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DownloadArtifact", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/RegisterImage", tenants, kSubmit, Owner::kNone},
+      // Signing vouches for an image: only for one the caller may run.
+      {"/idlegrid.v1.RequesterService/AddImageSignature", tenants, kSubmit, Owner::kImage},
       {"/idlegrid.v1.RequesterService/ExplainJob", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DeleteJob", tenants, kCancel, Owner::kJob},
@@ -94,6 +96,7 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
     case Owner::kJob:      // the job's account
     case Owner::kNode:     // the node's provider
     case Owner::kAccount:  // the account itself
+    case Owner::kImage:    // an account that may use it (Gate::Image names the caller's when so)
       if (!target.exists) return not_found;
       if (caller.role == Role::kOperator) return Status::Ok();
       return target.account == caller.account ? Status::Ok() : not_found;

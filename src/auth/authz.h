@@ -33,6 +33,7 @@ enum class Owner {
   kAttempt,  // an attempt: only the node it is assigned to, under a live lease
   kSelf,     // the calling agent's own node record and stream
   kAccount,  // an account, or its tokens: itself, or an operator
+  kImage,    // an image: the accounts that may use its archive (all, when public), or an operator
 };
 
 struct Rule {

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "cli/image_signing.h"
 #include "common/exit_code.h"
 #include "common/grpc_status.h"
 #include "common/units.h"
 #include "common/fs.h"
+#include "image/signature_files.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
 
@@ -76,6 +79,10 @@ void PrintJob(const v1::Job& job) {
     }
     if (!t.message().empty()) std::cout << ": " << t.message();
     std::cout << "\n";
+    if (a && t.state() == v1::QUEUED && jobs::IsTerminal(a->state()) && !a->message().empty()) {
+      // Back in the queue after a node refused or lost it: why, in the node's words.
+      std::cout << "    last attempt on " << a->node_id() << ": " << a->message() << "\n";
+    }
     if (a && a->placement().price_per_hour() > 0) {
       std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
                   a->placement().price_per_hour(), a->placement().pricing_rule().c_str(),
@@ -417,11 +424,23 @@ void PrintPushedImage(const CommonFlags& f, const v1::PushImageResponse& pushed,
   else std::cout << reference << "\n";
 }
 
-int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public) {
+int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public, const std::string& sign_key) {
+  std::optional<image::ImageSigningKey> key;
+  if (!sign_key.empty()) {
+    auto loaded = image::LoadSigningKeyFile(sign_key);
+    if (!loaded.ok()) return Fail(loaded.status().WithContext("--sign-key"));
+    key = std::move(*loaded);
+  }
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
   auto pushed = PushImageArchive(**client, archive, make_public);
   if (!pushed.ok()) return Fail(pushed.status());
+  if (key) {
+    auto signed_by = SignImage(**client, pushed->image(), *key);
+    // The image is pushed either way; the message says how to sign it again.
+    if (!signed_by.ok()) return Fail(signed_by.status().WithContext("pushed " + pushed->image() + " but not signed"));
+    std::cerr << DescribeSignature(*signed_by) << "\n";
+  }
   PrintPushedImage(f, *pushed, pushed->image());
   return 0;
 }

@@ -31,7 +31,16 @@ int Cancel(const CommonFlags& f, const std::string& job_id);
 // The user's decision for tasks lost with their node: run again, or fail them.
 int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
 // `make_public`: every account may use it (else only the pusher's account).
-int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public);
+// `sign_key`: a secret-key file; the pushed image is then signed with it, as
+// by ImageSign (the key is read before anything is uploaded).
+int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public, const std::string& sign_key = "");
+// image_signing.cc. Writes NAME.key (mode 0600) and NAME.pub, refusing to
+// overwrite either; prints the public-key line.
+int ImageKeygen(const std::string& name);
+// Signs an image with a secret-key file and adds the signature to the
+// coordinator (which verifies it, and takes it only for an image this
+// account may use).
+int ImageSign(const CommonFlags& f, const std::string& image, const std::string& key_file);
 // Builds DIR with podman (cli/image_build.h), then pushes it as ImagePush does
 // and removes the local image and archive.
 int ImageBuild(const CommonFlags& f, const ImageBuildOptions& options);

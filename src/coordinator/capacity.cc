@@ -111,6 +111,7 @@ Status Coordinator::PrepareBenchmark(const std::string& bench_binary, const std:
   auto built = readiness::BuildBenchImage(bench_binary, archive);
   auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
+  if (image.ok()) SignOwnImage(*image);
   MutexLock lock(&mu_);
   if (!image.ok()) {
     bench_error_ = "no readiness benchmark on the coordinator: " + image.status().message();
@@ -129,6 +130,7 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
   auto built = readiness::BuildGpuBenchImage(gpu_bench_binary, archive);
   auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
+  if (image.ok()) SignOwnImage(*image);
   MutexLock lock(&mu_);
   if (!image.ok()) {
     gpu_bench_error_ = "no GPU readiness benchmark on the coordinator: " + image.status().message();
@@ -149,6 +151,9 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   bool current = m.agent_version() == StackOf(node.ad);
   if (m.measured_at_ms() == 0 || !current) {
     if (!bench_error_.empty()) return bench_error_;
+    if (std::string untrusted = ReadinessKeyUntrusted(node.ad); !untrusted.empty()) {
+      return "readiness benchmark pending: " + untrusted;
+    }
     return m.measured_at_ms() == 0 ? "readiness benchmark pending" : "re-measuring after an agent or driver change";
   }
   if (!m.passed()) return "readiness benchmark failed: " + m.reason();

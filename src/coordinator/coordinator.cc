@@ -39,6 +39,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       clock_(clock),
       tenancy_(store_.get(), clock, options.default_quota),
       rate_limits_(options.rate_limits),
+      image_signatures_(artifacts_->root() + "/signatures", clock),
       data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)) {}
 
 Coordinator::~Coordinator() { Stop(); }
@@ -147,6 +148,7 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
                                       " is not in this coordinator's store; push it first with "
                                       "`idlegrid image push ARCHIVE.tar`");
   }
+  IG_RETURN_IF_ERROR(CheckImageTrusted(image_digest));
   for (const auto& input : spec.inputs()) {
     IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, input.artifact()));
     if (!usable || !artifacts_->Has(input.artifact())) {
@@ -699,6 +701,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   a->set_image_archive_digest(image->archive_digest);
   a->set_image_config_digest(image->config_digest);
   a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);
+  for (v1::ImageSignature& s : image_signatures_.Of(image->manifest_digest)) *a->add_image_signatures() = std::move(s);
   for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
   if (attempt.index < static_cast<uint32_t>(job.tasks_size())) {
     const v1::Task& task = job.tasks(static_cast<int>(attempt.index));

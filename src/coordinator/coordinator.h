@@ -10,6 +10,8 @@
 //   RunningIndexCache (running_index.h)  recent active attempts per node,
 //                                        for heartbeat reconciliation.
 //   EventCounters (event_counters.h)     what Metrics() counts since start.
+//   ImageSignatureFiles (image_signatures.h)  signatures over images, as
+//                                        files in the shared directory.
 //   cost_cap.h                           the cost-cap rules, pure.
 //   NodeLiveness (node_liveness.h)       one node's heartbeat record and
 //                                        failure-detector state (a value in
@@ -25,7 +27,7 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's, EventCounters' and terms_mu_ are leaves,
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles' and terms_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_).
 #include <algorithm>
@@ -45,6 +47,7 @@
 #include "coordinator/agent_session.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
+#include "coordinator/image_signatures.h"
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
 #include "coordinator/tenancy.h"
@@ -52,6 +55,7 @@
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "image/signature.h"
 #include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -80,6 +84,14 @@ struct Options {
   // Fair share between accounts (docs/scheduling.md): account -> weight; a
   // missing account weighs 1. The hook the accounts table fills.
   std::map<std::string, double> account_weights;
+  // Image signatures (docs/containment.md, Signatures). With require_signed_images, a job
+  // is refused at submit unless its image carries a valid signature by one
+  // of trusted_image_keys.
+  bool require_signed_images = false;
+  std::vector<image::ImagePublicKey> trusted_image_keys;
+  // Signs the readiness benchmark images this coordinator builds, so nodes
+  // that require signed images can run them if their owner trusts it.
+  std::optional<image::ImageSigningKey> readiness_image_key;
 };
 
 class Coordinator {
@@ -139,6 +151,14 @@ class Coordinator {
   // use it. Jobs already submitted keep the class they were stamped with.
   void SetDataPolicy(sched::DataPolicy policy);
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
+  // signatures.cc. Stores a signature over an image `account` may use, after
+  // verifying it: NotFound for an image that is missing or not the
+  // account's to use (the same answer), InvalidArgument for a malformed
+  // request or a signature that does not verify. Returns the stored record.
+  Result<v1::ImageSignature> AddImageSignature(const v1::AddImageSignatureRequest& request,
+                                               const std::string& account);
+  // The image's signatures that verify (any key), ordered by key id.
+  std::vector<v1::ImageSignature> ImageSignaturesOf(const std::string& image) const;
   // The uploading account holds a fresh upload for a grace period (a job
   // that uses it then holds it for good); `make_public` lets anyone read it.
   Status HoldUpload(const std::string& digest, const std::string& account, bool make_public);
@@ -214,6 +234,13 @@ class Coordinator {
   void JudgeReadiness(const std::string& job_id);
   void JudgeGpuReadiness(const v1::Job& job);
   Result<std::string> ImportImageArchive(const std::string& archive);
+  // signatures.cc: the operator's rule at submit (Options::require_signed_images).
+  Status CheckImageTrusted(const std::string& image) const;
+  // Signs an image the coordinator built itself with the readiness key, if any.
+  void SignOwnImage(const std::string& image);
+  // Why a node whose owner requires signed images cannot run the readiness
+  // benchmark, or "" (placement.cc's reason for a pending benchmark).
+  std::string ReadinessKeyUntrusted(const v1::Advertisement& ad) const;
   v1::JobSpec ReadinessSpec(const std::string& node_id, const std::string& image, const std::string& entrypoint,
                             const std::vector<std::string>& args) const;
   void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
@@ -300,6 +327,7 @@ class Coordinator {
   Clock* const clock_;
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
+  ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cstdio>
+#include <set>
 
 #include "common/units.h"
 namespace idlegrid::sched {
@@ -150,6 +151,26 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   }
   if (d.share && !n.view->allows_sharing) return Reject(why, "owner-policy", "owner does not allow GPU sharing");
   return true;
+}
+
+// An owner who lists trustedImageKeys runs only images one of them signed
+// (docs/containment.md, Signatures); its agent would refuse any other, so none is offered.
+bool ImageSigned(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
+  const std::set<std::string>& trusted = n.view->trusted_image_keys;
+  if (trusted.empty()) return true;
+  const std::set<std::string>& signers = d.task->image_signers;
+  for (const std::string& id : signers) {
+    if (trusted.count(id)) return true;
+  }
+  return Reject(why, "image-signature", "image not signed by a key the node's owner trusts (idlegrid image sign)",
+                [&] {
+                  auto join = [](const std::set<std::string>& ids) {
+                    std::string out;
+                    for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+                    return out.empty() ? std::string("none") : out;
+                  };
+                  return "owner trusts " + join(trusted) + "; image signed by " + join(signers);
+                });
 }
 
 bool GpuCount(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
@@ -307,6 +328,7 @@ const std::vector<FeasibilityStage>& FeasibilityStages() {
       {"trust", TrustTier, false},
       {"data-class", DataClass, false},
       {"owner-policy", OwnerPolicy, false},
+      {"image-signature", ImageSigned, false},
       {"gpu-count", GpuCount, false},
       {"gpu-model", GpuModel, false},
       {"compute-capability", ComputeCapability, false},

@@ -48,6 +48,9 @@ struct NodeView {
   // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0
   // for one without (held whole).
   std::vector<uint32_t> gpu_free_milli;
+  // Ids of the keys the owner trusts for images (docs/containment.md, Signatures); not
+  // empty: the node runs only images one of them signed.
+  std::set<std::string> trusted_image_keys;
 
   static constexpr uint64_t kDiskUnknown = std::numeric_limits<uint64_t>::max();
 };
@@ -86,6 +89,9 @@ struct TaskView {
   double max_price_per_cpu_core_hour = 0;
   double max_cost = 0;                  // cap on one run's estimated cost; 0: none
   uint32_t run_timeout_seconds = 0;     // run-time bound (cost estimate, owner limits); 0: none
+  // Ids of the keys with a valid signature over `image` (the coordinator
+  // verified them), for nodes that require signed images.
+  std::set<std::string> image_signers;
 };
 
 struct Placement {

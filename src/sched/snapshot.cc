@@ -203,6 +203,8 @@ std::string ShapeKey(const Demand& d) {
   AppendRaw(&key, data.exclusive_gpu);
   AppendRaw(&key, data.regions.size());
   for (const auto& r : data.regions) AppendString(&key, r);
+  AppendRaw(&key, t.image_signers.size());
+  for (const auto& k : t.image_signers) AppendString(&key, k);
   return key;
 }
 

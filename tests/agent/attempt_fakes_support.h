@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/attempt_env.h"
+#include "agent/local_policy.h"
 #include "runtime/container_runtime.h"
 
 namespace idlegrid::agent::testing {
@@ -66,6 +67,8 @@ class FakeRuntime : public runtime::ContainerRuntime {
 class FakeHost : public AttemptHost {
  public:
   Status CheckLocalPolicy(const v1::JobSpec& spec) override { return policy; }
+  // The agent's own rule (local_policy.h) over `trusted_image_keys`.
+  Status CheckImageSignatures(const v1::Assignment& a) override { return CheckImageTrust(a, trusted_image_keys); }
   Status ReserveCapacity(const v1::Assignment& a) override;
   void ReleaseCapacity(const std::string& attempt_id) override;
   bool IsCancelled(const std::string& attempt_id) override;
@@ -76,6 +79,7 @@ class FakeHost : public AttemptHost {
   bool Holds(const std::string& attempt_id);
 
   Status policy;
+  std::vector<image::ImagePublicKey> trusted_image_keys;  // the owner's trustedImageKeys
   Status capacity;
   std::vector<v1::GpuDevice> gpus;
   int releases = 0;  // ReleaseCapacity calls for a held attempt
@@ -121,8 +125,12 @@ class FakeArtifacts : public ArtifactTransfer {
 
 class FakeImages : public ImageSource {
  public:
-  Result<std::string> Ensure(const v1::Assignment& a) override { return image; }
+  Result<std::string> Ensure(const v1::Assignment& a) override {
+    ++ensure_calls;
+    return image;
+  }
   Result<std::string> image = std::string(64, 'a');
+  int ensure_calls = 0;  // the runner's thread only
 };
 
 }  // namespace idlegrid::agent::testing

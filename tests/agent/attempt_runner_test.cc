@@ -189,6 +189,45 @@ TEST_F(AttemptRunnerTest, TheOwnersPolicyRefusesBeforeAnyHoldOrScratch) {
   EXPECT_FALSE(PathExists(dir_ + "/attempts"));
 }
 
+// An owner who trusts a key runs only images it signed: anything else is
+// refused before the acknowledgement, a hold or a download, with the reason.
+TEST_F(AttemptRunnerTest, AnImageWithoutASignatureTheOwnerTrustsIsRejectedBeforeItIsFetched) {
+  auto owner = image::ImageSigningKey::Generate("owner");
+  auto stranger = image::ImageSigningKey::Generate("stranger");
+  ASSERT_TRUE(owner.ok() && stranger.ok());
+  host_.trusted_image_keys = {owner->public_key()};
+  v1::Assignment a = Assignment();
+  v1::ImageSignature* by_stranger = a.add_image_signatures();
+  by_stranger->set_image(a.spec().image());
+  by_stranger->set_public_key(stranger->public_key().key);
+  by_stranger->set_signature(*stranger->Sign(a.spec().image()));
+  Run(a);
+  EXPECT_EQ(EventNames(), "REJECTED");
+  EXPECT_EQ(Last().failure_reason(), v1::FAILURE_REASON_UNSPECIFIED) << "a policy refusal, not node_busy";
+  EXPECT_NE(Last().message().find("not signed by a key this node's owner trusts"), std::string::npos)
+      << Last().message();
+  EXPECT_NE(Last().message().find(owner->public_key().id()), std::string::npos) << Last().message();
+  EXPECT_EQ(images_.ensure_calls, 0) << "nothing was fetched";
+  EXPECT_TRUE(runtime_.runs.empty());
+  EXPECT_EQ(host_.releases, 0);
+  EXPECT_FALSE(PathExists(dir_ + "/attempts"));
+}
+
+TEST_F(AttemptRunnerTest, AnImageSignedByATrustedKeyRuns) {
+  auto owner = image::ImageSigningKey::Generate("owner");
+  ASSERT_TRUE(owner.ok());
+  host_.trusted_image_keys = {owner->public_key()};
+  v1::Assignment a = Assignment();
+  v1::ImageSignature* signature = a.add_image_signatures();
+  signature->set_image(a.spec().image());
+  signature->set_public_key(owner->public_key().key);
+  signature->set_signature(*owner->Sign(a.spec().image()));
+  Run(a);
+  EXPECT_EQ(EventNames(), "ACCEPTED STARTED EXITED");
+  EXPECT_EQ(images_.ensure_calls, 1);
+  ExpectCleanedUp();
+}
+
 TEST_F(AttemptRunnerTest, ARuntimeTheHostLacksIsRejected) {
   v1::Assignment a = Assignment();
   a.mutable_spec()->set_runtime("runsc");

@@ -75,5 +75,20 @@ TEST_F(ImageCacheTest, AnArchiveThatIsNotTheImageIsNeverLoaded) {
   EXPECT_FALSE(PathExists(dir_ + "/" + std::string(64, 'd') + ".tar"));
 }
 
+// A coordinator naming a manifest this agent verified (and may trust, say
+// for its signature) with another image's config gets nothing from the
+// cache: the marker records which config the manifest was verified with.
+TEST_F(ImageCacheTest, AVerifiedManifestIsNotTakenForAnotherConfig) {
+  MarkVerified();
+  ImageCache cache(dir_, &runtime_, &artifacts_, &clock_);
+  ASSERT_TRUE(cache.Ensure(a_).ok());
+  v1::Assignment swapped = a_;
+  swapped.set_image_config_digest("sha256:" + std::string(64, 'e'));
+  auto id = cache.Ensure(swapped);
+  ASSERT_FALSE(id.ok()) << "served image " << *id;
+  EXPECT_EQ(id.status().message().rfind("image archive:", 0), 0u) << "fetched and verified anew: " << id.status().message();
+  EXPECT_EQ(runtime_.load_image_calls, 0);
+}
+
 }  // namespace
 }  // namespace idlegrid::agent

@@ -40,6 +40,8 @@ using google::protobuf::MethodDescriptor;
 const std::string kImage = "sha256:" + std::string(64, 'b');
 const std::string kArchive = "sha256:" + std::string(64, 'd');
 const std::string kAliceBlob = "sha256:" + std::string(64, 'a');
+// alice's private image (its archive is her blob): AddImageSignature names it.
+const std::string kAliceImage = "sha256:" + std::string(64, 'e');
 constexpr char kAgentCredential[] = "iga_provs-node-credential";
 
 struct Credential {
@@ -117,6 +119,7 @@ class TenancyBatteryTest : public ::testing::Test {
     ASSERT_TRUE(committed.ok() && committed->size() == 1u);
     ASSERT_TRUE(c_->store()->RecordArtifact(kAliceBlob, 7, "input", 1).ok());
     ASSERT_TRUE(c_->HoldUpload(kAliceBlob, "alice", false).ok());
+    ASSERT_TRUE(c_->store()->RegisterImage({kAliceImage, "sha256:" + std::string(64, 'f'), kAliceBlob}, 1).ok());
 
     clock_.AdvanceMs(61'000);  // the 60 s token has expired
     creds_ = {{"another tenant", bob},          {"another provider", prov2},
@@ -179,6 +182,7 @@ class TenancyBatteryTest : public ::testing::Test {
     set("provider", "prov");
     set("attempt_id", "att-alice-1");
     set("join_secret", "not-the-join-secret");
+    set("image", kAliceImage);
     set("name", "mallory-box");
     if (auto* req = dynamic_cast<v1::SubmitJobRequest*>(m.get())) *req->mutable_spec() = SpecFor("intruder");
     if (auto* req = dynamic_cast<v1::CreateAccountRequest*>(m.get())) {
@@ -329,6 +333,7 @@ TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
   auto logs = c_->ReadLogs(alice_job_, 0, 0);
   ASSERT_TRUE(logs.ok());
   EXPECT_TRUE(logs->empty()) << "a forged log line was stored";
+  EXPECT_TRUE(c_->ImageSignaturesOf(kAliceImage).empty()) << "a signature was added to alice's image";
 }
 
 // The owner's own calls pass the same gate (the battery above would pass if

@@ -74,6 +74,19 @@ TEST(AuthorizeTest, ScopesAndRolesLimitWhatATokenMayCall) {
   EXPECT_EQ(Authorize(kCarol, kSubmitMethod, {}).code(), Code::kPermissionDenied) << "providers do not submit";
 }
 
+// Signing an image vouches for it: only an account that may run it (the
+// gate names the caller as the owner then), with the submit scope.
+TEST(AuthorizeTest, OnlyAnAccountThatMayUseAnImageAddsASignatureToIt) {
+  constexpr char kSign[] = "/idlegrid.v1.RequesterService/AddImageSignature";
+  EXPECT_TRUE(Authorize(kAlice, kSign, {true, "alice"}).ok());
+  EXPECT_EQ(Authorize(kBob, kSign, {true, ""}).code(), Code::kNotFound) << "alice's private image";
+  EXPECT_EQ(Authorize(kBob, kSign, {true, ""}).message(), Authorize(kBob, kSign, Target{}).message());
+  EXPECT_TRUE(Authorize(kOps, kSign, {true, ""}).ok());
+  EXPECT_EQ(Authorize(Caller{Role::kRequester, kRead, "alice", ""}, kSign, {true, "alice"}).code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(Authorize(kCarol, kSign, {true, "carol"}).code(), Code::kPermissionDenied) << "providers push no images";
+}
+
 TEST(AuthorizeTest, AgentsActOnlyAsThemselvesAndOnlyOnTheirLiveAttempts) {
   EXPECT_TRUE(Authorize(kNodeA, kReportMethod, {true, "", "node-a", true}).ok());
   EXPECT_EQ(Authorize(kNodeA, kReportMethod, {true, "", "node-b", true}).code(), Code::kNotFound) << "another node's";

@@ -97,11 +97,15 @@ Status PipelineHarness::Init() {
   return Status::Ok();
 }
 
-Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu_ask, const std::string& join_secret) {
+Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu_ask, const std::string& join_secret,
+                                             const v1::LocalPolicy& policy) {
   advert::NodeKey key = advert::NodeKey::Generate();
-  IG_ASSIGN_OR_RETURN(auto first,
-                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(1, cpu_ask), key), join_secret),
-                                                 kPeer));
+  auto ad = [&](uint64_t sequence) {
+    v1::Advertisement out = AdOf(sequence, cpu_ask);
+    out.mutable_policy()->MergeFrom(policy);
+    return advert::SignAdvertisement(out, key);
+  };
+  IG_ASSIGN_OR_RETURN(auto first, coordinator_->RegisterNode(RegisterRequestOf(name, ad(1), join_secret), kPeer));
   const std::string id = first.node_id();
   // A node that passed the readiness benchmark for this agent: a restarted
   // agent re-registers, and the coordinator takes its stored measurement.
@@ -111,9 +115,7 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   m.set_measured_at_ms(clock_.NowMs());
   m.set_agent_version(kAgentVersion);
   IG_RETURN_IF_ERROR(coordinator_->store()->RecordMeasurement(id, m));
-  IG_ASSIGN_OR_RETURN(auto second,
-                      coordinator_->RegisterNode(RegisterRequestOf(name, advert::SignAdvertisement(AdOf(2, cpu_ask), key), join_secret),
-                                                 kPeer));
+  IG_ASSIGN_OR_RETURN(auto second, coordinator_->RegisterNode(RegisterRequestOf(name, ad(2), join_secret), kPeer));
   if (second.node_id() != id) return Status::Internal("node id changed on re-registration");
   infos_[id] = InfoOf(name);
   sessions_[id] = coordinator_->OpenSession(id, infos_[id], kPeer);

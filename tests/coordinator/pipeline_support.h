@@ -58,9 +58,11 @@ class PipelineHarness {
 
   // Registers a node (4 cores, 8 GiB, runc, cgroup limits) that passed its
   // readiness benchmark and asks `cpu_ask` per core-hour, connects it and
-  // sends its first heartbeat. Returns its id.
+  // sends its first heartbeat. Returns its id. `policy` is merged over the
+  // advertised owner policy (which accepts jobs).
   Result<std::string> AddNode(const std::string& name, double cpu_ask = 0,
-                              const std::string& join_secret = kJoinSecret);
+                              const std::string& join_secret = kJoinSecret,
+                              const v1::LocalPolicy& policy = v1::LocalPolicy());
 
   Result<std::string> Submit(const v1::JobSpec& spec, const std::string& account = "operator");
   Result<v1::Task> Task(const std::string& job_id, uint32_t index = 0);

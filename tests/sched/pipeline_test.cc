@@ -37,6 +37,22 @@ TEST(PipelineTest, PlacesOnTheBestRankedNodeAndHoldsIt) {
   EXPECT_EQ(plan.waiting["j/2"], "2 nodes: 2 no free GPU (need 1); waiting");
 }
 
+// Two tasks alike in all but their image's signatures are not one shape: a
+// node that trusts only the first's signer must not take the second too.
+TEST(PipelineTest, ASignedAndAnUnsignedTaskOfOneImageArePlacedApart) {
+  NodeView picky = PNode("picky", 2);
+  picky.trusted_image_keys = {"0a0a0a0a0a0a0a0a"};
+  TaskView signed_task = PTask("signed", 0);
+  TaskView unsigned_task = PTask("unsigned", 0);
+  signed_task.image = unsigned_task.image = "sha256:" + std::string(64, 'a');
+  signed_task.image_signers = {"0a0a0a0a0a0a0a0a"};
+  Plan plan = NewPipelineScheduler()->Schedule({picky}, {unsigned_task, signed_task});
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "signed");
+  EXPECT_NE(plan.waiting["unsigned/0"].find("not signed by a key the node's owner trusts"), std::string::npos)
+      << plan.waiting["unsigned/0"];
+}
+
 TEST(PipelineTest, SpreadAndPackDisagree) {
   // Two 2-GPU nodes, two 1-GPU tasks: pack puts both on one node, spread one on each.
   std::vector<NodeView> nodes = {PNode("a", 2), PNode("b", 2)};

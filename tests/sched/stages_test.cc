@@ -141,6 +141,22 @@ TEST(PipelineStagesTest, Table) {
          t.co_tenancy_allowed = false;
        },
        "owner-policy", "forbids sharing a GPU"},
+      {"owner trusts a key that did not sign the image",
+       [](NodeView& n, TaskView& t) {
+         n.trusted_image_keys = {"0a0a0a0a0a0a0a0a"};
+         t.image_signers = {"1b1b1b1b1b1b1b1b"};
+       },
+       "image-signature", "not signed by a key the node's owner trusts",
+       "owner trusts 0a0a0a0a0a0a0a0a; image signed by 1b1b1b1b1b1b1b1b"},
+      {"owner trusts a key, image unsigned", [](NodeView& n, TaskView&) { n.trusted_image_keys = {"0a0a0a0a0a0a0a0a"}; },
+       "image-signature", "not signed", "image signed by none"},
+      {"owner trusts one of the image's signers",
+       [](NodeView& n, TaskView& t) {
+         n.trusted_image_keys = {"0a0a0a0a0a0a0a0a", "2c2c2c2c2c2c2c2c"};
+         t.image_signers = {"1b1b1b1b1b1b1b1b", "2c2c2c2c2c2c2c2c"};
+       },
+       "", ""},
+      {"no trusted keys: any image", [](NodeView&, TaskView& t) { t.image_signers = {}; }, "", ""},
       {"too few GPUs", [](NodeView&, TaskView& t) { t.resources.set_gpus(2); }, "gpu-count", "insufficient GPUs (need 2)",
        "node has 1"},
       {"GPU model not allowed", [](NodeView&, TaskView& t) { t.gpu_models = {"NVIDIA H100"}; }, "gpu-model",
@@ -270,7 +286,7 @@ TEST(PipelineStagesTest, Table) {
 TEST(PipelineStagesTest, EveryStageIsCovered) {
   // The table above names each stage; a new stage must get cases.
   std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "data-class",
-                                   "owner-policy",
+                                   "owner-policy", "image-signature",
                                    "gpu-count", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
                                    "pinned-device", "max-price", "cpu", "memory", "disk", "gpu-free"};
   for (const auto& stage : FeasibilityStages()) EXPECT_TRUE(covered.count(stage.name)) << stage.name;
