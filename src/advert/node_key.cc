@@ -37,9 +37,10 @@ std::string EncodeSecretKey(const unsigned char* secret_key) {
 
 }  // namespace
 
+std::string KeyFingerprint(const std::string& public_key) { return Sha256Digest(public_key); }
+
 std::string NodeIdFromPublicKey(const std::string& public_key) {
-  // Sha256Digest returns "sha256:<64 hex>".
-  return "n-" + DigestHex(Sha256Digest(public_key)).substr(0, 16);
+  return "n-" + DigestHex(KeyFingerprint(public_key)).substr(0, 16);
 }
 
 NodeKey::NodeKey(const SecretKey& secret_key) : secret_key_(secret_key) {

@@ -12,6 +12,9 @@ namespace idlegrid::advert {
 // "n-" + the first 16 hex characters of sha256(public_key): stable, derived,
 // checkable by anyone. Any byte string is accepted; callers validate sizes.
 std::string NodeIdFromPublicKey(const std::string& public_key);
+// "sha256:<64 hex>" of the raw public key: the key's fingerprint in an
+// attempt's provenance. The node id is "n-" + its first 16 hex characters.
+std::string KeyFingerprint(const std::string& public_key);
 
 // Immutable after construction; safe to share between threads for reading.
 // The secret key is wiped from memory when the object is destroyed.

@@ -175,6 +175,17 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   return BuildAdvertisement(in);
 }
 
+NodeFacts Agent::Facts() {
+  NodeFacts facts;
+  facts.node_id = node_id_;
+  facts.key_fingerprint = key_fingerprint_;
+  if (auto kernel = discovery::ReadKernelRelease(); kernel.ok()) facts.kernel_release = *kernel;
+  facts.agent_version = kVersion;
+  std::lock_guard<std::mutex> lock(mu_);
+  facts.gpus = last_devices_;
+  return facts;
+}
+
 Agent::ContextPtr Agent::Context(int deadline_ms) {
   ContextPtr ctx(new grpc::ClientContext, ContextRelease{this});
   ctx->AddMetadata("authorization", "Bearer " + token_);
@@ -237,7 +248,13 @@ Status Agent::Enroll() {
   // The node's identity is its Ed25519 key; the node id derives from it.
   IG_ASSIGN_OR_RETURN(advert::NodeKey key, advert::NodeKey::LoadOrCreate(dir));
   advertiser_ = std::make_unique<Advertiser>(key);
+  key_fingerprint_ = advert::KeyFingerprint(key.public_key());
   IG_ASSIGN_OR_RETURN(v1::Advertisement ad, CurrentAdvertisement());
+  {
+    // Known from the start, not only after the maintenance loop's first pass.
+    std::lock_guard<std::mutex> lock(mu_);
+    last_devices_.assign(ad.inventory().gpus().devices().begin(), ad.inventory().gpus().devices().end());
+  }
   if (PathExists(cred_path)) {
     IG_ASSIGN_OR_RETURN(std::string creds, ReadFile(cred_path));
     auto nl = creds.find('\n');

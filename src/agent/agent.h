@@ -111,6 +111,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::string ContainerName(const std::string& attempt_id) const override {
     return "idlegrid-" + node_id_ + "-" + attempt_id;
   }
+  NodeFacts Facts() override;
   // Re-reads the owner's policy file if it changed; true if the policy did.
   bool ReloadPolicy();
   std::vector<std::string> CachedImages() const;
@@ -135,6 +136,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::shared_ptr<grpc::Channel> heartbeat_channel_;
   std::unique_ptr<v1::AgentService::Stub> heartbeat_stub_;
   std::string node_id_;
+  std::string key_fingerprint_;  // of node.key; set by Enroll, before any attempt
   std::string token_;
   std::unique_ptr<LogShipper> logs_;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/output_cap.h"
+#include "agent/provenance.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "runtime/container_runtime.h"
@@ -75,6 +76,10 @@ class AttemptHost {
   virtual Result<std::vector<v1::GpuDevice>> Gpus() = 0;
   // The attempt's container name, unique among agents sharing the runtime.
   virtual std::string ContainerName(const std::string& attempt_id) const = 0;
+  // Who this node is (id, key fingerprint, kernel, agent version) and the
+  // devices it last discovered, for provenance records. Cheap: no discovery
+  // runs here.
+  virtual NodeFacts Facts() = 0;
 };
 
 // Everything an AttemptRunner uses; not owned, and must outlive it.

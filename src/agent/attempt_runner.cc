@@ -41,6 +41,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
     return Fail(id, outcome.reason, Status::Internal(outcome.message), hold, &scratch);
   }
   v1::ReportAttemptRequest done = OutcomeReport(id, outcome);
+  if (done.event() == v1::EXITED) *done.mutable_provenance() = prepared->provenance;
   if (outcome.collect_outputs) {
     if (Status st = CollectOutputs(prepared->out_dir, files, done); !st.ok()) {
       return Fail(id, v1::PLATFORM_FAILURE, st, hold, &scratch);
@@ -102,6 +103,7 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   prepared.writable_dirs = {layout->out_dir};
   if (!layout->checkpoint_dir.empty()) prepared.writable_dirs.push_back(layout->checkpoint_dir);
   prepared.output_cap = ResolveOutputCap(a.spec().resources(), env_.default_output_bytes);
+  prepared.provenance = BuildProvenance(a, prepared.spec, env_.runtime->Facts(prepared.spec), env_.host->Facts());
   return prepared;
 }
 
@@ -171,6 +173,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   auto on_started = [&] {
     auto r = AttemptEvent(id, v1::STARTED);
     r.set_runtime(run.spec.runtime);
+    *r.mutable_provenance() = run.provenance;
     ReportOrLog(r);
     if (run.checkpoint) {
       run.checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));

@@ -1,7 +1,7 @@
 #pragma once
 // One attempt, from admission to cleanup, as stages:
 //   admission -> ACCEPTED -> fetch (image) -> prepare (scratch, checkpoint
-//   restore, inputs, GPUs) -> run (STARTED, logs, checkpoints) -> collect
+//   restore, inputs, GPUs, provenance) -> run (STARTED, logs, checkpoints) -> collect
 //   (final checkpoint, outcome, outputs) -> report (EXITED/STOPPED/ERRORED)
 // Each stage returns its result or the Status that ends the attempt; Run()
 // turns that into the one final report. Which event and reason a run ends
@@ -43,6 +43,8 @@ class AttemptRunner {
     // held together to `output_cap`.
     std::vector<std::string> writable_dirs;
     OutputCap output_cap;
+    // Reported with STARTED, and with EXITED in case STARTED was lost.
+    v1::Provenance provenance;
   };
 
   // Stage admission: the REJECTED report if this node will not run `a`
@@ -50,7 +52,8 @@ class AttemptRunner {
   // otherwise none, and the attempt's capacity is held.
   std::optional<v1::ReportAttemptRequest> Admit(const v1::Assignment& a);
   // Stage prepare: the scratch directories, the restored checkpoint, the
-  // downloaded inputs and the GPUs, all under `scratch`.
+  // downloaded inputs and the GPUs, all under `scratch`; and the attempt's
+  // provenance record, from the container spec, the runtime and the node.
   Result<PreparedRun> Prepare(const v1::Assignment& a, const std::string& image_id, const ScratchDir& scratch);
   Result<RunLayout> PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
                                  std::unique_ptr<CheckpointSync>& checkpoint);

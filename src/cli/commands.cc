@@ -64,6 +64,28 @@ const v1::Attempt* LastAttempt(const v1::Task& t) {
   return t.attempts_size() ? &t.attempts(t.attempts_size() - 1) : nullptr;
 }
 
+// The first 12 hex digits of a "sha256:<hex>" digest (what people compare).
+std::string ShortDigest(const std::string& digest) {
+  const size_t colon = digest.find(':');
+  return colon == std::string::npos ? digest : digest.substr(colon + 1, 12);
+}
+
+// One line of an attempt's provenance; the whole record is in `--json`.
+std::string ProvenanceLine(const v1::Provenance& p) {
+  std::ostringstream s;
+  s << "image " << ShortDigest(p.image_config_digest()) << ", spec " << ShortDigest(p.job_spec_digest()) << ", "
+    << (p.runtime().empty() ? "?" : p.runtime());
+  if (!p.runtime_version().empty()) s << " (" << p.runtime_version() << ")";
+  if (!p.driver().empty()) s << " via " << p.driver();
+  s << ", kernel " << (p.kernel_release().empty() ? "?" : p.kernel_release()) << ", node key "
+    << ShortDigest(p.node_key_fingerprint());
+  if (!p.gpu_driver_version().empty()) s << ", gpu driver " << p.gpu_driver_version() << " cuda " << p.cuda_version();
+  s << ", env";
+  if (p.env_names().empty()) s << " none";
+  for (const auto& name : p.env_names()) s << " " << name;
+  return s.str();
+}
+
 void PrintJob(const v1::Job& job) {
   std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
   for (const auto& t : job.tasks()) {
@@ -83,6 +105,7 @@ void PrintJob(const v1::Job& job) {
       // Back in the queue after a node refused or lost it: why, in the node's words.
       std::cout << "    last attempt on " << a->node_id() << ": " << a->message() << "\n";
     }
+    if (a && a->has_provenance()) std::cout << "    ran with " << ProvenanceLine(a->provenance()) << "\n";
     if (a && a->placement().price_per_hour() > 0) {
       std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
                   a->placement().price_per_hour(), a->placement().pricing_rule().c_str(),
@@ -346,6 +369,23 @@ int Logs(const CommonFlags& f, const std::string& job_id, bool follow) {
   return st.ok() ? 0 : Fail(st);
 }
 
+namespace {
+
+// `attempt`'s provenance as JSON at `path`; nothing for an attempt that has none.
+Status WriteProvenance(const v1::Attempt& attempt, const std::string& path) {
+  if (!attempt.has_provenance()) return Status::Ok();
+  std::string json;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  if (!google::protobuf::util::MessageToJsonString(attempt.provenance(), &json, opts).ok()) {
+    return Status::Internal("cannot encode the provenance of attempt " + attempt.id());
+  }
+  IG_RETURN_IF_ERROR(MakeDirs(std::filesystem::path(path).parent_path().string()));
+  return WriteFileAtomic(path, json, 0644).WithContext("writing " + path);
+}
+
+}  // namespace
+
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
@@ -356,11 +396,17 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
   Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
   int files = 0;
-  v1::Task manifest_out;
   for (const auto& t : job.tasks()) {
     for (const auto& a : t.attempts()) {
       if (a.state() != v1::SUCCEEDED) continue;
       std::string task_dir = dir + "/task-" + std::to_string(t.index());
+      // The results keep where they came from: beside the task's directory,
+      // so no output of the job can collide with it.
+      if (Status p = WriteProvenance(a, task_dir + ".provenance.json"); !p.ok()) return Fail(p);
+      if (!f.json && a.has_provenance()) {
+        std::cout << "task " << t.index() << ": attempt " << a.id() << " on " << a.node_id() << ", "
+                  << ProvenanceLine(a.provenance()) << " (" << task_dir << ".provenance.json)\n";
+      }
       for (const auto& o : a.outputs()) {
         std::filesystem::path rel(o.path());
         // Paths come from an untrusted agent: never write outside DIR.

@@ -7,11 +7,11 @@
 #include <fstream>
 
 #include "advert/advertisement.h"
-#include "common/digest.h"
 #include "common/fs.h"
 #include "common/random.h"
 #include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
+#include "manifest/manifest.h"
 #include "readiness/bench_image.h"
 #include "readiness/gpu_readiness.h"
 #include "readiness/readiness.h"
@@ -225,7 +225,7 @@ v1::JobSpec Coordinator::ReadinessSpec(const std::string& node_id, const std::st
 void Coordinator::CreateReadinessJob(const std::string& node_id, const std::string& device_uuid,
                                      const v1::JobSpec& spec) {
   std::string job_id = NewId("j");
-  Status st = store_->CreateJob(job_id, spec, Sha256Digest(spec.SerializeAsString()), clock_->NowMs());
+  Status st = store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs());
   MutexLock lock(&mu_);
   auto it = nodes_.find(node_id);
   if (it == nodes_.end()) return;

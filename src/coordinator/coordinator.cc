@@ -6,6 +6,7 @@
 #include <set>
 
 #include "advert/advertisement.h"
+#include "advert/node_key.h"
 #include "common/digest.h"
 #include "common/random.h"
 #include "coordinator/data_class.h"
@@ -157,9 +158,9 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
     }
   }
   std::string job_id = NewId("j");
-  std::string spec_bytes;
-  spec.SerializeToString(&spec_bytes);  // deterministic enough for one binary version
-  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, Sha256Digest(spec_bytes), clock_->NowMs(), account));
+  // The digest an attempt's provenance names its spec by (the agent hashes
+  // the spec it is sent the same way).
+  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account));
   // The job holds its image and inputs while it exists (artifact GC).
   std::vector<store::ArtifactRef> refs = {{image->archive_digest, "job:" + job_id, account, 0}};
   for (const auto& input : spec.inputs()) refs.push_back({input.artifact(), "job:" + job_id, account, 0});
@@ -524,7 +525,36 @@ void Coordinator::CloseSession(const std::string& node_id, const std::shared_ptr
   if (sessions_.Close(node_id, session)) spdlog::info("node {} disconnected", node_id);
 }
 
-Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request) {
+Status Coordinator::AttestNodeIdentity(const std::string& node_id, v1::Provenance* provenance) {
+  std::string public_key;
+  {
+    MutexLock lock(&mu_);
+    auto it = nodes_.find(node_id);
+    if (it != nodes_.end()) public_key = it->second.public_key;
+  }
+  if (public_key.empty()) {
+    IG_ASSIGN_OR_RETURN(auto rec, store_->GetNode(node_id));
+    if (rec) public_key = rec->public_key;
+  }
+  const std::string fingerprint = public_key.empty() ? "" : advert::KeyFingerprint(public_key);
+  if (provenance->node_id() != node_id || provenance->node_key_fingerprint() != fingerprint) {
+    spdlog::warn("node {} reported a provenance naming node {} (key {}); recorded as itself (key {})", node_id,
+                 provenance->node_id().substr(0, 64), provenance->node_key_fingerprint().substr(0, 80), fingerprint);
+  }
+  provenance->set_node_id(node_id);
+  provenance->set_node_key_fingerprint(fingerprint);
+  return Status::Ok();
+}
+
+Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& reported) {
+  const v1::ReportAttemptRequest* report = &reported;
+  v1::ReportAttemptRequest attested;
+  if (reported.has_provenance()) {
+    attested = reported;
+    IG_RETURN_IF_ERROR(AttestNodeIdentity(node_id, attested.mutable_provenance()));
+    report = &attested;
+  }
+  const v1::ReportAttemptRequest& request = *report;
   auto result = store_->ApplyAttemptReport(node_id, request, clock_->NowMs());
   if (!result.ok()) {
     spdlog::warn("report {} for attempt {} from node {} rejected: {}", v1::AttemptEvent_Name(request.event()),

@@ -182,6 +182,9 @@ class Coordinator {
                                             const std::string& peer);
   void CloseSession(const std::string& node_id, const std::shared_ptr<AgentSession>& session);
   Result<v1::HeartbeatResponse> Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request);
+  // Applies an agent's report. A provenance record in it names the node as
+  // this coordinator authenticated it (AttestNodeIdentity), whatever the
+  // agent claimed.
   Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
   Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
   // May the node read this artifact for this attempt? Only with the
@@ -226,6 +229,12 @@ class Coordinator {
     uint32_t throttle_reports = 0;
     sched::Reliability reliability;
   };
+
+  // Sets the provenance's node id to `node_id` (the node whose agent token
+  // the report came with) and its key fingerprint to that of the key the
+  // node registered ("" if none is known); a claim that differed is logged.
+  // Only a failed store read is an error.
+  Status AttestNodeIdentity(const std::string& node_id, v1::Provenance* provenance);
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);

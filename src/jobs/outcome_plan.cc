@@ -40,7 +40,11 @@ Result<OutcomePlan> PlanOutcome(const AttemptRow& row, AttemptOutcome outcome,
   attempt.state = outcome.attempt_state;
   attempt.reason = outcome.reason;
   attempt.message = outcome.message;
-  if (outcome.attempt_state == v1::RUNNING || outcome.implied_start) attempt.started_ms = now_ms;
+  const bool starts = outcome.attempt_state == v1::RUNNING || outcome.implied_start;
+  if (starts) attempt.started_ms = now_ms;
+  // The sandbox and host are those of the start: a later report's copy (an
+  // EXITED carries one in case STARTED was lost) does not rewrite it.
+  if (starts && report.has_provenance()) attempt.provenance = report.provenance();
   if (IsTerminal(outcome.attempt_state) && !IsTerminal(ctx.attempt_state)) attempt.finished_ms = now_ms;
   if (report.event() == v1::EXITED) {
     attempt.exit_code = report.exit_code();

@@ -37,6 +37,9 @@ struct AttemptWrite {
   std::optional<int32_t> exit_code;
   std::optional<v1::Attempt> outputs;
   std::optional<std::string> runtime;
+  // Recorded with the attempt's start (a STARTED report, or the report that
+  // implies the start when STARTED was lost), from that report, once.
+  std::optional<v1::Provenance> provenance;
 };
 
 struct OutcomePlan {

@@ -104,4 +104,9 @@ std::string FormatDuration(uint32_t seconds);
 // "sha256:..."); a bare digest is returned as is.
 std::string ImageDigestOf(const std::string& image);
 
+// "sha256:<hex>" of the spec's deterministic serialization (map entries such
+// as env sorted by key), so the same spec always has the same digest: the
+// job's spec_digest, and what an attempt's provenance names as its job spec.
+std::string SpecDigest(const v1::JobSpec& spec);
+
 }  // namespace idlegrid::manifest

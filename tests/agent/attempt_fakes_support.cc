@@ -67,6 +67,11 @@ Result<runtime::ExitInfo> FakeRuntime::Run(const runtime::RunSpec& spec, const r
   return exit;
 }
 
+runtime::SandboxFacts FakeRuntime::Facts(const runtime::RunSpec& spec) const {
+  facts_asked.push_back(spec);
+  return sandbox;
+}
+
 Status FakeRuntime::Kill(const std::string& container_name) {
   {
     std::lock_guard<std::mutex> lock(mu_);

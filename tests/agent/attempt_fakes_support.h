@@ -37,6 +37,11 @@ class FakeRuntime : public runtime::ContainerRuntime {
                                 std::chrono::milliseconds timeout, const std::function<void()>& on_started) override;
   Status Kill(const std::string& container_name) override;
   Result<std::vector<std::string>> ListContainers() override { return std::vector<std::string>{}; }
+  // `sandbox`, whatever the spec; the specs asked about are in facts_asked.
+  runtime::SandboxFacts Facts(const runtime::RunSpec& spec) const override;
+
+  // What Facts answers (set before the attempt).
+  runtime::SandboxFacts sandbox;
 
   // What Run does (set before the attempt).
   Result<runtime::ExitInfo> exit = Exit(0);
@@ -56,6 +61,7 @@ class FakeRuntime : public runtime::ContainerRuntime {
   std::vector<std::chrono::milliseconds> timeouts;
   int has_image_calls = 0;
   int load_image_calls = 0;
+  mutable std::vector<runtime::RunSpec> facts_asked;
 
  private:
   std::mutex mu_;
@@ -74,6 +80,7 @@ class FakeHost : public AttemptHost {
   bool IsCancelled(const std::string& attempt_id) override;
   Result<std::vector<v1::GpuDevice>> Gpus() override { return gpus; }
   std::string ContainerName(const std::string& attempt_id) const override { return "idlegrid-n1-" + attempt_id; }
+  NodeFacts Facts() override { return facts; }
 
   void Cancel(const std::string& attempt_id);
   bool Holds(const std::string& attempt_id);
@@ -82,6 +89,7 @@ class FakeHost : public AttemptHost {
   std::vector<image::ImagePublicKey> trusted_image_keys;  // the owner's trustedImageKeys
   Status capacity;
   std::vector<v1::GpuDevice> gpus;
+  NodeFacts facts;  // what Facts answers
   int releases = 0;  // ReleaseCapacity calls for a held attempt
 
  private:

@@ -77,6 +77,8 @@ class Grid {
   CmdResult Cli(std::vector<std::string> args, bool with_config = true);
   // Builds (once per process) the test image and pushes it; returns its digest.
   std::string PushTestImage();
+  // The test image's OCI archive, built once per process; "" if that failed.
+  static std::string TestImageArchive();
   std::string WriteFile(const std::string& name, const std::string& content);
   // Manifest for the test image with `args`; extra YAML appended verbatim.
   std::string Manifest(const std::string& name, const std::vector<std::string>& args, const std::string& extra = "");

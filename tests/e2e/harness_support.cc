@@ -385,7 +385,7 @@ CmdResult Grid::Cli(std::vector<std::string> args, bool with_config) {
   return RunCommand(argv);
 }
 
-std::string Grid::PushTestImage() {
+std::string Grid::TestImageArchive() {
   static std::string archive;  // built once per test binary
   if (archive.empty()) {
     std::string out = "/tmp/igtest-image-" + std::to_string(::getpid()) + ".tar";
@@ -409,6 +409,12 @@ std::string Grid::PushTestImage() {
     }
     archive = out;
   }
+  return archive;
+}
+
+std::string Grid::PushTestImage() {
+  const std::string archive = TestImageArchive();
+  if (archive.empty()) return "";
   auto r = Cli({"image", "push", archive});
   if (r.exit_code != 0) {
     std::fprintf(stderr, "[harness] image push failed (%d): %s%s\n", r.exit_code, r.out.c_str(), r.err.c_str());

@@ -104,6 +104,32 @@ TEST(OutcomePlanTest, FailedExitOfARunningAttemptKeepsItsStartTime) {
   EXPECT_FALSE(p.task_not_before_ms || p.exclude_node);
 }
 
+// The provenance is the start's: recorded by the report that starts the
+// attempt (STARTED, or an exit whose STARTED was lost), never rewritten.
+TEST(OutcomePlanTest, TheProvenanceIsRecordedWithTheStartOnly) {
+  v1::Provenance record;
+  record.set_kernel_release("6.1.0-18-amd64");
+  auto with = [&](v1::ReportAttemptRequest r) {
+    *r.mutable_provenance() = record;
+    return r;
+  };
+  OutcomePlan started = Plan(Row(v1::ASSIGNED, v1::ASSIGNED), with(Report(v1::STARTED)));
+  ASSERT_TRUE(started.attempt && started.attempt->provenance);
+  EXPECT_EQ(started.attempt->provenance->kernel_release(), "6.1.0-18-amd64");
+  OutcomePlan implied = Plan(Row(v1::ASSIGNED, v1::ASSIGNED), with(Report(v1::EXITED)));
+  ASSERT_TRUE(implied.attempt && implied.attempt->provenance);
+  EXPECT_EQ(implied.attempt->provenance->kernel_release(), "6.1.0-18-amd64");
+  OutcomePlan exited = Plan(Row(v1::RUNNING, v1::RUNNING, 1, 0, false, 5), with(Report(v1::EXITED)));
+  ASSERT_TRUE(exited.attempt);
+  EXPECT_FALSE(exited.attempt->provenance) << "an exit after STARTED keeps the start's record";
+  OutcomePlan failed = Plan(Row(v1::RUNNING, v1::RUNNING, 1, 0, false, 5), with(Report(v1::EXITED, 3)));
+  ASSERT_TRUE(failed.attempt);
+  EXPECT_FALSE(failed.attempt->provenance);
+  OutcomePlan bare = Plan(Row(v1::ASSIGNED, v1::ASSIGNED), Report(v1::STARTED));
+  ASSERT_TRUE(bare.attempt);
+  EXPECT_FALSE(bare.attempt->provenance) << "a report without one leaves the column as it is";
+}
+
 TEST(OutcomePlanTest, ImpliedStartThenRetryEndsQueuedWithBackoff) {
   OutcomePlan p = Plan(Row(v1::ASSIGNED, v1::ASSIGNED, 1, 2), Report(v1::EXITED, 1));
   ASSERT_TRUE(p.attempt && p.task);

@@ -71,7 +71,8 @@ std::vector<int> RunProcesses(int n, Work work) {
 TEST_F(PostgresStoreTest, DatabaseFromTheOwnNumberingOpensAtTheSharedVersion) {
   CreateJob("j1");
   store_.reset();
-  // Back to the schema that numbering called 2 (today's 7): undo v11 and v10.
+  // Back to the schema that numbering called 2 (today's 7): undo v12, v11 and v10.
+  ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
   ASSERT_TRUE(db_->Exec("DROP TABLE artifact_refs; DROP TABLE join_tokens; DROP TABLE accounts; "
                         "DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; "
                         "ALTER TABLE jobs DROP COLUMN account; ALTER TABLE jobs DROP COLUMN retention_ms; "
@@ -85,7 +86,7 @@ TEST_F(PostgresStoreTest, DatabaseFromTheOwnNumberingOpensAtTheSharedVersion) {
   ASSERT_TRUE(db_->SetSchemaVersion(2).ok());
   Open();
   EXPECT_EQ(*db_->SchemaVersion(), LatestSchemaVersion(BackendKind::kPostgres));
-  EXPECT_GE(LatestSchemaVersion(BackendKind::kPostgres), 11);
+  EXPECT_GE(LatestSchemaVersion(BackendKind::kPostgres), 12);
   EXPECT_EQ(Job("j1").tasks_size(), 1);
   // v11 (tenancy): old jobs and the old administrator token are the operator's.
   EXPECT_EQ(Job("j1").account(), kOperatorAccount);

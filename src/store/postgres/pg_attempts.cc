@@ -89,7 +89,8 @@ Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, 
                               "started_ms = CASE WHEN $6::integer <> 0 THEN $7 ELSE started_ms END, "
                               "finished_ms = CASE WHEN $8::integer <> 0 THEN $9 ELSE finished_ms END, "
                               "runtime = CASE WHEN $10::integer <> 0 THEN $11 ELSE runtime END, "
-                              "outputs = CASE WHEN $12::integer <> 0 THEN $13 ELSE outputs END WHERE id = $14",
+                              "outputs = CASE WHEN $12::integer <> 0 THEN $13 ELSE outputs END, "
+                              "provenance = CASE WHEN $14::integer <> 0 THEN $15 ELSE provenance END WHERE id = $16",
                               Params()
                                   .Int(a.state)
                                   .Int(a.reason)
@@ -104,6 +105,8 @@ Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, 
                                   .Text(a.runtime.value_or(""))
                                   .Int(a.outputs.has_value())
                                   .Bytes(a.outputs ? a.outputs->SerializeAsString() : "")
+                                  .Int(a.provenance.has_value())
+                                  .Bytes(a.provenance ? a.provenance->SerializeAsString() : "")
                                   .Text(attempt_id))
                            .status());
   }

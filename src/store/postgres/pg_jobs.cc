@@ -80,7 +80,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
   IG_ASSIGN_OR_RETURN(
       Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                       "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-                      "placement FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
+                      "placement, provenance FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
                       Params().Text(job_id)));
   for (int r = 0; r < aq.size(); ++r) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
@@ -107,6 +107,9 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
     a->set_restored_from_attempt(aq.Text(r, 16));
     a->set_work_lost_ms(jobs::WorkLostMs(*a));
     if (!aq.IsNull(r, 17)) a->mutable_placement()->ParseFromString(aq.Text(r, 17));
+    if (!aq.IsNull(r, 18) && !a->mutable_provenance()->ParseFromString(aq.Text(r, 18))) {
+      return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+    }
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));

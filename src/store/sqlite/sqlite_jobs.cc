@@ -108,8 +108,8 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   }
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, placement "
-               "FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
+               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+               "placement, provenance FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -136,6 +136,9 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     a->set_restored_from_attempt(aq.Text(16));
     a->set_work_lost_ms(jobs::WorkLostMs(*a));
     if (!aq.IsNull(17)) a->mutable_placement()->ParseFromString(aq.Blob(17));
+    if (!aq.IsNull(18) && !a->mutable_provenance()->ParseFromString(aq.Blob(18))) {
+      return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+    }
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_RETURN_IF_ERROR(aq.status());
@@ -384,14 +387,17 @@ Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::
                   "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
                   "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
                   "runtime = CASE WHEN ? THEN ? ELSE runtime END, "
-                  "outputs = CASE WHEN ? THEN ? ELSE outputs END WHERE id = ?");
+                  "outputs = CASE WHEN ? THEN ? ELSE outputs END, "
+                  "provenance = CASE WHEN ? THEN ? ELSE provenance END WHERE id = ?");
     upd.Bind(1, int64_t{a.state}).Bind(2, int64_t{a.reason}).Bind(3, a.message)
         .Bind(4, int64_t{a.exit_code.has_value()}).Bind(5, int64_t{a.exit_code.value_or(0)})
         .Bind(6, int64_t{a.started_ms.has_value()}).Bind(7, a.started_ms.value_or(0))
         .Bind(8, int64_t{a.finished_ms.has_value()}).Bind(9, a.finished_ms.value_or(0))
         .Bind(10, int64_t{a.runtime.has_value()}).Bind(11, a.runtime.value_or(""))
         .Bind(12, int64_t{a.outputs.has_value()}).BindBlob(13, a.outputs ? a.outputs->SerializeAsString() : "")
-        .Bind(14, attempt_id);
+        .Bind(14, int64_t{a.provenance.has_value()})
+        .BindBlob(15, a.provenance ? a.provenance->SerializeAsString() : "")
+        .Bind(16, attempt_id);
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
   }
