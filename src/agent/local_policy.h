@@ -13,7 +13,7 @@
 //     cpu-core: 0.01
 //   trustedImageKeys:           # run only images signed by one of these
 //     - keys/release.pub        #   a public-key file (relative: to this file's directory)
-//     - "idlegrid-ed25519 MCowBQ... ci"   # or a public-key line itself
+//     - "idlegrid-ed25519 lYq3...= ci"   # or a public-key line itself
 #include <string>
 #include <vector>
 
@@ -26,8 +26,8 @@ namespace idlegrid::agent {
 struct OwnerPolicy {
   v1::LocalPolicy policy;
   std::vector<v1::PriceAsk> asks;
-  // trustedImageKeys (docs/containment.md, Signatures): the keys written inline, then,
-  // once the agent has read them, the keys of the files named.
+  // trustedImageKeys (docs/containment.md, Signatures): the keys written
+  // inline, then, once the agent has read them, the keys of the files named.
   std::vector<image::ImagePublicKey> trusted_image_keys;
   std::vector<std::string> trusted_image_key_files;  // as written; not read by the parser
 };
