@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/digest.h"
+#include "manifest/image_ref.h"
 #include "manifest/manifest.h"
 #include "manifest/quote.h"
 
@@ -14,7 +15,6 @@ namespace idlegrid::manifest {
 namespace {
 
 constexpr std::string_view kReservedEnvPrefix = "IDLEGRID_";
-constexpr size_t kMaxImageNameLength = 255;
 constexpr size_t kMaxPathLength = 4096;
 
 using Violation = std::optional<FieldViolation>;
@@ -55,31 +55,11 @@ std::string FormatNumber(double value) {
   return error == std::errc() ? std::string(buffer, end) : "?";
 }
 
-// Why `image` is not "[name@]sha256:<hex>", or nullopt when it is.
+// Why `image` is not a valid image reference (image_ref.h), or nullopt.
 std::optional<std::string> ImageProblem(std::string_view image) {
-  size_t at = image.rfind('@');
-  std::string_view name = at == std::string_view::npos ? "" : image.substr(0, at);
-  std::string_view digest = at == std::string_view::npos ? image : image.substr(at + 1);
-  if (at == std::string_view::npos && !digest.starts_with("sha256:")) {
-    return Quote(image) +
-           " is not pinned by digest; images must be pinned by digest, as \"sha256:<64 hex>\" or "
-           "\"name@sha256:<64 hex>\" (tags such as \":latest\" are not allowed)";
-  }
-  if (at != std::string_view::npos) {
-    if (name.empty()) return "expected an image name before \"@\" in " + Quote(image);
-    if (name.size() > kMaxImageNameLength) return "image name is too long";
-    for (char c : name) {
-      if (!IsLowerAlnum(c) && std::string_view("._-/:").find(c) == std::string_view::npos) {
-        return "image name " + Quote(name) +
-               " may contain only lowercase letters, digits and . _ - / :";
-      }
-    }
-  }
-  if (!IsValidDigest(digest)) {
-    return "invalid digest " + Quote(digest) +
-           ": expected \"sha256:\" followed by 64 lowercase hex characters";
-  }
-  return std::nullopt;
+  Result<ImageRef> ref = ParseImageRef(image);
+  if (ref.ok()) return std::nullopt;
+  return ref.status().message();
 }
 
 // Why `path` is not a normalized absolute path other than "/".

@@ -605,14 +605,26 @@ INSTANTIATE_TEST_SUITE_P(
          "spec.runtime: must be \"runc\" or \"runsc\", got \"docker\"", "runtime"},
         {"Pids", [](v1::JobSpec* s) { s->mutable_resources()->set_pids(70000); },
          "spec.resources.pids: must be between 1 and 65536, got 70000", "resources.pids"},
-        {"Image", [](v1::JobSpec* s) { s->set_image("registry.example:5000/sim:1.0"); },
-         "spec.image: \"registry.example:5000/sim:1.0\" is not pinned by digest; images must be "
+        {"Image", [](v1::JobSpec* s) { s->set_image("sim:1.0"); },
+         "spec.image: \"sim:1.0\" is not pinned by digest; images must be "
          "pinned by digest, "
          "as \"sha256:<64 hex>\" or \"name@sha256:<64 hex>\" (tags such as \":latest\" are not "
-         "allowed)",
+         "allowed), or come from an OCI registry as \"HOST[:PORT]/REPO@sha256:<64 hex>\"",
+         "image"},
+        {"RegistryImageWithoutDigestOrTag", [](v1::JobSpec* s) { s->set_image("registry.example:5000/sim"); },
+         "spec.image: \"registry.example:5000/sim\" names a registry image by neither digest nor tag: add "
+         "\"@sha256:<64 hex>\"",
          "image"},
     }),
     [](const ::testing::TestParamInfo<ViolationCase>& info) { return info.param.name; });
+
+TEST(ValidateJobSpecTest, RegistryTagPassesValidation) {
+  // Whether a tag may be used is the operator's policy, decided at submit.
+  v1::JobSpec spec = ValidSpec();
+  spec.set_image("registry.example:5000/sim:1.0");
+  Status status = ValidateJobSpec(spec);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
 
 TEST(ValidateJobSpecTest, ImageWithRegistryPortAndDigestPasses) {
   v1::JobSpec spec = ValidSpec();
