@@ -166,18 +166,8 @@ struct Manifest {
   std::vector<Descriptor> layers;
 };
 
-Result<Manifest> ReadManifest(const TarReader& tar, const Descriptor& descriptor) {
-  if (descriptor.media_type == kIndexMediaType) {
-    return Status::InvalidArgument("manifest " + descriptor.digest +
-                                   " is a nested image index; only single-platform images are "
-                                   "supported");
-  }
-  const std::string what = "manifest " + descriptor.digest;
-  IG_ASSIGN_OR_RETURN(const TarMember* member, FindBlob(tar, descriptor, "manifest"));
-  IG_ASSIGN_OR_RETURN(std::string text, tar.ReadAll(*member, kMaxJsonSize));
-  std::string actual = Sha256Digest(text);
-  if (actual != descriptor.digest) return DigestMismatch("manifest", descriptor.digest, actual);
-
+// The manifest's structure from its bytes; `what` names it in errors.
+Result<Manifest> ParseManifest(const std::string& text, const std::string& what) {
   IG_ASSIGN_OR_RETURN(Struct object, ParseJsonObject(text, what));
   const Value* schema = Field(object, "schemaVersion");
   if (!schema || !schema->has_number_value() || schema->number_value() != 2) {
@@ -204,7 +194,26 @@ Result<Manifest> ReadManifest(const TarReader& tar, const Descriptor& descriptor
   return manifest;
 }
 
+Result<Manifest> ReadManifest(const TarReader& tar, const Descriptor& descriptor) {
+  if (descriptor.media_type == kIndexMediaType) {
+    return Status::InvalidArgument("manifest " + descriptor.digest +
+                                   " is a nested image index; only single-platform images are "
+                                   "supported");
+  }
+  IG_ASSIGN_OR_RETURN(const TarMember* member, FindBlob(tar, descriptor, "manifest"));
+  IG_ASSIGN_OR_RETURN(std::string text, tar.ReadAll(*member, kMaxJsonSize));
+  std::string actual = Sha256Digest(text);
+  if (actual != descriptor.digest) return DigestMismatch("manifest", descriptor.digest, actual);
+  return ParseManifest(text, "manifest " + descriptor.digest);
+}
+
 }  // namespace
+
+Result<std::string> OciManifestConfigDigest(const std::string& manifest_json, const std::string& what) {
+  if (manifest_json.size() > kMaxJsonSize) return Status::InvalidArgument(what + " is larger than 4 MiB");
+  IG_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_json, what));
+  return manifest.config.digest;
+}
 
 Result<OciImageInfo> InspectOciArchive(const std::string& path,
                                        const std::string& expected_manifest_digest) {

@@ -34,4 +34,11 @@ struct OciImageInfo {
 Result<OciImageInfo> InspectOciArchive(const std::string& path,
                                        const std::string& expected_manifest_digest = "");
 
+// The config digest a single-platform OCI image manifest names, from the
+// manifest's bytes alone (as a registry serves them), checked as
+// InspectOciArchive checks an archive's manifest: schemaVersion 2, the OCI
+// manifest media type (or none), a valid config descriptor and layers list.
+// InvalidArgument otherwise, the message naming `what`. Pure.
+Result<std::string> OciManifestConfigDigest(const std::string& manifest_json, const std::string& what);
+
 }  // namespace idlegrid::image
