@@ -20,6 +20,8 @@
 #include "common/random.h"
 #include "image/signature_files.h"
 #include "pki/pki.h"
+#include "registry/allow_list.h"
+#include "registry/registry_client.h"
 
 namespace idlegrid::api {
 
@@ -129,8 +131,22 @@ int RunCoordinator(const CoordinatorConfig& config) {
     if (!data_policy.ok()) return Fail(data_policy.status());
     options.data_policy = std::move(*data_policy);
   }
+  auto allowed = registry::ParseRegistryList(config.allow_registries, "--allow-registry");
+  if (!allowed.ok()) return Fail(allowed.status());
+  options.registries.allowed = std::move(*allowed);
+  registry::SkopeoOptions skopeo;
+  skopeo.skopeo = config.skopeo;
+  skopeo.work_dir = dir + "/registry";
+  auto cas = registry::ParseRegistryCaFlags(config.registry_cas);
+  if (!cas.ok()) return Fail(cas.status());
+  skopeo.ca_files = std::move(*cas);
+  for (const auto& r : options.registries.allowed) {
+    spdlog::info("registry {} allowed{}{}", r, options.registries.allow_tags ? " (tags resolved at submit)" : "",
+                 skopeo.ca_files.count(r) ? ", CA " + skopeo.ca_files.at(r) : "");
+  }
   coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
-                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options);
+                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options,
+                                 SystemClock::Get(), registry::NewSkopeoClient(std::move(skopeo)));
   if (admin_created) {
     // The first start's operator credential (the operator account exists
     // from the schema on; data from before accounts belongs to it).

@@ -88,6 +88,10 @@ std::string ProvenanceLine(const v1::Provenance& p) {
 
 void PrintJob(const v1::Job& job) {
   std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
+  const v1::RegistryImage& pulled = job.spec().registry_image();
+  if (!pulled.requested().empty() && pulled.requested() != job.spec().image()) {
+    std::cout << "  image " << pulled.requested() << " resolved at submit to " << job.spec().image() << "\n";
+  }
   for (const auto& t : job.tasks()) {
     const v1::Attempt* a = LastAttempt(t);
     std::cout << "  task " << t.index() << ": " << jobs::StateName(t.state());

@@ -30,7 +30,7 @@ std::string BearerToken(const std::string& header) {
 
 Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
                          std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
-                         Clock* clock)
+                         Clock* clock, std::unique_ptr<registry::RegistryClient> registry)
     : store_(std::move(store)),
       artifacts_(std::move(artifacts)),
       scheduler_(std::move(scheduler)),
@@ -38,6 +38,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       artifact_key_(Sha256Digest("idlegrid artifact tokens\n" + join_secret)),
       options_(options),
       clock_(clock),
+      registry_(std::move(registry)),
       tenancy_(store_.get(), clock, options.default_quota),
       rate_limits_(options.rate_limits),
       image_signatures_(artifacts_->root() + "/signatures", clock),
@@ -121,8 +122,9 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
 
 Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, const std::string& account) {
   v1::JobSpec spec = request.spec();
-  if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty()) {
-    return Status::InvalidArgument("spec.pinned_node, spec.pinned_device and spec.readiness are set by the coordinator only");
+  if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty() || spec.has_registry_image()) {
+    return Status::InvalidArgument(
+        "spec.pinned_node, spec.pinned_device, spec.readiness and spec.registry_image are set by the coordinator only");
   }
   manifest::ApplyDefaults(&spec);
   if (spec.retention_seconds() == 0) spec.set_retention_seconds(options_.default_retention_seconds);
@@ -137,19 +139,26 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
     // Refused now, not left waiting out its queue timeout.
     return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
   }
-  std::string image_digest = manifest::ImageDigestOf(spec.image());
-  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_digest));
-  // Another tenant's private image reads as a missing one (no existence leak).
-  if (image) {
-    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, image->archive_digest));
-    if (!usable) image.reset();
+  IG_ASSIGN_OR_RETURN(manifest::ImageRef image_ref, manifest::ParseImageRef(spec.image()));
+  std::string image_archive;  // a pushed image's archive, which the job holds; none from a registry
+  if (image_ref.from_registry()) {
+    IG_RETURN_IF_ERROR(PinRegistryImage(image_ref, &spec));
+  } else {
+    IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_ref.digest));
+    // Another tenant's private image reads as a missing one (no existence leak).
+    if (image) {
+      IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, image->archive_digest));
+      if (!usable) image.reset();
+    }
+    if (!image) {
+      return Status::FailedPrecondition("image " + image_ref.digest +
+                                        " is not in this coordinator's store; push it first with "
+                                        "`idlegrid image push ARCHIVE.tar`");
+    }
+    image_archive = image->archive_digest;
   }
-  if (!image) {
-    return Status::FailedPrecondition("image " + image_digest +
-                                      " is not in this coordinator's store; push it first with "
-                                      "`idlegrid image push ARCHIVE.tar`");
-  }
-  IG_RETURN_IF_ERROR(CheckImageTrusted(image_digest));
+  // A registry image is judged by the digest it was pinned to above.
+  IG_RETURN_IF_ERROR(CheckImageTrusted(manifest::ImageDigestOf(spec.image())));
   for (const auto& input : spec.inputs()) {
     IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, input.artifact()));
     if (!usable || !artifacts_->Has(input.artifact())) {
@@ -162,9 +171,10 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   // the spec it is sent the same way).
   IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account));
   // The job holds its image and inputs while it exists (artifact GC).
-  std::vector<store::ArtifactRef> refs = {{image->archive_digest, "job:" + job_id, account, 0}};
+  std::vector<store::ArtifactRef> refs;
+  if (!image_archive.empty()) refs.push_back({image_archive, "job:" + job_id, account, 0});
   for (const auto& input : spec.inputs()) refs.push_back({input.artifact(), "job:" + job_id, account, 0});
-  IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
+  if (!refs.empty()) IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
   return GetJob(job_id);
@@ -712,8 +722,15 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
     loaded = &fetched;
   }
   const v1::Job& job = *loaded;
-  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
-  if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
+  // A registry image is pulled by the agent, by the digest in its spec; a
+  // pushed one is downloaded from here.
+  std::string archive_digest, config_digest = job.spec().registry_image().config_digest();
+  if (!job.spec().has_registry_image()) {
+    IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
+    if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
+    archive_digest = image->archive_digest;
+    config_digest = image->config_digest;
+  }
   v1::Command cmd;
   if (attempt.index < static_cast<uint32_t>(job.tasks_size()) &&
       job.tasks(static_cast<int>(attempt.index)).state() == v1::CANCELLED) {
@@ -728,10 +745,12 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   a->set_job_id(attempt.job_id);
   a->set_task_index(attempt.index);
   *a->mutable_spec() = job.spec();
-  a->set_image_archive_digest(image->archive_digest);
-  a->set_image_config_digest(image->config_digest);
+  a->set_image_archive_digest(archive_digest);
+  a->set_image_config_digest(config_digest);
   a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);
-  for (v1::ImageSignature& s : image_signatures_.Of(image->manifest_digest)) *a->add_image_signatures() = std::move(s);
+  for (v1::ImageSignature& s : image_signatures_.Of(manifest::ImageDigestOf(job.spec().image()))) {
+    *a->add_image_signatures() = std::move(s);
+  }
   for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
   if (attempt.index < static_cast<uint32_t>(job.tasks_size())) {
     const v1::Task& task = job.tasks(static_cast<int>(attempt.index));

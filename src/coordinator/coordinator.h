@@ -56,6 +56,9 @@
 #include "jobs/log_cap.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "image/signature.h"
+#include "manifest/image_ref.h"
+#include "registry/allow_list.h"
+#include "registry/registry_client.h"
 #include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -92,13 +95,16 @@ struct Options {
   // Signs the readiness benchmark images this coordinator builds, so nodes
   // that require signed images can run them if their owner trusts it.
   std::optional<image::ImageSigningKey> readiness_image_key;
+  // OCI registries jobs may name images from, and whether a tag is resolved
+  // at submit (R21); none by default.
+  registry::OperatorRegistries registries;
 };
 
 class Coordinator {
  public:
   Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
               std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
-              Clock* clock = SystemClock::Get());
+              Clock* clock = SystemClock::Get(), std::unique_ptr<registry::RegistryClient> registry = nullptr);
   ~Coordinator();
 
   // Starts the dispatch/monitor thread. Call once.
@@ -123,7 +129,12 @@ class Coordinator {
   Result<std::string> AuthenticateAgent(const std::string& bearer);
 
   // --- requester operations ---
-  // Submits for `account`, within its quota.
+  // Submits for `account`, within its quota. An image from an OCI registry
+  // must be allowed by options.registries; it is resolved through the
+  // registry client then (a tag to the digest it names now) and stored
+  // pinned: JobSpec.image by digest, JobSpec.registry_image with what was
+  // asked for and the config digest. The registry's errors are returned
+  // with "spec.image" context and nothing is stored.
   Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request, const std::string& account);
   Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) { return SubmitJob(request, store::kOperatorAccount); }
   Result<v1::Job> GetJob(const std::string& job_id);
@@ -293,6 +304,9 @@ class Coordinator {
   };
   AccountTerms CurrentAccountTerms();
   static constexpr int64_t kAccountTermsRefreshMs = 2000;
+  // registry_image.cc: checks `ref` (a registry reference, spec's image)
+  // against options_.registries, resolves it and rewrites `spec` pinned.
+  Status PinRegistryImage(const manifest::ImageRef& ref, v1::JobSpec* spec);
   // Whether `account` may name the artifact in a job: its own upload or
   // job's, a public one, or anything for the operator.
   Result<bool> MayUse(const std::string& account, const std::string& digest);
@@ -334,6 +348,7 @@ class Coordinator {
   const std::string artifact_key_;
   const Options options_;
   Clock* const clock_;
+  const std::unique_ptr<registry::RegistryClient> registry_;  // null: registry images are refused
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
   ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)

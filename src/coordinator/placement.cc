@@ -110,6 +110,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.max_run_seconds = n.ad.policy().max_run_seconds();
     v.trusted_image_keys.insert(n.ad.policy().trusted_image_key_ids().begin(),
                                 n.ad.policy().trusted_image_key_ids().end());
+    v.allowed_registries.insert(n.ad.policy().allowed_registries().begin(), n.ad.policy().allowed_registries().end());
     v.gpu_free_milli.resize(v.gpus.size());
     for (size_t i = 0; i < v.gpus.size(); ++i) v.gpu_free_milli[i] = ledger.devices()[i].FreeMilli();
     views.push_back(std::move(v));
@@ -152,6 +153,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.min_trust_tier = static_cast<int>(c.min_trust_tier());
   t.image = manifest::ImageDigestOf(spec.image());
   t.image_signers = image_signatures_.SignersOf(t.image);
+  t.registry = spec.registry_image().registry();
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
   // The cap covers all of a task's attempts: the next one may use what is left.

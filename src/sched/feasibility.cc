@@ -146,6 +146,11 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
     return Reject(why, "owner-policy", "run time over the owner's limit", [&] { return std::string("owner allows " + std::to_string(limit) + " s, task needs " +
                       (run == 0 ? std::string("unbounded") : std::to_string(run) + " s")); });
   }
+  const std::string& registry = d.task->registry;
+  if (!registry.empty() && !n.view->allowed_registries.count(registry)) {
+    // The agent would refuse it (its own copy of the owner's policy): not offered.
+    return Reject(why, "owner-policy", "registry " + registry + " not in the owner's allowedRegistries");
+  }
   if (d.share && !d.task->co_tenancy_allowed) {
     return Reject(why, "owner-policy", "data class forbids sharing a GPU (ask for a whole GPU)");
   }

@@ -43,6 +43,7 @@ struct NodeView {
   std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
   bool allows_sharing = false;        // owner lets several tasks share one GPU
   uint32_t max_run_seconds = 0;       // owner's limit on one run; 0: none
+  std::set<std::string> allowed_registries;  // OCI registries the owner lets it pull from (R21); empty: none
   double energy_headroom = -1;        // 0..1 thermal/power headroom; < 0: unknown
   // Parallel to `gpus`: free compute share of each device in milli-GPUs
   // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0
@@ -85,6 +86,7 @@ struct TaskView {
   // (data_policy.h); checked by the `data-class` stage. No name: no class applies.
   DataClassRule data_class;
   std::string image;                    // manifest digest, for cache locality
+  std::string registry;                 // OCI registry the image is pulled from; "": pushed to the coordinator
   double max_price_per_gpu_hour = 0;    // bid; 0: no limit
   double max_price_per_cpu_core_hour = 0;
   double max_cost = 0;                  // cap on one run's estimated cost; 0: none

@@ -189,6 +189,7 @@ std::string ShapeKey(const Demand& d) {
   AppendString(&key, d.runtime);
   AppendString(&key, d.policy->name);
   AppendString(&key, t.image);
+  AppendString(&key, t.registry);
   AppendString(&key, t.pinned_node);
   AppendString(&key, t.pinned_device);
   AppendRaw(&key, t.regions.size());

@@ -140,6 +140,30 @@ TEST(PipelineTest, SharesOnlyWhereTheOwnerAllowsAndNeverNextToAWholeTask) {
   }
 }
 
+TEST(PipelineTest, RegistryImagesGoOnlyWhereTheOwnerAllowsTheirRegistry) {
+  NodeView closed = PNode("closed", 0);
+  NodeView open = PNode("open", 0);
+  open.allowed_registries = {"127.0.0.1:5000"};
+  // Same digest, same resources: only the registry tells these tasks apart,
+  // so they must not share one feasibility verdict.
+  TaskView pushed = PTask("pushed", 0, 0);
+  pushed.image = "sha256:" + std::string(64, 'a');
+  TaskView pulled = pushed;
+  pulled.job_id = "pulled";
+  pulled.registry = "127.0.0.1:5000";
+  TaskView elsewhere = pushed;
+  elsewhere.job_id = "elsewhere";
+  elsewhere.registry = "127.0.0.1:5001";
+  Plan plan = NewPipelineScheduler()->Schedule({closed, open}, {pulled, elsewhere, pushed});
+  auto where = NodeOf(plan);
+  EXPECT_EQ(where["pulled/0"], "open");
+  EXPECT_EQ(where.count("pushed/0"), 1u);
+  EXPECT_EQ(where.count("elsewhere/0"), 0u);
+  EXPECT_NE(plan.waiting["elsewhere/0"].find("registry 127.0.0.1:5001 not in the owner's allowedRegistries"),
+            std::string::npos)
+      << plan.waiting["elsewhere/0"];
+}
+
 TEST(PipelineTest, ApplyPlacementRechecks) {
   NodeView n = PNode("n", 1);
   TaskView t = PTask();

@@ -129,6 +129,22 @@ TEST(PipelineStagesTest, Table) {
          t.run_timeout_seconds = 600;
        },
        "", ""},
+      {"registry image, owner allows no registry",
+       [](NodeView&, TaskView& t) { t.registry = "127.0.0.1:5000"; },
+       "owner-policy", "registry 127.0.0.1:5000 not in the owner's allowedRegistries"},
+      {"registry image, owner allows another registry",
+       [](NodeView& n, TaskView& t) {
+         n.allowed_registries = {"ghcr.io", "127.0.0.1:5001"};
+         t.registry = "127.0.0.1:5000";
+       },
+       "owner-policy", "registry 127.0.0.1:5000 not in the owner's allowedRegistries"},
+      {"registry image, owner allows its registry",
+       [](NodeView& n, TaskView& t) {
+         n.allowed_registries = {"127.0.0.1:5000"};
+         t.registry = "127.0.0.1:5000";
+       },
+       "", ""},
+      {"pushed image on a node that allows no registry", [](NodeView&, TaskView&) {}, "", ""},
       {"share on a node that forbids sharing",
        [](NodeView& n, TaskView& t) {
          n.allows_sharing = false;
