@@ -15,6 +15,7 @@
 #include "common/exit_code.h"
 #include "cli/commands.h"
 #include "manifest/manifest.h"
+#include "registry/allow_list.h"
 
 namespace {
 
@@ -125,6 +126,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   c->add_flag("--require-signed-images", coord.options.require_signed_images,
               "refuse jobs whose image has no valid signature by a --trusted-image-key");
+  c->add_option("--allow-registry", coord.allow_registries,
+                "an OCI registry HOST[:PORT] jobs may name images from, by digest (repeatable; docs/registries.md)");
+  c->add_flag("--allow-registry-tags", coord.options.registries.allow_tags,
+              "let jobs name an allowed registry's image by tag: resolved to its digest at submit");
+  c->add_option("--registry-ca", coord.registry_cas,
+                "HOST[:PORT]=CA_FILE: also trust this CA (PEM) for that registry's TLS (repeatable)");
+  c->add_option("--skopeo", coord.skopeo, "skopeo binary, which reads registries")->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
@@ -164,6 +172,11 @@ int main(int argc, char** argv) {
                 "the memory controller delegated); runc: they run under runc like the operator's")
       ->check(CLI::IsMember({"runsc", "runc"}))
       ->capture_default_str();
+  std::vector<std::string> agent_registry_cas;
+  a->add_option("--registry-ca", agent_registry_cas,
+                "HOST[:PORT]=CA_FILE: also trust this CA (PEM) for that registry's TLS (repeatable; which "
+                "registries the node pulls from is the policy's allowedRegistries)");
+  a->add_option("--skopeo", agent.skopeo, "skopeo binary, which pulls images from registries")->capture_default_str();
   a->add_option("--default-attempt-disk", agent.default_attempt_disk_bytes,
                 "what an attempt may write to its output and checkpoint directories together when its job sets no "
                 "resources.diskTotal, e.g. 10Gi, 500G")
@@ -319,7 +332,15 @@ int main(int argc, char** argv) {
     }
     return idlegrid::api::RunCoordinator(coord);
   }
-  if (*a) return RunAgent(agent, discover, agent_json, grace_seconds);
+  if (*a) {
+    auto cas = idlegrid::registry::ParseRegistryCaFlags(agent_registry_cas);
+    if (!cas.ok()) {
+      std::cerr << cas.status().message() << "\n";
+      return 2;
+    }
+    agent.registry_ca_files = std::move(*cas);
+    return RunAgent(agent, discover, agent_json, grace_seconds);
+  }
   if (*submit) return idlegrid::cli::Submit(common, manifest, wait);
   if (*validate) return idlegrid::cli::Validate(common, manifest);
   if (*status) {

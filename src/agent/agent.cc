@@ -69,13 +69,25 @@ Status LoadTrustedImageKeyFiles(const std::string& policy_path, OwnerPolicy* pol
   return Status::Ok();
 }
 
+// Pulls run as the agent's user; its certificate copies and layer staging
+// stay in its data directory.
+registry::SkopeoOptions RegistryOptions(const AgentConfig& config) {
+  registry::SkopeoOptions options;
+  options.skopeo = config.skopeo;
+  options.ca_files = config.registry_ca_files;
+  options.work_dir = config.data_dir + "/registry";
+  return options;
+}
+
 }  // namespace
 
 Agent::Agent(AgentConfig config)
     : config_(std::move(config)),
       runtime_(MakeRuntime(config_)),
+      registry_(registry::NewSkopeoClient(RegistryOptions(config_))),
       images_(std::make_unique<ImageCache>(config_.data_dir + "/images", runtime_.get(),
-                                           static_cast<ArtifactTransfer*>(this), SystemClock::Get())) {}
+                                           static_cast<ArtifactTransfer*>(this), registry_.get(),
+                                           SystemClock::Get())) {}
 
 Agent::~Agent() { Shutdown(); }
 

@@ -20,6 +20,7 @@
 #include "agent/local_policy.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
+#include "registry/registry_client.h"
 #include "runtime/container_runtime.h"
 
 namespace idlegrid::agent {
@@ -49,6 +50,10 @@ struct AgentConfig {
   // gVisor where this host can enforce their limits there; "runc" keeps them
   // on runc.
   std::string untrusted_runtime = "runsc";
+  // Images from OCI registries (R21; which ones, the owner's policy says):
+  // CA files to trust per registry "HOST[:PORT]", and skopeo, which pulls.
+  std::map<std::string, std::string> registry_ca_files;
+  std::string skopeo = "skopeo";
 };
 
 class ImageCache;
@@ -127,7 +132,8 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
 
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
-  std::unique_ptr<ImageCache> images_;  // uses runtime_ and this agent's Download
+  std::unique_ptr<registry::RegistryClient> registry_;  // pulls registry images
+  std::unique_ptr<ImageCache> images_;  // uses runtime_, registry_ and this agent's Download
   AttemptGrants grants_;                 // which attempt each transfer is for
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;

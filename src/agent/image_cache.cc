@@ -7,7 +7,7 @@
 #include "common/digest.h"
 #include "common/fs.h"
 #include "image/oci_archive.h"
-#include "manifest/manifest.h"
+#include "manifest/image_ref.h"
 
 namespace idlegrid::agent {
 namespace {
@@ -25,11 +25,12 @@ bool MarkerNames(const std::string& marker, const std::string& config) {
 }  // namespace
 
 ImageCache::ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts,
-                       const Clock* clock)
-    : cache_dir_(std::move(cache_dir)), runtime_(runtime), artifacts_(artifacts), clock_(clock) {}
+                       registry::RegistryClient* registry, const Clock* clock)
+    : cache_dir_(std::move(cache_dir)), runtime_(runtime), artifacts_(artifacts), registry_(registry), clock_(clock) {}
 
 Result<std::string> ImageCache::Ensure(const v1::Assignment& a) {
-  const std::string manifest_digest = manifest::ImageDigestOf(a.spec().image());
+  IG_ASSIGN_OR_RETURN(manifest::ImageRef ref, manifest::ParseImageRef(a.spec().image()));
+  const std::string& manifest_digest = ref.digest;
   std::string image_id = DigestHex(a.image_config_digest());
   std::string marker = cache_dir_ + "/" + DigestHex(manifest_digest);
   // The manifest and config together: only that pair was verified.
@@ -45,8 +46,17 @@ Result<std::string> ImageCache::Ensure(const v1::Assignment& a) {
   }
   checked_ms_.erase(checked_key);
   IG_RETURN_IF_ERROR(MakeDirs(cache_dir_, 0700));
-  std::string archive = cache_dir_ + "/" + DigestHex(a.image_archive_digest()) + ".tar";
-  IG_RETURN_IF_ERROR(artifacts_->Download(a.image_archive_digest(), archive).WithContext("image archive"));
+  // Named by what it will hold; the marker's name has no dot (an archive
+  // left by a crash is never taken for a verified image).
+  std::string archive;
+  if (ref.from_registry()) {
+    if (registry_ == nullptr) return Status::FailedPrecondition("this agent has no registry client");
+    archive = cache_dir_ + "/" + DigestHex(manifest_digest) + ".pull.tar";
+    IG_RETURN_IF_ERROR(registry_->Pull(ref, archive).WithContext("image"));
+  } else {
+    archive = cache_dir_ + "/" + DigestHex(a.image_archive_digest()) + ".tar";
+    IG_RETURN_IF_ERROR(artifacts_->Download(a.image_archive_digest(), archive).WithContext("image archive"));
+  }
   auto info = image::InspectOciArchive(archive, manifest_digest);
   if (!info.ok()) {
     std::remove(archive.c_str());

@@ -1,7 +1,8 @@
 #pragma once
 // The agent's image cache: an image is run only after this agent downloaded
-// its archive, checked it against the digests the coordinator named and had
-// the runtime load it. A marker file per verified manifest
+// its archive (from the coordinator, or for a registry image pulled by the
+// digest the job names), checked it against the digests the coordinator
+// named and had the runtime load it. A marker file per verified manifest
 // (<cache_dir>/<manifest hex>) survives restarts; whether the runtime still
 // has the image is asked again at most every kImageRecheckMs.
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "agent/attempt_env.h"
 #include "common/clock.h"
+#include "registry/registry_client.h"
 #include "runtime/container_runtime.h"
 
 namespace idlegrid::agent {
@@ -22,9 +24,10 @@ inline constexpr int64_t kImageRecheckMs = 30'000;
 
 class ImageCache : public ImageSource {
  public:
-  // None owned; all must outlive the cache.
+  // None owned; all must outlive the cache. `registry` may be null: registry
+  // images then fail to fetch (FailedPrecondition).
   ImageCache(std::string cache_dir, runtime::ContainerRuntime* runtime, ArtifactTransfer* artifacts,
-             const Clock* clock);
+             registry::RegistryClient* registry, const Clock* clock);
 
   // See ImageSource. One download or load at a time; a verified image costs
   // no download, and within kImageRecheckMs of the last check no runtime call.
@@ -34,6 +37,7 @@ class ImageCache : public ImageSource {
   const std::string cache_dir_;
   runtime::ContainerRuntime* const runtime_;
   ArtifactTransfer* const artifacts_;
+  registry::RegistryClient* const registry_;
   const Clock* const clock_;
   std::mutex mu_;                             // one image download/load at a time
   // "<manifest digest> <config digest>" -> when the runtime last had that

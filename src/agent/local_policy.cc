@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "manifest/image_ref.h"
 #include "manifest/manifest.h"
+#include "registry/allow_list.h"
 
 namespace idlegrid::agent {
 
@@ -93,6 +95,13 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           out.trusted_image_keys.push_back(std::move(*parsed));
         }
         AddTrustedImageKeys(&out, {});
+      } else if (key == "allowedRegistries") {
+        if (!v.IsSequence()) return At(v, file, "allowedRegistries: expected a list such as [ghcr.io, \"127.0.0.1:5000\"]");
+        for (const auto& r : v) {
+          Result<std::string> host = manifest::ParseRegistryHost(r.as<std::string>());
+          if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());
+          out.policy.add_allowed_registries(*host);
+        }
       } else if (key == "asks") {
         if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
         for (const auto& ask : v) {
@@ -132,7 +141,12 @@ Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy) 
                                         " is not approved by the owner (allowedJobClasses in the node's policy)");
     }
   }
-  return Status::Ok();
+  // An image that does not parse comes from no registry; the image cache
+  // refuses it before anything is fetched.
+  Result<manifest::ImageRef> image = manifest::ParseImageRef(spec.image());
+  if (!image.ok()) return Status::Ok();
+  return registry::CheckOwnerAllows(
+      *image, std::vector<std::string>(policy.allowed_registries().begin(), policy.allowed_registries().end()));
 }
 
 void AddTrustedImageKeys(OwnerPolicy* policy, const std::vector<image::ImagePublicKey>& keys) {

@@ -8,6 +8,7 @@
 //   allowedJobClasses: [io-uring]  # job classes that widen the sandbox (none by default)
 //   reservedGpuMemory: 4Gi      # per device, kept for the owner
 //   reservedCpu: 1              # cores kept for the owner
+//   allowedRegistries: [ghcr.io, "127.0.0.1:5000"]  # OCI registries it may pull from; none by default
 //   asks:                       # hourly price asks per device class
 //     "RTX 4090": 0.35
 //     cpu-core: 0.01
@@ -36,7 +37,8 @@ struct OwnerPolicy {
 OwnerPolicy DefaultOwnerPolicy();
 // InvalidArgument "<file>:<line>:<col>: ..." for unknown keys, wrong types or impossible values.
 Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::string& filename);
-// Why the owner's policy refuses this job, or Ok. Pure.
+// Why the owner's policy refuses this job, or Ok (FailedPrecondition with the
+// reason and, for a registry image, the registry and the setting). Pure.
 Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy);
 // Adds `keys` (read from trusted_image_key_files) to the policy's trusted
 // keys and sets what the node advertises: their ids, sorted, once each.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,7 +73,11 @@ class FakeRuntime : public runtime::ContainerRuntime {
 // The node side: refusals, cancellations and GPUs the test chose; holds counted.
 class FakeHost : public AttemptHost {
  public:
-  Status CheckLocalPolicy(const v1::JobSpec& spec) override { return policy; }
+  // `policy` as the test set it; with `owner` set, the owner's real rules
+  // (agent/local_policy.h) on that policy instead.
+  Status CheckLocalPolicy(const v1::JobSpec& spec) override {
+    return owner ? CheckOwnerPolicy(spec, *owner) : policy;
+  }
   // The agent's own rule (local_policy.h) over `trusted_image_keys`.
   Status CheckImageSignatures(const v1::Assignment& a) override { return CheckImageTrust(a, trusted_image_keys); }
   Status ReserveCapacity(const v1::Assignment& a) override;
@@ -87,6 +92,7 @@ class FakeHost : public AttemptHost {
 
   Status policy;
   std::vector<image::ImagePublicKey> trusted_image_keys;  // the owner's trustedImageKeys
+  std::optional<v1::LocalPolicy> owner;
   Status capacity;
   std::vector<v1::GpuDevice> gpus;
   NodeFacts facts;  // what Facts answers

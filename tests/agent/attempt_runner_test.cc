@@ -213,6 +213,26 @@ TEST_F(AttemptRunnerTest, AnImageWithoutASignatureTheOwnerTrustsIsRejectedBefore
   EXPECT_FALSE(PathExists(dir_ + "/attempts"));
 }
 
+TEST_F(AttemptRunnerTest, ARegistryTheOwnerDoesNotAllowIsRejectedBeforeAnyPull) {
+  v1::LocalPolicy owner = DefaultOwnerPolicy().policy;
+  owner.add_allowed_registries("ghcr.io");
+  host_.owner = owner;
+  v1::Assignment a = Assignment();
+  a.mutable_spec()->set_image("127.0.0.1:5000/igtest/prog@sha256:" + std::string(64, 'b'));
+  Run(a);
+  EXPECT_EQ(EventNames(), "REJECTED");
+  // Not node_busy: the coordinator counts it as the owner's refusal (no retry
+  // used) and offers the task to this node no more.
+  EXPECT_EQ(Last().failure_reason(), v1::FAILURE_REASON_UNSPECIFIED);
+  EXPECT_NE(Last().message().find("registry 127.0.0.1:5000 is not in this node's allowedRegistries"),
+            std::string::npos)
+      << Last().message();
+  EXPECT_EQ(images_.ensure_calls, 0);
+  EXPECT_TRUE(runtime_.runs.empty());
+  EXPECT_EQ(host_.releases, 0);
+  EXPECT_FALSE(PathExists(dir_ + "/attempts"));
+}
+
 TEST_F(AttemptRunnerTest, AnImageSignedByATrustedKeyRuns) {
   auto owner = image::ImageSigningKey::Generate("owner");
   ASSERT_TRUE(owner.ok());
@@ -222,6 +242,18 @@ TEST_F(AttemptRunnerTest, AnImageSignedByATrustedKeyRuns) {
   signature->set_image(a.spec().image());
   signature->set_public_key(owner->public_key().key);
   signature->set_signature(*owner->Sign(a.spec().image()));
+  Run(a);
+  EXPECT_EQ(EventNames(), "ACCEPTED STARTED EXITED");
+  EXPECT_EQ(images_.ensure_calls, 1);
+  ExpectCleanedUp();
+}
+
+TEST_F(AttemptRunnerTest, ARegistryTheOwnerAllowsRuns) {
+  v1::LocalPolicy owner = DefaultOwnerPolicy().policy;
+  owner.add_allowed_registries("127.0.0.1:5000");
+  host_.owner = owner;
+  v1::Assignment a = Assignment();
+  a.mutable_spec()->set_image("127.0.0.1:5000/igtest/prog@sha256:" + std::string(64, 'b'));
   Run(a);
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED EXITED");
   EXPECT_EQ(images_.ensure_calls, 1);

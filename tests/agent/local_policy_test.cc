@@ -1,8 +1,11 @@
-// The owner's policy file: job classes that widen the sandbox run only where
-// the owner lists them (issue 12).
+// The owner's policy file (agent/local_policy.h): job classes that widen
+// the sandbox run only where the owner lists them (issue 12); registries a
+// node may pull images from (allowedRegistries, R21).
 #include "agent/local_policy.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace idlegrid::agent {
 namespace {
@@ -29,6 +32,52 @@ TEST(LocalPolicyJobClassTest, AnUnknownClassIsAnErrorWithItsPlace) {
   EXPECT_EQ(bad.status().message(),
             "policy.yaml:2:31: allowedJobClasses: unknown job class \"root\" (known: io-uring)");
   EXPECT_FALSE(ParseOwnerPolicy("allowedJobClasses: io-uring\n", "p.yaml").ok());
+}
+
+const std::string kDigest = "sha256:" + std::string(64, 'e');
+
+v1::JobSpec Spec(const std::string& image) {
+  v1::JobSpec spec;
+  spec.set_image(image);
+  spec.set_runtime("runc");
+  return spec;
+}
+
+TEST(OwnerPolicyRegistriesTest, NoneAllowedByDefault) {
+  Result<OwnerPolicy> policy = ParseOwnerPolicy("acceptJobs: true\n", "policy.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_EQ(policy->policy.allowed_registries_size(), 0);
+  Status st = CheckOwnerPolicy(Spec("127.0.0.1:5000/igtest/prog@" + kDigest), policy->policy);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("registry 127.0.0.1:5000 is not in this node's allowedRegistries"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("policy.yaml"), std::string::npos) << st.message();
+  // Images pushed to the coordinator need no registry setting.
+  EXPECT_TRUE(CheckOwnerPolicy(Spec("sim@" + kDigest), policy->policy).ok());
+}
+
+TEST(OwnerPolicyRegistriesTest, ListedRegistriesAreFoldedAndAllowed) {
+  Result<OwnerPolicy> policy =
+      ParseOwnerPolicy("allowedRegistries: [GHCR.io, \"127.0.0.1:5000\"]\n", "policy.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  ASSERT_EQ(policy->policy.allowed_registries_size(), 2);
+  EXPECT_EQ(policy->policy.allowed_registries(0), "ghcr.io");
+  EXPECT_TRUE(CheckOwnerPolicy(Spec("127.0.0.1:5000/igtest/prog@" + kDigest), policy->policy).ok());
+  EXPECT_TRUE(CheckOwnerPolicy(Spec("ghcr.io/org/app@" + kDigest), policy->policy).ok());
+  EXPECT_FALSE(CheckOwnerPolicy(Spec("127.0.0.1:5001/igtest/prog@" + kDigest), policy->policy).ok());
+}
+
+TEST(OwnerPolicyRegistriesTest, ABadEntryIsRefusedWhereItIs) {
+  Result<OwnerPolicy> policy = ParseOwnerPolicy("acceptJobs: true\nallowedRegistries: [ghcr.io, \"r.io:0\"]\n",
+                                                "policy.yaml");
+  ASSERT_FALSE(policy.ok());
+  EXPECT_EQ(policy.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(policy.status().message().rfind("policy.yaml:2:30: allowedRegistries: ", 0), 0u)
+      << policy.status().message();
+  Result<OwnerPolicy> scalar = ParseOwnerPolicy("allowedRegistries: ghcr.io\n", "policy.yaml");
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_NE(scalar.status().message().find("expected a list"), std::string::npos) << scalar.status().message();
 }
 
 }  // namespace
