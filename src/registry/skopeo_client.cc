@@ -41,8 +41,12 @@ std::string SkopeoMessage(const std::string& stderr_text) {
 Status Classify(const std::string& registry, const std::string& reference, const std::string& what,
                 const std::string& message) {
   const std::string context = what + " " + reference + " from registry " + registry + ": ";
-  if (message.find("manifest unknown") != std::string::npos || message.find("name unknown") != std::string::npos) {
-    return Status::NotFound(context + "the registry has no such image (" + message + ")");
+  // The registry's own error codes (distribution spec): skopeo's framing
+  // around them only repeats the reference.
+  for (const char* code : {"manifest unknown", "name unknown"}) {
+    if (message.find(code) != std::string::npos) {
+      return Status::NotFound(context + "the registry has no such image (" + code + ")");
+    }
   }
   if (message.find("x509") != std::string::npos || message.find("certificate") != std::string::npos) {
     return Status::Unavailable(context + message + "; to trust the registry's CA, give it with --registry-ca " +
