@@ -10,7 +10,7 @@ Outcome DecideOutcome(const RunFacts& facts) {
   }
   if (facts.output_breach) {
     o.event = v1::ERRORED;
-    o.reason = v1::OUTPUT_LIMIT;
+    o.reason = v1::DISK_LIMIT;
     o.message = *facts.output_breach;
     return o;
   }

@@ -37,7 +37,7 @@ struct Outcome {
 };
 
 // The rules, in order: a cancelled attempt is STOPPED whatever happened
-// after; one that wrote past its total disk cap is ERRORED as OUTPUT_LIMIT
+// after; one that wrote past its total disk cap is ERRORED as DISK_LIMIT
 // (the job's fault; whatever the runtime said after the kill, and nothing is
 // uploaded); a runtime or OCI-runtime failure is ERRORED as a platform
 // failure (not the job's fault); more than kMaxOutputFiles outputs is

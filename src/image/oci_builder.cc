@@ -9,6 +9,7 @@
 
 #include "common/digest.h"
 #include "common/fs.h"
+#include "common/json_writer.h"
 
 namespace idlegrid::image {
 namespace {
@@ -260,43 +261,6 @@ Result<std::vector<std::string>> ValidateFiles(const std::vector<ImageFile>& fil
 
 // --- JSON documents (fixed key order, so digests are stable) ---------------------
 
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[7];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned char>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // A blob of the layout and its digest, hashed once.
 struct Blob {

@@ -166,7 +166,7 @@ AttemptFault FaultOf(v1::TaskState attempt_state, v1::FailureReason reason) {
     case v1::NONZERO_EXIT:
     case v1::OUT_OF_MEMORY:
     case v1::RUN_TIMEOUT:
-    case v1::OUTPUT_LIMIT:  // what the job wrote: a limit it asked for (or the node's default), like memory
+    case v1::DISK_LIMIT:  // what the job wrote: a limit it asked for (or the node's default), like memory
       return AttemptFault::kJob;
     default:
       return AttemptFault::kUncounted;

@@ -31,7 +31,7 @@ const char* ReasonName(FailureReason reason) {
     case v1::HANDED_BACK: return "handed_back";
     case v1::COST_CAP_REACHED: return "cost_cap_reached";
     case v1::NODE_BUSY: return "node_busy";
-    case v1::OUTPUT_LIMIT: return "output_limit";
+    case v1::DISK_LIMIT: return "disk_limit";
     default: return "";
   }
 }

@@ -1,8 +1,9 @@
 #include "runtime/oci_config.h"
 
+#include "common/json_writer.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <optional>
 
 namespace idlegrid::runtime {
@@ -21,84 +22,6 @@ const char* const kMaskedPaths[] = {"/proc/acpi",         "/proc/kcore",     "/p
                                     "/sys/firmware",      "/sys/fs/selinux", "/sys/dev/block"};
 const char* const kReadonlyPaths[] = {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                       "/proc/sysrq-trigger"};
-
-// Appends JSON to a string; the caller nests Begin/End correctly.
-class JsonWriter {
- public:
-  JsonWriter& BeginObject() { return Open('{'); }
-  JsonWriter& EndObject() { return Close('}'); }
-  JsonWriter& BeginArray() { return Open('['); }
-  JsonWriter& EndArray() { return Close(']'); }
-  JsonWriter& Key(const std::string& key) {
-    Separate();
-    Quote(key);
-    out_.push_back(':');
-    after_key_ = true;
-    return *this;
-  }
-  JsonWriter& String(const std::string& s) {
-    Separate();
-    Quote(s);
-    return *this;
-  }
-  JsonWriter& Number(uint64_t n) { return Raw(std::to_string(n)); }
-  JsonWriter& SignedNumber(int64_t n) { return Raw(std::to_string(n)); }
-  JsonWriter& Bool(bool b) { return Raw(b ? "true" : "false"); }
-  JsonWriter& Strings(const std::vector<std::string>& items) {
-    BeginArray();
-    for (const std::string& s : items) String(s);
-    return EndArray();
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  JsonWriter& Raw(const std::string& text) {
-    Separate();
-    out_ += text;
-    return *this;
-  }
-  JsonWriter& Open(char c) {
-    Separate();
-    out_.push_back(c);
-    first_.push_back(true);
-    return *this;
-  }
-  JsonWriter& Close(char c) {
-    out_.push_back(c);
-    first_.pop_back();
-    return *this;
-  }
-  // A comma before every element but the first of its container; none after a key.
-  void Separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (first_.empty()) return;
-    if (!first_.back()) out_.push_back(',');
-    first_.back() = false;
-  }
-  void Quote(const std::string& s) {
-    out_.push_back('"');
-    for (unsigned char c : s) {
-      if (c == '"' || c == '\\') {
-        out_.push_back('\\');
-        out_.push_back(static_cast<char>(c));
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out_ += buf;
-      } else {
-        out_.push_back(static_cast<char>(c));
-      }
-    }
-    out_.push_back('"');
-  }
-
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
 
 bool Mapped(const std::vector<IdMapping>& mappings, uint32_t id) {
   return std::any_of(mappings.begin(), mappings.end(), [id](const IdMapping& m) {

@@ -1,5 +1,7 @@
 #include "runtime/podman_args.h"
 
+#include "common/json_writer.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -49,37 +51,6 @@ std::string FormatCpus(double cpus) {
   return s == "0" ? "0.001" : s;  // a tiny request must not become 0, which podman reads as "no cap"
 }
 
-void AppendJsonString(const std::string& s, std::string* out) {
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          *out += buf;
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 }  // namespace
 

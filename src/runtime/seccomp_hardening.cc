@@ -4,25 +4,17 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 
 #include "common/digest.h"
+#include "common/embed_file.h"
+#include "common/json_writer.h"
 
 #ifndef IDLEGRID_SECCOMP_BASE_PATH
 #error "IDLEGRID_SECCOMP_BASE_PATH (containers-common's seccomp.json) must be defined by the build"
 #endif
 
-asm(".section .rodata\n"
-    ".global idlegrid_seccomp_base_start\n"
-    "idlegrid_seccomp_base_start:\n"
-    ".incbin \"" IDLEGRID_SECCOMP_BASE_PATH "\"\n"
-    ".global idlegrid_seccomp_base_end\n"
-    "idlegrid_seccomp_base_end:\n"
-    ".previous\n");
-
-extern "C" const char idlegrid_seccomp_base_start[];
-extern "C" const char idlegrid_seccomp_base_end[];
+IDLEGRID_EMBED_FILE(seccomp_base, IDLEGRID_SECCOMP_BASE_PATH);
 
 namespace idlegrid::runtime {
 namespace {
@@ -104,65 +96,39 @@ std::string ActionOf(const Struct& rule) {
   return it == rule.fields().end() ? "" : it->second.string_value();
 }
 
-void PrintString(const std::string& s, std::string& out) {
-  out.push_back('"');
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out.push_back('"');
-}
-
 // JSON with object keys sorted, so that one profile always has one digest
 // (protobuf prints a Struct's map in no fixed order).
-void Print(const Value& v, std::string& out) {
+void Print(const Value& v, JsonWriter& w) {
   switch (v.kind_case()) {
     case Value::kStructValue: {
       std::vector<std::string> keys;
       for (const auto& [k, _] : v.struct_value().fields()) keys.push_back(k);
       std::sort(keys.begin(), keys.end());
-      out.push_back('{');
-      for (size_t i = 0; i < keys.size(); ++i) {
-        if (i > 0) out.push_back(',');
-        PrintString(keys[i], out);
-        out.push_back(':');
-        Print(v.struct_value().fields().at(keys[i]), out);
+      w.BeginObject();
+      for (const std::string& key : keys) {
+        w.Key(key);
+        Print(v.struct_value().fields().at(key), w);
       }
-      out.push_back('}');
+      w.EndObject();
       return;
     }
-    case Value::kListValue: {
-      out.push_back('[');
-      for (int i = 0; i < v.list_value().values_size(); ++i) {
-        if (i > 0) out.push_back(',');
-        Print(v.list_value().values(i), out);
-      }
-      out.push_back(']');
+    case Value::kListValue:
+      w.BeginArray();
+      for (const Value& item : v.list_value().values()) Print(item, w);
+      w.EndArray();
       return;
-    }
     case Value::kStringValue:
-      PrintString(v.string_value(), out);
+      w.String(v.string_value());
       return;
-    case Value::kNumberValue: {
+    case Value::kNumberValue:
       // Every number in a profile is an integer below 2^53 (ConvertSeccompProfile checks).
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.0f", v.number_value());
-      out += buf;
+      w.SignedNumber(static_cast<int64_t>(v.number_value()));
       return;
-    }
     case Value::kBoolValue:
-      out += v.bool_value() ? "true" : "false";
+      w.Bool(v.bool_value());
       return;
     default:
-      out += "null";
+      w.Null();
   }
 }
 
@@ -233,13 +199,13 @@ Result<std::string> HardenSeccompProfile(std::string_view base, std::string_view
 
   Value root;
   *root.mutable_struct_value() = std::move(profile);
-  std::string out;
-  Print(root, out);
-  return out;
+  JsonWriter w;
+  Print(root, w);
+  return w.Take();
 }
 
 std::string_view BuiltInBaseSeccompProfile() {
-  return {idlegrid_seccomp_base_start, static_cast<size_t>(idlegrid_seccomp_base_end - idlegrid_seccomp_base_start)};
+  return IDLEGRID_EMBEDDED(seccomp_base);
 }
 
 std::string SeccompDigest(std::string_view profile_json) { return Sha256Digest(profile_json); }

@@ -1,6 +1,6 @@
 // Whole attempts past their total disk cap (resources.diskTotal, else the
 // node's default), through AttemptRunner with the fakes: killed while they
-// run or stopped at collect, reported as OUTPUT_LIMIT, nothing uploaded, and
+// run or stopped at collect, reported as DISK_LIMIT, nothing uploaded, and
 // their files gone before the coordinator hears of it.
 #include <gtest/gtest.h>
 
@@ -55,7 +55,7 @@ TEST_F(OutputCapTest, AJobWritingPastItsTotalWhileRunningIsKilledAsOutputLimit) 
   EXPECT_TRUE(killed) << "the watcher never stopped the container";
   EXPECT_EQ(runtime_.Killed(), std::vector<std::string>{"idlegrid-n1-a1"});
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
-  EXPECT_EQ(Last().failure_reason(), v1::OUTPUT_LIMIT);
+  EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(Last().message(),
             "wrote more than 2Mi (resources.diskTotal) to its output and checkpoint directories; killed");
   EXPECT_EQ(Last().outputs_size(), 0);
@@ -78,7 +78,7 @@ TEST_F(OutputCapTest, WhatTheWatcherMissedIsCaughtBeforeAnyUpload) {
 
   EXPECT_TRUE(runtime_.Killed().empty());
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
-  EXPECT_EQ(Last().failure_reason(), v1::OUTPUT_LIMIT);
+  EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(Last().message(),
             "left more than 1Mi (this node's default for jobs that set no resources.diskTotal) in its output and "
             "checkpoint directories; no output was uploaded");
@@ -100,7 +100,7 @@ TEST_F(OutputCapTest, ACheckpointPastTheCapCountsAndIsNotSyncedAgain) {
   Run(a);
 
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
-  EXPECT_EQ(Last().failure_reason(), v1::OUTPUT_LIMIT);
+  EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_TRUE(artifacts_.Uploaded().empty());
   ExpectCleanedUp();
 }

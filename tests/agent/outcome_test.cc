@@ -57,7 +57,7 @@ TEST(DecideOutcomeTest, PastItsDiskCapIsTheJobsOutputLimitWhateverTheRuntimeSaid
     f.output_breach = why;
     Outcome o = DecideOutcome(f);
     EXPECT_EQ(o.event, v1::ERRORED);
-    EXPECT_EQ(o.reason, v1::OUTPUT_LIMIT);
+    EXPECT_EQ(o.reason, v1::DISK_LIMIT);
     EXPECT_EQ(o.message, why);
     EXPECT_FALSE(o.collect_outputs);
     EXPECT_FALSE(NeedsFinalCheckpoint(f)) << "its checkpoint may be what passed the cap";

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/probe_report.h"
 #include "e2e/harness.h"
 #include "jobs/task_state.h"
 
@@ -36,16 +37,6 @@ std::string HostileArchive() {
   return archive;
 }
 
-// "key=value" lines of a probe's output.
-std::map<std::string, std::string> Lines(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
 
 class HostileJobs : public ::testing::Test {
  protected:
@@ -107,7 +98,7 @@ class HostileJobs : public ::testing::Test {
     const v1::Job job = Finished(id);
     ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
     const std::string logs = Logs(id);
-    const std::map<std::string, std::string> lines = Lines(logs);
+    const std::map<std::string, std::string> lines = ProbeReport(logs);
     int contained = 0;
     for (const auto& [key, value] : lines) {
       if (key.rfind("probe.", 0) != 0) continue;
@@ -174,7 +165,7 @@ TEST_F(HostileJobs, FloodsBombsDaemonsAndOddOutputsEndContainedAndTheNodeStaysCl
 
   // A fork bomb stops at the pids cap.
   const v1::Job f = Finished(fork);
-  const std::map<std::string, std::string> forks = Lines(Logs(fork));
+  const std::map<std::string, std::string> forks = ProbeReport(Logs(fork));
   ASSERT_TRUE(forks.count("forks")) << f.DebugString();
   EXPECT_LE(std::stoi(forks.at("forks")), 64);
 
@@ -189,7 +180,7 @@ TEST_F(HostileJobs, FloodsBombsDaemonsAndOddOutputsEndContainedAndTheNodeStaysCl
   const v1::Job d = Finished(disk);
   EXPECT_EQ(d.state(), v1::FAILED);
   const std::string disk_logs = Logs(disk);
-  EXPECT_TRUE(d.tasks(0).failure_reason() == v1::OUTPUT_LIMIT ||
+  EXPECT_TRUE(d.tasks(0).failure_reason() == v1::DISK_LIMIT ||
               disk_logs.find("File too large") != std::string::npos)
       << jobs::ReasonName(d.tasks(0).failure_reason()) << "\n" << disk_logs;
 

@@ -58,12 +58,12 @@ TEST_F(OutputCapE2E, AJobWriting100FilesOf100MiBUnderA1GiBCapFailsAndTheNodesDis
   ASSERT_EQ(job.state(), v1::FAILED);
   ASSERT_EQ(job.tasks_size(), 1);
   const v1::Task& task = job.tasks(0);
-  EXPECT_EQ(task.failure_reason(), v1::OUTPUT_LIMIT) << jobs::ReasonName(task.failure_reason());
+  EXPECT_EQ(task.failure_reason(), v1::DISK_LIMIT) << jobs::ReasonName(task.failure_reason());
   EXPECT_EQ(task.message(),
             "wrote more than 1Gi (resources.diskTotal) to its output and checkpoint directories; killed");
   ASSERT_EQ(task.attempts_size(), 1);
   const v1::Attempt& attempt = task.attempts(0);
-  EXPECT_EQ(attempt.failure_reason(), v1::OUTPUT_LIMIT);
+  EXPECT_EQ(attempt.failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(attempt.outputs_size(), 0) << "no output of an attempt past its cap is uploaded";
 
   // It was stopped on its way, not left to finish.
@@ -96,7 +96,7 @@ TEST_F(OutputCapE2E, AJobThatSetsNoTotalIsHeldToTheAgentsDefault) {
   StartAgent({"--default-attempt-disk", "256Mi"});
   const v1::Job job = SubmitAndWait(FillManifest(20, kFileMiB, ""));
   ASSERT_EQ(job.state(), v1::FAILED);
-  EXPECT_EQ(job.tasks(0).failure_reason(), v1::OUTPUT_LIMIT);
+  EXPECT_EQ(job.tasks(0).failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(job.tasks(0).message(),
             "wrote more than 256Mi (this node's default for jobs that set no resources.diskTotal) to its output and "
             "checkpoint directories; killed");

@@ -170,8 +170,8 @@ TEST(ShouldRetryTest, Table) {
       {v1::RUN_TIMEOUT, 2, 1, false, false},
       {v1::OUT_OF_MEMORY, 1, 2, false, true},
       {v1::OUT_OF_MEMORY, 3, 2, false, false},
-      {v1::OUTPUT_LIMIT, 1, 1, false, true},
-      {v1::OUTPUT_LIMIT, 2, 1, true, false},
+      {v1::DISK_LIMIT, 1, 1, false, true},
+      {v1::DISK_LIMIT, 2, 1, true, false},
       // Platform failures follow the same budget, idempotent or not.
       {v1::PLATFORM_FAILURE, 1, 1, false, true},
       {v1::PLATFORM_FAILURE, 2, 1, true, false},
@@ -401,19 +401,19 @@ TEST(ApplyAttemptEventTest, OutputLimitIsTheJobsFailureNotTheNodes) {
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);
-    auto out = ApplyAttemptEvent(Ctx(v1::RUNNING, c.used, c.retries), Report(v1::ERRORED, 0, v1::OUTPUT_LIMIT, kWhy));
+    auto out = ApplyAttemptEvent(Ctx(v1::RUNNING, c.used, c.retries), Report(v1::ERRORED, 0, v1::DISK_LIMIT, kWhy));
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->attempt_state, v1::FAILED);
-    EXPECT_EQ(out->reason, v1::OUTPUT_LIMIT);
+    EXPECT_EQ(out->reason, v1::DISK_LIMIT);
     EXPECT_EQ(out->task_state, c.want_task);
     EXPECT_EQ(out->retried, c.want_task == v1::QUEUED);
     EXPECT_FALSE(out->exclude_node) << "the node enforced the job's own limit";
     EXPECT_EQ(out->message, kWhy);
     EXPECT_EQ(out->task_message, kWhy);
-    EXPECT_EQ(out->task_reason, c.want_task == v1::FAILED ? v1::OUTPUT_LIMIT : v1::FAILURE_REASON_UNSPECIFIED);
+    EXPECT_EQ(out->task_reason, c.want_task == v1::FAILED ? v1::DISK_LIMIT : v1::FAILURE_REASON_UNSPECIFIED);
   }
-  EXPECT_FALSE(IsNoFault(v1::OUTPUT_LIMIT)) << "it used run time: it spends a retry";
-  EXPECT_STREQ(ReasonName(v1::OUTPUT_LIMIT), "output_limit");
+  EXPECT_FALSE(IsNoFault(v1::DISK_LIMIT)) << "it used run time: it spends a retry";
+  EXPECT_STREQ(ReasonName(v1::DISK_LIMIT), "disk_limit");
 }
 
 TEST(ApplyAttemptEventTest, StoppedAfterCancelIsAcceptedAndLeavesItCancelled) {
@@ -563,7 +563,7 @@ TEST(AttemptFaultTest, EveryReasonIsTheJobsTheNodesOrUncounted) {
       {v1::NONZERO_EXIT, AttemptFault::kJob},       {v1::OUT_OF_MEMORY, AttemptFault::kJob},
       {v1::RUN_TIMEOUT, AttemptFault::kJob},        {v1::PLATFORM_FAILURE, AttemptFault::kNode},
       {v1::ACK_TIMEOUT, AttemptFault::kNode},       {v1::NODE_LOST, AttemptFault::kNodeLost},
-      {v1::OUTPUT_LIMIT, AttemptFault::kJob},
+      {v1::DISK_LIMIT, AttemptFault::kJob},
   };
   for (FailureReason r : AllReasons()) {
     auto it = kWant.find(r);

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <thread>
 #include <vector>
-#include <sstream>
 
 namespace idlegrid::runtime {
 
@@ -71,14 +70,5 @@ void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& 
   EXPECT_FALSE(Listed(runtime, spec.container_name));
 }
 
-std::map<std::string, std::string> ProbeReport(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
 
 }  // namespace idlegrid::runtime

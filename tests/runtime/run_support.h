@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "common/probe_report.h"
 #include "runtime/container_runtime.h"
 
 namespace idlegrid::runtime {
@@ -36,7 +37,6 @@ void ExpectTimeoutStopsAndRemoves(ContainerRuntime* runtime, const RunSpec& spec
 // killed within 10 s, nothing is left listed, and a second Kill is fine.
 void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& spec);
 
-// "key=value" lines as a map (the sandbox probe's report).
-std::map<std::string, std::string> ProbeReport(const std::string& text);
+using testing::ProbeReport;  // the sandbox probe's report
 
 }  // namespace idlegrid::runtime
