@@ -9,7 +9,7 @@ packages=(
   libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   podman runc runsc uidmap slirp4netns fuse-overlayfs catatonit conmon
   containernetworking-plugins golang-github-containers-common
-  skopeo docker-registry openssl
+  skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
 )
 missing=()

@@ -47,6 +47,7 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   out->set_digest(*digest);
   out->set_size((*writer)->size());
   spdlog::info("transfer: received {} ({} bytes, {}) from {}", *digest, (*writer)->size(), kind, who);
+  c->CountArtifactBytes(true, (*writer)->size());
   return grpc::Status::OK;
 }
 
@@ -96,6 +97,7 @@ grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifac
     writer->Write(chunk);
   }
   spdlog::info("transfer: sent {} ({} bytes from offset {}) to {}", req.digest(), *size, req.offset(), who);
+  c->CountArtifactBytes(false, *size > req.offset() ? *size - req.offset() : 0);
   return grpc::Status::OK;
 }
 

@@ -295,52 +295,6 @@ Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) 
   return job;
 }
 
-Result<std::string> Coordinator::Metrics() {
-  IG_ASSIGN_OR_RETURN(auto jobs, ListJobs());
-  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
-  std::map<std::string, uint64_t> tasks;
-  for (const auto& j : jobs.jobs()) {
-    for (const auto& [state, n] : j.task_counts()) tasks[state] += n;
-  }
-  std::map<std::string, uint64_t> node_states;
-  for (const auto& n : nodes.nodes()) node_states[n.state()]++;
-  std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
-  line("# HELP idlegrid_tasks Tasks by state, over all jobs.");
-  line("# TYPE idlegrid_tasks gauge");
-  for (const auto& [state, n] : tasks) line("idlegrid_tasks{state=\"" + state + "\"} " + std::to_string(n));
-  line("# HELP idlegrid_nodes Nodes by state.");
-  line("# TYPE idlegrid_nodes gauge");
-  for (const auto& [state, n] : node_states) line("idlegrid_nodes{state=\"" + state + "\"} " + std::to_string(n));
-  const EventCounters::Snapshot counted = counters_.Read();
-  line("# HELP idlegrid_attempts_ended_total Attempts that ended since this coordinator started, by failure class.");
-  line("# TYPE idlegrid_attempts_ended_total counter");
-  line("idlegrid_attempts_ended_total{reason=\"succeeded\"} " + std::to_string(counted.attempts_succeeded));
-  for (int r = v1::FailureReason_MIN; r <= v1::FailureReason_MAX; ++r) {
-    auto reason = static_cast<v1::FailureReason>(r);
-    if (reason == v1::FAILURE_REASON_UNSPECIFIED || !v1::FailureReason_IsValid(r)) continue;
-    auto it = counted.attempt_failures.find(reason);
-    line("idlegrid_attempts_ended_total{reason=\"" + std::string(jobs::ReasonName(reason)) + "\"} " +
-         std::to_string(it == counted.attempt_failures.end() ? 0 : it->second));
-  }
-  line("# HELP idlegrid_heartbeats_total Heartbeats received since this coordinator started.");
-  line("# TYPE idlegrid_heartbeats_total counter");
-  line("idlegrid_heartbeats_total " + std::to_string(counted.heartbeats_received));
-  line("# HELP idlegrid_node_transitions_total Nodes the failure detector found suspect, and confirmed offline.");
-  line("# TYPE idlegrid_node_transitions_total counter");
-  line("idlegrid_node_transitions_total{to=\"suspect\"} " + std::to_string(counted.nodes_suspected));
-  line("idlegrid_node_transitions_total{to=\"offline\"} " + std::to_string(counted.nodes_lost));
-  line("# HELP idlegrid_heartbeat_gap_max_ms Longest time between two heartbeats of a node while online.");
-  line("# TYPE idlegrid_heartbeat_gap_max_ms gauge");
-  MutexLock lock(&mu_);
-  for (const auto& [id, live] : nodes_) {
-    if (live.liveness.max_gap_ms() > 0) {
-      line("idlegrid_heartbeat_gap_max_ms{node=\"" + id + "\"} " + std::to_string(live.liveness.max_gap_ms()));
-    }
-  }
-  return out;
-}
-
 Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
@@ -588,6 +542,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   }
   counters_.CountOutcome(o);
+  counters_.TrackRun(result->job_id, result->index, o, clock_->NowMs());
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,

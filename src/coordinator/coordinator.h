@@ -151,9 +151,11 @@ class Coordinator {
   Result<v1::ExplainJobResponse> ExplainJob(const std::string& job_id);
   // The market's order book: free units and asks per device class.
   Result<v1::MarketResponse> Market();
-  // Prometheus text: tasks and nodes by state, attempts ended by failure
-  // class and heartbeats since start.
+  // Prometheus text (docs/metrics.md): queue, waits, run times, outcomes,
+  // heartbeats, capacity per node, dispatch latency, artifact bytes.
   Result<std::string> Metrics();
+  // Bytes an artifact transfer moved (`received`: into the coordinator).
+  void CountArtifactBytes(bool received, uint64_t bytes) { counters_.ArtifactBytes(received, bytes); }
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> DrainNode(const v1::DrainNodeRequest& request);

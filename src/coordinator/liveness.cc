@@ -183,6 +183,7 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
   }
   for (const auto& f : *failed) {
     counters_.CountOutcome(f.outcome);
+    counters_.TrackRun(f.job_id, f.index, f.outcome, now);
     JudgeReadiness(f.job_id);
   }
   if (!failed->empty()) Notify();

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "common/random.h"
@@ -171,6 +172,7 @@ void Coordinator::DispatchOnce() {
     return;
   }
   if (queued->empty()) return;
+  const auto started = std::chrono::steady_clock::now();
   auto active = store_->ActiveAttempts();
   if (!active.ok()) return;
   std::vector<sched::NodeView> views;
@@ -256,10 +258,21 @@ void Coordinator::DispatchOnce() {
     a.placement.set_gpu_milli(p.gpu_milli);
     attempts.push_back(std::move(a));
   }
+  const auto planned = std::chrono::steady_clock::now();
   auto committed = store_->CommitAssignments(attempts);
   if (!committed.ok()) {
     spdlog::error("dispatch commit: {}", committed.status().ToString());
     return;
+  }
+  const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  counters_.Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
+  {
+    std::map<std::pair<std::string, uint32_t>, int64_t> queued_since;
+    for (const auto& q : *queued) queued_since[{q.job_id, q.index}] = q.queued_ms;
+    for (const auto& a : *committed) {
+      auto it = queued_since.find({a.job_id, a.index});
+      if (it != queued_since.end()) counters_.QueueWait(static_cast<double>(std::max<int64_t>(0, now - it->second)) / 1000.0);
+    }
   }
   // The store's guard refused placements another coordinator (or a change
   // since the snapshot) made stale: re-plan at once from a fresh snapshot, a

@@ -50,12 +50,12 @@ double MetricValue(const std::string& metrics, const std::string& name_and_label
   return std::stod(metrics.substr(at + name_and_labels.size() + 1));
 }
 
-// Longest heartbeat gap the coordinator recorded per node.
+// Longest heartbeat gap the coordinator recorded per node, in ms.
 std::map<std::string, double> HeartbeatGaps(const std::string& metrics) {
   std::map<std::string, double> out;
-  std::regex line(R"re(idlegrid_heartbeat_gap_max_ms\{node="([^"]+)"\} ([0-9.]+))re");
+  std::regex line(R"re(idlegrid_heartbeat_gap_max_seconds\{node="([^"]+)"\} ([0-9.e+-]+))re");
   for (auto it = std::sregex_iterator(metrics.begin(), metrics.end(), line); it != std::sregex_iterator(); ++it) {
-    out[(*it)[1]] = std::stod((*it)[2]);
+    out[(*it)[1]] = std::stod((*it)[2]) * 1000.0;
   }
   return out;
 }

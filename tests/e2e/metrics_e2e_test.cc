@@ -1,0 +1,70 @@
+// /metrics on a live coordinator with a real agent after a real job: Debian's
+// promtool accepts it (format and lint), and the figures reflect the job.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "common/fs.h"
+#include "e2e/harness.h"
+
+namespace idlegrid::testing {
+namespace {
+
+// The value of the first sample whose name and labels start with `prefix`; -1 if none.
+double Sample(const std::string& metrics, const std::string& prefix) {
+  size_t at = 0;
+  while ((at = metrics.find(prefix, at)) != std::string::npos) {
+    if (at == 0 || metrics[at - 1] == '\n') {
+      const size_t space = metrics.find(' ', at);
+      const size_t end = metrics.find('\n', at);
+      if (space != std::string::npos && space < end) return std::stod(metrics.substr(space + 1, end - space - 1));
+    }
+    at += prefix.size();
+  }
+  return -1;
+}
+
+TEST(MetricsE2E, PromtoolAcceptsALiveCoordinatorsMetricsAndTheyCountTheJob) {
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
+  if (RunCommand({"sh", "-c", "command -v promtool"}).exit_code != 0) {
+    FAIL() << "promtool missing: scripts/install-deps.sh installs Debian's prometheus package";
+  }
+  Grid grid("MetricsE2E");
+  ASSERT_TRUE(grid.StartCoordinator().ok());
+  Status started = grid.StartAgent(1);
+  ASSERT_TRUE(started.ok()) << started.message();
+  auto submitted = grid.Cli({"submit", grid.Manifest("measured", {"write", "measured"}), "--wait"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+
+  const std::string ca = grid.coordinator_dir + "/pki/ca.crt";
+  auto metrics = RunCommand({"curl", "-sS", "--fail", "--cacert", ca, "-H", "Authorization: Bearer " + grid.admin_token,
+                             "https://" + grid.http_addr + "/metrics"});
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  const std::string file = grid.coordinator_dir + "/metrics.txt";
+  ASSERT_TRUE(WriteFileAtomic(file, metrics.out).ok());
+  auto checked = RunCommand({"sh", "-c", "promtool check metrics < " + file});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err << "\n" << metrics.out;
+  EXPECT_EQ(checked.out + checked.err, "") << "promtool's lint found problems";
+  EXPECT_EQ(metrics.out.find("# idlegrid: left out"), std::string::npos) << metrics.out;
+
+  // The job: one task waited, ran and succeeded; its image and output moved.
+  EXPECT_GE(Sample(metrics.out, "idlegrid_queue_wait_seconds_count"), 1) << metrics.out;
+  EXPECT_GE(Sample(metrics.out, "idlegrid_attempt_run_seconds_count"), 1) << metrics.out;
+  EXPECT_GE(Sample(metrics.out, "idlegrid_attempts_ended_total{reason=\"succeeded\"}"), 1) << metrics.out;
+  EXPECT_GE(Sample(metrics.out, "idlegrid_dispatch_commit_seconds_count"), 1) << metrics.out;
+  EXPECT_GT(Sample(metrics.out, "idlegrid_artifact_bytes_total{direction=\"in\"}"), 0) << metrics.out;
+  EXPECT_GT(Sample(metrics.out, "idlegrid_artifact_bytes_total{direction=\"out\"}"), 0) << metrics.out;
+  EXPECT_GE(Sample(metrics.out, "idlegrid_tasks{state=\"succeeded\"}"), 1) << metrics.out;  // with the readiness job
+  // Capacity per node, as the coordinator accounts it.
+  ASSERT_FALSE(grid.node_ids.empty());
+  const std::string node = "{node=\"" + grid.node_ids[0] + "\",kind=";
+  EXPECT_GT(Sample(metrics.out, "idlegrid_node_cpu_cores" + node + "\"allocatable\"}"), 0) << metrics.out;
+  EXPECT_EQ(Sample(metrics.out, "idlegrid_node_cpu_cores" + node + "\"allocated\"}"), 0) << metrics.out;
+  EXPECT_GT(Sample(metrics.out, "idlegrid_node_memory_bytes" + node + "\"allocatable\"}"), 0) << metrics.out;
+  EXPECT_GE(Sample(metrics.out, "idlegrid_node_heartbeat_age_seconds{node=\"" + grid.node_ids[0] + "\"}"), 0)
+      << metrics.out;
+}
+
+}  // namespace
+}  // namespace idlegrid::testing
