@@ -6,15 +6,7 @@ Status MemoryBook::Apply(const Posting& posting) {
   if (posting.empty() || Applied(posting.key)) return Status::Ok();
   IG_RETURN_IF_ERROR(CheckBalanced(posting));
   for (const Entry& entry : posting.entries) {
-    Micros after = 0;
-    if (__builtin_add_overflow(Balance(entry.account), entry.amount, &after)) {
-      return Status::FailedPrecondition("ledger posting " + posting.key + " would overflow " +
-                                        AccountName(entry.account));
-    }
-    if (after < 0 && !MayGoNegative(entry.account.kind)) {
-      return Status::FailedPrecondition("ledger posting " + posting.key + " would leave " +
-                                        AccountName(entry.account) + " at " + FormatCredits(after));
-    }
+    IG_RETURN_IF_ERROR(BalanceAfter(entry, Balance(entry.account), posting.key).status());
   }
   for (const Entry& entry : posting.entries) balances_[entry.account] += entry.amount;
   applied_.insert(posting.key);

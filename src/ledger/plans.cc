@@ -106,6 +106,8 @@ Result<Posting> EscrowForJob(const std::string& requester, const std::string& jo
               Escrow(requester, job_id), cost_cap);
 }
 
+std::string ChargeKey(const std::string& attempt_id) { return "charge:" + attempt_id; }
+
 Result<Posting> Charge(const ChargeRequest& request) {
   IG_RETURN_IF_ERROR(RequireName(request.requester, "requester"));
   IG_RETURN_IF_ERROR(RequireName(request.job_id, "job id"));
@@ -113,7 +115,7 @@ Result<Posting> Charge(const ChargeRequest& request) {
   IG_RETURN_IF_ERROR(RequireName(request.attempt_id, "attempt id"));
   IG_RETURN_IF_ERROR(RequireNonNegative(request.price, "price"));
   IG_RETURN_IF_ERROR(RequireNonNegative(request.escrow_left, "escrow"));
-  std::string key = "charge:" + request.attempt_id;
+  std::string key = ChargeKey(request.attempt_id);
   const auto skip = [&](const char* why) {
     return Nothing(key, Reason::kCharge, request.job_id, "attempt " + request.attempt_id + " not charged: " + why);
   };

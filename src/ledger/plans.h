@@ -74,6 +74,10 @@ struct ChargeRequest {
   AttemptEnd end = AttemptEnd::kVerified;
 };
 
+// The key of the charge of `attempt_id` ("charge:<attempt id>"): a pending
+// balance's charge is found by it (Store::PendingCharges).
+std::string ChargeKey(const std::string& attempt_id);
+
 // A verified attempt: escrow(job) -> pending(attempt) of min(price,
 // escrow_left) (a job is never charged past what it escrowed: its cap). Any
 // other end is an empty posting saying why. Key "charge:<attempt id>".

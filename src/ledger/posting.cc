@@ -32,6 +32,19 @@ Result<Reason> ReasonFromName(std::string_view name) {
   return Status::InvalidArgument("unknown ledger posting reason \"" + std::string(name) + "\"");
 }
 
+Result<Micros> BalanceAfter(const Entry& entry, Micros balance, const std::string& posting_key) {
+  Micros after = 0;
+  if (__builtin_add_overflow(balance, entry.amount, &after)) {
+    return Status::FailedPrecondition("ledger posting " + posting_key + " would overflow " +
+                                      AccountName(entry.account));
+  }
+  if (after < 0 && !MayGoNegative(entry.account.kind)) {
+    return Status::FailedPrecondition("ledger posting " + posting_key + " would leave " + AccountName(entry.account) +
+                                      " at " + FormatCredits(after));
+  }
+  return after;
+}
+
 Status CheckBalanced(const Posting& posting) {
   if (posting.key.empty()) return Status::Internal("ledger posting without a key");
   __int128 sum = 0;

@@ -47,6 +47,12 @@ struct Posting {
   bool empty() const { return entries.empty(); }
 };
 
+// The account's balance after `entry` is posted to it from `balance`, or
+// FailedPrecondition naming the posting and the account when the account may
+// not go negative (MayGoNegative) and would, or the sum overflows. The one
+// rule every book (MemoryBook, both stores) applies per entry.
+Result<Micros> BalanceAfter(const Entry& entry, Micros balance, const std::string& posting_key);
+
 // Ok when the entries sum to zero (without overflow), none is zero, no
 // account appears twice, and the key is set; Internal otherwise (a plan bug).
 Status CheckBalanced(const Posting& posting);
