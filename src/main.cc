@@ -14,6 +14,7 @@
 #include "api/coordinator_server.h"
 #include "common/exit_code.h"
 #include "cli/commands.h"
+#include "ledger/plans.h"
 #include "manifest/manifest.h"
 #include "registry/allow_list.h"
 
@@ -133,6 +134,21 @@ int main(int argc, char** argv) {
   c->add_option("--registry-ca", coord.registry_cas,
                 "HOST[:PORT]=CA_FILE: also trust this CA (PEM) for that registry's TLS (repeatable)");
   c->add_option("--skopeo", coord.skopeo, "skopeo binary, which reads registries")->capture_default_str();
+  // The ledger (docs/ledger.md): off unless asked for.
+  c->add_flag("--ledger", coord.options.ledger.enabled,
+              "keep the ledger: escrow each job's maxCost at submit, charge succeeded attempts, refund the rest");
+  c->add_option("--ledger-fee-ppm", coord.options.ledger.policy.fee_ppm,
+                "operator's share of each released charge, parts per million")
+      ->capture_default_str();
+  std::string dispute_window = "24h";
+  c->add_option("--ledger-dispute-window", dispute_window, "how long a charge stays pending before its release")
+      ->capture_default_str();
+  std::string slash_credits = "10";
+  c->add_option("--ledger-slash", slash_credits, "credits taken from a provider's stake per proven misbehaviour")
+      ->capture_default_str();
+  c->add_option("--ledger-slash-to-requester-ppm", coord.options.ledger.policy.slash_to_requester_ppm,
+                "share of a slash paid to the harmed requester, parts per million")
+      ->capture_default_str();
   c->add_flag("--allow-simulated-gpus", coord.options.allow_simulated_gpus,
               "accept agents advertising simulated GPUs (tests and demos only)");
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
@@ -329,6 +345,20 @@ int main(int argc, char** argv) {
       coord.options.default_retention_seconds = static_cast<uint32_t>(*secs);
     } else {
       coord.options.default_retention_seconds = 0;
+    }
+    auto window = idlegrid::manifest::ParseDurationSeconds(dispute_window);
+    auto slash = idlegrid::ledger::ParseCredits(slash_credits);
+    if (!window.ok() || !slash.ok()) {
+      std::cerr << (window.ok() ? "--ledger-slash: " + slash.status().message()
+                                : "--ledger-dispute-window: " + window.status().message())
+                << "\n";
+      return 2;
+    }
+    coord.options.ledger.policy.dispute_window_ms = static_cast<int64_t>(*window) * 1000;
+    coord.options.ledger.policy.slash_micro = *slash;
+    if (auto st = idlegrid::ledger::ValidatePolicy(coord.options.ledger.policy); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
     }
     return idlegrid::api::RunCoordinator(coord);
   }

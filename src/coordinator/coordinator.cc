@@ -42,6 +42,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       tenancy_(store_.get(), clock, options.default_quota),
       rate_limits_(options.rate_limits),
       image_signatures_(artifacts_->root() + "/signatures", clock),
+      ledger_(options.ledger.enabled ? std::make_unique<LedgerShell>(store_.get(), options.ledger.policy) : nullptr),
       data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)) {}
 
 Coordinator::~Coordinator() { Stop(); }
@@ -167,9 +168,22 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
     }
   }
   std::string job_id = NewId("j");
+  if (ledger_) {
+    // Escrow before the job exists, so nothing runs unfunded; given back if
+    // the job cannot be stored.
+    IG_ASSIGN_OR_RETURN(ledger::Micros cost_cap, CostCapOf(spec));
+    IG_RETURN_IF_ERROR(ledger_->EscrowAtSubmit(account, job_id, cost_cap, clock_->NowMs()));
+  }
   // The digest an attempt's provenance names its spec by (the agent hashes
   // the spec it is sent the same way).
-  IG_RETURN_IF_ERROR(store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account));
+  if (Status st = store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account); !st.ok()) {
+    if (ledger_) {
+      if (Status back = ledger_->Unescrow(account, job_id, clock_->NowMs()); !back.ok()) {
+        spdlog::error("ledger: escrow of unstored job {} not given back: {}", job_id, back.ToString());
+      }
+    }
+    return st;
+  }
   // The job holds its image and inputs while it exists (artifact GC).
   std::vector<store::ArtifactRef> refs;
   if (!image_archive.empty()) refs.push_back({image_archive, "job:" + job_id, account, 0});
@@ -237,11 +251,13 @@ Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
     sessions_.Push(a.node_id, std::move(cmd));  // not connected: it learns at its next heartbeat
   }
   spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
+  SettleJobLedger(job_id);
   Notify();
   return result.job;
 }
 
 Result<v1::DeleteJobResponse> Coordinator::DeleteJob(const std::string& job_id) {
+  SettleJobLedger(job_id);  // its escrow comes back before the job goes
   IG_ASSIGN_OR_RETURN(store::CollectedArtifacts gone, store_->DeleteJob(job_id, clock_->NowMs()));
   UnlinkCollected(gone);
   spdlog::info("job {} deleted; {} artifact(s), {} bytes freed", job_id, gone.digests.size(), gone.bytes);
@@ -544,6 +560,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
   counters_.CountOutcome(o);
   counters_.TrackRun(result->job_id, result->index, o, clock_->NowMs());
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
+  if (o.changed && jobs::IsTerminal(o.attempt_state)) SettleJobLedger(result->job_id);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
@@ -746,6 +763,7 @@ void Coordinator::Tick() {
   EnforceDrainDeadlines();
   EnsureReadiness();
   EnforceRetention();
+  SweepLedger();
   DispatchOnce();
 }
 

@@ -47,6 +47,7 @@
 #include "coordinator/agent_session.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
+#include "coordinator/ledger_shell.h"
 #include "coordinator/image_signatures.h"
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
@@ -98,6 +99,10 @@ struct Options {
   // OCI registries jobs may name images from, and whether a tag is resolved
   // at submit (R21); none by default.
   registry::OperatorRegistries registries;
+  // The ledger (issue 13, docs/ledger.md): off by default; on, a job must set
+  // maxCost, which is escrowed from its account at submit, succeeded attempts
+  // are charged and what is left is refunded when the job ends.
+  LedgerOptions ledger;
 };
 
 class Coordinator {
@@ -188,6 +193,9 @@ class Coordinator {
   // Returns the current change counter.
   uint64_t WaitForChange(uint64_t known_version, int wait_ms);
   uint64_t version();
+
+  // The ledger shell, or null when the coordinator runs without --ledger.
+  LedgerShell* ledger() { return ledger_.get(); }
 
   // --- agent operations ---
   Result<v1::RegisterResponse> RegisterNode(const v1::RegisterRequest& request, const std::string& peer);
@@ -354,6 +362,7 @@ class Coordinator {
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
   ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)
+  std::unique_ptr<LedgerShell> ledger_;   // null unless options_.ledger.enabled; its own lock (a leaf)
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;
@@ -382,6 +391,14 @@ class Coordinator {
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
   int64_t retention_checked_ms_ = 0;
+  int64_t ledger_swept_ms_ = 0;
+  static constexpr int64_t kLedgerSweepMs = 2000;
+  // Settles the ledger (releases, refunds, settlement export) at most every
+  // kLedgerSweepMs; nothing without the ledger.
+  void SweepLedger();
+  // Charges and refunds what the job's latest change allows (ledger only);
+  // errors are logged: the sweep makes the posting later.
+  void SettleJobLedger(const std::string& job_id);
   Mutex terms_mu_;
   AccountTerms terms_ IG_GUARDED_BY(terms_mu_);
   int64_t terms_read_ms_ IG_GUARDED_BY(terms_mu_) = 0;

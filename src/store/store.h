@@ -17,6 +17,8 @@
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "jobs/log_cap.h"
 #include "jobs/attempt_events.h"
+#include "ledger/posting.h"
+#include "ledger/settlement.h"
 
 namespace idlegrid::store {
 
@@ -168,6 +170,17 @@ struct CollectedArtifacts {
   uint64_t bytes = 0;
 };
 
+// --- ledger (issue 13) ---
+
+// A provider's earnings for one attempt, inside or past its dispute window.
+struct PendingCharge {
+  std::string provider;
+  std::string attempt_id;
+  std::string job_id;
+  ledger::Micros pending = 0;  // the attempt's pending balance (> 0)
+  int64_t charged_ms = 0;      // when its charge was applied
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -315,6 +328,31 @@ class Store {
   virtual Result<ArtifactAccess> ArtifactAccessOf(const std::string& digest) = 0;
   virtual Status RegisterImage(const ImageRecord& image, int64_t now_ms) = 0;
   virtual Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) = 0;
+
+  // --- ledger (R33-R35): executes plans made by src/ledger, decides nothing ---
+  // Applies `postings` in order in ONE transaction and returns how many were
+  // applied now: a posting whose key was applied before is skipped (a replay
+  // after a crash or a retry changes nothing), an empty one too. All or
+  // nothing: Internal for an unbalanced posting (ledger::CheckBalanced),
+  // FailedPrecondition naming the account when one that may not go negative
+  // (ledger::MayGoNegative) would. Postings get increasing seq numbers in the
+  // order they commit (PostgreSQL serialises ledger writers on an advisory
+  // lock), which settlement cursors rely on.
+  virtual Result<int> ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) = 0;
+  // Every account of `owner` that was ever posted to ("" : the grid's own
+  // accounts, nullopt: every account) with its balance, zeros included.
+  virtual Result<std::map<ledger::AccountKey, ledger::Micros>> LedgerBalances(
+      const std::optional<std::string>& owner) = 0;
+  // Postings with seq > after_seq, in seq order, at most `limit`; with an
+  // owner, only those with an entry on one of its accounts.
+  virtual Result<std::vector<ledger::BookedPosting>> LedgerPostings(int64_t after_seq, size_t limit,
+                                                                    const std::optional<std::string>& owner) = 0;
+  // Positive pending balances whose charge was applied before
+  // `charged_before_ms`, oldest first, at most `limit`.
+  virtual Result<std::vector<PendingCharge>> PendingCharges(int64_t charged_before_ms, size_t limit) = 0;
+  // The last seq a settlement sink accepted (0: none yet), and its update.
+  virtual Result<int64_t> SettlementCursor(const std::string& sink) = 0;
+  virtual Status SetSettlementCursor(const std::string& sink, int64_t last_seq) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and

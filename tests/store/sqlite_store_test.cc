@@ -42,6 +42,7 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
                         "ALTER TABLE api_tokens DROP COLUMN name; "
                         "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
                   .ok());
+  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE ledger_settlement").ok());  // v13: the ledger
   ASSERT_TRUE(db_->Exec("DROP INDEX logs_by_task_part; DROP TABLE log_usage; ALTER TABLE logs DROP COLUMN part; "
                         "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
                         "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "

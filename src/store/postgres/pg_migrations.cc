@@ -133,6 +133,22 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN provenance BYTEA;
       )sql",
+      // v13: the ledger (see sqlite/migrations.cc v13). seq is an identity
+      // allocated under the ledger's advisory lock, so it follows commit order.
+      R"sql(
+      CREATE TABLE ledger_postings(
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key TEXT NOT NULL UNIQUE, reason TEXT NOT NULL,
+        job_id TEXT NOT NULL DEFAULT '', memo TEXT NOT NULL DEFAULT '', applied_ms BIGINT NOT NULL);
+      CREATE TABLE ledger_entries(
+        seq BIGINT NOT NULL REFERENCES ledger_postings(seq), idx INTEGER NOT NULL,
+        owner TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL, amount BIGINT NOT NULL,
+        PRIMARY KEY(seq, idx));
+      CREATE INDEX ledger_entries_by_owner ON ledger_entries(owner, seq);
+      CREATE TABLE ledger_balances(
+        owner TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL, balance BIGINT NOT NULL,
+        PRIMARY KEY(owner, kind, scope));
+      CREATE TABLE ledger_settlement(sink TEXT PRIMARY KEY, last_seq BIGINT NOT NULL);
+      )sql",
   };
   return kMigrations;
 }

@@ -195,6 +195,24 @@ const std::vector<Migration>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN provenance BLOB;
       )sql",
+      // v13: the ledger (issue 13, src/ledger): postings in commit order,
+      // their entries, each account's balance (kept with the entries in the
+      // same transaction, so the non-negative check reads one row), and
+      // each settlement sink's cursor. Amounts are integer micro-credits.
+      R"sql(
+      CREATE TABLE ledger_postings(
+        seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, reason TEXT NOT NULL,
+        job_id TEXT NOT NULL DEFAULT '', memo TEXT NOT NULL DEFAULT '', applied_ms INTEGER NOT NULL);
+      CREATE TABLE ledger_entries(
+        seq INTEGER NOT NULL REFERENCES ledger_postings(seq), idx INTEGER NOT NULL,
+        owner TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL, amount INTEGER NOT NULL,
+        PRIMARY KEY(seq, idx));
+      CREATE INDEX ledger_entries_by_owner ON ledger_entries(owner, seq);
+      CREATE TABLE ledger_balances(
+        owner TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL, balance INTEGER NOT NULL,
+        PRIMARY KEY(owner, kind, scope));
+      CREATE TABLE ledger_settlement(sink TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
+      )sql",
   };
   return kMigrations;
 }

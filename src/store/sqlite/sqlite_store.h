@@ -77,6 +77,14 @@ class SqliteStore : public Store {
   Status RegisterImage(const ImageRecord& image, int64_t now_ms) override;
   Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) override;
 
+  Result<int> ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) override;
+  Result<std::map<ledger::AccountKey, ledger::Micros>> LedgerBalances(const std::optional<std::string>& owner) override;
+  Result<std::vector<ledger::BookedPosting>> LedgerPostings(int64_t after_seq, size_t limit,
+                                                            const std::optional<std::string>& owner) override;
+  Result<std::vector<PendingCharge>> PendingCharges(int64_t charged_before_ms, size_t limit) override;
+  Result<int64_t> SettlementCursor(const std::string& sink) override;
+  Status SetSettlementCursor(const std::string& sink, int64_t last_seq) override;
+
  private:
   // Helpers; callers hold mu_ (and usually a transaction).
   // Removes each digest with no live reference left (rows only).

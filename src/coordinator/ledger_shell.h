@@ -1,0 +1,69 @@
+#pragma once
+// The coordinator's ledger shell (issue 13, docs/ledger.md): reads balances
+// and jobs from the store, asks the pure plans in src/ledger what to post, and
+// has the store apply each plan in one transaction. It decides nothing the
+// plans do not; it only decides when. Used only when the operator runs the
+// coordinator with --ledger (LedgerOptions::enabled).
+//
+// Crash safety comes from the postings' keys: every plan can be made again
+// from the books and applied again, and what was applied before is skipped.
+// Sweep() re-settles every job that still holds escrow, so a charge or a
+// refund lost to a crash between a report and its posting is made later.
+#include <cstdint>
+#include <string>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "ledger/plans.h"
+#include "ledger/settlement.h"
+#include "store/settlement_runner.h"
+#include "store/store.h"
+
+namespace idlegrid::coordinator {
+
+struct LedgerOptions {
+  bool enabled = false;  // off: nothing is escrowed or charged, jobs need no maxCost
+  ledger::LedgerPolicy policy;
+};
+
+// The escrow a job needs: its maxCost (per task, over all its attempts)
+// times its tasks, in micros. InvalidArgument when maxCost is 0 (with the
+// ledger on, a job must say what it may cost) or not a valid amount.
+Result<ledger::Micros> CostCapOf(const v1::JobSpec& spec);
+
+class LedgerShell {
+ public:
+  // `store` outlives the shell.
+  LedgerShell(store::Store* store, ledger::LedgerPolicy policy) : store_(store), policy_(policy) {}
+
+  // Escrows `cost_cap` of `account`'s available funds for `job_id` (before
+  // the job is stored). FailedPrecondition "insufficient funds: ..." when
+  // short.
+  Status EscrowAtSubmit(const std::string& account, const std::string& job_id, ledger::Micros cost_cap,
+                        int64_t now_ms);
+  // Gives back the escrow of a job that was never stored (its CreateJob failed).
+  Status Unescrow(const std::string& account, const std::string& job_id, int64_t now_ms);
+  // Charges the job's succeeded attempts not charged yet (verification
+  // `none`: a succeeded attempt counts as verified; other ends are never
+  // charged) and, once the job has ended, refunds what is left of its
+  // escrow, all in one transaction. A job without escrow is left alone.
+  Status SettleJob(const v1::Job& job, int64_t now_ms);
+  // Releases pending charges whose dispute window has passed, re-settles
+  // jobs that still hold escrow, and exports settled postings to the
+  // built-in settlement sink. Errors are per step and logged; the first is
+  // returned.
+  Status Sweep(int64_t now_ms);
+
+ private:
+  Result<ledger::Micros> BalanceOf(const ledger::AccountKey& key);
+
+  store::Store* const store_;
+  const ledger::LedgerPolicy policy_;
+  // One settlement at a time in this coordinator (others sharing a database
+  // are kept right by the store's balance check and the postings' keys).
+  Mutex mu_;
+  ledger::LedgerSettlement books_ IG_GUARDED_BY(mu_);
+};
+
+}  // namespace idlegrid::coordinator

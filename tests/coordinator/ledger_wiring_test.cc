@@ -1,0 +1,158 @@
+// The coordinator with --ledger (issue 13): a job's maxCost escrowed at
+// submit (refused when funds are short), its succeeded attempt charged to the
+// provider's pending balance, the rest refunded when it ends, the pending
+// balance released after the dispute window less the fee; a platform failure
+// never charged; without --ledger nothing changes. Driven through the public
+// API on a manual clock.
+//
+// The node asks 3600 per core-hour: one credit per second of a 1-core task.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "coordinator/pipeline_support.h"
+#include "ledger/plans.h"
+
+namespace idlegrid::coordinator::testing {
+namespace {
+
+constexpr ledger::Micros C = ledger::kMicrosPerCredit;
+
+Options LedgerOn() {
+  Options o;
+  o.ledger.enabled = true;
+  o.ledger.policy.fee_ppm = 100'000;  // 10%
+  o.ledger.policy.dispute_window_ms = 60'000;
+  return o;
+}
+
+ledger::Micros Balance(Coordinator& c, const ledger::AccountKey& key) {
+  auto all = c.store()->LedgerBalances(key.owner);
+  EXPECT_TRUE(all.ok()) << all.status().ToString();
+  if (!all.ok()) return -1;
+  auto it = all->find(key);
+  return it == all->end() ? 0 : it->second;
+}
+
+ledger::Micros SumExceptWorld(Coordinator& c) {
+  auto all = c.store()->LedgerBalances(std::nullopt);
+  EXPECT_TRUE(all.ok());
+  ledger::Micros sum = 0;
+  for (const auto& [key, balance] : *all) {
+    EXPECT_TRUE(key.kind == ledger::Kind::kWorld || balance >= 0) << ledger::AccountName(key);
+    if (key.kind != ledger::Kind::kWorld) sum += balance;
+  }
+  return sum;
+}
+
+v1::JobSpec CappedJob(double max_cost) {
+  v1::JobSpec spec = CpuJob("metered");
+  spec.set_run_timeout_seconds(10);
+  spec.set_max_cost(max_cost);
+  return spec;
+}
+
+TEST(LedgerWiringTest, EscrowChargeRefundAndRelease) {
+  PipelineHarness h(LedgerOn());
+  ASSERT_TRUE(h.Init().ok());
+  auto node = h.AddNode("node-a", /*cpu_ask=*/3600);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  Coordinator& c = h.coordinator();
+
+  // A job must say what it may cost, and be funded.
+  auto uncapped = h.Submit(CpuJob("uncapped"));
+  ASSERT_FALSE(uncapped.ok());
+  EXPECT_EQ(uncapped.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(uncapped.status().message().find("maxCost"), std::string::npos) << uncapped.status().message();
+  auto unfunded = h.Submit(CappedJob(15));
+  ASSERT_FALSE(unfunded.ok());
+  EXPECT_EQ(unfunded.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(unfunded.status().message().find("insufficient funds: operator has 0.000000 credits available"),
+            std::string::npos)
+      << unfunded.status().message();
+  EXPECT_NE(unfunded.status().message().find("needs 15.000000 (its cost cap)"), std::string::npos);
+  auto jobs = c.ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->jobs_size(), 0) << "a refused job is not stored";
+
+  ASSERT_TRUE(c.store()->ApplyPostings({*ledger::Deposit("operator", 100 * C, "d1")}, 0).ok());
+  auto job = h.Submit(CappedJob(15));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(Balance(c, ledger::Available("operator")), 85 * C);
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 15 * C);
+
+  c.Tick();
+  auto task = h.Task(*job);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->attempts_size(), 1);
+  const std::string attempt = task->attempts(0).id();
+  ASSERT_TRUE(h.Accept(*node, attempt).ok());
+  ASSERT_TRUE(h.Start(*node, attempt).ok());
+  for (int s = 0; s < 5; ++s) ASSERT_TRUE(h.Pass(1000, {*node}).ok());
+  ASSERT_TRUE(h.Exit(*node, attempt, 0).ok());
+
+  // 5 s at 1 credit/s, to the provider's pending balance; the other 10 back.
+  EXPECT_EQ(Balance(c, ledger::Pending("operator", attempt)), 5 * C);
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 0);
+  EXPECT_EQ(Balance(c, ledger::Available("operator")), 95 * C);
+  EXPECT_EQ(SumExceptWorld(c), 100 * C);
+
+  // Inside the dispute window nothing moves; past it, released less 10%.
+  ASSERT_TRUE(h.Pass(30'000, {*node}).ok());
+  EXPECT_EQ(Balance(c, ledger::Pending("operator", attempt)), 5 * C);
+  ASSERT_TRUE(h.Pass(31'000, {*node}).ok());
+  EXPECT_EQ(Balance(c, ledger::Pending("operator", attempt)), 0);
+  EXPECT_EQ(Balance(c, ledger::Available("operator")), 95 * C + 4'500'000);
+  EXPECT_EQ(Balance(c, ledger::Fees()), 500'000);
+  EXPECT_EQ(SumExceptWorld(c), 100 * C);
+  // The built-in settlement sink took the release and the refund.
+  auto cursor = c.store()->SettlementCursor("ledger");
+  ASSERT_TRUE(cursor.ok());
+  EXPECT_GT(*cursor, 0);
+}
+
+TEST(LedgerWiringTest, PlatformFailureIsNeverCharged) {
+  PipelineHarness h(LedgerOn());
+  ASSERT_TRUE(h.Init().ok());
+  auto node = h.AddNode("node-a", /*cpu_ask=*/3600);
+  ASSERT_TRUE(node.ok());
+  Coordinator& c = h.coordinator();
+  ASSERT_TRUE(c.store()->ApplyPostings({*ledger::Deposit("operator", 20 * C, "d1")}, 0).ok());
+  auto job = h.Submit(CappedJob(15));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  c.Tick();
+  auto task = h.Task(*job);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->attempts_size(), 1);
+  const std::string attempt = task->attempts(0).id();
+  ASSERT_TRUE(h.Accept(*node, attempt).ok());
+  ASSERT_TRUE(h.Start(*node, attempt).ok());
+  // The node goes silent for good: its attempt is lost (a platform failure).
+  for (int s = 0; s < 40; ++s) ASSERT_TRUE(h.Pass(1000, {}).ok());
+  task = h.Task(*job);
+  ASSERT_TRUE(task.ok());
+  ASSERT_NE(task->attempts(0).state(), v1::SUCCEEDED);
+  ASSERT_NE(task->attempts(0).state(), v1::RUNNING) << task->DebugString();
+  auto cancelled = c.CancelJob(*job);
+  ASSERT_TRUE(cancelled.ok() || cancelled.status().code() == Code::kFailedPrecondition)
+      << cancelled.status().ToString();
+  ASSERT_TRUE(h.Pass(3000, {}).ok());  // the sweep settles whatever the job's end was
+  EXPECT_EQ(Balance(c, ledger::Pending("operator", attempt)), 0);
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 0);
+  EXPECT_EQ(Balance(c, ledger::Available("operator")), 20 * C) << "everything refunded";
+  EXPECT_EQ(SumExceptWorld(c), 20 * C);
+}
+
+TEST(LedgerWiringTest, WithoutTheLedgerNothingIsEscrowedOrCharged) {
+  PipelineHarness h;
+  ASSERT_TRUE(h.Init().ok());
+  auto job = h.Submit(CpuJob("free"));  // no maxCost, no funds: as before
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(h.coordinator().ledger(), nullptr);
+  auto books = h.coordinator().store()->LedgerBalances(std::nullopt);
+  ASSERT_TRUE(books.ok());
+  EXPECT_TRUE(books->empty());
+}
+
+}  // namespace
+}  // namespace idlegrid::coordinator::testing
