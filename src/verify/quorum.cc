@@ -55,8 +55,14 @@ QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& comp
     if (!best || g.members.size() > best->members.size()) best = &g;
   }
   const uint32_t best_size = best ? uint32_t(best->members.size()) : 0;
+  // Malformed results are votes against every group.
+  uint32_t runner_up = uint32_t(malformed.size());
+  for (const Group& g : groups) {
+    if (&g != best) runner_up = std::max(runner_up, uint32_t(g.members.size()));
+  }
+  const uint32_t margin = std::max(rule.margin, 1u);
 
-  if (best_size >= rule.quorum) {
+  if (best_size >= rule.quorum && best_size >= runner_up + margin) {
     d.verdict = Verdict::kAccept;
     for (const ReplicaResult* r : best->members) d.agreeing.push_back(r->attempt_id);
     const std::vector<OutputFile>& accepted = best->members.front()->outputs;
@@ -76,7 +82,8 @@ QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& comp
 
   // Runs that could still add a vote: those in flight and those not started.
   const uint32_t unstarted = rule.max_replicas > runs_started ? rule.max_replicas - runs_started : 0;
-  const uint32_t missing = rule.quorum - best_size;
+  const uint32_t missing = std::max(rule.quorum > best_size ? rule.quorum - best_size : 0,
+                                    runner_up + margin > best_size ? runner_up + margin - best_size : 0);
   if (missing > runs_running + unstarted) {
     d.verdict = Verdict::kFail;
     d.reason = "no " + std::to_string(rule.quorum) + " matching results from distinct providers in " +
@@ -88,8 +95,8 @@ QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& comp
   const uint32_t to_break = missing > runs_running ? missing - runs_running : 0;
   d.more_runs = std::min(std::max(to_replicas, to_break), unstarted);
   d.verdict = d.more_runs > 0 ? Verdict::kNeedMoreRuns : Verdict::kWait;
-  d.reason = std::to_string(best_size) + " matching of " + std::to_string(rule.quorum) + " needed; " +
-             std::to_string(runs_running) + " running";
+  d.reason = std::to_string(best_size) + " matching of " + std::to_string(rule.quorum) + " needed (leading by " +
+             std::to_string(margin) + "); " + std::to_string(runs_running) + " running";
   return d;
 }
 

@@ -25,6 +25,11 @@ struct ReplicationRule {
   uint32_t replicas = 2;      // runs started before any decision
   uint32_t quorum = 2;        // matching results from distinct providers that accept
   uint32_t max_replicas = 4;  // runs allowed in all
+  // How far the winning group must lead the runner-up. 1: a plain quorum.
+  // 2: a split is settled only by a lead of two, so a colluding group that
+  // wins a tie-break run by chance (its share of providers) does not outvote
+  // an honest result; it must win two more runs than the honest side.
+  uint32_t margin = 1;
 };
 
 enum class Verdict {
@@ -56,7 +61,7 @@ struct QuorumDecision {
 // started for the task so far (those in `results`, those still running, and
 // those that failed); `runs_running` those still running. Results are grouped
 // by CompareOutputs against each group's first member; a group of `quorum`
-// distinct providers wins (the largest, then the earliest, if ever two do).
+// distinct providers that leads every other by `margin` wins.
 QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& compare,
                             const std::vector<ReplicaResult>& results, uint32_t runs_started,
                             uint32_t runs_running);

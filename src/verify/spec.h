@@ -61,6 +61,8 @@ struct VerificationPolicy {
   // Tie-breakers beyond `replicas`: 2 more runs settle a 1-1 split with a
   // third opinion and still leave one for a run that fails to report.
   uint32_t extra_runs = 2;
+  // How far a split's winner must lead (quorum.h, ReplicationRule::margin).
+  uint32_t dispute_margin = 1;
   // An honest newcomer is trusted (no longer always replicated) after this
   // many consecutive verified results (issue 13 asks for at most 10).
   uint32_t trust_threshold = 10;

@@ -51,6 +51,7 @@ struct Case {
 TEST(Quorum, DecisionTable) {
   const ReplicationRule two{2, 2, 4};
   const ReplicationRule three{3, 2, 5};
+  const ReplicationRule lead2{2, 2, 6, 2};
   const Case cases[] = {
       {"nothing yet, nothing started", two, {}, 0, 0, Verdict::kNeedMoreRuns, 2, {}, {}, {}},
       {"one in, one running", two, {"p1:A"}, 2, 1, Verdict::kWait, 0, {}, {}, {}},
@@ -70,6 +71,18 @@ TEST(Quorum, DecisionTable) {
       {"malformed needs a replacement", two, {"p1:!", "p2:A"}, 2, 0, Verdict::kNeedMoreRuns, 1, {}, {}, {}},
       {"failed runs used the budget", two, {"p1:A"}, 4, 0, Verdict::kFail, 0, {}, {}, {}},
       {"running runs may still decide", two, {"p1:A", "p2:B"}, 4, 2, Verdict::kWait, 0, {}, {}, {}},
+      // A lead of two settles a split: 2-1 is not enough, 3-1 is.
+      {"margin 2: agreement needs no more", lead2, {"p1:A", "p2:A"}, 2, 0, Verdict::kAccept, 0, {"a1", "a2"}, {}, {}},
+      {"margin 2: 1-1 wants two runs", lead2, {"p1:A", "p2:B"}, 2, 0, Verdict::kNeedMoreRuns, 2, {}, {}, {}},
+      {"margin 2: 2-1 wants one more", lead2, {"p1:A", "p2:B", "p3:A"}, 3, 0, Verdict::kNeedMoreRuns, 1, {}, {}, {}},
+      {"margin 2: 3-1 accepts", lead2, {"p1:A", "p2:B", "p3:A", "p4:A"}, 4, 0, Verdict::kAccept, 0,
+       {"a1", "a3", "a4"}, {"a2"}, {}},
+      {"margin 2: 2-2 with two runs left", lead2, {"p1:A", "p2:B", "p3:A", "p4:B"}, 4, 0, Verdict::kNeedMoreRuns, 2,
+       {}, {}, {}},
+      {"margin 2: 2-2 with one run left fails", lead2, {"p1:A", "p2:B", "p3:A", "p4:B"}, 5, 0, Verdict::kFail, 0, {},
+       {}, {}},
+      {"margin 2: malformed counts against", lead2, {"p1:!", "p2:A", "p3:A"}, 3, 0, Verdict::kNeedMoreRuns, 1, {}, {},
+       {}},
   };
   CompareSpec compare;
   compare.outputs = {"out.bin"};
