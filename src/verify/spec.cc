@@ -161,6 +161,7 @@ Result<VerificationSpec> Resolve(const v1::Verification& v, const VerificationPo
     spec.replicas = v.replicas() ? v.replicas() : policy.replicas;
     spec.quorum = v.quorum() ? v.quorum() : MajorityOf(spec.replicas);
     spec.max_replicas = v.max_replicas() ? v.max_replicas() : spec.replicas + policy.extra_runs;
+    spec.margin = policy.dispute_margin;
   }
   if (spec.mode == Mode::kAdaptive) {
     spec.trust_threshold = v.trust_threshold() ? v.trust_threshold() : policy.trust_threshold;

@@ -121,6 +121,7 @@ TEST(VerificationSpec, ResolveFillsPolicyDefaults) {
   EXPECT_EQ(unset->replicas, 2u);
   EXPECT_EQ(unset->quorum, 2u);
   EXPECT_EQ(unset->max_replicas, 4u);
+  EXPECT_EQ(unset->margin, VerificationPolicy{}.dispute_margin);
   EXPECT_EQ(unset->trust_threshold, 7u);
   EXPECT_DOUBLE_EQ(unset->audit_floor, 0.2);
 
