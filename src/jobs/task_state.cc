@@ -32,6 +32,7 @@ const char* ReasonName(FailureReason reason) {
     case v1::COST_CAP_REACHED: return "cost_cap_reached";
     case v1::NODE_BUSY: return "node_busy";
     case v1::DISK_LIMIT: return "disk_limit";
+    case v1::VERIFICATION_FAILED: return "verification_failed";
     default: return "";
   }
 }

@@ -155,11 +155,13 @@ class ManifestParser {
   Result<uint32_t> ReadDuration(const Value& value);
   Result<double> ReadCpu(const Value& value);
   Result<double> ReadPrice(const Value& value);
+  Result<double> ReadNumber(const Value& value);
 
   Status ReadJob(const Value& root, v1::JobSpec* spec);
   Status ReadResources(const Value& value, v1::Resources* resources);
   Status ReadEnv(const Value& value, v1::JobSpec* spec);
   Status ReadInputs(const Value& value, v1::JobSpec* spec);
+  Status ReadVerification(const Value& value, v1::Verification* v);
 
   const std::string filename_;
   std::map<std::string, YAML::Mark> marks_;  // manifest path -> where it is written
@@ -342,6 +344,16 @@ Result<double> ManifestParser::ReadPrice(const Value& value) {
   return Expected(value, "a price (a number >= 0, in credits)");
 }
 
+Result<double> ManifestParser::ReadNumber(const Value& value) {
+  if (value.node.IsScalar() && !IsQuoted(value.node)) {
+    const std::string& text = value.node.Scalar();
+    char* end = nullptr;
+    double number = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(number)) return number;
+  }
+  return Expected(value, "a number");
+}
+
 Result<double> ManifestParser::ReadCpu(const Value& value) {
   if (!value.node.IsScalar()) return Expected(value, "a number of cores like 1 or 0.5");
   Result<double> cores = ParseCpu(value.node.Scalar());
@@ -404,6 +416,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"maxCost", Bind(&P::ReadPrice, [spec](double p) { spec->set_max_cost(p); })},
       {"exclusiveGpu", Bind(&P::ReadBool, [spec](bool b) { spec->set_exclusive_gpu(b); })},
       {"dataClass", Bind(&P::ReadString, [spec](std::string s) { spec->set_data_class(s); })},
+      {"verification", [this, spec](const Value& v) { return ReadVerification(v, spec->mutable_verification()); }},
       {"checkpoint",
        [&](const Value& v) {
          spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
@@ -458,6 +471,48 @@ Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
     IG_RETURN_IF_ERROR(ReadFields(item, rules, {"artifact", "path"}));
   }
   return Status::Ok();
+}
+
+// `verification: replicate` is short for `verification: {mode: replicate}`;
+// the rules are verify/spec.h's, applied by FindViolation.
+Status ManifestParser::ReadVerification(const Value& value, v1::Verification* v) {
+  using P = ManifestParser;
+  using Strings = std::vector<std::string>;
+  if (value.node.IsScalar()) {
+    IG_ASSIGN_OR_RETURN(std::string mode, ReadString(value));
+    v->set_mode(mode);
+    return Status::Ok();
+  }
+  const std::vector<FieldRule> rules = {
+      {"mode", Bind(&P::ReadString, [v](std::string s) { v->set_mode(s); })},
+      {"replicas", Bind(&P::ReadUint32, [v](uint32_t n) { v->set_replicas(n); })},
+      {"quorum", Bind(&P::ReadUint32, [v](uint32_t n) { v->set_quorum(n); })},
+      {"maxReplicas", Bind(&P::ReadUint32, [v](uint32_t n) { v->set_max_replicas(n); })},
+      {"outputs", Bind(&P::ReadStringList, [v](Strings l) { v->mutable_outputs()->Assign(l.begin(), l.end()); })},
+      {"tolerances",
+       [this, v](const Value& list) -> Status {
+         if (!list.node.IsSequence()) return Expected(list, "a list of {output, format, fields, relative, absolute}");
+         for (size_t i = 0; i < list.node.size(); ++i) {
+           const YAML::Node& node = list.node[i];
+           Value item{node, list.path + "[" + std::to_string(i) + "]", node.IsNull() ? list.mark : node.Mark()};
+           marks_[item.path] = item.mark;
+           v1::ToleranceRule* t = v->add_tolerances();
+           const std::vector<FieldRule> rules = {
+               {"output", Bind(&P::ReadString, [t](std::string s) { t->set_output(s); })},
+               {"format", Bind(&P::ReadString, [t](std::string s) { t->set_format(s); })},
+               {"fields", Bind(&P::ReadStringList, [t](Strings l) { t->mutable_fields()->Assign(l.begin(), l.end()); })},
+               {"relative", Bind(&P::ReadNumber, [t](double x) { t->set_relative(x); })},
+               {"absolute", Bind(&P::ReadNumber, [t](double x) { t->set_absolute(x); })},
+           };
+           IG_RETURN_IF_ERROR(ReadFields(item, rules, {"output", "format"}));
+         }
+         return Status::Ok();
+       }},
+      {"trustThreshold", Bind(&P::ReadUint32, [v](uint32_t n) { v->set_trust_threshold(n); })},
+      {"auditFloor", Bind(&P::ReadNumber, [v](double x) { v->set_audit_floor(x); })},
+      {"challengeRate", Bind(&P::ReadNumber, [v](double x) { v->set_challenge_rate(x); })},
+  };
+  return ReadFields(value, rules, {"mode"});
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "manifest/image_ref.h"
 #include "manifest/manifest.h"
 #include "manifest/quote.h"
+#include "verify/spec.h"
 
 namespace idlegrid::manifest {
 namespace {
@@ -338,7 +339,11 @@ std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {
   if (Violation v = CheckResources(spec.resources())) return v;
   if (Violation v = CheckFilesystem(spec)) return v;
   if (Violation v = CheckPlacement(spec)) return v;
-  return CheckExecution(spec);
+  if (Violation v = CheckExecution(spec)) return v;
+  if (std::optional<verify::Violation> v = verify::FindViolation(spec.verification())) {
+    return FieldViolation{v->field, v->manifest_field, v->description};
+  }
+  return std::nullopt;
 }
 
 Status ValidateJobSpec(const v1::JobSpec& spec) {

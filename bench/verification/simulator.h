@@ -1,0 +1,89 @@
+#pragma once
+// The cheating simulator: simulated providers (honest, lazy, colluding,
+// newcomers) run a stream of tasks whose results are checked by the REAL
+// verification core (src/verify) and paid, clawed back and slashed through
+// the REAL ledger core (src/ledger plans applied to a ledger::MemoryBook).
+// Only the providers and the scheduler's pick are simulated.
+//
+// Time is one task per second; the dispute window is the ledger policy's.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ledger/accounts.h"
+#include "ledger/plans.h"
+#include "verify/caught.h"
+#include "verify/spec.h"
+
+namespace idlegrid::bench {
+
+enum class Behaviour {
+  kHonest,     // always right
+  kLazy,       // returns garbage (unique to the run) on `cheat_rate` of its runs
+  kColluding,  // the group agrees on which tasks to fake (`cheat_rate` of them) and fakes them alike
+};
+
+struct ProviderClass {
+  std::string name;
+  Behaviour behaviour = Behaviour::kHonest;
+  uint32_t count = 0;
+  double cheat_rate = 0;
+  double joins_at = 0;  // fraction of the run after which they appear (newcomers)
+};
+
+struct SimConfig {
+  std::vector<ProviderClass> classes;
+  uint64_t tasks = 200'000;
+  uint64_t seed = 1;
+  verify::Mode mode = verify::Mode::kAdaptive;
+  verify::VerificationPolicy policy;
+  verify::Backtrack backtrack = verify::Backtrack::kEscalating;
+  double challenge_rate = 0;       // known-answer tasks mixed into every stream, whatever the mode
+  uint32_t suspend_below = 250;    // reliability (per mille) under which a provider gets no work
+  bool whitewash = true;           // a suspended provider returns as a new account (a new stake)
+  ledger::LedgerPolicy ledger;
+  ledger::Micros price = ledger::kMicrosPerCredit;        // per run
+  ledger::Micros compute_cost = 400'000;                  // a provider's cost of a real run
+  ledger::Micros stake = 20 * ledger::kMicrosPerCredit;   // staked on joining and topped up to
+  ledger::Micros min_stake = 10 * ledger::kMicrosPerCredit;
+};
+
+struct ClassReport {
+  std::string name;
+  uint64_t accounts = 0;   // including whitewashed comebacks
+  uint64_t runs = 0;
+  uint64_t wrong = 0;      // wrong results it returned
+  uint64_t caught = 0;     // results proven wrong
+  uint64_t suspended = 0;
+  double mean_runs_to_catch = 0;  // own runs from a first uncaught wrong result to being caught
+  ledger::Micros earned = 0;      // released + still pending charges
+  ledger::Micros slashed = 0;
+  ledger::Micros kept_for_wrong = 0;  // charges for wrong results never clawed back
+  ledger::Micros compute_saved = 0;   // cost of the real runs it skipped
+  ledger::Micros net = 0;             // earned - slashed - compute spent
+  uint32_t max_verified_to_trust = 0; // newcomers: verified results before first trusted
+  uint64_t trusted = 0;               // providers of the class that became trusted
+};
+
+struct SimReport {
+  uint64_t accepted = 0;
+  uint64_t accepted_wrong = 0;  // at the end, after every re-verification
+  uint64_t settled = 0;         // accepted results whose dispute window has closed
+  uint64_t settled_wrong = 0;   // of those, wrong: for good
+  uint64_t failed_verification = 0;
+  uint64_t executions = 0;      // every run: firsts, replicas, tie-breakers, challenges, re-verifications
+  uint64_t replicated = 0;
+  uint64_t reverified = 0;
+  uint64_t challenges = 0;
+  ledger::Micros ledger_sum = 0;        // sum over all accounts but world
+  ledger::Micros ledger_deposits = 0;   // must equal ledger_sum
+  std::vector<ClassReport> classes;
+
+  double AcceptedWrongFraction() const { return accepted ? double(accepted_wrong) / double(accepted) : 0; }
+  double SettledWrongFraction() const { return settled ? double(settled_wrong) / double(settled) : 0; }
+  double Overhead() const { return accepted ? double(executions) / double(accepted) - 1 : 0; }
+};
+
+SimReport Simulate(const SimConfig& config);
+
+}  // namespace idlegrid::bench
