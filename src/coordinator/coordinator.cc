@@ -14,6 +14,7 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
+#include "manifest/items.h"
 
 namespace idlegrid::coordinator {
 
@@ -716,7 +717,8 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   a->set_attempt_id(attempt.attempt_id);
   a->set_job_id(attempt.job_id);
   a->set_task_index(attempt.index);
-  *a->mutable_spec() = job.spec();
+  // An item array's task gets its own item's values, and no one else's.
+  *a->mutable_spec() = manifest::SpecForTask(job.spec(), attempt.index);
   a->set_image_archive_digest(archive_digest);
   a->set_image_config_digest(config_digest);
   a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);

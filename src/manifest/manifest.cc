@@ -3,6 +3,7 @@
 // shared with specs that arrive as JSON, and their violations are mapped back
 // to a line and column here.
 #include "manifest/manifest.h"
+#include "manifest/items.h"
 #include "manifest/quote.h"
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -113,7 +115,8 @@ bool IsAllDigits(std::string_view s) {
 
 class ManifestParser {
  public:
-  explicit ManifestParser(std::string filename) : filename_(std::move(filename)) {}
+  explicit ManifestParser(std::string filename, ItemsFileReader read_items = nullptr)
+      : filename_(std::move(filename)), read_items_(std::move(read_items)) {}
 
   Result<v1::JobSpec> Parse(const std::string& text);
 
@@ -162,8 +165,10 @@ class ManifestParser {
   Status ReadEnv(const Value& value, v1::JobSpec* spec);
   Status ReadInputs(const Value& value, v1::JobSpec* spec);
   Status ReadVerification(const Value& value, v1::Verification* v);
+  Status ReadItems(const Value& value, v1::JobSpec* spec);
 
   const std::string filename_;
+  const ItemsFileReader read_items_;
   std::map<std::string, YAML::Mark> marks_;  // manifest path -> where it is written
 };
 
@@ -366,6 +371,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
   using Strings = std::vector<std::string>;
   const std::vector<FieldRule> array_rules = {
       {"count", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_array_count(n); })},
+      {"items", [this, spec](const Value& v) { return ReadItems(v, spec); }},
   };
   const std::vector<FieldRule> checkpoint_rules = {
       {"path", Bind(&P::ReadString, [spec](std::string s) { spec->set_checkpoint_path(s); })},
@@ -405,7 +411,14 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
        Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_retention_seconds(s); })},
       {"retries", Bind(&P::ReadUint32, [spec](uint32_t n) { spec->set_retries(n); })},
       {"idempotent", Bind(&P::ReadBool, [spec](bool b) { spec->set_idempotent(b); })},
-      {"array", [&](const Value& v) { return ReadFields(v, array_rules, {"count"}); }},
+      {"array",
+       [&](const Value& v) {
+         IG_RETURN_IF_ERROR(ReadFields(v, array_rules, {}));
+         const bool counted = static_cast<bool>(v.node["count"]);
+         if (!counted && spec->items_size() == 0) return Error(v.mark, "array: expected count or items");
+         if (!counted) spec->set_array_count(static_cast<uint32_t>(spec->items_size()));
+         return Status::Ok();
+       }},
       {"runtime", Bind(&P::ReadString, [spec](std::string s) { spec->set_runtime(s); })},
       {"jobClass", Bind(&P::ReadString, [spec](std::string s) { spec->set_job_class(s); })},
       {"policy", Bind(&P::ReadString, [spec](std::string s) { spec->set_policy(s); })},
@@ -515,10 +528,42 @@ Status ManifestParser::ReadVerification(const Value& value, v1::Verification* v)
   return ReadFields(value, rules, {"mode"});
 }
 
+Status ManifestParser::ReadItems(const Value& value, v1::JobSpec* spec) {
+  if (value.node.IsScalar() && !value.node.Scalar().empty()) {
+    // A JSON Lines file, named relative to the manifest.
+    if (!read_items_) {
+      return Error(value.mark, value.path + ": an items file needs the manifest read from a file");
+    }
+    const std::string& name = value.node.Scalar();
+    auto text = read_items_(name);
+    if (!text.ok()) return Error(value.mark, value.path + ": " + text.status().message());
+    IG_ASSIGN_OR_RETURN(auto items, ParseItemsJsonl(*text, name));
+    for (auto& item : items) *spec->add_items() = std::move(item);
+    return Status::Ok();
+  }
+  if (!value.node.IsSequence() || value.node.size() == 0) {
+    return Expected(value, "a list of maps (one per task) or the name of a JSON Lines file");
+  }
+  for (size_t i = 0; i < value.node.size(); ++i) {
+    const YAML::Node& node = value.node[i];
+    Value item{node, value.path + "[" + std::to_string(i) + "]", node.IsNull() ? value.mark : node.Mark()};
+    marks_[item.path] = item.mark;
+    if (!node.IsMap()) return Expected(item, "a map of values, like {seed: 1}");
+    v1::ArrayItem* out = spec->add_items();
+    IG_RETURN_IF_ERROR(ForEachEntry(item, [&](const std::string& key, const YAML::Mark&, const Value& entry) {
+      if (!entry.node.IsScalar()) return Expected(entry, "a string, number or boolean");
+      (*out->mutable_values())[key] = entry.node.Scalar();
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename) {
-  return ManifestParser(filename).Parse(yaml_text);
+Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename,
+                                  ItemsFileReader read_items) {
+  return ManifestParser(filename, std::move(read_items)).Parse(yaml_text);
 }
 
 Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
@@ -530,7 +575,18 @@ Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
   text.resize(static_cast<size_t>(in.gcount()));
-  return ParseManifest(text, path);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  auto read_items = [dir](const std::string& name) -> Result<std::string> {
+    const std::filesystem::path file = std::filesystem::path(name).is_absolute() ? std::filesystem::path(name) : dir / name;
+    std::ifstream items(file, std::ios::binary);
+    if (!items) return Status::InvalidArgument("cannot read " + file.string() + ": " + std::strerror(errno));
+    std::string content(kMaxItemsFileBytes + 1, '\0');
+    items.read(content.data(), static_cast<std::streamsize>(content.size()));
+    if (items.bad()) return Status::InvalidArgument("cannot read " + file.string() + ": " + std::strerror(errno));
+    content.resize(static_cast<size_t>(items.gcount()));
+    return content;
+  };
+  return ParseManifest(text, path, read_items);
 }
 
 }  // namespace idlegrid::manifest

@@ -5,6 +5,7 @@
 // Everything here is pure (no I/O except LoadManifestFile) and thread-safe.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -50,9 +51,14 @@ inline constexpr size_t kMaxManifestBytes = 1 << 20;
 // "<filename>:<line>:<column>: <what is wrong>", 1-based, pointing at the
 // offending value (or key, for unknown and duplicate keys; or the enclosing
 // map, for missing fields). Never throws.
-Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename);
+// An item array's `items: FILE` is read through `read_items` (the file's
+// name as written -> its bytes); without one such a manifest is refused.
+using ItemsFileReader = std::function<Result<std::string>(const std::string& name)>;
+Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename,
+                                  ItemsFileReader read_items = nullptr);
 
-// Reads `path` and parses it with ParseManifest. A file that cannot be read is
+// Reads `path` and parses it with ParseManifest; an items file is named
+// relative to the manifest's directory. A file that cannot be read is
 // InvalidArgument "<path>: cannot read: <reason>".
 Result<v1::JobSpec> LoadManifestFile(const std::string& path);
 

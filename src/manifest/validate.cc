@@ -9,6 +9,7 @@
 #include "common/digest.h"
 #include "manifest/image_ref.h"
 #include "manifest/manifest.h"
+#include "manifest/items.h"
 #include "manifest/quote.h"
 #include "verify/spec.h"
 
@@ -335,6 +336,7 @@ void ApplyDefaults(v1::JobSpec* spec) {
 
 std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {
   if (Violation v = CheckIdentity(spec)) return v;
+  if (auto p = FindItemProblem(spec)) return FieldViolation{p->proto_field, p->manifest_field, p->description};
   if (Violation v = CheckProcess(spec)) return v;
   if (Violation v = CheckResources(spec.resources())) return v;
   if (Violation v = CheckFilesystem(spec)) return v;
