@@ -228,6 +228,41 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->tenancy().CreateJoinToken(caller, *req), out);
   }
 
+  // The ledger. An empty account is the caller's own.
+  grpc::Status LedgerBalance(grpc::ServerContext* ctx, const v1::LedgerAccountRequest* req,
+                             v1::LedgerBalanceResponse* out) override {
+    IG_ADMIT("LedgerBalance", gate_.Account(req->account()));
+    return Reply(c_->LedgerBalance(req->account().empty() ? caller.account : req->account()), out);
+  }
+
+  grpc::Status LedgerHistory(grpc::ServerContext* ctx, const v1::LedgerHistoryRequest* req,
+                             v1::LedgerHistoryResponse* out) override {
+    IG_ADMIT("LedgerHistory", gate_.Account(req->account()));
+    return Reply(c_->LedgerHistory(req->account().empty() ? caller.account : req->account(), req->after_seq(),
+                                   req->limit()),
+                 out);
+  }
+
+  grpc::Status LedgerDeposit(grpc::ServerContext* ctx, const v1::LedgerTransferRequest* req,
+                             v1::LedgerBalanceResponse* out) override {
+    IG_ADMIT("LedgerDeposit", Gate::None());
+    return Reply(c_->LedgerTransfer(*req, /*deposit=*/true), out);
+  }
+
+  grpc::Status LedgerWithdraw(grpc::ServerContext* ctx, const v1::LedgerTransferRequest* req,
+                              v1::LedgerBalanceResponse* out) override {
+    IG_ADMIT("LedgerWithdraw", Gate::None());
+    return Reply(c_->LedgerTransfer(*req, /*deposit=*/false), out);
+  }
+
+  grpc::Status LedgerStake(grpc::ServerContext* ctx, const v1::LedgerStakeRequest* req,
+                           v1::LedgerBalanceResponse* out) override {
+    IG_ADMIT("LedgerStake", gate_.Account(req->account()));
+    v1::LedgerStakeRequest own = *req;
+    if (own.account().empty()) own.set_account(caller.account);
+    return Reply(c_->LedgerStake(own), out);
+  }
+
  private:
   coordinator::Coordinator* c_;
   Gate gate_;

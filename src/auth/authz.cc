@@ -41,6 +41,13 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/ListTokens", people, kRead, Owner::kAccount},
       {"/idlegrid.v1.RequesterService/RevokeToken", people, kNoScope, Owner::kAccount},
       {"/idlegrid.v1.RequesterService/CreateJoinToken", owners, kNoScope, Owner::kAccount},
+      // The ledger: one's own balance and history; money in and out of the
+      // grid is the operator's; a provider stakes its own.
+      {"/idlegrid.v1.RequesterService/LedgerBalance", people, kRead, Owner::kAccount},
+      {"/idlegrid.v1.RequesterService/LedgerHistory", people, kRead, Owner::kAccount},
+      {"/idlegrid.v1.RequesterService/LedgerDeposit", operators, kNoScope, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/LedgerWithdraw", operators, kNoScope, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/LedgerStake", owners, kNoScope, Owner::kAccount},
       // Register is the one call made with a join token instead of a node
       // credential; the join token's own check is the rule.
       {"/idlegrid.v1.AgentService/Register", agents, kNoScope, Owner::kNone},

@@ -66,6 +66,16 @@ int JoinTokenCreate(const CommonFlags& f, const std::string& provider, const std
 // Removes a settled job, its logs and the artifacts only it held.
 int Delete(const CommonFlags& f, const std::string& job_id);
 
+// --- the ledger (docs/ledger.md; a coordinator started with --ledger) ---
+// Amounts are credits as text ("12.5", at most six decimals). `account` ""
+// is the caller's own.
+int LedgerBalance(const CommonFlags& f, const std::string& account);
+int LedgerHistory(const CommonFlags& f, const std::string& account, int64_t after_seq, uint32_t limit);
+// Operators: money into (deposit) or out of (withdraw) an account.
+int LedgerTransfer(const CommonFlags& f, const std::string& account, const std::string& amount, bool deposit);
+// Providers: stake (or unstake) their own available credits.
+int LedgerStake(const CommonFlags& f, const std::string& account, const std::string& amount, bool unstake);
+
 // Human-readable summary of an advertisement (`agent --discover`).
 void PrintAdvertisement(const v1::Advertisement& ad);
 

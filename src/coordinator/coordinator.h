@@ -196,6 +196,14 @@ class Coordinator {
 
   // The ledger shell, or null when the coordinator runs without --ledger.
   LedgerShell* ledger() { return ledger_.get(); }
+  // ledger_api.cc: the ledger's requester operations; FailedPrecondition
+  // when the coordinator runs without --ledger, NotFound for an unknown
+  // account. Who may call them is the gate's (auth/authz.cc).
+  Result<v1::LedgerBalanceResponse> LedgerBalance(const std::string& account);
+  Result<v1::LedgerHistoryResponse> LedgerHistory(const std::string& account, int64_t after_seq, uint32_t limit);
+  // A deposit (world -> available) or a withdrawal (available -> world).
+  Result<v1::LedgerBalanceResponse> LedgerTransfer(const v1::LedgerTransferRequest& request, bool deposit);
+  Result<v1::LedgerBalanceResponse> LedgerStake(const v1::LedgerStakeRequest& request);
 
   // --- agent operations ---
   Result<v1::RegisterResponse> RegisterNode(const v1::RegisterRequest& request, const std::string& peer);
@@ -396,6 +404,8 @@ class Coordinator {
   // Settles the ledger (releases, refunds, settlement export) at most every
   // kLedgerSweepMs; nothing without the ledger.
   void SweepLedger();
+  // Ok when the ledger is on and `account` exists.
+  Status CheckLedgerAccount(const std::string& account);
   // Charges and refunds what the job's latest change allows (ledger only);
   // errors are logged: the sweep makes the posting later.
   void SettleJobLedger(const std::string& job_id);

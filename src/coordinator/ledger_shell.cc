@@ -109,6 +109,40 @@ Status LedgerShell::SettleJob(const v1::Job& job, int64_t now_ms) {
   return Status::Ok();
 }
 
+Status LedgerShell::Transfer(const std::string& account, ledger::Micros micros, const std::string& request_id,
+                             bool deposit, int64_t now_ms) {
+  ledger::Posting posting;
+  if (deposit) {
+    IG_ASSIGN_OR_RETURN(posting, ledger::Deposit(account, micros, request_id));
+  } else {
+    IG_ASSIGN_OR_RETURN(ledger::Micros available, BalanceOf(ledger::Available(account)));
+    IG_ASSIGN_OR_RETURN(posting, ledger::Withdraw(account, micros, available, request_id));
+  }
+  return store_->ApplyPostings({posting}, now_ms).status();
+}
+
+Status LedgerShell::Stake(const std::string& provider, ledger::Micros micros, bool unstake,
+                          const std::string& request_id, int64_t now_ms) {
+  IG_ASSIGN_OR_RETURN(auto theirs, store_->LedgerBalances(provider));
+  ledger::Micros pending = 0;
+  for (const auto& [key, balance] : theirs) {
+    if (key.kind == ledger::Kind::kPending) pending += balance;
+  }
+  const auto balance_of = [&](const ledger::AccountKey& key) {
+    auto it = theirs.find(key);
+    return it == theirs.end() ? 0 : it->second;
+  };
+  ledger::Posting posting;
+  if (unstake) {
+    IG_ASSIGN_OR_RETURN(posting, ledger::Unstake(provider, micros, balance_of(ledger::Stake(provider)), pending,
+                                                 request_id));
+  } else {
+    IG_ASSIGN_OR_RETURN(posting,
+                        ledger::StakeFunds(provider, micros, balance_of(ledger::Available(provider)), request_id));
+  }
+  return store_->ApplyPostings({posting}, now_ms).status();
+}
+
 Status LedgerShell::Sweep(int64_t now_ms) {
   Status first;
   const auto note = [&](const Status& st, const char* step) {

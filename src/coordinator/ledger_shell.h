@@ -49,6 +49,15 @@ class LedgerShell {
   // charged) and, once the job has ended, refunds what is left of its
   // escrow, all in one transaction. A job without escrow is left alone.
   Status SettleJob(const v1::Job& job, int64_t now_ms);
+  // Money entering (deposit) or leaving (withdrawal) `account`'s available
+  // balance; refused with the amounts when a withdrawal is short. A repeated
+  // request_id changes nothing.
+  Status Transfer(const std::string& account, ledger::Micros micros, const std::string& request_id, bool deposit,
+                  int64_t now_ms);
+  // A provider stakes (or unstakes) its own available credits; unstaking is
+  // refused while it has earnings inside a dispute window.
+  Status Stake(const std::string& provider, ledger::Micros micros, bool unstake, const std::string& request_id,
+               int64_t now_ms);
   // Releases pending charges whose dispute window has passed, re-settles
   // jobs that still hold escrow, and exports settled postings to the
   // built-in settlement sink. Errors are per step and logged; the first is

@@ -154,5 +154,56 @@ TEST(LedgerWiringTest, WithoutTheLedgerNothingIsEscrowedOrCharged) {
   EXPECT_TRUE(books->empty());
 }
 
+TEST(LedgerWiringTest, RequesterOperationsMoveMoneyByRequestId) {
+  PipelineHarness off;
+  ASSERT_TRUE(off.Init().ok());
+  EXPECT_EQ(off.coordinator().LedgerBalance("operator").status().code(), Code::kFailedPrecondition);
+
+  PipelineHarness h(LedgerOn());
+  ASSERT_TRUE(h.Init().ok());
+  Coordinator& c = h.coordinator();
+  EXPECT_EQ(c.LedgerBalance("nobody").status().code(), Code::kNotFound);
+  v1::LedgerTransferRequest deposit;
+  deposit.set_account("operator");
+  deposit.set_micros(20 * C);
+  deposit.set_request_id("r1");
+  auto after = c.LedgerTransfer(deposit, /*deposit=*/true);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->available_micros(), 20 * C);
+  after = c.LedgerTransfer(deposit, true);  // the same request again: no second deposit
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->available_micros(), 20 * C);
+
+  v1::LedgerStakeRequest stake;
+  stake.set_account("operator");
+  stake.set_micros(5 * C);
+  stake.set_request_id("s1");
+  after = c.LedgerStake(stake);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->available_micros(), 15 * C);
+  EXPECT_EQ(after->stake_micros(), 5 * C);
+
+  v1::LedgerTransferRequest withdraw;
+  withdraw.set_account("operator");
+  withdraw.set_micros(16 * C);
+  withdraw.set_request_id("w1");
+  auto refused = c.LedgerTransfer(withdraw, /*deposit=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("has 15.000000 credits available, the withdrawal needs 16.000000"),
+            std::string::npos)
+      << refused.status().message();
+
+  auto history = c.LedgerHistory("operator", 0, 0);
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  ASSERT_EQ(history->postings_size(), 2);
+  EXPECT_EQ(history->postings(0).reason(), "deposit");
+  EXPECT_EQ(history->postings(1).reason(), "stake");
+  EXPECT_EQ(history->postings(1).entries_size(), 2);
+  auto later = c.LedgerHistory("operator", history->postings(0).seq(), 0);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->postings_size(), 1);
+}
+
 }  // namespace
 }  // namespace idlegrid::coordinator::testing
