@@ -103,7 +103,9 @@ TEST_P(ProvenanceStoreTest, UpgradingFromV11KeepsOldAttemptsWithEmptyProvenance)
   Assign("j2", 0, "a2", "n1");
   const v1::Job before = Job("j1");
   store_.reset();
-  // Back to v11: what v12 added is the attempts' provenance column.
+  // Back to v11: what v12 added is the attempts' provenance column (and
+  // v13 their receipt column).
+  ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN receipt").ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
   ASSERT_TRUE(db_->SetSchemaVersion(11).ok());
 

@@ -133,6 +133,11 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN provenance BYTEA;
       )sql",
+      // v13: each attempt's countersigned receipt (docs/receipts.md), a
+      // serialized v1::Receipt written after its exit; NULL when it has none.
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN receipt BYTEA;
+      )sql",
   };
   return kMigrations;
 }

@@ -195,6 +195,11 @@ const std::vector<Migration>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN provenance BLOB;
       )sql",
+      // v13: each attempt's countersigned receipt (docs/receipts.md), a
+      // serialized v1::Receipt written after its exit; NULL when it has none.
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN receipt BLOB;
+      )sql",
   };
   return kMigrations;
 }
