@@ -246,6 +246,21 @@ int main(int argc, char** argv) {
   fetch->add_option("job", job_id)->required();
   fetch->add_option("dir", dir)->required();
   add_client_flags(fetch);
+  idlegrid::cli::ReceiptQuery receipt_query;
+  uint32_t receipt_task = 0;
+  std::string receipt_file, receipt_fingerprint;
+  auto* receipt = app.add_subcommand("receipt", "an attempt's signed receipt: metering, price, provenance (docs/receipts.md)");
+  receipt->add_option("job", receipt_query.job_id, "the job (its latest attempt with a receipt)");
+  auto* receipt_task_opt = receipt->add_option("--task", receipt_task, "that task's latest attempt");
+  receipt->add_option("--attempt", receipt_query.attempt_id, "that attempt");
+  receipt->add_option("-o,--output", receipt_query.output_file, "save it (JSON) to this file");
+  add_client_flags(receipt);
+  auto* receipt_verify = receipt->add_subcommand("verify", "verify a saved receipt offline, with public keys only");
+  receipt_verify->add_option("file", receipt_file, "a receipt saved with `receipt JOB -o FILE`")->required();
+  receipt_verify->add_option("--coordinator-key-fingerprint", receipt_fingerprint,
+                             "sha256:<hex> of the coordinator's receipt key (default: the client config's "
+                             "receipt_key_fingerprint)");
+  receipt_verify->add_option("--config", common.config_file, "client config YAML (env IDLEGRID_CONFIG)");
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("job", job_id)->required();
   add_client_flags(cancel);
@@ -411,6 +426,15 @@ int main(int argc, char** argv) {
   if (*nodes) return idlegrid::cli::Nodes(common);
   if (*logs) return idlegrid::cli::Logs(common, job_id, follow);
   if (*fetch) return idlegrid::cli::Fetch(common, job_id, dir);
+  if (*receipt_verify) return idlegrid::cli::ReceiptVerify(common, receipt_file, receipt_fingerprint);
+  if (*receipt) {
+    if (receipt_query.job_id.empty()) {
+      std::cerr << "receipt: a job is required (or: receipt verify FILE)\n";
+      return 2;
+    }
+    if (receipt_task_opt->count() > 0) receipt_query.task_index = receipt_task;
+    return idlegrid::cli::Receipt(common, receipt_query);
+  }
   if (*cancel) return idlegrid::cli::Cancel(common, job_id);
   if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);

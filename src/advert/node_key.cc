@@ -61,11 +61,15 @@ NodeKey NodeKey::Generate() {
 }
 
 Result<NodeKey> NodeKey::LoadOrCreate(const std::string& dir) {
+  return LoadOrCreateFile(dir + "/" + kKeyFileName, "node key");
+}
+
+Result<NodeKey> NodeKey::LoadOrCreateFile(const std::string& path, const std::string& what) {
   InitSodium();
-  const std::string path = dir + "/" + kKeyFileName;
+  const std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    if (!PathExists(dir)) IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
+    if (!dir.empty() && !PathExists(dir)) IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
     NodeKey key = Generate();
     std::string encoded = EncodeSecretKey(key.secret_key_.data());
     Status written = WriteFileAtomic(path, encoded, 0600);
@@ -74,10 +78,10 @@ Result<NodeKey> NodeKey::LoadOrCreate(const std::string& dir) {
     return key;
   }
   if (!S_ISREG(st.st_mode)) {
-    return Status::FailedPrecondition("node key " + path + " is not a regular file");
+    return Status::FailedPrecondition(what + " " + path + " is not a regular file");
   }
   if ((st.st_mode & 077) != 0) {
-    return Status::PermissionDenied("node key " + path + " has mode " + ModeString(st.st_mode) +
+    return Status::PermissionDenied(what + " " + path + " has mode " + ModeString(st.st_mode) +
                                     " and is accessible by group or others; run: chmod 600 " +
                                     path);
   }
@@ -95,9 +99,9 @@ Result<NodeKey> NodeKey::LoadOrCreate(const std::string& dir) {
       rc == 0 && decoded == secret_key.size() && hex_end == encoded.data() + encoded.size();
   sodium_memzero(encoded.data(), encoded.size());
   if (!well_formed) {
-    return Status::DataLoss("node key " + path + " is not 128 hex characters (a 64-byte " +
+    return Status::DataLoss(what + " " + path + " is not 128 hex characters (a 64-byte " +
                             "Ed25519 secret key); restore it from backup or remove it to " +
-                            "create a new node identity");
+                            "create a new identity");
   }
   // The secret key is seed || public key; a corrupted public half would make
   // every signature fail verification far from here, so check it now.
@@ -109,7 +113,7 @@ Result<NodeKey> NodeKey::LoadOrCreate(const std::string& dir) {
   sodium_memzero(derived_secret, sizeof(derived_secret));
   if (!consistent) {
     sodium_memzero(secret_key.data(), secret_key.size());
-    return Status::DataLoss("node key " + path + " is corrupt: its public key does not match " +
+    return Status::DataLoss(what + " " + path + " is corrupt: its public key does not match " +
                             "its seed");
   }
   NodeKey key(secret_key);

@@ -36,6 +36,10 @@ class NodeKey {
   // Not safe to call concurrently for the same `dir` (callers hold the data
   // directory lock).
   static Result<NodeKey> LoadOrCreate(const std::string& dir);
+  // The same for the key file at `path` (its directory created 0700 if
+  // missing); errors call it `what` ("coordinator receipt key"). The
+  // coordinator's receipt countersigning key is one (docs/receipts.md).
+  static Result<NodeKey> LoadOrCreateFile(const std::string& path, const std::string& what);
 
   // A fresh random key, not persisted. Aborts if libsodium cannot initialise.
   static NodeKey Generate();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "advert/node_key.h"
 #include "agent/output_cap.h"
 #include "agent/provenance.h"
 #include "common/status.h"
@@ -102,6 +103,10 @@ struct AttemptEnv {
   std::chrono::milliseconds output_watch_interval{250};
   // See AgentConfig::untrusted_runtime.
   bool gvisor_for_tenants = true;
+  // Signs the node's statement for each exited attempt's receipt
+  // (docs/receipts.md); none: no statement is sent (older coordinators and
+  // tests without a key accept that).
+  const advert::NodeKey* node_key = nullptr;
 };
 
 }  // namespace idlegrid::agent

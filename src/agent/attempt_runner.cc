@@ -11,11 +11,20 @@
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
 #include "common/fs.h"
+#include "receipt/receipt.h"
 #include "runtime/job_files.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 
 namespace idlegrid::agent {
+namespace {
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 void AttemptRunner::Run(const v1::Assignment& a) {
   const std::string& id = a.attempt_id();
@@ -47,6 +56,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
       return Fail(id, v1::PLATFORM_FAILURE, st, hold, &scratch);
     }
   }
+  if (done.event() == v1::EXITED) AttachReceiptStatement(a, *prepared, facts, done);
   // The container is gone: free its disk and capacity before the
   // coordinator, which frees them on this report, sends the next task here.
   scratch.Remove();
@@ -171,6 +181,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   const v1::JobSpec& spec = a.spec();
   auto sink = [&](const std::string& stream, std::string_view data) { env_.logs->Add(id, stream, data); };
   auto on_started = [&] {
+    run.started_ms = WallMs();
     auto r = AttemptEvent(id, v1::STARTED);
     r.set_runtime(run.spec.runtime);
     *r.mutable_provenance() = run.provenance;
@@ -190,6 +201,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
                      }});
   RunFacts facts;
   facts.exit = env_.runtime->Run(run.spec, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
+  run.finished_ms = WallMs();
   watch.Stop();
   facts.output_breach = watch.Breach();
   // Every line the job wrote reaches the coordinator before its end does.
@@ -248,6 +260,31 @@ void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason
   r.set_failure_reason(reason);
   r.set_message(st.message());
   ReportOrLog(r);
+}
+
+void AttemptRunner::AttachReceiptStatement(const v1::Assignment& a, const PreparedRun& run, const RunFacts& facts,
+                                           v1::ReportAttemptRequest& done) {
+  if (env_.node_key == nullptr) return;
+  MeterInputs in;
+  in.started_ms = run.started_ms;
+  in.finished_ms = run.finished_ms;
+  in.gpus = static_cast<uint32_t>(a.device_uuids_size());
+  in.gpu_milli = a.spec().resources().gpu_milli();
+  if (facts.exit.ok()) {
+    in.cpu_usec = facts.exit->cpu_usec;
+    in.cpu_source = facts.exit->cpu_source;
+  }
+  in.bytes_in = counted_.bytes_in();
+  in.bytes_out = counted_.bytes_out();
+  v1::ReceiptStatement statement = BuildStatement(a, done, MeterAttempt(in), run.started_ms, run.finished_ms);
+  auto signature = receipt::SignStatement(*env_.node_key, statement);
+  if (!signature.ok()) {
+    // The report still goes: the coordinator records the attempt without a receipt.
+    spdlog::warn("attempt {}: cannot sign its receipt: {}", a.attempt_id(), signature.status().message());
+    return;
+  }
+  *done.mutable_receipt_statement() = std::move(statement);
+  done.set_receipt_signature(*signature);
 }
 
 void AttemptRunner::ReportOrLog(const v1::ReportAttemptRequest& report) {

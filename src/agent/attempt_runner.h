@@ -15,6 +15,7 @@
 #include "agent/attempt_env.h"
 #include "agent/attempt_stages.h"
 #include "agent/checkpoint_sync.h"
+#include "agent/metering.h"
 #include "agent/outcome.h"
 #include "agent/output_cap.h"
 
@@ -22,7 +23,8 @@ namespace idlegrid::agent {
 
 class AttemptRunner {
  public:
-  explicit AttemptRunner(AttemptEnv env) : env_(std::move(env)) {}
+  // Its transfers are counted for the attempt's metering.
+  explicit AttemptRunner(AttemptEnv env) : counted_(env.artifacts), env_(Counted(std::move(env), &counted_)) {}
 
   // Runs `a` to its end, blocking (each attempt has its own thread). Reports
   // REJECTED when the node will not take it; otherwise ACCEPTED, then (unless
@@ -45,7 +47,15 @@ class AttemptRunner {
     OutputCap output_cap;
     // Reported with STARTED, and with EXITED in case STARTED was lost.
     v1::Provenance provenance;
+    // When the container started and when its Run returned (wall clock, ms).
+    int64_t started_ms = 0;
+    int64_t finished_ms = 0;
   };
+
+  static AttemptEnv Counted(AttemptEnv env, CountingTransfer* counted) {
+    env.artifacts = counted;
+    return env;
+  }
 
   // Stage admission: the REJECTED report if this node will not run `a`
   // (local policy, limits the runtime cannot enforce, no free capacity);
@@ -77,7 +87,12 @@ class AttemptRunner {
   void Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st, CapacityHold& hold,
             ScratchDir* scratch = nullptr);
   void ReportOrLog(const v1::ReportAttemptRequest& report);
+  // Stage report, for EXITED: the attempt's metering in the node's signed
+  // statement for its receipt. Without a node key, nothing is attached.
+  void AttachReceiptStatement(const v1::Assignment& a, const PreparedRun& run, const RunFacts& facts,
+                              v1::ReportAttemptRequest& done);
 
+  CountingTransfer counted_;  // before env_, whose artifacts it is
   const AttemptEnv env_;
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/grpc_services.h"
+#include "advert/node_key.h"
 #include "api/http_api.h"
 #include "auth/credentials.h"
 #include "sched/data_policy.h"
@@ -121,6 +122,15 @@ int RunCoordinator(const CoordinatorConfig& config) {
                                                      shared + "/readiness-image.pub", "idlegrid-readiness");
   if (!readiness_key.ok()) return Fail(readiness_key.status().WithContext("readiness image key"));
   options.readiness_image_key = std::move(*readiness_key);
+  // Countersigns receipts (docs/receipts.md): shared, so that every
+  // coordinator of one database signs with the key users pin.
+  auto receipt_key = advert::NodeKey::LoadOrCreateFile(shared + "/pki/receipt.key", "coordinator receipt key");
+  if (!receipt_key.ok()) return Fail(receipt_key.status());
+  const std::string receipt_fingerprint = advert::KeyFingerprint(receipt_key->public_key());
+  options.receipt_key = std::move(*receipt_key);
+  if (Status st = WriteFileAtomic(shared + "/receipt-key.fingerprint", receipt_fingerprint + "\n", 0644); !st.ok()) {
+    return Fail(st);
+  }
   if (!config.policy_file.empty()) {
     auto text = ReadFile(config.policy_file);
     if (!text.ok()) return Fail(text.status().WithContext("--policy-file"));
@@ -197,7 +207,8 @@ int RunCoordinator(const CoordinatorConfig& config) {
   std::string http_addr = http_host + ":" + std::to_string(*http_port);
   std::string client_yaml = "# written by idlegrid coordinator; admin credentials, keep private\n"
                             "address: " + grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared +
-                            "/pki/ca.crt\ntoken: " + *admin + "\n";
+                            "/pki/ca.crt\ntoken: " + *admin + "\n" +
+                            "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
   if (Status st = WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600); !st.ok()) return Fail(st);
   std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + *join + " --ca-hash " +
                           pki->ca_fingerprint + "\n";
@@ -205,6 +216,7 @@ int RunCoordinator(const CoordinatorConfig& config) {
 
   coord.Start();
   spdlog::info("coordinator listening: gRPC {} HTTPS {}; CA {}", grpc_addr, http_addr, pki->ca_fingerprint);
+  spdlog::info("receipts are countersigned with key {} (users pin it to verify them)", receipt_fingerprint);
   // Machine-readable readiness line: tests and scripts wait for it instead of sleeping.
   std::printf("ready grpc=%s http=%s ca=%s\n", grpc_addr.c_str(), http_addr.c_str(), pki->ca_fingerprint.c_str());
   std::fflush(stdout);

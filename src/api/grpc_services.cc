@@ -100,6 +100,11 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->ExplainJob(req->job_id()), out);
   }
 
+  grpc::Status GetReceipt(grpc::ServerContext* ctx, const v1::GetReceiptRequest* req, v1::Receipt* out) override {
+    IG_ADMIT("GetReceipt", gate_.Job(req->job_id()));
+    return Reply(c_->GetReceipt(*req), out);
+  }
+
   grpc::Status GetMarket(grpc::ServerContext* ctx, const v1::GetMarketRequest*, v1::MarketResponse* out) override {
     IG_ADMIT("GetMarket", Gate::None());
     return Reply(c_->Market(), out);

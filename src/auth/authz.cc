@@ -31,6 +31,8 @@ std::vector<Rule> BuildRules() {
       // Signing vouches for an image: only for one the caller may run.
       {"/idlegrid.v1.RequesterService/AddImageSignature", tenants, kSubmit, Owner::kImage},
       {"/idlegrid.v1.RequesterService/ExplainJob", tenants, kRead, Owner::kJob},
+      // A receipt is the job's: its requester (and operators) read it.
+      {"/idlegrid.v1.RequesterService/GetReceipt", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DeleteJob", tenants, kCancel, Owner::kJob},
       {"/idlegrid.v1.RequesterService/CreateAccount", operators, kNoScope, Owner::kNone},

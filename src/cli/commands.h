@@ -2,6 +2,7 @@
 // Client subcommands. Each returns the process exit code:
 // 0 ok, 1 the operation failed, 2 invalid input or usage.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,22 @@ int ImageSign(const CommonFlags& f, const std::string& image, const std::string&
 // and removes the local image and archive.
 int ImageBuild(const CommonFlags& f, const ImageBuildOptions& options);
 int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public);
+
+// --- receipts (receipt_commands.cc; docs/receipts.md) ---
+struct ReceiptQuery {
+  std::string job_id;
+  std::optional<uint32_t> task_index;
+  std::string attempt_id;
+  std::string output_file;  // saved there as JSON when set
+};
+// Fetches an attempt's signed receipt; prints it (JSON with --json) and/or
+// saves it.
+int Receipt(const CommonFlags& f, const ReceiptQuery& q);
+// Verifies a saved receipt offline against the pinned coordinator key (the
+// fingerprint given, else the client config's receipt_key_fingerprint);
+// prints what it checked. Exit 1 with the reason when it does not verify,
+// 2 when the file or fingerprint is malformed.
+int ReceiptVerify(const CommonFlags& f, const std::string& file, const std::string& fingerprint);
 
 // --- accounts and credentials (operators; an account manages its own tokens) ---
 struct AccountFlags {

@@ -543,6 +543,21 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     IG_RETURN_IF_ERROR(AttestNodeIdentity(node_id, attested.mutable_provenance()));
     report = &attested;
   }
+  Status receipt_check = CheckReceiptStatement(node_id, *report);
+  if (!receipt_check.ok()) {
+    // A forged or misdirected receipt: the node's fault, and what it
+    // reported with it (outputs, exit) is not taken.
+    spdlog::warn("node {}: {}; attempt {} fails as a platform failure", node_id, receipt_check.message(),
+                 report->attempt_id().substr(0, 64));
+    if (report != &attested) attested = *report;
+    attested.set_event(v1::ERRORED);
+    attested.set_failure_reason(v1::PLATFORM_FAILURE);
+    attested.set_message("its receipt was refused: " + receipt_check.message());
+    attested.clear_outputs();
+    attested.clear_receipt_statement();
+    attested.clear_receipt_signature();
+    report = &attested;
+  }
   const v1::ReportAttemptRequest& request = *report;
   auto result = store_->ApplyAttemptReport(node_id, request, clock_->NowMs());
   if (!result.ok()) {
@@ -568,6 +583,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
   }
   counters_.CountOutcome(o);
   counters_.TrackRun(result->job_id, result->index, o, clock_->NowMs());
+  if (o.changed && request.has_receipt_statement()) IssueReceipt(node_id, result->job_id, request);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) SettleJobLedger(result->job_id);
   if (o.changed) {

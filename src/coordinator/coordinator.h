@@ -58,6 +58,7 @@
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "image/signature.h"
 #include "manifest/image_ref.h"
+#include "advert/node_key.h"
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
 #include "sched/data_policy.h"
@@ -103,6 +104,9 @@ struct Options {
   // maxCost, which is escrowed from its account at submit, succeeded attempts
   // are charged and what is left is refunded when the job ends.
   LedgerOptions ledger;
+  // Countersigns attempts' receipts (docs/receipts.md); none: exit reports'
+  // statements are still checked, but no receipt is issued.
+  std::optional<advert::NodeKey> receipt_key;
 };
 
 class Coordinator {
@@ -215,6 +219,10 @@ class Coordinator {
   // this coordinator authenticated it (AttestNodeIdentity), whatever the
   // agent claimed.
   Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
+  // The countersigned receipt of one of the job's attempts: `attempt_id`'s,
+  // else the latest attempt with one of task `task_index` (if set), else of
+  // the job. NotFound when there is none.
+  Result<v1::Receipt> GetReceipt(const v1::GetReceiptRequest& request);
   Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
   // May the node read this artifact for this attempt? Only with the
   // attempt's artifact token (R27), while the node holds the attempt under a
@@ -264,6 +272,17 @@ class Coordinator {
   // node registered ("" if none is known); a claim that differed is logged.
   // Only a failed store read is an error.
   Status AttestNodeIdentity(const std::string& node_id, v1::Provenance* provenance);
+  // receipts.cc. The node's enrolled key and provider account.
+  Result<std::pair<std::string, std::string>> NodeKeyAndProvider(const std::string& node_id);
+  // An EXITED report's receipt statement checked against the node's
+  // enrolled key (receipt::CheckStatement); Ok when it carries none. A
+  // refusal is the node's fault: the caller turns the report into a
+  // PLATFORM_FAILURE error, so its outputs are not accepted.
+  Status CheckReceiptStatement(const std::string& node_id, const v1::ReportAttemptRequest& report);
+  // After the exit was applied: countersigns the receipt around the checked
+  // statement and stores it with the attempt. Failures are logged: the
+  // attempt's outcome stands without a receipt.
+  void IssueReceipt(const std::string& node_id, const std::string& job_id, const v1::ReportAttemptRequest& report);
 
   // capacity.cc: advertisements, readiness benchmarks, node views.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);

@@ -25,6 +25,13 @@ struct ExitInfo {
   // Non-empty when the platform, not the job, failed (podman exit 125, or
   // podman killed by a signal): the attempt should not count against the job.
   std::string error;
+  // CPU time (user + system) the run used, for the attempt's metering
+  // (docs/receipts.md), and how it was measured: "rusage" when the driver
+  // waited for the process tree that ran the job (the runc driver's own
+  // container), "" when it could not (podman's conmon is no child of ours;
+  // a pilot's task shares its sandbox): then cpu_usec is 0.
+  uint64_t cpu_usec = 0;
+  std::string cpu_source;
 };
 
 // What a driver runs a given attempt with, for the attempt's provenance record

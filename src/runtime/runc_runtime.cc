@@ -312,6 +312,9 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
       {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
+  // runc run waits for the container's init, which reaps the job's processes.
+  info.cpu_usec = child.cpu_usec();
+  info.cpu_source = "rusage";
   Result<std::string> log = ReadFile(log_path);
   const std::string runc_errors = log.ok() ? RuncLogErrors(*log) : "";
   // `runc run` deletes the container when it returns normally; after a kill,

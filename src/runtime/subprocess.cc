@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,7 +97,8 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
       exit_fd_(std::move(other.exit_fd_)),
       exited_(other.exited_),
       done_(other.done_),
-      wait_status_(other.wait_status_) {
+      wait_status_(other.wait_status_),
+      cpu_usec_(other.cpu_usec_) {
   other.pid_ = -1;
   other.exited_ = true;
   other.done_ = true;
@@ -117,10 +119,13 @@ void Subprocess::Kill() {
 void Subprocess::TryReap() {
   if (exited_) return;
   int status = 0;
-  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  struct rusage usage {};
+  pid_t r = ::wait4(pid_, &status, WNOHANG, &usage);
   if (r == pid_) {
     exited_ = true;
     wait_status_ = status;
+    auto usec = [](const timeval& t) { return uint64_t(t.tv_sec) * 1'000'000 + uint64_t(t.tv_usec); };
+    cpu_usec_ = usec(usage.ru_utime) + usec(usage.ru_stime);
   }
 }
 

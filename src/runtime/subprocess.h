@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -52,6 +53,9 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   // waitpid status; meaningful once Pump returned true.
   int wait_status() const { return wait_status_; }
+  // User + system CPU time of the child and the descendants it waited for
+  // (wait4's rusage); meaningful once Pump returned true.
+  uint64_t cpu_usec() const { return cpu_usec_; }
 
  private:
   Subprocess(pid_t pid, UniqueFd out, UniqueFd err, UniqueFd exit_fd)
@@ -67,6 +71,7 @@ class Subprocess {
   bool exited_ = false;
   bool done_ = false;
   int wait_status_ = 0;
+  uint64_t cpu_usec_ = 0;
 };
 
 struct CommandOutput {

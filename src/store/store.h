@@ -237,6 +237,9 @@ class Store {
                                                  int64_t now_ms) = 0;
   // Fails the node's active attempts with NODE_LOST (retrying where the rules
   // allow); returns what happened to each, in the order they were assigned.
+  // Stores an attempt's countersigned receipt (docs/receipts.md), replacing
+  // any; the attempt's metering reads from it. NotFound for no such attempt.
+  virtual Status PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) = 0;
   virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
   // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
   // order they were assigned.

@@ -118,6 +118,7 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   IG_ASSIGN_OR_RETURN(auto second, coordinator_->RegisterNode(RegisterRequestOf(name, ad(2), join_secret), kPeer));
   if (second.node_id() != id) return Status::Internal("node id changed on re-registration");
   infos_[id] = InfoOf(name);
+  keys_.insert_or_assign(id, key);
   sessions_[id] = coordinator_->OpenSession(id, infos_[id], kPeer);
   IG_RETURN_IF_ERROR(Heartbeat(id));
   return id;

@@ -90,6 +90,8 @@ class PipelineHarness {
 
   // What the node runs as far as the harness's agent knows.
   std::set<std::string>& running(const std::string& node_id) { return running_[node_id]; }
+  // The key the node registered with (its agent signs with it).
+  const advert::NodeKey& KeyOf(const std::string& node_id) const { return keys_.at(node_id); }
 
  private:
   Status Report(const std::string& node_id, const std::string& attempt_id, v1::AttemptEvent event,
@@ -102,6 +104,7 @@ class PipelineHarness {
   std::map<std::string, std::shared_ptr<AgentSession>> sessions_;
   std::map<std::string, v1::NodeInfo> infos_;
   std::map<std::string, std::set<std::string>> running_;
+  std::map<std::string, advert::NodeKey> keys_;
 };
 
 }  // namespace idlegrid::coordinator::testing

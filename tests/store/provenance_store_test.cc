@@ -103,7 +103,9 @@ TEST_P(ProvenanceStoreTest, UpgradingFromV11KeepsOldAttemptsWithEmptyProvenance)
   Assign("j2", 0, "a2", "n1");
   const v1::Job before = Job("j1");
   store_.reset();
-  // Back to v11: undo v13 (the ledger's tables); v12 added the attempts' provenance column.
+  // Back to v11: undo v14 (the attempts' receipt column) and v13 (the
+  // ledger's tables); v12 added the attempts' provenance column.
+  ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN receipt").ok());
   ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE ledger_settlement").ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
   ASSERT_TRUE(db_->SetSchemaVersion(11).ok());

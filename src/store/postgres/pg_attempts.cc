@@ -282,4 +282,13 @@ Result<std::map<std::string, NodeOutcomes>> PostgresStore::RecentNodeOutcomes(in
   return out;
 }
 
+Status PostgresStore::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
+  return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(Rows r, c.Exec("UPDATE attempts SET receipt = $1 WHERE id = $2",
+                                       Params().Bytes(receipt.SerializeAsString()).Text(attempt_id)));
+    if (r.affected() != 1) return Status::NotFound("no attempt " + attempt_id);
+    return Status::Ok();
+  });
+}
+
 }  // namespace idlegrid::store

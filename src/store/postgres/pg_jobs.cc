@@ -80,7 +80,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
   IG_ASSIGN_OR_RETURN(
       Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                       "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-                      "placement, provenance FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
+                      "placement, provenance, receipt FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
                       Params().Text(job_id)));
   for (int r = 0; r < aq.size(); ++r) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
@@ -109,6 +109,12 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
     if (!aq.IsNull(r, 17)) a->mutable_placement()->ParseFromString(aq.Text(r, 17));
     if (!aq.IsNull(r, 18) && !a->mutable_provenance()->ParseFromString(aq.Text(r, 18))) {
       return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+    }
+    if (!aq.IsNull(r, 19)) {
+      if (!a->mutable_receipt()->ParseFromString(aq.Text(r, 19))) {
+        return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
+      }
+      *a->mutable_metering() = a->receipt().statement().metering();
     }
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }

@@ -149,6 +149,11 @@ const std::vector<const char*>& Migrations() {
         PRIMARY KEY(owner, kind, scope));
       CREATE TABLE ledger_settlement(sink TEXT PRIMARY KEY, last_seq BIGINT NOT NULL);
       )sql",
+      // v14: each attempt's countersigned receipt (docs/receipts.md), a
+      // serialized v1::Receipt written after its exit; NULL when it has none.
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN receipt BYTEA;
+      )sql",
   };
   return kMigrations;
 }

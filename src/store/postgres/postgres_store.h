@@ -40,6 +40,7 @@ class PostgresStore : public Store {
   Result<std::vector<NewAttempt>> CommitAssignments(const std::vector<NewAttempt>& attempts) override;
   Result<EventResult> ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
                                          int64_t now_ms) override;
+  Status PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) override;
   Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) override;
   Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
   Result<int> ExpireQueuedTasks(int64_t now_ms) override;

@@ -213,6 +213,11 @@ const std::vector<Migration>& Migrations() {
         PRIMARY KEY(owner, kind, scope));
       CREATE TABLE ledger_settlement(sink TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);
       )sql",
+      // v14: each attempt's countersigned receipt (docs/receipts.md), a
+      // serialized v1::Receipt written after its exit; NULL when it has none.
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN receipt BLOB;
+      )sql",
   };
   return kMigrations;
 }

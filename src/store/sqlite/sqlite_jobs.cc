@@ -109,7 +109,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-               "placement, provenance FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
+               "placement, provenance, receipt FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -138,6 +138,12 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     if (!aq.IsNull(17)) a->mutable_placement()->ParseFromString(aq.Blob(17));
     if (!aq.IsNull(18) && !a->mutable_provenance()->ParseFromString(aq.Blob(18))) {
       return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+    }
+    if (!aq.IsNull(19)) {
+      if (!a->mutable_receipt()->ParseFromString(aq.Blob(19))) {
+        return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
+      }
+      *a->mutable_metering() = a->receipt().statement().metering();
     }
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
@@ -637,6 +643,16 @@ Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::stri
   }
   IG_RETURN_IF_ERROR(q.status());
   return out;
+}
+
+Status SqliteStore::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt q(db_, "UPDATE attempts SET receipt = ? WHERE id = ?");
+  q.BindBlob(1, receipt.SerializeAsString()).Bind(2, attempt_id);
+  q.Step();
+  IG_RETURN_IF_ERROR(q.status());
+  if (sqlite3_changes(db_) == 0) return Status::NotFound("no attempt " + attempt_id);
+  return Status::Ok();
 }
 
 }  // namespace idlegrid::store
