@@ -1,5 +1,8 @@
 #include "receipt/receipt.h"
 
+#include "ledger/accounts.h"
+#include "ledger/plans.h"
+
 #include <sodium.h>
 
 #include <cctype>
@@ -152,19 +155,17 @@ Result<std::vector<std::string>> VerifyReceipt(const v1::Receipt& r, std::string
   return checked;
 }
 
+// The ledger's rules, so a receipt names exactly what the books charge.
 int64_t ChargeMicro(int64_t price_per_hour_micro, int64_t run_ms) {
   if (price_per_hour_micro <= 0 || run_ms <= 0) return 0;
-  constexpr __int128 kMsPerHour = 3'600'000;
-  const __int128 charge = static_cast<__int128>(price_per_hour_micro) * run_ms / kMsPerHour;
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  return charge > kMax ? kMax : static_cast<int64_t>(charge);
+  auto charge = ledger::ChargeFor(price_per_hour_micro, run_ms);
+  return charge.ok() ? *charge : 0;
 }
 
 int64_t MicroFromCredits(double credits) {
   if (!std::isfinite(credits) || credits <= 0) return 0;
-  const double micro = std::round(credits * 1e6);
-  if (micro >= 9.2e18) return std::numeric_limits<int64_t>::max();
-  return static_cast<int64_t>(micro);
+  auto micros = ledger::MicrosFromCredits(credits);
+  return micros.ok() ? *micros : std::numeric_limits<int64_t>::max();
 }
 
 }  // namespace idlegrid::receipt

@@ -73,11 +73,11 @@ Result<std::vector<std::string>> VerifyReceipt(const v1::Receipt& receipt, std::
 // rounded DOWN to a whole micro-credit (the requester never pays for a
 // fraction it did not use; the provider loses < 1 micro-credit per attempt).
 // Exact 128-bit intermediate; negative inputs charge 0; saturates at INT64_MAX.
+// It is ledger::ChargeFor, so a receipt names what the books charge.
 int64_t ChargeMicro(int64_t price_per_hour_micro, int64_t run_ms);
 
 // Credits (a placement record's double) to micro-credits, rounded to the
-// nearest; negative and non-finite values give 0. The one place a floating
-// point price enters integer money.
+// nearest (ledger::MicrosFromCredits); negative and non-finite values give 0.
 int64_t MicroFromCredits(double credits);
 
 }  // namespace idlegrid::receipt
