@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "e2e/harness.h"
@@ -29,6 +31,13 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   ASSERT_TRUE(grid.StartCoordinator({"--ledger"}).ok());
   Status started = grid.StartAgent(1);
   ASSERT_TRUE(started.ok()) << started.message();
+  // The provider asks 360 credits per core-hour (0.1 a second), so even a
+  // short run costs something.
+  std::ofstream(grid.AgentDataDir(1) + "/state/policy.yaml") << "asks:\n  cpu-core: 360\n";
+  auto asking = grid.WaitNodes([](const v1::ListNodesResponse& list) {
+    return list.nodes_size() == 1 && list.nodes(0).schedulable() && list.nodes(0).advertisement().asks_size() == 1;
+  });
+  ASSERT_TRUE(asking.ok()) << asking.status().message();
   ASSERT_EQ(grid.Cli({"account", "create", "alice", "--role", "requester"}).exit_code, 0);
   auto token_out = grid.Cli({"token", "create", "--account", "alice", "--scope", "submit,read", "--expires", "1h"});
   ASSERT_EQ(token_out.exit_code, 0) << token_out.err;
@@ -52,7 +61,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   EXPECT_EQ(balance().available_micros(), 10 * kMicros);
 
   const std::string archive = "/tmp/igtest-image-" + std::to_string(::getpid()) + ".tar";
-  const std::string manifest = grid.Manifest("paid", {"write", "paid"}, "maxCost: 4\n");
+  const std::string manifest = grid.Manifest("paid", {"write", "paid"}, "maxCost: 4\nrunTimeout: 30s\n");
   ASSERT_EQ(as_alice({"image", "push", archive}).exit_code, 0);
 
   // More than she holds: refused before anything is stored, with the amounts.
@@ -63,6 +72,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   EXPECT_NE(refused.err.find("10.000000"), std::string::npos) << refused.err;
   EXPECT_EQ(balance().available_micros(), 10 * kMicros) << "a refused job holds nothing";
 
+  // The cap covers the worst case: 360/h for its 30 s run timeout is 3 credits.
   auto run = as_alice({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const v1::Job job = Parse<v1::Job>(run.out);
@@ -79,7 +89,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   EXPECT_EQ(after.escrow_micros(), 0) << "the unused cap is refunded";
   // She paid at most the cap, and what she paid is exactly what was charged.
   const int64_t paid = 10 * kMicros - after.available_micros();
-  EXPECT_GE(paid, 0);
+  EXPECT_GT(paid, 0) << "the provider's ask was charged";
   EXPECT_LE(paid, 4 * kMicros);
 
   auto history = grid.Cli({"ledger", "history", "--account", "alice", "--json"});
@@ -103,6 +113,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   EXPECT_EQ(reasons[1], "escrow");
   EXPECT_EQ(reasons.back(), "refund") << history.out;
   EXPECT_EQ(charged, paid) << history.out;
+  std::printf("[ info ] cap 4 credits, charged %lld micro-credits, refunded the rest\n", static_cast<long long>(paid));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ TEST(ItemsManifest, AJsonLinesFileIsReadRelativeToTheManifest) {
   auto missing = ParseManifest(kBase + "array: {items: nope.jsonl}\n", "job.yaml", reader);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(),
-            "job.yaml:4:17: array.items: cannot read nope.jsonl: No such file or directory");
+            "job.yaml:4:16: array.items: cannot read nope.jsonl: No such file or directory");
   auto no_reader = ParseManifest(kBase + "array: {items: items.jsonl}\n", "job.yaml");
   ASSERT_FALSE(no_reader.ok());
   EXPECT_NE(no_reader.status().message().find("needs the manifest read from a file"), std::string::npos);
@@ -71,7 +71,7 @@ TEST(ItemsManifest, ErrorsNameTheFieldLineAndItem) {
       {"args: [\"{{.9x}}\"]\narray: {items: [{seed: 1}]}\n", "args[0]: placeholder \"{{.9x}}\": a name is"},
       {"array: {count: 2, items: [{seed: 1}]}\n", "array.count: is 2 but array.items has 1 items"},
       {"array:\n  items:\n    - {seed: 1}\n    - 5\n", "job.yaml:7:7: array.items[1]: expected a map of values"},
-      {"array:\n  items:\n    - {seed: [1, 2]}\n", "job.yaml:6:13: array.items[0].seed: expected a string, number"},
+      {"array:\n  items:\n    - {seed: [1, 2]}\n", "job.yaml:6:14: array.items[0].seed: expected a string, number"},
       {"array: {items: []}\n", "array.items: expected a list of maps"},
       {"array: {}\n", "array: expected count or items"},
       {"array:\n  items:\n    - {\"bad-key\": 1}\n", "job.yaml:6:7: array.items[0]: key \"bad-key\" is not a placeholder name"},

@@ -252,7 +252,7 @@ INSTANTIATE_TEST_SUITE_P(
         {"MissingInputPath", kBase + "inputs:\n  - artifact: " + kDigestB + "\n", 5, 5,
          "inputs[0]: missing required field \"path\""},
         {"MissingArrayCount", kBase + "array: {}\n", 4, 8,
-         "array: missing required field \"count\""},
+         "array: expected count or items"},
         // Wrong types.
         {"RetriesNotANumber", kBase + "retries: abc\n", 4, 10,
          "retries: expected a non-negative integer, got \"abc\""},
