@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <string_view>
 
 #include "common/random.h"
 #include "coordinator/coordinator.h"
@@ -267,11 +268,14 @@ void Coordinator::DispatchOnce() {
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
   counters_.Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
   {
-    std::map<std::pair<std::string, uint32_t>, int64_t> queued_since;
-    for (const auto& q : *queued) queued_since[{q.job_id, q.index}] = q.queued_ms;
-    for (const auto& a : *committed) {
-      auto it = queued_since.find({a.job_id, a.index});
-      if (it != queued_since.end()) counters_.QueueWait(static_cast<double>(std::max<int64_t>(0, now - it->second)) / 1000.0);
+    // Keyed by what was committed (a pass's few placements), not by the
+    // queue it read (up to 5000 tasks): no copy of the queue per pass.
+    std::map<std::pair<std::string_view, uint32_t>, bool> placed;
+    for (const auto& a : *committed) placed[{a.job_id, a.index}] = true;
+    for (const auto& q : *queued) {
+      if (placed.count({q.job_id, q.index})) {
+        counters_.QueueWait(static_cast<double>(std::max<int64_t>(0, now - q.queued_ms)) / 1000.0);
+      }
     }
   }
   // The store's guard refused placements another coordinator (or a change
