@@ -6,6 +6,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <gtest/gtest.h>
+#include <google/protobuf/util/json_util.h>
+
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -120,5 +123,14 @@ std::string PodmanMissing();
 Result<std::vector<std::string>> AgentContainers(const Grid& grid, int n);
 // Whether one of agent n's containers belongs to `attempt_id`.
 Result<bool> AgentRunsContainerOf(const Grid& grid, int n, const std::string& attempt_id);
+
+// A CLI's --json output as `Message`; a parse failure fails the test.
+template <typename Message>
+Message ParseJson(const std::string& json) {
+  Message m;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &m);
+  EXPECT_TRUE(st.ok()) << st.message() << "\n" << json;
+  return m;
+}
 
 }  // namespace idlegrid::testing

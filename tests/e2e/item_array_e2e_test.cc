@@ -11,11 +11,6 @@
 namespace idlegrid::testing {
 namespace {
 
-v1::Job ParseJob(const std::string& json) {
-  v1::Job job;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &job).ok()) << json;
-  return job;
-}
 
 class ItemArrayE2E : public ::testing::Test {
  protected:
@@ -35,7 +30,7 @@ TEST_F(ItemArrayE2E, EachTaskRunsWithItsOwnItem) {
                                                "env: {RUN_TAG: \"run-{{.tag}}\"}\narray: {items: items.jsonl}\n");
   auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const v1::Job job = ParseJob(r.out);
+  const v1::Job job = ParseJson<v1::Job>(r.out);
   ASSERT_EQ(job.state(), v1::SUCCEEDED) << r.out;
   ASSERT_EQ(job.tasks_size(), 3);
   EXPECT_EQ(job.spec().array_count(), 3u);

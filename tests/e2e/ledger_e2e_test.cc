@@ -18,12 +18,6 @@ namespace {
 
 constexpr int64_t kMicros = 1000000;
 
-template <typename Message>
-Message Parse(const std::string& json) {
-  Message m;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &m).ok()) << json;
-  return m;
-}
 
 TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
@@ -51,7 +45,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   auto balance = [&] {
     auto r = grid.Cli({"ledger", "balance", "--account", "alice", "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return Parse<v1::LedgerBalanceResponse>(r.out);
+    return ParseJson<v1::LedgerBalanceResponse>(r.out);
   };
 
   // A requester cannot mint money; the operator deposits 10 credits.
@@ -75,7 +69,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   // The cap covers the worst case: 360/h for its 30 s run timeout is 3 credits.
   auto run = as_alice({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  const v1::Job job = Parse<v1::Job>(run.out);
+  const v1::Job job = ParseJson<v1::Job>(run.out);
   ASSERT_EQ(job.state(), v1::SUCCEEDED);
 
   // Settlement follows the job's end: wait for its escrow to be released.
@@ -94,7 +88,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
 
   auto history = grid.Cli({"ledger", "history", "--account", "alice", "--json"});
   ASSERT_EQ(history.exit_code, 0) << history.err;
-  const auto postings = Parse<v1::LedgerHistoryResponse>(history.out);
+  const auto postings = ParseJson<v1::LedgerHistoryResponse>(history.out);
   std::vector<std::string> reasons;
   int64_t charged = 0;
   for (const auto& p : postings.postings()) {

@@ -19,13 +19,6 @@ namespace {
 
 constexpr char kSecret[] = "e2e-secret-5b7d0c31-value";
 
-template <typename Message>
-Message ParseJson(const std::string& json) {
-  Message m;
-  auto st = google::protobuf::util::JsonStringToMessage(json, &m);
-  EXPECT_TRUE(st.ok()) << st.message() << "\n" << json;
-  return m;
-}
 
 std::string JsonOf(const v1::Provenance& p) {
   std::string json;
