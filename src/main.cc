@@ -134,6 +134,20 @@ int main(int argc, char** argv) {
   c->add_option("--registry-ca", coord.registry_cas,
                 "HOST[:PORT]=CA_FILE: also trust this CA (PEM) for that registry's TLS (repeatable)");
   c->add_option("--skopeo", coord.skopeo, "skopeo binary, which reads registries")->capture_default_str();
+  // Verification (docs/verification.md).
+  std::string default_verification = "none";
+  c->add_option("--default-verification", default_verification,
+                "verification for jobs that name none: none, replicate or adaptive (docs/verification.md)")
+      ->capture_default_str();
+  c->add_option("--verification-trust-threshold", coord.options.verification.trust_threshold,
+                "adaptive: verified results in a row before a provider's results are only audited")
+      ->capture_default_str();
+  c->add_option("--verification-audit-floor", coord.options.verification.audit_floor,
+                "adaptive: the least share of a trusted provider's results still replicated")
+      ->capture_default_str();
+  c->add_option("--verification-dispute-margin", coord.options.verification.dispute_margin,
+                "how far a split's winning group must lead the others (1: a plain majority)")
+      ->capture_default_str();
   // The ledger (docs/ledger.md): off unless asked for.
   c->add_flag("--ledger", coord.options.ledger.enabled,
               "keep the ledger: escrow each job's maxCost at submit, charge succeeded attempts, refund the rest");
@@ -388,6 +402,13 @@ int main(int argc, char** argv) {
     } else {
       coord.options.default_retention_seconds = 0;
     }
+    auto mode = idlegrid::verify::ParseMode(default_verification);
+    if (!mode || *mode == idlegrid::verify::Mode::kChallenge) {
+      std::cerr << "--default-verification: \"" << default_verification
+                << "\" is not one of none, replicate, adaptive\n";
+      return 2;
+    }
+    coord.options.verification.default_mode = *mode;
     auto window = idlegrid::manifest::ParseDurationSeconds(dispute_window);
     auto slash = idlegrid::ledger::ParseCredits(slash_credits);
     if (!window.ok() || !slash.ok()) {

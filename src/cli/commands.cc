@@ -109,6 +109,14 @@ void PrintJob(const v1::Job& job) {
       // Back in the queue after a node refused or lost it: why, in the node's words.
       std::cout << "    last attempt on " << a->node_id() << ": " << a->message() << "\n";
     }
+    if (!t.verification().empty()) {
+      // Each run's part in the verdict (docs/verification.md).
+      for (const auto& run : t.attempts()) {
+        if (run.vote().empty()) continue;
+        std::cout << "    run " << run.id() << " on " << run.node_id() << ": " << run.vote()
+                  << (run.vote_reason().empty() ? "" : " (" + run.vote_reason() + ")") << "\n";
+      }
+    }
     if (a && a->has_provenance()) std::cout << "    ran with " << ProvenanceLine(a->provenance()) << "\n";
     if (a && a->placement().price_per_hour() > 0) {
       std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
@@ -402,7 +410,8 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
   int files = 0;
   for (const auto& t : job.tasks()) {
     for (const auto& a : t.attempts()) {
-      if (a.state() != v1::SUCCEEDED) continue;
+      // One accepted result per task (verified jobs may have several agreeing runs).
+      if (!jobs::IsAcceptedResult(a) || t.state() != v1::SUCCEEDED) continue;
       std::string task_dir = dir + "/task-" + std::to_string(t.index());
       // The results keep where they came from: beside the task's directory,
       // so no output of the job can collide with it.
@@ -423,6 +432,7 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
         ++files;
         if (!f.json) std::cout << target << "  " << o.digest() << "  " << o.size() << " bytes, verified\n";
       }
+      break;
     }
   }
   if (f.json) PrintJson(job);

@@ -60,6 +60,7 @@ void Coordinator::Start() {
       live.info = n.info;
       live.liveness.Restart(clock_->NowMs());
       live.public_key = n.public_key;
+      live.provider = n.provider;
       live.last_sequence = n.last_sequence;
       live.ad = n.advertisement;
       live.measurement = n.measurement;
@@ -131,14 +132,7 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   manifest::ApplyDefaults(&spec);
   if (spec.retention_seconds() == 0) spec.set_retention_seconds(options_.default_retention_seconds);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
-  // The verification core (src/verify) is not yet wired into dispatch: a job
-  // that asks for its results to be checked is refused rather than run once
-  // and accepted on one node's word (docs/verification.md, "Wiring").
-  if (!spec.verification().mode().empty() && spec.verification().mode() != "none") {
-    return Status::FailedPrecondition("spec.verification.mode: \"" + spec.verification().mode() +
-                                      "\" is not carried out by this coordinator yet; results are accepted unverified "
-                                      "(verification: none) until it is (docs/verification.md)");
-  }
+  IG_RETURN_IF_ERROR(ResolveVerification(&spec));
   IG_RETURN_IF_ERROR(tenancy_.CheckSubmitQuota(account, spec.array_count() == 0 ? 1 : spec.array_count()));
   // The class is stamped now: a job's data stays as sensitive as it was
   // when submitted, whatever default the policy names later.
@@ -465,6 +459,7 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
     MutexLock lock(&mu_);
     NodeLive& live = nodes_[out.node_id()];
     live.public_key = rec.public_key;
+    live.provider = rec.provider;
     live.last_sequence = ad.sequence();
     live.ad = ad;
     if (existing) live.measurement = existing->measurement;
@@ -586,6 +581,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
   if (o.changed && request.has_receipt_statement()) IssueReceipt(node_id, result->job_id, request);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
   if (o.changed && jobs::IsTerminal(o.attempt_state)) SettleJobLedger(result->job_id);
+  if (o.changed && o.hold_for_verdict) VerifyTask(result->job_id, result->index);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
@@ -790,6 +786,10 @@ void Coordinator::Tick() {
   EnsureReadiness();
   EnforceRetention();
   SweepLedger();
+  if (const int64_t now = clock_->NowMs(); now - verdicts_swept_ms_ >= kVerdictSweepMs) {
+    verdicts_swept_ms_ = now;
+    VerifyHeldTasks();  // verdicts a crash or a failed write left undone
+  }
   DispatchOnce();
 }
 

@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,7 @@
 #include "advert/node_key.h"
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
+#include "verify/spec.h"
 #include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -107,6 +109,15 @@ struct Options {
   // Countersigns attempts' receipts (docs/receipts.md); none: exit reports'
   // statements are still checked, but no receipt is issued.
   std::optional<advert::NodeKey> receipt_key;
+  // Result verification (docs/verification.md): the default mode for jobs
+  // that name none (`none` here: a one-machine grid has one provider, and
+  // replicas need several) and the parameters a job may leave unset.
+  verify::VerificationPolicy verification = DefaultVerification();
+  static verify::VerificationPolicy DefaultVerification() {
+    verify::VerificationPolicy p;
+    p.default_mode = verify::Mode::kNone;
+    return p;
+  }
 };
 
 class Coordinator {
@@ -247,6 +258,7 @@ class Coordinator {
     NodeLiveness liveness;
     bool online = false;
     std::string public_key;
+    std::string provider;  // the provider account it joined under (verification counts votes per provider)
     uint64_t last_sequence = 0;
     v1::Advertisement ad;
     v1::Measurement measurement;
@@ -428,6 +440,25 @@ class Coordinator {
   // Charges and refunds what the job's latest change allows (ledger only);
   // errors are logged: the sweep makes the posting later.
   void SettleJobLedger(const std::string& job_id);
+
+  // --- verification (verification.cc, docs/verification.md) ---
+  // Fills in the operator's default mode and checks the job's verification.
+  Status ResolveVerification(v1::JobSpec* spec);
+  // The provider account owning a node (the operator's when unknown).
+  std::string ProviderOf(const std::string& node_id);
+  // The verdict on a task whose result is held for it; errors are logged
+  // (VerifyHeldTasks, every kVerdictSweepMs, finds the task again).
+  void VerifyTask(const std::string& job_id, uint32_t index);
+  Status DecideAndWriteVerdict(const std::string& job_id, uint32_t index);
+  void VerifyHeldTasks();
+  // Re-verifies what `provider` had accepted on its word since its last
+  // verified result, after it was caught on attempt `caught_on`.
+  void Backtrack(const std::string& provider, const std::string& caught_on);
+  Mutex verdict_mu_;  // one verdict at a time (trust counts are read and written back)
+  Mutex rng_mu_;
+  std::mt19937_64 rng_ IG_GUARDED_BY(rng_mu_){std::random_device{}()};
+  int64_t verdicts_swept_ms_ = 0;
+  static constexpr int64_t kVerdictSweepMs = 5000;
   Mutex terms_mu_;
   AccountTerms terms_ IG_GUARDED_BY(terms_mu_);
   int64_t terms_read_ms_ IG_GUARDED_BY(terms_mu_) = 0;

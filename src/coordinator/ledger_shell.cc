@@ -73,9 +73,12 @@ Status LedgerShell::SettleJob(const v1::Job& job, int64_t now_ms) {
   std::map<std::string, std::string> provider_of;  // node id -> provider account
   for (const v1::Task& task : job.tasks()) {
     for (const v1::Attempt& attempt : task.attempts()) {
-      // Verification `none`: a succeeded attempt is a verified one. Every
-      // other end (the job's failure, a platform failure) is never charged.
-      if (attempt.state() != v1::SUCCEEDED) continue;
+      // Only an accepted result is charged: verification `none`'s succeeded
+      // attempts, and a verified job's once its verdict took them ("agreed",
+      // or "unverified" when the adaptive audit was not drawn). A result
+      // awaiting its verdict waits; a wrong one, a failure of the job or of
+      // the platform is never charged.
+      if (!jobs::IsAcceptedResult(attempt)) continue;
       auto known = provider_of.find(attempt.node_id());
       if (known == provider_of.end()) {
         IG_ASSIGN_OR_RETURN(auto node, store_->GetNode(attempt.node_id()));
@@ -106,6 +109,26 @@ Status LedgerShell::SettleJob(const v1::Job& job, int64_t now_ms) {
   }
   IG_ASSIGN_OR_RETURN(int applied, store_->ApplyPostings(plan, now_ms));
   if (applied > 0) spdlog::info("ledger: job {}: {} posting(s) applied", job.id(), applied);
+  return Status::Ok();
+}
+
+Status LedgerShell::PunishWrongResult(const std::string& requester, const std::string& job_id,
+                                      const std::string& provider, const std::string& attempt_id, int64_t now_ms) {
+  MutexLock lock(&mu_);
+  IG_ASSIGN_OR_RETURN(auto theirs, store_->LedgerBalances(provider));
+  const auto balance_of = [&](const ledger::AccountKey& key) {
+    auto it = theirs.find(key);
+    return it == theirs.end() ? 0 : it->second;
+  };
+  std::vector<ledger::Posting> plan;
+  IG_ASSIGN_OR_RETURN(ledger::Posting clawback, ledger::Clawback(requester, job_id, provider, attempt_id,
+                                                                 balance_of(ledger::Pending(provider, attempt_id))));
+  plan.push_back(std::move(clawback));
+  IG_ASSIGN_OR_RETURN(ledger::Posting slash, ledger::Slash(provider, requester, job_id, attempt_id,
+                                                           balance_of(ledger::Stake(provider)), policy_));
+  plan.push_back(std::move(slash));
+  IG_ASSIGN_OR_RETURN(int applied, store_->ApplyPostings(plan, now_ms));
+  if (applied > 0) spdlog::info("ledger: provider {} slashed for attempt {} of job {}", provider, attempt_id, job_id);
   return Status::Ok();
 }
 

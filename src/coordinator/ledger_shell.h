@@ -49,6 +49,11 @@ class LedgerShell {
   // charged) and, once the job has ended, refunds what is left of its
   // escrow, all in one transaction. A job without escrow is left alone.
   Status SettleJob(const v1::Job& job, int64_t now_ms);
+  // A result proven wrong by verification: its charge, if still pending, is
+  // clawed back to the requester, and the provider's stake is slashed by the
+  // policy (part to the requester). Replay-safe (the postings' keys).
+  Status PunishWrongResult(const std::string& requester, const std::string& job_id, const std::string& provider,
+                           const std::string& attempt_id, int64_t now_ms);
   // Money entering (deposit) or leaving (withdrawal) `account`'s available
   // balance; refused with the amounts when a withdrawal is short. A repeated
   // request_id changes nothing.

@@ -86,6 +86,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     const auto& mine = held == by_node.end() ? kNone : held->second;
     sched::NodeView v;
     v.id = id;
+    v.provider = n.provider;
     v.online = n.online && sessions_.Connected(id) && !n.liveness.suspect();  // a suspect node gets no new work
     // What is left after the node's active attempts, by the rule the store's
     // commit guard applies (capacity/ledger.h), so a fresh plan passes it.

@@ -111,6 +111,12 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
         out.attempt_state = v1::SUCCEEDED;
         out.task_state = v1::SUCCEEDED;
         out.implied_start = implied_start;
+        if (ctx.verified) {
+          // Not accepted on one node's word: no retry is used, the verdict decides.
+          out.task_state = v1::QUEUED;
+          out.hold_for_verdict = true;
+          out.task_message = "verifying: this result awaits the verdict";
+        }
         return out;
       }
       AttemptOutcome failed = Failure(ctx,

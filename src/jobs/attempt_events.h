@@ -16,7 +16,22 @@ struct AttemptContext {
   uint32_t attempts_used = 0;  // attempts of this task so far, this one included
   uint32_t retries = 0;
   bool idempotent = false;
+  // The job's results are verified (verification mode other than none): a
+  // success is held for the coordinator's verdict (src/verify, task_verdict.h)
+  // instead of ending the task.
+  bool verified = false;
 };
+
+// Whether a job's results are verified: the coordinator writes the resolved
+// mode (its operator default for a job that names none) into the spec at submit.
+inline bool VerifiedJob(const v1::JobSpec& spec) {
+  return !spec.verification().mode().empty() && spec.verification().mode() != "none";
+}
+
+// A task whose result awaits the verdict stays QUEUED with this not-before
+// time, so it is never offered, until the verdict releases, accepts or
+// fails it (Store::HeldTasks finds those a crash left held).
+inline constexpr int64_t kVerdictHoldMs = INT64_MAX;
 
 struct AttemptOutcome {
   v1::TaskState task_state;
@@ -35,6 +50,8 @@ struct AttemptOutcome {
   // A task requeued after a real failure waits this long before it is
   // offered again (exponential: 1 s, 2 s, ... 60 s); 0 to go at once.
   int64_t retry_after_ms = 0;
+  // A verified job's successful attempt: the task waits, held, for the verdict.
+  bool hold_for_verdict = false;
   // What the task shows (set with task_state): its failure reason when it
   // failed or was lost, and the message users read.
   v1::FailureReason task_reason = v1::FAILURE_REASON_UNSPECIFIED;

@@ -54,6 +54,10 @@ Result<OutcomePlan> PlanOutcome(const AttemptRow& row, AttemptOutcome outcome,
   if (!report.runtime().empty()) attempt.runtime = report.runtime();
   plan.attempt = std::move(attempt);
 
+  if (outcome.hold_for_verdict) {
+    plan.attempt->vote = "pending";
+    plan.task_not_before_ms = kVerdictHoldMs;
+  }
   if (outcome.retry_after_ms > 0) plan.task_not_before_ms = now_ms + outcome.retry_after_ms;
   if (outcome.exclude_node) plan.exclude_node = row.node_id;
   plan.outcome = std::move(outcome);

@@ -40,6 +40,9 @@ struct AttemptWrite {
   // Recorded with the attempt's start (a STARTED report, or the report that
   // implies the start when STARTED was lost), from that report, once.
   std::optional<v1::Provenance> provenance;
+  // Its part in the task's verification (v1::Attempt.vote): "pending" for a
+  // verified job's result until the verdict.
+  std::optional<std::string> vote;
 };
 
 struct OutcomePlan {

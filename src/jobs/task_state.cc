@@ -117,4 +117,9 @@ bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries,
   }
 }
 
+bool IsAcceptedResult(const v1::Attempt& attempt) {
+  if (attempt.state() != v1::SUCCEEDED) return false;
+  return attempt.vote().empty() || attempt.vote() == "agreed" || attempt.vote() == "unverified";
+}
+
 }  // namespace idlegrid::jobs

@@ -46,6 +46,12 @@ bool IsSettled(const v1::Job& job);
 // Whether a failed attempt is retried. `attempts_used` counts the failed one.
 // Retried: the job's own failures and platform failures while attempts_used <= retries;
 // a lost node only for idempotent jobs; never user cancels or queue timeouts.
+// Whether an attempt's outputs are (part of) its task's result: it succeeded
+// and, for a verified job, its verdict accepted it ("agreed", or
+// "unverified" when an adaptive audit was not drawn). Charged by the ledger,
+// fetched by the CLI.
+bool IsAcceptedResult(const v1::Attempt& attempt);
+
 bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries, bool idempotent);
 
 }  // namespace idlegrid::jobs

@@ -379,9 +379,16 @@ bool DynamicFeasible(const NodeState& node, const Demand& d, DeviceMask* eligibl
 }
 
 bool Excluded(const NodeState& node, const TaskView& task, Rejection* why) {
-  if (task.excluded_nodes.empty() || !task.excluded_nodes.count(node.view->id)) return false;
-  Reject(why, "excluded", "rejected or lost this task before");
-  return true;
+  if (task.excluded_nodes.empty()) return false;
+  if (task.excluded_nodes.count(node.view->id)) {
+    Reject(why, "excluded", "rejected or lost this task before");
+    return true;
+  }
+  if (task.excluded_nodes.count(kProviderExclusion + node.view->provider)) {
+    Reject(why, "excluded", "its provider already ran a replica of this task");
+    return true;
+  }
+  return false;
 }
 
 }  // namespace idlegrid::sched

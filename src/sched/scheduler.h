@@ -16,8 +16,13 @@
 
 namespace idlegrid::sched {
 
+// An entry of TaskView::excluded_nodes that rules out every node of a
+// provider account: "provider:" + account.
+inline constexpr char kProviderExclusion[] = "provider:";
+
 struct NodeView {
   std::string id;
+  std::string provider;  // the provider account that owns it (verification: one vote per provider)
   bool online = false;
   double cpu_free = 0;        // cores not held by active attempts
   uint64_t memory_free = 0;   // bytes not held by active attempts
@@ -63,7 +68,9 @@ struct TaskView {
   v1::Resources resources;
   std::string runtime;
   std::string job_class;  // "" for none
-  std::set<std::string> excluded_nodes;  // nodes that rejected or lost it before
+  // Nodes that rejected or lost it before, and "provider:NAME" for providers
+  // that already ran a replica of it (verification: distinct providers).
+  std::set<std::string> excluded_nodes;
   std::string pinned_node;  // only this node may run it (readiness benchmarks)
   bool readiness = false;   // a benchmark: runs on nodes not yet schedulable
   std::string pinned_device;  // only this GPU (a GPU benchmark measures one device)

@@ -17,6 +17,7 @@
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "jobs/log_cap.h"
 #include "jobs/attempt_events.h"
+#include "jobs/task_write.h"
 #include "ledger/posting.h"
 #include "ledger/settlement.h"
 
@@ -24,6 +25,54 @@ namespace idlegrid::store {
 
 // Owns what was stored before accounts existed, and the first credential.
 inline constexpr char kOperatorAccount[] = "operator";
+
+// Verification (docs/verification.md): a provider's record per image (and,
+// with image "", the provider's own reliability and catches).
+struct TrustRecord {
+  std::string provider;
+  std::string image;
+  uint32_t consecutive = 0;     // verified results in a row (verify/adaptive.h)
+  uint32_t reliability = 1000;  // per mille (verify/caught.h)
+  uint32_t caught = 0;          // times proven wrong
+  int64_t updated_ms = 0;
+};
+
+struct TaskKey {
+  std::string job_id;
+  uint32_t index = 0;
+};
+
+// What a verdict on a verified task writes, decided by verify::DecideTask and
+// the coordinator (coordinator/verification.cc); the store checks the task is
+// where the verdict expects it and writes everything in one transaction.
+struct VerdictWrite {
+  std::string job_id;
+  uint32_t index = 0;
+  // false: the task must be held for the verdict (QUEUED, jobs::kVerdictHoldMs);
+  // true: it must be SUCCEEDED (a result re-verified after its provider was caught).
+  bool reopen = false;
+  jobs::TaskWrite task;
+  std::string verification;              // v1::Task.verification
+  std::optional<int64_t> not_before_ms;  // when the task may be offered again
+  std::vector<std::string> exclude;      // appended to its excluded list ("provider:NAME")
+  struct Vote {
+    std::string attempt_id;
+    std::string vote;
+    std::string reason;
+    bool failed = false;  // the attempt becomes FAILED with VERIFICATION_FAILED
+  };
+  std::vector<Vote> votes;
+  std::vector<TrustRecord> trust;  // rows written as given
+};
+
+// A provider's accepted result, for backtracking (verify/caught.h).
+struct ProviderResult {
+  std::string attempt_id;
+  std::string job_id;
+  uint32_t index = 0;
+  std::string vote;  // "agreed" or "unverified"
+  int64_t finished_ms = 0;
+};
 
 struct QueuedTask {
   std::string job_id;
@@ -356,6 +405,19 @@ class Store {
   // The last seq a settlement sink accepted (0: none yet), and its update.
   virtual Result<int64_t> SettlementCursor(const std::string& sink) = 0;
   virtual Status SetSettlementCursor(const std::string& sink, int64_t last_seq) = 0;
+
+  // --- verification (docs/verification.md) ---
+  // Tasks held for a verdict (QUEUED with jobs::kVerdictHoldMs), oldest first.
+  virtual Result<std::vector<TaskKey>> HeldTasks(size_t limit) = 0;
+  // Writes a verdict; false (and nothing written) when the task is not where
+  // write.reopen says it must be (another coordinator decided first).
+  virtual Result<bool> ApplyVerdict(const VerdictWrite& write, int64_t now_ms) = 0;
+  // Every record of `provider` (its images, and "" for itself).
+  virtual Result<std::vector<TrustRecord>> TrustOf(const std::string& provider) = 0;
+  // Its SUCCEEDED attempts voted "agreed" or "unverified" that finished at or
+  // after `since_ms`, oldest first.
+  virtual Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
+                                                              size_t limit) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and

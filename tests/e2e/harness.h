@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,6 +101,9 @@ class Grid {
   int listen_port = 0;                    // 0: any; set to restart a coordinator on the same address
   std::string agent_netns;                // when set, agents start inside this network namespace
   std::string shared_dir;                 // when set, the coordinator's --shared-dir (PKI, artifacts, secrets)
+  // Agent n joins with agent_join_tokens[n] when set (e.g. a provider
+  // account's token from `join-token create`), else with join_token.
+  std::map<int, std::string> agent_join_tokens;
   std::string binary() const { return bin_; }
   std::string root, coordinator_dir, grpc_addr, http_addr, ca_hash, join_token, client_yaml, admin_token;
   std::unique_ptr<Process> coordinator;

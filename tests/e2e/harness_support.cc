@@ -350,7 +350,8 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
   }
   std::vector<std::string> argv = AsAgentUser(
       *this, n,
-      {bin_, "agent", "--coordinator", grpc_addr, "--join-token", join_token, "--ca-hash", ca_hash, "--data-dir",
+      {bin_, "agent", "--coordinator", grpc_addr, "--join-token",
+       agent_join_tokens.count(n) ? agent_join_tokens.at(n) : join_token, "--ca-hash", ca_hash, "--data-dir",
        dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!agent_netns.empty()) argv.insert(argv.begin(), {"ip", "netns", "exec", agent_netns});

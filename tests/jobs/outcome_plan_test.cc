@@ -264,5 +264,28 @@ TEST(OutcomePlanTest, LostNodeOfACancelledTaskCancelsTheAttempt) {
   EXPECT_FALSE(p->task || p->exclude_node);
 }
 
+TEST(OutcomePlanTest, AVerifiedJobsSuccessIsHeldForTheVerdictWithoutUsingARetry) {
+  AttemptRow row = Row(v1::RUNNING, v1::RUNNING);
+  row.ctx.verified = true;
+  OutcomePlan p = Plan(row, Report(v1::EXITED));
+  ASSERT_TRUE(p.attempt && p.task && p.task_not_before_ms);
+  EXPECT_EQ(p.attempt->state, v1::SUCCEEDED);
+  EXPECT_EQ(p.attempt->vote, "pending");
+  EXPECT_EQ(p.task->state, v1::QUEUED) << "not accepted on one node's word";
+  EXPECT_EQ(*p.task_not_before_ms, kVerdictHoldMs) << "never offered until the verdict";
+  EXPECT_TRUE(p.outcome.hold_for_verdict);
+  EXPECT_FALSE(p.outcome.retried);
+  EXPECT_FALSE(p.exclude_node);
+  // A failed run of a verified job is retried as any other.
+  OutcomePlan failed = Plan(row, Report(v1::EXITED, 3));
+  ASSERT_TRUE(failed.task);
+  EXPECT_EQ(failed.task->state, v1::FAILED);
+  EXPECT_FALSE(failed.attempt->vote);
+  // An unverified job's success ends the task.
+  OutcomePlan plain = Plan(Row(v1::RUNNING, v1::RUNNING), Report(v1::EXITED));
+  EXPECT_EQ(plain.task->state, v1::SUCCEEDED);
+  EXPECT_FALSE(plain.attempt->vote);
+}
+
 }  // namespace
 }  // namespace idlegrid::jobs

@@ -31,6 +31,7 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
   ctx.attempts_used = static_cast<uint32_t>(q.Int(row, col + 2));
   ctx.retries = spec.retries();
   ctx.idempotent = spec.idempotent();
+  ctx.verified = jobs::VerifiedJob(spec);
   return ctx;
 }
 
@@ -38,7 +39,7 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
 // $1 is the list of jobs::kNoFaultReasons (NoFaultReasons()).
 constexpr char kAttemptsUsed[] =
     "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx "
-    "AND x.reason <> ALL($1::integer[]))";
+    "AND x.vote = '' AND x.reason <> ALL($1::integer[]))";
 
 Params NoFaultReasons() {
   Params p;
@@ -109,6 +110,11 @@ Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, 
                                   .Bytes(a.provenance ? a.provenance->SerializeAsString() : "")
                                   .Text(attempt_id))
                            .status());
+    if (a.vote) {
+      IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET vote = $1, vote_reason = '' WHERE id = $2",
+                                Params().Text(*a.vote).Text(attempt_id))
+                             .status());
+    }
   }
   if (plan.task) IG_RETURN_IF_ERROR(WriteTask(c, job_id, index, *plan.task));
   if (plan.task_not_before_ms) {

@@ -65,7 +65,8 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
 
   std::map<uint32_t, v1::Task*> by_index;
   std::map<v1::TaskState, int> counts;
-  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT idx, state, reason, message FROM tasks WHERE job_id = $1 ORDER BY idx",
+  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = $1 "
+                                      "ORDER BY idx",
                                       Params().Text(job_id)));
   for (int r = 0; r < tq.size(); ++r) {
     v1::Task* t = job.add_tasks();
@@ -74,13 +75,15 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
     t->set_state(static_cast<v1::TaskState>(tq.Int(r, 1)));
     t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(r, 2)));
     t->set_message(tq.Text(r, 3));
+    t->set_verification(tq.Text(r, 4));
     by_index[t->index()] = t;
     counts[t->state()]++;
   }
   IG_ASSIGN_OR_RETURN(
       Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                       "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-                      "placement, provenance, receipt FROM attempts WHERE job_id = $1 ORDER BY assigned_ms, seq",
+                      "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = $1 "
+                      "ORDER BY assigned_ms, seq",
                       Params().Text(job_id)));
   for (int r = 0; r < aq.size(); ++r) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
@@ -116,6 +119,8 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
       }
       *a->mutable_metering() = a->receipt().statement().metering();
     }
+    a->set_vote(aq.Text(r, 20));
+    a->set_vote_reason(aq.Text(r, 21));
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));
@@ -459,8 +464,8 @@ Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
     // longer matches.
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t "
                                        "JOIN jobs j ON j.id = t.job_id WHERE t.state = $1 AND j.queue_timeout_ms > 0 "
-                                       "FOR UPDATE OF t SKIP LOCKED",
-                                       Params().Int(v1::QUEUED)));
+                                       "AND t.not_before_ms < $2 FOR UPDATE OF t SKIP LOCKED",
+                                       Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs)));
     for (int r = 0; r < q.size(); ++r) {
       if (!jobs::QueueTimedOut(q.Int(r, 2), q.Int(r, 3), now_ms)) continue;
       IG_RETURN_IF_ERROR(

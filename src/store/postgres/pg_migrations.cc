@@ -154,6 +154,17 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       ALTER TABLE attempts ADD COLUMN receipt BYTEA;
       )sql",
+      // v15: verification (docs/verification.md): each attempt's vote, each
+      // task's verification line, and each provider's record per image
+      // (image '' holds its reliability and catches).
+      R"sql(
+      ALTER TABLE attempts ADD COLUMN vote TEXT NOT NULL DEFAULT '';
+      ALTER TABLE attempts ADD COLUMN vote_reason TEXT NOT NULL DEFAULT '';
+      ALTER TABLE tasks ADD COLUMN verification TEXT NOT NULL DEFAULT '';
+      CREATE TABLE provider_trust(
+        provider TEXT NOT NULL, image TEXT NOT NULL, consecutive BIGINT NOT NULL, reliability BIGINT NOT NULL,
+        caught BIGINT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY(provider, image));
+      )sql",
   };
   return kMigrations;
 }

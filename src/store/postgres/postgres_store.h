@@ -97,6 +97,11 @@ class PostgresStore : public Store {
   Result<std::vector<PendingCharge>> PendingCharges(int64_t charged_before_ms, size_t limit) override;
   Result<int64_t> SettlementCursor(const std::string& sink) override;
   Status SetSettlementCursor(const std::string& sink, int64_t last_seq) override;
+  Result<std::vector<TaskKey>> HeldTasks(size_t limit) override;
+  Result<bool> ApplyVerdict(const VerdictWrite& write, int64_t now_ms) override;
+  Result<std::vector<TrustRecord>> TrustOf(const std::string& provider) override;
+  Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
+                                                      size_t limit) override;
 
  private:
   // Runs `body` as one transaction (see pg::RunTransaction).

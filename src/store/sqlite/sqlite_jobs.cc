@@ -31,7 +31,7 @@ std::string Placeholders(size_t n) {
 // (BindNoFaultReasons).
 const std::string& AttemptsUsedColumn() {
   static const std::string kColumn =
-      "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.reason NOT IN (" +
+      "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.vote = '' AND x.reason NOT IN (" +
       Placeholders(std::size(jobs::kNoFaultReasons)) + "))";
   return kColumn;
 }
@@ -94,7 +94,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
 
   std::map<uint32_t, v1::Task*> by_index;
   std::map<v1::TaskState, int> counts;
-  Stmt tq(db_, "SELECT idx, state, reason, message FROM tasks WHERE job_id = ? ORDER BY idx");
+  Stmt tq(db_, "SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = ? ORDER BY idx");
   tq.Bind(1, job_id);
   while (tq.Step()) {
     v1::Task* t = job.add_tasks();
@@ -103,13 +103,15 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     t->set_state(static_cast<v1::TaskState>(tq.Int(1)));
     t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(2)));
     t->set_message(tq.Text(3));
+    t->set_verification(tq.Text(4));
     by_index[t->index()] = t;
     counts[t->state()]++;
   }
   IG_RETURN_IF_ERROR(tq.status());
   Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
                "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-               "placement, provenance, receipt FROM attempts WHERE job_id = ? ORDER BY assigned_ms, seq");
+               "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = ? "
+               "ORDER BY assigned_ms, seq");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -145,6 +147,8 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
       }
       *a->mutable_metering() = a->receipt().statement().metering();
     }
+    a->set_vote(aq.Text(20));
+    a->set_vote_reason(aq.Text(21));
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
   IG_RETURN_IF_ERROR(aq.status());
@@ -406,6 +410,12 @@ Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::
         .Bind(16, attempt_id);
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
+    if (a.vote) {
+      Stmt vote(db_, "UPDATE attempts SET vote = ?, vote_reason = '' WHERE id = ?");
+      vote.Bind(1, *a.vote).Bind(2, attempt_id);
+      vote.Step();
+      IG_RETURN_IF_ERROR(vote.status());
+    }
   }
   if (plan.task) IG_RETURN_IF_ERROR(WriteTaskLocked(job_id, index, *plan.task));
   if (plan.task_not_before_ms) {
@@ -449,6 +459,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
   row.ctx.attempts_used = static_cast<uint32_t>(q.Int(5));
   row.ctx.retries = spec.retries();
   row.ctx.idempotent = spec.idempotent();
+  row.ctx.verified = jobs::VerifiedJob(spec);
   row.node_id = node_id;
   row.accepted_ms = q.Int(9);
   EventResult result{q.Text(0), static_cast<uint32_t>(q.Int(1)), {}};
@@ -567,8 +578,8 @@ Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
   IG_RETURN_IF_ERROR(tx.status());
   std::vector<std::pair<std::string, uint32_t>> expired;
   Stmt q(db_, "SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ? AND j.queue_timeout_ms > 0");
-  q.Bind(1, int64_t{v1::QUEUED});
+              "WHERE t.state = ? AND j.queue_timeout_ms > 0 AND t.not_before_ms < ?");
+  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, jobs::kVerdictHoldMs);
   while (q.Step()) {
     if (jobs::QueueTimedOut(q.Int(2), q.Int(3), now_ms)) expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
   }

@@ -1,0 +1,244 @@
+// The coordinator's half of result verification (docs/verification.md): the
+// job's mode resolved at submit, the verdict on a task each time one of its
+// results comes back (verify::DecideTask decides; the store writes it in one
+// transaction), the ledger's slash of a provider proven wrong, and
+// backtracking over the results it had accepted on its word.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+#include "common/fs.h"
+#include "coordinator/coordinator.h"
+#include "jobs/task_state.h"
+#include "manifest/image_ref.h"
+#include "manifest/manifest.h"
+#include "verify/adaptive.h"
+#include "verify/caught.h"
+#include "verify/task_verdict.h"
+
+namespace idlegrid::coordinator {
+
+namespace {
+
+// Outputs compared by their numbers are read back from the artifact store;
+// past this size such an output is not comparable (verify/compare.h says so).
+constexpr uint64_t kMaxComparedOutputBytes = 16 << 20;
+// Backtracking reaches this far back when the ledger (and its dispute
+// window) is off.
+constexpr int64_t kDefaultBacktrackWindowMs = 24 * 3600 * 1000LL;
+constexpr size_t kMaxBacktrack = 1000;
+
+store::TrustRecord RecordFor(const std::vector<store::TrustRecord>& records, const std::string& provider,
+                             const std::string& image) {
+  for (const auto& r : records) {
+    if (r.image == image) return r;
+  }
+  store::TrustRecord fresh;
+  fresh.provider = provider;
+  fresh.image = image;
+  return fresh;
+}
+
+}  // namespace
+
+Status Coordinator::ResolveVerification(v1::JobSpec* spec) {
+  // A job that names no mode gets the operator's default, written into the
+  // stored spec so the stores know it is verified ("" stays "": none).
+  if (spec->verification().mode().empty() && options_.verification.default_mode != verify::Mode::kNone) {
+    spec->mutable_verification()->set_mode(verify::ModeName(options_.verification.default_mode));
+  }
+  IG_ASSIGN_OR_RETURN(verify::VerificationSpec resolved, verify::Resolve(spec->verification(), options_.verification));
+  if (resolved.mode == verify::Mode::kChallenge) {
+    return Status::FailedPrecondition(
+        "spec.verification.mode: \"challenge\" needs known-answer tasks, which this coordinator does not mix in "
+        "yet; use replicate or adaptive (docs/verification.md)");
+  }
+  return Status::Ok();
+}
+
+std::string Coordinator::ProviderOf(const std::string& node_id) {
+  {
+    MutexLock lock(&mu_);
+    auto it = nodes_.find(node_id);
+    if (it != nodes_.end() && !it->second.provider.empty()) return it->second.provider;
+  }
+  auto rec = store_->GetNode(node_id);
+  return rec.ok() && *rec ? (*rec)->provider : std::string(store::kOperatorAccount);
+}
+
+void Coordinator::VerifyHeldTasks() {
+  auto held = store_->HeldTasks(200);
+  if (!held.ok()) {
+    spdlog::warn("verification: held tasks not read: {}", held.status().ToString());
+    return;
+  }
+  for (const store::TaskKey& k : *held) VerifyTask(k.job_id, k.index);
+}
+
+void Coordinator::VerifyTask(const std::string& job_id, uint32_t index) {
+  Status st = DecideAndWriteVerdict(job_id, index);
+  if (!st.ok()) spdlog::warn("verification of {}/{}: {} (retried by the sweep)", job_id, index, st.ToString());
+}
+
+Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t index) {
+  // One verdict at a time: trust counts are read, changed and written back.
+  MutexLock verdicts(&verdict_mu_);
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
+  const v1::Task* task = nullptr;
+  for (const auto& t : job.tasks()) {
+    if (t.index() == index) task = &t;
+  }
+  if (task == nullptr) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
+  IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec,
+                      verify::Resolve(job.spec().verification(), options_.verification));
+  const std::string image = manifest::ImageDigestOf(job.spec().image());
+
+  verify::TaskVerdictInput in;
+  in.spec = spec;
+  std::string pending_provider;
+  for (const v1::Attempt& a : task->attempts()) {
+    verify::RunRecord run{a.id(), ProviderOf(a.node_id()), a.state(), a.vote(), {}};
+    for (const auto& o : a.outputs()) {
+      verify::OutputFile f{o.path(), o.digest(), std::nullopt};
+      const bool by_numbers = std::any_of(spec.compare.tolerances.begin(), spec.compare.tolerances.end(),
+                                          [&](const verify::ToleranceRule& r) { return r.output == o.path(); });
+      if (by_numbers && o.size() <= kMaxComparedOutputBytes && artifacts_->Has(o.digest())) {
+        auto bytes = ReadFile(artifacts_->PathOf(o.digest()));
+        if (bytes.ok()) f.content = std::move(bytes).value();
+      }
+      run.outputs.push_back(std::move(f));
+    }
+    if (a.vote() == "pending" && a.state() == v1::SUCCEEDED) pending_provider = run.provider;
+    in.runs.push_back(std::move(run));
+  }
+  std::vector<store::TrustRecord> pending_trust;
+  if (!pending_provider.empty()) {
+    IG_ASSIGN_OR_RETURN(pending_trust, store_->TrustOf(pending_provider));
+    in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
+  }
+  {
+    MutexLock lock(&rng_mu_);
+    in.draw = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  }
+  const verify::TaskVerdict verdict = verify::DecideTask(in);
+  if (verdict.outcome == verify::TaskOutcome::kNothing) return Status::Ok();
+
+  const int64_t now = clock_->NowMs();
+  store::VerdictWrite w;
+  w.job_id = job_id;
+  w.index = index;
+  w.verification = verdict.line;
+  w.task.updated_ms = now;
+  w.task.message = verdict.line;
+  switch (verdict.outcome) {
+    case verify::TaskOutcome::kAccept:
+      w.task.state = v1::SUCCEEDED;
+      break;
+    case verify::TaskOutcome::kMoreRuns:
+      w.task.state = v1::QUEUED;
+      w.task.queued_ms = now;
+      w.not_before_ms = now;
+      for (const auto& p : verdict.exclude_providers) w.exclude.push_back(sched::kProviderExclusion + p);
+      break;
+    default:
+      w.task.state = v1::FAILED;
+      w.task.reason = v1::VERIFICATION_FAILED;
+      break;
+  }
+  for (const auto& v : verdict.votes) w.votes.push_back({v.attempt_id, v.vote, v.reason, v.failed});
+  // Providers' records: +1 for a verified result, reset (every image) for a wrong one.
+  std::map<std::string, uint32_t> reliability_of;
+  for (const std::string& p : verdict.verified) {
+    IG_ASSIGN_OR_RETURN(auto records, store_->TrustOf(p));
+    store::TrustRecord mine = RecordFor(records, p, image);
+    mine.consecutive = verify::CountAfterVerification(mine.consecutive, true);
+    store::TrustRecord self = RecordFor(records, p, "");
+    self.reliability = verify::ReliabilityAfterValid(self.reliability);
+    w.trust.push_back(mine);
+    w.trust.push_back(self);
+  }
+  for (const std::string& p : verdict.caught) {
+    IG_ASSIGN_OR_RETURN(auto records, store_->TrustOf(p));
+    store::TrustRecord self = RecordFor(records, p, "");
+    const verify::CaughtOutcome caught =
+        verify::OnCaught(p, self.reliability, self.caught, options_.verification,
+                         verify::Backtrack::kSinceLastVerified, {});
+    for (store::TrustRecord r : records) {
+      if (r.image.empty()) continue;
+      r.consecutive = caught.consecutive_valid;
+      w.trust.push_back(r);
+    }
+    store::TrustRecord mine = RecordFor(records, p, image);
+    mine.consecutive = 0;
+    if (!image.empty()) w.trust.push_back(mine);
+    self.reliability = caught.reliability;
+    self.caught += 1;
+    w.trust.push_back(self);
+  }
+  IG_ASSIGN_OR_RETURN(bool applied, store_->ApplyVerdict(w, now));
+  if (!applied) return Status::Ok();  // decided elsewhere first
+  spdlog::info("verification {}/{}: {} ({})", job_id, index, verify::TaskOutcomeName(verdict.outcome), verdict.line);
+  for (const auto& v : verdict.votes) {
+    if (!v.failed) continue;
+    const std::string provider = [&] {
+      for (const auto& r : in.runs) {
+        if (r.attempt_id == v.attempt_id) return r.provider;
+      }
+      return std::string();
+    }();
+    spdlog::warn("verification: attempt {} of provider {} was wrong ({})", v.attempt_id, provider, v.reason);
+    if (ledger_) {
+      Status punished = ledger_->PunishWrongResult(job.account(), job_id, provider, v.attempt_id, now);
+      if (!punished.ok()) spdlog::warn("ledger: slash for {} not applied: {}", v.attempt_id, punished.ToString());
+    }
+    Backtrack(provider, v.attempt_id);
+  }
+  SettleJobLedger(job_id);
+  Notify();
+  return Status::Ok();
+}
+
+void Coordinator::Backtrack(const std::string& provider, const std::string& caught_on) {
+  const int64_t now = clock_->NowMs();
+  const int64_t window = ledger_ ? options_.ledger.policy.dispute_window_ms : kDefaultBacktrackWindowMs;
+  auto results = store_->ProviderResults(provider, now - window, kMaxBacktrack);
+  if (!results.ok()) {
+    spdlog::warn("verification: {}'s results not read for backtracking: {}", provider, results.status().ToString());
+    return;
+  }
+  std::vector<verify::AcceptedResult> history;
+  for (const auto& r : *results) {
+    history.push_back({r.attempt_id, provider,
+                       r.vote == "unverified" ? verify::Check::kUnverified : verify::Check::kReplicated, {}});
+  }
+  const verify::CaughtOutcome caught = verify::OnCaught(provider, 0, 0, options_.verification,
+                                                        verify::Backtrack::kSinceLastVerified, history);
+  for (const std::string& attempt : caught.reverify) {
+    auto it = std::find_if(results->begin(), results->end(),
+                           [&](const store::ProviderResult& r) { return r.attempt_id == attempt; });
+    if (it == results->end()) continue;
+    store::VerdictWrite w;
+    w.job_id = it->job_id;
+    w.index = it->index;
+    w.reopen = true;
+    w.task.state = v1::QUEUED;
+    w.task.updated_ms = now;
+    w.task.queued_ms = now;
+    w.verification = "re-verifying: its provider was caught with a wrong result (attempt " + caught_on + ")";
+    w.task.message = w.verification;
+    w.not_before_ms = now;
+    w.exclude.push_back(sched::kProviderExclusion + provider);
+    w.votes.push_back({attempt, "pending", "re-verifying: its provider was caught on attempt " + caught_on, false});
+    auto applied = store_->ApplyVerdict(w, now);
+    if (!applied.ok()) {
+      spdlog::warn("verification: {} not reopened: {}", attempt, applied.status().ToString());
+    } else if (*applied) {
+      spdlog::info("verification: {}/{} re-verified (attempt {} of caught provider {})", it->job_id, it->index,
+                   attempt, provider);
+    }
+  }
+  Notify();
+}
+
+}  // namespace idlegrid::coordinator

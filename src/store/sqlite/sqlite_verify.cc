@@ -1,0 +1,97 @@
+// Verification's rows in SQLite: held tasks, verdicts, providers' records.
+#include "jobs/attempt_events.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace idlegrid::store {
+
+Result<std::vector<TaskKey>> SqliteStore::HeldTasks(size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TaskKey> out;
+  Stmt q(db_, "SELECT job_id, idx FROM tasks WHERE state = ? AND not_before_ms = ? ORDER BY updated_ms LIMIT ?");
+  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, jobs::kVerdictHoldMs).Bind(3, static_cast<int64_t>(limit));
+  while (q.Step()) out.push_back({q.Text(0), static_cast<uint32_t>(q.Int(1))});
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  Stmt cur(db_, "SELECT state, not_before_ms FROM tasks WHERE job_id = ? AND idx = ?");
+  cur.Bind(1, w.job_id).Bind(2, int64_t{w.index});
+  if (!cur.Step()) {
+    IG_RETURN_IF_ERROR(cur.status());
+    return Status::NotFound("task " + w.job_id + "/" + std::to_string(w.index));
+  }
+  const auto state = static_cast<v1::TaskState>(cur.Int(0));
+  const bool held = state == v1::QUEUED && cur.Int(1) == jobs::kVerdictHoldMs;
+  if (w.reopen ? state != v1::SUCCEEDED : !held) return false;
+  for (const VerdictWrite::Vote& v : w.votes) {
+    Stmt upd(db_, "UPDATE attempts SET vote = ?, vote_reason = ?, "
+                  "state = CASE WHEN ? THEN ? ELSE state END, reason = CASE WHEN ? THEN ? ELSE reason END, "
+                  "message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND job_id = ? AND idx = ?");
+    upd.Bind(1, v.vote).Bind(2, v.reason).Bind(3, int64_t{v.failed}).Bind(4, int64_t{v1::FAILED})
+        .Bind(5, int64_t{v.failed}).Bind(6, int64_t{v1::VERIFICATION_FAILED}).Bind(7, int64_t{v.failed})
+        .Bind(8, "result rejected by verification: " + v.reason).Bind(9, v.attempt_id).Bind(10, w.job_id)
+        .Bind(11, int64_t{w.index});
+    upd.Step();
+    IG_RETURN_IF_ERROR(upd.status());
+  }
+  IG_RETURN_IF_ERROR(WriteTaskLocked(w.job_id, w.index, w.task));
+  Stmt line(db_, "UPDATE tasks SET verification = ?, not_before_ms = CASE WHEN ? THEN ? ELSE not_before_ms END "
+                 "WHERE job_id = ? AND idx = ?");
+  line.Bind(1, w.verification).Bind(2, int64_t{w.not_before_ms.has_value()}).Bind(3, w.not_before_ms.value_or(0))
+      .Bind(4, w.job_id).Bind(5, int64_t{w.index});
+  line.Step();
+  IG_RETURN_IF_ERROR(line.status());
+  for (const std::string& entry : w.exclude) {
+    Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
+    ex.Bind(1, entry).Bind(2, w.job_id).Bind(3, int64_t{w.index});
+    ex.Step();
+    IG_RETURN_IF_ERROR(ex.status());
+  }
+  for (const TrustRecord& t : w.trust) {
+    Stmt put(db_, "INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, updated_ms) "
+                  "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(provider, image) DO UPDATE SET "
+                  "consecutive = excluded.consecutive, reliability = excluded.reliability, "
+                  "caught = excluded.caught, updated_ms = excluded.updated_ms");
+    put.Bind(1, t.provider).Bind(2, t.image).Bind(3, int64_t{t.consecutive}).Bind(4, int64_t{t.reliability})
+        .Bind(5, int64_t{t.caught}).Bind(6, now_ms);
+    put.Step();
+    IG_RETURN_IF_ERROR(put.status());
+  }
+  IG_RETURN_IF_ERROR(tx.Commit());
+  return true;
+}
+
+Result<std::vector<TrustRecord>> SqliteStore::TrustOf(const std::string& provider) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TrustRecord> out;
+  Stmt q(db_, "SELECT image, consecutive, reliability, caught, updated_ms FROM provider_trust WHERE provider = ? "
+              "ORDER BY image");
+  q.Bind(1, provider);
+  while (q.Step()) {
+    out.push_back({provider, q.Text(0), static_cast<uint32_t>(q.Int(1)), static_cast<uint32_t>(q.Int(2)),
+                   static_cast<uint32_t>(q.Int(3)), q.Int(4)});
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+Result<std::vector<ProviderResult>> SqliteStore::ProviderResults(const std::string& provider, int64_t since_ms,
+                                                                 size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ProviderResult> out;
+  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.vote, a.finished_ms FROM attempts a JOIN nodes n ON n.id = a.node_id "
+              "WHERE n.provider = ? AND a.state = ? AND a.vote IN ('agreed', 'unverified') AND a.finished_ms >= ? "
+              "ORDER BY a.finished_ms, a.seq LIMIT ?");
+  q.Bind(1, provider).Bind(2, int64_t{v1::SUCCEEDED}).Bind(3, since_ms).Bind(4, static_cast<int64_t>(limit));
+  while (q.Step()) {
+    out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3), q.Int(4)});
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+}  // namespace idlegrid::store

@@ -1,0 +1,122 @@
+#include "verify/task_verdict.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "verify/adaptive.h"
+#include "verify/quorum.h"
+
+namespace idlegrid::verify {
+
+namespace {
+
+bool Votes(const RunRecord& run) {
+  return run.state == v1::SUCCEEDED && (run.vote == "pending" || run.vote == "agreed" || run.vote == "unverified");
+}
+
+bool Started(const RunRecord& run) {
+  return run.state == v1::SUCCEEDED || run.state == v1::ASSIGNED || run.state == v1::RUNNING ||
+         (run.state == v1::FAILED && run.vote == "wrong");
+}
+
+void AddOnce(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+}  // namespace
+
+const char* TaskOutcomeName(TaskOutcome outcome) {
+  switch (outcome) {
+    case TaskOutcome::kAccept: return "accept";
+    case TaskOutcome::kMoreRuns: return "more_runs";
+    case TaskOutcome::kFail: return "fail";
+    case TaskOutcome::kNothing: return "nothing";
+  }
+  return "?";
+}
+
+TaskVerdict DecideTask(const TaskVerdictInput& in) {
+  TaskVerdict out;
+  std::vector<const RunRecord*> voters;
+  uint32_t started = 0;
+  uint32_t running = 0;
+  bool pending = false;
+  for (const RunRecord& run : in.runs) {
+    if (Started(run)) ++started;
+    if (run.state == v1::ASSIGNED || run.state == v1::RUNNING) ++running;
+    if (!Votes(run)) continue;
+    voters.push_back(&run);
+    pending = pending || run.vote == "pending";
+  }
+  if (!pending) return out;
+
+  // Adaptive: a lone result of a provider with a long enough record is
+  // audited only when the draw says so.
+  if (in.spec.mode == Mode::kAdaptive && voters.size() == 1) {
+    ReplicationChoice choice =
+        ChooseReplication({in.spec.trust_threshold, in.spec.audit_floor}, in.consecutive_valid, in.draw);
+    if (!choice.replicate) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "accepted unverified: its provider has %u verified results in a row; not audited this time "
+                    "(p=%.2f)",
+                    in.consecutive_valid, choice.probability);
+      out.outcome = TaskOutcome::kAccept;
+      out.line = line;
+      out.votes.push_back({voters[0]->attempt_id, "unverified", "", false});
+      return out;
+    }
+  }
+
+  std::vector<ReplicaResult> results;
+  for (const RunRecord* run : voters) results.push_back({run->attempt_id, run->provider, "", run->outputs});
+  ReplicationRule rule{in.spec.replicas, in.spec.quorum, in.spec.max_replicas, in.spec.margin};
+  if (in.spec.mode == Mode::kAdaptive) rule.replicas = std::max<uint32_t>(rule.replicas, 2);
+  QuorumDecision d = DecideQuorum(rule, in.spec.compare, results, started, running);
+  const auto provider_of = [&](const std::string& attempt) -> std::string {
+    for (const RunRecord* run : voters) {
+      if (run->attempt_id == attempt) return run->provider;
+    }
+    return "";
+  };
+  switch (d.verdict) {
+    case Verdict::kAccept: {
+      out.outcome = TaskOutcome::kAccept;
+      for (const auto& id : d.agreeing) {
+        out.votes.push_back({id, "agreed", "", false});
+        AddOnce(out.verified, provider_of(id));
+      }
+      for (const Vote& v : d.wrong) {
+        out.votes.push_back({v.attempt_id, "wrong", std::string(FailureName(v.failure)) + ": " + v.reason, true});
+        if (ProvesProviderWrong(v.failure)) AddOnce(out.caught, v.provider);
+      }
+      for (const auto& id : d.ignored) out.votes.push_back({id, "ignored", "its provider had voted already", false});
+      out.line = "accepted: " + std::to_string(d.agreeing.size()) + " of " + std::to_string(voters.size()) +
+                 " results agree (" + ModeName(in.spec.mode) + ")";
+      if (!d.wrong.empty()) out.line += "; " + std::to_string(d.wrong.size()) + " wrong";
+      return out;
+    }
+    case Verdict::kNeedMoreRuns:
+    case Verdict::kWait: {
+      out.outcome = TaskOutcome::kMoreRuns;
+      for (const RunRecord& run : in.runs) {
+        if (Started(run) && !run.provider.empty()) AddOnce(out.exclude_providers, run.provider);
+      }
+      out.line = "verifying: " + std::to_string(voters.size()) + " result(s) so far, " +
+                 std::to_string(rule.quorum) + " must agree; another run on a provider not yet used";
+      if (!d.reason.empty()) out.line += " (" + d.reason + ")";
+      return out;
+    }
+    case Verdict::kFail:
+      out.outcome = TaskOutcome::kFail;
+      for (const RunRecord* run : voters) {
+        if (run->vote == "pending") out.votes.push_back({run->attempt_id, "no_quorum", d.reason, false});
+      }
+      out.line = "verification failed: " + (d.reason.empty() ? std::string("no quorum") : d.reason);
+      return out;
+  }
+  return out;
+}
+
+}  // namespace idlegrid::verify

@@ -1,0 +1,68 @@
+#pragma once
+// The verdict on one task of a verified job, each time one of its runs
+// returns a result: accept a result (and which runs agreed, which were
+// wrong), ask for another run on a provider not yet used, or fail the task.
+// It puts quorum.h and adaptive.h together over the task's runs as the store
+// holds them; the coordinator (coordinator/verification.cc) reads the runs,
+// asks here, and has the store write the answer in one transaction.
+//
+// Runs are replicated one after another, not at once: a task holds at most
+// one live attempt, as every other task does (leases, capacity and fencing
+// stay per attempt), and a sweep is throughput-bound, not latency-bound.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "idlegrid/v1/idlegrid.pb.h"
+#include "verify/compare.h"
+#include "verify/spec.h"
+
+namespace idlegrid::verify {
+
+// One attempt of the task, as stored.
+struct RunRecord {
+  std::string attempt_id;
+  std::string provider;  // the provider account owning the attempt's node
+  v1::TaskState state = v1::QUEUED;
+  std::string vote;      // v1::Attempt.vote
+  std::vector<OutputFile> outputs;
+};
+
+struct TaskVerdictInput {
+  VerificationSpec spec;
+  std::vector<RunRecord> runs;  // every attempt of the task, oldest first
+  // Adaptive: the consecutive verified results of the provider of the only
+  // result so far (for this image), and a uniform draw in [0, 1) from the
+  // coordinator's random source.
+  uint32_t consecutive_valid = 0;
+  double draw = 0;
+};
+
+// What the verdict writes on one attempt.
+struct VoteWrite {
+  std::string attempt_id;
+  std::string vote;    // v1::Attempt.vote
+  std::string reason;  // v1::Attempt.vote_reason
+  bool failed = false; // the attempt becomes FAILED with VERIFICATION_FAILED (a wrong result)
+};
+
+enum class TaskOutcome {
+  kAccept,    // the task succeeds with the agreeing runs' result
+  kMoreRuns,  // the task goes back to the queue for a provider not yet used
+  kFail,      // the task fails with VERIFICATION_FAILED (no quorum)
+  kNothing,   // no result awaits a verdict (e.g. a repeated call): change nothing
+};
+const char* TaskOutcomeName(TaskOutcome outcome);
+
+struct TaskVerdict {
+  TaskOutcome outcome = TaskOutcome::kNothing;
+  std::vector<VoteWrite> votes;
+  std::vector<std::string> exclude_providers;  // kMoreRuns: providers that already ran it
+  std::string line;                            // v1::Task.verification, and the task's message
+  std::vector<std::string> verified;           // providers one of whose results was verified valid
+  std::vector<std::string> caught;             // providers proven wrong (slash, reset, backtrack)
+};
+
+TaskVerdict DecideTask(const TaskVerdictInput& input);
+
+}  // namespace idlegrid::verify

@@ -1,0 +1,279 @@
+// Verification through a real coordinator, real agents of three provider
+// accounts and a real lying provider (issue 13): mallory's agent runs the
+// real runc through a shim that, while a flag file exists, appends to the
+// outputs of the container it ran, after the job wrote them and before the
+// agent uploads them. Under `replicate` its result loses the vote, its stake
+// is slashed and the requester fetches the honest outputs; under `adaptive`
+// it earns trust honestly, cheats, is caught by an audit, and the results it
+// had accepted on its word are re-verified and corrected.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "common/fs.h"
+#include "e2e/harness.h"
+
+namespace idlegrid::testing {
+namespace {
+
+constexpr int kAlice = 1, kMallory = 2, kBob = 3;
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class VerificationE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
+  }
+
+  void StartGrid(const std::string& name, std::vector<std::string> coordinator_flags) {
+    grid_ = std::make_unique<Grid>(name);
+    Status st = grid_->StartCoordinator(coordinator_flags);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (auto [n, provider] : {std::pair{kAlice, "alice"}, {kMallory, "mallory"}, {kBob, "bob"}}) {
+      ASSERT_EQ(grid_->Cli({"account", "create", provider, "--role", "provider"}).exit_code, 0);
+      auto token = grid_->Cli({"join-token", "create", "--provider", provider});
+      ASSERT_EQ(token.exit_code, 0) << token.err;
+      grid_->agent_join_tokens[n] = Trim(token.out);
+    }
+  }
+
+  // Mallory's runtime: the real runc, then (while the flag exists) a change
+  // to every top-level .txt output of the container it ran. The job's files
+  // belong to the job's user (a subordinate uid), so the shim edits them from
+  // a user namespace over the agent's subordinate range, as the agent itself
+  // takes them back (runtime/job_files.h).
+  void StartLiar() {
+    const std::string dir = grid_->AgentDataDir(kMallory);
+    ASSERT_TRUE(MakeDirs(dir, 0700).ok());
+    lie_flag_ = dir + "/lie";
+    const std::string runc = ::access("/usr/sbin/runc", X_OK) == 0 ? "/usr/sbin/runc" : "/usr/bin/runc";
+    const std::string shim = dir + "/lying-runc";
+    std::ofstream(shim) << "#!/bin/sh\n"
+                        << "bundle=''; prev=''; pilot=0\n"
+                        << "for a in \"$@\"; do\n"
+                        << "  [ \"$prev\" = --bundle ] && bundle=\"$a\"\n"
+                        << "  [ \"$a\" = --preserve-fds ] && pilot=1\n"
+                        << "  prev=\"$a\"\n"
+                        << "done\n"
+                        << runc << " \"$@\"\n"
+                        << "rc=$?\n"
+                        << "if [ -n \"$bundle\" ] && [ $pilot = 0 ] && [ -e " << lie_flag_ << " ]; then\n"
+                        << "  out=$(python3 -c 'import json,sys\n"
+                        << "for m in json.load(open(sys.argv[1])).get(\"mounts\", []):\n"
+                        << "    if m.get(\"destination\") == \"/out\": print(m[\"source\"])' \"$bundle/config.json\")\n"
+                        << "  [ -n \"$out\" ] && unshare --map-root-user --map-auto sh -c "
+                        << "'for f in \"$1\"/*.txt; do [ -f \"$f\" ] && echo tampered >> \"$f\"; done' sh \"$out\"\n"
+                        << "fi\n"
+                        << "exit $rc\n";
+    ASSERT_EQ(::chmod(shim.c_str(), 0755), 0);
+    if (!grid_->AgentUser(kMallory).empty()) {
+      // The agent's data dir is its own (StartAgent chowns it again).
+      ASSERT_EQ(RunCommand({"chown", grid_->AgentUser(kMallory), shim}).exit_code, 0);
+    }
+    Status st = grid_->StartAgent(kMallory, {"--runc", shim});
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  void Lie(bool on) {
+    if (on) {
+      std::ofstream(lie_flag_) << "on\n";
+    } else {
+      ::unlink(lie_flag_.c_str());
+    }
+  }
+  void Start(int n) {
+    Status st = grid_->StartAgent(n);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+
+  std::string Submit(const std::string& name, const std::string& extra) {
+    const std::string manifest = grid_->Manifest(name, {"write", "honest"}, extra);
+    auto r = grid_->Cli({"submit", manifest, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return ParseJson<v1::SubmitJobResponse>(r.out).job().id();
+  }
+  v1::Job Wait(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred, int timeout_ms = 120000) {
+    auto job = grid_->WaitJob(job_id, pred, timeout_ms);
+    EXPECT_TRUE(job.ok()) << job.status().message();
+    return job.ok() ? *job : v1::Job();
+  }
+  // Like Wait, for a state that may come after the job has settled once (a
+  // succeeded job reopened for re-verification): the job's stream ends when
+  // it settles, and no event announces a reopening to come, so a settled job
+  // that does not satisfy `pred` yet is looked at again shortly.
+  v1::Job WaitThroughReopen(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+    v1::Job last;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto job = grid_->WaitJob(job_id, pred, 60000);
+      if (job.ok()) last = *job;
+      if (job.ok() && pred(*job)) return *job;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    ADD_FAILURE() << "job " << job_id << " never reached the expected state: " << last.DebugString();
+    return last;
+  }
+  // The fetched hello.txt of task 0.
+  std::string FetchedHello(const std::string& job_id) {
+    const std::string out = grid_->root + "/fetched-" + job_id;
+    auto f = grid_->Cli({"fetch", job_id, out});
+    EXPECT_EQ(f.exit_code, 0) << f.out << f.err;
+    auto text = ReadFile(out + "/task-0/hello.txt");
+    return text.ok() ? *text : "(no hello.txt)";
+  }
+  const std::string& NodeOf(int n) { return grid_->node_ids[static_cast<size_t>(n - 1)]; }
+  // The votes of node n's attempts on task 0.
+  std::vector<const v1::Attempt*> RunsOf(const v1::Job& job, int n) {
+    std::vector<const v1::Attempt*> out;
+    for (const auto& a : job.tasks(0).attempts()) {
+      if (a.node_id() == NodeOf(n)) out.push_back(&a);
+    }
+    return out;
+  }
+
+  std::unique_ptr<Grid> grid_;
+  std::string lie_flag_;
+};
+
+bool Settled(const v1::Job& job) { return job.state() == v1::SUCCEEDED || job.state() == v1::FAILED; }
+
+TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResult) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartGrid("VerifyReplicate", {"--ledger", "--ledger-slash", "1", "--verification-dispute-margin", "1"}));
+  // The requester (the operator here) pays; mallory has 5 credits at stake.
+  ASSERT_EQ(grid_->Cli({"ledger", "deposit", "operator", "20"}).exit_code, 0);
+  ASSERT_EQ(grid_->Cli({"ledger", "deposit", "mallory", "5"}).exit_code, 0);
+  auto staked = grid_->Cli({"ledger", "stake", "5", "--account", "mallory"});
+  ASSERT_EQ(staked.exit_code, 0) << staked.out << staked.err;
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(StartLiar());
+  Lie(true);
+
+  const std::string job_id = Submit("replicated", "maxCost: 4\nverification: replicate\n");
+  // Alice and mallory (the only providers so far) disagree: a tie-breaker
+  // must run on a third provider, so the task waits for one.
+  v1::Job split = Wait(job_id, [](const v1::Job& j) {
+    int pending = 0;
+    for (const auto& a : j.tasks(0).attempts()) pending += a.vote() == "pending";
+    return pending == 2 && j.tasks(0).state() == v1::QUEUED;
+  });
+  ASSERT_EQ(split.tasks(0).state(), v1::QUEUED) << split.DebugString();
+  EXPECT_NE(split.tasks(0).verification().find("another run on a provider not yet used"), std::string::npos)
+      << split.tasks(0).verification();
+  EXPECT_NE(split.state(), v1::SUCCEEDED) << "a split is never accepted";
+
+  ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  v1::Job done = Wait(job_id, Settled);
+  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString();
+  EXPECT_EQ(done.tasks(0).verification(), "accepted: 2 of 3 results agree (replicate); 1 wrong");
+  ASSERT_EQ(RunsOf(done, kMallory).size(), 1u);
+  const v1::Attempt& lie = *RunsOf(done, kMallory)[0];
+  EXPECT_EQ(lie.state(), v1::FAILED);
+  EXPECT_EQ(lie.failure_reason(), v1::VERIFICATION_FAILED);
+  EXPECT_EQ(lie.vote(), "wrong");
+  EXPECT_NE(lie.vote_reason().find("hello.txt"), std::string::npos) << lie.vote_reason();
+  for (int honest : {kAlice, kBob}) {
+    ASSERT_EQ(RunsOf(done, honest).size(), 1u);
+    EXPECT_EQ(RunsOf(done, honest)[0]->vote(), "agreed");
+  }
+  EXPECT_EQ(FetchedHello(job_id), "honest from task 0\n") << "the requester gets the honest result";
+
+  // Slashed: one credit of mallory's stake, part of it to the requester.
+  v1::LedgerBalanceResponse mallory;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    auto r = grid_->Cli({"ledger", "balance", "--account", "mallory", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    mallory = ParseJson<v1::LedgerBalanceResponse>(r.out);
+    if (mallory.stake_micros() < 5000000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the ledger shows no events to await
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(mallory.stake_micros(), 4000000) << mallory.DebugString();
+  EXPECT_EQ(mallory.pending_micros(), 0) << "a wrong result is never charged";
+  auto history = grid_->Cli({"ledger", "history", "--account", "mallory"});
+  EXPECT_NE(history.out.find("slash"), std::string::npos) << history.out;
+}
+
+TEST_F(VerificationE2E, AdaptiveAuditCatchesTheLiarAndReverifiesWhatItAcceptedUnchecked) {
+  // Trusted after 2 verified results; a trusted result is audited half the time.
+  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyAdaptive", {"--verification-trust-threshold", "2",
+                                                      "--verification-audit-floor", "0.5",
+                                                      "--verification-dispute-margin", "1"}));
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(StartLiar());
+
+  // 1. Mallory earns trust honestly: with alice the only other provider,
+  // every replicated task runs on both.
+  int mallory_verified = 0;
+  std::vector<std::string> honest_jobs;
+  for (int i = 0; i < 12 && mallory_verified < 2; ++i) {
+    const std::string id = Submit("earn" + std::to_string(i), "verification: adaptive\n");
+    v1::Job j = Wait(id, Settled);
+    ASSERT_EQ(j.state(), v1::SUCCEEDED) << j.DebugString();
+    for (const v1::Attempt* a : RunsOf(j, kMallory)) mallory_verified += a->vote() == "agreed";
+    honest_jobs.push_back(id);
+  }
+  ASSERT_GE(mallory_verified, 2) << "mallory never earned trust";
+
+  // 2. Alone on the grid, trusted mallory cheats. Each result is accepted on
+  // its word or audited (then it waits: the audit needs another provider).
+  grid_->StopAgent(kAlice);
+  Lie(true);
+  std::vector<std::string> unchecked;  // accepted unverified: wrong, for now
+  std::string audited;
+  for (int i = 0; i < 30 && (unchecked.empty() || audited.empty()); ++i) {
+    const std::string id = Submit("cheat" + std::to_string(i), "verification: adaptive\n");
+    v1::Job j = Wait(id, [](const v1::Job& j) {
+      return Settled(j) || (j.tasks(0).state() == v1::QUEUED && j.tasks(0).attempts_size() > 0 &&
+                            j.tasks(0).attempts(0).vote() == "pending" && !j.tasks(0).verification().empty());
+    });
+    if (j.state() == v1::SUCCEEDED) {
+      ASSERT_EQ(j.tasks(0).attempts(0).vote(), "unverified") << j.DebugString();
+      EXPECT_EQ(FetchedHello(id), "honest from task 0\ntampered\n") << "accepted on the liar's word";
+      unchecked.push_back(id);
+    } else if (audited.empty()) {
+      audited = id;
+    }
+  }
+  ASSERT_FALSE(unchecked.empty()) << "no result was accepted unaudited in 30 tries at p=0.5";
+  ASSERT_FALSE(audited.empty()) << "no audit was drawn in 30 tries at p=0.5";
+
+  // 3. Honest providers return: the audit convicts mallory, and every result
+  // it had accepted unchecked since its last verified one is run again and
+  // corrected.
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  v1::Job caught = Wait(audited, Settled);
+  ASSERT_EQ(caught.state(), v1::SUCCEEDED) << caught.DebugString();
+  ASSERT_EQ(RunsOf(caught, kMallory).size(), 1u);
+  EXPECT_EQ(RunsOf(caught, kMallory)[0]->vote(), "wrong");
+  EXPECT_EQ(FetchedHello(audited), "honest from task 0\n");
+  for (const std::string& id : unchecked) {
+    v1::Job j = WaitThroughReopen(id, [](const v1::Job& j) {
+      return Settled(j) && j.tasks(0).attempts(0).vote() == "wrong";
+    });
+    EXPECT_EQ(j.state(), v1::SUCCEEDED) << j.DebugString();
+    EXPECT_EQ(j.tasks(0).attempts(0).vote(), "wrong") << "re-verified, and found wrong";
+    EXPECT_EQ(j.tasks(0).attempts(0).failure_reason(), v1::VERIFICATION_FAILED);
+    EXPECT_EQ(FetchedHello(id), "honest from task 0\n") << "corrected";
+  }
+  // What mallory did honestly before it cheated was verified then: untouched.
+  for (const std::string& id : honest_jobs) {
+    auto r = grid_->Cli({"status", id, "--json"});
+    const v1::Job j = ParseJson<v1::Job>(r.out);
+    EXPECT_EQ(j.state(), v1::SUCCEEDED);
+    for (const v1::Attempt* a : RunsOf(j, kMallory)) EXPECT_NE(a->vote(), "wrong") << id;
+  }
+}
+
+}  // namespace
+}  // namespace idlegrid::testing

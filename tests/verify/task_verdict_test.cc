@@ -1,0 +1,134 @@
+// The verdict on a task of a verified job, over its runs as the store holds
+// them: a table of the decisions replicate and adaptive make.
+#include "verify/task_verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace idlegrid::verify {
+namespace {
+
+RunRecord Run(const std::string& id, const std::string& provider, const std::string& digest,
+              const std::string& vote = "pending", v1::TaskState state = v1::SUCCEEDED) {
+  return {id, provider, state, vote, {{"out.txt", digest, std::nullopt}}};
+}
+
+VerificationSpec Replicate() {
+  VerificationSpec s;
+  s.mode = Mode::kReplicate;
+  s.replicas = 2;
+  s.quorum = 2;
+  s.max_replicas = 4;
+  s.margin = 1;
+  return s;
+}
+
+VerificationSpec Adaptive() {
+  VerificationSpec s = Replicate();
+  s.mode = Mode::kAdaptive;
+  s.margin = 2;
+  s.max_replicas = 6;
+  s.trust_threshold = 10;
+  s.audit_floor = 0.12;
+  return s;
+}
+
+TEST(TaskVerdict, AFirstReplicatedResultAsksForAnotherProvider) {
+  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x")}});
+  EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
+  EXPECT_EQ(v.exclude_providers, std::vector<std::string>{"alice"});
+  EXPECT_TRUE(v.votes.empty()) << "the first result's vote waits";
+  EXPECT_NE(v.line.find("another run on a provider not yet used"), std::string::npos) << v.line;
+}
+
+TEST(TaskVerdict, TwoAgreeingProvidersAreAccepted) {
+  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x"), Run("a2", "bob", "sha256:x")}});
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
+  ASSERT_EQ(v.votes.size(), 2u);
+  EXPECT_EQ(v.votes[0].vote, "agreed");
+  EXPECT_EQ(v.votes[1].vote, "agreed");
+  EXPECT_EQ(v.verified, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_TRUE(v.caught.empty());
+}
+
+TEST(TaskVerdict, ASplitAsksForATieBreakerAwayFromBothProviders) {
+  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x"), Run("a2", "mallory", "sha256:bad")}});
+  EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
+  EXPECT_EQ(v.exclude_providers, (std::vector<std::string>{"alice", "mallory"}));
+}
+
+TEST(TaskVerdict, TheTieBreakerConvictsTheOddOneOut) {
+  TaskVerdict v = DecideTask({Replicate(),
+                              {Run("a1", "alice", "sha256:x"), Run("a2", "mallory", "sha256:bad"),
+                               Run("a3", "carol", "sha256:x")}});
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
+  EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
+  bool wrong_failed = false;
+  for (const auto& vote : v.votes) {
+    if (vote.attempt_id == "a2") {
+      EXPECT_EQ(vote.vote, "wrong");
+      EXPECT_TRUE(vote.failed);
+      wrong_failed = true;
+    } else {
+      EXPECT_EQ(vote.vote, "agreed");
+      EXPECT_FALSE(vote.failed);
+    }
+  }
+  EXPECT_TRUE(wrong_failed);
+}
+
+TEST(TaskVerdict, NoQuorumWithinTheRunsAllowedFailsAndConvictsNobody) {
+  VerificationSpec s = Replicate();
+  s.max_replicas = 2;
+  TaskVerdict v = DecideTask({s, {Run("a1", "alice", "sha256:x"), Run("a2", "bob", "sha256:y")}});
+  ASSERT_EQ(v.outcome, TaskOutcome::kFail);
+  EXPECT_TRUE(v.caught.empty());
+  ASSERT_EQ(v.votes.size(), 2u);
+  EXPECT_EQ(v.votes[0].vote, "no_quorum");
+  EXPECT_FALSE(v.votes[0].failed);
+}
+
+TEST(TaskVerdict, FailedRunsNeitherVoteNorCountAsReplicas) {
+  VerificationSpec s = Replicate();
+  s.max_replicas = 2;
+  // A run that failed on its own (the job's exit code) is retried by the
+  // usual rules; it does not use up one of the two replicas.
+  TaskVerdict v = DecideTask({s, {Run("a0", "bob", "", "", v1::FAILED), Run("a1", "alice", "sha256:x")}});
+  EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
+}
+
+TEST(TaskVerdict, NothingPendingChangesNothing) {
+  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x", "agreed")}});
+  EXPECT_EQ(v.outcome, TaskOutcome::kNothing);
+}
+
+TEST(TaskVerdict, AdaptiveReplicatesANewcomersResult) {
+  TaskVerdictInput in{Adaptive(), {Run("a1", "newbie", "sha256:x")}};
+  in.consecutive_valid = 3;
+  in.draw = 0.99;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "below the threshold every result is replicated";
+}
+
+TEST(TaskVerdict, AdaptiveAcceptsATrustedProvidersResultUnverifiedUnlessTheAuditIsDrawn) {
+  TaskVerdictInput in{Adaptive(), {Run("a1", "veteran", "sha256:x")}};
+  in.consecutive_valid = 20;
+  in.draw = 0.5;
+  TaskVerdict v = DecideTask(in);
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
+  ASSERT_EQ(v.votes.size(), 1u);
+  EXPECT_EQ(v.votes[0].vote, "unverified");
+  EXPECT_TRUE(v.verified.empty()) << "an unverified result earns no trust";
+  in.draw = 0.11;  // under the floor of 0.12 (1/20 is less)
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
+}
+
+TEST(TaskVerdict, AReopenedResultIsJudgedAgainstTheAuditRun) {
+  // Backtracking set a1's vote back to pending; the audit run a2 disagrees.
+  TaskVerdictInput in{Adaptive(), {Run("a1", "mallory", "sha256:bad"), Run("a2", "alice", "sha256:x"),
+                                   Run("a3", "bob", "sha256:x"), Run("a4", "carol", "sha256:x")}};
+  TaskVerdict v = DecideTask(in);
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept) << v.line;
+  EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
+}
+
+}  // namespace
+}  // namespace idlegrid::verify
