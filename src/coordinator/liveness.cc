@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "coordinator/coordinator.h"
@@ -63,9 +64,27 @@ void Coordinator::RefreshReliability() {
     spdlog::warn("reliability: {}", outcomes.status().ToString());
     return;
   }
+  // Each provider's verification record (docs/verification.md), read outside the lock.
+  std::set<std::string> providers;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [id, live] : nodes_) providers.insert(live.provider);
+  }
+  std::map<std::string, store::TrustRecord> records;
+  for (const std::string& p : providers) {
+    auto trust = store_->TrustOf(p);
+    if (!trust.ok()) continue;
+    for (const auto& r : *trust) {
+      if (r.image.empty()) records[p] = r;
+    }
+  }
   MutexLock lock(&mu_);
   for (auto& [id, live] : nodes_) {
     sched::ReliabilityInputs in;
+    if (auto rec = records.find(live.provider); rec != records.end()) {
+      in.provider_verification = rec->second.reliability;
+      in.provider_caught = rec->second.caught;
+    }
     auto it = outcomes->find(id);
     if (it != outcomes->end()) {
       in.succeeded = it->second.succeeded;

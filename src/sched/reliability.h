@@ -14,6 +14,10 @@ struct ReliabilityInputs {
   // interval (0: always on time; 1: typically a whole interval late).
   double heartbeat_lateness = 0;
   uint32_t throttle_reports = 0;  // advertisements with GPUs thermally/power throttled
+  // Its provider's record under verification (verify/caught.h): per mille
+  // (1000: never proven wrong), and how often it was proven wrong.
+  uint32_t provider_verification = 1000;
+  uint32_t provider_caught = 0;
 };
 
 struct Reliability {

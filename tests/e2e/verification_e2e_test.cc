@@ -83,6 +83,16 @@ class VerificationE2E : public ::testing::Test {
     Status st = grid_->StartAgent(kMallory, {"--runc", shim});
     ASSERT_TRUE(st.ok()) << st.message();
   }
+  // Waits until `n` nodes are schedulable (their readiness benchmark passed:
+  // the liar must not tamper with that, or it never gets work).
+  void WaitSchedulable(int n) {
+    auto nodes = grid_->WaitNodes([n](const v1::ListNodesResponse& list) {
+      int ready = 0;
+      for (const auto& node : list.nodes()) ready += node.schedulable() && node.state() == "online";
+      return ready == n;
+    });
+    ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  }
   void Lie(bool on) {
     if (on) {
       std::ofstream(lie_flag_) << "on\n";
@@ -99,7 +109,7 @@ class VerificationE2E : public ::testing::Test {
     const std::string manifest = grid_->Manifest(name, {"write", "honest"}, extra);
     auto r = grid_->Cli({"submit", manifest, "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return ParseJson<v1::SubmitJobResponse>(r.out).job().id();
+    return ParseJson<v1::Job>(r.out).id();
   }
   v1::Job Wait(const std::string& job_id, const std::function<bool(const v1::Job&)>& pred, int timeout_ms = 120000) {
     auto job = grid_->WaitJob(job_id, pred, timeout_ms);
@@ -156,6 +166,7 @@ TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResu
   ASSERT_EQ(staked.exit_code, 0) << staked.out << staked.err;
   ASSERT_NO_FATAL_FAILURE(Start(kAlice));
   ASSERT_NO_FATAL_FAILURE(StartLiar());
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
   Lie(true);
 
   const std::string job_id = Submit("replicated", "maxCost: 4\nverification: replicate\n");
@@ -172,6 +183,7 @@ TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResu
   EXPECT_NE(split.state(), v1::SUCCEEDED) << "a split is never accepted";
 
   ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(3));
   v1::Job done = Wait(job_id, Settled);
   ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString();
   EXPECT_EQ(done.tasks(0).verification(), "accepted: 2 of 3 results agree (replicate); 1 wrong");
@@ -210,6 +222,7 @@ TEST_F(VerificationE2E, AdaptiveAuditCatchesTheLiarAndReverifiesWhatItAcceptedUn
                                                       "--verification-dispute-margin", "1"}));
   ASSERT_NO_FATAL_FAILURE(Start(kAlice));
   ASSERT_NO_FATAL_FAILURE(StartLiar());
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
 
   // 1. Mallory earns trust honestly: with alice the only other provider,
   // every replicated task runs on both.

@@ -30,5 +30,18 @@ TEST(Reliability, DetailSaysWhatTheScoreIsMadeOf) {
   EXPECT_EQ(r.detail, "12 ok, 1 lost, 0 failed; heartbeats 3% late; 0 throttled");
 }
 
+TEST(Reliability, AProviderCaughtWithAWrongResultScoresLowerAndSaysWhy) {
+  ReliabilityInputs honest;
+  honest.succeeded = 20;
+  ReliabilityInputs caught = honest;
+  caught.provider_verification = 750;
+  caught.provider_caught = 1;
+  const Reliability h = ScoreReliability(honest);
+  const Reliability c = ScoreReliability(caught);
+  EXPECT_DOUBLE_EQ(c.score, h.score * 0.75);
+  EXPECT_EQ(h.detail.find("caught"), std::string::npos);
+  EXPECT_NE(c.detail.find("provider caught 1 time(s) with a wrong result (750/1000)"), std::string::npos) << c.detail;
+}
+
 }  // namespace
 }  // namespace idlegrid::sched

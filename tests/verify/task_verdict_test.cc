@@ -7,7 +7,7 @@
 namespace idlegrid::verify {
 namespace {
 
-RunRecord Run(const std::string& id, const std::string& provider, const std::string& digest,
+RunRecord Rec(const std::string& id, const std::string& provider, const std::string& digest,
               const std::string& vote = "pending", v1::TaskState state = v1::SUCCEEDED) {
   return {id, provider, state, vote, {{"out.txt", digest, std::nullopt}}};
 }
@@ -33,7 +33,7 @@ VerificationSpec Adaptive() {
 }
 
 TEST(TaskVerdict, AFirstReplicatedResultAsksForAnotherProvider) {
-  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x")}});
+  TaskVerdict v = DecideTask({Replicate(), {Rec("a1", "alice", "sha256:x")}});
   EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
   EXPECT_EQ(v.exclude_providers, std::vector<std::string>{"alice"});
   EXPECT_TRUE(v.votes.empty()) << "the first result's vote waits";
@@ -41,7 +41,7 @@ TEST(TaskVerdict, AFirstReplicatedResultAsksForAnotherProvider) {
 }
 
 TEST(TaskVerdict, TwoAgreeingProvidersAreAccepted) {
-  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x"), Run("a2", "bob", "sha256:x")}});
+  TaskVerdict v = DecideTask({Replicate(), {Rec("a1", "alice", "sha256:x"), Rec("a2", "bob", "sha256:x")}});
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
   ASSERT_EQ(v.votes.size(), 2u);
   EXPECT_EQ(v.votes[0].vote, "agreed");
@@ -51,15 +51,15 @@ TEST(TaskVerdict, TwoAgreeingProvidersAreAccepted) {
 }
 
 TEST(TaskVerdict, ASplitAsksForATieBreakerAwayFromBothProviders) {
-  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x"), Run("a2", "mallory", "sha256:bad")}});
+  TaskVerdict v = DecideTask({Replicate(), {Rec("a1", "alice", "sha256:x"), Rec("a2", "mallory", "sha256:bad")}});
   EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
   EXPECT_EQ(v.exclude_providers, (std::vector<std::string>{"alice", "mallory"}));
 }
 
 TEST(TaskVerdict, TheTieBreakerConvictsTheOddOneOut) {
   TaskVerdict v = DecideTask({Replicate(),
-                              {Run("a1", "alice", "sha256:x"), Run("a2", "mallory", "sha256:bad"),
-                               Run("a3", "carol", "sha256:x")}});
+                              {Rec("a1", "alice", "sha256:x"), Rec("a2", "mallory", "sha256:bad"),
+                               Rec("a3", "carol", "sha256:x")}});
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
   EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
   bool wrong_failed = false;
@@ -79,7 +79,7 @@ TEST(TaskVerdict, TheTieBreakerConvictsTheOddOneOut) {
 TEST(TaskVerdict, NoQuorumWithinTheRunsAllowedFailsAndConvictsNobody) {
   VerificationSpec s = Replicate();
   s.max_replicas = 2;
-  TaskVerdict v = DecideTask({s, {Run("a1", "alice", "sha256:x"), Run("a2", "bob", "sha256:y")}});
+  TaskVerdict v = DecideTask({s, {Rec("a1", "alice", "sha256:x"), Rec("a2", "bob", "sha256:y")}});
   ASSERT_EQ(v.outcome, TaskOutcome::kFail);
   EXPECT_TRUE(v.caught.empty());
   ASSERT_EQ(v.votes.size(), 2u);
@@ -92,24 +92,24 @@ TEST(TaskVerdict, FailedRunsNeitherVoteNorCountAsReplicas) {
   s.max_replicas = 2;
   // A run that failed on its own (the job's exit code) is retried by the
   // usual rules; it does not use up one of the two replicas.
-  TaskVerdict v = DecideTask({s, {Run("a0", "bob", "", "", v1::FAILED), Run("a1", "alice", "sha256:x")}});
+  TaskVerdict v = DecideTask({s, {Rec("a0", "bob", "", "", v1::FAILED), Rec("a1", "alice", "sha256:x")}});
   EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns);
 }
 
 TEST(TaskVerdict, NothingPendingChangesNothing) {
-  TaskVerdict v = DecideTask({Replicate(), {Run("a1", "alice", "sha256:x", "agreed")}});
+  TaskVerdict v = DecideTask({Replicate(), {Rec("a1", "alice", "sha256:x", "agreed")}});
   EXPECT_EQ(v.outcome, TaskOutcome::kNothing);
 }
 
 TEST(TaskVerdict, AdaptiveReplicatesANewcomersResult) {
-  TaskVerdictInput in{Adaptive(), {Run("a1", "newbie", "sha256:x")}};
+  TaskVerdictInput in{Adaptive(), {Rec("a1", "newbie", "sha256:x")}};
   in.consecutive_valid = 3;
   in.draw = 0.99;
   EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "below the threshold every result is replicated";
 }
 
 TEST(TaskVerdict, AdaptiveAcceptsATrustedProvidersResultUnverifiedUnlessTheAuditIsDrawn) {
-  TaskVerdictInput in{Adaptive(), {Run("a1", "veteran", "sha256:x")}};
+  TaskVerdictInput in{Adaptive(), {Rec("a1", "veteran", "sha256:x")}};
   in.consecutive_valid = 20;
   in.draw = 0.5;
   TaskVerdict v = DecideTask(in);
@@ -123,8 +123,8 @@ TEST(TaskVerdict, AdaptiveAcceptsATrustedProvidersResultUnverifiedUnlessTheAudit
 
 TEST(TaskVerdict, AReopenedResultIsJudgedAgainstTheAuditRun) {
   // Backtracking set a1's vote back to pending; the audit run a2 disagrees.
-  TaskVerdictInput in{Adaptive(), {Run("a1", "mallory", "sha256:bad"), Run("a2", "alice", "sha256:x"),
-                                   Run("a3", "bob", "sha256:x"), Run("a4", "carol", "sha256:x")}};
+  TaskVerdictInput in{Adaptive(), {Rec("a1", "mallory", "sha256:bad"), Rec("a2", "alice", "sha256:x"),
+                                   Rec("a3", "bob", "sha256:x"), Rec("a4", "carol", "sha256:x")}};
   TaskVerdict v = DecideTask(in);
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept) << v.line;
   EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
