@@ -25,6 +25,12 @@ struct SpecOptions {
   uint32_t gpus = 0;
 };
 
+// Takes a database back from schema v15 (verification) to v14, for the
+// upgrade tests of earlier versions.
+inline constexpr char kUndoV15[] =
+    "ALTER TABLE attempts DROP COLUMN vote; ALTER TABLE attempts DROP COLUMN vote_reason; "
+    "ALTER TABLE tasks DROP COLUMN verification; DROP TABLE provider_trust";
+
 inline v1::JobSpec Spec(const SpecOptions& o = {}) {
   v1::JobSpec s;
   s.set_api_version("idlegrid/v1");
