@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   // Verification (docs/verification.md).
   std::string default_verification = "none";
   c->add_option("--default-verification", default_verification,
-                "verification for jobs that name none: none, replicate or adaptive (docs/verification.md)")
+                "verification for jobs that name none: none, replicate, adaptive or challenge (docs/verification.md)")
       ->capture_default_str();
   c->add_option("--verification-trust-threshold", coord.options.verification.trust_threshold,
                 "adaptive: verified results in a row before a provider's results are only audited")
@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "podman", "runc"}))
       ->capture_default_str();
   a->add_option("--runc", agent.runc, "runc binary (driver auto or runc)")->capture_default_str();
+  a->add_flag("--no-pilots", agent.no_pilots,
+              "every task of an array job in a container of its own (no pilot sandboxes; slower sweeps)");
   a->add_flag("--discover", discover, "print what this host would advertise and exit");
   a->add_option("--simulate-gpu", agent.simulate_gpus,
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
@@ -403,9 +405,9 @@ int main(int argc, char** argv) {
       coord.options.default_retention_seconds = 0;
     }
     auto mode = idlegrid::verify::ParseMode(default_verification);
-    if (!mode || *mode == idlegrid::verify::Mode::kChallenge) {
+    if (!mode) {
       std::cerr << "--default-verification: \"" << default_verification
-                << "\" is not one of none, replicate, adaptive\n";
+                << "\" is not one of none, replicate, adaptive, challenge\n";
       return 2;
     }
     coord.options.verification.default_mode = *mode;

@@ -46,6 +46,7 @@ std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config
   if (config.driver == "podman") return runtime::NewPodmanRuntime(config.podman);
   runtime::RuncRuntimeOptions runc;
   runc.runc_binary = config.runc;
+  runc.pilots = !config.no_pilots;
   runc.state_dir = config.data_dir + "/runc";
   runc.bundles_dir = config.data_dir + "/bundles";
   auto fast = runtime::NewRuncRuntime(runc);

@@ -30,6 +30,9 @@ struct AgentConfig {
   std::string join_token;    // needed only the first time (enrollment)
   std::string ca_hash;       // "sha256:<hex>" of the coordinator CA, pinned at enrollment
   std::string data_dir = "./idlegrid-data/agent";
+  // Run every task of an array job in a container of its own instead of
+  // reusing a pilot sandbox (slower; for wrapped runtimes, e.g. tests' shims).
+  bool no_pilots = false;
   std::string name;          // defaults to the hostname
   double cpus = 0;           // capacity offered; 0 = every core
   uint64_t memory_bytes = 0; // capacity offered; 0 = all physical memory

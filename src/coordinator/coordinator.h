@@ -454,6 +454,10 @@ class Coordinator {
   // Re-verifies what `provider` had accepted on its word since its last
   // verified result, after it was caught on attempt `caught_on`.
   void Backtrack(const std::string& provider, const std::string& caught_on);
+  // Challenge: sends `provider` a task of `job` with a known answer it never
+  // ran; WithdrawStaleChecks returns those not taken within a minute.
+  void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);
+  void WithdrawStaleChecks();
   Mutex verdict_mu_;  // one verdict at a time (trust counts are read and written back)
   Mutex rng_mu_;
   std::mt19937_64 rng_ IG_GUARDED_BY(rng_mu_){std::random_device{}()};

@@ -15,6 +15,7 @@
 #include "manifest/manifest.h"
 #include "verify/adaptive.h"
 #include "verify/caught.h"
+#include "verify/challenge.h"
 #include "verify/task_verdict.h"
 
 namespace idlegrid::coordinator {
@@ -28,6 +29,17 @@ constexpr uint64_t kMaxComparedOutputBytes = 16 << 20;
 // window) is off.
 constexpr int64_t kDefaultBacktrackWindowMs = 24 * 3600 * 1000LL;
 constexpr size_t kMaxBacktrack = 1000;
+// A known-answer check its provider has not taken by then is withdrawn (the
+// provider may have left): the task's agreed result stands.
+constexpr int64_t kChallengeWaitMs = 60'000;
+
+// Whether a task's result was accepted by a quorum: a known answer.
+bool KnownAnswer(const v1::Task& task) {
+  if (task.state() != v1::SUCCEEDED) return false;
+  int agreed = 0;
+  for (const auto& a : task.attempts()) agreed += a.state() == v1::SUCCEEDED && a.vote() == "agreed";
+  return agreed >= 2;
+}
 
 store::TrustRecord RecordFor(const std::vector<store::TrustRecord>& records, const std::string& provider,
                              const std::string& image) {
@@ -48,13 +60,7 @@ Status Coordinator::ResolveVerification(v1::JobSpec* spec) {
   if (spec->verification().mode().empty() && options_.verification.default_mode != verify::Mode::kNone) {
     spec->mutable_verification()->set_mode(verify::ModeName(options_.verification.default_mode));
   }
-  IG_ASSIGN_OR_RETURN(verify::VerificationSpec resolved, verify::Resolve(spec->verification(), options_.verification));
-  if (resolved.mode == verify::Mode::kChallenge) {
-    return Status::FailedPrecondition(
-        "spec.verification.mode: \"challenge\" needs known-answer tasks, which this coordinator does not mix in "
-        "yet; use replicate or adaptive (docs/verification.md)");
-  }
-  return Status::Ok();
+  return verify::Resolve(spec->verification(), options_.verification).status();
 }
 
 std::string Coordinator::ProviderOf(const std::string& node_id) {
@@ -74,6 +80,7 @@ void Coordinator::VerifyHeldTasks() {
     return;
   }
   for (const store::TaskKey& k : *held) VerifyTask(k.job_id, k.index);
+  WithdrawStaleChecks();
 }
 
 void Coordinator::VerifyTask(const std::string& job_id, uint32_t index) {
@@ -90,12 +97,15 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     if (t.index() == index) task = &t;
   }
   if (task == nullptr) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
+  bool known_answer = false;
+  for (const auto& t : job.tasks()) known_answer = known_answer || (t.index() != index && KnownAnswer(t));
   IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec,
                       verify::Resolve(job.spec().verification(), options_.verification));
   const std::string image = manifest::ImageDigestOf(job.spec().image());
 
   verify::TaskVerdictInput in;
   in.spec = spec;
+  in.known_answer = known_answer;
   std::string pending_provider;
   for (const v1::Attempt& a : task->attempts()) {
     verify::RunRecord run{a.id(), ProviderOf(a.node_id()), a.state(), a.vote(), {}};
@@ -194,9 +204,69 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     }
     Backtrack(provider, v.attempt_id);
   }
+  if (spec.mode == verify::Mode::kChallenge && verdict.outcome == verify::TaskOutcome::kAccept &&
+      verdict.votes.size() == 1 && verdict.votes[0].vote == "unverified") {
+    double draw;
+    {
+      MutexLock lock(&rng_mu_);
+      draw = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+    }
+    if (verify::ShouldChallenge(spec.challenge_rate, draw)) SendKnownAnswerCheck(job, pending_provider, now);
+  }
   SettleJobLedger(job_id);
   Notify();
   return Status::Ok();
+}
+
+void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {
+  // A task of the job with a known answer that the provider never ran: to
+  // it, one more task of the job it is working on.
+  for (const v1::Task& t : job.tasks()) {
+    if (!KnownAnswer(t)) continue;
+    const bool ran = std::any_of(t.attempts().begin(), t.attempts().end(),
+                                 [&](const v1::Attempt& a) { return ProviderOf(a.node_id()) == provider; });
+    if (ran) continue;
+    store::VerdictWrite w;
+    w.job_id = job.id();
+    w.index = t.index();
+    w.expect = store::VerdictWrite::Expect::kSucceeded;
+    w.task.state = v1::QUEUED;
+    w.task.updated_ms = now;
+    w.task.queued_ms = now;
+    w.verification = t.verification() + "; known-answer check of a provider in progress";
+    w.task.message = w.verification;
+    w.not_before_ms = now;
+    w.reset_exclusions = true;
+    w.exclude.push_back(sched::kOnlyProvider + provider);
+    auto applied = store_->ApplyVerdict(w, now);
+    if (!applied.ok()) {
+      spdlog::warn("verification: known-answer check {}/{} not sent: {}", job.id(), t.index(),
+                   applied.status().ToString());
+    } else if (*applied) {
+      spdlog::info("verification: known-answer check {}/{} sent to provider {}", job.id(), t.index(), provider);
+    }
+    return;
+  }
+}
+
+void Coordinator::WithdrawStaleChecks() {
+  const int64_t now = clock_->NowMs();
+  auto waiting = store_->TasksExcluding(sched::kOnlyProvider, 200);
+  if (!waiting.ok()) return;
+  for (const auto& [key, changed_ms] : *waiting) {
+    if (now - changed_ms < kChallengeWaitMs) continue;
+    store::VerdictWrite w;
+    w.job_id = key.job_id;
+    w.index = key.index;
+    w.expect = store::VerdictWrite::Expect::kQueued;
+    w.task.state = v1::SUCCEEDED;
+    w.task.updated_ms = now;
+    w.verification = "accepted; a known-answer check was withdrawn (its provider did not take it within 60 s)";
+    w.task.message = w.verification;
+    w.reset_exclusions = true;
+    auto applied = store_->ApplyVerdict(w, now);
+    if (applied.ok() && *applied) spdlog::info("verification: known-answer check {}/{} withdrawn", key.job_id, key.index);
+  }
 }
 
 void Coordinator::Backtrack(const std::string& provider, const std::string& caught_on) {
@@ -221,7 +291,7 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
     store::VerdictWrite w;
     w.job_id = it->job_id;
     w.index = it->index;
-    w.reopen = true;
+    w.expect = store::VerdictWrite::Expect::kSucceeded;
     w.task.state = v1::QUEUED;
     w.task.updated_ms = now;
     w.task.queued_ms = now;

@@ -388,6 +388,15 @@ bool Excluded(const NodeState& node, const TaskView& task, Rejection* why) {
     Reject(why, "excluded", "its provider already ran a replica of this task");
     return true;
   }
+  // Entries sort by name: the "only-provider:" ones are together.
+  const std::string only = kOnlyProvider;
+  for (auto it = task.excluded_nodes.lower_bound(only); it != task.excluded_nodes.end() && it->rfind(only, 0) == 0;
+       ++it) {
+    if (*it != only + node.view->provider) {
+      Reject(why, "excluded", "a known-answer check meant for another provider");
+      return true;
+    }
+  }
   return false;
 }
 

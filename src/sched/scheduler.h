@@ -19,6 +19,9 @@ namespace idlegrid::sched {
 // An entry of TaskView::excluded_nodes that rules out every node of a
 // provider account: "provider:" + account.
 inline constexpr char kProviderExclusion[] = "provider:";
+// An entry that rules out every node NOT of a provider account: a
+// known-answer check meant for that provider (docs/verification.md).
+inline constexpr char kOnlyProvider[] = "only-provider:";
 
 struct NodeView {
   std::string id;

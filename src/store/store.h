@@ -48,13 +48,18 @@ struct TaskKey {
 struct VerdictWrite {
   std::string job_id;
   uint32_t index = 0;
-  // false: the task must be held for the verdict (QUEUED, jobs::kVerdictHoldMs);
-  // true: it must be SUCCEEDED (a result re-verified after its provider was caught).
-  bool reopen = false;
+  // Where the task must be for the write to apply.
+  enum class Expect {
+    kHeld,       // QUEUED, held for the verdict (jobs::kVerdictHoldMs)
+    kSucceeded,  // SUCCEEDED: reopened to re-verify a result or send a known-answer check
+    kQueued,     // QUEUED and not held: a known-answer check withdrawn
+  };
+  Expect expect = Expect::kHeld;
   jobs::TaskWrite task;
   std::string verification;              // v1::Task.verification
   std::optional<int64_t> not_before_ms;  // when the task may be offered again
   std::vector<std::string> exclude;      // appended to its excluded list ("provider:NAME")
+  bool reset_exclusions = false;         // the excluded list is emptied before `exclude` is appended
   struct Vote {
     std::string attempt_id;
     std::string vote;
@@ -412,6 +417,11 @@ class Store {
   // Writes a verdict; false (and nothing written) when the task is not where
   // write.reopen says it must be (another coordinator decided first).
   virtual Result<bool> ApplyVerdict(const VerdictWrite& write, int64_t now_ms) = 0;
+  // QUEUED tasks whose excluded list has an entry starting with `prefix`
+  // (known-answer checks waiting for their provider), oldest change first,
+  // with when they last changed.
+  virtual Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix,
+                                                                          size_t limit) = 0;
   // Every record of `provider` (its images, and "" for itself).
   virtual Result<std::vector<TrustRecord>> TrustOf(const std::string& provider) = 0;
   // Its SUCCEEDED attempts voted "agreed" or "unverified" that finished at or

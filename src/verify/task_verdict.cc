@@ -5,6 +5,7 @@
 #include <set>
 
 #include "verify/adaptive.h"
+#include "verify/challenge.h"
 #include "verify/quorum.h"
 
 namespace idlegrid::verify {
@@ -51,6 +52,37 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
   }
   if (!pending) return out;
 
+  // A known-answer check: agreed results and one pending run (challenge.h).
+  std::vector<const RunRecord*> agreed, pending_runs;
+  for (const RunRecord* run : voters) (run->vote == "agreed" ? agreed : pending_runs).push_back(run);
+  if (agreed.size() >= 2 && pending_runs.size() == 1) {
+    const RunRecord& under_test = *pending_runs[0];
+    auto judged = JudgeChallenge(in.spec.compare, agreed[0]->outputs, under_test.outputs);
+    out.outcome = TaskOutcome::kAccept;
+    if (judged.ok() && judged->passed) {
+      out.votes.push_back({under_test.attempt_id, "agreed", "passed a known-answer check", false});
+      out.verified.push_back(under_test.provider);
+      out.line = "accepted: " + std::to_string(agreed.size()) + " results agree; a known-answer check of provider " +
+                 under_test.provider + " passed";
+    } else {
+      const std::string why = judged.ok() ? judged->reason : judged.status().message();
+      out.votes.push_back({under_test.attempt_id, "wrong",
+                           std::string(FailureName(VerificationFailure::kChallengeFailed)) + ": " + why, true});
+      out.caught.push_back(under_test.provider);
+      out.line = "accepted: " + std::to_string(agreed.size()) + " results agree; provider " + under_test.provider +
+                 " failed a known-answer check";
+    }
+    return out;
+  }
+
+  // Challenge: a job with a known answer takes results on their run's word.
+  if (in.spec.mode == Mode::kChallenge && in.known_answer && voters.size() == 1) {
+    out.outcome = TaskOutcome::kAccept;
+    out.line = "accepted unverified: its provider is checked with known-answer tasks";
+    out.votes.push_back({voters[0]->attempt_id, "unverified", "", false});
+    return out;
+  }
+
   // Adaptive: a lone result of a provider with a long enough record is
   // audited only when the draw says so.
   if (in.spec.mode == Mode::kAdaptive && voters.size() == 1) {
@@ -73,6 +105,11 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
   for (const RunRecord* run : voters) results.push_back({run->attempt_id, run->provider, "", run->outputs});
   ReplicationRule rule{in.spec.replicas, in.spec.quorum, in.spec.max_replicas, in.spec.margin};
   if (in.spec.mode == Mode::kAdaptive) rule.replicas = std::max<uint32_t>(rule.replicas, 2);
+  if (in.spec.mode == Mode::kChallenge) {
+    // Known answers (and a challenged provider's results re-verified) are
+    // settled by two providers agreeing, as under replicate's defaults.
+    rule = {2, 2, 6, std::max<uint32_t>(in.spec.margin, 1)};
+  }
   QuorumDecision d = DecideQuorum(rule, in.spec.compare, results, started, running);
   const auto provider_of = [&](const std::string& attempt) -> std::string {
     for (const RunRecord* run : voters) {

@@ -6,6 +6,15 @@
 // holds them; the coordinator (coordinator/verification.cc) reads the runs,
 // asks here, and has the store write the answer in one transaction.
 //
+// Challenge mode: until the job has a known answer (a task accepted by a
+// quorum of two providers), results are replicated; afterwards each is
+// accepted on its run's word, and the coordinator, at the job's challenge
+// rate, sends a known-answer task to that provider: a task of the same job,
+// indistinguishable from the rest because it is one of them, whose agreed
+// result is the answer. A task whose runs are agreed results plus one
+// pending run is such a check, in any mode: the pending run is judged
+// against the known answer (challenge.h), which a wrong answer cannot outvote.
+//
 // Runs are replicated one after another, not at once: a task holds at most
 // one live attempt, as every other task does (leases, capacity and fencing
 // stay per attempt), and a sweep is throughput-bound, not latency-bound.
@@ -36,6 +45,9 @@ struct TaskVerdictInput {
   // coordinator's random source.
   uint32_t consecutive_valid = 0;
   double draw = 0;
+  // Challenge: another task of the job already has a result accepted by a
+  // quorum (a known answer), so results may be accepted on one run's word.
+  bool known_answer = false;
 };
 
 // What the verdict writes on one attempt.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   const char* idx = getenv("IDLEGRID_TASK_INDEX");
   if (!idx) idx = "?";
   if (strcmp(mode, "write") == 0) {
+    if (argc > 3) nap_ms(atol(argv[3]));  // write TEXT MS: a task that takes a while
     FILE* f = fopen("/out/hello.txt", "w");
     if (!f) { perror("open /out/hello.txt"); return 10; }
     fprintf(f, "%s from task %s\n", argc > 2 ? argv[2] : "hello", idx);

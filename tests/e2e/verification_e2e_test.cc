@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -47,12 +48,13 @@ class VerificationE2E : public ::testing::Test {
     }
   }
 
-  // Mallory's runtime: the real runc, then (while the flag exists) a change
-  // to every top-level .txt output of the container it ran. The job's files
+  // Mallory's runtime: the real runc, then (while the flag exists) a line
+  // appended to the hello.txt output of the container it ran (only that
+  // file: its readiness benchmark's output stays true, or it gets no work). The job's files
   // belong to the job's user (a subordinate uid), so the shim edits them from
   // a user namespace over the agent's subordinate range, as the agent itself
   // takes them back (runtime/job_files.h).
-  void StartLiar() {
+  void StartLiar(std::vector<std::string> extra = {}, bool lying = false) {
     const std::string dir = grid_->AgentDataDir(kMallory);
     ASSERT_TRUE(MakeDirs(dir, 0700).ok());
     lie_flag_ = dir + "/lie";
@@ -72,7 +74,7 @@ class VerificationE2E : public ::testing::Test {
                         << "for m in json.load(open(sys.argv[1])).get(\"mounts\", []):\n"
                         << "    if m.get(\"destination\") == \"/out\": print(m[\"source\"])' \"$bundle/config.json\")\n"
                         << "  [ -n \"$out\" ] && unshare --map-root-user --map-auto sh -c "
-                        << "'for f in \"$1\"/*.txt; do [ -f \"$f\" ] && echo tampered >> \"$f\"; done' sh \"$out\"\n"
+                        << "'[ -f \"$1\"/hello.txt ] && echo tampered >> \"$1\"/hello.txt' sh \"$out\"\n"
                         << "fi\n"
                         << "exit $rc\n";
     ASSERT_EQ(::chmod(shim.c_str(), 0755), 0);
@@ -80,7 +82,9 @@ class VerificationE2E : public ::testing::Test {
       // The agent's data dir is its own (StartAgent chowns it again).
       ASSERT_EQ(RunCommand({"chown", grid_->AgentUser(kMallory), shim}).exit_code, 0);
     }
-    Status st = grid_->StartAgent(kMallory, {"--runc", shim});
+    if (lying) Lie(true);
+    extra.insert(extra.end(), {"--runc", shim});
+    Status st = grid_->StartAgent(kMallory, extra);
     ASSERT_TRUE(st.ok()) << st.message();
   }
   // Waits until `n` nodes are schedulable (their readiness benchmark passed:
@@ -100,8 +104,8 @@ class VerificationE2E : public ::testing::Test {
       ::unlink(lie_flag_.c_str());
     }
   }
-  void Start(int n) {
-    Status st = grid_->StartAgent(n);
+  void Start(int n, const std::vector<std::string>& extra = {}) {
+    Status st = grid_->StartAgent(n, extra);
     ASSERT_TRUE(st.ok()) << st.message();
   }
 
@@ -285,6 +289,89 @@ TEST_F(VerificationE2E, AdaptiveAuditCatchesTheLiarAndReverifiesWhatItAcceptedUn
     const v1::Job j = ParseJson<v1::Job>(r.out);
     EXPECT_EQ(j.state(), v1::SUCCEEDED);
     for (const v1::Attempt* a : RunsOf(j, kMallory)) EXPECT_NE(a->vote(), "wrong") << id;
+  }
+}
+
+bool KnownAnswer(const v1::Task& t) {
+  int agreed = 0;
+  for (const auto& a : t.attempts()) agreed += a.vote() == "agreed";
+  return t.state() == v1::SUCCEEDED && agreed >= 2;
+}
+
+TEST_F(VerificationE2E, AKnownAnswerCheckCatchesTheLiarAndItsUncheckedResultIsRedone) {
+  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyChallenge", {"--verification-dispute-margin", "1"}));
+  // Agents hand their work back at once when stopped (no grace).
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice, {"--shutdown-grace", "0"}));
+  ASSERT_NO_FATAL_FAILURE(Start(kBob, {"--shutdown-grace", "0"}));
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
+  // Twelve 2-second tasks; every result taken on its word is followed by a
+  // known-answer check of its provider (challengeRate 1).
+  // Two cores each, as the agents offer: one task at a time per node.
+  const std::string manifest = grid_->WriteFile(
+      "challenged.yaml", "apiVersion: idlegrid/v1\nname: challenged\nimage: igtest@" + grid_->PushTestImage() +
+                             "\ncommand: [\"/sim\"]\nargs: [\"write\", \"honest\", \"2000\"]\n"
+                             "resources:\n  cpu: 2\n  memory: 256Mi\n  pids: 64\noutput: /out\n"
+                             "array: {count: 12}\nverification: {mode: challenge, challengeRate: 1}\n");
+  auto submitted = grid_->Cli({"submit", manifest, "--json"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const std::string job_id = ParseJson<v1::Job>(submitted.out).id();
+
+  // 1. Alice and bob settle the first tasks between them: known answers.
+  v1::Job known = Wait(job_id, [](const v1::Job& j) {
+    return std::any_of(j.tasks().begin(), j.tasks().end(), KnownAnswer) || Settled(j);
+  });
+  ASSERT_NE(known.state(), v1::SUCCEEDED) << "the job ended before the liar could join";
+  grid_->StopAgent(kAlice);
+  grid_->StopAgent(kBob);
+
+  // 2. Mallory, alone and lying, one task at a time: its first result is
+  // taken on its word, then it gets a task whose answer is known.
+  ASSERT_NO_FATAL_FAILURE(StartLiar({"--no-pilots", "--shutdown-grace", "0"}, true));
+  v1::Job caught = Wait(job_id, [this](const v1::Job& j) {
+    for (const auto& t : j.tasks()) {
+      for (const auto& a : t.attempts()) {
+        if (a.node_id() == NodeOf(kMallory) && a.vote() == "wrong") return true;
+      }
+    }
+    return false;
+  });
+  grid_->StopAgent(kMallory);
+  bool failed_check = false;
+  for (const auto& t : caught.tasks()) {
+    for (const auto& a : t.attempts()) {
+      if (a.node_id() == NodeOf(kMallory) && a.vote() == "wrong") {
+        EXPECT_EQ(a.vote_reason().rfind("challenge_failed", 0), 0u) << a.vote_reason();
+        EXPECT_EQ(a.failure_reason(), v1::VERIFICATION_FAILED);
+        failed_check = true;
+      }
+    }
+  }
+  ASSERT_TRUE(failed_check) << caught.DebugString();
+
+  // 3. The honest providers return: what mallory slipped through is re-run
+  // and corrected, and the job ends with every task's honest result.
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  v1::Job done = Wait(job_id, Settled, 240000);
+  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString();
+  int mallory_results = 0;
+  for (const auto& t : done.tasks()) {
+    for (const auto& a : t.attempts()) {
+      if (a.node_id() != NodeOf(kMallory) || a.state() == v1::CANCELLED || a.failure_reason() == v1::HANDED_BACK) {
+        continue;
+      }
+      if (a.exit_code() == 0 && a.outputs_size() > 0) ++mallory_results;
+      EXPECT_NE(a.vote(), "agreed") << "task " << t.index();
+      EXPECT_NE(a.vote(), "unverified") << "task " << t.index() << ": a lie left standing";
+    }
+  }
+  EXPECT_GE(mallory_results, 2) << "its own task and the known-answer check";
+  const std::string out = grid_->root + "/fetched-challenged";
+  auto f = grid_->Cli({"fetch", job_id, out});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(*ReadFile(out + "/task-" + std::to_string(i) + "/hello.txt"),
+              "honest from task " + std::to_string(i) + "\n");
   }
 }
 

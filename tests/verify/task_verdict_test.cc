@@ -130,5 +130,51 @@ TEST(TaskVerdict, AReopenedResultIsJudgedAgainstTheAuditRun) {
   EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
 }
 
+VerificationSpec Challenge() {
+  VerificationSpec s;
+  s.mode = Mode::kChallenge;
+  s.challenge_rate = 0.05;
+  return s;
+}
+
+TEST(TaskVerdict, ChallengeReplicatesUntilTheJobHasAKnownAnswer) {
+  TaskVerdictInput in{Challenge(), {Rec("a1", "alice", "sha256:x")}};
+  TaskVerdict first = DecideTask(in);
+  EXPECT_EQ(first.outcome, TaskOutcome::kMoreRuns);
+  in.runs.push_back(Rec("a2", "bob", "sha256:x"));
+  TaskVerdict known = DecideTask(in);
+  ASSERT_EQ(known.outcome, TaskOutcome::kAccept);
+  EXPECT_EQ(known.votes.size(), 2u);
+}
+
+TEST(TaskVerdict, ChallengeTakesAResultOnItsWordOnceAKnownAnswerExists) {
+  TaskVerdictInput in{Challenge(), {Rec("a1", "alice", "sha256:x")}};
+  in.known_answer = true;
+  TaskVerdict v = DecideTask(in);
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
+  ASSERT_EQ(v.votes.size(), 1u);
+  EXPECT_EQ(v.votes[0].vote, "unverified");
+}
+
+TEST(TaskVerdict, AKnownAnswerCheckPassesOrConvictsAndTheKnownAnswerStands) {
+  for (const VerificationSpec& spec : {Challenge(), Replicate()}) {
+    TaskVerdictInput in{spec, {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
+                               Rec("a3", "mallory", "sha256:x")}};
+    TaskVerdict pass = DecideTask(in);
+    ASSERT_EQ(pass.outcome, TaskOutcome::kAccept);
+    ASSERT_EQ(pass.votes.size(), 1u);
+    EXPECT_EQ(pass.votes[0].vote, "agreed");
+    EXPECT_EQ(pass.verified, std::vector<std::string>{"mallory"});
+    in.runs[2] = Rec("a3", "mallory", "sha256:lie");
+    TaskVerdict fail = DecideTask(in);
+    ASSERT_EQ(fail.outcome, TaskOutcome::kAccept) << "one wrong answer never outvotes a known one";
+    ASSERT_EQ(fail.votes.size(), 1u);
+    EXPECT_EQ(fail.votes[0].vote, "wrong");
+    EXPECT_TRUE(fail.votes[0].failed);
+    EXPECT_EQ(fail.votes[0].reason.rfind("challenge_failed", 0), 0u) << fail.votes[0].reason;
+    EXPECT_EQ(fail.caught, std::vector<std::string>{"mallory"});
+  }
+}
+
 }  // namespace
 }  // namespace idlegrid::verify

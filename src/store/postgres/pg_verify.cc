@@ -34,7 +34,10 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
     if (cur.empty()) return Status::NotFound("task " + w.job_id + "/" + std::to_string(w.index));
     const auto state = static_cast<v1::TaskState>(cur.Int(0, 0));
     const bool held = state == v1::QUEUED && cur.Int(0, 1) == jobs::kVerdictHoldMs;
-    if (w.reopen ? state != v1::SUCCEEDED : !held) return Status::Ok();
+    const bool where = w.expect == VerdictWrite::Expect::kHeld        ? held
+                       : w.expect == VerdictWrite::Expect::kSucceeded ? state == v1::SUCCEEDED
+                                                                      : state == v1::QUEUED && !held;
+    if (!where) return Status::Ok();
     for (const VerdictWrite::Vote& v : w.votes) {
       IG_RETURN_IF_ERROR(
           c.Exec("UPDATE attempts SET vote = $1, vote_reason = $2, "
@@ -65,6 +68,11 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
                                   .Text(w.job_id)
                                   .Int(w.index))
                            .status());
+    if (w.reset_exclusions) {
+      IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = '' WHERE job_id = $1 AND idx = $2",
+                                Params().Text(w.job_id).Int(w.index))
+                             .status());
+    }
     for (const std::string& entry : w.exclude) {
       IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = excluded || $1 || ',' WHERE job_id = $2 AND idx = $3",
                                 Params().Text(entry).Text(w.job_id).Int(w.index))
@@ -88,6 +96,25 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
     return Status::Ok();
   }));
   return applied;
+}
+
+Result<std::vector<std::pair<TaskKey, int64_t>>> PostgresStore::TasksExcluding(const std::string& prefix,
+                                                                               size_t limit) {
+  std::vector<std::pair<TaskKey, int64_t>> out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    out.clear();
+    // The list is "a,b,": an entry starts the list or follows a comma.
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, idx, updated_ms FROM tasks WHERE state = $1 AND "
+                                       "not_before_ms < $2 AND (strpos(excluded, $3) = 1 OR "
+                                       "strpos(excluded, ',' || $3) > 0) ORDER BY updated_ms LIMIT $4",
+                                       Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs).Text(prefix).Int(
+                                           static_cast<int64_t>(limit))));
+    for (int r = 0; r < q.size(); ++r) {
+      out.push_back({{q.Text(r, 0), static_cast<uint32_t>(q.Int(r, 1))}, q.Int(r, 2)});
+    }
+    return Status::Ok();
+  }));
+  return out;
 }
 
 Result<std::vector<TrustRecord>> PostgresStore::TrustOf(const std::string& provider) {

@@ -88,6 +88,7 @@ class SqliteStore : public Store {
   Result<std::vector<TaskKey>> HeldTasks(size_t limit) override;
   Result<bool> ApplyVerdict(const VerdictWrite& write, int64_t now_ms) override;
   Result<std::vector<TrustRecord>> TrustOf(const std::string& provider) override;
+  Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix, size_t limit) override;
   Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
                                                       size_t limit) override;
 

@@ -26,7 +26,17 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   }
   const auto state = static_cast<v1::TaskState>(cur.Int(0));
   const bool held = state == v1::QUEUED && cur.Int(1) == jobs::kVerdictHoldMs;
-  if (w.reopen ? state != v1::SUCCEEDED : !held) return false;
+  switch (w.expect) {
+    case VerdictWrite::Expect::kHeld:
+      if (!held) return false;
+      break;
+    case VerdictWrite::Expect::kSucceeded:
+      if (state != v1::SUCCEEDED) return false;
+      break;
+    case VerdictWrite::Expect::kQueued:
+      if (state != v1::QUEUED || held) return false;
+      break;
+  }
   for (const VerdictWrite::Vote& v : w.votes) {
     Stmt upd(db_, "UPDATE attempts SET vote = ?, vote_reason = ?, "
                   "state = CASE WHEN ? THEN ? ELSE state END, reason = CASE WHEN ? THEN ? ELSE reason END, "
@@ -45,6 +55,12 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
       .Bind(4, w.job_id).Bind(5, int64_t{w.index});
   line.Step();
   IG_RETURN_IF_ERROR(line.status());
+  if (w.reset_exclusions) {
+    Stmt reset(db_, "UPDATE tasks SET excluded = '' WHERE job_id = ? AND idx = ?");
+    reset.Bind(1, w.job_id).Bind(2, int64_t{w.index});
+    reset.Step();
+    IG_RETURN_IF_ERROR(reset.status());
+  }
   for (const std::string& entry : w.exclude) {
     Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
     ex.Bind(1, entry).Bind(2, w.job_id).Bind(3, int64_t{w.index});
@@ -63,6 +79,20 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   }
   IG_RETURN_IF_ERROR(tx.Commit());
   return true;
+}
+
+Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(const std::string& prefix,
+                                                                             size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<TaskKey, int64_t>> out;
+  // The list is "a,b,": an entry starts the list or follows a comma.
+  Stmt q(db_, "SELECT job_id, idx, updated_ms FROM tasks WHERE state = ? AND not_before_ms < ? AND "
+              "(instr(excluded, ?) = 1 OR instr(excluded, ',' || ?) > 0) ORDER BY updated_ms LIMIT ?");
+  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, jobs::kVerdictHoldMs).Bind(3, prefix).Bind(4, prefix)
+      .Bind(5, static_cast<int64_t>(limit));
+  while (q.Step()) out.push_back({{q.Text(0), static_cast<uint32_t>(q.Int(1))}, q.Int(2)});
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
 }
 
 Result<std::vector<TrustRecord>> SqliteStore::TrustOf(const std::string& provider) {
