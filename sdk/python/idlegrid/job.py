@@ -13,7 +13,7 @@ _FINAL = frozenset({pb.SUCCEEDED, pb.FAILED, pb.CANCELLED, pb.LOST})
 @dataclass
 class JobStatus:
     """A job at one moment: aggregate `state` ("RUNNING", "SUCCEEDED"...),
-    task `counts` by state name, `total` tasks, how many have `ended`, and
+    task `counts` by state as the coordinator names them ({"succeeded": 3}), `total` tasks, how many have `ended`, and
     the Job message itself."""
     id: str
     state: str

@@ -25,7 +25,7 @@ class Progress:
             return
         if self._bar is None:
             self._bar = tqdm(total=status.total, desc=self._description, unit="task", file=sys.stderr)
-        self._bar.set_postfix_str(" ".join(f"{k.lower()}={v}" for k, v in sorted(status.counts.items())),
+        self._bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(status.counts.items())),
                                   refresh=False)
         self._bar.update(status.ended - self._bar.n)
 

@@ -24,7 +24,7 @@ def job(state, tasks, items=None):
         j.spec.items.add().values.update(i)
     j.tasks.extend(tasks)
     for t in tasks:
-        name = pb.TaskState.Name(t.state)
+        name = pb.TaskState.Name(t.state).lower()  # as the coordinator names them
         j.task_counts[name] = j.task_counts[name] + 1
     return j
 

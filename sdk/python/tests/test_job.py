@@ -73,7 +73,7 @@ class OtherCallsTest(unittest.TestCase):
     def test_status_and_cancel(self):
         j = job(pb.CANCELLED, [task(0, pb.CANCELLED)])
         status = Job(FakeGrid(unary={"CancelJob": j}), "j-1").cancel()
-        self.assertEqual((status.state, status.counts, status.done), ("CANCELLED", {"CANCELLED": 1}, True))
+        self.assertEqual((status.state, status.counts, status.done), ("CANCELLED", {"cancelled": 1}, True))
         self.assertIsInstance(idlegrid.Job(None, "j-9"), Job)
 
 
