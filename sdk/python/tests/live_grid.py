@@ -3,12 +3,14 @@ starts a coordinator and an agent and pushes the pi-sim image):
     IDLEGRID_CONFIG=DATA_DIR/client.yaml IDLEGRID_TEST_IMAGE=pi-sim@sha256:...
     IDLEGRID_BIN=build/idlegrid python3 -m unittest -v live_grid
 Every refusal must carry the coordinator's reason naming what is at fault."""
+import hashlib
 import os
 import tempfile
 import unittest
 
 import idlegrid
 from idlegrid._proto import pb
+from idlegrid.artifacts import read_verified
 
 IMAGE = os.environ.get("IDLEGRID_TEST_IMAGE", "")
 NEVER_PUSHED = "ghost@sha256:" + "0123456789abcdef" * 4
@@ -101,6 +103,21 @@ class LiveGridTest(unittest.TestCase):
                                                                            "out/task-1/result.txt"])
             with open(paths[1]) as f:
                 self.assertTrue(f.read().startswith("task=1 samples=2000 "))
+
+    def test_an_uploaded_artifact_comes_back_verified(self):
+        data = bytes(range(256)) * 5000  # over one 1 MiB chunk
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            digest = self.grid.upload(f.name)
+        self.assertEqual(digest, "sha256:" + hashlib.sha256(data).hexdigest())
+        self.assertEqual(read_verified(self.grid.download(digest), digest, len(data)), data)
+
+    def test_jobs_and_nodes_are_listed(self):
+        job = self.map([{"samples": 1000}], ["{{.samples}}", "/out"], name="listed")
+        self.assertIn(job.id, [j.id for j in self.grid.jobs()])
+        self.assertEqual(len(self.grid.nodes()), 1)
+        self.assertEqual(job.wait(progress=False).state, "SUCCEEDED")
 
     def test_a_job_no_node_can_take_is_explained_then_cancelled(self):
         job = self.map([{"samples": 1000}], ["{{.samples}}", "/out"], gpus=1, name="needs-gpu")
