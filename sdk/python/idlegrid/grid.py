@@ -19,6 +19,7 @@ from .spec import map_spec, spec_from
 _SERVER_NAME = "idlegrid-coordinator"
 _MAX_MESSAGE = 64 << 20
 _CHUNK = 1 << 20
+_DEFAULT_TIMEOUT = object()  # the Grid's own timeout (None means none)
 
 
 def connect(address=None, ca_file=None, token=None, config_file=None, timeout=30.0):
@@ -128,10 +129,12 @@ class Grid:
 
     # --- calls --------------------------------------------------------------
 
-    def call(self, method, request, timeout=-1):
+    def call(self, method, request, timeout=_DEFAULT_TIMEOUT):
         """A unary (or client-streaming) call; typed errors with the server's reason."""
+        if timeout is _DEFAULT_TIMEOUT:
+            timeout = self.timeout
         try:
-            return getattr(self._stub, method)(request, timeout=self.timeout if timeout == -1 else timeout)
+            return getattr(self._stub, method)(request, timeout=timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
 

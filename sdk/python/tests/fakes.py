@@ -40,7 +40,7 @@ class FakeGrid:
         self.calls = []
         self.downloads = []
 
-    def call(self, method, request, timeout=-1):
+    def call(self, method, request, timeout=None):
         self.calls.append((method, request))
         return self.unary[method]
 
