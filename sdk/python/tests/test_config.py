@@ -2,6 +2,7 @@ import os
 import tempfile
 import unittest
 
+import idlegrid
 from idlegrid import ConfigError, resolve_config
 
 
@@ -50,6 +51,21 @@ class ResolveConfigTest(unittest.TestCase):
         with self.assertRaises(ConfigError) as e:
             resolve_config(environ={"IDLEGRID_CONFIG": self.file})
         self.assertIn(self.file, e.exception.reason)
+
+
+class ConnectTest(unittest.TestCase):
+    def test_an_unreadable_ca_file_is_named(self):
+        with self.assertRaises(ConfigError) as e:
+            idlegrid.connect(address="127.0.0.1:1", ca_file="/nonexistent/ca.crt", token="t")
+        self.assertIn("/nonexistent/ca.crt", e.exception.reason)
+
+    def test_connecting_dials_nothing_until_the_first_call(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".crt") as ca:
+            ca.write("not a certificate, never read by TLS until a call\n")
+            ca.flush()
+            with idlegrid.connect(address="127.0.0.1:1", ca_file=ca.name, token="t", timeout=5) as grid:
+                with self.assertRaises(idlegrid.Unavailable):
+                    grid.jobs()
 
 
 if __name__ == "__main__":
