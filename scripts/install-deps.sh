@@ -11,6 +11,7 @@ packages=(
   containernetworking-plugins golang-github-containers-common
   skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
+  python3-grpcio python3-protobuf python3-tqdm python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

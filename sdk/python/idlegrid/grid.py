@@ -1,0 +1,173 @@
+"""The connection to a coordinator's RequesterService over TLS, pinned to
+the coordinator's own CA, authenticated by an API token."""
+import hashlib
+import os
+import shutil
+import subprocess
+
+import grpc
+from google.protobuf import json_format
+
+from ._proto import pb, pb_grpc
+from .config import resolve_config
+from .errors import ConfigError, InvalidArgument, from_rpc_error
+from .job import Job
+from .spec import map_spec, spec_from
+
+# The coordinator's certificate names this host, whatever address it is
+# reached at (the CLI does the same: src/cli/client.cc).
+_SERVER_NAME = "idlegrid-coordinator"
+_MAX_MESSAGE = 64 << 20
+_CHUNK = 1 << 20
+_DEFAULT_TIMEOUT = object()  # the Grid's own timeout (None means none)
+
+
+def connect(address=None, ca_file=None, token=None, config_file=None, timeout=30.0):
+    """A Grid for the coordinator the CLI would use: explicit values, then
+    IDLEGRID_ADDR / IDLEGRID_CA_FILE / IDLEGRID_TOKEN, then $IDLEGRID_CONFIG
+    or ~/.config/idlegrid/config.yaml (a coordinator's DATA_DIR/client.yaml
+    works as is). `timeout`: seconds for each unary call. Raises ConfigError
+    when something is missing or the CA file cannot be read; nothing is
+    dialled until the first call."""
+    config = resolve_config(address, ca_file, token, config_file)
+    try:
+        with open(config.ca_file, "rb") as f:
+            ca = f.read()
+    except OSError as e:
+        raise ConfigError(f"CA file {config.ca_file}: {e.strerror}") from None
+    credentials = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(root_certificates=ca), grpc.access_token_call_credentials(config.token))
+    channel = grpc.secure_channel(config.address, credentials, options=[
+        ("grpc.ssl_target_name_override", _SERVER_NAME),
+        ("grpc.max_receive_message_length", _MAX_MESSAGE),
+    ])
+    return Grid(channel, timeout)
+
+
+class Grid:
+    """A requester's handle on one coordinator. Safe to share between
+    threads (gRPC channels are); close() or use as a context manager."""
+
+    def __init__(self, channel, timeout=30.0):
+        self._channel = channel
+        self._stub = pb_grpc.RequesterServiceStub(channel)
+        self.timeout = timeout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._channel.close()
+
+    # --- jobs ---------------------------------------------------------------
+
+    def map(self, image, items, args=None, **options):
+        """Submits an item array: one task of `image` per entry of `items`
+        (dicts), each task's {{.name}} placeholders in `args` and `env`
+        filled from its item. Options as spec.map_spec (gpus, cpu, memory,
+        env, command, name, retries, ...). Returns the Job. The coordinator
+        checks every item at submit: InvalidArgument naming the item
+        ("array.items[3]"; also e.item_index) for one that lacks a value,
+        FailedPrecondition naming the image when it was never pushed."""
+        return self.submit(map_spec(image, items, args, **options))
+
+    def submit(self, spec):
+        """Submits a JobSpec (or a dict in protobuf's JSON mapping); returns the Job."""
+        response = self.call("SubmitJob", pb.SubmitJobRequest(spec=spec_from(spec)))
+        return Job(self, response.job.id)
+
+    def submit_manifest(self, path, idlegrid_bin=None):
+        """Submits a YAML job manifest (docs/manifest.md). It is parsed by
+        the one manifest parser there is, the CLI's (`idlegrid validate FILE
+        --json`, from $IDLEGRID_BIN or PATH), so errors carry its
+        file:line:col; the spec it prints is submitted here."""
+        return self.submit(parse_manifest(path, idlegrid_bin))
+
+    def job(self, job_id):
+        """A handle on an existing job (nothing is checked until used)."""
+        return Job(self, job_id)
+
+    def jobs(self):
+        """The jobs this token may see, as handles."""
+        return [Job(self, j.id) for j in self.call("ListJobs", pb.ListJobsRequest()).jobs]
+
+    def nodes(self):
+        """The fleet as the coordinator accounts it (Node messages)."""
+        return list(self.call("ListNodes", pb.ListNodesRequest()).nodes)
+
+    # --- artifacts ----------------------------------------------------------
+
+    def upload(self, path, public=False):
+        """Uploads a file as an input artifact; returns its "sha256:" digest,
+        which the coordinator has verified (map(..., inputs={"/in": digest}))."""
+        digest = "sha256:" + _sha256_file(path)
+        size = os.path.getsize(path)
+
+        def chunks():
+            with open(path, "rb") as f:
+                first = pb.ArtifactChunk(digest=digest, size=size, kind="input", public=public)
+                while True:
+                    data = f.read(_CHUNK)
+                    if first is not None:
+                        first.data = data
+                        yield first
+                        first = None
+                    elif data:
+                        yield pb.ArtifactChunk(data=data)
+                    if not data:
+                        return
+        ref = self.call("UploadArtifact", chunks(), timeout=None)
+        return ref.digest
+
+    def download(self, digest):
+        """The DownloadArtifact stream of `digest` (unverified chunks: see
+        artifacts.read_verified / save_verified)."""
+        return self.stream("DownloadArtifact", pb.DownloadArtifactRequest(digest=digest))
+
+    # --- calls --------------------------------------------------------------
+
+    def call(self, method, request, timeout=_DEFAULT_TIMEOUT):
+        """A unary (or client-streaming) call; typed errors with the server's reason."""
+        if timeout is _DEFAULT_TIMEOUT:
+            timeout = self.timeout
+        try:
+            return getattr(self._stub, method)(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+
+    def stream(self, method, request):
+        """A server stream's messages; typed errors; cancelled if the caller stops early."""
+        call = getattr(self._stub, method)(request)
+        try:
+            yield from call
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from None
+        finally:
+            call.cancel()
+
+
+def parse_manifest(path, idlegrid_bin=None):
+    """The JobSpec of a manifest file, as `idlegrid validate --json` parses it.
+    InvalidArgument with the parser's file:line:col message when it is wrong."""
+    binary = idlegrid_bin or os.environ.get("IDLEGRID_BIN") or shutil.which("idlegrid")
+    if not binary:
+        raise ConfigError("submit_manifest needs the idlegrid CLI (its manifest parser): "
+                          "put it on PATH or set IDLEGRID_BIN")
+    run = subprocess.run([binary, "validate", str(path), "--json"], capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        raise InvalidArgument(run.stderr.strip().removeprefix("error: ") or f"{binary} validate failed")
+    return json_format.Parse(run.stdout, pb.JobSpec())
+
+
+def _sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+__all__ = ["Grid", "connect", "parse_manifest"]

@@ -1,0 +1,140 @@
+"""A submitted job: its status, results as tasks end, logs, outputs,
+cancel and explain. Every call goes through its Grid's connection."""
+from dataclasses import dataclass, field
+
+from ._proto import pb
+from .progress import Progress, wanted
+from .results import ENDED, TaskResult, newly_settled, state_name
+
+# Job states after which nothing more happens unasked (LOST waits for the user).
+_FINAL = frozenset({pb.SUCCEEDED, pb.FAILED, pb.CANCELLED, pb.LOST})
+
+
+@dataclass
+class JobStatus:
+    """A job at one moment: aggregate `state` ("RUNNING", "SUCCEEDED"...),
+    task `counts` by state as the coordinator names them ({"succeeded": 3}), `total` tasks, how many have `ended`, and
+    the Job message itself."""
+    id: str
+    state: str
+    counts: dict
+    total: int
+    ended: int
+    done: bool
+    job: object = field(repr=False)
+
+    @classmethod
+    def of(cls, job):
+        ended = sum(1 for t in job.tasks if t.state in ENDED)
+        return cls(id=job.id, state=state_name(job.state), counts=dict(job.task_counts), total=len(job.tasks),
+                   ended=ended, done=job.state in _FINAL, job=job)
+
+
+@dataclass
+class LogChunk:
+    task_index: int
+    attempt_id: str
+    stream: str  # "stdout" | "stderr"
+    data: bytes
+    seq: int
+
+    @property
+    def text(self):
+        return self.data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class Explanation:
+    """Why one queued task waits: nodes in all and feasible, a summary, and
+    the coordinator's full text (filters, candidates' scores)."""
+    index: int
+    state: str
+    summary: str
+    text: str
+    total_nodes: int
+    feasible_nodes: int
+    proto: object = field(repr=False)
+
+
+class Job:
+    def __init__(self, grid, job_id):
+        self._grid = grid
+        self.id = job_id
+
+    def __repr__(self):
+        return f"Job({self.id!r})"
+
+    def status(self):
+        """The job now (GetJob). NotFound for an unknown job id."""
+        return JobStatus.of(self._grid.call("GetJob", pb.GetJobRequest(job_id=self.id)))
+
+    def watch(self):
+        """Yields the job's status now and each time it changes, until it
+        settles (WatchJob)."""
+        for job in self._grid.stream("WatchJob", pb.GetJobRequest(job_id=self.id)):
+            yield JobStatus.of(job)
+
+    def wait(self, progress=None):
+        """Blocks until the job settles; returns its last status. progress:
+        True/False for a tqdm bar on stderr; None: a bar on a terminal only."""
+        bar = Progress(wanted(progress), self.id)
+        last = None
+        try:
+            for last in self.watch():
+                bar.show(last)
+        finally:
+            bar.close()
+        return last if last is not None else self.status()
+
+    def results(self, progress=None):
+        """Yields a TaskResult for each task as it ends (in the order they
+        end), until every task has; read its outputs with r.read_text(name).
+        A task left LOST with its node (awaiting `idlegrid retry`) is yielded
+        last, not ok."""
+        bar = Progress(wanted(progress), self.id)
+        seen = set()
+        last = None
+        try:
+            for status in self.watch():
+                last = status.job
+                bar.show(status)
+                for task in newly_settled(last, seen):
+                    seen.add(task.index)
+                    yield self._result(last, task)
+        finally:
+            bar.close()
+        for task in sorted(last.tasks if last else [], key=lambda t: t.index):
+            if task.index not in seen:
+                yield self._result(last, task)
+
+    def logs(self, follow=False, after_seq=0):
+        """Yields the job's output in order (StreamLogs); with follow, keeps
+        streaming until the job ends."""
+        request = pb.StreamLogsRequest(job_id=self.id, follow=follow, after_seq=after_seq)
+        for c in self._grid.stream("StreamLogs", request):
+            yield LogChunk(c.task_index, c.attempt_id, c.stream, c.data, c.seq)
+
+    def fetch(self, directory):
+        """Saves the outputs of every succeeded task as the CLI's fetch does,
+        DIR/task-<index>/<path>, each verified; returns the paths written."""
+        written = []
+        job = self.status().job
+        for task in sorted(job.tasks, key=lambda t: t.index):
+            if task.state == pb.SUCCEEDED:
+                written += self._result(job, task).save(f"{directory}/task-{task.index}")
+        return written
+
+    def cancel(self):
+        """Cancels every task not yet ended; returns the job's status."""
+        return JobStatus.of(self._grid.call("CancelJob", pb.CancelJobRequest(job_id=self.id)))
+
+    def explain(self):
+        """Why each queued task waits (ExplainJob); empty when none is queued."""
+        response = self._grid.call("ExplainJob", pb.GetJobRequest(job_id=self.id))
+        return [Explanation(t.index, state_name(t.state), t.summary, t.text, t.total_nodes, t.feasible_nodes, t)
+                for t in response.tasks]
+
+    def _result(self, job, task):
+        items = job.spec.items
+        item = items[task.index].values if task.index < len(items) else {}
+        return TaskResult(task, item, self._grid.download)
