@@ -11,6 +11,7 @@ packages=(
   containernetworking-plugins golang-github-containers-common
   skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
+  dpkg-dev help2man lintian mmdebstrap systemd  # scripts/package-deb.sh and test-deb.sh
 )
 missing=()
 for p in "${packages[@]}"; do
