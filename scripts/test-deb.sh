@@ -89,10 +89,11 @@ if ((rootfs)); then
   mkdir -p "$cache"
   if [ ! -f "$tarball" ]; then
     echo "== building a clean Debian 12 root filesystem (cached in $tarball)"
-    mmdebstrap --quiet --variant=apt --include=systemd,ca-certificates,util-linux bookworm "$tarball.tmp" \
+    # mmdebstrap picks its output format from the name: the temporary one ends in .tar too.
+    mmdebstrap --quiet --variant=apt --include=systemd,ca-certificates,util-linux bookworm "$cache/.partial.tar" \
       "deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian bookworm-updates main" \
       "deb http://deb.debian.org/debian-security bookworm-security main"
-    mv "$tarball.tmp" "$tarball"
+    mv "$cache/.partial.tar" "$tarball"
   fi
   chroot_dir=$work/bookworm
   mkdir -p "$chroot_dir"
