@@ -13,6 +13,7 @@
 #include "agent/join_plan.h"
 #include "common/exit_code.h"
 #include "common/fs.h"
+#include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/subprocess.h"
 
@@ -65,6 +66,8 @@ HostFacts GatherFacts() {
   f.has_newuidmap = OnPath("newuidmap") && OnPath("newgidmap");
   f.runtimes = runtime::ProbeRuntimes();
   f.enforcement = runtime::ProbeEnforcement();
+  // As the podman driver decides it: what the agent will advertise.
+  f.enforcement.set_runsc_unavailable(runtime::RunscUnavailable(f.enforcement, f.runtimes));
   if (f.has_podman) {
     // The real test: podman sets up this user's namespace with the ids above.
     auto info = Run({"podman", "info", "--format", "{{.Host.Security.Rootless}}"}, 120);
