@@ -254,15 +254,17 @@ std::vector<Finding> CheckHost(const HostFacts& f) {
                    "`podman system migrate`)"});
   }
   const v1::Enforcement& e = f.enforcement;
+  const bool v2 = e.cgroup_version() == "" || e.cgroup_version() == "v2";
+  const std::string cgroup_v2 = "boot with cgroup v2: add systemd.unified_cgroup_hierarchy=1 to the kernel command line";
   const std::string delegate =
       "sudo mkdir -p /etc/systemd/system/user@.service.d && printf '[Service]\\nDelegate=cpu cpuset io memory "
       "pids\\n' | sudo tee /etc/systemd/system/user@.service.d/delegate.conf && sudo systemctl daemon-reload, "
       "then log out and in (or reboot)";
-  if (e.cgroup_version() != "" && e.cgroup_version() != "v2") {
+  if (!v2) {
     out.push_back({false,
                    "cgroup " + e.cgroup_version() + ": rootless containers get no cgroup limits (memory, pids and "
                    "cpu fall back to rlimits or nothing)",
-                   "boot with cgroup v2: add systemd.unified_cgroup_hierarchy=1 to the kernel command line"});
+                   cgroup_v2});
   } else {
     std::vector<std::string> missing;
     if (e.memory() != "cgroup") missing.push_back("memory");
@@ -282,7 +284,7 @@ std::vector<Finding> CheckHost(const HostFacts& f) {
                    "their policy asks for gVisor",
                    "sudo apt-get install runsc"});
   } else if (!e.runsc_unavailable().empty()) {
-    out.push_back({false, "gVisor cannot run jobs here: " + e.runsc_unavailable(), delegate});
+    out.push_back({false, "gVisor cannot run jobs here: " + e.runsc_unavailable(), v2 ? delegate : cgroup_v2});
   }
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.blocking > b.blocking; });
   return out;
