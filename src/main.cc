@@ -8,11 +8,15 @@
 
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/join.h"
+#include "agent/join_plan.h"
 #include "api/coordinator_server.h"
 #include "common/exit_code.h"
+#include "cli/agent_status.h"
 #include "cli/commands.h"
 #include "ledger/plans.h"
 #include "manifest/manifest.h"
@@ -65,11 +69,32 @@ int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool jso
   return agent.Run();
 }
 
+// `agent status`: the node id and coordinator come from the agent's own
+// config and data directory; the coordinator's view needs a provider token.
+int AgentStatusCommand(idlegrid::cli::CommonFlags common, std::string agent_config_file) {
+  if (agent_config_file.empty()) {
+    auto path = idlegrid::agent::DefaultAgentConfigFile();
+    if (!path.ok()) return std::cerr << "error: " << path.status().message() << "\n", 2;
+    agent_config_file = *path;
+  }
+  idlegrid::agent::AgentConfig agent;
+  if (auto st = idlegrid::agent::LoadAgentConfigFile(agent_config_file, {}, &agent); !st.ok()) {
+    std::cerr << "error: " << st.message() << " (has this user run `idlegrid agent join`?)\n";
+    return idlegrid::ExitCodeFor(st);
+  }
+  auto node_id = idlegrid::agent::EnrolledNodeId(agent.data_dir);
+  if (!node_id.ok()) return std::cerr << "error: " << node_id.status().message() << "\n", 1;
+  if (common.config.address.empty()) common.config.address = agent.coordinator;
+  if (common.config.ca_file.empty()) common.config.ca_file = agent.data_dir + "/coordinator-ca.crt";
+  return idlegrid::cli::AgentStatus(common, *node_id, agent.coordinator, idlegrid::agent::UserUnitState());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"idlegrid: a grid of idle GPUs and CPUs for batch ML and simulation jobs"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("idlegrid ") + IDLEGRID_VERSION);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
 
@@ -224,6 +249,45 @@ int main(int argc, char** argv) {
   a->add_option("--shutdown-grace", grace_seconds, "on SIGTERM, seconds running work may take to finish before it "
                 "is handed back")->capture_default_str();
   a->add_flag("--json", agent_json, "with --discover: JSON only");
+  std::string agent_config_file;
+  a->add_option("--config", agent_config_file,
+                "agent config YAML (agent join writes ~/.config/idlegrid/agent.yaml); flags given here win");
+
+  // agent join / status / unit (docs/provider.md)
+  idlegrid::agent::JoinOptions join_opts;
+  auto* ajoin = a->add_subcommand("join", "join a coordinator as this (unprivileged) user: check the host, enroll, "
+                                          "write the config and a systemd user unit, start it");
+  ajoin->add_option("url", join_opts.url, "the coordinator's gRPC API, https://HOST:PORT")->required();
+  ajoin->add_option("--token", join_opts.join_token, "join token (igj_...)")->required();
+  ajoin->add_option("--ca-hash", join_opts.ca_hash, "sha256 fingerprint of the coordinator CA to pin")->required();
+  ajoin->add_option("--api-token", join_opts.api_token,
+                    "a provider API token (read scope) saved for `agent status` and `idlegrid nodes`");
+  ajoin->add_option("--name", join_opts.agent.name, "node name (default: hostname)");
+  ajoin->add_option("--cpus", join_opts.agent.cpus, "cores offered (default: all)");
+  ajoin->add_option("--memory-mib", join_opts.agent.memory_bytes, "memory offered in MiB (default: all)")
+      ->transform([](std::string s) { return std::to_string(std::stoull(s) << 20); });
+  ajoin->add_option("--region", join_opts.agent.region)->capture_default_str();
+  ajoin->add_option("--driver", join_opts.agent.driver, "auto, podman, runc")
+      ->check(CLI::IsMember({"auto", "podman", "runc"}))
+      ->capture_default_str();
+  ajoin->add_option("--untrusted-runtime", join_opts.agent.untrusted_runtime, "runsc or runc")
+      ->check(CLI::IsMember({"runsc", "runc"}))
+      ->capture_default_str();
+  ajoin->add_option("--policy", join_opts.agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
+  ajoin->add_option("--shutdown-grace", join_opts.grace_seconds, "seconds running work may take when the unit stops")
+      ->capture_default_str();
+  ajoin->add_flag("--ignore-checks", join_opts.ignore_checks, "enroll even when the host check finds a PROBLEM");
+  ajoin->add_flag("--no-start", join_opts.no_start, "write the unit but neither enable nor start it");
+  auto* astatus = a->add_subcommand("status", "this node as the coordinator sees it: state, current work, why it "
+                                              "is not schedulable, the provider's earnings");
+  std::string status_agent_config;
+  astatus->add_option("--agent-config", status_agent_config, "agent config YAML (default: ~/.config/idlegrid/agent.yaml)");
+  add_client_flags(astatus);
+  auto* aunit = a->add_subcommand("unit", "print the systemd user unit agent join installs");
+  std::string unit_binary = "/usr/bin/idlegrid", unit_config = "%h/.config/idlegrid/agent.yaml";
+  aunit->add_option("--binary", unit_binary)->capture_default_str();
+  aunit->add_option("--config", unit_config, "agent config path (%h: the user's home)")->capture_default_str();
+  aunit->add_option("--shutdown-grace", grace_seconds)->capture_default_str();
 
   std::string manifest, job_id, dir, file;
   bool wait = false, follow = false;
@@ -427,7 +491,24 @@ int main(int argc, char** argv) {
     }
     return idlegrid::api::RunCoordinator(coord);
   }
+  if (*ajoin) return idlegrid::agent::RunJoin(join_opts);
+  if (*aunit) {
+    std::cout << idlegrid::agent::RenderUserUnit(unit_binary, unit_config, grace_seconds);
+    return 0;
+  }
+  if (*astatus) return AgentStatusCommand(common, status_agent_config);
   if (*a) {
+    if (!agent_config_file.empty()) {
+      std::set<std::string> given;
+      for (const CLI::Option* opt : a->get_options()) {
+        if (opt->count() == 0) continue;
+        for (const std::string& name : opt->get_lnames()) given.insert(name);
+      }
+      if (auto st = idlegrid::agent::LoadAgentConfigFile(agent_config_file, given, &agent); !st.ok()) {
+        std::cerr << "error: " << st.message() << "\n";
+        return 2;
+      }
+    }
     auto cas = idlegrid::registry::ParseRegistryCaFlags(agent_registry_cas);
     if (!cas.ok()) {
       std::cerr << cas.status().message() << "\n";

@@ -292,6 +292,11 @@ Status Agent::Enroll() {
   return WriteFileAtomic(cred_path, node_id_ + "\n" + token_ + "\n", 0600);
 }
 
+Result<std::string> Agent::EnrollOnly() {
+  IG_RETURN_IF_ERROR(Enroll());
+  return node_id_;
+}
+
 int Agent::Run() {
   Status st = Enroll();
   if (!st.ok()) {

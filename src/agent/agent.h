@@ -71,6 +71,12 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   ~Agent();
   // Enrolls if needed, then serves until Shutdown(). Returns the exit code.
   int Run();
+  // `agent join`: pins the coordinator's CA and registers with the join
+  // token unless this data directory already holds a credential for the
+  // node key; returns the node id. Serves nothing. InvalidArgument when the
+  // pin or token is missing, PermissionDenied when the pin does not match,
+  // the coordinator's error when it refuses the token. Call once, before Run.
+  Result<std::string> EnrollOnly();
   // Stops at once: running containers are killed and their attempts handed back.
   void Shutdown();
   // SIGTERM: takes no new work (the advertisement says so), lets running

@@ -1,0 +1,233 @@
+#include "agent/join.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "agent/join_plan.h"
+#include "common/exit_code.h"
+#include "common/fs.h"
+#include "runtime/admission.h"
+#include "runtime/enforcement_probe.h"
+#include "runtime/subprocess.h"
+
+extern char** environ;
+
+namespace idlegrid::agent {
+
+namespace {
+
+std::map<std::string, std::string> Environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// A systemd user manager answers only where systemd is PID 1 (sd_booted()'s
+// test) and this user's manager runs (its bus socket exists).
+bool SystemdBooted() { return PathExists("/run/systemd/system"); }
+
+runtime::CommandOutput Run(const std::vector<std::string>& argv, int timeout_s = 60) {
+  auto out = runtime::RunCommand(argv, std::chrono::seconds(timeout_s));
+  if (out.ok()) return *out;
+  return runtime::CommandOutput{-1, "", out.status().message()};
+}
+
+HostFacts GatherFacts() {
+  HostFacts f;
+  f.uid = ::geteuid();
+  struct passwd* pw = ::getpwuid(f.uid);
+  f.user = pw != nullptr ? pw->pw_name : std::to_string(f.uid);
+  auto subuid = ReadFile("/etc/subuid");
+  auto subgid = ReadFile("/etc/subgid");
+  if (subuid.ok()) f.subuid_text = *subuid;
+  if (subgid.ok()) f.subgid_text = *subgid;
+  f.has_podman = OnPath("podman");
+  f.has_newuidmap = OnPath("newuidmap") && OnPath("newgidmap");
+  f.runtimes = runtime::ProbeRuntimes();
+  f.enforcement = runtime::ProbeEnforcement();
+  // As the podman driver decides it: what the agent will advertise.
+  f.enforcement.set_runsc_unavailable(runtime::RunscUnavailable(f.enforcement, f.runtimes));
+  if (f.has_podman) {
+    // The real test: podman sets up this user's namespace with the ids above.
+    auto info = Run({"podman", "info", "--format", "{{.Host.Security.Rootless}}"}, 120);
+    f.podman_works = info.exit_code == 0;
+    f.podman_error = runtime::Trimmed(runtime::Tail(info.stderr_text, 400));
+  }
+  return f;
+}
+
+void PrintFindings(const std::vector<Finding>& findings) {
+  if (findings.empty()) {
+    std::printf("host check: rootless podman, subordinate ids, runc, runsc and cgroup limits are all in order\n");
+    return;
+  }
+  for (const Finding& f : findings) {
+    std::printf("%s %s\n    fix: %s\n", f.blocking ? "PROBLEM:" : "note:   ", f.what.c_str(), f.fix.c_str());
+  }
+}
+
+std::string SelfBinary() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "idlegrid" : self.string();
+}
+
+std::string ByHand(const std::string& binary, const std::string& config_file) {
+  return binary + " agent --config " + config_file;
+}
+
+// Enables lingering (so the user manager, and the agent, start at boot and
+// outlive logouts), then enables and starts the unit. Prints each outcome.
+int StartUnit(const std::string& user, const std::string& by_hand) {
+  auto linger = Run({"loginctl", "enable-linger", user});
+  if (linger.exit_code == 0) {
+    std::printf("lingering enabled for %s: the agent starts at boot and survives logouts\n", user.c_str());
+  } else {
+    std::printf("note:    lingering could not be enabled (%s)\n    fix: sudo loginctl enable-linger %s "
+                "(without it the agent stops when %s logs out)\n",
+                runtime::Trimmed(linger.stderr_text).c_str(), user.c_str(), user.c_str());
+  }
+  auto reload = Run({"systemctl", "--user", "daemon-reload"});
+  auto enable = reload.exit_code == 0 ? Run({"systemctl", "--user", "enable", "--now", kAgentUnitName}) : reload;
+  if (enable.exit_code != 0) {
+    std::fprintf(stderr,
+                 "error: systemctl --user could not start %s: %s\n"
+                 "  the files are in place; once your user manager runs (log in, or enable lingering), run:\n"
+                 "    systemctl --user enable --now %s\n  or run the agent by hand:\n    %s\n",
+                 kAgentUnitName, runtime::Trimmed(enable.stderr_text).c_str(), kAgentUnitName, by_hand.c_str());
+    return 1;
+  }
+  std::printf("started %s (systemctl --user status %s; journalctl --user -u %s)\n", kAgentUnitName, kAgentUnitName,
+              kAgentUnitName);
+  return 0;
+}
+
+}  // namespace
+
+Result<std::string> DefaultAgentConfigFile() {
+  IG_ASSIGN_OR_RETURN(AgentPaths paths, AgentPathsFromEnv(Environment()));
+  return paths.config_file;
+}
+
+Status LoadAgentConfigFile(const std::string& path, const std::set<std::string>& given, AgentConfig* config) {
+  IG_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ApplyAgentConfig(text, given, config).WithContext(path);
+}
+
+Result<std::string> EnrolledNodeId(const std::string& data_dir) {
+  auto creds = ReadFile(data_dir + "/credentials");
+  if (!creds.ok()) return Status::NotFound("no node credential in " + data_dir + ": this agent has not joined yet");
+  std::string id = creds->substr(0, creds->find('\n'));
+  if (id.empty()) return Status::NotFound(data_dir + "/credentials names no node");
+  return id;
+}
+
+std::string UserUnitState() {
+  if (!SystemdBooted()) return "no systemd user manager on this host (PID 1 is not systemd): run the agent by hand";
+  auto active = Run({"systemctl", "--user", "is-active", kAgentUnitName}, 10);
+  std::string state = runtime::Trimmed(active.stdout_text);
+  if (state.empty()) return "unknown (" + runtime::Trimmed(active.stderr_text) + ")";
+  return state + " (" + std::string(kAgentUnitName) + ")";
+}
+
+int RunJoin(const JoinOptions& o) {
+  auto address = CoordinatorAddressFromUrl(o.url);
+  if (!address.ok()) return std::fprintf(stderr, "error: %s\n", address.status().message().c_str()), 2;
+  if (o.join_token.empty() || o.ca_hash.empty()) {
+    std::fprintf(stderr, "error: agent join needs --token igj_... and --ca-hash sha256:... (the coordinator prints "
+                         "both; its operator finds them in DATA_DIR/agent-join.txt or mints a token with "
+                         "`idlegrid join-token create`)\n");
+    return 2;
+  }
+  auto paths = AgentPathsFromEnv(Environment());
+  if (!paths.ok()) return std::fprintf(stderr, "error: %s\n", paths.status().message().c_str()), 2;
+
+  HostFacts facts = GatherFacts();
+  if (facts.uid == 0) {
+    std::fprintf(stderr, "error: run agent join as the unprivileged user who lends the machine, not as root "
+                         "(jobs run in that user's rootless containers)\n");
+    return 2;
+  }
+  std::vector<Finding> findings = CheckHost(facts);
+  PrintFindings(findings);
+  const bool blocked = !findings.empty() && findings.front().blocking;
+  if (blocked && !o.ignore_checks) {
+    std::fprintf(stderr, "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "
+                         "command again (nothing was written)\n");
+    return 1;
+  }
+
+  AgentConfig config = o.agent;
+  config.coordinator = *address;
+  config.data_dir = paths->data_dir;
+  config.join_token = o.join_token;
+  config.ca_hash = o.ca_hash;
+  for (const std::string& dir : {paths->config_dir, paths->data_dir, paths->unit_dir}) {
+    if (Status st = MakeDirs(dir, 0700); !st.ok()) return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
+  }
+  Result<std::string> node_id = [&] {
+    Agent enrolling(config);
+    return enrolling.EnrollOnly();
+  }();
+  if (!node_id.ok()) {
+    std::fprintf(stderr, "error: enrolling with %s: %s\n", address->c_str(), node_id.status().message().c_str());
+    return ExitCodeFor(node_id.status());
+  }
+  std::printf("joined %s as node %s; CA pinned in %s/coordinator-ca.crt\n", address->c_str(), node_id->c_str(),
+              paths->data_dir.c_str());
+
+  const std::string binary = SelfBinary();
+  Status st = WriteFileAtomic(paths->config_file, RenderAgentConfig(config), 0600);
+  if (st.ok()) st = WriteFileAtomic(paths->unit_file, RenderUserUnit(binary, paths->config_file, o.grace_seconds));
+  if (st.ok() && !o.api_token.empty()) {
+    if (PathExists(paths->client_config_file)) {
+      std::printf("note:    %s exists: left as is (the --api-token was not saved)\n",
+                  paths->client_config_file.c_str());
+    } else {
+      st = WriteFileAtomic(paths->client_config_file,
+                           "# written by idlegrid agent join: this provider's API token, keep private\n"
+                           "address: " + *address + "\nca_file: " + paths->data_dir + "/coordinator-ca.crt\n"
+                           "token: " + o.api_token + "\n",
+                           0600);
+    }
+  }
+  if (!st.ok()) return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
+  std::printf("config %s\nunit   %s\n", paths->config_file.c_str(), paths->unit_file.c_str());
+
+  const std::string by_hand = ByHand(binary, paths->config_file);
+  if (o.no_start) {
+    std::printf("not started (--no-start): systemctl --user enable --now %s, or by hand: %s\n", kAgentUnitName,
+                by_hand.c_str());
+    return 0;
+  }
+  if (!SystemdBooted()) {
+    std::printf("no systemd here (PID 1 is not systemd), so the unit cannot be started and will not run at boot.\n"
+                "run the agent by hand (or from your init system):\n    %s\n",
+                by_hand.c_str());
+    return 0;
+  }
+  return StartUnit(facts.user, by_hand);
+}
+
+}  // namespace idlegrid::agent

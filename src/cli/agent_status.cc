@@ -1,0 +1,106 @@
+#include "cli/agent_status.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "cli/support.h"
+#include "common/clock.h"
+#include "common/grpc_status.h"
+#include "common/units.h"
+#include "ledger/accounts.h"
+
+namespace idlegrid::cli {
+
+namespace {
+
+std::string Ago(int64_t then_ms, int64_t now_ms) {
+  if (then_ms <= 0) return "never";
+  const int64_t s = (now_ms - then_ms) / 1000;
+  if (s < 120) return std::to_string(s < 0 ? 0 : s) + "s ago";
+  if (s < 7200) return std::to_string(s / 60) + "m ago";
+  return std::to_string(s / 3600) + "h ago";
+}
+
+}  // namespace
+
+std::string FormatAgentStatus(const AgentStatusView& v) {
+  std::ostringstream out;
+  auto line = [&](const char* label, const std::string& value) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%-12s ", label);
+    out << buf << value << "\n";
+  };
+  line("node", v.node_id + (v.node != nullptr && !v.node->name().empty() ? " (" + v.node->name() + ")" : ""));
+  line("coordinator", v.coordinator);
+  line("service", v.service);
+  if (v.node == nullptr) {
+    line("state", "unknown: " + v.node_error);
+  } else {
+    const v1::Node& n = *v.node;
+    std::string state = n.state() + " (last heartbeat " + Ago(n.last_heartbeat_ms(), v.now_ms) + ")";
+    // Why it takes no work: drained, unmeasured, offline, the owner's policy.
+    state += n.schedulable() ? ", schedulable" : ", not schedulable: " + n.unschedulable_reason();
+    line("state", state);
+    std::string work = std::to_string(n.running_attempts()) + " attempt(s)";
+    const auto& ids = n.advertisement().running_attempts();
+    for (int i = 0; i < ids.size(); ++i) work += (i == 0 ? ": " : ", ") + ids[i];
+    line("running", work);
+    char cap[160];
+    std::snprintf(cap, sizeof cap, "%.1f of %u cores, %s of %s memory allocated", n.cpu_allocated(),
+                  n.info().cpu_cores(), FormatGiB(n.memory_allocated()).c_str(),
+                  FormatGiB(n.info().memory_bytes()).c_str());
+    line("capacity", cap);
+    char rel[64];
+    std::snprintf(rel, sizeof rel, "%.2f", n.reliability());
+    line("reliability", std::string(rel) + (n.reliability_detail().empty() ? "" : " (" + n.reliability_detail() + ")"));
+    if (!n.provider().empty()) line("provider", n.provider());
+  }
+  if (v.balance != nullptr) {
+    const auto& b = *v.balance;
+    line("earnings", ledger::FormatCredits(b.available_micros()) + " credits available, " +
+                         ledger::FormatCredits(b.pending_micros()) + " pending release, " +
+                         ledger::FormatCredits(b.stake_micros()) + " staked (account " + b.account() +
+                         ", all its nodes)");
+  } else {
+    line("earnings", "not shown: " + v.balance_error);
+  }
+  return out.str();
+}
+
+int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::string& coordinator,
+                const std::string& service) {
+  AgentStatusView view;
+  view.node_id = node_id;
+  view.coordinator = coordinator;
+  view.service = service;
+  view.now_ms = SystemClock::Get()->NowMs();
+  v1::ListNodesResponse nodes;
+  v1::LedgerBalanceResponse balance;
+  auto client = Open(f);
+  if (!client.ok()) {
+    view.node_error = client.status().message() +
+                      "; the coordinator shows a node to its provider: give a provider API token "
+                      "(agent join --api-token, or --token)";
+    view.balance_error = "no provider API token";
+  } else {
+    auto ctx = (*client)->Context();
+    Status st = FromGrpc((*client)->stub()->ListNodes(ctx.get(), v1::ListNodesRequest{}, &nodes));
+    if (!st.ok()) view.node_error = st.message();
+    for (const v1::Node& n : nodes.nodes()) {
+      if (n.id() == node_id) view.node = &n;
+    }
+    if (st.ok() && view.node == nullptr) {
+      view.node_error = "the coordinator shows this token no node " + node_id +
+                        " (a token of the provider it joined under can see it)";
+    }
+    auto lctx = (*client)->Context();
+    st = FromGrpc((*client)->stub()->LedgerBalance(lctx.get(), v1::LedgerAccountRequest{}, &balance));
+    if (st.ok()) view.balance = &balance;
+    else view.balance_error = st.message();
+  }
+  if (f.json && view.node != nullptr) PrintJson(*view.node);
+  else std::fputs(FormatAgentStatus(view).c_str(), stdout);
+  return view.node != nullptr ? 0 : 1;
+}
+
+}  // namespace idlegrid::cli

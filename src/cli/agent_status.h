@@ -1,0 +1,33 @@
+#pragma once
+// `idlegrid agent status` (docs/provider.md): the node as this host knows it
+// (its id, the agent's service) beside the coordinator's view of it (state,
+// current work, why it is not schedulable) and the provider's earnings.
+#include <string>
+
+#include "cli/commands.h"
+#include "idlegrid/v1/idlegrid.pb.h"
+
+namespace idlegrid::cli {
+
+struct AgentStatusView {
+  std::string node_id;
+  std::string coordinator;   // host:port from the agent's config
+  std::string service;       // UserUnitState()
+  const v1::Node* node = nullptr;  // the coordinator's record; null when not read
+  std::string node_error;    // why it was not read
+  const v1::LedgerBalanceResponse* balance = nullptr;  // the provider's; null when not read
+  std::string balance_error;
+  int64_t now_ms = 0;
+};
+
+// Pure: the status as aligned "label  value" lines.
+std::string FormatAgentStatus(const AgentStatusView& view);
+
+// Reads the node (ListNodes, with the client config's provider token) and the
+// provider's ledger balance, then prints FormatAgentStatus (the Node as JSON
+// with --json). 0 when the node was read, else 1 (what is known locally is
+// printed all the same).
+int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::string& coordinator,
+                const std::string& service);
+
+}  // namespace idlegrid::cli
