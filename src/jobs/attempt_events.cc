@@ -21,8 +21,12 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
     out.retried = true;
     // A busy node is busy now, not unfit: it may take the task once the
     // work it is tearing down is gone, after a pause that keeps the two
-    // sides from trading the same task back and forth.
-    out.exclude_node = reason != v1::NODE_BUSY;
+    // sides from trading the same task back and forth. A node that handed
+    // work back (its owner drained or stopped it) is not unfit either: while
+    // draining or gone it gets no work anyway, and back in service it may
+    // take the task again, which a verified task, needing distinct
+    // providers, may have no other node for.
+    out.exclude_node = reason != v1::NODE_BUSY && reason != v1::HANDED_BACK;
     if (reason == v1::NODE_BUSY) out.retry_after_ms = kBusyRetryMs;
     out.task_message = out.message;
     return out;

@@ -436,7 +436,8 @@ TEST(ApplyAttemptEventTest, StoppedAfterCancelIsAcceptedAndLeavesItCancelled) {
 
 TEST(ApplyAttemptEventTest, StoppedWithoutACancelHandsTheTaskBackWithoutUsingARetry) {
   // A node that stops an attempt on its own account (drain deadline, agent
-  // shutdown) hands it back: requeued even with no retries left, node excluded.
+  // shutdown) hands it back: requeued even with no retries left, and the
+  // node is not ruled out (it is not unfit; drained or gone, it gets no work).
   for (TaskState s : {v1::ASSIGNED, v1::RUNNING}) {
     SCOPED_TRACE(StateName(s));
     auto out = ApplyAttemptEvent(Ctx(s, /*used=*/3, /*retries=*/0, /*idempotent=*/false), Report(v1::STOPPED));
@@ -445,7 +446,7 @@ TEST(ApplyAttemptEventTest, StoppedWithoutACancelHandsTheTaskBackWithoutUsingARe
     EXPECT_EQ(out->reason, v1::HANDED_BACK);
     EXPECT_EQ(out->task_state, v1::QUEUED);
     EXPECT_TRUE(out->retried);
-    EXPECT_TRUE(out->exclude_node);
+    EXPECT_FALSE(out->exclude_node);
   }
 }
 
