@@ -791,6 +791,7 @@ void Coordinator::Tick() {
   EnforceRetention();
   SweepLedger();
   DispatchOnce();
+  SampleLoad();
 }
 
 }  // namespace idlegrid::coordinator
