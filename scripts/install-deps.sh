@@ -11,6 +11,7 @@ packages=(
   containernetworking-plugins golang-github-containers-common
   skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
+  chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${packages[@]}"; do
