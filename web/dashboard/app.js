@@ -366,7 +366,14 @@
     $('explain-box').hidden = tasks.length === 0;
     $('explain').replaceChildren(...tasks.map((t) => el('div', {class: 'explanation', 'data-task-index': num(t.index)},
         el('strong', {}, 'Task ' + num(t.index) + ': '), t.summary || '',
-        el('pre', {class: 'explain-text'}, [t.text, t.fairShare, t.dataPolicy].filter(Boolean).join('\n')))));
+        el('pre', {class: 'explain-text'}, explanationText(t)))));
+  }
+
+  // The formatted explanation already carries fair share and the data
+  // policy's verdict; add them only where it does not.
+  function explanationText(t) {
+    const text = t.text || '';
+    return [text, ...[t.fairShare, t.dataPolicy].filter((extra) => extra && !text.includes(extra))].join('\n');
   }
 
   function appendLogs(jobId, answer) {
