@@ -13,6 +13,7 @@ packages=(
   iproute2 iptables curl ca-certificates passwd util-linux python3
   python3-grpcio python3-protobuf python3-tqdm python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
   dpkg-dev help2man lintian mmdebstrap systemd  # scripts/package-deb.sh and test-deb.sh
+  chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,9 +3,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <cstdlib>
 #include <optional>
+#include <vector>
 
+#include "api/dashboard.h"
 #include "api/visibility.h"
+#include "metrics/load_history.h"
 #include "common/grpc_status.h"
 
 namespace idlegrid::api {
@@ -34,6 +38,24 @@ void SendMessage(httplib::Response& res, const Message& m) {
   opts.preserve_proto_field_names = false;
   auto st = google::protobuf::util::MessageToJsonString(m, &out, opts);
   if (!st.ok()) return SendError(res, Status::Internal("cannot encode response"));
+  res.set_content(out, "application/json");
+}
+
+// The chunks after a cursor, as {"chunks": [LogChunk...], "next": N}: N is
+// the cursor for the next read (the last chunk's seq, or `after` when none).
+void SendLogChunks(httplib::Response& res, const std::vector<v1::LogChunk>& chunks, int64_t after) {
+  google::protobuf::util::JsonPrintOptions opts;
+  std::string out = "{\"chunks\":[";
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    std::string one;
+    if (!google::protobuf::util::MessageToJsonString(chunks[i], &one, opts).ok()) {
+      return SendError(res, Status::Internal("cannot encode log chunk"));
+    }
+    if (i) out += ",";
+    out += one;
+    after = chunks[i].seq();
+  }
+  out += "],\"next\":" + std::to_string(after) + "}\n";
   res.set_content(out, "application/json");
 }
 
@@ -110,6 +132,31 @@ void HttpApi::Routes() {
                  if (!admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
                  SendResult(res, c_->ExplainJob(req.matches[1]));
                });
+  // Log chunks after ?after=SEQ (default 0), at most a few hundred per call:
+  // the dashboard polls with the returned cursor (gRPC's StreamLogs follows).
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/logs)", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "StreamLogs", gate_.Job(req.matches[1]))) return;
+    int64_t after = 0;
+    if (req.has_param("after")) {
+      const std::string text = req.get_param_value("after");
+      char* end = nullptr;
+      after = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || after < 0) {
+        return SendError(res, Status::InvalidArgument("after: not a log sequence number: " + text));
+      }
+    }
+    auto chunks = c_->ReadLogs(req.matches[1], after, 0);
+    if (!chunks.ok()) return SendError(res, chunks.status());
+    SendLogChunks(res, *chunks, after);
+  });
+  // The fleet's load over the last hour (queued/running tasks, GPUs
+  // allocated): aggregate counts, so anyone who may list nodes may see it.
+  server_->Get("/v1/history", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "ListNodes", Gate::None())) return;
+    res.set_content(metrics::LoadHistoryJson(c_->LoadSamples(), coordinator::Coordinator::kLoadSamplePeriodMs),
+                    "application/json");
+  });
+  ServeDashboard(*server_);
   // Fleet-wide counts: operators only (ListAccounts' rule would let anyone
   // see their own; metrics are everyone's).
   server_->Get("/metrics", [this, admit](const httplib::Request& req, httplib::Response& res) {

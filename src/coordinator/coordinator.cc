@@ -791,6 +791,7 @@ void Coordinator::Tick() {
     VerifyHeldTasks();  // verdicts a crash or a failed write left undone
   }
   DispatchOnce();
+  SampleLoad();
 }
 
 }  // namespace idlegrid::coordinator

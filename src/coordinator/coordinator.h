@@ -10,6 +10,8 @@
 //   RunningIndexCache (running_index.h)  recent active attempts per node,
 //                                        for heartbeat reconciliation.
 //   EventCounters (event_counters.h)     what Metrics() counts since start.
+//   history_mu_                          the load samples the dashboard
+//                                        charts (metrics/load_history.h).
 //   ImageSignatureFiles (image_signatures.h)  signatures over images, as
 //                                        files in the shared directory.
 //   cost_cap.h                           the cost-cap rules, pure.
@@ -27,7 +29,7 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles' and terms_mu_ are leaves,
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', terms_mu_ and history_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_).
 #include <algorithm>
@@ -59,6 +61,7 @@
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "image/signature.h"
 #include "manifest/image_ref.h"
+#include "metrics/load_history.h"
 #include "advert/node_key.h"
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
@@ -133,7 +136,7 @@ class Coordinator {
   // Runs one pass of that thread's loop on the caller's thread: liveness
   // (suspect/offline nodes, lease expiry, acknowledgement timeouts, queue
   // timeouts), heartbeat persistence, reliability, drain deadlines, readiness
-  // benchmarks, then one dispatch. For tests and tools driving a coordinator
+  // benchmarks, one dispatch, then a load sample when due. For tests and tools driving a coordinator
   // that was not Start()ed, with a manual clock; never concurrently with the
   // loop thread or another Tick (their bookkeeping is the loop's alone).
   void Tick();
@@ -174,6 +177,11 @@ class Coordinator {
   // Prometheus text (docs/metrics.md): queue, waits, run times, outcomes,
   // heartbeats, capacity per node, dispatch latency, artifact bytes.
   Result<std::string> Metrics();
+  // The fleet's load (queued and running tasks, GPUs allocated of total),
+  // sampled by the loop every kLoadSamplePeriodMs over the last hour, oldest
+  // first: what the dashboard charts (GET /v1/history).
+  std::vector<metrics::LoadSample> LoadSamples();
+  static constexpr int64_t kLoadSamplePeriodMs = 5000;
   // Bytes an artifact transfer moved (`received`: into the coordinator).
   void CountArtifactBytes(bool received, uint64_t bytes) { counters_.ArtifactBytes(received, bytes); }
   // Drain (or undo): no new work; at the deadline, running attempts are
@@ -471,6 +479,11 @@ class Coordinator {
   int conflict_replans_ = 0;
   static constexpr int kMaxConflictReplans = 3;
   int64_t started_ms_ = 0;  // set by Start, before the loop thread exists
+  // load_history.cc: takes a load sample when one is due (the loop's).
+  void SampleLoad();
+  static constexpr size_t kLoadHistorySize = 720;  // an hour of samples
+  Mutex history_mu_;  // a leaf
+  metrics::LoadHistory load_history_ IG_GUARDED_BY(history_mu_){kLoadHistorySize};
   std::thread loop_;
 };
 

@@ -368,8 +368,9 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
       {"GET", "/v1/jobs"},                          {"GET", "/v1/nodes"},
       {"GET", "/v1/market"},                        {"GET", "/metrics"},
       {"GET", "/v1/accounts"},                      {"POST", "/v1/jobs"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/logs"}, {"GET", "/v1/history"},
   };
-  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts"};
+  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts", "/v1/history"};
   for (const Route& r : routes) {
     for (const Credential& cred : creds_) {
       httplib::Headers headers;
