@@ -126,6 +126,7 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   if (!pending_provider.empty()) {
     IG_ASSIGN_OR_RETURN(pending_trust, store_->TrustOf(pending_provider));
     in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
+    in.provider_on_probation = RecordFor(pending_trust, pending_provider, "").caught > 0 && in.consecutive_valid == 0;
   }
   {
     MutexLock lock(&rng_mu_);

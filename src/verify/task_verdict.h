@@ -48,6 +48,10 @@ struct TaskVerdictInput {
   // Challenge: another task of the job already has a result accepted by a
   // quorum (a known answer), so results may be accepted on one run's word.
   bool known_answer = false;
+  // Challenge: the provider of the only result was proven wrong before and
+  // has had no result verified since; its results are replicated again
+  // until one is.
+  bool provider_on_probation = false;
 };
 
 // What the verdict writes on one attempt.

@@ -154,6 +154,8 @@ TEST(TaskVerdict, ChallengeTakesAResultOnItsWordOnceAKnownAnswerExists) {
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
   ASSERT_EQ(v.votes.size(), 1u);
   EXPECT_EQ(v.votes[0].vote, "unverified");
+  in.provider_on_probation = true;  // caught before, nothing verified since
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
 }
 
 TEST(TaskVerdict, AKnownAnswerCheckPassesOrConvictsAndTheKnownAnswerStands) {
