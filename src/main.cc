@@ -341,11 +341,19 @@ int main(int argc, char** argv) {
                              "sha256:<hex> of the coordinator's receipt key (default: the client config's "
                              "receipt_key_fingerprint)");
   receipt_verify->add_option("--config", common.config_file, "client config YAML (env IDLEGRID_CONFIG)");
-  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  idlegrid::cli::TaskFlags task_flags;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job, or some of its tasks");
   cancel->add_option("job", job_id)->required();
+  cancel->add_option("--tasks", task_flags.indices, "only these task indices, e.g. 3,7-9");
+  cancel->add_option("--state", task_flags.states, "only tasks in these states (queued,assigned,running,lost; repeatable)")
+      ->allow_extra_args(false);
   add_client_flags(cancel);
-  auto* retry = app.add_subcommand("retry", "run a job's tasks lost with their node again");
+  bool retry_failed = false;
+  auto* retry = app.add_subcommand(
+      "retry", "run a job's failed tasks (--failed) or listed tasks (--tasks) again; alone: its tasks lost with their node");
   retry->add_option("job", job_id)->required();
+  retry->add_flag("--failed", retry_failed, "every failed task, with a fresh attempt");
+  retry->add_option("--tasks", task_flags.indices, "these failed or cancelled task indices, e.g. 3,7-9");
   add_client_flags(retry);
   auto* abandon = app.add_subcommand("abandon", "give up a job's tasks lost with their node (they fail)");
   abandon->add_option("job", job_id)->required();
@@ -539,8 +547,13 @@ int main(int argc, char** argv) {
     if (receipt_task_opt->count() > 0) receipt_query.task_index = receipt_task;
     return idlegrid::cli::Receipt(common, receipt_query);
   }
-  if (*cancel) return idlegrid::cli::Cancel(common, job_id);
-  if (*retry) return idlegrid::cli::ResolveLost(common, job_id, true);
+  if (*cancel) return idlegrid::cli::Cancel(common, job_id, task_flags);
+  if (*retry) {
+    if (retry_failed || !task_flags.indices.empty()) {
+      return idlegrid::cli::Retry(common, job_id, task_flags, retry_failed);
+    }
+    return idlegrid::cli::ResolveLost(common, job_id, true);
+  }
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
   if (*build) return idlegrid::cli::ImageBuild(common, build_options);
   if (*push) return idlegrid::cli::ImagePush(common, file, make_public, sign_key);

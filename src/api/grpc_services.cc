@@ -77,7 +77,11 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) override {
     IG_ADMIT("CancelJob", gate_.Job(req->job_id()));
-    return Reply(c_->CancelJob(req->job_id()), out);
+    return Reply(c_->CancelJob(*req), out);
+  }
+  grpc::Status RetryJob(grpc::ServerContext* ctx, const v1::RetryJobRequest* req, v1::Job* out) override {
+    IG_ADMIT("RetryJob", gate_.Job(req->job_id()));
+    return Reply(c_->RetryJob(*req), out);
   }
 
   grpc::Status DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,

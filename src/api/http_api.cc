@@ -65,6 +65,25 @@ void SendResult(httplib::Response& res, const Result<T>& r) {
   SendMessage(res, r.value());
 }
 
+// A request about the job in the path, from an optional JSON body (empty:
+// only the job id). A body naming another job is InvalidArgument.
+template <typename Request>
+Result<Request> JobBody(const std::string& body, const std::string& job_id) {
+  Request out;
+  if (!body.empty()) {
+    auto parsed = google::protobuf::util::JsonStringToMessage(body, &out);
+    if (!parsed.ok()) {
+      return Status::InvalidArgument("request body is not a " + std::string(Request::descriptor()->name()) + ": " +
+                                     std::string(parsed.message()));
+    }
+  }
+  if (!out.job_id().empty() && out.job_id() != job_id) {
+    return Status::InvalidArgument("the body names job " + out.job_id() + ", the path " + job_id);
+  }
+  out.set_job_id(job_id);
+  return out;
+}
+
 }  // namespace
 
 HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, const std::string& key_file)
@@ -118,7 +137,17 @@ void HttpApi::Routes() {
   server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/cancel)",
                 [this, admit](const httplib::Request& req, httplib::Response& res) {
                   if (!admit(req, res, "CancelJob", gate_.Job(req.matches[1]))) return;
-                  SendResult(res, c_->CancelJob(req.matches[1]));
+                  // An empty body cancels the whole job; {taskIndices, states} only those tasks.
+                  auto body = JobBody<v1::CancelJobRequest>(req.body, req.matches[1]);
+                  if (!body.ok()) return SendError(res, body.status());
+                  SendResult(res, c_->CancelJob(*body));
+                });
+  server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/retry)",
+                [this, admit](const httplib::Request& req, httplib::Response& res) {
+                  if (!admit(req, res, "RetryJob", gate_.Job(req.matches[1]))) return;
+                  auto body = JobBody<v1::RetryJobRequest>(req.body, req.matches[1]);
+                  if (!body.ok()) return SendError(res, body.status());
+                  SendResult(res, c_->RetryJob(*body));
                 });
   server_->Get("/v1/nodes", [this, admit](const httplib::Request& req, httplib::Response& res) {
     auto caller = admit(req, res, "ListNodes", Gate::None());

@@ -33,6 +33,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/ExplainJob", tenants, kRead, Owner::kJob},
       // A receipt is the job's: its requester (and operators) read it.
       {"/idlegrid.v1.RequesterService/GetReceipt", tenants, kRead, Owner::kJob},
+      // Retrying undoes an end the requester could have cancelled: the same rule.
+      {"/idlegrid.v1.RequesterService/RetryJob", tenants, kCancel, Owner::kJob},
       {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DeleteJob", tenants, kCancel, Owner::kJob},
       {"/idlegrid.v1.RequesterService/CreateAccount", operators, kNoScope, Owner::kNone},

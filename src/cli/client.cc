@@ -73,16 +73,17 @@ std::unique_ptr<grpc::ClientContext> Client::Context(int deadline_ms) const {
   return ctx;
 }
 
-Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind, bool make_public) {
+Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind, bool make_public,
+                                           const TransferProgress& progress) {
   auto ctx = Context(0);
   TransferScope scope;
   scope.make_public = make_public;
-  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind, scope);
+  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind, scope, progress);
 }
 
-Status Client::DownloadTo(const std::string& digest, const std::string& path) {
+Status Client::DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress) {
   auto ctx = Context(0);
-  return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path);
+  return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path, {}, progress);
 }
 
 }  // namespace idlegrid::cli

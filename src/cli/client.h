@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "common/artifact_client.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
 
@@ -29,9 +30,12 @@ class Client {
   std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
   // Uploads a file as an artifact, verifying the digest on both ends.
   // `make_public`: any account may read it (else only this token's account).
-  Result<v1::ArtifactRef> UploadFile(const std::string& path, const std::string& kind, bool make_public = false);
-  // Downloads an artifact to `path` (via a temp file), verifying its digest.
-  Status DownloadTo(const std::string& digest, const std::string& path);
+  // `progress` (may be empty) is told the bytes sent after each chunk.
+  Result<v1::ArtifactRef> UploadFile(const std::string& path, const std::string& kind, bool make_public = false,
+                                     const TransferProgress& progress = {});
+  // Downloads an artifact to `path` (via a temp file), verifying its digest;
+  // `progress` (may be empty) is told the bytes received after each chunk.
+  Status DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress = {});
 
  private:
   std::string token_;

@@ -11,7 +11,11 @@
 #include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cli/image_signing.h"
+#include "cli/progress.h"
+#include "cli/task_ranges.h"
 #include "common/exit_code.h"
 #include "common/grpc_status.h"
 #include "common/units.h"
@@ -36,6 +40,8 @@ void PrintJson(const google::protobuf::Message& m, bool one_line) {
   (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
   std::cout << out << (one_line || out.empty() || out.back() != '\n' ? "\n" : "");
 }
+
+ProgressStyle StderrProgressStyle(bool json) { return ChooseProgressStyle(json, isatty(STDERR_FILENO) == 1); }
 
 Result<std::unique_ptr<Client>> Open(const CommonFlags& f) {
   IG_ASSIGN_OR_RETURN(ClientConfig cfg, ResolveConfig(f.config, f.config_file));
@@ -86,8 +92,19 @@ std::string ProvenanceLine(const v1::Provenance& p) {
   return s.str();
 }
 
+// An array job's progress under its first line: a bar on a terminal, the
+// same figures as text otherwise (--json prints the job alone).
+void PrintArrayProgress(const v1::Job& job) {
+  if (job.tasks_size() < 2) return;
+  const JobTally t = TallyOf(job);
+  if (isatty(STDOUT_FILENO) == 1) std::cout << "  " << Bar(t.ended, t.total, 30) << " ";
+  else std::cout << "  progress: ";
+  std::cout << JobProgressText(job) << "\n";
+}
+
 void PrintJob(const v1::Job& job) {
   std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
+  PrintArrayProgress(job);
   const v1::RegistryImage& pulled = job.spec().registry_image();
   if (!pulled.requested().empty() && pulled.requested() != job.spec().image()) {
     std::cout << "  image " << pulled.requested() << " resolved at submit to " << job.spec().image() << "\n";
@@ -136,21 +153,22 @@ void PrintJob(const v1::Job& job) {
   }
 }
 
-// Streams job updates until it ends; prints progress lines when counts change.
-Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool quiet) {
+// Streams job updates until it ends, showing its progress on stderr (a bar
+// on a terminal, a line per change otherwise, nothing with --json).
+Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool json) {
   v1::GetJobRequest req;
   req.set_job_id(job_id);
   auto ctx = client->Context(0);
   auto reader = client->stub()->WatchJob(ctx.get(), req);
+  ProgressDisplay progress(std::cerr, StderrProgressStyle(json), ProgressDisplay::LineEvery::kChange);
   v1::Job job;
   v1::Job last;
-  std::string last_line;
   while (reader->Read(&job)) {
     last = job;
-    std::string line = Counts(job);
-    if (!quiet && line != last_line) std::cerr << "job " << job_id << ": " << line << "\n";
-    last_line = line;
+    const JobTally t = TallyOf(job);
+    progress.Update(t.ended, t.total, "job " + job_id + ": " + Counts(job));
   }
+  progress.Finish();
   IG_RETURN_IF_ERROR(FromGrpc(reader->Finish()));
   return last;
 }
@@ -226,7 +244,7 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
   if (!client.ok()) return Fail(client.status());
   v1::Job job;
   if (wait) {
-    auto j = WaitJob(client->get(), job_id, true);
+    auto j = WaitJob(client->get(), job_id, f.json);
     if (!j.ok()) return Fail(j.status());
     job = *j;
   } else {
@@ -408,6 +426,15 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
   Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
   int files = 0;
+  uint64_t total_bytes = 0, fetched_bytes = 0;
+  for (const auto& t : job.tasks()) {
+    for (const auto& a : t.attempts()) {
+      if (a.state() != v1::SUCCEEDED) continue;
+      for (const auto& o : a.outputs()) total_bytes += o.size();
+    }
+  }
+  ProgressDisplay progress(std::cerr, StderrProgressStyle(f.json), ProgressDisplay::LineEvery::kTenth);
+  const std::string what = "fetching " + job_id;
   for (const auto& t : job.tasks()) {
     for (const auto& a : t.attempts()) {
       // One accepted result per task (verified jobs may have several agreeing runs).
@@ -417,6 +444,7 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
       // so no output of the job can collide with it.
       if (Status p = WriteProvenance(a, task_dir + ".provenance.json"); !p.ok()) return Fail(p);
       if (!f.json && a.has_provenance()) {
+        progress.Clear();
         std::cout << "task " << t.index() << ": attempt " << a.id() << " on " << a.node_id() << ", "
                   << ProvenanceLine(a.provenance()) << " (" << task_dir << ".provenance.json)\n";
       }
@@ -428,23 +456,43 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
         }
         std::string target = task_dir + "/" + o.path();
         if (Status m = MakeDirs(std::filesystem::path(target).parent_path().string()); !m.ok()) return Fail(m);
-        if (Status d = (*client)->DownloadTo(o.digest(), target); !d.ok()) return Fail(d);
+        const uint64_t before = fetched_bytes;
+        Status d = (*client)->DownloadTo(o.digest(), target, [&](uint64_t got) {
+          progress.Update(before + got, total_bytes, TransferText(what, before + got, total_bytes));
+        });
+        if (!d.ok()) {
+          progress.Finish();
+          return Fail(d);
+        }
+        fetched_bytes = before + o.size();
         ++files;
-        if (!f.json) std::cout << target << "  " << o.digest() << "  " << o.size() << " bytes, verified\n";
+        progress.Clear();  // the file's line goes where the bar was; the next chunk redraws it
+        if (!f.json) std::cout << target << "  " << o.digest() << "  " << o.size() << " bytes, verified" << std::endl;
       }
       break;
     }
   }
+  progress.Finish();
   if (f.json) PrintJson(job);
   if (!f.json) std::cerr << files << " file(s) fetched into " << dir << "\n";
   return 0;
 }
 
-int Cancel(const CommonFlags& f, const std::string& job_id) {
-  auto client = Open(f);
-  if (!client.ok()) return Fail(client.status());
+int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks) {
   v1::CancelJobRequest req;
   req.set_job_id(job_id);
+  if (!tasks.indices.empty()) {
+    auto indices = ParseTaskRanges(tasks.indices);
+    if (!indices.ok()) return Fail(indices.status().WithContext("--tasks"));
+    for (uint32_t i : *indices) req.add_task_indices(i);
+  }
+  if (!tasks.states.empty()) {
+    auto states = ParseTaskStates(tasks.states);
+    if (!states.ok()) return Fail(states.status().WithContext("--state"));
+    for (v1::TaskState s : *states) req.add_states(s);
+  }
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
   v1::Job job;
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
@@ -469,8 +517,37 @@ int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry) {
   return 0;
 }
 
-Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public) {
-  IG_ASSIGN_OR_RETURN(v1::ArtifactRef ref, client.UploadFile(archive, "image", make_public));
+int Retry(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks, bool failed) {
+  v1::RetryJobRequest req;
+  req.set_job_id(job_id);
+  req.set_failed(failed);
+  if (!tasks.indices.empty()) {
+    auto indices = ParseTaskRanges(tasks.indices);
+    if (!indices.ok()) return Fail(indices.status().WithContext("--tasks"));
+    for (uint32_t i : *indices) req.add_task_indices(i);
+  }
+  auto client = Open(f);
+  if (!client.ok()) return Fail(client.status());
+  v1::Job job;
+  auto ctx = (*client)->Context();
+  Status st = FromGrpc((*client)->stub()->RetryJob(ctx.get(), req, &job));
+  if (!st.ok()) return Fail(st);
+  if (f.json) PrintJson(job);
+  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  return 0;
+}
+
+Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public,
+                                               bool json) {
+  std::error_code size_error;
+  const uint64_t size = std::filesystem::file_size(archive, size_error);
+  ProgressDisplay progress(std::cerr, StderrProgressStyle(json), ProgressDisplay::LineEvery::kTenth);
+  const std::string what = "pushing " + std::filesystem::path(archive).filename().string();
+  auto uploaded = client.UploadFile(archive, "image", make_public, [&](uint64_t sent) {
+    progress.Update(sent, size_error ? sent : size, TransferText(what, sent, size_error ? sent : size));
+  });
+  progress.Finish();
+  IG_ASSIGN_OR_RETURN(v1::ArtifactRef ref, std::move(uploaded));
   v1::RegisterImageRequest req;
   req.set_archive_digest(ref.digest());
   v1::PushImageResponse resp;
@@ -493,7 +570,7 @@ int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public
   }
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  auto pushed = PushImageArchive(**client, archive, make_public);
+  auto pushed = PushImageArchive(**client, archive, make_public, f.json);
   if (!pushed.ok()) return Fail(pushed.status());
   if (key) {
     auto signed_by = SignImage(**client, pushed->image(), *key);

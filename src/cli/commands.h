@@ -28,7 +28,17 @@ int Nodes(const CommonFlags& f);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow);
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
-int Cancel(const CommonFlags& f, const std::string& job_id);
+// Which tasks `cancel` and `retry` touch: indices as "3,7-9" and state
+// names (repeated or comma lists), parsed by cli/task_ranges.h.
+struct TaskFlags {
+  std::string indices;
+  std::vector<std::string> states;
+};
+// Without indices or states, the whole job; else only the tasks matching both.
+int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks = {});
+// Runs the job's failed tasks (`failed`) and/or the listed failed or
+// cancelled ones again (RetryJob); `tasks.states` is not used.
+int Retry(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks, bool failed);
 // The user's decision for tasks lost with their node: run again, or fail them.
 int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry);
 // `make_public`: every account may use it (else only the pusher's account).

@@ -171,7 +171,7 @@ int ImageBuild(const CommonFlags& f, const ImageBuildOptions& options) {
   if (!dir.ok()) return Fail(dir.status());
   const std::string archive = dir->path() + "/image.tar";
   if (Status built = BuildArchive(*build, archive); !built.ok()) return Fail(built);
-  auto pushed = PushImageArchive(**client, archive, options.make_public);
+  auto pushed = PushImageArchive(**client, archive, options.make_public, f.json);
   if (!pushed.ok()) return Fail(pushed.status());
   PrintPushedImage(f, *pushed, PrintedReference(options, pushed->image()));
   return 0;

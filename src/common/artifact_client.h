@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,9 +27,14 @@ struct TransferScope {
   bool make_public = false;
 };
 
+// Called with the bytes sent (or received) so far, after each chunk: what a
+// progress display shows. May be empty.
+using TransferProgress = std::function<void(uint64_t bytes_so_far)>;
+
 template <typename Stub>
 Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::string& path,
-                                           const std::string& kind, const TransferScope& scope = {}) {
+                                           const std::string& kind, const TransferScope& scope = {},
+                                           const TransferProgress& progress = {}) {
   IG_ASSIGN_OR_RETURN(std::string digest, Sha256File(path));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status::InvalidArgument("cannot open " + path);
@@ -39,6 +45,7 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx,
   auto writer = stub->UploadArtifact(ctx, &ref);
   std::vector<char> buf(1 << 20);
   bool first = true;
+  uint64_t sent = 0;
   while (true) {
     size_t n = std::fread(buf.data(), 1, buf.size(), f.get());
     if (n == 0 && !first) break;
@@ -54,6 +61,8 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx,
     }
     chunk.set_data(buf.data(), n);
     if (!writer->Write(chunk) || n == 0) break;
+    sent += n;
+    if (progress) progress(sent);
   }
   writer->WritesDone();
   IG_RETURN_IF_ERROR(FromGrpc(writer->Finish()).WithContext("upload of " + path));
@@ -63,7 +72,7 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, grpc::ClientContext* ctx,
 
 template <typename Stub>
 Status DownloadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::string& digest, const std::string& path,
-                            const TransferScope& scope = {}) {
+                            const TransferScope& scope = {}, const TransferProgress& progress = {}) {
   v1::DownloadArtifactRequest req;
   req.set_digest(digest);
   req.set_attempt_id(scope.attempt_id);
@@ -74,10 +83,13 @@ Status DownloadArtifactFile(Stub* stub, grpc::ClientContext* ctx, const std::str
   if (!f) return Status::Internal("cannot create " + tmp);
   Sha256 hash;
   bool write_ok = true;
+  uint64_t received = 0;
   v1::ArtifactChunk chunk;
   while (reader->Read(&chunk)) {
     hash.Update(chunk.data());
     write_ok = write_ok && std::fwrite(chunk.data().data(), 1, chunk.data().size(), f.get()) == chunk.data().size();
+    received += chunk.data().size();
+    if (progress) progress(received);
   }
   write_ok = std::fflush(f.get()) == 0 && write_ok;
   f.reset();

@@ -247,12 +247,7 @@ Result<v1::ListJobsResponse> Coordinator::ListJobs(const std::string& account) {
 
 Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(store::CancelResult result, store_->CancelJob(job_id, clock_->NowMs()));
-  for (const auto& a : result.stopped) {
-    v1::Command cmd;
-    cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
-    cmd.mutable_cancel()->set_reason("cancelled by user");
-    sessions_.Push(a.node_id, std::move(cmd));  // not connected: it learns at its next heartbeat
-  }
+  StopCancelled(result.stopped);
   spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
   SettleJobLedger(job_id);
   Notify();

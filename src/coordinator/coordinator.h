@@ -164,6 +164,14 @@ class Coordinator {
   // Jobs of `account` ("": all accounts').
   Result<v1::ListJobsResponse> ListJobs(const std::string& account = "");
   Result<v1::Job> CancelJob(const std::string& job_id);
+  // With task indices and/or states, cancels only the matching tasks
+  // (jobs::PlanCancelTasks) and stops their attempts; without, the whole job.
+  // The escrow comes back as for a whole cancel: when the job has ended.
+  Result<v1::Job> CancelJob(const v1::CancelJobRequest& request);
+  // Sends the job's failed (and/or named failed or cancelled) tasks back to
+  // the queue (jobs::PlanRetryTasks); their attempts are kept. With the
+  // ledger on, only while the job still holds escrow (LedgerShell::Requeue).
+  Result<v1::Job> RetryJob(const v1::RetryJobRequest& request);
   // Removes a settled job with its logs, and the artifacts nothing else
   // holds. FailedPrecondition while any task can still run.
   Result<v1::DeleteJobResponse> DeleteJob(const std::string& job_id);
@@ -471,6 +479,9 @@ class Coordinator {
   std::mt19937_64 rng_ IG_GUARDED_BY(rng_mu_){std::random_device{}()};
   int64_t verdicts_swept_ms_ = 0;
   static constexpr int64_t kVerdictSweepMs = 5000;
+  // Tells each attempt's node to stop it (a node not connected learns at its
+  // next heartbeat).
+  void StopCancelled(const std::vector<store::ActiveAttempt>& stopped);
   Mutex terms_mu_;
   AccountTerms terms_ IG_GUARDED_BY(terms_mu_);
   int64_t terms_read_ms_ IG_GUARDED_BY(terms_mu_) = 0;

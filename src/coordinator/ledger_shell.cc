@@ -62,8 +62,29 @@ Status LedgerShell::Unescrow(const std::string& account, const std::string& job_
   return store_->ApplyPostings({refund}, now_ms).status();
 }
 
-Status LedgerShell::SettleJob(const v1::Job& job, int64_t now_ms) {
+Result<v1::Job> LedgerShell::Requeue(const std::string& account, const std::string& job_id,
+                                     const std::function<Result<v1::Job>()>& requeue) {
   MutexLock lock(&mu_);
+  IG_ASSIGN_OR_RETURN(auto mine, store_->LedgerBalances(account));
+  auto escrow = mine.find(ledger::Escrow(account, job_id));
+  if (escrow != mine.end() && escrow->second <= 0) {
+    return Status::FailedPrecondition(
+        "job " + job_id + " has no escrow left (refunded when it ended, or spent): with the ledger on, its tasks "
+        "would run again unpaid; submit them again as a new job (escrow and refund are once per job, "
+        "docs/ledger.md)");
+  }
+  return requeue();
+}
+
+Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
+  MutexLock lock(&mu_);
+  // A retry (Requeue, under this lock) may have reopened a job read as ended
+  // before the lock was taken: what is refunded follows the job as it is now.
+  v1::Job fresh;
+  if (JobEnded(read_before)) {
+    IG_ASSIGN_OR_RETURN(fresh, store_->GetJob(read_before.id()));
+  }
+  const v1::Job& job = JobEnded(read_before) ? fresh : read_before;
   const std::string& requester = job.account();
   IG_ASSIGN_OR_RETURN(auto mine, store_->LedgerBalances(requester));
   auto escrow = mine.find(ledger::Escrow(requester, job.id()));

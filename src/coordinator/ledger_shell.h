@@ -10,6 +10,7 @@
 // Sweep() re-settles every job that still holds escrow, so a charge or a
 // refund lost to a crash between a report and its posting is made later.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/mutex.h"
@@ -54,6 +55,15 @@ class LedgerShell {
   // policy (part to the requester). Replay-safe (the postings' keys).
   Status PunishWrongResult(const std::string& requester, const std::string& job_id, const std::string& provider,
                            const std::string& attempt_id, int64_t now_ms);
+  // Runs `requeue` (a user's retry of some of the job's tasks) under the
+  // shell's lock, so no settlement refunds the escrow meanwhile (SettleJob
+  // re-reads an ended job under the same lock). A job that escrowed and has
+  // nothing left (refunded when it ended, or spent) is FailedPrecondition
+  // saying to resubmit: escrow and refund keys are once per job, so it cannot
+  // escrow again. A job that never escrowed is requeued as is. One
+  // coordinator's lock: coordinators sharing a database are not serialised.
+  Result<v1::Job> Requeue(const std::string& account, const std::string& job_id,
+                          const std::function<Result<v1::Job>()>& requeue);
   // Money entering (deposit) or leaving (withdrawal) `account`'s available
   // balance; refused with the amounts when a withdrawal is short. A repeated
   // request_id changes nothing.

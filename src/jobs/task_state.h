@@ -10,7 +10,9 @@
 //     └──▶ FAILED(queue timeout) | CANCELLED
 //
 // A task is retried by moving it back to QUEUED; each try is a new attempt.
-// Attempts never leave a terminal state.
+// Attempts never leave a terminal state. Tasks leave one only by a user's
+// retry (FAILED | CANCELLED -> QUEUED, jobs/task_select.h), which is not an
+// edge here: no automatic path may take it.
 #include <cstdint>
 #include <map>
 #include <string>

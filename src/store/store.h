@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "jobs/log_cap.h"
+#include "jobs/task_select.h"
 #include "jobs/attempt_events.h"
 #include "jobs/task_write.h"
 #include "ledger/posting.h"
@@ -298,6 +299,15 @@ class Store {
   // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
   // order they were assigned.
   virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
+  // The tasks `selection` matches -> CANCELLED, as jobs::PlanCancelTasks
+  // decides; returns their attempts to stop (the job's other attempts run
+  // on). NotFound for no such job; the plan's errors as they are.
+  virtual Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                           int64_t now_ms) = 0;
+  // The tasks `selection` names -> QUEUED, as jobs::PlanRetryTasks decides
+  // (their attempts are kept). NotFound for no such job.
+  virtual Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
+                                     int64_t now_ms) = 0;
   // LOST tasks of the job -> QUEUED (retry) or FAILED (abandon).
   // FailedPrecondition if it has none.
   virtual Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) = 0;

@@ -36,7 +36,7 @@ const std::vector<Route> kRoutes = {
     {"POST", "/v1/jobs"},  {"GET", "/v1/jobs"},           {"GET", "/v1/jobs/j-1"},
     {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
     {"GET", "/metrics"},   {"GET", "/v1/market"},           {"DELETE", "/v1/jobs/j-1"},
-    {"GET", "/v1/accounts"},
+    {"GET", "/v1/accounts"},  {"POST", "/v1/jobs/j-1/retry"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -162,6 +162,61 @@ TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAn
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &job).ok()) << cancelled->body;
   EXPECT_EQ(job.state(), v1::CANCELLED);
   EXPECT_EQ(coordinator_->GetJob(id)->state(), v1::CANCELLED);
+}
+
+// The dashboard's cancel and retry buttons: a body picks tasks; an empty
+// cancel body still cancels the whole job (above).
+TEST_F(HttpApiTest, CancelTakesTaskIndicesOrStatesAndRetryRunsCancelledTasksAgain) {
+  auto res = Call("POST", "/v1/jobs",
+                  R"({"spec": {"apiVersion": "idlegrid/v1", "name": "arr", "image": ")" + kImage +
+                      R"(", "command": ["/sim"], "arrayCount": 4}})");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
+  const std::string id = submitted.job().id();
+  const auto states = [&](const std::string& body) {
+    v1::Job job;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(body, &job).ok()) << body;
+    std::string out;
+    for (const auto& t : job.tasks()) out += std::string(out.empty() ? "" : ",") + v1::TaskState_Name(t.state());
+    return out;
+  };
+
+  auto by_index = Call("POST", "/v1/jobs/" + id + "/cancel", R"({"taskIndices": [1, 2]})");
+  ASSERT_TRUE(by_index);
+  ASSERT_EQ(by_index->status, 200) << by_index->body;
+  EXPECT_EQ(states(by_index->body), "QUEUED,CANCELLED,CANCELLED,QUEUED");
+
+  auto retried = Call("POST", "/v1/jobs/" + id + "/retry", R"({"taskIndices": [2]})");
+  ASSERT_TRUE(retried);
+  ASSERT_EQ(retried->status, 200) << retried->body;
+  EXPECT_EQ(states(retried->body), "QUEUED,CANCELLED,QUEUED,QUEUED");
+
+  auto by_state = Call("POST", "/v1/jobs/" + id + "/cancel", R"({"states": ["QUEUED"]})");
+  ASSERT_TRUE(by_state);
+  ASSERT_EQ(by_state->status, 200) << by_state->body;
+  EXPECT_EQ(states(by_state->body), "CANCELLED,CANCELLED,CANCELLED,CANCELLED");
+
+  struct Case {
+    const char* what;
+    std::string path, body;
+    int status;
+    const char* names;
+  };
+  const std::vector<Case> cases = {
+      {"no failed task", "/v1/jobs/" + id + "/retry", R"({"failed": true})", 409, "no failed tasks"},
+      {"nothing selected", "/v1/jobs/" + id + "/retry", "", 400, "no tasks selected"},
+      {"unknown index", "/v1/jobs/" + id + "/cancel", R"({"taskIndices": [9]})", 400, "has no task 9"},
+      {"another job in the body", "/v1/jobs/" + id + "/cancel", R"({"jobId": "j-other"})", 400, "j-other"},
+      {"not a request", "/v1/jobs/" + id + "/retry", R"({"spec": {}})", 400, "RetryJobRequest"},
+  };
+  for (const Case& c : cases) {
+    auto r = Call("POST", c.path, c.body);
+    ASSERT_TRUE(r) << c.what;
+    EXPECT_EQ(r->status, c.status) << c.what << ": " << r->body;
+    EXPECT_NE(Field(Json(r->body), "message").find(c.names), std::string::npos) << c.what << ": " << r->body;
+  }
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {

@@ -111,6 +111,47 @@ TEST(LedgerWiringTest, EscrowChargeRefundAndRelease) {
   EXPECT_GT(*cursor, 0);
 }
 
+// Cancelling some tasks settles as a whole cancel does: the escrow stays
+// while others can run, and comes back when the job ends. A retry runs within
+// the escrow the job still holds, and is refused once it was refunded.
+TEST(LedgerWiringTest, SomeTasksCancelledKeepTheEscrowAndARetryNeedsEscrowLeft) {
+  PipelineHarness h(LedgerOn());
+  ASSERT_TRUE(h.Init().ok());
+  Coordinator& c = h.coordinator();
+  ASSERT_TRUE(c.store()->ApplyPostings({*ledger::Deposit("operator", 100 * C, "d1")}, 0).ok());
+  v1::JobSpec spec = CappedJob(15);
+  spec.set_array_count(2);
+  auto job = h.Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 30 * C);
+
+  v1::CancelJobRequest some;
+  some.set_job_id(*job);
+  some.add_task_indices(1);
+  auto partly = c.CancelJob(some);
+  ASSERT_TRUE(partly.ok()) << partly.status().ToString();
+  EXPECT_EQ(partly->tasks(0).state(), v1::QUEUED);
+  EXPECT_EQ(partly->tasks(1).state(), v1::CANCELLED);
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 30 * C) << "held while task 0 can still run";
+
+  v1::RetryJobRequest again;
+  again.set_job_id(*job);
+  again.add_task_indices(1);
+  auto retried = c.RetryJob(again);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ(retried->tasks(1).state(), v1::QUEUED);
+
+  ASSERT_TRUE(c.CancelJob(*job).ok());
+  EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 0);
+  EXPECT_EQ(Balance(c, ledger::Available("operator")), 100 * C) << "all of it refunded when the job ended";
+  auto refused = c.RetryJob(again);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("has no escrow left"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(c.GetJob(*job)->tasks(1).state(), v1::CANCELLED) << "nothing was requeued";
+  EXPECT_EQ(SumExceptWorld(c), 100 * C);
+}
+
 TEST(LedgerWiringTest, PlatformFailureIsNeverCharged) {
   PipelineHarness h(LedgerOn());
   ASSERT_TRUE(h.Init().ok());

@@ -77,10 +77,13 @@
   // The JSON body, or an ApiError carrying the server's reason ({"code",
   // "message"}), or the status line where the server sent no JSON (a route
   // this coordinator does not have).
-  async function api(path, method = 'GET') {
+  async function api(path, method = 'GET', payload = undefined) {
+    const headers = {'Authorization': 'Bearer ' + token(), 'Accept': 'application/json'};
+    if (payload !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(path, {
       method,
-      headers: {'Authorization': 'Bearer ' + token(), 'Accept': 'application/json'},
+      headers,
+      body: payload === undefined ? undefined : JSON.stringify(payload),
       cache: 'no-store',
     });
     const text = await res.text();
@@ -393,13 +396,15 @@
     if (atBottom) pane.scrollTop = pane.scrollHeight;
   }
 
+  // Retry takes the job's failed tasks back to the queue (RetryJobRequest).
   async function jobAction(action, label) {
     const jobId = route().jobId;
     const msg = $('job-message');
     msg.className = '';
     msg.textContent = label + '…';
     try {
-      await api('/v1/jobs/' + encodeURIComponent(jobId) + '/' + action, 'POST');
+      await api('/v1/jobs/' + encodeURIComponent(jobId) + '/' + action, 'POST',
+                action === 'retry' ? {failed: true} : undefined);
       msg.textContent = label + ': done';
     } catch (e) {
       msg.className = 'error';

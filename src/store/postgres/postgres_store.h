@@ -45,6 +45,10 @@ class PostgresStore : public Store {
   Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
   Result<int> ExpireQueuedTasks(int64_t now_ms) override;
   Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) override;
+  Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                   int64_t now_ms) override;
+  Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
+                             int64_t now_ms) override;
   Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
@@ -111,6 +115,8 @@ class PostgresStore : public Store {
   }
   // Helpers running inside the caller's transaction.
   static Result<v1::Job> ReadJob(pg::Connection& c, const std::string& job_id);
+  // The job's (index, state) rows in index order, locked; NotFound for no such job.
+  static Result<std::vector<jobs::TaskStateRow>> TaskStates(pg::Connection& c, const std::string& job_id);
   // Moves the task (see jobs::PlanTaskMove); NotFound if there is no such task.
   static Status MoveTask(pg::Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
                          int64_t now_ms);

@@ -33,6 +33,10 @@ class SqliteStore : public Store {
   Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) override;
   Result<int> ExpireQueuedTasks(int64_t now_ms) override;
   Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) override;
+  Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                   int64_t now_ms) override;
+  Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
+                             int64_t now_ms) override;
   Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
@@ -105,6 +109,8 @@ class SqliteStore : public Store {
   Status RecordCheckpointLocked(const v1::ReportAttemptRequest& report, const std::string& job_id, uint32_t index,
                                 uint64_t epoch, int64_t now_ms);
   Status LoadCheckpointsLocked(const std::string& job_id, const std::map<uint32_t, v1::Task*>& tasks);
+  // The job's (index, state) rows in index order; NotFound for no such job.
+  Result<std::vector<jobs::TaskStateRow>> TaskStatesLocked(const std::string& job_id);
   // Moves the task (see jobs::PlanTaskMove); NotFound if there is no such task.
   Status MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move, int64_t now_ms);
 
