@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "common/fs.h"
@@ -122,9 +123,20 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     if (a.vote() == "pending" && a.state() == v1::SUCCEEDED) pending_provider = run.provider;
     in.runs.push_back(std::move(run));
   }
-  std::vector<store::TrustRecord> pending_trust;
+  // Each provider's records, read once for this verdict (the pending run's
+  // provider is usually among those it verifies or convicts).
+  std::map<std::string, std::vector<store::TrustRecord>> trust_of;
+  const auto records_of = [&](const std::string& p) -> Result<const std::vector<store::TrustRecord>*> {
+    auto it = trust_of.find(p);
+    if (it == trust_of.end()) {
+      IG_ASSIGN_OR_RETURN(auto records, store_->TrustOf(p));
+      it = trust_of.emplace(p, std::move(records)).first;
+    }
+    return &it->second;
+  };
   if (!pending_provider.empty()) {
-    IG_ASSIGN_OR_RETURN(pending_trust, store_->TrustOf(pending_provider));
+    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* mine, records_of(pending_provider));
+    const std::vector<store::TrustRecord>& pending_trust = *mine;
     in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
     in.provider_on_probation = RecordFor(pending_trust, pending_provider, "").caught > 0 && in.consecutive_valid == 0;
   }
@@ -161,7 +173,8 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   // Providers' records: +1 for a verified result, reset (every image) for a wrong one.
   std::map<std::string, uint32_t> reliability_of;
   for (const std::string& p : verdict.verified) {
-    IG_ASSIGN_OR_RETURN(auto records, store_->TrustOf(p));
+    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* found, records_of(p));
+    const std::vector<store::TrustRecord>& records = *found;
     store::TrustRecord mine = RecordFor(records, p, image);
     mine.consecutive = verify::CountAfterVerification(mine.consecutive, true);
     store::TrustRecord self = RecordFor(records, p, "");
@@ -170,7 +183,8 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     w.trust.push_back(self);
   }
   for (const std::string& p : verdict.caught) {
-    IG_ASSIGN_OR_RETURN(auto records, store_->TrustOf(p));
+    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* found, records_of(p));
+    const std::vector<store::TrustRecord>& records = *found;
     store::TrustRecord self = RecordFor(records, p, "");
     const verify::CaughtOutcome caught =
         verify::OnCaught(p, self.reliability, self.caught, options_.verification,
