@@ -124,9 +124,24 @@ class Job:
                 written += self._result(job, task).save(f"{directory}/task-{task.index}")
         return written
 
-    def cancel(self):
-        """Cancels every task not yet ended; returns the job's status."""
-        return JobStatus.of(self._grid.call("CancelJob", pb.CancelJobRequest(job_id=self.id)))
+    def cancel(self, tasks=None, states=None):
+        """Cancels the job's tasks not yet ended: all of them, or only those
+        whose index is in `tasks` and/or whose state is in `states` (names
+        such as "queued" or "RUNNING"; both given: both must match), as
+        `idlegrid cancel JOB --tasks/--state` does. Returns the job's status."""
+        request = pb.CancelJobRequest(job_id=self.id, task_indices=_indices(tasks),
+                                      states=[_state_value(s) for s in (states or ())])
+        return JobStatus.of(self._grid.call("CancelJob", request))
+
+    def retry(self, failed=True, tasks=None):
+        """Sends ended tasks back to the queue with a fresh retry budget: the
+        FAILED ones when `failed`, and/or those whose index is in `tasks`
+        (FAILED or CANCELLED), as `idlegrid retry JOB --failed/--tasks` does.
+        Returns the job's status."""
+        if not failed and not tasks:
+            raise ValueError("retry: say which tasks: failed=True and/or tasks=[...]")
+        request = pb.RetryJobRequest(job_id=self.id, failed=bool(failed), task_indices=_indices(tasks))
+        return JobStatus.of(self._grid.call("RetryJob", request))
 
     def explain(self):
         """Why each queued task waits (ExplainJob); empty when none is queued."""
@@ -138,3 +153,20 @@ class Job:
         items = job.spec.items
         item = items[task.index].values if task.index < len(items) else {}
         return TaskResult(task, item, self._grid.download)
+
+
+def _indices(tasks):
+    out = []
+    for t in tasks or ():
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            raise ValueError(f"task index {t!r}: a task index is a whole number >= 0")
+        out.append(t)
+    return out
+
+
+def _state_value(name):
+    value = pb.TaskState.Value(str(name).upper()) if str(name).upper() in pb.TaskState.keys() else None
+    if value is None or value == 0:
+        known = ", ".join(k.lower() for k in pb.TaskState.keys() if pb.TaskState.Value(k) != 0)
+        raise ValueError(f"task state {name!r}: not one of {known}")
+    return value

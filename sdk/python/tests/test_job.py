@@ -50,6 +50,39 @@ class ResultsTest(unittest.TestCase):
 
 
 class OtherCallsTest(unittest.TestCase):
+    def test_cancel_some_tasks_by_index_and_state(self):
+        j = job(pb.RUNNING, [task(0, pb.CANCELLED), task(1, pb.RUNNING)], ITEMS[:2])
+        grid = FakeGrid(unary={"CancelJob": j})
+        status = Job(grid, "j-1").cancel(tasks=[0, 3], states=["queued", "RUNNING"])
+        method, request = grid.calls[-1]
+        self.assertEqual(method, "CancelJob")
+        self.assertEqual(list(request.task_indices), [0, 3])
+        self.assertEqual(list(request.states), [pb.QUEUED, pb.RUNNING])
+        self.assertEqual(status.counts, dict(j.task_counts))
+        Job(grid, "j-1").cancel()
+        self.assertEqual((list(grid.calls[-1][1].task_indices), list(grid.calls[-1][1].states)), ([], []))
+
+    def test_cancel_refuses_unknown_states_and_bad_indices_before_calling(self):
+        grid = FakeGrid(unary={})
+        with self.assertRaisesRegex(ValueError, "'sleeping': not one of"):
+            Job(grid, "j-1").cancel(states=["sleeping"])
+        with self.assertRaisesRegex(ValueError, "task index -1"):
+            Job(grid, "j-1").cancel(tasks=[-1])
+        self.assertEqual(grid.calls, [])
+
+    def test_retry_failed_and_named_tasks(self):
+        j = job(pb.RUNNING, [task(0, pb.QUEUED), task(1, pb.SUCCEEDED, out(1))], ITEMS[:2])
+        grid = FakeGrid(unary={"RetryJob": j})
+        status = Job(grid, "j-1").retry()
+        self.assertEqual(grid.calls[-1][0], "RetryJob")
+        self.assertTrue(grid.calls[-1][1].failed)
+        self.assertEqual(status.state, "RUNNING")
+        Job(grid, "j-1").retry(failed=False, tasks=[1])
+        self.assertFalse(grid.calls[-1][1].failed)
+        self.assertEqual(list(grid.calls[-1][1].task_indices), [1])
+        with self.assertRaisesRegex(ValueError, "say which tasks"):
+            Job(grid, "j-1").retry(failed=False)
+
     def test_fetch_saves_succeeded_tasks_as_the_cli_does(self):
         j = job(pb.FAILED, [task(0, pb.SUCCEEDED, out(0)), task(1, pb.FAILED)], ITEMS[:2])
         grid = FakeGrid(blobs={digest_of(d): d for d in out(0).values()}, unary={"GetJob": j})
