@@ -447,6 +447,13 @@ int main(int argc, char** argv) {
   lstake->add_option("--account", ledger_account, "whose (default: your own)");
   lstake->add_flag("--unstake", unstake, "move stake back to available");
   add_client_flags(lstake);
+  std::string earnings_provider;
+  auto* provider_cmd = app.add_subcommand("provider", "a provider's side: what its nodes earned (docs/provider.md)");
+  provider_cmd->require_subcommand(1);
+  auto* pearnings = provider_cmd->add_subcommand(
+      "earnings", "metered, accepted work of your nodes, ledger balances and an estimate per hour at your asks");
+  pearnings->add_option("--provider", earnings_provider, "whose (default: your own; operators may name any)");
+  add_client_flags(pearnings);
   auto* join = app.add_subcommand("join-token", "manage node join tokens");
   join->require_subcommand(1);
   auto* jcreate = join->add_subcommand("create", "mint a join token for a provider account");
@@ -532,6 +539,7 @@ int main(int argc, char** argv) {
     return idlegrid::cli::Status_(common, job_id, wait);
   }
   if (*market) return idlegrid::cli::Market(common);
+  if (*pearnings) return idlegrid::cli::ProviderEarnings(common, earnings_provider);
   if (*jobs) return idlegrid::cli::Jobs(common);
   if (*drain) return idlegrid::cli::Drain(common, node_id, deadline, false);
   if (*undrain) return idlegrid::cli::Drain(common, node_id, "", true);

@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "agent/agent.h"
@@ -26,8 +28,16 @@ constexpr int64_t kOrphanSweepMs = 30'000;
 }  // namespace
 
 void Agent::HeartbeatSendLoop() {
+  // The physical-work handshake (docs/scheduling.md, Reliability): every
+  // send carries the next sequence number, failed ones included, so the
+  // coordinator can count what was lost on the way; and the round trip of
+  // the last call that arrived.
+  uint64_t sequence = 0;
+  uint32_t last_rtt_us = 0;
   while (!stopping_) {
     v1::HeartbeatRequest req;
+    req.set_sequence(++sequence);
+    req.set_last_rtt_us(last_rtt_us);
     int interval_ms = 0;
     uint64_t ad_generation = 0;
     {
@@ -46,9 +56,15 @@ void Agent::HeartbeatSendLoop() {
     // interval: the next heartbeat carries fresher state anyway.
     auto ctx = Context(std::max(interval_ms, 1000));
     ctx->set_wait_for_ready(true);
+    const auto call_start = std::chrono::steady_clock::now();
     grpc::Status s = heartbeat_stub_->Heartbeat(ctx.get(), req, &resp);
     ctx.reset();
     bool delivered = s.ok();
+    if (delivered) {
+      const auto us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - call_start).count();
+      last_rtt_us = static_cast<uint32_t>(std::clamp<int64_t>(us, 1, UINT32_MAX));
+    }
     {
       std::lock_guard<std::mutex> lock(hb_mu_);
       if (delivered && resp.interval_ms() > 0) hb_.interval_ms = static_cast<int>(resp.interval_ms());

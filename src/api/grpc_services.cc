@@ -272,6 +272,12 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->LedgerStake(own), out);
   }
 
+  grpc::Status ProviderEarnings(grpc::ServerContext* ctx, const v1::ProviderEarningsRequest* req,
+                                v1::ProviderEarningsResponse* out) override {
+    IG_ADMIT("ProviderEarnings", gate_.Account(req->provider()));
+    return Reply(c_->ProviderEarnings(req->provider().empty() ? caller.account : req->provider()), out);
+  }
+
  private:
   coordinator::Coordinator* c_;
   Gate gate_;

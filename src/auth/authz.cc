@@ -52,6 +52,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/LedgerDeposit", operators, kNoScope, Owner::kNone},
       {"/idlegrid.v1.RequesterService/LedgerWithdraw", operators, kNoScope, Owner::kNone},
       {"/idlegrid.v1.RequesterService/LedgerStake", owners, kNoScope, Owner::kAccount},
+      // A provider reads its own earnings; operators anyone's.
+      {"/idlegrid.v1.RequesterService/ProviderEarnings", owners, kRead, Owner::kAccount},
       // Register is the one call made with a join token instead of a node
       // credential; the join token's own check is the rule.
       {"/idlegrid.v1.AgentService/Register", agents, kNoScope, Owner::kNone},

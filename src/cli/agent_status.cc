@@ -53,6 +53,7 @@ std::string FormatAgentStatus(const AgentStatusView& v) {
     char rel[64];
     std::snprintf(rel, sizeof rel, "%.2f", n.reliability());
     line("reliability", std::string(rel) + (n.reliability_detail().empty() ? "" : " (" + n.reliability_detail() + ")"));
+    line("handshake", FormatHandshake(n.reliability_components()));
     if (!n.provider().empty()) line("provider", n.provider());
   }
   if (v.balance != nullptr) {
@@ -64,7 +65,34 @@ std::string FormatAgentStatus(const AgentStatusView& v) {
   } else {
     line("earnings", "not shown: " + v.balance_error);
   }
+  if (v.earnings != nullptr) {
+    for (const auto& e : v.earnings->nodes()) {
+      if (e.node_id() != v.node_id) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%u accepted attempt(s) worth %.4f credits at their placement prices",
+                    e.attempts(), e.metered_credits());
+      line("this node", buf);
+      std::snprintf(buf, sizeof buf, "%.4f credits/hour if fully used; ", e.estimate_per_hour());
+      line("estimate", buf + e.estimate_basis());
+    }
+  }
   return out.str();
+}
+
+std::string FormatHandshake(const v1::ReliabilityComponents& c) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "heartbeat jitter %.0f ms, %.0f%% late, %.0f%% lost; round trip %.0f ms; %u stall(s); %u throttle "
+                "report(s)",
+                c.heartbeat_jitter_ms(), c.heartbeat_lateness() * 100, c.heartbeat_loss() * 100, c.rtt_ms(),
+                c.stalls(), c.throttle_reports());
+  std::string out = buf;
+  if (c.owner_pauses() > 0) {
+    std::snprintf(buf, sizeof buf, "; owner pauses %u (%lld s, not held against it)", c.owner_pauses(),
+                  static_cast<long long>(c.owner_paused_ms() / 1000));
+    out += buf;
+  }
+  return out;
 }
 
 int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::string& coordinator,
@@ -76,6 +104,7 @@ int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::str
   view.now_ms = SystemClock::Get()->NowMs();
   v1::ListNodesResponse nodes;
   v1::LedgerBalanceResponse balance;
+  v1::ProviderEarningsResponse earnings;
   auto client = Open(f);
   if (!client.ok()) {
     view.node_error = client.status().message() +
@@ -97,6 +126,10 @@ int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::str
     st = FromGrpc((*client)->stub()->LedgerBalance(lctx.get(), v1::LedgerAccountRequest{}, &balance));
     if (st.ok()) view.balance = &balance;
     else view.balance_error = st.message();
+    auto ectx = (*client)->Context();
+    if (FromGrpc((*client)->stub()->ProviderEarnings(ectx.get(), v1::ProviderEarningsRequest{}, &earnings)).ok()) {
+      view.earnings = &earnings;
+    }
   }
   if (f.json && view.node != nullptr) PrintJson(*view.node);
   else std::fputs(FormatAgentStatus(view).c_str(), stdout);

@@ -17,8 +17,13 @@ struct AgentStatusView {
   std::string node_error;    // why it was not read
   const v1::LedgerBalanceResponse* balance = nullptr;  // the provider's; null when not read
   std::string balance_error;
+  const v1::ProviderEarningsResponse* earnings = nullptr;  // null when not read
   int64_t now_ms = 0;
 };
+
+// Pure: the physical-work handshake in one line, for `nodes` and `agent status`:
+// "jitter 12 ms, 1% late, 0% lost, round trip 3 ms, 0 stalls, 0 throttle reports; owner pauses 2 (65 s, not held against it)".
+std::string FormatHandshake(const v1::ReliabilityComponents& c);
 
 // Pure: the status as aligned "label  value" lines.
 std::string FormatAgentStatus(const AgentStatusView& view);

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "cli/agent_status.h"
 #include "cli/image_signing.h"
 #include "cli/progress.h"
 #include "cli/task_ranges.h"
@@ -346,6 +347,7 @@ int Nodes(const CommonFlags& f) {
               << " cpu=" << (n.info().enforcement().cpu().empty() ? "none" : n.info().enforcement().cpu()) << "\n";
     std::printf("    reliability %.2f (%s)  trust tier %u\n", n.reliability(), n.reliability_detail().c_str(),
                 n.trust_tier());
+    std::printf("    handshake: %s\n", FormatHandshake(n.reliability_components()).c_str());
     std::fflush(stdout);
     if (ad.asks_size()) {
       std::cout << "    asks:";

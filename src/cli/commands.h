@@ -24,6 +24,9 @@ int Jobs(const CommonFlags& f);
 int Explain(const CommonFlags& f, const std::string& job_id);
 // The spot market's order book.
 int Market(const CommonFlags& f);
+// `provider earnings`: what a provider's nodes earned (metered, accepted work
+// and, with a ledger, its balances) and an estimate per hour at its asks.
+int ProviderEarnings(const CommonFlags& f, const std::string& provider);
 int Nodes(const CommonFlags& f);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow);

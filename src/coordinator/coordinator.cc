@@ -20,6 +20,26 @@ namespace idlegrid::coordinator {
 
 namespace {
 
+// The reliability score's parts (the physical-work handshake), for listings.
+v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const NodeLiveness& liveness) {
+  v1::ReliabilityComponents c;
+  c.set_heartbeat_jitter_ms(liveness.jitter_ms());
+  c.set_heartbeat_lateness(liveness.lateness());
+  c.set_rtt_ms(liveness.rtt_ms());
+  c.set_heartbeat_loss(liveness.loss());
+  c.set_throttle_reports(in.throttle_reports);
+  c.set_owner_pauses(in.owner_pauses);
+  c.set_owner_paused_ms(in.owner_paused_ms);
+  c.set_succeeded(in.succeeded);
+  c.set_node_lost(in.node_lost);
+  c.set_node_failed(in.node_failed);
+  c.set_provider_verification(in.provider_verification);
+  c.set_provider_caught(in.provider_caught);
+  c.set_stalls(in.stalls);
+  return c;
+}
+
+
 std::string BearerToken(const std::string& header) {
   const std::string prefix = "Bearer ";
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
@@ -346,6 +366,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       for (auto& d : AccountedGpusLocked(live, HeldCapacity(live, mine))) *n->add_gpus() = std::move(d);
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
+      *n->mutable_reliability_components() = ComponentsOf(live.reliability_inputs, live.liveness);
       n->set_trust_tier(static_cast<uint32_t>(TrustTierOf(*data_policy_, r.id, live.measurement, live.ad)));
     }
     for (const auto& a : mine) {

@@ -51,6 +51,7 @@
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
 #include "coordinator/ledger_shell.h"
+#include "market/recent_prices.h"
 #include "coordinator/image_signatures.h"
 #include "coordinator/node_liveness.h"
 #include "coordinator/running_index.h"
@@ -182,6 +183,8 @@ class Coordinator {
   Result<v1::ExplainJobResponse> ExplainJob(const std::string& job_id);
   // The market's order book: free units and asks per device class.
   Result<v1::MarketResponse> Market();
+  // earnings.cc: what `provider`'s nodes earned and could earn per hour.
+  Result<v1::ProviderEarningsResponse> ProviderEarnings(const std::string& provider);
   // Prometheus text (docs/metrics.md): queue, waits, run times, outcomes,
   // heartbeats, capacity per node, dispatch latency, artifact bytes.
   Result<std::string> Metrics();
@@ -292,7 +295,11 @@ class Coordinator {
     // Reliability inputs kept in memory (outcomes come from the store; the
     // heartbeats' lateness is liveness.lateness()).
     uint32_t throttle_reports = 0;
+    // The owner's pauses as its agent counts them (NodePause): shown, not held against it.
+    uint32_t owner_pauses = 0;
+    int64_t owner_paused_ms = 0;
     sched::Reliability reliability;
+    sched::ReliabilityInputs reliability_inputs;  // what `reliability` was scored from
   };
 
   // Sets the provenance's node id to `node_id` (the node whose agent token
@@ -417,6 +424,9 @@ class Coordinator {
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
   ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)
+  // Clearing prices of recent placements (earnings.cc), guarded by mu_.
+  market::RecentPrices recent_prices_;
+  void RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms);
   std::unique_ptr<LedgerShell> ledger_;   // null unless options_.ledger.enabled; its own lock (a leaf)
 
   // Thread-safe pieces with locks of their own (see the lock order above).

@@ -24,7 +24,12 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     const bool connected = sessions_.Connected(node_id);
     came_back = !live.online && connected;
     live.liveness.OnHeartbeat(clock_->NowMs(), live.online, options_.heartbeat_interval_ms);
+    live.liveness.OnHandshake(request.sequence(), request.last_rtt_us());
     if (request.info().cpu_cores()) live.info = request.info();
+    if (request.has_pause()) {
+      live.owner_pauses = request.pause().pauses();
+      live.owner_paused_ms = request.pause().paused_ms_total();
+    }
     if (connected) live.online = true;
   }
   if (came_back) Notify();
@@ -93,7 +98,15 @@ void Coordinator::RefreshReliability() {
     }
     in.heartbeat_lateness = live.liveness.lateness();
     in.throttle_reports = live.throttle_reports;
+    const double interval = std::max(options_.heartbeat_interval_ms, 1);
+    in.heartbeat_jitter = live.liveness.jitter_ms() / interval;
+    in.heartbeat_loss = live.liveness.loss();
+    in.rtt_ms = live.liveness.rtt_ms();
+    in.stalls = live.liveness.stalls();
+    in.owner_pauses = live.owner_pauses;
+    in.owner_paused_ms = live.owner_paused_ms;
     live.reliability = sched::ScoreReliability(in);
+    live.reliability_inputs = in;
   }
 }
 

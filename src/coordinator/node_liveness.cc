@@ -1,6 +1,7 @@
 #include "coordinator/node_liveness.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace idlegrid::coordinator {
 
@@ -18,10 +19,29 @@ void NodeLiveness::OnHeartbeat(int64_t now_ms, bool online, int interval_ms) {
     lateness_ = 0.9 * lateness_ + 0.1 * late;
     jobs::ObserveHeartbeatGap(gaps_, static_cast<double>(gap));
     max_gap_ms_ = std::max(max_gap_ms_, gap);
+    if (gap > 2 * static_cast<int64_t>(interval_ms)) ++stalls_;
   }
   last_heartbeat_ms_ = now_ms;
   HeardFrom(now_ms);
 }
+
+void NodeLiveness::OnHandshake(uint64_t sequence, uint32_t last_rtt_us) {
+  if (sequence != 0) {
+    // Only a step forward says anything: an agent that restarted counts from
+    // 1 again, and an old agent sends no sequence at all.
+    if (last_sequence_ != 0 && sequence > last_sequence_) {
+      const double lost = static_cast<double>(sequence - last_sequence_ - 1);
+      loss_ = 0.9 * loss_ + 0.1 * (lost / (lost + 1.0));
+    }
+    last_sequence_ = sequence;
+  }
+  if (last_rtt_us != 0) {
+    const double rtt = last_rtt_us / 1000.0;
+    rtt_ms_ = rtt_ms_ == 0 ? rtt : 0.8 * rtt_ms_ + 0.2 * rtt;
+  }
+}
+
+double NodeLiveness::jitter_ms() const { return gaps_.samples < 2 ? 0.0 : std::sqrt(std::max(gaps_.var_gap_ms2, 0.0)); }
 
 void NodeLiveness::HeardFrom(int64_t now_ms) {
   last_heard_ms_ = std::max(last_heard_ms_, now_ms);

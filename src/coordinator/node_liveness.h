@@ -20,6 +20,11 @@ class NodeLiveness {
   // the lateness average (reliability) and the longest gap (metrics); early
   // heartbeats count as on time.
   void OnHeartbeat(int64_t now_ms, bool online, int interval_ms);
+  // What the heartbeat said of the link (the physical-work handshake): its
+  // sequence number (1, 2, ... per agent run: a gap is heartbeats the agent
+  // sent that never arrived; a smaller one, an agent that restarted) and the
+  // round trip of the previous call as the agent timed it (0: none).
+  void OnHandshake(uint64_t sequence, uint32_t last_rtt_us);
   // Any authenticated message at `now_ms` (heartbeat, report, logs, stream
   // open): a sign of life, which clears suspicion.
   void HeardFrom(int64_t now_ms);
@@ -38,6 +43,14 @@ class NodeLiveness {
   int64_t max_gap_ms() const { return max_gap_ms_; }
   // Average lateness of its heartbeats (EWMA, fraction of an interval, 0..1).
   double lateness() const { return lateness_; }
+  // Standard deviation of its heartbeat gaps, ms.
+  double jitter_ms() const;
+  // Heartbeats lost on the way (EWMA of the lost fraction, 0..1).
+  double loss() const { return loss_; }
+  // Round trip as the agent measured it (EWMA), ms; 0 until reported.
+  double rtt_ms() const { return rtt_ms_; }
+  // Gaps over twice the interval while online: the host stalled.
+  uint32_t stalls() const { return stalls_; }
 
  private:
   jobs::LivenessInputs InputsAt(int64_t now_ms) const;
@@ -48,6 +61,10 @@ class NodeLiveness {
   jobs::HeartbeatStats gaps_;
   int64_t max_gap_ms_ = 0;  // while online
   double lateness_ = 0;
+  uint64_t last_sequence_ = 0;
+  double loss_ = 0;
+  double rtt_ms_ = 0;
+  uint32_t stalls_ = 0;
 };
 
 }  // namespace idlegrid::coordinator

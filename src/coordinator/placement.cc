@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <string_view>
 
@@ -266,6 +267,7 @@ void Coordinator::DispatchOnce() {
     spdlog::error("dispatch commit: {}", committed.status().ToString());
     return;
   }
+  RecordClearingPrices(*committed, now);
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
   counters_.Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
   {
@@ -389,7 +391,13 @@ Result<v1::MarketResponse> Coordinator::Market() {
     views = NodeViewsLocked(active);
   }
   auto rows = market::OrderBook(sched::MarketOffers(views));
+  std::map<std::string, market::RecentPrice> recent;
+  {
+    MutexLock lock(&mu_);
+    recent = recent_prices_.All(clock_->NowMs());
+  }
   v1::MarketResponse out;
+  std::string text = market::FormatOrderBook(rows);
   for (const auto& r : rows) {
     v1::MarketRow* row = out.add_rows();
     row->set_device_class(r.device_class);
@@ -398,9 +406,30 @@ Result<v1::MarketResponse> Coordinator::Market() {
     row->set_min_ask(r.min_ask);
     row->set_median_ask(r.median_ask);
     row->set_max_ask(r.max_ask);
+    if (auto it = recent.find(r.device_class); it != recent.end()) {
+      row->set_recent_price(it->second.latest);
+      row->set_recent_median(it->second.median);
+      row->set_recent_placements(it->second.placements);
+      recent.erase(it);
+    }
+  }
+  // Classes that cleared lately but have nothing free now still show their prices.
+  for (const auto& [cls, p] : recent) {
+    v1::MarketRow* row = out.add_rows();
+    row->set_device_class(cls);
+    row->set_recent_price(p.latest);
+    row->set_recent_median(p.median);
+    row->set_recent_placements(p.placements);
+  }
+  for (const auto& row : out.rows()) {
+    if (row.recent_placements() == 0) continue;
+    char line[200];
+    std::snprintf(line, sizeof line, "recent %s: median %.4f/h, latest %.4f/h over %u placement(s) in the last hour\n",
+                  row.device_class().c_str(), row.recent_median(), row.recent_price(), row.recent_placements());
+    text += line;
   }
   out.set_pricing_rule(market::kPayAsAsk);
-  out.set_text(market::FormatOrderBook(rows));
+  out.set_text(text);
   return out;
 }
 

@@ -14,6 +14,19 @@ struct ReliabilityInputs {
   // interval (0: always on time; 1: typically a whole interval late).
   double heartbeat_lateness = 0;
   uint32_t throttle_reports = 0;  // advertisements with GPUs thermally/power throttled
+  // The rest of the physical-work handshake (docs/scheduling.md, Reliability):
+  // heartbeat gap jitter (standard deviation, as a fraction of the interval),
+  // heartbeats lost on the way (fraction, EWMA), the round trip the agent
+  // measured, and stalls (gaps over twice the interval while online: the
+  // host froze or suspended without saying so).
+  double heartbeat_jitter = 0;
+  double heartbeat_loss = 0;
+  double rtt_ms = 0;
+  uint32_t stalls = 0;
+  // Pauses the owner asked for (pauseWhen, heat, power): shown, never held
+  // against the node — lending a machine must not cost its owner the use of it.
+  uint32_t owner_pauses = 0;
+  int64_t owner_paused_ms = 0;
   // Its provider's record under verification (verify/caught.h): per mille
   // (1000: never proven wrong), and how often it was proven wrong.
   uint32_t provider_verification = 1000;
@@ -29,7 +42,9 @@ struct Reliability {
 // failure (so a node with no history scores 0.5, like an unknown), where a
 // lost lease weighs 3 failures (the grid pays detection time and redone work)
 // and a platform failure 2; then heartbeat lateness takes off up to half and
-// throttling up to 30%. The job's own failures are not the node's and do not count.
+// throttling up to 30%, lost heartbeats up to half, jitter up to 20%, a slow
+// round trip up to 10% (1% per 100 ms) and stalls up to 30% (5% each). The
+// job's own failures and the owner's pauses are not the node's and do not count.
 Reliability ScoreReliability(const ReliabilityInputs& in);
 
 // The NVML throttle-reason bits that mean the device is slowed by heat or power.

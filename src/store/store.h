@@ -438,6 +438,12 @@ class Store {
   // after `since_ms`, oldest first.
   virtual Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
                                                               size_t limit) = 0;
+  // Earnings (docs/provider.md): the SUCCEEDED attempts run by its nodes that
+  // finished at or after `since_ms`, newest first, at most `limit`: id,
+  // node_id, times, placement, vote and metering (from the receipt). Which
+  // of them count as earned is jobs::IsAcceptedResult's to say.
+  virtual Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                            size_t limit) = 0;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and

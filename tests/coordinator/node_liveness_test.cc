@@ -71,5 +71,48 @@ TEST(NodeLivenessTest, HeartbeatGapsFeedLatenessAndTheLongestGapOnlyWhileOnline)
   EXPECT_EQ(n.last_heard_ms(), kT0 + 72000);
 }
 
+TEST(NodeLivenessTest, SequenceGapsAreLostHeartbeatsAndARestartedAgentIsNoLoss) {
+  NodeLiveness n;
+  n.OnHandshake(1, 0);
+  n.OnHandshake(2, 0);
+  EXPECT_EQ(n.loss(), 0);
+  n.OnHandshake(5, 0);  // 3 and 4 never arrived: 2 of 3 lost
+  EXPECT_NEAR(n.loss(), 0.1 * 2.0 / 3.0, 1e-12);
+  const double after_gap = n.loss();
+  n.OnHandshake(1, 0);  // the agent restarted
+  EXPECT_EQ(n.loss(), after_gap);
+  n.OnHandshake(2, 0);
+  EXPECT_NEAR(n.loss(), 0.9 * after_gap, 1e-12) << "a heartbeat that arrived lowers it";
+  n.OnHandshake(0, 0);  // an agent that sends no sequence says nothing
+  EXPECT_NEAR(n.loss(), 0.9 * after_gap, 1e-12);
+}
+
+TEST(NodeLivenessTest, RoundTripIsSmoothedFromTheFirstReport) {
+  NodeLiveness n;
+  EXPECT_EQ(n.rtt_ms(), 0);
+  n.OnHandshake(1, 0);
+  EXPECT_EQ(n.rtt_ms(), 0) << "no report yet";
+  n.OnHandshake(2, 40'000);
+  EXPECT_DOUBLE_EQ(n.rtt_ms(), 40);
+  n.OnHandshake(3, 140'000);
+  EXPECT_DOUBLE_EQ(n.rtt_ms(), 0.8 * 40 + 0.2 * 140);
+}
+
+TEST(NodeLivenessTest, JitterAndStallsComeFromGapsWhileOnline) {
+  NodeLiveness n;
+  n.Restart(kT0);
+  int64_t t = kT0;
+  for (int i = 0; i < 10; ++i) n.OnHeartbeat(t += 5000, true, 5000);
+  EXPECT_NEAR(n.jitter_ms(), 0, 1e-9) << "a steady rhythm has no jitter";
+  EXPECT_EQ(n.stalls(), 0u);
+  n.OnHeartbeat(t += 9000, true, 5000);
+  EXPECT_GT(n.jitter_ms(), 100) << "one 4 s deviation shows";
+  EXPECT_EQ(n.stalls(), 0u) << "late but under twice the interval";
+  n.OnHeartbeat(t += 11000, true, 5000);
+  EXPECT_EQ(n.stalls(), 1u);
+  n.OnHeartbeat(t += 60000, false, 5000);  // back from offline: not a stall
+  EXPECT_EQ(n.stalls(), 1u);
+}
+
 }  // namespace
 }  // namespace idlegrid::coordinator

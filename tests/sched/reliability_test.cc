@@ -43,5 +43,33 @@ TEST(Reliability, AProviderCaughtWithAWrongResultScoresLowerAndSaysWhy) {
   EXPECT_NE(c.detail.find("provider caught 1 time(s) with a wrong result (750/1000)"), std::string::npos) << c.detail;
 }
 
+TEST(Reliability, EachHandshakeComponentLowersTheScoreWithinItsCap) {
+  const double base = ScoreReliability({.succeeded = 20}).score;
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .heartbeat_loss = 0.1}).score, base * 0.9, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .heartbeat_loss = 0.9}).score, base * 0.5, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .heartbeat_jitter = 0.5}).score, base * 0.9, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .heartbeat_jitter = 4}).score, base * 0.8, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .rtt_ms = 500}).score, base * 0.95, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .rtt_ms = 60'000}).score, base * 0.9, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .stalls = 2}).score, base * 0.9, 1e-9);
+  EXPECT_NEAR(ScoreReliability({.succeeded = 20, .stalls = 50}).score, base * 0.7, 1e-9);
+}
+
+TEST(Reliability, OwnerPausesAreShownButNeverHeldAgainstTheNode) {
+  const Reliability base = ScoreReliability({.succeeded = 20});
+  const Reliability paused = ScoreReliability({.succeeded = 20, .owner_pauses = 7, .owner_paused_ms = 3'600'000});
+  EXPECT_DOUBLE_EQ(paused.score, base.score);
+  EXPECT_NE(paused.detail.find("paused by its owner 7 time(s) (not held against it)"), std::string::npos)
+      << paused.detail;
+}
+
+TEST(Reliability, DetailNamesEveryHandshakeComponentThatWeighs) {
+  auto r = ScoreReliability({.succeeded = 3, .heartbeat_jitter = 0.25, .heartbeat_loss = 0.04, .rtt_ms = 250,
+                             .stalls = 1});
+  EXPECT_EQ(r.detail,
+            "3 ok, 0 lost, 0 failed; heartbeats 0% late; 0 throttled; 4% of heartbeats lost; jitter 25% of the "
+            "interval; round trip 250 ms; 1 stall(s)");
+}
+
 }  // namespace
 }  // namespace idlegrid::sched

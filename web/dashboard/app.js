@@ -212,6 +212,16 @@
     return list;
   }
 
+  // The physical-work handshake under the score (docs/provider.md): what it is made of.
+  function handshakeLine(c) {
+    if (!c) return null;
+    let text = 'rtt ' + num(c.rttMs).toFixed(0) + ' ms · lost ' + (num(c.heartbeatLoss) * 100).toFixed(0) +
+        ' % · jitter ' + num(c.heartbeatJitterMs).toFixed(0) + ' ms';
+    if (num(c.stalls) > 0) text += ' · ' + num(c.stalls) + ' stall(s)';
+    if (num(c.ownerPauses) > 0) text += ' · owner pauses ' + num(c.ownerPauses);
+    return el('div', {class: 'muted handshake'}, text);
+  }
+
   function renderNodes(nodes) {
     $('nodes-empty').hidden = nodes.length > 0;
     replaceRows($('nodes').tBodies[0], nodes.map((n) => {
@@ -227,7 +237,7 @@
           el('td', {}, num(n.cpuAllocated) + ' / ' + num(ad.allocatableCpu || info.cpuCores)),
           el('td', {}, bytes(n.memoryAllocated) + ' / ' + bytes(ad.allocatableMemoryBytes || info.memoryBytes)),
           el('td', {}, gpuCell(n.gpus || [])),
-          el('td', {title: n.reliabilityDetail || ''}, reliability),
+          el('td', {title: n.reliabilityDetail || ''}, reliability, handshakeLine(n.reliabilityComponents)),
           el('td', {}, num(n.runningAttempts)),
           el('td', {}, ago(n.lastHeartbeatMs)));
     }));

@@ -152,4 +152,37 @@ Result<std::vector<ProviderResult>> PostgresStore::ProviderResults(const std::st
   return out;
 }
 
+Result<std::vector<v1::Attempt>> PostgresStore::ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                                 size_t limit) {
+  std::vector<v1::Attempt> out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    out.clear();
+    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, "
+                                       "a.vote FROM attempts a JOIN nodes n ON n.id = a.node_id "
+                                       "WHERE n.provider = $1 AND a.state = $2 AND a.finished_ms >= $3 "
+                                       "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT $4",
+                                       Params().Text(provider).Int(v1::SUCCEEDED).Int(since_ms).Int(
+                                           static_cast<int64_t>(limit))));
+    for (int r = 0; r < q.size(); ++r) {
+      v1::Attempt& a = out.emplace_back();
+      a.set_id(q.Text(r, 0));
+      a.set_node_id(q.Text(r, 1));
+      a.set_state(v1::SUCCEEDED);
+      a.set_started_at_ms(q.Int(r, 2));
+      a.set_finished_at_ms(q.Int(r, 3));
+      if (!q.IsNull(r, 4)) a.mutable_placement()->ParseFromString(q.Text(r, 4));
+      if (!q.IsNull(r, 5)) {
+        v1::Receipt receipt;
+        if (!receipt.ParseFromString(q.Text(r, 5))) {
+          return Status::DataLoss("stored receipt of attempt " + a.id() + " does not parse");
+        }
+        *a.mutable_metering() = receipt.statement().metering();
+      }
+      a.set_vote(q.Text(r, 6));
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
 }  // namespace idlegrid::store

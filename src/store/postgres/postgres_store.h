@@ -107,6 +107,8 @@ class PostgresStore : public Store {
   Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix, size_t limit) override;
   Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
                                                       size_t limit) override;
+  Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                    size_t limit) override;
 
  private:
   // Runs `body` as one transaction (see pg::RunTransaction).

@@ -95,6 +95,8 @@ class SqliteStore : public Store {
   Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix, size_t limit) override;
   Result<std::vector<ProviderResult>> ProviderResults(const std::string& provider, int64_t since_ms,
                                                       size_t limit) override;
+  Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                    size_t limit) override;
 
  private:
   // Helpers; callers hold mu_ (and usually a transaction).

@@ -124,4 +124,34 @@ Result<std::vector<ProviderResult>> SqliteStore::ProviderResults(const std::stri
   return out;
 }
 
+Result<std::vector<v1::Attempt>> SqliteStore::ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                               size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Attempt> out;
+  Stmt q(db_, "SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, a.vote "
+              "FROM attempts a JOIN nodes n ON n.id = a.node_id "
+              "WHERE n.provider = ? AND a.state = ? AND a.finished_ms >= ? "
+              "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT ?");
+  q.Bind(1, provider).Bind(2, int64_t{v1::SUCCEEDED}).Bind(3, since_ms).Bind(4, static_cast<int64_t>(limit));
+  while (q.Step()) {
+    v1::Attempt& a = out.emplace_back();
+    a.set_id(q.Text(0));
+    a.set_node_id(q.Text(1));
+    a.set_state(v1::SUCCEEDED);
+    a.set_started_at_ms(q.Int(2));
+    a.set_finished_at_ms(q.Int(3));
+    if (!q.IsNull(4)) a.mutable_placement()->ParseFromString(q.Blob(4));
+    if (!q.IsNull(5)) {
+      v1::Receipt receipt;
+      if (!receipt.ParseFromString(q.Blob(5))) {
+        return Status::DataLoss("stored receipt of attempt " + a.id() + " does not parse");
+      }
+      *a.mutable_metering() = receipt.statement().metering();
+    }
+    a.set_vote(q.Text(6));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
 }  // namespace idlegrid::store

@@ -1,0 +1,59 @@
+// `idlegrid agent status` and `nodes` formatting (cli/agent_status.h) on plain data.
+#include <gtest/gtest.h>
+
+#include "cli/agent_status.h"
+
+namespace idlegrid::cli {
+namespace {
+
+TEST(FormatHandshake, EveryPartAndOwnerPausesOnlyWhenThereWereSome) {
+  v1::ReliabilityComponents c;
+  c.set_heartbeat_jitter_ms(41.6);
+  c.set_heartbeat_lateness(0.02);
+  c.set_heartbeat_loss(0.1);
+  c.set_rtt_ms(3.2);
+  c.set_stalls(1);
+  c.set_throttle_reports(2);
+  EXPECT_EQ(FormatHandshake(c),
+            "heartbeat jitter 42 ms, 2% late, 10% lost; round trip 3 ms; 1 stall(s); 2 throttle report(s)");
+  c.set_owner_pauses(3);
+  c.set_owner_paused_ms(65'400);
+  EXPECT_EQ(FormatHandshake(c),
+            "heartbeat jitter 42 ms, 2% late, 10% lost; round trip 3 ms; 1 stall(s); 2 throttle report(s); owner "
+            "pauses 3 (65 s, not held against it)");
+}
+
+TEST(FormatAgentStatus, ShowsThisNodesEarningsAndEstimate) {
+  v1::Node node;
+  node.set_id("n-1");
+  node.set_name("rig");
+  node.set_state("online");
+  node.set_schedulable(true);
+  v1::ProviderEarningsResponse earnings;
+  auto* other = earnings.add_nodes();
+  other->set_node_id("n-2");
+  other->set_attempts(99);
+  auto* mine = earnings.add_nodes();
+  mine->set_node_id("n-1");
+  mine->set_attempts(4);
+  mine->set_metered_credits(1.25);
+  mine->set_estimate_per_hour(0.43);
+  mine->set_estimate_basis("fully used, at its asks: 8 x cpu-core at 0.0100/h");
+  AgentStatusView v;
+  v.node_id = "n-1";
+  v.node = &node;
+  v.balance_error = "no ledger";
+  v.earnings = &earnings;
+  const std::string text = FormatAgentStatus(v);
+  EXPECT_NE(text.find("this node    4 accepted attempt(s) worth 1.2500 credits at their placement prices"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("estimate     0.4300 credits/hour if fully used; fully used, at its asks: 8 x cpu-core"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("99 accepted"), std::string::npos) << "another node's figures are not this node's";
+  EXPECT_NE(text.find("handshake    heartbeat jitter 0 ms"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace idlegrid::cli
