@@ -291,15 +291,15 @@ int main(int argc, char** argv) {
 
   std::string manifest, job_id, dir, file;
   bool wait = false, follow = false;
-  auto* submit = app.add_subcommand("submit", "submit a job manifest");
-  submit->add_option("manifest", manifest, "job manifest YAML")->required();
-  submit->add_flag("--wait", wait, "follow progress until the job ends");
+  auto* submit = app.add_subcommand("submit", "submit a job manifest, or a workflow (kind: Workflow)");
+  submit->add_option("manifest", manifest, "job or workflow manifest YAML")->required();
+  submit->add_flag("--wait", wait, "follow progress until the job (or workflow) ends");
   add_client_flags(submit);
   auto* validate = app.add_subcommand("validate", "check a job manifest without submitting it");
   validate->add_option("manifest", manifest)->required();
   validate->add_flag("--json", common.json);
-  auto* status = app.add_subcommand("status", "show a job");
-  status->add_option("job", job_id)->required();
+  auto* status = app.add_subcommand("status", "show a job, or a workflow (w-...) as a tree of its steps");
+  status->add_option("job", job_id, "job id, or workflow id")->required();
   status->add_flag("--wait", wait, "wait until the job ends");
   bool explain = false;
   status->add_flag("--explain", explain, "why its queued tasks wait: nodes per filter, best candidates' scores");
@@ -308,6 +308,8 @@ int main(int argc, char** argv) {
   add_client_flags(status);
   auto* jobs = app.add_subcommand("jobs", "list jobs");
   add_client_flags(jobs);
+  auto* workflows = app.add_subcommand("workflows", "list workflows (docs/workflows.md)");
+  add_client_flags(workflows);
   auto* nodes = app.add_subcommand("nodes", "list nodes; drain or undrain one");
   add_client_flags(nodes);
   std::string node_id, deadline;
@@ -342,7 +344,7 @@ int main(int argc, char** argv) {
                              "receipt_key_fingerprint)");
   receipt_verify->add_option("--config", common.config_file, "client config YAML (env IDLEGRID_CONFIG)");
   idlegrid::cli::TaskFlags task_flags;
-  auto* cancel = app.add_subcommand("cancel", "cancel a job, or some of its tasks");
+  auto* cancel = app.add_subcommand("cancel", "cancel a job, or some of its tasks, or a workflow (w-...)");
   cancel->add_option("job", job_id)->required();
   cancel->add_option("--tasks", task_flags.indices, "only these task indices, e.g. 3,7-9");
   cancel->add_option("--state", task_flags.states, "only tasks in these states (queued,assigned,running,lost; repeatable)")
@@ -541,6 +543,7 @@ int main(int argc, char** argv) {
   if (*market) return idlegrid::cli::Market(common);
   if (*pearnings) return idlegrid::cli::ProviderEarnings(common, earnings_provider);
   if (*jobs) return idlegrid::cli::Jobs(common);
+  if (*workflows) return idlegrid::cli::Workflows(common);
   if (*drain) return idlegrid::cli::Drain(common, node_id, deadline, false);
   if (*undrain) return idlegrid::cli::Drain(common, node_id, "", true);
   if (*nodes) return idlegrid::cli::Nodes(common);

@@ -66,6 +66,18 @@ TargetOf Gate::Job(std::string job_id) {
   }};
 }
 
+TargetOf Gate::Workflow(std::string workflow_id) {
+  std::string what = "workflow " + workflow_id;
+  return {what, [this, id = std::move(workflow_id)](const auth::Caller&) -> Result<auth::Target> {
+    auto wf = c_->store()->GetWorkflow(id);
+    if (!wf.ok()) {
+      if (wf.status().code() == Code::kNotFound) return auth::Target{};
+      return wf.status();
+    }
+    return auth::Target{true, wf->account(), "", true};
+  }};
+}
+
 TargetOf Gate::Node(std::string node_id) {
   std::string what = "node " + node_id;
   return {what, [this, id = std::move(node_id)](const auth::Caller&) -> Result<auth::Target> {

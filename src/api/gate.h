@@ -36,6 +36,7 @@ class Gate {
   // Targets of the ownership rules.
   static TargetOf None();
   TargetOf Job(std::string job_id);
+  TargetOf Workflow(std::string workflow_id);
   TargetOf Node(std::string node_id);
   // An account by name ("": the caller's own).
   TargetOf Account(std::string name);

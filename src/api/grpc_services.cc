@@ -90,6 +90,26 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->DeleteJob(req->job_id()), out);
   }
 
+  grpc::Status SubmitWorkflow(grpc::ServerContext* ctx, const v1::SubmitWorkflowRequest* req,
+                              v1::Workflow* out) override {
+    IG_ADMIT("SubmitWorkflow", Gate::None());
+    return Reply(c_->SubmitWorkflow(*req, caller.account), out);
+  }
+  grpc::Status GetWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req, v1::Workflow* out) override {
+    IG_ADMIT("GetWorkflow", gate_.Workflow(req->workflow_id()));
+    return Reply(c_->GetWorkflow(req->workflow_id()), out);
+  }
+  grpc::Status ListWorkflows(grpc::ServerContext* ctx, const v1::ListWorkflowsRequest*,
+                             v1::ListWorkflowsResponse* out) override {
+    IG_ADMIT("ListWorkflows", Gate::None());
+    return Reply(c_->ListWorkflows(ListingAccount(caller)), out);
+  }
+  grpc::Status CancelWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req,
+                              v1::Workflow* out) override {
+    IG_ADMIT("CancelWorkflow", gate_.Workflow(req->workflow_id()));
+    return Reply(c_->CancelWorkflow(req->workflow_id()), out);
+  }
+
   grpc::Status ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*, v1::ListNodesResponse* out) override {
     IG_ADMIT("ListNodes", Gate::None());
     auto nodes = c_->ListNodes();

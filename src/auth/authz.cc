@@ -37,6 +37,11 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/RetryJob", tenants, kCancel, Owner::kJob},
       {"/idlegrid.v1.RequesterService/GetMarket", people, kRead, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DeleteJob", tenants, kCancel, Owner::kJob},
+      // Workflows: a requester's own, like its jobs (each step's job is its too).
+      {"/idlegrid.v1.RequesterService/SubmitWorkflow", tenants, kSubmit, Owner::kNone},
+      {"/idlegrid.v1.RequesterService/GetWorkflow", tenants, kRead, Owner::kWorkflow},
+      {"/idlegrid.v1.RequesterService/ListWorkflows", tenants, kRead, Owner::kWorkflow, true},
+      {"/idlegrid.v1.RequesterService/CancelWorkflow", tenants, kCancel, Owner::kWorkflow},
       {"/idlegrid.v1.RequesterService/CreateAccount", operators, kNoScope, Owner::kNone},
       {"/idlegrid.v1.RequesterService/ListAccounts", people, kRead, Owner::kAccount, true},
       // A token mints tokens for its own account only, never with scopes it
@@ -110,6 +115,7 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
     case Owner::kNode:     // the node's provider
     case Owner::kAccount:  // the account itself
     case Owner::kImage:    // an account that may use it (Gate::Image names the caller's when so)
+    case Owner::kWorkflow: // the workflow's account
       if (!target.exists) return not_found;
       if (caller.role == Role::kOperator) return Status::Ok();
       return target.account == caller.account ? Status::Ok() : not_found;

@@ -34,6 +34,7 @@ enum class Owner {
   kSelf,     // the calling agent's own node record and stream
   kAccount,  // an account, or its tokens: itself, or an operator
   kImage,    // an image: the accounts that may use its archive (all, when public), or an operator
+  kWorkflow, // a workflow: its account, or an operator
 };
 
 struct Rule {

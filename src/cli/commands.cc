@@ -179,6 +179,7 @@ int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
 }  // namespace
 
 int Validate(const CommonFlags& f, const std::string& path) {
+  if (auto workflow = IsWorkflowFile(path); workflow.ok() && *workflow) return WorkflowValidate(f, path);
   auto spec = manifest::LoadManifestFile(path);
   if (!spec.ok()) return Fail(spec.status());
   if (f.json) PrintJson(*spec);
@@ -187,6 +188,7 @@ int Validate(const CommonFlags& f, const std::string& path) {
 }
 
 int Submit(const CommonFlags& f, const std::string& path, bool wait) {
+  if (auto workflow = IsWorkflowFile(path); workflow.ok() && *workflow) return WorkflowSubmit(f, path, wait);
   auto spec = manifest::LoadManifestFile(path);
   if (!spec.ok()) return Fail(spec.status());
   auto client = Open(f);
@@ -241,6 +243,7 @@ int Market(const CommonFlags& f) {
 }
 
 int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
+  if (IsWorkflowId(job_id)) return WorkflowStatus(f, job_id, wait);
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
   v1::Job job;
@@ -481,6 +484,7 @@ int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& di
 }
 
 int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks) {
+  if (IsWorkflowId(job_id) && tasks.indices.empty() && tasks.states.empty()) return WorkflowCancel(f, job_id);
   v1::CancelJobRequest req;
   req.set_job_id(job_id);
   if (!tasks.indices.empty()) {

@@ -18,6 +18,18 @@ struct CommonFlags {
 };
 
 int Submit(const CommonFlags& f, const std::string& manifest_path, bool wait);
+
+// Workflows (workflow_commands.cc, docs/workflows.md). `submit`, `status`,
+// `cancel` and `validate` hand workflow manifests and ids ("w-...") to these.
+bool IsWorkflowId(const std::string& id);
+Result<bool> IsWorkflowFile(const std::string& path);
+int WorkflowSubmit(const CommonFlags& f, const std::string& manifest_path, bool wait);
+// The steps as a tree (cli/workflow_tree.h), or the Workflow with --json;
+// with `wait`, once every step is done (exit 1 unless it succeeded).
+int WorkflowStatus(const CommonFlags& f, const std::string& workflow_id, bool wait);
+int WorkflowCancel(const CommonFlags& f, const std::string& workflow_id);
+int WorkflowValidate(const CommonFlags& f, const std::string& manifest_path);
+int Workflows(const CommonFlags& f);
 int Status_(const CommonFlags& f, const std::string& job_id, bool wait);
 int Jobs(const CommonFlags& f);
 // Why the job's queued tasks wait: filter counts and candidates' scores.

@@ -144,7 +144,11 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
 // --- requester operations ---------------------------------------------------
 
 Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, const std::string& account) {
-  v1::JobSpec spec = request.spec();
+  IG_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(request.spec(), account));
+  return StoreJob(job, NewId("j"), account);
+}
+
+Result<Coordinator::PreparedJob> Coordinator::PrepareJob(v1::JobSpec spec, const std::string& account) {
   if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty() || spec.has_registry_image()) {
     return Status::InvalidArgument(
         "spec.pinned_node, spec.pinned_device, spec.readiness and spec.registry_image are set by the coordinator only");
@@ -190,7 +194,12 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
                                         ") is not in this coordinator's store; upload it first");
     }
   }
-  std::string job_id = NewId("j");
+  return PreparedJob{std::move(spec), std::move(image_archive)};
+}
+
+Result<v1::Job> Coordinator::StoreJob(const PreparedJob& job, const std::string& job_id, const std::string& account) {
+  const v1::JobSpec& spec = job.spec;
+  const std::string& image_archive = job.image_archive;
   if (ledger_) {
     // Escrow before the job exists, so nothing runs unfunded; given back if
     // the job cannot be stored.
@@ -200,7 +209,9 @@ Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, cons
   // The digest an attempt's provenance names its spec by (the agent hashes
   // the spec it is sent the same way).
   if (Status st = store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account); !st.ok()) {
-    if (ledger_) {
+    // AlreadyExists: a workflow step's job stored before (the same id, so
+    // the escrow above was a replay that changed nothing): it keeps its escrow.
+    if (ledger_ && st.code() != Code::kAlreadyExists) {
       if (Status back = ledger_->Unescrow(account, job_id, clock_->NowMs()); !back.ok()) {
         spdlog::error("ledger: escrow of unstored job {} not given back: {}", job_id, back.ToString());
       }
@@ -807,6 +818,7 @@ void Coordinator::Tick() {
     VerifyHeldTasks();  // verdicts a crash or a failed write left undone
   }
   DispatchOnce();
+  AdvanceWorkflows();  // steps whose jobs ended since the last pass
   SampleLoad();
 }
 

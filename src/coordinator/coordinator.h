@@ -28,7 +28,7 @@
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
 //
 // Lock order (a thread holding one may take only those after it):
-//   Coordinator::mu_  ->  AgentSessions  ->  AgentSession
+//   workflow_mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
 // AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', terms_mu_ and history_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_).
@@ -162,6 +162,20 @@ class Coordinator {
   Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request, const std::string& account);
   Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) { return SubmitJob(request, store::kOperatorAccount); }
   Result<v1::Job> GetJob(const std::string& job_id);
+
+  // --- workflows (workflows.cc, docs/workflows.md) ---
+  // Validates the workflow (manifest::ValidateWorkflowSpec) and each step's
+  // job as SubmitJob would (image, own inputs, quota, data class, policy),
+  // stores it for `account` and submits its first steps (or reuses earlier
+  // runs with the same cache key). Nothing is stored when a check fails.
+  Result<v1::Workflow> SubmitWorkflow(const v1::SubmitWorkflowRequest& request, const std::string& account);
+  // NotFound for an unknown workflow.
+  Result<v1::Workflow> GetWorkflow(const std::string& workflow_id);
+  // Workflows of `account` ("": all accounts'), newest first.
+  Result<v1::ListWorkflowsResponse> ListWorkflows(const std::string& account = "");
+  // Marks it cancelled: its running steps' jobs are cancelled and waiting
+  // steps will not run. A workflow already done is returned unchanged.
+  Result<v1::Workflow> CancelWorkflow(const std::string& workflow_id);
   // Jobs of `account` ("": all accounts').
   Result<v1::ListJobsResponse> ListJobs(const std::string& account = "");
   Result<v1::Job> CancelJob(const std::string& job_id);
@@ -362,6 +376,30 @@ class Coordinator {
   void PersistHeartbeats();
   // Recomputes every node's reliability from the last day's attempts.
   void RefreshReliability();
+  // SubmitJob in two halves: every check (and the spec as it will be
+  // stored, registry image pinned), then the escrow and the store under a
+  // chosen id. A workflow checks all its steps' jobs first and stores each
+  // when its step is ready. StoreJob with an id already stored is
+  // AlreadyExists and changes nothing.
+  struct PreparedJob {
+    v1::JobSpec spec;
+    std::string image_archive;  // a pushed image's archive, held by the job; "" from a registry
+  };
+  Result<PreparedJob> PrepareJob(v1::JobSpec spec, const std::string& account);
+  Result<v1::Job> StoreJob(const PreparedJob& job, const std::string& job_id, const std::string& account);
+  // workflows.cc: moves one workflow on (workflow::PlanAdvance, then its
+  // claims, submissions, cancels and rows), until a pass changes nothing.
+  Status AdvanceWorkflow(const std::string& workflow_id);
+  // Advances every unsettled workflow, at most every kWorkflowSweepMs (the loop's).
+  void AdvanceWorkflows();
+  // Submits a ready step's job under the id it claimed.
+  Status SubmitStep(const v1::Workflow& workflow, const std::string& step, const std::string& job_id,
+                    const v1::JobSpec& spec);
+  static constexpr int64_t kWorkflowSweepMs = 500;
+  int64_t workflows_swept_ms_ = 0;
+  // One workflow advance at a time in this coordinator (others sharing the
+  // database are kept apart by the store's claims). Taken before mu_.
+  Mutex workflow_mu_;
   // Deletes jobs past their retention and artifacts nothing holds any more
   // (at most once a minute).
   void EnforceRetention();

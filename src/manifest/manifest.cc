@@ -5,6 +5,7 @@
 #include "manifest/manifest.h"
 #include "manifest/items.h"
 #include "manifest/quote.h"
+#include "manifest/workflow.h"
 
 #include <cmath>
 #include <yaml-cpp/yaml.h>
@@ -119,6 +120,7 @@ class ManifestParser {
       : filename_(std::move(filename)), read_items_(std::move(read_items)) {}
 
   Result<v1::JobSpec> Parse(const std::string& text);
+  Result<v1::WorkflowSpec> ParseWorkflow(const std::string& text);
 
  private:
   using FieldReader = std::function<Status(const Value&)>;
@@ -132,6 +134,14 @@ class ManifestParser {
   YAML::Mark MarkFor(std::string path) const;
 
   Result<v1::JobSpec> ParseDocument(const std::string& text);
+  // The document's root map, its mark recorded.
+  Result<Value> LoadRoot(const std::string& text);
+  Result<v1::WorkflowSpec> ParseWorkflowDocument(const std::string& text);
+  // A workflow's step: its job's fields plus dependsOn, and inputs that may
+  // come from upstream steps ({fromStep, output, path}).
+  Status ReadStep(const Value& item, v1::WorkflowStepSpec* step);
+  // Where a workflow violation points in the manifest, and what it is called there.
+  std::pair<YAML::Mark, std::string> Locate(const WorkflowViolation& v) const;
   // Visits each entry of a map, rejecting non-string and duplicate keys.
   Status ForEachEntry(const Value& map, const EntryVisitor& visit);
   // Dispatches each entry of a map to its rule; unknown keys and missing
@@ -169,6 +179,11 @@ class ManifestParser {
 
   const std::string filename_;
   const ItemsFileReader read_items_;
+  // While a workflow step is read: the step, and for each of its job's
+  // inputs and upstream inputs, its index in the manifest's `inputs` list.
+  v1::WorkflowStepSpec* step_ = nullptr;
+  std::vector<std::vector<int>> job_input_at_;   // per step
+  std::vector<std::vector<int>> from_input_at_;  // per step
   std::map<std::string, YAML::Mark> marks_;  // manifest path -> where it is written
 };
 
@@ -199,6 +214,98 @@ Result<v1::JobSpec> ManifestParser::Parse(const std::string& text) {
   } catch (const YAML::Exception& e) {
     return Error(e.mark, "invalid YAML: " + e.msg);
   }
+}
+
+Result<v1::WorkflowSpec> ManifestParser::ParseWorkflow(const std::string& text) {
+  try {
+    return ParseWorkflowDocument(text);
+  } catch (const YAML::Exception& e) {
+    return Error(e.mark, "invalid YAML: " + e.msg);
+  }
+}
+
+Result<Value> ManifestParser::LoadRoot(const std::string& text) {
+  const YAML::Mark start;
+  if (text.size() > kMaxManifestBytes) {
+    return Error(start, "manifest is larger than " + FormatBytes(kMaxManifestBytes));
+  }
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.empty()) return Error(start, "manifest is empty");
+  if (documents.size() > 1) {
+    return Error(documents[1].Mark(), "a manifest must hold a single YAML document");
+  }
+  const YAML::Node& node = documents[0];
+  Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
+  if (!root.node.IsMap()) {
+    return Error(root.mark, "a manifest must be a map of fields (apiVersion, name, ...), got " + Describe(root.node));
+  }
+  marks_[""] = root.mark;
+  return root;
+}
+
+Result<v1::WorkflowSpec> ManifestParser::ParseWorkflowDocument(const std::string& text) {
+  IG_ASSIGN_OR_RETURN(Value root, LoadRoot(text));
+  using P = ManifestParser;
+  v1::WorkflowSpec wf;
+  const std::vector<FieldRule> rules = {
+      {"apiVersion", Bind(&P::ReadString, [&wf](std::string s) { wf.set_api_version(s); })},
+      {"kind",
+       [this](const Value& v) -> Status {
+         IG_ASSIGN_OR_RETURN(std::string kind, ReadString(v));
+         if (kind != kWorkflowKind) return Error(v.mark, "kind: expected \"Workflow\", got " + Describe(v.node));
+         return Status::Ok();
+       }},
+      {"name", Bind(&P::ReadString, [&wf](std::string s) { wf.set_name(s); })},
+      {"onFailure", Bind(&P::ReadString, [&wf](std::string s) { wf.set_on_failure(s); })},
+      {"steps",
+       [&](const Value& list) -> Status {
+         if (!list.node.IsSequence() || list.node.size() == 0) return Expected(list, "a list of steps");
+         for (size_t i = 0; i < list.node.size(); ++i) {
+           const YAML::Node& node = list.node[i];
+           Value item{node, list.path + "[" + std::to_string(i) + "]", node.IsNull() ? list.mark : node.Mark()};
+           marks_[item.path] = item.mark;
+           IG_RETURN_IF_ERROR(ReadStep(item, wf.add_steps()));
+         }
+         return Status::Ok();
+       }},
+  };
+  IG_RETURN_IF_ERROR(ReadFields(root, rules, {"apiVersion", "kind", "name", "steps"}));
+  // Defaults were applied to each step's job before it was read (an
+  // explicit zero stays and is refused); only the workflow's own remain.
+  if (wf.on_failure().empty()) wf.set_on_failure(kOnFailureStop);
+  for (v1::WorkflowStepSpec& step : *wf.mutable_steps()) step.mutable_job()->set_api_version(wf.api_version());
+  if (std::optional<WorkflowViolation> v = FindWorkflowViolation(wf)) {
+    auto [mark, path] = Locate(*v);
+    return Error(mark, path + ": " + v->description);
+  }
+  return wf;
+}
+
+Status ManifestParser::ReadStep(const Value& item, v1::WorkflowStepSpec* step) {
+  if (!item.node.IsMap()) return Expected(item, "a map of a step's fields (name, image, dependsOn, ...)");
+  ApplyDefaults(step->mutable_job());
+  step_ = step;
+  job_input_at_.emplace_back();
+  from_input_at_.emplace_back();
+  Status st = ReadJob(item, step->mutable_job());
+  step_ = nullptr;
+  step->set_name(step->job().name());
+  return st;
+}
+
+std::pair<YAML::Mark, std::string> ManifestParser::Locate(const WorkflowViolation& v) const {
+  if (v.step < 0) return {MarkFor(v.manifest_field), v.manifest_field};
+  const std::string prefix = "steps[" + std::to_string(v.step) + "]";
+  std::string path = prefix;
+  const size_t step = static_cast<size_t>(v.step);
+  if (v.input != WorkflowViolation::Input::kNone) {
+    const auto& at = v.input == WorkflowViolation::Input::kJob ? job_input_at_ : from_input_at_;
+    const size_t k = static_cast<size_t>(v.input_index);
+    if (step < at.size() && k < at[step].size()) path += ".inputs[" + std::to_string(at[step][k]) + "]" + v.tail;
+  } else if (!v.manifest_field.empty()) {
+    path += "." + v.manifest_field;
+  }
+  return {MarkFor(path), path};
 }
 
 Result<v1::JobSpec> ManifestParser::ParseDocument(const std::string& text) {
@@ -436,7 +543,14 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
          return ReadFields(v, checkpoint_rules, {"path"});
        }},
   };
-  return ReadFields(root, rules, {"apiVersion", "name", "image"});
+  if (step_ == nullptr) return ReadFields(root, rules, {"apiVersion", "name", "image"});
+  // A workflow's step: the workflow names the API version; dependsOn is its own.
+  std::vector<FieldRule> step_rules(rules.begin() + 1, rules.end());
+  v1::WorkflowStepSpec* step = step_;
+  step_rules.push_back({"dependsOn", Bind(&P::ReadStringList, [step](Strings list) {
+                          step->mutable_depends_on()->Assign(list.begin(), list.end());
+                        })});
+  return ReadFields(root, step_rules, {"name", "image"});
 }
 
 Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
@@ -469,12 +583,28 @@ Status ManifestParser::ReadEnv(const Value& value, v1::JobSpec* spec) {
 }
 
 Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
-  if (!value.node.IsSequence()) return Expected(value, "a list of {artifact, path} maps");
+  if (!value.node.IsSequence()) {
+    return Expected(value, step_ ? "a list of {artifact, path} or {fromStep, output, path} maps"
+                                 : "a list of {artifact, path} maps");
+  }
   for (size_t i = 0; i < value.node.size(); ++i) {
     const YAML::Node& node = value.node[i];
     Value item{node, value.path + "[" + std::to_string(i) + "]",
                node.IsNull() ? value.mark : node.Mark()};
     marks_[item.path] = item.mark;
+    if (step_ != nullptr && node.IsMap() && node["fromStep"]) {
+      // An upstream step's output, wired by digest when that step succeeds.
+      v1::StepInput* from = step_->add_from_steps();
+      const std::vector<FieldRule> rules = {
+          {"fromStep", Bind(&ManifestParser::ReadString, [from](std::string s) { from->set_step(s); })},
+          {"output", Bind(&ManifestParser::ReadString, [from](std::string s) { from->set_output(s); })},
+          {"path", Bind(&ManifestParser::ReadString, [from](std::string s) { from->set_path(s); })},
+      };
+      IG_RETURN_IF_ERROR(ReadFields(item, rules, {"fromStep", "output", "path"}));
+      from_input_at_.back().push_back(static_cast<int>(i));
+      continue;
+    }
+    if (step_ != nullptr) job_input_at_.back().push_back(static_cast<int>(i));
     v1::InputSpec* input = spec->add_inputs();
     const std::vector<FieldRule> rules = {
         {"artifact",
@@ -566,17 +696,24 @@ Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::strin
   return ManifestParser(filename, std::move(read_items)).Parse(yaml_text);
 }
 
-Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
+Result<std::string> ReadManifestText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
-  // Read one byte past the limit, so ParseManifest reports an oversized file
+  // Read one byte past the limit, so the parser reports an oversized file
   // without this loading all of it.
   std::string text(kMaxManifestBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return Status::InvalidArgument(path + ": cannot read: " + std::strerror(errno));
   text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+namespace {
+
+// Items files named relative to the manifest at `path`.
+ItemsFileReader ItemsBeside(const std::string& path) {
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  auto read_items = [dir](const std::string& name) -> Result<std::string> {
+  return [dir](const std::string& name) -> Result<std::string> {
     const std::filesystem::path file = std::filesystem::path(name).is_absolute() ? std::filesystem::path(name) : dir / name;
     std::ifstream items(file, std::ios::binary);
     if (!items) return Status::InvalidArgument("cannot read " + file.string() + ": " + std::strerror(errno));
@@ -586,7 +723,32 @@ Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
     content.resize(static_cast<size_t>(items.gcount()));
     return content;
   };
-  return ParseManifest(text, path, read_items);
+}
+
+}  // namespace
+
+Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
+  IG_ASSIGN_OR_RETURN(std::string text, ReadManifestText(path));
+  return ParseManifest(text, path, ItemsBeside(path));
+}
+
+Result<v1::WorkflowSpec> ParseWorkflowManifest(const std::string& yaml_text, const std::string& filename,
+                                               ItemsFileReader read_items) {
+  return ManifestParser(filename, std::move(read_items)).ParseWorkflow(yaml_text);
+}
+
+Result<v1::WorkflowSpec> LoadWorkflowFile(const std::string& path) {
+  IG_ASSIGN_OR_RETURN(std::string text, ReadManifestText(path));
+  return ParseWorkflowManifest(text, path, ItemsBeside(path));
+}
+
+bool IsWorkflowManifest(const std::string& yaml_text) {
+  try {
+    const YAML::Node root = YAML::Load(yaml_text);
+    return root.IsMap() && root["kind"] && root["kind"].IsScalar() && root["kind"].Scalar() == kWorkflowKind;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
 }
 
 }  // namespace idlegrid::manifest

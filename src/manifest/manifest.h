@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -78,6 +79,10 @@ struct FieldViolation {
 // The first rule `spec` breaks, or nullopt if it is valid. Expects defaults to
 // have been applied (a zero memory_bytes is a violation).
 std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec);
+
+// Whether `name` is a valid job (or workflow, or step) name: 1-63 characters
+// of a-z 0-9 - _ . starting with a letter or digit.
+bool IsValidObjectName(std::string_view name);
 
 // FindViolation as a Status: InvalidArgument
 // "spec.<field>: <description>", e.g.

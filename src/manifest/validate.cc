@@ -348,6 +348,8 @@ std::optional<FieldViolation> FindViolation(const v1::JobSpec& spec) {
   return std::nullopt;
 }
 
+bool IsValidObjectName(std::string_view name) { return IsValidName(name); }
+
 Status ValidateJobSpec(const v1::JobSpec& spec) {
   std::optional<FieldViolation> violation = FindViolation(spec);
   if (!violation) return Status::Ok();

@@ -236,6 +236,18 @@ struct PendingCharge {
   int64_t charged_ms = 0;      // when its charge was applied
 };
 
+// --- workflows (issue 14, docs/workflows.md) ---
+
+// What one pass of the coordinator's workflow advance writes (workflow/plan.h
+// decided it): each step's state and message, the workflow's state, and
+// whether it is settled (every step done: no pass needs to look at it again).
+struct WorkflowWrite {
+  std::string id;
+  std::string state;
+  bool settled = false;
+  std::vector<v1::WorkflowStep> steps;  // name, state, message (job ids: ClaimWorkflowStep)
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -420,6 +432,35 @@ class Store {
   // The last seq a settlement sink accepted (0: none yet), and its update.
   virtual Result<int64_t> SettlementCursor(const std::string& sink) = 0;
   virtual Status SetSettlementCursor(const std::string& sink, int64_t last_seq) = 0;
+
+  // --- workflows (docs/workflows.md): rows for coordinator/workflows.cc ---
+  // Inserts the workflow (state "running", not settled) for `account` with a
+  // "waiting" row per step of `spec`, in spec order. AlreadyExists if the id is taken.
+  virtual Status CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
+                                int64_t now_ms) = 0;
+  // The workflow with its steps' rows in spec order. NotFound if absent.
+  virtual Result<v1::Workflow> GetWorkflow(const std::string& id) = 0;
+  // Workflows of `account` ("": every account's), newest first, with their steps.
+  virtual Result<std::vector<v1::Workflow>> ListWorkflows(const std::string& account) = 0;
+  // Ids of workflows not yet settled, oldest first, at most `limit`.
+  virtual Result<std::vector<std::string>> UnsettledWorkflows(size_t limit) = 0;
+  // Writes the steps' states and messages and the workflow's state and
+  // settled flag, in one transaction, only while the workflow is running,
+  // or cancelled (then its state stays cancelled). Returns false, writing
+  // nothing, for a workflow that is done (succeeded, failed, or cancelled
+  // and settled) or absent. Never writes job ids or cache keys.
+  virtual Result<bool> UpdateWorkflow(const WorkflowWrite& write, int64_t now_ms) = 0;
+  // Claims a job for a step that has none yet: sets its job id, cache key,
+  // cached flag, state and message as `step` gives them. Returns the job id
+  // the step holds afterwards: `step.job_id()` when the claim won, another
+  // one when a claim came first (nothing is written then). NotFound for no
+  // such step. This compare-and-set is what keeps a step from running twice
+  // when coordinators (or a restarted one) advance the same workflow.
+  virtual Result<std::string> ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& step) = 0;
+  // The job of the latest succeeded step of `account`'s workflows whose cache
+  // key is `cache_key` (nullopt: none), for reuse by a resubmitted workflow.
+  virtual Result<std::optional<std::string>> CachedStepJob(const std::string& account,
+                                                           const std::string& cache_key) = 0;
 
   // --- verification (docs/verification.md) ---
   // Tasks held for a verdict (QUEUED with jobs::kVerdictHoldMs), oldest first.

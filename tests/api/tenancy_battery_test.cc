@@ -117,6 +117,9 @@ class TenancyBatteryTest : public ::testing::Test {
     alice_job_ = job->id();
     auto committed = c_->store()->CommitAssignments({{"att-alice-1", alice_job_, 0, "n-other", clock_.NowMs()}});
     ASSERT_TRUE(committed.ok() && committed->size() == 1u);
+    auto flow = c_->SubmitWorkflow(WorkflowFor("alices-secret-flow"), "alice");
+    ASSERT_TRUE(flow.ok()) << flow.status().ToString();
+    alice_workflow_ = flow->id();
     ASSERT_TRUE(c_->store()->RecordArtifact(kAliceBlob, 7, "input", 1).ok());
     ASSERT_TRUE(c_->HoldUpload(kAliceBlob, "alice", false).ok());
     ASSERT_TRUE(c_->store()->RegisterImage({kAliceImage, "sha256:" + std::string(64, 'f'), kAliceBlob}, 1).ok());
@@ -161,6 +164,16 @@ class TenancyBatteryTest : public ::testing::Test {
     return spec;
   }
 
+  static v1::SubmitWorkflowRequest WorkflowFor(const std::string& name) {
+    v1::SubmitWorkflowRequest req;
+    req.mutable_spec()->set_api_version("idlegrid/v1");
+    req.mutable_spec()->set_name(name);
+    v1::WorkflowStepSpec* step = req.mutable_spec()->add_steps();
+    step->set_name(name + "-step");
+    *step->mutable_job() = SpecFor(name + "-step");
+    return req;
+  }
+
   // A request for `method` naming the victim's objects wherever it can.
   std::string RequestFor(const MethodDescriptor* method) {
     std::unique_ptr<Message> m(
@@ -174,6 +187,7 @@ class TenancyBatteryTest : public ::testing::Test {
       }
     };
     set("job_id", alice_job_);
+    set("workflow_id", alice_workflow_);
     set("node_id", "n-other");
     set("digest", kAliceBlob);
     set("archive_digest", kAliceBlob);
@@ -185,6 +199,7 @@ class TenancyBatteryTest : public ::testing::Test {
     set("image", kAliceImage);
     set("name", "mallory-box");
     if (auto* req = dynamic_cast<v1::SubmitJobRequest*>(m.get())) *req->mutable_spec() = SpecFor("intruder");
+    if (auto* req = dynamic_cast<v1::SubmitWorkflowRequest*>(m.get())) *req = WorkflowFor("intruder");
     if (auto* req = dynamic_cast<v1::CreateAccountRequest*>(m.get())) {
       req->mutable_account()->set_name("mallory");
       req->mutable_account()->set_role("operator");
@@ -271,13 +286,14 @@ class TenancyBatteryTest : public ::testing::Test {
   std::unique_ptr<HttpApi> http_;
   std::unique_ptr<httplib::SSLClient> http_client_;
   std::vector<Credential> creds_;
+  std::string alice_workflow_;
   std::string alice_job_, alice_token_, alice_token_id_, operator_token_;
 };
 
 // Calls a tenant may make whatever objects exist, because they name none of
 // anyone else's: they must then answer without the victim's data.
 const std::set<std::string> kOpenToTenants = {"SubmitJob", "ListJobs", "ListNodes", "WatchNodes", "GetMarket",
-                                              "UploadArtifact", "ListAccounts"};
+                                              "UploadArtifact", "ListAccounts", "SubmitWorkflow", "ListWorkflows"};
 // An agent acting as itself (its own stream and heartbeat).
 const std::set<std::string> kOpenToAgents = {"Connect", "Heartbeat"};
 
@@ -334,6 +350,9 @@ TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
   ASSERT_TRUE(logs.ok());
   EXPECT_TRUE(logs->empty()) << "a forged log line was stored";
   EXPECT_TRUE(c_->ImageSignaturesOf(kAliceImage).empty()) << "a signature was added to alice's image";
+  auto flow = c_->GetWorkflow(alice_workflow_);
+  ASSERT_TRUE(flow.ok());
+  EXPECT_EQ(flow->state(), "running") << "the battery must not cancel alice's workflow";
 }
 
 // The owner's own calls pass the same gate (the battery above would pass if

@@ -8,6 +8,8 @@
  *   fill N MIB   write N files of MIB MiB each as /out/fill-<i>, announcing each one;
  *                prints "filled" when all are written
  *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable
+ *   cat TEXT PATH...  write TEXT, a newline, then each input PATH's bytes to /out/cat.txt
+ *                (a workflow step joining its upstream steps' outputs)
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
  *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
  *                by rename) and resumed from there; writes /out/result.txt */
@@ -147,6 +149,22 @@ int main(int argc, char** argv) {
     fclose(out);
     if (fopen(argv[2], "a") != NULL) { fprintf(stderr, "input was writable\n"); return 3; }
     printf("copied %s\n", argv[2]);
+    return 0;
+  }
+  if (strcmp(mode, "cat") == 0 && argc > 2) {
+    FILE* out = fopen("/out/cat.txt", "w");
+    if (!out) { perror("open /out/cat.txt"); return 22; }
+    fprintf(out, "%s\n", argv[2]);
+    for (int i = 3; i < argc; ++i) {
+      FILE* in = fopen(argv[i], "r");
+      if (!in) { perror(argv[i]); return 23; }
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+      fclose(in);
+    }
+    fclose(out);
+    printf("joined %d input(s)\n", argc - 3);
     return 0;
   }
   fprintf(stderr, "unknown mode %s\n", mode);

@@ -31,6 +31,9 @@ inline constexpr char kUndoV15[] =
     "ALTER TABLE attempts DROP COLUMN vote; ALTER TABLE attempts DROP COLUMN vote_reason; "
     "ALTER TABLE tasks DROP COLUMN verification; DROP TABLE provider_trust";
 
+// Takes a database back from schema v16 (workflows) to v15.
+inline constexpr char kUndoV16[] = "DROP TABLE workflow_steps; DROP TABLE workflows";
+
 inline v1::JobSpec Spec(const SpecOptions& o = {}) {
   v1::JobSpec s;
   s.set_api_version("idlegrid/v1");

@@ -110,7 +110,19 @@ class PostgresStore : public Store {
   Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
                                                     size_t limit) override;
 
+  Status CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
+                        int64_t now_ms) override;
+  Result<v1::Workflow> GetWorkflow(const std::string& id) override;
+  Result<std::vector<v1::Workflow>> ListWorkflows(const std::string& account) override;
+  Result<std::vector<std::string>> UnsettledWorkflows(size_t limit) override;
+  Result<bool> UpdateWorkflow(const WorkflowWrite& write, int64_t now_ms) override;
+  Result<std::string> ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& step) override;
+  Result<std::optional<std::string>> CachedStepJob(const std::string& account, const std::string& cache_key) override;
+
  private:
+  // The workflows `where` selects ($1 bound to `arg`, if any) with their steps.
+  static Result<std::vector<v1::Workflow>> ReadWorkflows(pg::Connection& c, const std::string& where,
+                                                         const std::string& arg);
   // Runs `body` as one transaction (see pg::RunTransaction).
   Status Tx(pg::Isolation isolation, const std::function<Status(pg::Connection&)>& body) {
     return pg::RunTransaction(pool_, isolation, body);

@@ -229,6 +229,22 @@ const std::vector<Migration>& Migrations() {
         provider TEXT NOT NULL, image TEXT NOT NULL, consecutive INTEGER NOT NULL, reliability INTEGER NOT NULL,
         caught INTEGER NOT NULL, updated_ms INTEGER NOT NULL, PRIMARY KEY(provider, image));
       )sql",
+      // v16: workflows (docs/workflows.md): the spec and state of each, and
+      // one row per step with the job it ran (or reused: cached) under its
+      // cache key, which resubmissions look up.
+      R"sql(
+      CREATE TABLE workflows(
+        id TEXT PRIMARY KEY, account TEXT NOT NULL, spec BLOB NOT NULL, state TEXT NOT NULL,
+        settled INTEGER NOT NULL DEFAULT 0, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+      CREATE INDEX workflows_by_account ON workflows(account, created_ms);
+      CREATE INDEX workflows_unsettled ON workflows(settled, created_ms);
+      CREATE TABLE workflow_steps(
+        workflow_id TEXT NOT NULL REFERENCES workflows(id) ON DELETE CASCADE, idx INTEGER NOT NULL,
+        name TEXT NOT NULL, state TEXT NOT NULL, job_id TEXT NOT NULL DEFAULT '',
+        cache_key TEXT NOT NULL DEFAULT '', cached INTEGER NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY(workflow_id, name));
+      CREATE INDEX workflow_steps_by_cache_key ON workflow_steps(cache_key);
+      )sql",
   };
   return kMigrations;
 }

@@ -98,6 +98,15 @@ class SqliteStore : public Store {
   Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
                                                     size_t limit) override;
 
+  Status CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
+                        int64_t now_ms) override;
+  Result<v1::Workflow> GetWorkflow(const std::string& id) override;
+  Result<std::vector<v1::Workflow>> ListWorkflows(const std::string& account) override;
+  Result<std::vector<std::string>> UnsettledWorkflows(size_t limit) override;
+  Result<bool> UpdateWorkflow(const WorkflowWrite& write, int64_t now_ms) override;
+  Result<std::string> ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& step) override;
+  Result<std::optional<std::string>> CachedStepJob(const std::string& account, const std::string& cache_key) override;
+
  private:
   // Helpers; callers hold mu_ (and usually a transaction).
   // Removes each digest with no live reference left (rows only).
@@ -115,6 +124,8 @@ class SqliteStore : public Store {
   Result<std::vector<jobs::TaskStateRow>> TaskStatesLocked(const std::string& job_id);
   // Moves the task (see jobs::PlanTaskMove); NotFound if there is no such task.
   Status MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move, int64_t now_ms);
+  // Reads the workflows `where` selects (bound to `arg`, if any) with their steps.
+  Result<std::vector<v1::Workflow>> ReadWorkflowsLocked(const char* where, const std::string& arg);
 
   std::mutex mu_;
   sqlite3* db_;  // guarded by mu_
