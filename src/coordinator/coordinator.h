@@ -293,6 +293,9 @@ class Coordinator {
     // heartbeats' lateness is liveness.lateness()).
     uint32_t throttle_reports = 0;
     sched::Reliability reliability;
+    // The owner's pause as its last heartbeat said (docs/provider.md): no
+    // new work while paused; not a fault of the node's.
+    v1::NodePause pause;
   };
 
   // Sets the provenance's node id to `node_id` (the node whose agent token
