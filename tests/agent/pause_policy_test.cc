@@ -261,7 +261,7 @@ TEST(PausePolicyParseTest, MistakesNameTheirPlace) {
       {"pauseWhen:\n  processes: [/usr/bin/steam]\n", "p.yaml:2:15: pauseWhen.processes: a program name"},
       {"maxGpuTemp: hot\n", "p.yaml:1:13: maxGpuTemp: expected a whole number from 1 to 150"},
       {"maxGpuPower: 0\n", "p.yaml:1:14: maxGpuPower: expected a whole number from 1 to 5000"},
-      {"pauseWhen:\n  ownerGpu: {utilizationAbove: 100}\n", "p.yaml:2:31: pauseWhen.ownerGpu.utilizationAbove"},
+      {"pauseWhen:\n  ownerGpu: {utilizationAbove: 100}\n", "p.yaml:2:32: pauseWhen.ownerGpu.utilizationAbove"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.yaml);
