@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "agent/local_policy.h"
 #include "agent/pause_observe.h"
 
@@ -276,9 +278,13 @@ TEST(PauseObserveTest, IdleHintAndNamedProcesses) {
   EXPECT_EQ(ParseIdleHint("no\n"), std::optional<bool>(false));
   EXPECT_EQ(ParseIdleHint("Failed to get user: No such user"), std::nullopt);
   // This test program itself is a running process with a name.
-  auto found = FindNamedProcesses({"agent_test"});
+  std::ifstream comm("/proc/self/comm");
+  std::string self;
+  std::getline(comm, self);
+  ASSERT_FALSE(self.empty());
+  auto found = FindNamedProcesses({"no-such-program-here", self});
   ASSERT_FALSE(found.empty());
-  EXPECT_EQ(found[0].name, "agent_test");
+  EXPECT_EQ(found[0].name, self);
   EXPECT_TRUE(FindNamedProcesses({"no-such-program-here"}).empty());
 }
 
