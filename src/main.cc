@@ -245,6 +245,10 @@ int main(int argc, char** argv) {
       })
       ->type_name("BYTES")
       ->default_str("10Gi");
+  a->add_option("--pause-poll-ms", agent.pause_poll_ms,
+                "how often the owner-first pause watcher looks (policy pauseWhen, maxGpuTemp, maxGpuPower)")
+      ->check(CLI::Range(50, 60000))
+      ->capture_default_str();
   int grace_seconds = 30;
   a->add_option("--shutdown-grace", grace_seconds, "on SIGTERM, seconds running work may take to finish before it "
                 "is handed back")->capture_default_str();

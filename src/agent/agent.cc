@@ -179,6 +179,8 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   in.agent_version = kVersion;
   std::lock_guard<std::mutex> lock(mu_);
   in.owner = owner_;
+  // While its owner needs it the node says it takes no work (pause_loop.cc).
+  if (!owner_pause_reason_.empty()) in.owner.policy.set_accept_jobs(false);
   for (const auto& [id, h] : holds_) {
     in.running_attempts.push_back(id);
     in.cpu_held += h.cpu;
@@ -322,9 +324,11 @@ int Agent::Run() {
   }
   std::thread heartbeats([this] { HeartbeatSendLoop(); });
   std::thread maintenance([this] { MaintenanceLoop(); });
+  std::thread pauses([this] { PauseLoop(); });
   ConnectLoop();
   heartbeats.join();
   maintenance.join();
+  pauses.join();
   std::vector<std::thread> runners;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -485,6 +489,9 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = epochs_.find(req.attempt_id());
     if (it != epochs_.end() && req.lease_epoch() == 0) req.set_lease_epoch(it->second);
+    // A hand back says why (the owner's pause), not just that it stopped.
+    auto why = stop_messages_.find(req.attempt_id());
+    if (why != stop_messages_.end() && req.event() == v1::STOPPED && req.message().empty()) req.set_message(why->second);
   }
   // Reports must not be lost to a passing network blip; refusals are final.
   int backoff_ms = 200;

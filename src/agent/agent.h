@@ -57,6 +57,9 @@ struct AgentConfig {
   // CA files to trust per registry "HOST[:PORT]", and skopeo, which pulls.
   std::map<std::string, std::string> registry_ca_files;
   std::string skopeo = "skopeo";
+  // How often the owner-first pause watcher looks (pauseWhen, maxGpuTemp,
+  // maxGpuPower in the owner's policy; pause_policy.h).
+  int pause_poll_ms = 1000;
 };
 
 class ImageCache;
@@ -131,6 +134,13 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::vector<std::string> CachedImages() const;
   void RequestReadvertise();
   void RemoveOrphans();
+  // pause_loop.cc: the owner-first pause watcher's thread (pause_policy.h):
+  // observes, decides, freezes, thaws and hands back.
+  void PauseLoop();
+  // Attempts whose runner is still at work.
+  std::vector<std::string> ActiveAttempts();
+  // Stops the attempt and reports it handed back with `why`.
+  void HandBack(const std::string& attempt_id, const std::string& why);
 
   struct AttemptHold {
     std::vector<std::string> devices;
@@ -180,12 +190,17 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
     std::set<std::string> running;                      // attempts with a runner
     int interval_ms = 5000;
     bool ad_refused = false;  // the coordinator refused pending_ad: sign anew
+    v1::NodePause pause;      // the owner's pause, written by the pause watcher
   };
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   HeartbeatState hb_;                                  // guarded by hb_mu_
   std::vector<std::string> stop_requests_;             // containers to kill (cancels, stale attempts); guarded by mu_
   std::vector<v1::GpuDevice> last_devices_;            // from the last advertisement; guarded by mu_
+  // The owner's pause (pause_loop.cc): why the node takes no new work now
+  // ("" when not paused), and what a STOPPED report of a handed-back attempt says.
+  std::string owner_pause_reason_;                     // guarded by mu_
+  std::map<std::string, std::string> stop_messages_;   // attempt id -> message; guarded by mu_
   std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_
 };

@@ -48,6 +48,8 @@ Status Agent::ReserveCapacity(const v1::Assignment& a) {
   const v1::Resources& res = a.spec().resources();
   const v1::NodeInfo info = Describe();
   std::lock_guard<std::mutex> lock(mu_);
+  // Refused as busy, not by policy: the node is fit for the task, only not now.
+  if (!owner_pause_reason_.empty()) return Status::ResourceExhausted("paused by its owner: " + owner_pause_reason_);
   double cpu_held = 0;
   uint64_t memory_held = 0;
   std::vector<advert::DeviceHold> device_holds;

@@ -49,6 +49,7 @@ void Agent::HeartbeatSendLoop() {
         ad_generation = hb_.ad_generation;
       }
       interval_ms = hb_.interval_ms;
+      if (hb_.pause.pauses() > 0) *req.mutable_pause() = hb_.pause;
     }
     const int64_t sent_ms = SystemClock::Get()->NowMs();
     v1::HeartbeatResponse resp;

@@ -19,6 +19,96 @@ Status At(const YAML::Node& node, const std::string& file, const std::string& wh
                                  what);
 }
 
+Result<bool> Bool(const YAML::Node& v, const std::string& file, const std::string& key) {
+  if (v.Scalar() != "true" && v.Scalar() != "false") return At(v, file, key + ": expected true or false");
+  return v.Scalar() == "true";
+}
+
+Result<int64_t> DurationMs(const YAML::Node& v, const std::string& file, const std::string& key) {
+  auto secs = manifest::ParseDurationSeconds(v.Scalar());
+  if (!secs.ok()) return At(v, file, key + ": " + secs.status().message());
+  return int64_t{*secs} * 1000;
+}
+
+Result<uint32_t> Limit(const YAML::Node& v, const std::string& file, const std::string& key, uint32_t max) {
+  const std::string& text = v.Scalar();
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 6 ||
+      std::stoul(text) == 0 || std::stoul(text) > max) {
+    return At(v, file, key + ": expected a whole number from 1 to " + std::to_string(max));
+  }
+  return static_cast<uint32_t>(std::stoul(text));
+}
+
+Status ParseOwnerGpu(const YAML::Node& v, const std::string& file, PausePolicy* out) {
+  if (v.IsScalar()) {
+    IG_ASSIGN_OR_RETURN(out->owner_gpu_processes, Bool(v, file, "pauseWhen.ownerGpu"));
+    return Status::Ok();
+  }
+  if (!v.IsMap()) return At(v, file, "pauseWhen.ownerGpu: expected true, or {processes: true, utilizationAbove: 50}");
+  for (const auto& kv : v) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "processes") {
+      IG_ASSIGN_OR_RETURN(out->owner_gpu_processes, Bool(kv.second, file, "pauseWhen.ownerGpu.processes"));
+    } else if (key == "utilizationAbove") {
+      IG_ASSIGN_OR_RETURN(uint32_t pct, Limit(kv.second, file, "pauseWhen.ownerGpu.utilizationAbove", 99));
+      out->owner_gpu_utilization_above = static_cast<int>(pct);
+    } else {
+      return At(kv.first, file, "pauseWhen.ownerGpu: unknown setting \"" + key + "\" (processes, utilizationAbove)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy* out) {
+  if (!v.IsMap()) return At(v, file, "pauseWhen: expected a map such as {ownerGpu: true, resumeAfter: 30s}");
+  for (const auto& kv : v) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& value = kv.second;
+    const std::string name = "pauseWhen." + key;
+    if (key == "ownerGpu") {
+      IG_RETURN_IF_ERROR(ParseOwnerGpu(value, file, out));
+    } else if (key == "processes") {
+      if (!value.IsSequence()) return At(value, file, name + ": expected a list of program names such as [steam]");
+      for (const auto& p : value) {
+        const std::string program = p.as<std::string>();
+        // Matched against /proc/PID/comm and the executable's file name.
+        if (program.empty() || program.find('/') != std::string::npos) {
+          return At(p, file, name + ": a program name, without a directory");
+        }
+        out->processes.push_back(program);
+      }
+    } else if (key == "userActive") {
+      IG_ASSIGN_OR_RETURN(out->user_active, Bool(value, file, name));
+    } else if (key == "onBattery") {
+      IG_ASSIGN_OR_RETURN(out->on_battery, Bool(value, file, name));
+    } else if (key == "hours") {
+      if (!value.IsSequence()) return At(value, file, name + ": expected a list of windows such as [\"18:00-23:00\"]");
+      for (const auto& w : value) {
+        auto window = ParseHoursWindow(w.as<std::string>());
+        if (!window.ok()) return At(w, file, name + ": " + window.status().message());
+        out->hours.push_back(*window);
+      }
+    } else if (key == "resumeAfter") {
+      IG_ASSIGN_OR_RETURN(out->resume_after_ms, DurationMs(value, file, name));
+    } else if (key == "handBackAfter") {
+      IG_ASSIGN_OR_RETURN(out->hand_back_after_ms, DurationMs(value, file, name));
+    } else if (key == "action") {
+      if (value.Scalar() == "freeze") {
+        out->action = PauseAction::kFreeze;
+      } else if (value.Scalar() == "handBack") {
+        out->action = PauseAction::kHandBack;
+      } else {
+        return At(value, file, name + ": expected freeze or handBack");
+      }
+    } else {
+      return At(kv.first, file, "pauseWhen: unknown setting \"" + key +
+                                    "\" (ownerGpu, processes, userActive, onBattery, hours, resumeAfter, action, "
+                                    "handBackAfter)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 OwnerPolicy DefaultOwnerPolicy() {
@@ -102,6 +192,12 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());
           out.policy.add_allowed_registries(*host);
         }
+      } else if (key == "pauseWhen") {
+        IG_RETURN_IF_ERROR(ParsePauseWhen(v, file, &out.pause));
+      } else if (key == "maxGpuTemp") {
+        IG_ASSIGN_OR_RETURN(out.pause.max_gpu_temp_c, Limit(v, file, "maxGpuTemp", 150));
+      } else if (key == "maxGpuPower") {
+        IG_ASSIGN_OR_RETURN(out.pause.max_gpu_power_w, Limit(v, file, "maxGpuPower", 5000));
       } else if (key == "asks") {
         if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
         for (const auto& ask : v) {

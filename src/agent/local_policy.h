@@ -15,9 +15,21 @@
 //   trustedImageKeys:           # run only images signed by one of these
 //     - keys/release.pub        #   a public-key file (relative: to this file's directory)
 //     - "idlegrid-ed25519 lYq3...= ci"   # or a public-key line itself
+//   pauseWhen:                  # the owner first (pause_policy.h, docs/provider.md)
+//     ownerGpu: {processes: true, utilizationAbove: 50}   # or ownerGpu: true
+//     processes: [steam, cyberpunk2077.exe]
+//     userActive: true          # logind's IdleHint says the owner is there
+//     onBattery: true
+//     hours: ["18:00-23:00"]    # windows when the machine is the owner's
+//     resumeAfter: 30s          # clear this long before jobs resume
+//     action: freeze            # or handBack (checkpoint and hand back at once)
+//     handBackAfter: 10m        # a freeze longer than this hands the work back
+//   maxGpuTemp: 85              # degrees C; hotter pauses until cool
+//   maxGpuPower: 300            # watts
 #include <string>
 #include <vector>
 
+#include "agent/pause_policy.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "image/signature.h"
@@ -31,6 +43,7 @@ struct OwnerPolicy {
   // inline, then, once the agent has read them, the keys of the files named.
   std::vector<image::ImagePublicKey> trusted_image_keys;
   std::vector<std::string> trusted_image_key_files;  // as written; not read by the parser
+  PausePolicy pause;  // pauseWhen, maxGpuTemp, maxGpuPower (agent-side only: not advertised)
 };
 
 // Defaults: accept jobs, no limits, no reserves, no asks.

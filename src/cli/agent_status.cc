@@ -23,6 +23,16 @@ std::string Ago(int64_t then_ms, int64_t now_ms) {
 
 }  // namespace
 
+std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms) {
+  if (pause.pauses() == 0 && !pause.paused()) return "";
+  const std::string total = std::to_string(pause.pauses()) + " pause(s), " +
+                            std::to_string(pause.paused_ms_total() / 1000) + " s in all";
+  if (!pause.paused()) return "not paused (" + total + ")";
+  std::string out = pause.cause() + " since " + Ago(pause.since_ms(), now_ms) + ": " + pause.reason();
+  if (pause.frozen_attempts_size() > 0) out += "; " + std::to_string(pause.frozen_attempts_size()) + " attempt(s) frozen";
+  return out + " (" + total + ")";
+}
+
 std::string FormatAgentStatus(const AgentStatusView& v) {
   std::ostringstream out;
   auto line = [&](const char* label, const std::string& value) {
@@ -41,6 +51,7 @@ std::string FormatAgentStatus(const AgentStatusView& v) {
     // Why it takes no work: drained, unmeasured, offline, the owner's policy.
     state += n.schedulable() ? ", schedulable" : ", not schedulable: " + n.unschedulable_reason();
     line("state", state);
+    if (std::string pause = FormatNodePause(n.pause(), v.now_ms); !pause.empty()) line("paused", pause);
     std::string work = std::to_string(n.running_attempts()) + " attempt(s)";
     const auto& ids = n.advertisement().running_attempts();
     for (int i = 0; i < ids.size(); ++i) work += (i == 0 ? ": " : ", ") + ids[i];

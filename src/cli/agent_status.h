@@ -25,6 +25,11 @@ struct AgentStatusView {
 // "jitter 12 ms, 1% late, 0% lost, round trip 3 ms, 0 stalls, 0 throttle reports; owner pauses 2 (65 s, not held against it)".
 std::string FormatHandshake(const v1::ReliabilityComponents& c);
 
+// Pure: the owner's pause in one line, "owner-gpu since 12s ago: process
+// steam (pid 4242) uses GPU 0; 1 attempt(s) frozen", or "not paused (2
+// pauses, 95 s in all)"; "" for a node that was never paused.
+std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms);
+
 // Pure: the status as aligned "label  value" lines.
 std::string FormatAgentStatus(const AgentStatusView& view);
 

@@ -1,4 +1,5 @@
 #include "cli/commands.h"
+#include "cli/agent_status.h"
 #include "cli/support.h"
 
 #include <google/protobuf/util/json_util.h>
@@ -351,6 +352,9 @@ int Nodes(const CommonFlags& f) {
     std::printf("    reliability %.2f (%s)  trust tier %u\n", n.reliability(), n.reliability_detail().c_str(),
                 n.trust_tier());
     std::printf("    handshake: %s\n", FormatHandshake(n.reliability_components()).c_str());
+    if (std::string pause = FormatNodePause(n.pause(), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()); !pause.empty()) {
+      std::printf("    owner pause: %s\n", pause.c_str());
+    }
     std::fflush(stdout);
     if (ad.asks_size()) {
       std::cout << "    asks:";

@@ -145,6 +145,7 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
 
 std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   if (node.draining) return "draining";
+  if (node.pause.paused()) return "paused by its owner: " + node.pause.reason();
   if (node.ad.sequence() == 0) return "no advertisement yet";
   if (!node.ad.policy().accept_jobs()) return "paused by its owner";
   const v1::Measurement& m = node.measurement;

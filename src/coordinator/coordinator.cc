@@ -375,6 +375,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       n->set_schedulable(why.empty());
       n->set_unschedulable_reason(why);
       for (auto& d : AccountedGpusLocked(live, HeldCapacity(live, mine))) *n->add_gpus() = std::move(d);
+      if (online && live.pause.pauses() > 0) *n->mutable_pause() = live.pause;
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
       *n->mutable_reliability_components() = ComponentsOf(live.reliability_inputs, live.liveness);

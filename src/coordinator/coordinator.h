@@ -314,6 +314,9 @@ class Coordinator {
     int64_t owner_paused_ms = 0;
     sched::Reliability reliability;
     sched::ReliabilityInputs reliability_inputs;  // what `reliability` was scored from
+    // The owner's pause as its last heartbeat said (docs/provider.md): no
+    // new work while paused; not a fault of the node's.
+    v1::NodePause pause;
   };
 
   // Sets the provenance's node id to `node_id` (the node whose agent token

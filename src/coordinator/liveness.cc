@@ -17,6 +17,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
   ReconcileRunning(node_id, request);
   bool came_back = false;
+  bool paused_changed = false;
   counters_.HeartbeatReceived();
   {
     MutexLock lock(&mu_);
@@ -31,8 +32,14 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
       live.owner_paused_ms = request.pause().paused_ms_total();
     }
     if (connected) live.online = true;
+    if (live.pause.paused() != request.pause().paused()) {
+      spdlog::info("node {} {}", node_id,
+                   request.pause().paused() ? "paused by its owner: " + request.pause().reason() : "resumed by its owner");
+      paused_changed = true;
+    }
+    live.pause = request.pause();
   }
-  if (came_back) Notify();
+  if (came_back || paused_changed) Notify();
   v1::HeartbeatResponse out;
   // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
   auto running = RecentRunningAttempts();

@@ -24,7 +24,15 @@ struct NvmlUtilization {
   unsigned int gpu;
   unsigned int memory;
 };
+// nvmlProcessInfo_v2_t, the layout of the _v2 and _v3 process queries.
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
 constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;
 constexpr NvmlReturn kNvmlErrorNotSupported = 3;
 constexpr unsigned int kNvmlDeviceNameBufferSize = 96;
 constexpr unsigned int kNvmlDeviceUuidBufferSize = 80;
@@ -61,6 +69,8 @@ struct NvmlApi {
   NvmlReturn (*device_get_utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
   NvmlReturn (*device_get_total_ecc_errors)(NvmlDevice, int, int, unsigned long long*) = nullptr;
   NvmlReturn (*device_get_mig_mode)(NvmlDevice, unsigned int*, unsigned int*) = nullptr;
+  NvmlReturn (*device_get_compute_processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
+  NvmlReturn (*device_get_graphics_processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
 };
 
 template <typename Fn>
@@ -103,6 +113,11 @@ std::string BindNvmlApi(const DynamicLibrary& lib, NvmlApi* api) {
   BindFirst(lib, &api->device_get_utilization, {"nvmlDeviceGetUtilizationRates"});
   BindFirst(lib, &api->device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
   BindFirst(lib, &api->device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+  // The unversioned (v1) names fill a smaller struct: not bound.
+  BindFirst(lib, &api->device_get_compute_processes,
+            {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  BindFirst(lib, &api->device_get_graphics_processes,
+            {"nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"});
   return missing;
 }
 
@@ -297,7 +312,81 @@ class NvmlSession {
   const NvmlApi& api_;
 };
 
+// Appends the pids one process query lists to `load` (each pid once);
+// Ok, or why it could not.
+std::string AppendProcesses(const NvmlApi& api, const char* function,
+                            NvmlReturn (*fn)(NvmlDevice, unsigned int*, NvmlProcessInfo*), NvmlDevice handle,
+                            GpuLoad* load) {
+  if (fn == nullptr) return std::string("symbol ") + function + " missing";
+  std::vector<NvmlProcessInfo> infos(64);
+  unsigned int count = static_cast<unsigned int>(infos.size());
+  NvmlReturn rc = fn(handle, &count, infos.data());
+  if (rc == kNvmlErrorInsufficientSize) {
+    // More started between the calls: ask again with room to spare.
+    infos.resize(count + 16);
+    count = static_cast<unsigned int>(infos.size());
+    rc = fn(handle, &count, infos.data());
+  }
+  if (rc != kNvmlSuccess) return DescribeError(api, function, rc);
+  for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
+    bool seen = false;
+    for (const auto& p : load->processes) seen = seen || p.pid == infos[i].pid;
+    if (!seen) load->processes.push_back({infos[i].pid, infos[i].used_gpu_memory});
+  }
+  return "";
+}
+
 }  // namespace
+
+GpuLoadReading ReadGpuLoad(const std::string& nvml_path) {
+  GpuLoadReading out;
+  Result<DynamicLibrary> lib = DynamicLibrary::Open(nvml_path);
+  if (!lib.ok()) {
+    out.reason = "library absent: " + nvml_path + " (" + lib.status().message() + ")";
+    return out;
+  }
+  NvmlApi api;
+  if (std::string missing = BindNvmlApi(*lib, &api); !missing.empty()) {
+    out.reason = "driver error: symbol " + missing + " missing";
+    return out;
+  }
+  if (NvmlReturn rc = api.init(); rc != kNvmlSuccess) {
+    out.reason = "driver error: " + DescribeError(api, "nvmlInit_v2", rc);
+    return out;
+  }
+  NvmlSession session(api);
+  unsigned int count = 0;
+  if (NvmlReturn rc = api.device_get_count(&count); rc != kNvmlSuccess) {
+    out.reason = "driver error: " + DescribeError(api, "nvmlDeviceGetCount_v2", rc);
+    return out;
+  }
+  if (count == 0) {
+    out.reason = "no device";
+    return out;
+  }
+  const SystemInfo system = ReadSystemInfo(api);
+  for (unsigned int index = 0; index < count; ++index) {
+    GpuLoad load;
+    load.device = ReadDevice(api, system, index);
+    NvmlDevice handle = nullptr;
+    if (api.device_get_handle_by_index(index, &handle) != kNvmlSuccess) {
+      load.processes_error = "no handle for device " + std::to_string(index);
+    } else {
+      std::string error = AppendProcesses(api, "nvmlDeviceGetComputeRunningProcesses_v3",
+                                          api.device_get_compute_processes, handle, &load);
+      if (error.empty()) {
+        error = AppendProcesses(api, "nvmlDeviceGetGraphicsRunningProcesses_v3", api.device_get_graphics_processes,
+                                handle, &load);
+      }
+      load.processes_known = error.empty();
+      load.processes_error = error;
+      if (!load.processes_known) load.processes.clear();
+    }
+    out.devices.push_back(std::move(load));
+  }
+  out.available = true;
+  return out;
+}
 
 v1::GpuDiscovery DiscoverNvidiaGpus(const std::string& nvml_path, const std::string& cuda_path) {
   Result<DynamicLibrary> lib = DynamicLibrary::Open(nvml_path);

@@ -94,6 +94,24 @@ class ContainerRuntime {
     return f;
   }
 
+  // Freezes every process of a container whose Run is in progress (the
+  // node's owner needs the machine, agent/pause_policy.h): they use no CPU
+  // and submit no GPU work until Thaw; the Run goes on waiting (its timeout
+  // keeps counting). Idempotent. NotFound when no such container runs now
+  // (not started yet, or ended); FailedPrecondition for a driver that cannot.
+  // Kill works on a frozen container. Thread-safe.
+  virtual Status Freeze(const std::string& container_name) {
+    return Status::FailedPrecondition("this driver cannot freeze " + container_name);
+  }
+  // Lets a frozen container run again. Idempotent; NotFound as for Freeze.
+  virtual Status Thaw(const std::string& container_name) {
+    return Status::FailedPrecondition("this driver cannot thaw " + container_name);
+  }
+  // Host pids of the container's processes while its Run is in progress
+  // (a GPU process among them is the job's, not the owner's); empty when none
+  // or unknown. Thread-safe.
+  virtual std::vector<int> HostPids(const std::string& container_name) { return {}; }
+
   // Names of all containers labelled idlegrid=1, running or not, so that an
   // agent restarted after a crash can Kill its leftovers.
   virtual Result<std::vector<std::string>> ListContainers() = 0;

@@ -111,6 +111,8 @@ struct PilotPool::State {
   std::set<std::string> names;                            // every live pilot; guarded by mu
   // Container name -> its pilot's writable directories, while its task runs; guarded by mu.
   std::map<std::string, std::vector<std::string>> live_dirs;
+  // Container name -> the pilot its task runs in, while it runs; guarded by mu.
+  std::map<std::string, std::string> running_in;
   uint64_t next_id = 0;                                   // guarded by mu
   std::thread reaper;
 };
@@ -145,6 +147,12 @@ PilotPool::~PilotPool() {
 std::set<std::string> PilotPool::Names() {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->names;
+}
+
+std::string PilotPool::PilotOf(const std::string& container_name) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->running_in.find(container_name);
+  return it == state_->running_in.end() ? "" : it->second;
 }
 
 std::vector<std::string> PilotPool::LiveWritableDirs(const std::string& container_name) {
@@ -348,21 +356,23 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     struct LiveWhileRunning {
       State& state;
       const std::string& name;
-      void Set(const std::vector<std::string>& rw_dirs) {
+      void Set(const std::vector<std::string>& rw_dirs, const std::string& pilot_name) {
         std::vector<std::string> dirs;
         for (const std::string& d : rw_dirs) {
           if (!d.empty()) dirs.push_back(d);
         }
         std::lock_guard<std::mutex> lock(state.mu);
         state.live_dirs[name] = std::move(dirs);
+        state.running_in[name] = pilot_name;
       }
       void Clear() {
         std::lock_guard<std::mutex> lock(state.mu);
         state.live_dirs.erase(name);
+        state.running_in.erase(name);
       }
       ~LiveWhileRunning() { Clear(); }
     } live{*state_, spec.container_name};
-    if (moved.ok()) live.Set(pilot->rw_dirs);
+    if (moved.ok()) live.Set(pilot->rw_dirs, pilot->name);
     if (!moved.ok() || !WriteAll(pilot->request.get(), *request)) {
       Status back = Status::Ok();
       Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });

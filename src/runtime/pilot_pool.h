@@ -84,6 +84,9 @@ class PilotPool {
   // mounts' own host paths when it ends); empty otherwise.
   // ContainerRuntime::LiveWritableDirs.
   std::vector<std::string> LiveWritableDirs(const std::string& container_name);
+  // The name of the pilot container the task of `container_name` runs in
+  // now; "" when none. Thread-safe.
+  std::string PilotOf(const std::string& container_name);
 
   struct Pilot;
 

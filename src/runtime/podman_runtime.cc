@@ -17,6 +17,7 @@
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/job_sandbox.h"
+#include "runtime/process_freeze.h"
 #include "runtime/runc_host.h"
 #include "runtime/seccomp_hardening.h"
 #include "runtime/subprocess.h"
@@ -149,8 +150,33 @@ class PodmanRuntime final : public ContainerRuntime {
                        const std::function<void()>& on_started) override;
   Status Kill(const std::string& container_name) override;
   Result<std::vector<std::string>> ListContainers() override;
+  // Signals, like the runc driver (process_freeze.h): `podman pause` needs a
+  // cgroup freezer the agent's user may not have.
+  Status Freeze(const std::string& container_name) override {
+    IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+    return StopTree(init).WithContext("freezing " + container_name);
+  }
+  Status Thaw(const std::string& container_name) override {
+    IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+    return ContinueTree(init).WithContext("thawing " + container_name);
+  }
+  std::vector<int> HostPids(const std::string& container_name) override {
+    Result<int> init = InitPid(container_name);
+    return init.ok() ? DescendantsOf(*init, ReadParentMap()) : std::vector<int>{};
+  }
 
  private:
+  // Host pid of the container's first process; NotFound when it does not run.
+  Result<int> InitPid(const std::string& container_name) {
+    IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
+    IG_ASSIGN_OR_RETURN(CommandOutput out, RunCommand({podman_, "inspect", "--format", "{{.State.Pid}}", "--",
+                                                       container_name},
+                                                      kCommandTimeout));
+    const int pid = out.exit_code == 0 ? std::atoi(out.stdout_text.c_str()) : 0;
+    if (pid <= 0) return Status::NotFound("container " + container_name + " is not running");
+    return pid;
+  }
+
   // `podman kill`; errors ignored: the container may not exist (yet, or any more).
   void SendKill(const std::string& name) { (void)RunCommand({podman_, "kill", "--", name}, kCommandTimeout); }
 

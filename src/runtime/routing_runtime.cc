@@ -116,13 +116,32 @@ class RoutingRuntime : public ContainerRuntime {
   }
 
   std::vector<std::string> LiveWritableDirs(const std::string& container_name) override {
-    ContainerRuntime* driver = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = owner_.find(container_name);
-      if (it != owner_.end()) driver = it->second;
-    }
+    ContainerRuntime* driver = DriverOf(container_name);
     return driver != nullptr ? driver->LiveWritableDirs(container_name) : std::vector<std::string>{};
+  }
+
+  Status Freeze(const std::string& container_name) override {
+    ContainerRuntime* driver = DriverOf(container_name);
+    return driver != nullptr ? driver->Freeze(container_name)
+                             : Status::NotFound("container " + container_name + " is not running here");
+  }
+
+  Status Thaw(const std::string& container_name) override {
+    ContainerRuntime* driver = DriverOf(container_name);
+    return driver != nullptr ? driver->Thaw(container_name)
+                             : Status::NotFound("container " + container_name + " is not running here");
+  }
+
+  std::vector<int> HostPids(const std::string& container_name) override {
+    ContainerRuntime* driver = DriverOf(container_name);
+    return driver != nullptr ? driver->HostPids(container_name) : std::vector<int>{};
+  }
+
+  // The driver whose Run of the container is in progress, or null.
+  ContainerRuntime* DriverOf(const std::string& container_name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = owner_.find(container_name);
+    return it != owner_.end() ? it->second : nullptr;
   }
 
   Result<std::vector<std::string>> ListContainers() override {

@@ -18,6 +18,7 @@
 #include "runtime/enforcement_probe.h"
 #include "runtime/oci_config.h"
 #include "runtime/pilot_pool.h"
+#include "runtime/process_freeze.h"
 #include "runtime/pilot_program.h"
 #include "runtime/pilot_protocol.h"
 #include "runtime/job_sandbox.h"
@@ -127,6 +128,9 @@ class RuncRuntime final : public ContainerRuntime {
   Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, milliseconds timeout,
                        const std::function<void()>& on_started) override;
   Status Kill(const std::string& container_name) override;
+  Status Freeze(const std::string& container_name) override;
+  Status Thaw(const std::string& container_name) override;
+  std::vector<int> HostPids(const std::string& container_name) override;
   Result<std::vector<std::string>> ListContainers() override;
   std::vector<std::string> LiveWritableDirs(const std::string& container_name) override {
     return pilots_ ? pilots_->LiveWritableDirs(container_name) : std::vector<std::string>{};
@@ -145,6 +149,9 @@ class RuncRuntime final : public ContainerRuntime {
   void SendKill(const std::string& name) { (void)RunCommand(Runc({"kill", name, "KILL"}), kCommandTimeout); }
   Status ForceDelete(const std::string& name);
   void StartPilots();
+  // Host pid of the init of the runc container the attempt's processes run
+  // in now: its own, or its pilot's. NotFound when none runs.
+  Result<int> InitPid(const std::string& container_name);
 
   // Constant after construction.
   const RuncRuntimeOptions options_;
@@ -336,6 +343,35 @@ Status RuncRuntime::Kill(const std::string& container_name) {
   // stays is removed at the next start (RemoveRuncLeftovers).
   if (!running_here) (void)RemoveTree(BundleDir(container_name));
   return Status::Ok();
+}
+
+Result<int> RuncRuntime::InitPid(const std::string& container_name) {
+  IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
+  if (!problem_.empty()) return Status::NotFound("container " + container_name + " is not running");
+  // A pilot's task shares the pilot's sandbox, one task at a time: freezing
+  // the pilot freezes exactly that task (and the idle pilot program).
+  std::string name = pilots_ ? pilots_->PilotOf(container_name) : "";
+  if (name.empty()) name = container_name;
+  IG_ASSIGN_OR_RETURN(CommandOutput state, RunCommand(Runc({"state", name}), kCommandTimeout));
+  if (state.exit_code != 0) return Status::NotFound("container " + container_name + " is not running");
+  return InitPidOfRuncState(state.stdout_text);
+}
+
+// Signals, not `runc pause`: the cgroup freezer is there only where cgroups
+// are delegated to the agent's user (process_freeze.h).
+Status RuncRuntime::Freeze(const std::string& container_name) {
+  IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+  return StopTree(init).WithContext("freezing " + container_name);
+}
+
+Status RuncRuntime::Thaw(const std::string& container_name) {
+  IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+  return ContinueTree(init).WithContext("thawing " + container_name);
+}
+
+std::vector<int> RuncRuntime::HostPids(const std::string& container_name) {
+  Result<int> init = InitPid(container_name);
+  return init.ok() ? DescendantsOf(*init, ReadParentMap()) : std::vector<int>{};
 }
 
 Result<std::vector<std::string>> RuncRuntime::ListContainers() {

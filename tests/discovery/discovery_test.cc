@@ -4,6 +4,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <string>
@@ -40,7 +43,8 @@ class GpuDiscoveryTest : public ::testing::Test {
   static void ClearSwitches() {
     for (const char* name : {"FAKE_NVML_INIT_ERROR", "FAKE_NVML_COUNT",
                              "FAKE_NVML_FAIL_MEMINFO_DEVICE", "FAKE_NVML_FAIL_HANDLE_DEVICE",
-                             "FAKE_NVML_FAIL_CC", "FAKE_CUDA_INIT_ERROR", "FAKE_CUDA_VERSION"}) {
+                             "FAKE_NVML_FAIL_CC", "FAKE_CUDA_INIT_ERROR", "FAKE_CUDA_VERSION",
+                             "FAKE_NVML_STATE_FILE"}) {
       unsetenv(name);
     }
   }
@@ -211,6 +215,55 @@ TEST_F(GpuDiscoveryTest, MissingOptionalSymbolsLeaveFieldsEmptyWithReasons) {
   EXPECT_TRUE(
       HasError(gpus.devices(1), "ecc_errors_corrected: nvmlDeviceGetTotalEccErrors returned 3"))
       << Errors(gpus.devices(1));
+}
+
+// The pause watcher's reading (issue 15): live values and the processes on
+// each device, which the fake takes from a state file a test rewrites.
+TEST_F(GpuDiscoveryTest, GpuLoadReadsProcessesAndLiveValues) {
+  char dir[] = "/tmp/nvml-state.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string state = std::string(dir) + "/state";
+  setenv("FAKE_NVML_STATE_FILE", state.c_str(), 1);
+  GpuLoadReading quiet = ReadGpuLoad(FAKE_NVML_PATH);
+  ASSERT_TRUE(quiet.available) << quiet.reason;
+  ASSERT_EQ(quiet.devices.size(), 2u);
+  EXPECT_TRUE(quiet.devices[0].processes_known) << quiet.devices[0].processes_error;
+  EXPECT_TRUE(quiet.devices[0].processes.empty());
+  EXPECT_EQ(quiet.devices[0].device.temperature_c(), 34u);
+
+  FILE* f = fopen(state.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("graphics 0 4242 1024\nprocess 0 5000 10\nprocess 1 6000 0\ntemperature 0 91\npower 1 350000\n"
+        "utilization 0 80\nthrottle 0 0x40\n", f);
+  fclose(f);
+  GpuLoadReading busy = ReadGpuLoad(FAKE_NVML_PATH);
+  ASSERT_TRUE(busy.available) << busy.reason;
+  const GpuLoad& d0 = busy.devices[0];
+  ASSERT_TRUE(d0.processes_known) << d0.processes_error;
+  ASSERT_EQ(d0.processes.size(), 2u);
+  EXPECT_EQ(d0.processes[0].pid, 5000u);  // compute first, then graphics
+  EXPECT_EQ(d0.processes[1].pid, 4242u);
+  EXPECT_EQ(d0.processes[1].used_memory_bytes, 1024ull << 20);
+  EXPECT_EQ(d0.device.temperature_c(), 91u);
+  EXPECT_EQ(d0.device.utilization_gpu_pct(), 80u);
+  EXPECT_EQ(d0.device.throttle_reasons(), 0x40u);
+  ASSERT_EQ(busy.devices[1].processes.size(), 1u);
+  EXPECT_EQ(busy.devices[1].device.power_draw_mw(), 350000u);
+
+  f = fopen(state.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("count 0\n", f);
+  fclose(f);
+  EXPECT_FALSE(ReadGpuLoad(FAKE_NVML_PATH).available);
+  std::remove(state.c_str());
+  rmdir(dir);
+}
+
+TEST_F(GpuDiscoveryTest, GpuLoadWithoutProcessQueriesSaysSo) {
+  GpuLoadReading reading = ReadGpuLoad(FAKE_NVML_MINIMAL_PATH);
+  ASSERT_TRUE(reading.available) << reading.reason;
+  EXPECT_FALSE(reading.devices[0].processes_known);
+  EXPECT_EQ(reading.devices[0].processes_error, "symbol nvmlDeviceGetComputeRunningProcesses_v3 missing");
 }
 
 TEST_F(GpuDiscoveryTest, CudaFillsWhatNvmlCouldNotReadMatchingByUuid) {

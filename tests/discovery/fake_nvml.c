@@ -11,11 +11,22 @@
  *   FAKE_NVML_FAIL_MEMINFO_DEVICE=I  nvmlDeviceGetMemoryInfo fails (999) for device I
  *   FAKE_NVML_FAIL_HANDLE_DEVICE=I   nvmlDeviceGetHandleByIndex_v2 fails (4) for device I
  *   FAKE_NVML_FAIL_CC=1              nvmlDeviceGetCudaComputeCapability: Not Supported
+ *   FAKE_NVML_STATE_FILE=PATH        live values a test rewrites while an agent polls
+ *                                    (read on every call; a missing file changes nothing):
+ *       count N                      number of devices, as FAKE_NVML_COUNT (which it overrides)
+ *       process I PID MIB            a compute process on device I (repeat the line for more)
+ *       graphics I PID MIB           a graphics process on device I (a game)
+ *       temperature I C              device I's temperature
+ *       power I MW                   device I's power draw
+ *       utilization I PCT            device I's GPU utilisation
+ *       throttle I BITS              device I's throttle reasons (decimal or 0x hex)
  *
  * Build variants: -DOMIT_GETNAME drops a required symbol; -DOMIT_OPTIONAL drops
- * nvmlErrorString, nvmlDeviceGetPowerUsage and nvmlDeviceGetMigMode, and exports
+ * nvmlErrorString, nvmlDeviceGetPowerUsage, nvmlDeviceGetMigMode and the running-process
+ * queries, and exports
  * the throttle reasons only under their newer "clocks event reasons" name.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +40,12 @@ typedef struct {
 typedef struct {
   unsigned int gpu, memory;
 } nvmlUtilization_t;
+/* nvmlProcessInfo_v2_t, which the _v2 and _v3 process queries fill. */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 
 enum {
   NVML_SUCCESS = 0,
@@ -105,6 +122,55 @@ static int EnvInt(const char* name, int fallback) {
   return value != NULL && *value != '\0' ? atoi(value) : fallback;
 }
 
+/* What FAKE_NVML_STATE_FILE says now; fields it does not set stay -1. */
+#define FAKE_MAX_PROCESSES 16
+struct FakeProcess {
+  int device, graphics;
+  unsigned int pid;
+  unsigned long long mib;
+};
+struct FakeState {
+  int count;
+  long long temperature[2], power[2], utilization[2], throttle[2];
+  int processes;
+  struct FakeProcess process[FAKE_MAX_PROCESSES];
+};
+
+static void ReadState(struct FakeState* state) {
+  memset(state, 0, sizeof *state);
+  state->count = -1;
+  for (int i = 0; i < 2; ++i) {
+    state->temperature[i] = state->power[i] = state->utilization[i] = state->throttle[i] = -1;
+  }
+  const char* path = getenv("FAKE_NVML_STATE_FILE");
+  if (path == NULL || *path == '\0') return;
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return;
+  char line[256], key[32];
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned int index = 0;
+    unsigned long long a = 0, b = 0;
+    int n = sscanf(line, "%31s %u %lli %lli", key, &index, &a, &b);
+    if (n >= 2 && strcmp(key, "count") == 0) {
+      state->count = (int)index;
+      continue;
+    }
+    if (n < 3 || index >= 2) continue;
+    if (strcmp(key, "temperature") == 0) state->temperature[index] = (long long)a;
+    if (strcmp(key, "power") == 0) state->power[index] = (long long)a;
+    if (strcmp(key, "utilization") == 0) state->utilization[index] = (long long)a;
+    if (strcmp(key, "throttle") == 0) state->throttle[index] = (long long)a;
+    if ((strcmp(key, "process") == 0 || strcmp(key, "graphics") == 0) && state->processes < FAKE_MAX_PROCESSES) {
+      struct FakeProcess* p = &state->process[state->processes++];
+      p->device = (int)index;
+      p->graphics = strcmp(key, "graphics") == 0;
+      p->pid = (unsigned int)a;
+      p->mib = n >= 4 ? b : 0;
+    }
+  }
+  fclose(f);
+}
+
 static int DeviceIndex(nvmlDevice_t device) {
   for (int i = 0; i < 2; ++i) {
     if (device == &devices[i]) return i;
@@ -179,7 +245,9 @@ EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
 
 EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   if (active_inits == 0) return NVML_ERROR_UNINITIALIZED;
-  int n = EnvInt("FAKE_NVML_COUNT", 2);
+  struct FakeState state;
+  ReadState(&state);
+  int n = state.count >= 0 ? state.count : EnvInt("FAKE_NVML_COUNT", 2);
   *count = (unsigned int)(n < 0 ? 0 : n > 2 ? 2 : n);
   return NVML_SUCCESS;
 }
@@ -233,15 +301,65 @@ EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int*
 FAKE_UINT_QUERY(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
 FAKE_UINT_QUERY(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)
 FAKE_UINT_QUERY(nvmlDeviceGetEnforcedPowerLimit, power_limit_mw)
+
+/* A live value: the state file's when it sets one, else the built-in one. */
+static unsigned long long Live(const long long* values, nvmlDevice_t device, unsigned long long fallback) {
+  int index = DeviceIndex(device);
+  return index >= 0 && values[index] >= 0 ? (unsigned long long)values[index] : fallback;
+}
+
 #ifndef OMIT_OPTIONAL
-FAKE_UINT_QUERY(nvmlDeviceGetPowerUsage, power_draw_mw)
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* value) {
+  nvmlReturn_t rc = CheckDevice(device);
+  if (rc != NVML_SUCCESS) return rc;
+  struct FakeState state;
+  ReadState(&state);
+  *value = (unsigned int)Live(state.power, device, device->power_draw_mw);
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t RunningProcesses(nvmlDevice_t device, int graphics, unsigned int* count,
+                                     nvmlProcessInfo_t* infos) {
+  nvmlReturn_t rc = CheckDevice(device);
+  if (rc != NVML_SUCCESS) return rc;
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  struct FakeState state;
+  ReadState(&state);
+  unsigned int found = 0;
+  for (int i = 0; i < state.processes; ++i) {
+    const struct FakeProcess* p = &state.process[i];
+    if (p->device != DeviceIndex(device) || p->graphics != graphics) continue;
+    if (infos != NULL && found < *count) {
+      infos[found].pid = p->pid;
+      infos[found].usedGpuMemory = p->mib << 20;
+      infos[found].gpuInstanceId = infos[found].computeInstanceId = 0xFFFFFFFFu;
+    }
+    ++found;
+  }
+  /* Like NVML: too small a buffer says how many there are. */
+  rc = found > *count ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+  *count = found;
+  return rc;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                            nvmlProcessInfo_t* infos) {
+  return RunningProcesses(device, 0, count, infos);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                             nvmlProcessInfo_t* infos) {
+  return RunningProcesses(device, 1, count, infos);
+}
 #endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int* temp) {
   nvmlReturn_t rc = CheckDevice(device);
   if (rc != NVML_SUCCESS) return rc;
   if (sensor != 0) return NVML_ERROR_INVALID_ARGUMENT; /* only NVML_TEMPERATURE_GPU */
-  *temp = device->temperature_c;
+  struct FakeState state;
+  ReadState(&state);
+  *temp = (unsigned int)Live(state.temperature, device, device->temperature_c);
   return NVML_SUCCESS;
 }
 
@@ -263,7 +381,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsign
 static nvmlReturn_t ThrottleReasons(nvmlDevice_t device, unsigned long long* reasons) {
   nvmlReturn_t rc = CheckDevice(device);
   if (rc != NVML_SUCCESS) return rc;
-  *reasons = device->throttle_reasons;
+  struct FakeState state;
+  ReadState(&state);
+  *reasons = Live(state.throttle, device, device->throttle_reasons);
   return NVML_SUCCESS;
 }
 
@@ -282,7 +402,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t devic
 EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* rates) {
   nvmlReturn_t rc = CheckDevice(device);
   if (rc != NVML_SUCCESS) return rc;
+  struct FakeState state;
+  ReadState(&state);
   *rates = device->utilization;
+  rates->gpu = (unsigned int)Live(state.utilization, device, device->utilization.gpu);
   return NVML_SUCCESS;
 }
 

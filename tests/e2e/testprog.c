@@ -12,7 +12,10 @@
  *                (a workflow step joining its upstream steps' outputs)
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
  *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
- *                by rename) and resumed from there; writes /out/result.txt */
+ *                by rename) and resumed from there; writes /out/result.txt
+ *   burn N MS [TAG]  N steps of MS ms of CPU time each (time frozen does not
+ *                count), printing "burn step I"; writes /out/result.txt. TAG only
+ *                marks the process for tests that look for it in /proc */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +137,24 @@ int main(int argc, char** argv) {
     f = fopen("/out/result.txt", "w");
     if (!f) { perror("open /out/result.txt"); return 18; }
     fprintf(f, "acc=%llu\n", acc);
+    fclose(f);
+    return 0;
+  }
+  if (strcmp(mode, "burn") == 0) {
+    long n = argc > 2 ? atol(argv[2]) : 10;
+    long ms = argc > 3 ? atol(argv[3]) : 100;
+    volatile unsigned long long acc = 1;
+    for (long step = 0; step < n; ++step) {
+      const clock_t until = clock() + (clock_t)(ms * (CLOCKS_PER_SEC / 1000));
+      while (clock() < until) {
+        for (int i = 0; i < 100000; ++i) acc = acc * 6364136223846793005ULL + 1442695040888963407ULL;
+      }
+      printf("burn step %ld\n", step);
+      fflush(stdout);
+    }
+    FILE* f = fopen("/out/result.txt", "w");
+    if (!f) { perror("open /out/result.txt"); return 18; }
+    fprintf(f, "burned %ld steps\n", n);
     fclose(f);
     return 0;
   }
