@@ -115,7 +115,7 @@ TEST(WorkflowManifest, AStepsJobFieldsKeepTheJobManifestsRules) {
             std::string::npos)
       << wf.status().message();
   std::string typo = Diamond();
-  typo.replace(typo.find("dependsOn: [a]"), 9, "dependOn:");
+  typo.replace(typo.find("dependsOn: [a]"), 9, "dependOn");
   auto wf2 = ParseWorkflowManifest(typo, "wf.yaml");
   ASSERT_FALSE(wf2.ok());
   EXPECT_NE(wf2.status().message().find("unknown field \"dependOn\" in steps[1] (did you mean \"dependsOn\"?)"),
