@@ -41,6 +41,7 @@ struct Provider {
   uint32_t verified = 0;
   bool suspended = false;
   bool trusted_once = false;
+  bool on_probation = false;  // caught, and no result verified since (challenge mode replicates it)
   uint64_t runs = 0;
   std::optional<uint64_t> first_uncaught_wrong;  // own run index
   std::deque<int64_t> catches_ms;                // when proven wrong, inside the dispute window
@@ -111,15 +112,21 @@ class Simulation {
                                      std::set<std::string> excluded);
   void NewTask(uint64_t task);
   void Challenge(size_t provider, uint64_t task);
+  // A known-answer check of provider `i` as the coordinator sends one (a task
+  // of the job two providers agreed on, which `i` never ran).
+  void KnownAnswerCheck(size_t i);
+  void Trusted(Provider& p);
   void Reverify(uint64_t task);
   // The dispute window's accepted results that involve `account` (all that
   // verify::OnCaught looks at).
   std::vector<verify::AcceptedResult> History(const std::string& account);
   void Finish();
   void Involve(uint64_t task) {
-    for (const Vote& v : accepted_[task].voters) {
-      involved_[providers_[v.provider].account].emplace_back(task, int64_t(now_task_) * kMsPerTask);
+    const AcceptedTask& a = accepted_[task];
+    for (const Vote& v : a.voters) {
+      involved_[providers_[v.provider].account].push_back({task, int64_t(now_task_) * kMsPerTask, false});
     }
+    if (a.voters.size() >= 2) known_.push_back(task);
   }
 
   const SimConfig& c_;
@@ -131,7 +138,13 @@ class Simulation {
   std::unordered_map<uint64_t, AcceptedTask> accepted_;
   // Per provider account: accepted tasks it voted in, oldest first (an index
   // into accepted_ so a catch reads only its own share of the window).
-  std::unordered_map<std::string, std::deque<std::pair<uint64_t, int64_t>>> involved_;
+  struct Involvement {
+    uint64_t task;
+    int64_t at_ms;
+    bool check_passed;  // a known-answer check of the task it passed: its own verified result
+  };
+  std::unordered_map<std::string, std::deque<Involvement>> involved_;
+  std::vector<uint64_t> known_;  // tasks accepted by a quorum of two or more: known answers
   std::deque<std::tuple<Vote, int64_t>> charges_;    // to release, oldest first
   std::deque<std::pair<uint64_t, size_t>> reverify_queue_;
   std::set<uint64_t> queued_;
@@ -166,6 +179,7 @@ std::optional<size_t> Simulation::Pick(const std::set<std::string>& excluded) {
     size_t i = std::uniform_int_distribution<size_t>(0, providers_.size() - 1)(rng_);
     Provider& p = providers_[i];
     if (p.suspended || p.joins_at > now_task_ || excluded.count(p.account)) continue;
+    if (c_.unproven_weight < 1 && p.count < c_.policy.trust_threshold && Draw() >= c_.unproven_weight) continue;
     TopUpStake(p);
     return i;
   }
@@ -218,9 +232,13 @@ std::vector<verify::AcceptedResult> Simulation::History(const std::string& accou
   if (list == involved_.end()) return out;
   const int64_t now_ms = int64_t(now_task_) * kMsPerTask;
   auto& tasks = list->second;
-  while (!tasks.empty() && tasks.front().second + c_.ledger.dispute_window_ms <= now_ms) tasks.pop_front();
+  while (!tasks.empty() && tasks.front().at_ms + c_.ledger.dispute_window_ms <= now_ms) tasks.pop_front();
   std::set<uint64_t> seen;
-  for (const auto& [task, at] : tasks) {
+  for (const Involvement& in : tasks) {
+    const uint64_t task = in.task;
+    // As the coordinator's history holds it: a passed check is one of the
+    // provider's own verified results (backtracking starts after it).
+    if (in.check_passed) out.push_back({"k" + std::to_string(task), account, verify::Check::kChallengePassed, {}});
     auto it = accepted_.find(task);
     if (it == accepted_.end() || !seen.insert(task).second) continue;
     const AcceptedTask& a = it->second;
@@ -239,7 +257,17 @@ void Simulation::VerifiedRight(size_t i) {
   Provider& p = providers_[i];
   p.count = verify::CountAfterVerification(p.count, true);
   p.reliability = verify::ReliabilityAfterValid(p.reliability);
+  p.on_probation = false;
   ++p.verified;
+}
+
+void Simulation::Trusted(Provider& p) {
+  if (p.trusted_once) return;
+  p.trusted_once = true;
+  ClassReport& r = report_.classes[p.cls];
+  ++r.trusted;
+  r.trust_verified_sum += p.verified;
+  r.max_verified_to_trust = std::max(r.max_verified_to_trust, p.verified);
 }
 
 void Simulation::ProvenWrong(size_t i, const std::string& attempt, uint64_t task) {
@@ -267,6 +295,7 @@ void Simulation::ProvenWrong(size_t i, const std::string& attempt, uint64_t task
       verify::OnCaught(p.account, p.reliability, caught_before, c_.policy, c_.backtrack, History(p.account));
   p.count = out.consecutive_valid;
   p.reliability = out.reliability;
+  p.on_probation = true;
   for (const std::string& id : out.reverify) {
     const uint64_t t = std::stoull(id);
     if (t != task && queued_.insert(t).second) reverify_queue_.emplace_back(t, i);
@@ -348,6 +377,41 @@ void Simulation::Challenge(size_t i, uint64_t task) {
   }
 }
 
+void Simulation::KnownAnswerCheck(size_t i) {
+  const std::string account = providers_[i].account;
+  for (int tries = 0; tries < 20 && !known_.empty(); ++tries) {
+    const uint64_t t = known_[std::uniform_int_distribution<size_t>(0, known_.size() - 1)(rng_)];
+    auto it = accepted_.find(t);
+    // Demoted since, or one the provider ran: not a check for it.
+    if (it == accepted_.end() || it->second.voters.size() < 2 || it->second.check != verify::Check::kReplicated) continue;
+    if (std::any_of(it->second.voters.begin(), it->second.voters.end(),
+                    [&](const Vote& v) { return providers_[v.provider].account == account; })) {
+      continue;
+    }
+    ++report_.known_answer_checks;
+    const std::string known = it->second.digest;
+    if (known != Right(t)) ++report_.known_answer_wrong;
+    Vote v{i, "t" + std::to_string(t) + "-" + std::to_string(++attempts_), ""};
+    v.digest = Execute(i, t, v.attempt);
+    verify::CompareSpec compare;
+    compare.outputs = {"out"};
+    verify::ChallengeVerdict verdict = Must(
+        verify::JudgeChallenge(compare, {{"out", known, std::nullopt}}, {{"out", v.digest, std::nullopt}}), "judge");
+    if (!verdict.passed) {
+      ++report_.known_answer_failed;
+      ProvenWrong(i, v.attempt, t);
+      return;
+    }
+    // The check's run agreed: the coordinator records it as a third agreeing
+    // vote, charged like any agreeing replica.
+    VerifiedRight(i);
+    Charge(v);
+    it->second.voters.push_back(v);
+    involved_[account].push_back({t, int64_t(now_task_) * kMsPerTask, true});
+    return;
+  }
+}
+
 void Simulation::NewTask(uint64_t task) {
   std::optional<size_t> first = Pick({});
   if (!first) return;
@@ -362,12 +426,13 @@ void Simulation::NewTask(uint64_t task) {
     verify::ReplicationChoice choice = verify::ChooseReplication(
         {c_.policy.trust_threshold, c_.policy.audit_floor}, p.count, Draw());
     replicate = choice.replicate;
-    if (choice.trusted && !p.trusted_once) {
-      p.trusted_once = true;
-      ClassReport& r = report_.classes[p.cls];
-      ++r.trusted;
-      r.max_verified_to_trust = std::max(r.max_verified_to_trust, p.verified);
-    }
+    if (choice.trusted) Trusted(p);
+  }
+  if (c_.mode == verify::Mode::kChallenge) {
+    // verify::DecideTask's challenge rule: replicated until the job has a
+    // known answer, and while the provider is on probation.
+    replicate = known_.empty() || p.on_probation;
+    if (!replicate) Trusted(p);
   }
   Vote v{*first, "t" + std::to_string(task) + "-" + std::to_string(++attempts_), ""};
   v.digest = Execute(*first, task, v.attempt);
@@ -375,6 +440,7 @@ void Simulation::NewTask(uint64_t task) {
     Charge(v);
     accepted_[task] = {v.digest, {v}, verify::Check::kUnverified, int64_t(now_task_) * kMsPerTask};
     Involve(task);
+    if (c_.known_answer_rate > 0 && verify::ShouldChallenge(c_.known_answer_rate, Draw())) KnownAnswerCheck(*first);
     return;
   }
   ++report_.replicated;

@@ -38,7 +38,24 @@ struct SimConfig {
   verify::Mode mode = verify::Mode::kAdaptive;
   verify::VerificationPolicy policy;
   verify::Backtrack backtrack = verify::Backtrack::kEscalating;
-  double challenge_rate = 0;       // known-answer tasks mixed into every stream, whatever the mode
+  double challenge_rate = 0;       // operator-held known answers (always right) mixed into every stream
+  // Known-answer checks as the coordinator sends them (verify/challenge.h,
+  // coordinator/verification.cc): after a result accepted on its run's word,
+  // at this rate, the provider runs a task of the same job that it never ran
+  // and that two providers already agreed on; the agreed result is the
+  // answer, judged by verify::JudgeChallenge (so a colluder cannot outvote
+  // it, but an answer the group itself got accepted is wrong, and an honest
+  // provider checked against it is convicted). Under Mode::kChallenge (the
+  // coordinator's challenge mode) every result is taken on its word once the
+  // job has a known answer, except a caught provider's until one of its
+  // results is verified again; under kAdaptive the checks are added to the
+  // adaptive rule (newcomers replicated; policy.audit_floor 0 leaves BOINC's
+  // 1/count as the only audit replicas).
+  double known_answer_rate = 0;
+  // Placement by standing (a scheduler policy the coordinator does not
+  // have): a provider with fewer than trust_threshold verified results in a
+  // row is offered work with this weight relative to the others (1: uniform).
+  double unproven_weight = 1;
   uint32_t suspend_below = 250;    // reliability (per mille) under which a provider gets no work
   bool whitewash = true;           // a suspended provider returns as a new account (a new stake)
   ledger::LedgerPolicy ledger;
@@ -63,6 +80,8 @@ struct ClassReport {
   ledger::Micros net = 0;             // earned - slashed - compute spent
   uint32_t max_verified_to_trust = 0; // newcomers: verified results before first trusted
   uint64_t trusted = 0;               // providers of the class that became trusted
+  uint64_t trust_verified_sum = 0;    // verified results before first trusted, summed over the
+                                      // `trusted` providers (their mean: the class's trust time)
 };
 
 struct SimReport {
@@ -75,6 +94,9 @@ struct SimReport {
   uint64_t replicated = 0;
   uint64_t reverified = 0;
   uint64_t challenges = 0;
+  uint64_t known_answer_checks = 0;
+  uint64_t known_answer_failed = 0;
+  uint64_t known_answer_wrong = 0;  // checks whose "known" answer was itself a wrong accepted result
   ledger::Micros ledger_sum = 0;        // sum over all accounts but world
   ledger::Micros ledger_deposits = 0;   // must equal ledger_sum
   std::vector<ClassReport> classes;

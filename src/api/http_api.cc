@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "api/dashboard.h"
 #include "api/visibility.h"
 #include "metrics/load_history.h"
+#include "receipt/receipt_json.h"
 #include "common/grpc_status.h"
 
 namespace idlegrid::api {
@@ -178,6 +180,28 @@ void HttpApi::Routes() {
     if (!chunks.ok()) return SendError(res, chunks.status());
     SendLogChunks(res, *chunks, after);
   });
+  // The receipt of the job's latest attempt that has one (?task=N and
+  // ?attempt=ID narrow it), as `idlegrid receipt JOB --json` prints it: the
+  // file `receipt verify` checks offline. GetReceipt's rule: the job's owner.
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/receipt)",
+               [this, admit](const httplib::Request& req, httplib::Response& res) {
+                 if (!admit(req, res, "GetReceipt", gate_.Job(req.matches[1]))) return;
+                 v1::GetReceiptRequest query;
+                 query.set_job_id(std::string(req.matches[1]));
+                 if (req.has_param("task")) {
+                   const std::string text = req.get_param_value("task");
+                   char* end = nullptr;
+                   const unsigned long long index = std::strtoull(text.c_str(), &end, 10);
+                   if (text.empty() || text[0] == '-' || *end != '\0' || index > UINT32_MAX) {
+                     return SendError(res, Status::InvalidArgument("task: not a task index: " + text));
+                   }
+                   query.set_task_index(static_cast<uint32_t>(index));
+                 }
+                 if (req.has_param("attempt")) query.set_attempt_id(req.get_param_value("attempt"));
+                 auto receipt = c_->GetReceipt(query);
+                 if (!receipt.ok()) return SendError(res, receipt.status());
+                 res.set_content(receipt::ReceiptJson(*receipt), "application/json");
+               });
   // The fleet's load over the last hour (queued/running tasks, GPUs
   // allocated): aggregate counts, so anyone who may list nodes may see it.
   server_->Get("/v1/history", [this, admit](const httplib::Request& req, httplib::Response& res) {

@@ -11,18 +11,10 @@
 #include "common/fs.h"
 #include "common/grpc_status.h"
 #include "receipt/receipt.h"
+#include "receipt/receipt_json.h"
 
 namespace idlegrid::cli {
 namespace {
-
-std::string ReceiptJson(const v1::Receipt& r) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = true;
-  opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(r, &out, opts);
-  return out;
-}
 
 std::string Seconds(uint64_t ms) {
   char buf[32];
@@ -93,7 +85,7 @@ int Receipt(const CommonFlags& f, const ReceiptQuery& q) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->GetReceipt(ctx.get(), req, &r));
   if (!st.ok()) return Fail(st);
-  const std::string json = ReceiptJson(r);
+  const std::string json = receipt::ReceiptJson(r);
   if (!q.output_file.empty()) {
     if (Status w = WriteFileAtomic(q.output_file, json, 0644); !w.ok()) return Fail(w);
     std::cerr << "receipt of attempt " << r.statement().attempt_id() << " saved to " << q.output_file << "\n";

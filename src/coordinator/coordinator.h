@@ -67,6 +67,7 @@
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
 #include "verify/spec.h"
+#include "verify/task_verdict.h"
 #include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -518,9 +519,19 @@ class Coordinator {
   void VerifyTask(const std::string& job_id, uint32_t index);
   Status DecideAndWriteVerdict(const std::string& job_id, uint32_t index);
   void VerifyHeldTasks();
+  // A task's runs as verify::DecideTask reads them: each attempt's provider,
+  // vote and outputs (the bytes of those compared by their numbers).
+  std::vector<verify::RunRecord> RunRecordsOf(const v1::Task& task, const verify::VerificationSpec& spec);
   // Re-verifies what `provider` had accepted on its word since its last
-  // verified result, after it was caught on attempt `caught_on`.
+  // verified result, after it was caught on attempt `caught_on`, and demotes
+  // its votes in the quorums it took part in (Demote).
   void Backtrack(const std::string& provider, const std::string& caught_on);
+  // verify::DecideDemote over each task of `results` whose attempt is in
+  // `attempts`: the provider's agreeing votes stop counting, and a task left
+  // short of its quorum is reopened for another run.
+  void Demote(const std::string& provider, const std::string& caught_on,
+              const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts,
+              int64_t now);
   // Challenge: sends `provider` a task of `job` with a known answer it never
   // ran; WithdrawStaleChecks returns those not taken within a minute.
   void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);

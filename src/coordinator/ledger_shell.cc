@@ -90,6 +90,19 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
   auto escrow = mine.find(ledger::Escrow(requester, job.id()));
   if (escrow == mine.end()) return Status::Ok();  // submitted without the ledger: not metered
   ledger::Micros escrow_left = escrow->second;
+  // A verified job's runs past its escrow (re-verification after the refund)
+  // are the platform's: from slashed, then fees (ledger::Charge).
+  const bool verified = !job.spec().verification().mode().empty() && job.spec().verification().mode() != "none";
+  ledger::Micros slashed_left = 0, fees_left = 0;
+  if (verified) {
+    IG_ASSIGN_OR_RETURN(auto grid, store_->LedgerBalances(std::string()));
+    const auto balance = [&](const ledger::AccountKey& key) {
+      auto it = grid.find(key);
+      return it == grid.end() ? ledger::Micros{0} : it->second;
+    };
+    slashed_left = balance(ledger::Slashed());
+    fees_left = balance(ledger::Fees());
+  }
   std::vector<ledger::Posting> plan;
   std::map<std::string, std::string> provider_of;  // node id -> provider account
   for (const v1::Task& task : job.tasks()) {
@@ -115,11 +128,16 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
                                  ? std::max<int64_t>(attempt.finished_at_ms() - attempt.started_at_ms(), 0)
                                  : 0;
       IG_ASSIGN_OR_RETURN(ledger::Micros price, ledger::ChargeFor(price_per_hour, run_ms));
-      IG_ASSIGN_OR_RETURN(ledger::Posting charge,
-                          ledger::Charge({requester, job.id(), provider, attempt.id(), price, escrow_left,
-                                          ledger::AttemptEnd::kVerified}));
+      ledger::ChargeRequest request{requester, job.id(), provider, attempt.id(), price, escrow_left,
+                                    ledger::AttemptEnd::kVerified};
+      request.verification = verified;
+      request.slashed_left = slashed_left;
+      request.fees_left = fees_left;
+      IG_ASSIGN_OR_RETURN(ledger::Posting charge, ledger::Charge(request));
       for (const ledger::Entry& e : charge.entries) {
         if (e.account.kind == ledger::Kind::kEscrow) escrow_left += e.amount;
+        if (e.account.kind == ledger::Kind::kSlashed) slashed_left += e.amount;
+        if (e.account.kind == ledger::Kind::kFees) fees_left += e.amount;
       }
       plan.push_back(std::move(charge));
     }

@@ -107,21 +107,10 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   verify::TaskVerdictInput in;
   in.spec = spec;
   in.known_answer = known_answer;
+  in.runs = RunRecordsOf(*task, spec);
   std::string pending_provider;
-  for (const v1::Attempt& a : task->attempts()) {
-    verify::RunRecord run{a.id(), ProviderOf(a.node_id()), a.state(), a.vote(), {}};
-    for (const auto& o : a.outputs()) {
-      verify::OutputFile f{o.path(), o.digest(), std::nullopt};
-      const bool by_numbers = std::any_of(spec.compare.tolerances.begin(), spec.compare.tolerances.end(),
-                                          [&](const verify::ToleranceRule& r) { return r.output == o.path(); });
-      if (by_numbers && o.size() <= kMaxComparedOutputBytes && artifacts_->Has(o.digest())) {
-        auto bytes = ReadFile(artifacts_->PathOf(o.digest()));
-        if (bytes.ok()) f.content = std::move(bytes).value();
-      }
-      run.outputs.push_back(std::move(f));
-    }
-    if (a.vote() == "pending" && a.state() == v1::SUCCEEDED) pending_provider = run.provider;
-    in.runs.push_back(std::move(run));
+  for (const verify::RunRecord& run : in.runs) {
+    if (run.vote == "pending" && run.state == v1::SUCCEEDED) pending_provider = run.provider;
   }
   // Each provider's records, read once for this verdict (the pending run's
   // provider is usually among those it verifies or convicts).
@@ -233,6 +222,25 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   return Status::Ok();
 }
 
+std::vector<verify::RunRecord> Coordinator::RunRecordsOf(const v1::Task& task, const verify::VerificationSpec& spec) {
+  std::vector<verify::RunRecord> runs;
+  for (const v1::Attempt& a : task.attempts()) {
+    verify::RunRecord run{a.id(), ProviderOf(a.node_id()), a.state(), a.vote(), {}};
+    for (const auto& o : a.outputs()) {
+      verify::OutputFile f{o.path(), o.digest(), std::nullopt};
+      const bool by_numbers = std::any_of(spec.compare.tolerances.begin(), spec.compare.tolerances.end(),
+                                          [&](const verify::ToleranceRule& r) { return r.output == o.path(); });
+      if (by_numbers && o.size() <= kMaxComparedOutputBytes && artifacts_->Has(o.digest())) {
+        auto bytes = ReadFile(artifacts_->PathOf(o.digest()));
+        if (bytes.ok()) f.content = std::move(bytes).value();
+      }
+      run.outputs.push_back(std::move(f));
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {
   // A task of the job with a known answer that the provider never ran: to
   // it, one more task of the job it is working on.
@@ -323,7 +331,52 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
                    attempt, provider);
     }
   }
+  Demote(provider, caught_on, *results, caught.demote, now);
   Notify();
+}
+
+void Coordinator::Demote(const std::string& provider, const std::string& caught_on,
+                         const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts,
+                         int64_t now) {
+  for (const std::string& attempt : attempts) {
+    auto it = std::find_if(results.begin(), results.end(),
+                           [&](const store::ProviderResult& r) { return r.attempt_id == attempt; });
+    if (it == results.end()) continue;
+    auto job = store_->GetJob(it->job_id);
+    if (!job.ok()) continue;
+    const v1::Task* task = nullptr;
+    for (const auto& t : job->tasks()) {
+      if (t.index() == it->index) task = &t;
+    }
+    auto spec = verify::Resolve(job->spec().verification(), options_.verification);
+    if (task == nullptr || !spec.ok()) continue;
+    const verify::DemoteDecision d = verify::DecideDemote(*spec, provider, caught_on, RunRecordsOf(*task, *spec));
+    if (!d.changed) continue;
+    store::VerdictWrite w;
+    w.job_id = it->job_id;
+    w.index = it->index;
+    w.expect = store::VerdictWrite::Expect::kSucceeded;
+    w.verification = d.line;
+    w.task.state = d.reopen ? v1::QUEUED : v1::SUCCEEDED;
+    w.task.updated_ms = now;
+    w.task.message = d.reopen ? d.line : task->message();
+    if (d.reopen) {
+      w.task.queued_ms = now;
+      w.not_before_ms = now;
+      // Every provider that ran it, listed afresh (the accept left its own list).
+      w.reset_exclusions = true;
+      for (const auto& p : d.exclude_providers) w.exclude.push_back(sched::kProviderExclusion + p);
+    }
+    for (const auto& v : d.votes) w.votes.push_back({v.attempt_id, v.vote, v.reason, v.failed});
+    auto applied = store_->ApplyVerdict(w, now);
+    if (!applied.ok()) {
+      spdlog::warn("verification: {}'s vote on {}/{} not demoted: {}", provider, it->job_id, it->index,
+                   applied.status().ToString());
+    } else if (*applied) {
+      spdlog::info("verification: {}'s vote on {}/{} demoted{}", provider, it->job_id, it->index,
+                   d.reopen ? "; reopened for another run" : "");
+    }
+  }
 }
 
 }  // namespace idlegrid::coordinator

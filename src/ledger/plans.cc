@@ -126,15 +126,39 @@ Result<Posting> Charge(const ChargeRequest& request) {
     case AttemptEnd::kJobFailure: return skip("it failed (failed attempts are not charged)");
     case AttemptEnd::kPlatformFailure: return skip("a platform failure is never charged");
   }
-  Micros amount = std::min(request.price, request.escrow_left);
+  IG_RETURN_IF_ERROR(RequireNonNegative(request.slashed_left, "slashed balance"));
+  IG_RETURN_IF_ERROR(RequireNonNegative(request.fees_left, "fees balance"));
+  const Micros from_escrow = std::min(request.price, request.escrow_left);
+  Micros from_slashed = 0, from_fees = 0;
+  if (request.verification) {
+    from_slashed = std::min(request.price - from_escrow, request.slashed_left);
+    from_fees = std::min(request.price - from_escrow - from_slashed, request.fees_left);
+  }
+  const Micros amount = from_escrow + from_slashed + from_fees;
   if (amount == 0) {
-    return skip(request.price == 0 ? "its price is 0" : "the job's escrow is spent (its cost cap is reached)");
+    if (request.price == 0) return skip("its price is 0");
+    return skip(request.verification
+                    ? "the job's escrow is spent or refunded, and the platform's slashed and fees accounts are empty"
+                    : "the job's escrow is spent (its cost cap is reached)");
   }
   std::string memo = "attempt " + request.attempt_id + " verified: " + FormatCredits(amount) + " to " +
                      request.provider + " (pending)";
-  if (amount < request.price) memo += ", price " + FormatCredits(request.price) + " capped by the job's escrow";
-  return Move(key, Reason::kCharge, request.job_id, memo, Escrow(request.requester, request.job_id),
-              Pending(request.provider, request.attempt_id), amount);
+  if (from_slashed + from_fees > 0) {
+    memo += ", " + FormatCredits(from_slashed + from_fees) +
+            " of it the platform's (verification beyond the job's escrow: " + FormatCredits(from_slashed) +
+            " from slashed, " + FormatCredits(from_fees) + " from fees)";
+  }
+  if (amount < request.price) {
+    memo += ", price " + FormatCredits(request.price) +
+            (request.verification ? " capped by the job's escrow and the platform's accounts"
+                                  : " capped by the job's escrow");
+  }
+  Posting posting{key, Reason::kCharge, request.job_id, memo, {}};
+  AddEntry(posting, Escrow(request.requester, request.job_id), -from_escrow);
+  AddEntry(posting, Slashed(), -from_slashed);
+  AddEntry(posting, Fees(), -from_fees);
+  AddEntry(posting, Pending(request.provider, request.attempt_id), amount);
+  return posting;
 }
 
 Result<Posting> Release(const std::string& provider, const std::string& attempt_id, Micros pending,

@@ -72,6 +72,12 @@ struct ChargeRequest {
   Micros price = 0;        // ChargeFor(price/hour, run time)
   Micros escrow_left = 0;  // the job's escrow balance now
   AttemptEnd end = AttemptEnd::kVerified;
+  // A run of a verified job (a replica, an audit, a re-verification, a
+  // known-answer check): what the escrow cannot cover is the platform's cost,
+  // taken from `slashed_left` (what cheaters lost), then `fees_left`.
+  bool verification = false;
+  Micros slashed_left = 0;  // the grid's slashed balance now
+  Micros fees_left = 0;     // the grid's fees balance now
 };
 
 // The key of the charge of `attempt_id` ("charge:<attempt id>"): a pending
@@ -79,8 +85,13 @@ struct ChargeRequest {
 std::string ChargeKey(const std::string& attempt_id);
 
 // A verified attempt: escrow(job) -> pending(attempt) of min(price,
-// escrow_left) (a job is never charged past what it escrowed: its cap). Any
-// other end is an empty posting saying why. Key "charge:<attempt id>".
+// escrow_left) (a job is never charged past what it escrowed: its cap). For
+// a run of a verified job (`verification`), the rest of the price comes from
+// slashed, then fees, as far as they hold: verification run after the job's
+// escrow was refunded or spent (backtracking's re-verification of a result
+// the requester already paid for, a known-answer check) is the platform's
+// cost, never the requester's beyond its escrow. Any other end is an empty
+// posting saying why. Key "charge:<attempt id>".
 Result<Posting> Charge(const ChargeRequest& request);
 
 // After the dispute window: pending(attempt) -> provider's available, less

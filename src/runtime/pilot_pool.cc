@@ -434,6 +434,10 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
       } else {
         info.exit_code = r.exit_code;
         info.oom = r.exit_code == 137;  // SIGKILL that neither Kill nor the timeout sent
+        if (r.cpu_usec) {
+          info.cpu_usec = *r.cpu_usec;
+          info.cpu_source = "rusage";  // the pilot's, over the task's waited-for processes
+        }
       }
       Status out = move_out(*pilot);
       if (!out.ok()) {

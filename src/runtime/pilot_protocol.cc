@@ -81,12 +81,21 @@ std::optional<Result<PilotReply>> PilotReplyReader::Feed(std::string_view bytes)
   if (buffer_.size() < 4 + len) return std::nullopt;
   if (buffer_.size() > 4 + len) return Result<PilotReply>(Status::DataLoss("bytes after the pilot's reply"));
   const std::string payload = buffer_.substr(4);
-  const size_t a = payload.find('\0');
-  const size_t b = a == std::string::npos ? a : payload.find('\0', a + 1);
-  if (b == std::string::npos || b + 1 != payload.size()) {
+  // NUL-terminated strings: kind and value, and for "exit" optionally the
+  // task's CPU time.
+  std::vector<std::string> fields;
+  for (size_t at = 0; at < payload.size();) {
+    const size_t nul = payload.find('\0', at);
+    if (nul == std::string::npos) return Result<PilotReply>(Status::DataLoss("malformed pilot reply"));
+    fields.push_back(payload.substr(at, nul - at));
+    at = nul + 1;
+  }
+  const bool exit_reply = !fields.empty() && fields[0] == "exit";
+  if (fields.size() != 2 && !(exit_reply && fields.size() == 3)) {
     return Result<PilotReply>(Status::DataLoss("malformed pilot reply"));
   }
-  const std::string kind = payload.substr(0, a), value = payload.substr(a + 1, b - a - 1);
+  const std::string& kind = fields[0];
+  const std::string& value = fields[1];
   PilotReply reply;
   reply.text = value;
   if (kind == "exit") {
@@ -97,6 +106,15 @@ std::optional<Result<PilotReply>> PilotReplyReader::Feed(std::string_view bytes)
     }
     reply.exit_code = code;
     reply.text.clear();
+    if (fields.size() == 3) {
+      const std::string& cpu = fields[2];
+      uint64_t usec = 0;
+      auto [cpu_end, cpu_ec] = std::from_chars(cpu.data(), cpu.data() + cpu.size(), usec);
+      if (cpu.empty() || cpu_ec != std::errc() || cpu_end != cpu.data() + cpu.size() || usec > kMaxPilotCpuUsec) {
+        return Result<PilotReply>(Status::DataLoss("pilot reply with CPU time \"" + cpu.substr(0, 32) + "\""));
+      }
+      reply.cpu_usec = usec;
+    }
   } else if (kind == "execfail") {
     reply.kind = PilotReply::Kind::kExecFailed;
   } else if (kind == "unclean") {

@@ -45,7 +45,16 @@ struct PilotReply {
   Kind kind = Kind::kExit;
   int exit_code = -1;  // kExit: 0-255 (128+N for signal N)
   std::string text;    // kExecFailed, kUnclean: the pilot's words
+  // kExit: user + system CPU time of the task's processes, in microseconds,
+  // as the pilot measured it (getrusage(RUSAGE_CHILDREN) around the task: it
+  // waits for every process of the task, orphans included, being their
+  // init). Absent from a pilot that does not report it.
+  std::optional<uint64_t> cpu_usec;
 };
+
+// The most CPU time a reply may claim (about 146 years of one core): a
+// larger figure is a malformed frame, not a measurement.
+inline constexpr uint64_t kMaxPilotCpuUsec = uint64_t{1} << 62;
 
 // Accumulates bytes read from the pilot's reply pipe. The pilot runs inside
 // the job's sandbox, so its bytes are untrusted: anything but one well-formed

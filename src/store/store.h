@@ -66,6 +66,8 @@ struct VerdictWrite {
     std::string vote;
     std::string reason;
     bool failed = false;  // the attempt becomes FAILED with VERIFICATION_FAILED
+    // The failed attempt's message (both backends write it as is).
+    std::string FailedMessage() const { return "result rejected by verification: " + reason; }
   };
   std::vector<Vote> votes;
   std::vector<TrustRecord> trust;  // rows written as given

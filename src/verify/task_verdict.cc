@@ -25,6 +25,26 @@ void AddOnce(std::vector<std::string>& list, const std::string& value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
+// The replication rule a task's quorum is decided by: the job's, with
+// adaptive's floor of two replicas, and challenge's known answers settled by
+// two providers agreeing.
+ReplicationRule RuleFor(const VerificationSpec& spec) {
+  ReplicationRule rule{spec.replicas, spec.quorum, spec.max_replicas, spec.margin};
+  if (spec.mode == Mode::kAdaptive) rule.replicas = std::max<uint32_t>(rule.replicas, 2);
+  // Known answers (and a challenged provider's results re-verified) are
+  // settled by two providers agreeing, as under replicate's defaults.
+  if (spec.mode == Mode::kChallenge) rule = {2, 2, 6, std::max<uint32_t>(spec.margin, 1)};
+  return rule;
+}
+
+// Whether `run`'s outputs match `accepted`'s (a run that cannot be compared
+// does not match).
+bool Matches(const CompareSpec& compare, const RunRecord& accepted, const RunRecord& run) {
+  if (!CheckComparable(compare, run.outputs).ok()) return false;
+  auto c = CompareOutputs(compare, accepted.outputs, run.outputs);
+  return c.ok() && c->match;
+}
+
 }  // namespace
 
 const char* TaskOutcomeName(TaskOutcome outcome) {
@@ -103,13 +123,7 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
 
   std::vector<ReplicaResult> results;
   for (const RunRecord* run : voters) results.push_back({run->attempt_id, run->provider, "", run->outputs});
-  ReplicationRule rule{in.spec.replicas, in.spec.quorum, in.spec.max_replicas, in.spec.margin};
-  if (in.spec.mode == Mode::kAdaptive) rule.replicas = std::max<uint32_t>(rule.replicas, 2);
-  if (in.spec.mode == Mode::kChallenge) {
-    // Known answers (and a challenged provider's results re-verified) are
-    // settled by two providers agreeing, as under replicate's defaults.
-    rule = {2, 2, 6, std::max<uint32_t>(in.spec.margin, 1)};
-  }
+  const ReplicationRule rule = RuleFor(in.spec);
   QuorumDecision d = DecideQuorum(rule, in.spec.compare, results, started, running);
   const auto provider_of = [&](const std::string& attempt) -> std::string {
     for (const RunRecord* run : voters) {
@@ -129,6 +143,21 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
         if (ProvesProviderWrong(v.failure)) AddOnce(out.caught, v.provider);
       }
       for (const auto& id : d.ignored) out.votes.push_back({id, "ignored", "its provider had voted already", false});
+      // A demoted vote (its provider was caught) that differs from the
+      // result now accepted was wrong too.
+      const RunRecord* accepted = nullptr;
+      for (const RunRecord* run : voters) {
+        if (!d.agreeing.empty() && run->attempt_id == d.agreeing.front()) accepted = run;
+      }
+      for (const RunRecord& run : in.runs) {
+        if (accepted == nullptr || run.state != v1::SUCCEEDED || run.vote != "demoted") continue;
+        if (Matches(in.spec.compare, *accepted, run)) continue;
+        out.votes.push_back({run.attempt_id, "wrong",
+                             std::string(FailureName(VerificationFailure::kOutvoted)) +
+                                 ": its demoted vote differs from the result accepted on re-verification",
+                             true});
+        AddOnce(out.caught, run.provider);
+      }
       out.line = "accepted: " + std::to_string(d.agreeing.size()) + " of " + std::to_string(voters.size()) +
                  " results agree (" + ModeName(in.spec.mode) + ")";
       if (!d.wrong.empty()) out.line += "; " + std::to_string(d.wrong.size()) + " wrong";
@@ -153,6 +182,43 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
       out.line = "verification failed: " + (d.reason.empty() ? std::string("no quorum") : d.reason);
       return out;
   }
+  return out;
+}
+
+DemoteDecision DecideDemote(const VerificationSpec& spec, const std::string& caught, const std::string& caught_on,
+                            const std::vector<RunRecord>& runs) {
+  DemoteDecision out;
+  std::vector<const RunRecord*> others;
+  std::set<std::string> other_providers;
+  for (const RunRecord& run : runs) {
+    if (run.state != v1::SUCCEEDED || run.vote != "agreed") continue;
+    if (run.provider == caught) {
+      out.changed = true;
+      out.votes.push_back({run.attempt_id, "demoted",
+                           "its provider " + caught + " was proven wrong (attempt " + caught_on + ")", false});
+    } else {
+      others.push_back(&run);
+      other_providers.insert(run.provider);
+    }
+  }
+  if (!out.changed) return out;
+  const uint32_t quorum = RuleFor(spec).quorum;
+  if (other_providers.size() >= quorum) {
+    out.line = "accepted: " + std::to_string(other_providers.size()) + " results agree without the vote of provider " +
+               caught + ", proven wrong elsewhere";
+    return out;
+  }
+  out.reopen = true;
+  for (const RunRecord* run : others) {
+    out.votes.push_back({run->attempt_id, "pending",
+                         "re-verifying: it agreed with provider " + caught + ", proven wrong (attempt " + caught_on + ")",
+                         false});
+  }
+  for (const RunRecord& run : runs) {
+    if (Started(run) && !run.provider.empty()) AddOnce(out.exclude_providers, run.provider);
+  }
+  out.line = "re-verifying: provider " + caught + ", one of its " + std::to_string(others.size() + 1) +
+             " agreeing voters, was proven wrong (attempt " + caught_on + "); another run on a provider not yet used";
   return out;
 }
 

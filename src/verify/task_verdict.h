@@ -81,4 +81,29 @@ struct TaskVerdict {
 
 TaskVerdict DecideTask(const TaskVerdictInput& input);
 
+// Demote (caught.h): a provider proven wrong no longer vouches for anything,
+// so its agreeing votes in an accepted task stop counting. Over one task's
+// runs as stored (the task SUCCEEDED):
+//   - no agreeing vote of `caught` here: nothing changes (`changed` false);
+//   - its agreeing votes become "demoted" (they count for nothing: not a
+//     voter, not an accepted result, not fetched);
+//   - if the other agreeing providers still make the job's quorum, the
+//     result stands on their word;
+//   - otherwise the task is reopened (`reopen`): their votes go back to
+//     "pending" as the claim under test, and one more run on a provider that
+//     has not run it decides, as any split does (DecideTask). A demoted run
+//     whose output turns out to differ from the result then accepted is
+//     found wrong there like any other.
+// Demoting rather than re-running every result the provider ever agreed
+// with: a quorum it shared with enough other providers is still a quorum.
+struct DemoteDecision {
+  bool changed = false;
+  bool reopen = false;
+  std::vector<VoteWrite> votes;
+  std::vector<std::string> exclude_providers;  // reopen: every provider that ran it
+  std::string line;                            // v1::Task.verification
+};
+DemoteDecision DecideDemote(const VerificationSpec& spec, const std::string& caught, const std::string& caught_on,
+                            const std::vector<RunRecord>& runs);
+
 }  // namespace idlegrid::verify

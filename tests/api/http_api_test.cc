@@ -18,6 +18,7 @@
 #include "common/test_support.h"
 #include "coordinator/coordinator.h"
 #include "pki/pki.h"
+#include "receipt/receipt_json.h"
 #include "sched/pipeline.h"
 #include "store/store.h"
 
@@ -36,7 +37,7 @@ const std::vector<Route> kRoutes = {
     {"POST", "/v1/jobs"},  {"GET", "/v1/jobs"},           {"GET", "/v1/jobs/j-1"},
     {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
     {"GET", "/metrics"},   {"GET", "/v1/market"},           {"DELETE", "/v1/jobs/j-1"},
-    {"GET", "/v1/accounts"},  {"POST", "/v1/jobs/j-1/retry"},
+    {"GET", "/v1/accounts"},  {"POST", "/v1/jobs/j-1/retry"}, {"GET", "/v1/jobs/j-1/receipt?task=0"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -216,6 +217,57 @@ TEST_F(HttpApiTest, CancelTakesTaskIndicesOrStatesAndRetryRunsCancelledTasksAgai
     ASSERT_TRUE(r) << c.what;
     EXPECT_EQ(r->status, c.status) << c.what << ": " << r->body;
     EXPECT_NE(Field(Json(r->body), "message").find(c.names), std::string::npos) << c.what << ": " << r->body;
+  }
+}
+
+// GET /v1/jobs/ID/receipt?task=N: the receipt `idlegrid receipt JOB --task N
+// --json` prints, byte for byte (one function writes both), or a JSON error.
+TEST_F(HttpApiTest, AReceiptIsServedAsTheCliPrintsIt) {
+  auto res = Call("POST", "/v1/jobs", SubmitBody("metered"));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  v1::SubmitJobResponse submitted;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
+  const std::string id = submitted.job().id();
+
+  auto none = Call("GET", "/v1/jobs/" + id + "/receipt?task=0");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404) << none->body;
+  EXPECT_NE(Field(Json(none->body), "message").find("has no receipt"), std::string::npos) << none->body;
+
+  store::Store* store = coordinator_->store();
+  store::NodeRecord node;
+  node.id = "n1";
+  node.name = "n1";
+  ASSERT_TRUE(store->UpsertNode(node, "tok-n1").ok());
+  auto assigned = store->CommitAssignments({{"a-1", id, 0, "n1", 1000}});
+  ASSERT_TRUE(assigned.ok()) << assigned.status().ToString();
+  ASSERT_EQ(assigned->size(), 1u);
+  v1::Receipt receipt;
+  receipt.set_version(1);
+  receipt.set_provider("alice");
+  receipt.set_charge_micro(1234);
+  receipt.mutable_statement()->set_job_id(id);
+  receipt.mutable_statement()->set_attempt_id("a-1");
+  receipt.mutable_statement()->mutable_metering()->set_cpu_millis(42);
+  receipt.mutable_statement()->mutable_metering()->set_cpu_source("rusage");
+  ASSERT_TRUE(store->PutReceipt("a-1", receipt).ok());
+
+  for (const std::string& query : {std::string("?task=0"), std::string(""), std::string("?attempt=a-1")}) {
+    auto got = Call("GET", "/v1/jobs/" + id + "/receipt" + query);
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->status, 200) << query << ": " << got->body;
+    EXPECT_EQ(got->body, receipt::ReceiptJson(receipt)) << query;
+    EXPECT_NE(got->body.find("\"cpu_source\": \"rusage\""), std::string::npos) << "proto field names: " << got->body;
+  }
+  auto other_task = Call("GET", "/v1/jobs/" + id + "/receipt?task=1");
+  ASSERT_TRUE(other_task);
+  EXPECT_EQ(other_task->status, 404) << other_task->body;
+  for (const char* bad : {"x", "-1", "", "99999999999"}) {
+    auto refused = Call("GET", "/v1/jobs/" + id + "/receipt?task=" + bad);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << bad << ": " << refused->body;
+    EXPECT_EQ(Field(Json(refused->body), "code"), "InvalidArgument") << bad;
   }
 }
 

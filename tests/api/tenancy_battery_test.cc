@@ -388,7 +388,7 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
       {"GET", "/v1/market"},                        {"GET", "/metrics"},
       {"GET", "/v1/accounts"},                      {"POST", "/v1/jobs"},
       {"GET", "/v1/jobs/" + alice_job_ + "/logs"}, {"GET", "/v1/history"},
-      {"POST", "/v1/jobs/" + alice_job_ + "/retry"},
+      {"POST", "/v1/jobs/" + alice_job_ + "/retry"}, {"GET", "/v1/jobs/" + alice_job_ + "/receipt?task=0"},
   };
   const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts", "/v1/history"};
   for (const Route& r : routes) {

@@ -110,6 +110,54 @@ TEST(LedgerPlansTest, PostingsMoveWhatTheyShould) {
   }
 }
 
+// Verification beyond the job's escrow (a re-verification or known-answer
+// check after the escrow was refunded) is the platform's cost: escrow first,
+// then slashed, then fees, as far as they hold; never more of the requester's.
+TEST(LedgerPlansTest, VerificationBeyondTheEscrowIsThePlatformsCost) {
+  struct Row {
+    const char* name;
+    Micros price, escrow, slashed, fees;
+    bool verification;
+    std::vector<Entry> want;
+    std::string memo_has;
+  };
+  const Row rows[] = {
+      {"escrow covers it", 2 * C, 5 * C, 9 * C, 9 * C, true,
+       E({{Escrow("alice", "j1"), -2 * C}, {Pending("bob", "a1"), 2 * C}}), "to bob (pending)"},
+      {"after the refund: slashed pays", 2 * C, 0, 9 * C, 9 * C, true,
+       E({{Slashed(), -2 * C}, {Pending("bob", "a1"), 2 * C}}), "2.000000 of it the platform's"},
+      {"escrow, then slashed, then fees", 4 * C, C, C, 9 * C, true,
+       E({{Escrow("alice", "j1"), -C}, {Slashed(), -C}, {Fees(), -2 * C}, {Pending("bob", "a1"), 4 * C}}),
+       "1.000000 from slashed, 2.000000 from fees"},
+      {"the platform short too: capped", 4 * C, 0, C, C, true,
+       E({{Slashed(), -C}, {Fees(), -C}, {Pending("bob", "a1"), 2 * C}}),
+       "capped by the job's escrow and the platform's accounts"},
+      {"not a verified job: the escrow is the cap", 4 * C, C, 9 * C, 9 * C, false,
+       E({{Escrow("alice", "j1"), -C}, {Pending("bob", "a1"), C}}), "capped by the job's escrow"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    ChargeRequest req{"alice", "j1", "bob", "a1", row.price, row.escrow, AttemptEnd::kVerified};
+    req.verification = row.verification;
+    req.slashed_left = row.slashed;
+    req.fees_left = row.fees;
+    Result<Posting> got = Charge(req);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->key, "charge:a1");
+    EXPECT_EQ(got->entries, row.want);
+    EXPECT_TRUE(CheckBalanced(*got).ok());
+    EXPECT_NE(got->memo.find(row.memo_has), std::string::npos) << got->memo;
+  }
+  ChargeRequest broke{"alice", "j1", "bob", "a1", C, 0, AttemptEnd::kVerified};
+  broke.verification = true;
+  Result<Posting> nothing = Charge(broke);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_TRUE(nothing->empty());
+  EXPECT_NE(nothing->memo.find("platform's slashed and fees accounts are empty"), std::string::npos) << nothing->memo;
+  broke.slashed_left = -1;
+  EXPECT_EQ(Charge(broke).status().code(), Code::kInvalidArgument);
+}
+
 TEST(LedgerPlansTest, NothingToMoveIsAnEmptyPostingThatSaysWhy) {
   LedgerPolicy policy;
   struct Row {

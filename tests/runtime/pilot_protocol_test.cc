@@ -99,6 +99,15 @@ TEST(PilotReplyReaderTest, ReadsTheThreeKindsEvenByteByByte) {
   EXPECT_EQ((*got)->kind, PilotReply::Kind::kExit);
   EXPECT_EQ((*got)->exit_code, 42);
 
+  EXPECT_FALSE((*got)->cpu_usec.has_value()) << "a pilot that does not say measured nothing";
+
+  // The task's CPU time, as the pilot measured it.
+  auto timed = PilotReplyReader().Feed(Frame(std::string("exit\0" "0\0" "1250000\0", 15)));
+  ASSERT_TRUE(timed && timed->ok()) << (timed ? timed->status().ToString() : "incomplete");
+  EXPECT_EQ((*timed)->exit_code, 0);
+  ASSERT_TRUE((*timed)->cpu_usec.has_value());
+  EXPECT_EQ(*(*timed)->cpu_usec, 1'250'000u);
+
   auto failed = PilotReplyReader().Feed(Frame(std::string("execfail\0no such file\0", 22)));
   ASSERT_TRUE(failed && failed->ok());
   EXPECT_EQ((*failed)->kind, PilotReply::Kind::kExecFailed);
@@ -115,6 +124,10 @@ TEST(PilotReplyReaderTest, AnythingButOneWellFormedFrameIsDataLoss) {
       Frame(std::string("boom\0" "1\0", 7)),            Frame(std::string("exit\0" "1\0extra\0", 14)),
       Frame(std::string("exit\0" "1", 6)),              Frame(std::string("exit\0" "1\0", 7)) + "x",
       std::string("\xff\xff\xff\x7f", 4) + "exit",
+      // CPU time: only on "exit", a plain decimal, not past kMaxPilotCpuUsec.
+      Frame(std::string("exit\0" "0\0" "-5\0", 10)),  Frame(std::string("exit\0" "0\0\0", 8)),
+      Frame(std::string("exit\0" "0\0" "12x\0", 11)), Frame(std::string("exit\0" "0\0" "9999999999999999999\0", 27)),
+      Frame(std::string("execfail\0no\0" "5\0", 14)),   Frame(std::string("exit\0" "0\0" "1\0" "2\0", 11)),
   };
   for (const std::string& bytes : bad) {
     auto got = PilotReplyReader().Feed(bytes);

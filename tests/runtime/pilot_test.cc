@@ -195,6 +195,21 @@ TEST_F(PilotTest, ExitCodesAndExecFailuresKeepThePilot) {
   EXPECT_EQ(Pilots(RuncContainers("")), before + 1) << "one pilot ran all three: a failed exec does not cost it";
 }
 
+// The pilot measures each task's CPU time (its processes, waited for by the
+// pilot as their init) and reports it with the exit: the receipt's
+// cpu_millis under cpu_source "rusage". The next task in the same sandbox is
+// measured from zero.
+TEST_F(PilotTest, EachTasksCpuTimeIsMeasuredByThePilot) {
+  Outcome spin = MustRun(runtime_, Task("cpu", {"spin", "300"}));
+  EXPECT_EQ(spin.exit.exit_code, 0) << spin.out << spin.err;
+  EXPECT_EQ(spin.exit.cpu_source, "rusage");
+  EXPECT_GE(spin.exit.cpu_usec, 280'000u) << "300 ms of CPU burnt by a child of the task";
+  EXPECT_LT(spin.exit.cpu_usec, 5'000'000u);
+  Outcome idle = MustRun(runtime_, Task("cpu", {"exit", "0"}));
+  EXPECT_EQ(idle.exit.cpu_source, "rusage");
+  EXPECT_LT(idle.exit.cpu_usec, 150'000u) << "the previous task's CPU is not counted again";
+}
+
 TEST_F(PilotTest, ATimedOutTaskTakesItsPilotAndTheNextTaskGetsAFreshOne) {
   auto runtime = NewRuntime("-timeout");
   Outcome first = MustRun(runtime.get(), Task("slow", {"exit", "0"}));

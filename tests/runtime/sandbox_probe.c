@@ -30,6 +30,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -269,6 +270,23 @@ int main(int argc, char** argv) {
     printf("written\n");
     fflush(stdout);
     sleep(atoi(argv[3]));
+    return 0;
+  }
+  if (argc > 2 && strcmp(argv[1], "spin") == 0) {
+    /* Burns argv[2] ms of CPU in a child it waits for (metering tests). */
+    pid_t child = fork();
+    if (child == 0) {
+      struct timespec t;
+      const long want_ns = atol(argv[2]) * 1000000L;
+      volatile unsigned long sink = 0;
+      do {
+        for (int i = 0; i < 100000; i++) sink += (unsigned long)i;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      } while (t.tv_sec * 1000000000L + t.tv_nsec < want_ns);
+      _exit(0);
+    }
+    waitpid(child, NULL, 0);
+    printf("spun\n");
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "membomb") == 0) {

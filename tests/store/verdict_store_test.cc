@@ -152,6 +152,44 @@ TEST_P(VerdictStoreTest, BacktrackingReopensASucceededTaskOnly) {
   EXPECT_FALSE(*store_->ApplyVerdict(reopen, 5000)) << "a queued task is not reopened again";
 }
 
+// Demote (verify::DecideDemote): the caught provider's agreeing vote stops
+// counting (it is no longer one of its accepted results), and a task left
+// short of its quorum is reopened with the other vote back to pending.
+TEST_P(VerdictStoreTest, ADemotedVoteIsNoLongerAnAcceptedResultAndTheTaskReopens) {
+  CreateVerifiedJob("j1");
+  AddNode("n1", "alice");
+  AddNode("n2", "mallory");
+  RunToExit("a1", "n1", 2000);
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::QUEUED, {}, "verifying", 3000, 3000},
+                                     "verifying", 3000, {"provider:alice"}, false, {}, {}},
+                                    3000));
+  RunToExit("a2", "n2", 4000);
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::SUCCEEDED, {}, "accepted", 5000, std::nullopt},
+                                     "accepted: 2 of 2", std::nullopt, {}, false,
+                                     {{"a1", "agreed", "", false}, {"a2", "agreed", "", false}}, {}},
+                                    5000));
+  ASSERT_EQ(store_->ProviderResults("mallory", 0, 10)->size(), 1u);
+  VerdictWrite demote{"j1", 0, VerdictWrite::Expect::kSucceeded, {v1::QUEUED, {}, "re-verifying", 6000, 6000},
+                      "re-verifying: provider mallory was proven wrong", 6000, {"provider:alice", "provider:mallory"},
+                      true,
+                      {{"a2", "demoted", "its provider mallory was proven wrong (attempt m9)", false},
+                       {"a1", "pending", "re-verifying: it agreed with provider mallory", false}},
+                      {}};
+  ASSERT_TRUE(*store_->ApplyVerdict(demote, 6000));
+  const v1::Task t = TaskOf("j1", 0);
+  EXPECT_EQ(t.state(), v1::QUEUED);
+  EXPECT_EQ(t.attempts(0).vote(), "pending");
+  EXPECT_EQ(t.attempts(1).vote(), "demoted");
+  EXPECT_EQ(t.attempts(1).state(), v1::SUCCEEDED) << "demoting proves the run wrong on nothing";
+  EXPECT_EQ(t.attempts(1).vote_reason(), "its provider mallory was proven wrong (attempt m9)");
+  EXPECT_TRUE(store_->ProviderResults("mallory", 0, 10)->empty()) << "no longer an accepted result of mallory";
+  EXPECT_TRUE(store_->ProviderResults("alice", 0, 10)->empty()) << "alice's claim is under test again";
+  auto offered = Offered(6000);
+  ASSERT_EQ(offered.size(), 1u);
+  EXPECT_EQ(offered[0].excluded_nodes, (std::vector<std::string>{"provider:alice", "provider:mallory"}));
+  EXPECT_FALSE(*store_->ApplyVerdict(demote, 7000)) << "applied once";
+}
+
 TEST_P(VerdictStoreTest, AKnownAnswerCheckIsFoundByItsExclusionAndCanBeWithdrawn) {
   CreateVerifiedJob("j1");
   AddNode("n1", "alice");

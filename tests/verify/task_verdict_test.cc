@@ -180,3 +180,85 @@ TEST(TaskVerdict, AKnownAnswerCheckPassesOrConvictsAndTheKnownAnswerStands) {
 
 }  // namespace
 }  // namespace idlegrid::verify
+
+namespace idlegrid::verify {
+namespace {
+
+// Demote: a caught provider's agreeing votes stop counting; a task left short
+// of its quorum is reopened with the others' votes as the claim under test.
+TEST(TaskVerdict, DemoteTable) {
+  struct Case {
+    const char* name;
+    VerificationSpec spec;
+    std::vector<RunRecord> runs;
+    bool changed, reopen;
+    std::vector<std::pair<std::string, std::string>> votes;  // attempt, vote
+    std::vector<std::string> exclude;
+  };
+  const Case cases[] = {
+      {"not a voter here", Replicate(),
+       {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed")},
+       false, false, {}, {}},
+      {"a wrong vote is not demoted again", Replicate(),
+       {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
+        Rec("a3", "mallory", "sha256:bad", "wrong", v1::FAILED)},
+       false, false, {}, {}},
+      {"two of two: the other alone is no quorum", Replicate(),
+       {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed")},
+       true, true, {{"a2", "demoted"}, {"a1", "pending"}}, {"alice", "mallory"}},
+      {"three agreed: two others still a quorum", Replicate(),
+       {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed"),
+        Rec("a3", "bob", "sha256:x", "agreed")},
+       true, false, {{"a2", "demoted"}}, {}},
+      {"two others of one provider are one opinion", Replicate(),
+       {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed"),
+        Rec("a3", "alice", "sha256:x", "agreed")},
+       true, true, {{"a2", "demoted"}, {"a1", "pending"}, {"a3", "pending"}}, {"alice", "mallory"}},
+      {"adaptive: quorum of two as well", Adaptive(),
+       {Rec("a1", "mallory", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
+        Rec("a3", "carol", "sha256:y", "wrong", v1::FAILED)},
+       true, true, {{"a1", "demoted"}, {"a2", "pending"}}, {"mallory", "bob", "carol"}},
+  };
+  for (const Case& c : cases) {
+    DemoteDecision d = DecideDemote(c.spec, "mallory", "m9", c.runs);
+    EXPECT_EQ(d.changed, c.changed) << c.name;
+    EXPECT_EQ(d.reopen, c.reopen) << c.name;
+    std::vector<std::pair<std::string, std::string>> votes;
+    for (const VoteWrite& v : d.votes) {
+      votes.emplace_back(v.attempt_id, v.vote);
+      EXPECT_FALSE(v.failed) << c.name << ": demoting proves nobody wrong";
+    }
+    EXPECT_EQ(votes, c.votes) << c.name;
+    EXPECT_EQ(d.exclude_providers, c.exclude) << c.name;
+    if (c.changed) EXPECT_NE(d.line.find("mallory"), std::string::npos) << c.name << ": " << d.line;
+  }
+}
+
+// After a reopen, the new run settles the claim; a demoted vote that differs
+// from what is then accepted is wrong too, and one that agrees is left alone.
+TEST(TaskVerdict, AReopenedDemotedTaskIsSettledByTheNextRun) {
+  TaskVerdict agree = DecideTask({Replicate(),
+                                  {Rec("a1", "alice", "sha256:x", "pending"),
+                                   Rec("a2", "mallory", "sha256:x", "demoted"), Rec("a3", "bob", "sha256:x")}});
+  ASSERT_EQ(agree.outcome, TaskOutcome::kAccept);
+  EXPECT_TRUE(agree.caught.empty());
+  EXPECT_EQ(agree.verified, (std::vector<std::string>{"alice", "bob"})) << "the demoted vote counts for nothing";
+
+  VerificationSpec s = Replicate();
+  s.max_replicas = 6;
+  TaskVerdict fake = DecideTask({s,
+                                 {Rec("a1", "oscar", "sha256:fake", "pending"),
+                                  Rec("a2", "mallory", "sha256:fake", "demoted"), Rec("a3", "bob", "sha256:x"),
+                                  Rec("a4", "carol", "sha256:x")}});
+  ASSERT_EQ(fake.outcome, TaskOutcome::kAccept) << fake.line;
+  EXPECT_EQ(fake.caught, (std::vector<std::string>{"oscar", "mallory"}));
+  for (const VoteWrite& v : fake.votes) {
+    if (v.attempt_id == "a1" || v.attempt_id == "a2") {
+      EXPECT_EQ(v.vote, "wrong") << v.attempt_id;
+      EXPECT_TRUE(v.failed) << v.attempt_id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace idlegrid::verify

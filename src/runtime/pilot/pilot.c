@@ -26,7 +26,10 @@
  * Frames (both ways): a 4-byte little-endian length, then that many bytes of
  * NUL-terminated strings.
  *   request  "run" CWD ARGC ARGV... ENVC ENV...
- *   reply    "exit" CODE        the task ended (128+N: killed by signal N)
+ *   reply    "exit" CODE CPU    the task ended (128+N: killed by signal N);
+ *                               CPU: user + system microseconds of all its
+ *                               processes (RUSAGE_CHILDREN before and after:
+ *                               as init the pilot reaps them all, orphans too)
  *            "execfail" TEXT    the program could not be started
  *            "unclean" TEXT     the sandbox could not be cleared: the task
  *                               did not run; the agent discards this pilot
@@ -49,6 +52,7 @@
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -93,15 +97,27 @@ static void WriteFull(int fd, const char* buf, size_t n) {
   }
 }
 
-static void Reply(const char* kind, const char* value) {
-  char frame[4 + 1024];
-  size_t a = strlen(kind) + 1, b = strnlen(value, 1000) + 1;
-  uint32_t len = (uint32_t)(a + b);
+/* A reply of `kind`, `value` and, unless NULL, `extra` (short). */
+static void Reply3(const char* kind, const char* value, const char* extra) {
+  char frame[4 + 1100];
+  size_t a = strlen(kind) + 1, b = strnlen(value, 1000) + 1, c = extra ? strnlen(extra, 32) + 1 : 0;
+  uint32_t len = (uint32_t)(a + b + c);
   for (int i = 0; i < 4; i++) frame[i] = (char)((len >> (8 * i)) & 0xff);
   memcpy(frame + 4, kind, a);
   memcpy(frame + 4 + a, value, b - 1);
   frame[4 + a + b - 1] = 0;
+  if (extra) {
+    memcpy(frame + 4 + a + b, extra, c - 1);
+    frame[4 + a + b + c - 1] = 0;
+  }
   WriteFull(kReplyFd, frame, 4 + len);
+}
+
+static void Reply(const char* kind, const char* value) { Reply3(kind, value, NULL); }
+
+static uint64_t CpuUsec(const struct rusage* r) {
+  return (uint64_t)r->ru_utime.tv_sec * 1000000u + (uint64_t)r->ru_utime.tv_usec +
+         (uint64_t)r->ru_stime.tv_sec * 1000000u + (uint64_t)r->ru_stime.tv_usec;
 }
 
 static int Kept(const struct Dir* d, const char* name) {
@@ -273,6 +289,10 @@ static int Parse(char* payload, uint32_t len, char** cwd, char*** argv, char*** 
 }
 
 static void RunTask(const char* cwd, char** argv, char** envp) {
+  /* What the tasks before this one used: the reply counts this task's only. */
+  struct rusage before;
+  memset(&before, 0, sizeof before);
+  getrusage(RUSAGE_CHILDREN, &before);
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) {
     Reply("execfail", "pipe failed");
@@ -324,9 +344,14 @@ static void RunTask(const char* cwd, char** argv, char** envp) {
     Reply("execfail", text);
     return;
   }
-  char code[16];
+  struct rusage after;
+  memset(&after, 0, sizeof after);
+  getrusage(RUSAGE_CHILDREN, &after);
+  char code[16], cpu[32];
   snprintf(code, sizeof code, "%d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  Reply("exit", code);
+  const uint64_t used = CpuUsec(&after) >= CpuUsec(&before) ? CpuUsec(&after) - CpuUsec(&before) : 0;
+  snprintf(cpu, sizeof cpu, "%llu", (unsigned long long)used);
+  Reply3("exit", code, cpu);
 }
 
 int main(int argc, char** argv) {

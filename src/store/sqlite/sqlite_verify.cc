@@ -43,7 +43,7 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
                   "message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND job_id = ? AND idx = ?");
     upd.Bind(1, v.vote).Bind(2, v.reason).Bind(3, int64_t{v.failed}).Bind(4, int64_t{v1::FAILED})
         .Bind(5, int64_t{v.failed}).Bind(6, int64_t{v1::VERIFICATION_FAILED}).Bind(7, int64_t{v.failed})
-        .Bind(8, "result rejected by verification: " + v.reason).Bind(9, v.attempt_id).Bind(10, w.job_id)
+        .Bind(8, v.FailedMessage()).Bind(9, v.attempt_id).Bind(10, w.job_id)
         .Bind(11, int64_t{w.index});
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
