@@ -134,8 +134,9 @@ class ManifestParser {
   YAML::Mark MarkFor(std::string path) const;
 
   Result<v1::JobSpec> ParseDocument(const std::string& text);
-  // The document's root map, its mark recorded.
-  Result<Value> LoadRoot(const std::string& text);
+  // The single YAML document of `text` as a map; `example_fields` names a
+  // few of the fields expected, for the error when it is not a map.
+  Result<Value> LoadRoot(const std::string& text, const char* example_fields);
   Result<v1::WorkflowSpec> ParseWorkflowDocument(const std::string& text);
   // A workflow's step: its job's fields plus dependsOn, and inputs that may
   // come from upstream steps ({fromStep, output, path}).
@@ -224,7 +225,7 @@ Result<v1::WorkflowSpec> ManifestParser::ParseWorkflow(const std::string& text) 
   }
 }
 
-Result<Value> ManifestParser::LoadRoot(const std::string& text) {
+Result<Value> ManifestParser::LoadRoot(const std::string& text, const char* example_fields) {
   const YAML::Mark start;
   if (text.size() > kMaxManifestBytes) {
     return Error(start, "manifest is larger than " + FormatBytes(kMaxManifestBytes));
@@ -237,14 +238,15 @@ Result<Value> ManifestParser::LoadRoot(const std::string& text) {
   const YAML::Node& node = documents[0];
   Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
   if (!root.node.IsMap()) {
-    return Error(root.mark, "a manifest must be a map of fields (apiVersion, name, ...), got " + Describe(root.node));
+    return Error(root.mark,
+                 std::string("a manifest must be a map of fields (") + example_fields + "), got " + Describe(root.node));
   }
   marks_[""] = root.mark;
   return root;
 }
 
 Result<v1::WorkflowSpec> ManifestParser::ParseWorkflowDocument(const std::string& text) {
-  IG_ASSIGN_OR_RETURN(Value root, LoadRoot(text));
+  IG_ASSIGN_OR_RETURN(Value root, LoadRoot(text, "apiVersion, kind, name, steps, ..."));
   using P = ManifestParser;
   v1::WorkflowSpec wf;
   const std::vector<FieldRule> rules = {
@@ -309,23 +311,7 @@ std::pair<YAML::Mark, std::string> ManifestParser::Locate(const WorkflowViolatio
 }
 
 Result<v1::JobSpec> ManifestParser::ParseDocument(const std::string& text) {
-  const YAML::Mark start;
-  if (text.size() > kMaxManifestBytes) {
-    return Error(start, "manifest is larger than " + FormatBytes(kMaxManifestBytes));
-  }
-  std::vector<YAML::Node> documents = YAML::LoadAll(text);
-  if (documents.empty()) return Error(start, "manifest is empty");
-  if (documents.size() > 1) {
-    return Error(documents[1].Mark(), "a manifest must hold a single YAML document");
-  }
-  const YAML::Node& node = documents[0];
-  Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
-  if (!root.node.IsMap()) {
-    return Error(root.mark,
-                 "a manifest must be a map of fields (apiVersion, name, image, ...), got " +
-                     Describe(root.node));
-  }
-  marks_[""] = root.mark;
+  IG_ASSIGN_OR_RETURN(Value root, LoadRoot(text, "apiVersion, name, image, ..."));
 
   // Defaults go in first so that a value written in the manifest, even a
   // zero, is what validation sees.

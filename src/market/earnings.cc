@@ -6,6 +6,7 @@
 
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
+#include "ledger/accounts.h"
 
 namespace idlegrid::market {
 
@@ -14,15 +15,6 @@ namespace {
 std::string Money(double credits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", credits);
-  return buf;
-}
-
-std::string MicroMoney(int64_t micros) {
-  char buf[40];
-  const char* sign = micros < 0 ? "-" : "";
-  const uint64_t m = micros < 0 ? static_cast<uint64_t>(-(micros + 1)) + 1 : static_cast<uint64_t>(micros);
-  std::snprintf(buf, sizeof buf, "%s%llu.%06llu", sign, static_cast<unsigned long long>(m / 1'000'000),
-                static_cast<unsigned long long>(m % 1'000'000));
   return buf;
 }
 
@@ -97,8 +89,8 @@ std::string FormatEarnings(const v1::ProviderEarningsResponse& e) {
   out << "provider " << e.provider() << "\n";
   out << "metered work accepted: " << Money(e.metered_credits()) << " credits\n";
   if (e.ledger()) {
-    out << "ledger: " << MicroMoney(e.available_micros()) << " available, " << MicroMoney(e.pending_micros())
-        << " pending release, " << MicroMoney(e.stake_micros()) << " staked\n";
+    out << "ledger: " << ledger::FormatCredits(e.available_micros()) << " available, " << ledger::FormatCredits(e.pending_micros())
+        << " pending release, " << ledger::FormatCredits(e.stake_micros()) << " staked\n";
   } else {
     out << "ledger: not kept by this coordinator (the metered figure is what the work was worth)\n";
   }
