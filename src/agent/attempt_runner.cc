@@ -272,6 +272,7 @@ void AttemptRunner::AttachReceiptStatement(const v1::Assignment& a, const Prepar
   in.gpu_milli = a.spec().resources().gpu_milli();
   if (facts.exit.ok()) {
     in.cpu_usec = facts.exit->cpu_usec;
+    in.paused_ms = facts.exit->paused_ms;
     in.cpu_source = facts.exit->cpu_source;
   }
   in.bytes_in = counted_.bytes_in();

@@ -2,11 +2,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace idlegrid::agent {
 
 v1::Metering MeterAttempt(const MeterInputs& in) {
   v1::Metering m;
-  const uint64_t run_ms = in.finished_ms > in.started_ms ? uint64_t(in.finished_ms - in.started_ms) : 0;
+  const int64_t ran = in.finished_ms - in.started_ms - std::max<int64_t>(in.paused_ms, 0);
+  const uint64_t run_ms = ran > 0 ? uint64_t(ran) : 0;
   m.set_run_ms(run_ms);
   const uint64_t share = in.gpu_milli > 0 && in.gpu_milli < 1000 ? in.gpu_milli : 1000;
   m.set_gpu_millis(run_ms * in.gpus * share / 1000);

@@ -21,9 +21,11 @@ struct MeterInputs {
   std::string cpu_source;      // "" when not measured
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
+  int64_t paused_ms = 0;       // frozen for the owner in between (runtime::ExitInfo)
 };
 
-// run_ms = finished - started (0 if negative); gpu_millis = run_ms x gpus x
+// run_ms = finished - started - paused (0 if negative): the requester does
+// not pay for time the owner froze the job; gpu_millis = run_ms x gpus x
 // share, where a shared GPU (gpu_milli 1..999) counts gpu_milli/1000 of a
 // device, rounded down; cpu_millis rounded down from microseconds.
 v1::Metering MeterAttempt(const MeterInputs& in);

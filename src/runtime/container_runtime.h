@@ -32,6 +32,9 @@ struct ExitInfo {
   // a pilot's task shares its sandbox): then cpu_usec is 0.
   uint64_t cpu_usec = 0;
   std::string cpu_source;
+  // Time its processes spent frozen for the node's owner (Freeze to Thaw):
+  // not run time, so neither metered nor counted against the timeout.
+  int64_t paused_ms = 0;
 };
 
 // What a driver runs a given attempt with, for the attempt's provenance record
@@ -96,8 +99,8 @@ class ContainerRuntime {
 
   // Freezes every process of a container whose Run is in progress (the
   // node's owner needs the machine, agent/pause_policy.h): they use no CPU
-  // and submit no GPU work until Thaw; the Run goes on waiting (its timeout
-  // keeps counting). Idempotent. NotFound when no such container runs now
+  // and submit no GPU work until Thaw; the Run goes on waiting, and the
+  // time frozen does not count against its timeout. Idempotent. NotFound when no such container runs now
   // (not started yet, or ended); FailedPrecondition for a driver that cannot.
   // Kill works on a frozen container. Thread-safe.
   virtual Status Freeze(const std::string& container_name) {

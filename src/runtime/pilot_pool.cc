@@ -300,7 +300,7 @@ void PilotPool::Retire(std::unique_ptr<Pilot> pilot, bool gracefully,
 
 std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image::ImageConfig& image,
                                                const OutputSink& sink, milliseconds timeout,
-                                               const std::function<void()>& on_started, const PilotStop& stop) {
+                                               const std::function<void()>& on_started, const RunControl& stop) {
   // Outputs are moved and inputs linked, never copied.
   for (const Mount& m : spec.mounts) {
     if (!SameFilesystem(m.host_path, hooks_.bundles_dir)) return std::nullopt;
@@ -386,7 +386,8 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     PilotReplyReader reader;
     std::optional<Result<PilotReply>> reply;
     bool ended = false;
-    const Clock::time_point deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    const Clock::time_point task_start = Clock::now();
+    Clock::time_point deadline = stop.Deadline(task_start, timeout);
     milliseconds wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
     while (true) {
       const bool exited = pilot->runc->Pump(
@@ -402,10 +403,11 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
       if (n == 0) reply = Result<PilotReply>(Status::DataLoss("the pilot closed its reply pipe"));
       if (reply) break;
       if (stop.wake_fd >= 0) ResetEventFd(stop.wake_fd);
-      if (stop.requested && stop.requested()) {
+      if (stop.kill_requested && stop.kill_requested()) {
         info.killed = true;
         break;
       }
+      deadline = stop.Deadline(task_start, timeout);  // later while the task was frozen
       if (Clock::now() >= deadline) {
         info.timed_out = true;
         break;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "image/image_config.h"
+#include "runtime/active_runs.h"
 #include "runtime/container_runtime.h"
 
 namespace idlegrid::runtime {
@@ -53,13 +54,6 @@ struct PilotPoolHooks {
   std::function<void(const std::string& name)> destroy;
 };
 
-// Stops a task run through the pool: the eventfd Kill() writes, and whether
-// Kill() asked.
-struct PilotStop {
-  int wake_fd = -1;
-  std::function<bool()> requested;
-};
-
 class PilotPool {
  public:
   PilotPool(PilotPoolHooks hooks, std::chrono::milliseconds linger);
@@ -73,7 +67,7 @@ class PilotPool {
   // ExitInfo as RuncRuntime::Run gives it, or an error.
   std::optional<Result<ExitInfo>> Run(const RunSpec& spec, const image::ImageConfig& image, const OutputSink& sink,
                                       std::chrono::milliseconds timeout, const std::function<void()>& on_started,
-                                      const PilotStop& stop);
+                                      const RunControl& stop);
 
   // Names of the pilots this pool runs (ListContainers must not report them
   // as leftovers).

@@ -154,10 +154,13 @@ class PodmanRuntime final : public ContainerRuntime {
   // cgroup freezer the agent's user may not have.
   Status Freeze(const std::string& container_name) override {
     IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
-    return StopTree(init).WithContext("freezing " + container_name);
+    IG_RETURN_IF_ERROR(StopTree(init).WithContext("freezing " + container_name));
+    active_runs_.MarkFrozen(container_name, true);
+    return Status::Ok();
   }
   Status Thaw(const std::string& container_name) override {
     IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+    active_runs_.MarkFrozen(container_name, false);
     return ContinueTree(init).WithContext("thawing " + container_name);
   }
   std::vector<int> HostPids(const std::string& container_name) override {
@@ -223,9 +226,8 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   };
 
   ExitInfo info;
-  const Supervised run = Supervise(
-      child, active->wake_fd(), timeout, tee, [&] { return active->kill_requested(); }, [&] { SendKill(name); },
-      {kKillRetryInterval, kForceKillAfter});
+  const Supervised run =
+      Supervise(child, active->Control(), timeout, tee, [&] { SendKill(name); }, {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   if (run.stopping()) {
@@ -233,6 +235,7 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
     // Should this fail too, the agent's orphan sweep removes the container.
     (void)RunCommand({podman_, "rm", "-f", "-i", "-t", "0", "--", name}, kCommandTimeout);
   }
+  info.paused_ms = active->paused_for().count();
   return DecodeExit(child.wait_status(), run.stopping(), stderr_tail, info);
 }
 

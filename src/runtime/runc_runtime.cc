@@ -298,8 +298,11 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   };
   if (pilots_ && PilotEligible(spec).ok()) {
     std::optional<Result<ExitInfo>> piloted = pilots_->Run(
-        spec, config, sink, timeout, started_once, PilotStop{active->wake_fd(), [&] { return active->kill_requested(); }});
-    if (piloted) return *piloted;
+        spec, config, sink, timeout, started_once, active->Control());
+    if (piloted) {
+      if (piloted->ok()) (*piloted)->paused_ms = active->paused_for().count();
+      return *piloted;
+    }
   }
 
   IG_ASSIGN_OR_RETURN(std::string bundle, WriteBundle(spec, config));
@@ -314,9 +317,8 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   };
 
   ExitInfo info;
-  const Supervised run = Supervise(
-      child, active->wake_fd(), timeout, forward, [&] { return active->kill_requested(); }, [&] { SendKill(name); },
-      {kKillRetryInterval, kForceKillAfter});
+  const Supervised run =
+      Supervise(child, active->Control(), timeout, forward, [&] { SendKill(name); }, {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   // runc run waits for the container's init, which reaps the job's processes.
@@ -330,6 +332,7 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
     // Should it fail, the agent's orphan sweep finds the container and retries.
     if (Status st = ForceDelete(name); !st.ok()) spdlog::warn("{}", st.message());
   }
+  info.paused_ms = active->paused_for().count();
   return DecodeExit(child.wait_status(), run.stopping(), runc_errors, info);
 }
 
@@ -361,11 +364,14 @@ Result<int> RuncRuntime::InitPid(const std::string& container_name) {
 // are delegated to the agent's user (process_freeze.h).
 Status RuncRuntime::Freeze(const std::string& container_name) {
   IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
-  return StopTree(init).WithContext("freezing " + container_name);
+  IG_RETURN_IF_ERROR(StopTree(init).WithContext("freezing " + container_name));
+  active_runs_.MarkFrozen(container_name, true);
+  return Status::Ok();
 }
 
 Status RuncRuntime::Thaw(const std::string& container_name) {
   IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+  active_runs_.MarkFrozen(container_name, false);
   return ContinueTree(init).WithContext("thawing " + container_name);
 }
 

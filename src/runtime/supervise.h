@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 
+#include "runtime/active_runs.h"
 #include "runtime/subprocess.h"
 
 namespace idlegrid::runtime {
@@ -23,12 +24,12 @@ struct Supervised {
   bool stopping() const { return killed || timed_out; }
 };
 
-// Pumps `child` (output to `sink`) until it exits. `wake_fd` is the eventfd
-// a Kill() writes; it is reset here. Once `kill_requested()` is true or
-// `timeout` (<= 0: none) has passed, calls `send_kill()` every
-// `timing.retry` and SIGKILLs `child` after `timing.force_after`.
-Supervised Supervise(Subprocess& child, int wake_fd, std::chrono::milliseconds timeout, const StreamSink& sink,
-                     const std::function<bool()>& kill_requested, const std::function<void()>& send_kill,
-                     StopTiming timing = {});
+// Pumps `child` (output to `sink`) until it exits. `control.wake_fd` is the
+// eventfd a Kill() writes; it is reset here. Once `control.kill_requested()`
+// is true or `timeout` (<= 0: none) has passed, time spent frozen not
+// counted, calls `send_kill()` every `timing.retry` and SIGKILLs `child`
+// after `timing.force_after`.
+Supervised Supervise(Subprocess& child, const RunControl& control, std::chrono::milliseconds timeout,
+                     const StreamSink& sink, const std::function<void()>& send_kill, StopTiming timing = {});
 
 }  // namespace idlegrid::runtime

@@ -24,6 +24,9 @@ TEST(MeterAttempt, RunTimeGpuTimeCpuTimeAndBytes) {
       {"a third, rounded down", {0, 10, 1, 333, 0, "", 0, 0}, 10, 3, 0},
       {"clock went backwards", {5000, 4000, 1, 0, 0, "", 0, 0}, 0, 0, 0},
       {"never started", {0, 0, 1, 0, 0, "", 0, 0}, 0, 0, 0},
+      // The owner froze it for 20 s of the 30: the requester pays for 10.
+      {"frozen by the owner", {0, 30000, 1, 0, 0, "", 0, 0, 20000}, 10000, 10000, 0},
+      {"frozen longer than measured", {0, 3000, 1, 0, 0, "", 0, 0, 5000}, 0, 0, 0},
   };
   for (const Case& c : cases) {
     const v1::Metering m = MeterAttempt(c.in);

@@ -70,5 +70,31 @@ void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& 
   EXPECT_FALSE(Listed(runtime, spec.container_name));
 }
 
+void ExpectFrozenTimeIsNotRunTime(ContainerRuntime* runtime, const RunSpec& spec) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  using std::chrono::steady_clock;
+  Outcome o;
+  std::thread runner([&] { o = MustRun(runtime, spec, seconds(6)); });
+  // Polled (bounded): Freeze says NotFound until the container exists.
+  Status frozen = Status::NotFound("not tried");
+  for (auto until = steady_clock::now() + seconds(20); steady_clock::now() < until;) {
+    frozen = runtime->Freeze(spec.container_name);
+    if (frozen.code() != Code::kNotFound) break;
+  }
+  if (!frozen.ok()) {
+    ADD_FAILURE() << "never frozen: " << frozen.message();
+    runner.join();
+    return;
+  }
+  // The freeze itself is what is under test: longer than the whole timeout.
+  std::this_thread::sleep_for(seconds(7));
+  EXPECT_TRUE(runtime->Thaw(spec.container_name).ok());
+  runner.join();
+  EXPECT_FALSE(o.exit.timed_out) << "the freeze counted against the timeout";
+  EXPECT_EQ(o.exit.exit_code, 0) << o.err;
+  EXPECT_GE(o.exit.paused_ms, 6900);
+  EXPECT_LT(o.exit.paused_ms, 20'000);
+}
 
 }  // namespace idlegrid::runtime

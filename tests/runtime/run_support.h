@@ -36,6 +36,10 @@ void ExpectTimeoutStopsAndRemoves(ContainerRuntime* runtime, const RunSpec& spec
 // Kill() from another thread once the container is listed: the run ends as
 // killed within 10 s, nothing is left listed, and a second Kill is fine.
 void ExpectKillFromAnotherThreadStops(ContainerRuntime* runtime, const RunSpec& spec);
+// `spec` sleeps 3 s under a 6 s timeout and is frozen (Freeze) for 7 s as
+// soon as it runs: it finishes with exit 0, not timed out, its paused_ms
+// covering the freeze, because time frozen for the owner is no run time.
+void ExpectFrozenTimeIsNotRunTime(ContainerRuntime* runtime, const RunSpec& spec);
 
 using testing::ProbeReport;  // the sandbox probe's report
 

@@ -222,6 +222,10 @@ TEST_F(RuncRuntimeTest, TimeoutKillsTheContainer) {
   ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"}));
 }
 
+TEST_F(RuncRuntimeTest, FrozenTimeIsNotRunTime) {
+  ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"}));
+}
+
 TEST_F(RuncRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {
   ExpectKillFromAnotherThreadStops(runtime_, Spec({"sleep", "60"}));
 }

@@ -631,6 +631,10 @@ TEST_F(PodmanRuntimeTest, TimeoutKillsTheContainer) {
   ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"}));
 }
 
+TEST_F(PodmanRuntimeTest, FrozenTimeIsNotRunTime) {
+  ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"}));
+}
+
 TEST_F(PodmanRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {
   ExpectKillFromAnotherThreadStops(runtime_, Spec({"sleep", "60"}));
 }
