@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
                 "adaptive: verified results in a row before a provider's results are only audited")
       ->capture_default_str();
   c->add_option("--verification-audit-floor", coord.options.verification.audit_floor,
-                "adaptive: the least share of a trusted provider's results still replicated")
+                "adaptive: the least share of a trusted provider's results still replicated; "
+                "challenge: the share replicated to add known answers")
       ->capture_default_str();
   c->add_option("--verification-dispute-margin", coord.options.verification.dispute_margin,
                 "how far a split's winning group must lead the others (1: a plain majority)")

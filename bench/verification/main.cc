@@ -140,6 +140,15 @@ int main(int argc, char** argv) {
          c->policy.audit_floor = 0;
          c->whitewash = false;
        }},
+
+      // Challenge mode as it was: nothing replicated once the job had one
+      // known answer (kept last: section 3 picks strategies by index).
+      {"challenge, no known-answer supply",
+       [](SimConfig* c) {
+         c->mode = verify::Mode::kChallenge;
+         c->known_answer_rate = c->policy.challenge_rate;
+         c->policy.audit_floor = 0;
+       }},
   };
   std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
               "at half time; %llu tasks, seeds %llu..%llu\n",

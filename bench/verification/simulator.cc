@@ -429,9 +429,8 @@ void Simulation::NewTask(uint64_t task) {
     if (choice.trusted) Trusted(p);
   }
   if (c_.mode == verify::Mode::kChallenge) {
-    // verify::DecideTask's challenge rule: replicated until the job has a
-    // known answer, and while the provider is on probation.
-    replicate = known_.empty() || p.on_probation;
+    // verify::DecideTask's challenge rule (the real one).
+    replicate = verify::ReplicateUnderChallenge(!known_.empty(), p.on_probation, c_.policy.audit_floor, Draw());
     if (!replicate) Trusted(p);
   }
   Vote v{*first, "t" + std::to_string(task) + "-" + std::to_string(++attempts_), ""};

@@ -169,6 +169,8 @@ Result<VerificationSpec> Resolve(const v1::Verification& v, const VerificationPo
   }
   if (spec.mode == Mode::kChallenge) {
     spec.challenge_rate = v.challenge_rate() != 0 ? v.challenge_rate() : policy.challenge_rate;
+    // The share of results replicated to supply known answers (challenge.h).
+    spec.audit_floor = policy.audit_floor;
   }
   spec.compare.outputs.assign(v.outputs().begin(), v.outputs().end());
   for (const v1::ToleranceRule& t : v.tolerances()) {

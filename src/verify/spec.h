@@ -49,7 +49,9 @@ struct VerificationSpec {
   uint32_t margin = 1;        // how far a split's winner must lead (quorum.h)
   CompareSpec compare;
   uint32_t trust_threshold = 0;  // adaptive
-  double audit_floor = 0;        // adaptive
+  // adaptive: the least share of a trusted provider's results replicated;
+  // challenge: the share of results replicated to add known answers.
+  double audit_floor = 0;
   double challenge_rate = 0;     // challenge
 };
 

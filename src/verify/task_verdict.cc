@@ -96,7 +96,8 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
   }
 
   // Challenge: a job with a known answer takes results on their run's word.
-  if (in.spec.mode == Mode::kChallenge && in.known_answer && !in.provider_on_probation && voters.size() == 1) {
+  if (in.spec.mode == Mode::kChallenge && voters.size() == 1 &&
+      !ReplicateUnderChallenge(in.known_answer, in.provider_on_probation, in.spec.audit_floor, in.draw)) {
     out.outcome = TaskOutcome::kAccept;
     out.line = "accepted unverified: its provider is checked with known-answer tasks";
     out.votes.push_back({voters[0]->attempt_id, "unverified", "", false});

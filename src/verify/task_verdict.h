@@ -41,8 +41,8 @@ struct TaskVerdictInput {
   VerificationSpec spec;
   std::vector<RunRecord> runs;  // every attempt of the task, oldest first
   // Adaptive: the consecutive verified results of the provider of the only
-  // result so far (for this image), and a uniform draw in [0, 1) from the
-  // coordinator's random source.
+  // result so far (for this image). Adaptive and challenge: a uniform draw
+  // in [0, 1) from the coordinator's random source.
   uint32_t consecutive_valid = 0;
   double draw = 0;
   // Challenge: another task of the job already has a result accepted by a

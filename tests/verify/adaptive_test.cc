@@ -65,6 +65,15 @@ TEST(Challenge, ShouldChallengeTable) {
   EXPECT_TRUE(ShouldChallenge(1, 0.999));
 }
 
+TEST(Challenge, ReplicateUnderChallengeTable) {
+  // known answer, probation, supply rate, draw -> replicate
+  EXPECT_TRUE(ReplicateUnderChallenge(false, false, 0, 0.99));   // the job's first known answer
+  EXPECT_TRUE(ReplicateUnderChallenge(true, true, 0, 0.99));     // on probation
+  EXPECT_TRUE(ReplicateUnderChallenge(true, false, 0.1, 0.099)); // supply
+  EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0.1, 0.1));
+  EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0, 0));      // no supply: on its word
+}
+
 TEST(Challenge, JudgeTable) {
   CompareSpec compare;
   compare.outputs = {"answer"};

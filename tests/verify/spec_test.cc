@@ -134,6 +134,7 @@ TEST(VerificationSpec, ResolveFillsPolicyDefaults) {
   auto challenge = Resolve(With([](auto* v) { v->set_mode("challenge"); }), policy);
   ASSERT_TRUE(challenge.ok());
   EXPECT_DOUBLE_EQ(challenge->challenge_rate, policy.challenge_rate);
+  EXPECT_DOUBLE_EQ(challenge->audit_floor, policy.audit_floor) << "the known-answer supply";
   EXPECT_EQ(challenge->replicas, 1u);
 
   auto none = Resolve(With([](auto* v) { v->set_mode("none"); }), policy);

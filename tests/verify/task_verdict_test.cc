@@ -158,6 +158,19 @@ TEST(TaskVerdict, ChallengeTakesAResultOnItsWordOnceAKnownAnswerExists) {
   EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
 }
 
+TEST(TaskVerdict, ChallengeStillReplicatesASupplyShareToAddKnownAnswers) {
+  VerificationSpec spec = Challenge();
+  spec.audit_floor = 0.12;
+  TaskVerdictInput in{spec, {Rec("a1", "alice", "sha256:x")}};
+  in.known_answer = true;
+  in.draw = 0.11;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "under the supply rate: a new known answer";
+  in.draw = 0.12;
+  TaskVerdict v = DecideTask(in);
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
+  EXPECT_EQ(v.votes[0].vote, "unverified");
+}
+
 TEST(TaskVerdict, AKnownAnswerCheckPassesOrConvictsAndTheKnownAnswerStands) {
   for (const VerificationSpec& spec : {Challenge(), Replicate()}) {
     TaskVerdictInput in{spec, {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
