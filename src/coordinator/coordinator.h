@@ -420,6 +420,9 @@ class Coordinator {
   static constexpr int64_t kAccountTermsRefreshMs = 2000;
   // registry_image.cc: checks `ref` (a registry reference, spec's image)
   // against options_.registries, resolves it and rewrites `spec` pinned.
+  // A workflow step's spec with a registry tag pinned to its digest now
+  // (workflows.cc); unchanged otherwise, or when it cannot be resolved.
+  v1::JobSpec PinStepImage(v1::JobSpec spec);
   Status PinRegistryImage(const manifest::ImageRef& ref, v1::JobSpec* spec);
   // Whether `account` may name the artifact in a job: its own upload or
   // job's, a public one, or anything for the operator.

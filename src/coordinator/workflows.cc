@@ -71,6 +71,20 @@ Result<v1::Workflow> Coordinator::CancelWorkflow(const std::string& workflow_id)
   return GetWorkflow(workflow_id);
 }
 
+v1::JobSpec Coordinator::PinStepImage(v1::JobSpec spec) {
+  // A registry image named by tag is keyed by the digest the tag names now,
+  // so that a moved tag reruns the step, and the step's job runs that
+  // digest. When it cannot be resolved, the tag goes on to the submit, which
+  // refuses it (or tries again later) with the reason.
+  Result<manifest::ImageRef> ref = manifest::ParseImageRef(spec.image());
+  if (!ref.ok() || !ref->from_registry() || !ref->digest.empty()) return spec;
+  v1::JobSpec pinned = spec;
+  if (Status st = PinRegistryImage(*ref, &pinned); !st.ok()) return spec;
+  // The submit pins it again, by digest; the tag's record is not kept.
+  pinned.clear_registry_image();
+  return pinned;
+}
+
 Status Coordinator::SubmitStep(const v1::Workflow& wf, const std::string& step, const std::string& job_id,
                                const v1::JobSpec& spec) {
   Result<PreparedJob> prepared = PrepareJob(spec, wf.account());
@@ -121,10 +135,12 @@ Status Coordinator::AdvanceWorkflow(const std::string& workflow_id) {
     for (const workflow::StepToSubmit& next : plan.submit) {
       v1::WorkflowStep claim;
       claim.set_name(next.name);
-      claim.set_cache_key(next.cache_key);
       std::string job_id = next.job_id;
+      const v1::JobSpec spec = PinStepImage(next.spec);
+      const std::string cache_key = spec.image() == next.spec.image() ? next.cache_key : workflow::CacheKey(spec);
+      claim.set_cache_key(cache_key);
       if (job_id.empty()) {
-        IG_ASSIGN_OR_RETURN(std::optional<std::string> earlier, store_->CachedStepJob(wf.account(), next.cache_key));
+        IG_ASSIGN_OR_RETURN(std::optional<std::string> earlier, store_->CachedStepJob(wf.account(), cache_key));
         Result<v1::Job> reused = earlier ? store_->GetJob(*earlier) : Result<v1::Job>(Status::NotFound(""));
         if (reused.ok() && reused->state() == v1::SUCCEEDED) {
           claim.set_job_id(*earlier);
@@ -142,7 +158,7 @@ Status Coordinator::AdvanceWorkflow(const std::string& workflow_id) {
         if (held != claim.job_id()) continue;  // another pass claimed it first; it submits
         job_id = held;
       }
-      if (Status st = SubmitStep(wf, next.name, job_id, next.spec); !st.ok()) {
+      if (Status st = SubmitStep(wf, next.name, job_id, spec); !st.ok()) {
         spdlog::warn("workflow {}: step {}: {} (tried again later)", workflow_id, next.name, st.ToString());
         continue;
       }

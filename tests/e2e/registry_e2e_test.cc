@@ -272,5 +272,57 @@ TEST_F(RegistryE2E, ADigestNotInTheRegistryFailsWithItsReasonAndLosesNothing) {
   EXPECT_EQ(job.tasks(0).attempts(0).node_id(), grid_->node_ids[0]);
 }
 
+// docs/workflows.md, "Resumption": a step whose image is a registry tag is
+// cached by the digest the tag names when the step is ready, not by the tag:
+// resubmitted unchanged it is reused; once the tag has moved it runs again,
+// pinned to the new digest.
+TEST_F(RegistryE2E, AWorkflowStepNamedByTagIsCachedByTheDigestTheTagNames) {
+  StartCoordinator({"--allow-registry-tags"});
+  StartAgent(1, AllowThisRegistry());
+  const std::string by_tag = Host() + "/igtest/prog:v1";
+  const std::string wf_yaml = grid_->WriteFile(
+      "wf.yaml", "apiVersion: idlegrid/v1\nkind: Workflow\nname: tagged\nsteps:\n  - name: only\n    image: " +
+                     by_tag +
+                     "\n    command: [\"/sim\"]\n    args: [write, tagged]\n"
+                     "    resources: {cpu: 1, memory: 256Mi, pids: 64}\n");
+  auto step_of = [&](int want_exit) {
+    auto r = grid_->Cli({"submit", wf_yaml, "--wait", "--json"});
+    EXPECT_EQ(r.exit_code, want_exit) << r.out << r.err;
+    v1::Workflow wf;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &wf).ok()) << r.out;
+    return wf.steps_size() == 1 ? wf.steps(0) : v1::WorkflowStep();
+  };
+  const v1::WorkflowStep first = step_of(0);
+  ASSERT_FALSE(first.job_id().empty());
+  EXPECT_FALSE(first.cached());
+  EXPECT_EQ(StatusJson(first.job_id()).spec().image(), ByDigest());
+
+  const v1::WorkflowStep again = step_of(0);
+  EXPECT_TRUE(again.cached());
+  EXPECT_EQ(again.job_id(), first.job_id());
+  EXPECT_EQ(again.cache_key(), first.cache_key());
+
+  // The tag moves to another build of the same program (one more file).
+  const std::string sim = grid_->root + "/sim-rebuilt";
+  auto cc = runtime::RunCommand(
+      {"gcc", "-static", "-O2", "-o", sim, std::string(IDLEGRID_SOURCE_DIR) + "/tests/e2e/testprog.c"},
+      std::chrono::seconds(120));
+  ASSERT_TRUE(cc.ok() && cc->exit_code == 0) << (cc.ok() ? cc->stderr_text : cc.status().ToString());
+  auto program = ReadFile(sim);
+  ASSERT_TRUE(program.ok());
+  auto rebuilt = image::BuildOciArchive({{"/sim", *program, 0755}, {"/rebuilt", "yes\n", 0644}}, {"/sim"},
+                                        "igtest/prog:v2", grid_->root + "/rebuilt.tar");
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  auto moved = registry_->Push(rebuilt->archive_path, "igtest/prog:v1");
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_NE(*moved, digest_);
+  const v1::WorkflowStep rerun = step_of(0);
+  EXPECT_FALSE(rerun.cached());
+  EXPECT_NE(rerun.cache_key(), first.cache_key());
+  ASSERT_FALSE(rerun.job_id().empty());
+  EXPECT_NE(rerun.job_id(), first.job_id());
+  EXPECT_EQ(StatusJson(rerun.job_id()).spec().image(), Host() + "/igtest/prog@" + *moved);
+}
+
 }  // namespace
 }  // namespace idlegrid::testing
