@@ -34,6 +34,9 @@ inline constexpr char kUndoV15[] =
 // Takes a database back from schema v16 (workflows) to v15.
 inline constexpr char kUndoV16[] = "DROP TABLE workflow_steps; DROP TABLE workflows";
 
+// Takes a database back from schema v17 (a user's retry is a fresh budget) to v16.
+inline constexpr char kUndoV17[] = "ALTER TABLE tasks DROP COLUMN retry_base";
+
 inline v1::JobSpec Spec(const SpecOptions& o = {}) {
   v1::JobSpec s;
   s.set_api_version("idlegrid/v1");

@@ -134,6 +134,31 @@ TEST_P(TaskSelectStoreTest, RetryFailedRequeuesThemAndKeepsTheirAttempts) {
   EXPECT_EQ(again->tasks(3).state(), v1::QUEUED);
 }
 
+// A user's retry is a fresh retry budget (schema v17, tasks.retry_base):
+// the attempts before it stay in the history but no longer count.
+TEST_P(TaskSelectStoreTest, RetryGivesTheTaskAFreshRetryBudget) {
+  CreateJob("j", {.retries = 1});
+  Assign("j", 0, "att-a", "n1", 1000);
+  ReportOk("n1", Report("att-a", v1::EXITED, 3), 1100);  // 1 of 1 retries: queued again
+  ASSERT_EQ(TaskOf("j", 0).state(), v1::QUEUED);
+  Assign("j", 0, "att-b", "n1", 2000);
+  ReportOk("n1", Report("att-b", v1::EXITED, 3), 2100);  // budget spent: FAILED
+  ASSERT_EQ(TaskOf("j", 0).state(), v1::FAILED);
+
+  jobs::RetrySelection retry;
+  retry.failed = true;
+  ASSERT_TRUE(store_->RetryTasks("j", retry, 3000).ok());
+  Assign("j", 0, "att-c", "n1", 4000);
+  ReportOk("n1", Report("att-c", v1::EXITED, 3), 4100);
+  v1::Task t = TaskOf("j", 0);
+  EXPECT_EQ(t.state(), v1::QUEUED) << "the retry's first failure has its one retry again";
+  EXPECT_EQ(t.attempts_size(), 3);
+  Assign("j", 0, "att-d", "n1", 5000);
+  ReportOk("n1", Report("att-d", v1::EXITED, 3), 5100);
+  EXPECT_EQ(TaskOf("j", 0).state(), v1::FAILED) << "and then it is spent";
+  EXPECT_EQ(TaskOf("j", 0).attempts_size(), 4);
+}
+
 TEST_P(TaskSelectStoreTest, RetryRefusesUnfinishedOrSucceededTasksAndChangesNothing) {
   CreateJob("j", {.array_count = 3});
   Assign("j", 0, "att-0", "n1");

@@ -10,6 +10,7 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "store/postgres/pg_codec.h"
+#include "store/retry_budget_sql.h"
 #include "store/postgres/postgres_store.h"
 
 namespace idlegrid::store {
@@ -35,11 +36,10 @@ Result<jobs::AttemptContext> ReadContext(const Rows& q, int row, int col) {
   return ctx;
 }
 
-// attempts_used leaves out rejections: a node's refusal never consumes a retry.
+// attempts_used leaves out rejections: a node's refusal never consumes a retry;
+// nor do the attempts before a user's retry (tasks.retry_base).
 // $1 is the list of jobs::kNoFaultReasons (NoFaultReasons()).
-constexpr char kAttemptsUsed[] =
-    "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx "
-    "AND x.vote = '' AND x.reason <> ALL($1::integer[]))";
+const std::string kAttemptsUsed = "(" + CountedAttemptsSql("a.job_id", "a.idx", kPgNotNoFault) + " - t.retry_base)";
 
 Params NoFaultReasons() {
   Params p;

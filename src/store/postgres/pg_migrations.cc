@@ -181,6 +181,11 @@ const std::vector<const char*>& Migrations() {
         PRIMARY KEY(workflow_id, name));
       CREATE INDEX workflow_steps_by_cache_key ON workflow_steps(cache_key);
       )sql",
+      // v17: a user's retry gives a task a fresh retry budget: the attempts
+      // it had used by then no longer count (jobs/task_select.h).
+      R"sql(
+      ALTER TABLE tasks ADD COLUMN retry_base BIGINT NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

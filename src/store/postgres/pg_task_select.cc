@@ -4,6 +4,7 @@
 #include "jobs/task_select.h"
 #include "store/postgres/pg_codec.h"
 #include "store/postgres/postgres_store.h"
+#include "store/retry_budget_sql.h"
 
 namespace idlegrid::store {
 
@@ -66,9 +67,14 @@ Result<v1::Job> PostgresStore::RetryTasks(const std::string& job_id, const jobs:
     for (const jobs::IndexedWrite& w : plan) {
       IG_RETURN_IF_ERROR(WriteTask(c, job_id, w.index, w.write));
       if (!w.fresh_start) continue;
-      IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = '', not_before_ms = 0 WHERE job_id = $1 AND idx = $2",
-                                Params().Text(job_id).Int(w.index))
-                             .status());
+      // A fresh retry budget: what counts as used from now on is what comes
+      // after the attempts that count now (kAttemptsUsed).
+      Params p;
+      p.IntArray(std::vector<int64_t>(std::begin(jobs::kNoFaultReasons), std::end(jobs::kNoFaultReasons)));
+      static const std::string kFresh = "UPDATE tasks SET excluded = '', not_before_ms = 0, retry_base = " +
+                                        CountedAttemptsSql("$2", "$3", kPgNotNoFault) +
+                                        " WHERE job_id = $2 AND idx = $3";
+      IG_RETURN_IF_ERROR(c.Exec(kFresh.c_str(), p.Text(job_id).Int(w.index)).status());
     }
     return Status::Ok();
   }));

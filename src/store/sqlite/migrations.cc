@@ -245,6 +245,11 @@ const std::vector<Migration>& Migrations() {
         PRIMARY KEY(workflow_id, name));
       CREATE INDEX workflow_steps_by_cache_key ON workflow_steps(cache_key);
       )sql",
+      // v17: a user's retry gives a task a fresh retry budget: the attempts
+      // it had used by then no longer count (jobs/task_select.h).
+      R"sql(
+      ALTER TABLE tasks ADD COLUMN retry_base INTEGER NOT NULL DEFAULT 0;
+      )sql",
   };
   return kMigrations;
 }

@@ -13,6 +13,7 @@
 #include "jobs/task_write.h"
 #include "store/capacity_guard.h"
 #include "store/codec.h"
+#include "store/retry_budget_sql.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace idlegrid::store {
@@ -31,8 +32,7 @@ std::string Placeholders(size_t n) {
 // (BindNoFaultReasons).
 const std::string& AttemptsUsedColumn() {
   static const std::string kColumn =
-      "(SELECT COUNT(*) FROM attempts x WHERE x.job_id = a.job_id AND x.idx = a.idx AND x.vote = '' AND x.reason NOT IN (" +
-      Placeholders(std::size(jobs::kNoFaultReasons)) + "))";
+      "(" + CountedAttemptsSql("a.job_id", "a.idx", SqliteNotNoFault()) + " - t.retry_base)";
   return kColumn;
 }
 

@@ -1,6 +1,7 @@
 // A user's cancel of some tasks and retry of finished ones, in SQLite: read
 // the job's task rows, ask jobs/task_select.h for the plan, write it.
 #include "jobs/task_select.h"
+#include "store/retry_budget_sql.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace idlegrid::store {
@@ -69,8 +70,15 @@ Result<v1::Job> SqliteStore::RetryTasks(const std::string& job_id, const jobs::R
     for (const jobs::IndexedWrite& w : plan) {
       IG_RETURN_IF_ERROR(WriteTaskLocked(job_id, w.index, w.write));
       if (!w.fresh_start) continue;
-      Stmt fresh(db_, "UPDATE tasks SET excluded = '', not_before_ms = 0 WHERE job_id = ? AND idx = ?");
-      fresh.Bind(1, job_id).Bind(2, int64_t{w.index});
+      // A fresh retry budget: what counts as used from now on is what comes
+      // after the attempts that count now (AttemptsUsedColumn).
+      static const std::string kFresh = "UPDATE tasks SET excluded = '', not_before_ms = 0, retry_base = " +
+                                        CountedAttemptsSql("tasks.job_id", "tasks.idx", SqliteNotNoFault()) +
+                                        " WHERE job_id = ? AND idx = ?";
+      Stmt fresh(db_, kFresh.c_str());
+      int next = 1;
+      for (auto reason : jobs::kNoFaultReasons) fresh.Bind(next++, int64_t{reason});
+      fresh.Bind(next, job_id).Bind(next + 1, int64_t{w.index});
       fresh.Step();
       IG_RETURN_IF_ERROR(fresh.status());
     }
