@@ -18,9 +18,10 @@ __path__ = extend_path(__path__, __name__)
 from .config import ClientConfig, resolve_config  # noqa: E402
 from .errors import *  # noqa: E402,F401,F403
 from .errors import IdlegridError  # noqa: E402
-from .grid import Grid, connect, parse_manifest  # noqa: E402
+from .grid import Grid, connect, parse_manifest, parse_workflow_manifest  # noqa: E402
 from .job import Explanation, Job, JobStatus, LogChunk  # noqa: E402
 from .results import TaskResult  # noqa: E402
 from .spec import GiB, KiB, MiB, item_values, map_spec  # noqa: E402
+from .workflow import Workflow, WorkflowStatus  # noqa: E402
 
 __version__ = "0.1.0"

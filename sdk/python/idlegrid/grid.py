@@ -1,6 +1,7 @@
 """The connection to a coordinator's RequesterService over TLS, pinned to
 the coordinator's own CA, authenticated by an API token."""
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from .config import resolve_config
 from .errors import ConfigError, InvalidArgument, from_rpc_error
 from .job import Job
 from .spec import map_spec, spec_from
+from .workflow import Workflow
 
 # The coordinator's certificate names this host, whatever address it is
 # reached at (the CLI does the same: src/cli/client.cc).
@@ -80,11 +82,32 @@ class Grid:
         return Job(self, response.job.id)
 
     def submit_manifest(self, path, idlegrid_bin=None):
-        """Submits a YAML job manifest (docs/manifest.md). It is parsed by
-        the one manifest parser there is, the CLI's (`idlegrid validate FILE
-        --json`, from $IDLEGRID_BIN or PATH), so errors carry its
-        file:line:col; the spec it prints is submitted here."""
-        return self.submit(parse_manifest(path, idlegrid_bin))
+        """Submits a YAML manifest: a job (docs/manifest.md; returns the Job)
+        or a `kind: Workflow` (docs/workflows.md; returns the Workflow). It
+        is parsed by the one manifest parser there is, the CLI's (`idlegrid
+        validate FILE --json`, from $IDLEGRID_BIN or PATH), so errors carry
+        its file:line:col; the spec it prints is submitted here."""
+        spec = _parse(path, idlegrid_bin)
+        if isinstance(spec, pb.WorkflowSpec):
+            return self.submit_workflow(spec)
+        return self.submit(spec)
+
+    def submit_workflow(self, spec):
+        """Submits a WorkflowSpec (or a workflow manifest's path); returns
+        the Workflow. Steps whose cache key matches an earlier succeeded run
+        of this account are reused, not run (docs/workflows.md)."""
+        if not isinstance(spec, pb.WorkflowSpec):
+            spec = parse_workflow_manifest(spec)
+        response = self.call("SubmitWorkflow", pb.SubmitWorkflowRequest(spec=spec))
+        return Workflow(self, response.id)
+
+    def workflow(self, workflow_id):
+        """A handle on an existing workflow ("w-..."; nothing is checked until used)."""
+        return Workflow(self, workflow_id)
+
+    def workflows(self):
+        """The workflows this token may see, as handles."""
+        return [Workflow(self, w.id) for w in self.call("ListWorkflows", pb.ListWorkflowsRequest()).workflows]
 
     def job(self, job_id):
         """A handle on an existing job (nothing is checked until used)."""
@@ -152,14 +175,33 @@ class Grid:
 def parse_manifest(path, idlegrid_bin=None):
     """The JobSpec of a manifest file, as `idlegrid validate --json` parses it.
     InvalidArgument with the parser's file:line:col message when it is wrong."""
+    spec = _parse(path, idlegrid_bin)
+    if not isinstance(spec, pb.JobSpec):
+        raise InvalidArgument(f"{path} is a workflow (kind: Workflow), not a job: use submit_workflow")
+    return spec
+
+
+def parse_workflow_manifest(path, idlegrid_bin=None):
+    """The WorkflowSpec of a `kind: Workflow` manifest file, as `idlegrid
+    validate --json` parses it (graph errors name the line and the field)."""
+    spec = _parse(path, idlegrid_bin)
+    if not isinstance(spec, pb.WorkflowSpec):
+        raise InvalidArgument(f"{path} is a job manifest, not a workflow (it has no kind: Workflow)")
+    return spec
+
+
+def _parse(path, idlegrid_bin):
+    """A JobSpec or WorkflowSpec: whichever the CLI's parser printed."""
     binary = idlegrid_bin or os.environ.get("IDLEGRID_BIN") or shutil.which("idlegrid")
     if not binary:
-        raise ConfigError("submit_manifest needs the idlegrid CLI (its manifest parser): "
+        raise ConfigError("submitting a manifest needs the idlegrid CLI (its manifest parser): "
                           "put it on PATH or set IDLEGRID_BIN")
     run = subprocess.run([binary, "validate", str(path), "--json"], capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise InvalidArgument(run.stderr.strip().removeprefix("error: ") or f"{binary} validate failed")
-    return json_format.Parse(run.stdout, pb.JobSpec())
+    parsed = json.loads(run.stdout)
+    kind = pb.WorkflowSpec if "steps" in parsed else pb.JobSpec
+    return json_format.ParseDict(parsed, kind())
 
 
 def _sha256_file(path):
@@ -170,4 +212,4 @@ def _sha256_file(path):
     return h.hexdigest()
 
 
-__all__ = ["Grid", "connect", "parse_manifest"]
+__all__ = ["Grid", "connect", "parse_manifest", "parse_workflow_manifest"]

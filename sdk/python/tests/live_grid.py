@@ -136,6 +136,40 @@ class LiveGridTest(unittest.TestCase):
         with self.assertRaises(idlegrid.TaskFailed):
             results[0].read_text("result.txt")
 
+    def workflow_manifest(self, d, samples_b, depends="[a]"):
+        path = os.path.join(d, "wf.yaml")
+        step = ("  - name: {name}\n    image: " + IMAGE + "\n    command: [/sim]\n"
+                "    args: [\"{samples}\", /out]\n    resources: {{cpu: 1, memory: 256Mi}}\n")
+        with open(path, "w") as f:
+            f.write("apiVersion: idlegrid/v1\nkind: Workflow\nname: two-steps\nsteps:\n" +
+                    step.format(name="a", samples=1000) + step.format(name="b", samples=samples_b) +
+                    f"    dependsOn: {depends}\n")
+        return path
+
+    def test_a_workflow_runs_its_steps_in_order_and_a_resubmission_reuses_them(self):
+        with tempfile.TemporaryDirectory() as d:
+            wf = self.grid.submit_manifest(self.workflow_manifest(d, 2000))
+            self.assertIsInstance(wf, idlegrid.Workflow)
+            done = wf.wait(timeout=240)
+            self.assertTrue(done.ok, done)
+            self.assertEqual(done.steps, {"a": "succeeded", "b": "succeeded"})
+            self.assertEqual(done.cached, frozenset())
+            self.assertIn(wf.id, [w.id for w in self.grid.workflows()])
+            text = "".join(c.text for c in wf.job("b").logs())
+            self.assertIn("2000 samples, pi ~= ", text)
+            again = self.grid.submit_manifest(self.workflow_manifest(d, 2000)).wait(timeout=240)
+            self.assertTrue(again.ok, again)
+            self.assertEqual(again.cached, frozenset({"a", "b"}))
+            self.assertEqual(again.jobs, done.jobs, "the same jobs, nothing run again")
+
+    def test_a_workflow_naming_an_unknown_step_is_refused_with_its_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = self.workflow_manifest(d, 2000, depends="[nope]")
+            with self.assertRaises(idlegrid.InvalidArgument) as e:
+                self.grid.submit_manifest(path)
+        self.assertTrue(e.exception.reason.startswith(f"{path}:"), e.exception.reason)
+        self.assertIn("nope", e.exception.reason)
+
 
 if __name__ == "__main__":
     unittest.main()
