@@ -23,6 +23,11 @@ bool Transient(const Status& st) {
   return st.code() == Code::kResourceExhausted || st.code() == Code::kUnavailable || st.code() == Code::kInternal;
 }
 
+bool UnresolvedRegistryTag(const std::string& image) {
+  Result<manifest::ImageRef> ref = manifest::ParseImageRef(image);
+  return ref.ok() && ref->from_registry() && ref->digest.empty();
+}
+
 }  // namespace
 
 Result<v1::Workflow> Coordinator::SubmitWorkflow(const v1::SubmitWorkflowRequest& request,
@@ -139,8 +144,14 @@ Status Coordinator::AdvanceWorkflow(const std::string& workflow_id) {
       const v1::JobSpec spec = PinStepImage(next.spec);
       const std::string cache_key = spec.image() == next.spec.image() ? next.cache_key : workflow::CacheKey(spec);
       claim.set_cache_key(cache_key);
+      // A registry tag that could not be resolved has no digest to be keyed
+      // by: never reused (its submit says why it cannot run).
+      const bool unresolved_tag = UnresolvedRegistryTag(spec.image());
       if (job_id.empty()) {
-        IG_ASSIGN_OR_RETURN(std::optional<std::string> earlier, store_->CachedStepJob(wf.account(), cache_key));
+        std::optional<std::string> earlier;
+        if (!unresolved_tag) {
+          IG_ASSIGN_OR_RETURN(earlier, store_->CachedStepJob(wf.account(), cache_key));
+        }
         Result<v1::Job> reused = earlier ? store_->GetJob(*earlier) : Result<v1::Job>(Status::NotFound(""));
         if (reused.ok() && reused->state() == v1::SUCCEEDED) {
           claim.set_job_id(*earlier);

@@ -160,6 +160,8 @@ class PodmanRuntime final : public ContainerRuntime {
   }
   Status Thaw(const std::string& container_name) override {
     IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+    // Before the signal, as in the runc driver: a failed thaw must not leave
+    // a stopped job without a timeout.
     active_runs_.MarkFrozen(container_name, false);
     return ContinueTree(init).WithContext("thawing " + container_name);
   }

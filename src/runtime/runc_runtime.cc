@@ -371,6 +371,8 @@ Status RuncRuntime::Freeze(const std::string& container_name) {
 
 Status RuncRuntime::Thaw(const std::string& container_name) {
   IG_ASSIGN_OR_RETURN(int init, InitPid(container_name));
+  // Marked running before the signal: should it fail, the timeout counts
+  // again and ends a job that stays stopped, rather than never.
   active_runs_.MarkFrozen(container_name, false);
   return ContinueTree(init).WithContext("thawing " + container_name);
 }
