@@ -149,6 +149,21 @@ int main(int argc, char** argv) {
          c->known_answer_rate = c->policy.challenge_rate;
          c->policy.audit_floor = 0;
        }},
+      // Placement by standing as a cap on unproven accounts' share of the
+      // work (verify/standing.h), the form a scheduler stage can apply.
+      {"adaptive, unproven share capped at 5%", [](SimConfig* c) { c->unproven_share = 0.05; }},
+      {"adaptive + known answers, unproven share capped at 5%",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.challenge_rate;
+         c->policy.audit_floor = 0;
+         c->unproven_share = 0.05;
+       }},
+      {"adaptive + known answers, unproven share capped at 2%",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.challenge_rate;
+         c->policy.audit_floor = 0;
+         c->unproven_share = 0.02;
+       }},
   };
   std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
               "at half time; %llu tasks, seeds %llu..%llu\n",

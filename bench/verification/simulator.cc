@@ -13,6 +13,7 @@
 #include "ledger/book.h"
 #include "verify/adaptive.h"
 #include "verify/challenge.h"
+#include "verify/standing.h"
 #include "verify/quorum.h"
 
 namespace idlegrid::bench {
@@ -151,6 +152,11 @@ class Simulation {
   std::vector<std::pair<size_t, uint64_t>> catch_samples_;  // class, runs to catch
   std::vector<std::string> wrong_attempts_;                 // charged attempts whose result was wrong
   std::unordered_map<std::string, std::string> charged_by_; // attempt -> provider account
+  // The last kStandingWindow runs, whether each was an unproven account's
+  // (SimConfig::unproven_share), and how many were.
+  static constexpr size_t kStandingWindow = 1000;
+  std::deque<bool> recent_runs_;
+  uint64_t recent_unproven_ = 0;
   uint64_t now_task_ = 0;
   uint64_t postings_ = 0;
   uint64_t attempts_ = 0;
@@ -175,11 +181,22 @@ void Simulation::TopUpStake(Provider& p) {
 }
 
 std::optional<size_t> Simulation::Pick(const std::set<std::string>& excluded) {
+  bool any_proven = false;
+  if (c_.unproven_share < 1) {
+    for (const Provider& p : providers_) {
+      any_proven = any_proven || (!p.suspended && p.joins_at <= now_task_ && !excluded.count(p.account) &&
+                                  p.count >= c_.policy.trust_threshold);
+    }
+  }
   for (int tries = 0; tries < 1000; ++tries) {
     size_t i = std::uniform_int_distribution<size_t>(0, providers_.size() - 1)(rng_);
     Provider& p = providers_[i];
     if (p.suspended || p.joins_at > now_task_ || excluded.count(p.account)) continue;
     if (c_.unproven_weight < 1 && p.count < c_.policy.trust_threshold && Draw() >= c_.unproven_weight) continue;
+    if (p.count < c_.policy.trust_threshold &&
+        !verify::UnprovenMayTake({c_.unproven_share}, recent_unproven_, recent_runs_.size(), any_proven)) {
+      continue;
+    }
     TopUpStake(p);
     return i;
   }
@@ -193,6 +210,13 @@ std::string Simulation::Execute(size_t i, uint64_t task, const std::string& atte
   ++p.runs;
   ++r.runs;
   ++report_.executions;
+  const bool unproven = p.count < c_.policy.trust_threshold;
+  recent_runs_.push_back(unproven);
+  recent_unproven_ += unproven;
+  if (recent_runs_.size() > kStandingWindow) {
+    recent_unproven_ -= recent_runs_.front();
+    recent_runs_.pop_front();
+  }
   bool cheat = false;
   if (cls.behaviour == Behaviour::kLazy) cheat = Draw() < cls.cheat_rate;
   // The group fakes the same tasks, so two of its members given one task agree.

@@ -56,6 +56,11 @@ struct SimConfig {
   // have): a provider with fewer than trust_threshold verified results in a
   // row is offered work with this weight relative to the others (1: uniform).
   double unproven_weight = 1;
+  // Placement by standing as a cap (verify/standing.h, the rule a scheduler
+  // stage would apply): unproven accounts may hold at most this share of the
+  // work, counted over the last kStandingWindow runs (the simulator has no
+  // work in flight: one task a second). 1: no cap.
+  double unproven_share = 1;
   uint32_t suspend_below = 250;    // reliability (per mille) under which a provider gets no work
   bool whitewash = true;           // a suspended provider returns as a new account (a new stake)
   ledger::LedgerPolicy ledger;

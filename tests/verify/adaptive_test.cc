@@ -3,6 +3,7 @@
 
 #include "verify/adaptive.h"
 #include "verify/challenge.h"
+#include "verify/standing.h"
 
 namespace idlegrid::verify {
 namespace {
@@ -72,6 +73,19 @@ TEST(Challenge, ReplicateUnderChallengeTable) {
   EXPECT_TRUE(ReplicateUnderChallenge(true, false, 0.1, 0.099)); // supply
   EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0.1, 0.1));
   EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0, 0));      // no supply: on its word
+}
+
+TEST(Standing, UnprovenMayTakeTable) {
+  const StandingRule off;  // share 1: no cap
+  EXPECT_TRUE(UnprovenMayTake(off, 99, 100, true));
+  const StandingRule five{0.05};
+  EXPECT_TRUE(UnprovenMayTake(five, 0, 1000, true));
+  EXPECT_FALSE(UnprovenMayTake(five, 1, 10, true)) << "2 of 11 is over 5%";
+  EXPECT_TRUE(UnprovenMayTake(five, 1, 10, false)) << "nobody proven: a grid of newcomers runs";
+  EXPECT_TRUE(UnprovenMayTake(five, 1, 39, true)) << "2 of 40 is 5%";
+  EXPECT_FALSE(UnprovenMayTake(five, 1, 38, true));
+  EXPECT_FALSE(UnprovenMayTake(five, 50, 1000, true));
+  EXPECT_TRUE(UnprovenMayTake(five, 49, 1000, true));
 }
 
 TEST(Challenge, JudgeTable) {
