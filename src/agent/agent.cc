@@ -147,7 +147,7 @@ bool Agent::ReloadPolicy() {
   }
   if (draining_) next.policy.set_accept_jobs(false);  // a draining agent stays closed to new work
   std::lock_guard<std::mutex> lock(mu_);
-  bool changed = next.policy.SerializeAsString() != owner_.policy.SerializeAsString() || next.asks.size() != owner_.asks.size();
+  const bool changed = AdvertisedPolicyDiffers(next, owner_);
   owner_ = next;
   if (changed) spdlog::info("owner policy {} applied", path);
   return changed;

@@ -263,4 +263,12 @@ Status CheckImageTrust(const v1::Assignment& assignment, const std::vector<image
   return Status::FailedPrecondition(image::UntrustedImageReason(image, verdict, trusted, "this node's owner"));
 }
 
+bool AdvertisedPolicyDiffers(const OwnerPolicy& a, const OwnerPolicy& b) {
+  if (a.policy.SerializeAsString() != b.policy.SerializeAsString() || a.asks.size() != b.asks.size()) return true;
+  for (size_t i = 0; i < a.asks.size(); ++i) {
+    if (a.asks[i].SerializeAsString() != b.asks[i].SerializeAsString()) return true;
+  }
+  return false;
+}
+
 }  // namespace idlegrid::agent

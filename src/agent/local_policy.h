@@ -50,6 +50,10 @@ struct OwnerPolicy {
 OwnerPolicy DefaultOwnerPolicy();
 // InvalidArgument "<file>:<line>:<col>: ..." for unknown keys, wrong types or impossible values.
 Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::string& filename);
+// Whether what a node advertises of its owner's policy differs between `a`
+// and `b` (the policy and the asks, prices included): then it re-advertises
+// at once. Pure.
+bool AdvertisedPolicyDiffers(const OwnerPolicy& a, const OwnerPolicy& b);
 // Why the owner's policy refuses this job, or Ok (FailedPrecondition with the
 // reason and, for a registry image, the registry and the setting). Pure.
 Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy);

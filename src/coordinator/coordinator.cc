@@ -39,7 +39,6 @@ v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const
   return c;
 }
 
-
 std::string BearerToken(const std::string& header) {
   const std::string prefix = "Bearer ";
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";

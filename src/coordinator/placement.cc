@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <string_view>
 
@@ -17,6 +16,7 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
+#include "market/earnings.h"
 #include "market/market.h"
 #include "sched/fair_share.h"
 #include "sched/feasibility.h"
@@ -386,16 +386,13 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
 Result<v1::MarketResponse> Coordinator::Market() {
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
   std::vector<sched::NodeView> views;
-  {
-    MutexLock lock(&mu_);
-    views = NodeViewsLocked(active);
-  }
-  auto rows = market::OrderBook(sched::MarketOffers(views));
   std::map<std::string, market::RecentPrice> recent;
   {
     MutexLock lock(&mu_);
+    views = NodeViewsLocked(active);
     recent = recent_prices_.All(clock_->NowMs());
   }
+  auto rows = market::OrderBook(sched::MarketOffers(views));
   v1::MarketResponse out;
   std::string text = market::FormatOrderBook(rows);
   for (const auto& r : rows) {
@@ -406,27 +403,11 @@ Result<v1::MarketResponse> Coordinator::Market() {
     row->set_min_ask(r.min_ask);
     row->set_median_ask(r.median_ask);
     row->set_max_ask(r.max_ask);
-    if (auto it = recent.find(r.device_class); it != recent.end()) {
-      row->set_recent_price(it->second.latest);
-      row->set_recent_median(it->second.median);
-      row->set_recent_placements(it->second.placements);
-      recent.erase(it);
-    }
   }
-  // Classes that cleared lately but have nothing free now still show their prices.
-  for (const auto& [cls, p] : recent) {
-    v1::MarketRow* row = out.add_rows();
-    row->set_device_class(cls);
-    row->set_recent_price(p.latest);
-    row->set_recent_median(p.median);
-    row->set_recent_placements(p.placements);
-  }
+  market::AddRecentPrices(recent, out.mutable_rows());
   for (const auto& row : out.rows()) {
     if (row.recent_placements() == 0) continue;
-    char line[200];
-    std::snprintf(line, sizeof line, "recent %s: median %.4f/h, latest %.4f/h over %u placement(s) in the last hour\n",
-                  row.device_class().c_str(), row.recent_median(), row.recent_price(), row.recent_placements());
-    text += line;
+    text += "recent " + row.device_class() + ": " + market::DescribeRecentPrice(row) + " in the last hour\n";
   }
   out.set_pricing_rule(market::kPayAsAsk);
   out.set_text(text);

@@ -12,11 +12,8 @@ namespace idlegrid::market {
 
 namespace {
 
-std::string Money(double credits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f", credits);
-  return buf;
-}
+// Earnings are small sums: four places.
+std::string Money(double credits) { return FormatCredits(credits, 4); }
 
 // One class's part of the estimate: "2 x NVIDIA H200 at 0.35/h (recently 0.40)".
 std::string Part(const std::string& cls, double units, double ask, const std::map<std::string, RecentPrice>& recent) {
@@ -74,14 +71,34 @@ v1::ProviderEarningsResponse SummarizeEarnings(const EarningsInputs& in) {
     e->set_metered_credits(e->metered_credits() + credits);
     out.set_metered_credits(out.metered_credits() + credits);
   }
-  for (const auto& [cls, p] : in.recent) {
-    v1::MarketRow* row = out.add_market();
-    row->set_device_class(cls);
+  AddRecentPrices(in.recent, out.mutable_market());
+  return out;
+}
+
+void AddRecentPrices(const std::map<std::string, RecentPrice>& recent,
+                     google::protobuf::RepeatedPtrField<v1::MarketRow>* rows) {
+  std::map<std::string, RecentPrice> left = recent;
+  const auto fill = [](const RecentPrice& p, v1::MarketRow* row) {
     row->set_recent_price(p.latest);
     row->set_recent_median(p.median);
     row->set_recent_placements(p.placements);
+  };
+  for (v1::MarketRow& row : *rows) {
+    auto it = left.find(row.device_class());
+    if (it == left.end()) continue;
+    fill(it->second, &row);
+    left.erase(it);
   }
-  return out;
+  for (const auto& [cls, p] : left) {
+    v1::MarketRow* row = rows->Add();
+    row->set_device_class(cls);
+    fill(p, row);
+  }
+}
+
+std::string DescribeRecentPrice(const v1::MarketRow& row) {
+  return "median " + Money(row.recent_median()) + "/h, latest " + Money(row.recent_price()) + "/h over " +
+         std::to_string(row.recent_placements()) + " placement(s)";
 }
 
 std::string FormatEarnings(const v1::ProviderEarningsResponse& e) {
@@ -104,8 +121,7 @@ std::string FormatEarnings(const v1::ProviderEarningsResponse& e) {
   if (e.market_size() > 0) {
     out << "recent clearing prices (per unit-hour, last hour):\n";
     for (const auto& r : e.market()) {
-      out << "  " << r.device_class() << ": median " << Money(r.recent_median()) << ", latest "
-          << Money(r.recent_price()) << " over " << r.recent_placements() << " placement(s)\n";
+      out << "  " << r.device_class() << ": " << DescribeRecentPrice(r) << "\n";
     }
   }
   return out.str();

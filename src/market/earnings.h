@@ -15,6 +15,7 @@
 // clearing price of each class it offers, so the owner sees whether its ask
 // is above what the grid has been paying.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,13 @@ v1::ProviderEarningsResponse SummarizeEarnings(const EarningsInputs& in);
 
 // Plain text for `idlegrid provider earnings`.
 std::string FormatEarnings(const v1::ProviderEarningsResponse& e);
+
+// Puts `recent` clearing prices into market rows: into a class's row where
+// there is one, as a row of its own otherwise (a class that cleared lately
+// but has nothing free now). `idlegrid market` and earnings both show them.
+void AddRecentPrices(const std::map<std::string, RecentPrice>& recent,
+                     google::protobuf::RepeatedPtrField<v1::MarketRow>* rows);
+// "median 0.3500/h, latest 0.4000/h over 3 placement(s)".
+std::string DescribeRecentPrice(const v1::MarketRow& row);
 
 }  // namespace idlegrid::market

@@ -7,12 +7,6 @@
 namespace idlegrid::market {
 namespace {
 
-std::string Money(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 double Sane(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
 }  // namespace
@@ -30,23 +24,23 @@ double HourlyPrice(std::span<const double> device_asks, double gpu_share, double
 
 std::string GpuBidShortfall(double ask, const Bid& bid) {
   if (bid.max_price_per_gpu_hour <= 0 || ask <= bid.max_price_per_gpu_hour + 1e-12) return "";
-  return "over max price (ask " + Money(ask) + "/GPU-h, bid " + Money(bid.max_price_per_gpu_hour) + ")";
+  return "over max price (ask " + FormatCredits(ask) + "/GPU-h, bid " + FormatCredits(bid.max_price_per_gpu_hour) + ")";
 }
 
 std::string CpuBidShortfall(double ask, const Bid& bid) {
   if (bid.max_price_per_cpu_core_hour <= 0 || ask <= bid.max_price_per_cpu_core_hour + 1e-12) return "";
-  return "over max price (ask " + Money(ask) + "/core-h, bid " + Money(bid.max_price_per_cpu_core_hour) + ")";
+  return "over max price (ask " + FormatCredits(ask) + "/core-h, bid " + FormatCredits(bid.max_price_per_cpu_core_hour) + ")";
 }
 
 std::string CostCapExceeded(double price_per_hour, const Bid& bid) {
   if (bid.max_cost <= 0 || price_per_hour <= 0) return "";
-  if (bid.run_hours <= 0) return "maxCost needs a run timeout (price " + Money(price_per_hour) + "/h)";
+  if (bid.run_hours <= 0) return "maxCost needs a run timeout (price " + FormatCredits(price_per_hour) + "/h)";
   const double cost = price_per_hour * bid.run_hours;
   if (cost <= bid.max_cost + 1e-9) return "";
   char hours[32];
   std::snprintf(hours, sizeof hours, "%.1f", bid.run_hours);
-  return "estimated cost " + Money(cost) + " (" + Money(price_per_hour) + "/h x " + hours +
-         " h) exceeds maxCost " + Money(bid.max_cost);
+  return "estimated cost " + FormatCredits(cost) + " (" + FormatCredits(price_per_hour) + "/h x " + hours +
+         " h) exceeds maxCost " + FormatCredits(bid.max_cost);
 }
 
 std::vector<OrderBookRow> OrderBook(const std::vector<Offer>& offers) {
@@ -89,6 +83,12 @@ std::string FormatOrderBook(const std::vector<OrderBookRow>& rows) {
   }
   if (rows.empty()) out += "(nothing offered)\n";
   return out;
+}
+
+std::string FormatCredits(double credits, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, credits);
+  return buf;
 }
 
 }  // namespace idlegrid::market

@@ -80,4 +80,7 @@ std::vector<OrderBookRow> OrderBook(const std::vector<Offer>& offers);
 // A plain-text table for `idlegrid market`.
 std::string FormatOrderBook(const std::vector<OrderBookRow>& rows);
 
+// Credits (prices, costs) as the CLI prints them: fixed, `decimals` places.
+std::string FormatCredits(double credits, int decimals = 2);
+
 }  // namespace idlegrid::market

@@ -10,6 +10,23 @@
 namespace idlegrid::agent {
 namespace {
 
+// A changed ask price is re-advertised at once, not only a changed count of
+// asks (an owner raising a price at night must not wait for the next cycle).
+TEST(AdvertisedPolicyTest, AnyChangeOfPolicyOrAskPricesDiffers) {
+  auto parse = [](const std::string& yaml) {
+    auto p = ParseOwnerPolicy(yaml, "policy.yaml");
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    return p.ok() ? *p : OwnerPolicy{};
+  };
+  const OwnerPolicy base = parse("asks:\n  cpu-core: 0.30\n");
+  EXPECT_FALSE(AdvertisedPolicyDiffers(base, parse("asks:\n  cpu-core: 0.30\n")));
+  EXPECT_TRUE(AdvertisedPolicyDiffers(base, parse("asks:\n  cpu-core: 0.50\n"))) << "same count, new price";
+  EXPECT_TRUE(AdvertisedPolicyDiffers(base, parse("asks:\n  RTX 4090: 0.30\n"))) << "same price, other class";
+  EXPECT_TRUE(AdvertisedPolicyDiffers(base, parse("acceptJobs: false\nasks:\n  cpu-core: 0.30\n")));
+  EXPECT_FALSE(AdvertisedPolicyDiffers(base, parse("asks:\n  cpu-core: 0.30\npauseWhen:\n  onBattery: true\n")))
+      << "pausing is the agent's own business, not advertised";
+}
+
 TEST(LocalPolicyJobClassTest, AJobClassRunsOnlyWhereTheOwnerApprovesIt) {
   v1::JobSpec spec;
   spec.set_runtime("runc");

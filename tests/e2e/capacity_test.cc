@@ -4,7 +4,6 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <chrono>
-#include <fstream>
 
 #include "common/fs.h"
 #include "e2e/harness.h"
@@ -81,7 +80,7 @@ TEST_F(Capacity, SimulatedGpusAreAdvertisedAsSuchAndCpuIsMeasured) {
   // The owner pauses the node and sets a price: re-advertised within one heartbeat (1 s).
   uint64_t before = n->advertisement().sequence();
   auto t0 = std::chrono::steady_clock::now();
-  std::ofstream(grid_->AgentDataDir(1) + "/state/policy.yaml") << "acceptJobs: false\nasks:\n  RTX 4090: 0.35\n";
+  ASSERT_TRUE(grid_->WriteOwnerPolicy(1, "acceptJobs: false\nasks:\n  RTX 4090: 0.35\n").ok());
   auto paused = grid_->WaitNodes([&](const v1::ListNodesResponse& l) {
     auto* m = OnlyNode(l);
     return m && m->advertisement().sequence() > before && !m->advertisement().policy().accept_jobs();
@@ -126,7 +125,7 @@ TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus"}).ok());
   ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
   // VRAM slices share a device: only where its owner allows that.
-  std::ofstream(grid_->AgentDataDir(1) + "/state/policy.yaml") << "allowGpuSharing: true\n";
+  ASSERT_TRUE(grid_->WriteOwnerPolicy(1, "allowGpuSharing: true\n").ok());
   ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& nodes) {
                       auto* n = OnlyNode(nodes);
                       return n && n->schedulable() && n->advertisement().policy().allow_gpu_sharing();

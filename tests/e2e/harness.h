@@ -76,6 +76,10 @@ class Grid {
   void StopAgent(int n, int sig = SIGTERM);
   std::string AgentUser(int n) const;
   std::string AgentDataDir(int n) const;
+  // Replaces agent n's owner policy (DATA_DIR/state/policy.yaml) in one
+  // rename, so the agent never reads half of it; it applies it within a
+  // heartbeat. The error names the file.
+  Status WriteOwnerPolicy(int n, const std::string& yaml) const;
 
   // `idlegrid ARGS --config client.yaml`.
   CmdResult Cli(std::vector<std::string> args, bool with_config = true);

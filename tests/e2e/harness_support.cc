@@ -275,6 +275,11 @@ void Grid::StopCoordinator(int sig) {
 std::string Grid::AgentUser(int n) const { return IsRoot() ? "igtest-agent" + std::to_string(n) : ""; }
 std::string Grid::AgentDataDir(int n) const { return root + "/agent" + std::to_string(n); }
 
+Status Grid::WriteOwnerPolicy(int n, const std::string& yaml) const {
+  const std::string path = AgentDataDir(n) + "/state/policy.yaml";
+  return WriteFileAtomic(path, yaml, 0644).WithContext(path);
+}
+
 std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::string> argv) {
   std::string user = grid.AgentUser(n);
   if (user.empty()) return argv;

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
 #include "e2e/harness.h"
@@ -27,7 +26,7 @@ TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   ASSERT_TRUE(started.ok()) << started.message();
   // The provider asks 360 credits per core-hour (0.1 a second), so even a
   // short run costs something.
-  std::ofstream(grid.AgentDataDir(1) + "/state/policy.yaml") << "asks:\n  cpu-core: 360\n";
+  ASSERT_TRUE(grid.WriteOwnerPolicy(1, "asks:\n  cpu-core: 360\n").ok());
   auto asking = grid.WaitNodes([](const v1::ListNodesResponse& list) {
     return list.nodes_size() == 1 && list.nodes(0).schedulable() && list.nodes(0).advertisement().asks_size() == 1;
   });

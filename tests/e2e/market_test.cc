@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 
-#include <fstream>
 
 #include "e2e/harness.h"
 #include "jobs/task_state.h"
@@ -23,8 +22,7 @@ class Market : public ::testing::Test {
     for (int n = 1; n <= 2; ++n) {
       ASSERT_TRUE(grid_->StartAgent(n, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
       node_[n] = grid_->node_ids[n - 1];
-      std::ofstream(grid_->AgentDataDir(n) + "/state/policy.yaml")
-          << "asks:\n  RTX 4090: " << asks[n - 1] << "\n";
+      ASSERT_TRUE(grid_->WriteOwnerPolicy(n, std::string("asks:\n  RTX 4090: ") + asks[n - 1] + "\n").ok());
     }
     auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& list) {
       int ready = 0;
@@ -112,8 +110,7 @@ TEST_F(Market, BidBelowEveryAskAndCostCapWaitAndExplainSaysWhy) {
 TEST_F(Market, RetriesStopWithCostCapReachedOnceWhatIsLeftCannotPayForAnotherRun) {
   // CPU cores now cost 7200/h: a 0.5-core task pays one credit a second.
   for (int n = 1; n <= 2; ++n) {
-    std::ofstream(grid_->AgentDataDir(n) + "/state/policy.yaml")
-        << "asks:\n  RTX 4090: 0.30\n  cpu-core: 7200\n";
+    ASSERT_TRUE(grid_->WriteOwnerPolicy(n, "asks:\n  RTX 4090: 0.30\n  cpu-core: 7200\n").ok());
   }
   ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& list) {
                       int priced = 0;

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 
 #include "e2e/harness.h"
@@ -32,7 +31,7 @@ TEST(ProviderEarningsE2E, EarningsMarketPricesAndHandshakeAfterAPricedJob) {
   Status started = grid.StartAgent(1);
   ASSERT_TRUE(started.ok()) << started.message();
   // 360 credits per core-hour: even a short run earns something.
-  std::ofstream(grid.AgentDataDir(1) + "/state/policy.yaml") << "asks:\n  cpu-core: 360\n";
+  ASSERT_TRUE(grid.WriteOwnerPolicy(1, "asks:\n  cpu-core: 360\n").ok());
   auto asking = grid.WaitNodes([](const v1::ListNodesResponse& list) {
     return list.nodes_size() == 1 && list.nodes(0).schedulable() && list.nodes(0).advertisement().asks_size() == 1;
   });

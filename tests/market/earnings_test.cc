@@ -115,5 +115,20 @@ TEST(RecentPrices, KeepsAtMostPerClassSamples) {
   EXPECT_DOUBLE_EQ(r.median, 1.0) << "the lower median of {1, 2}: a price that was paid";
 }
 
+TEST(RecentPricesTest, AddedIntoTheirClassRowOrARowOfTheirOwnAndDescribed) {
+  google::protobuf::RepeatedPtrField<v1::MarketRow> rows;
+  rows.Add()->set_device_class("cpu-core");
+  rows.Add()->set_device_class("NVIDIA H200");
+  const std::map<std::string, RecentPrice> recent = {{"cpu-core", {0.4, 0.35, 3}}, {"NVIDIA A100", {1.5, 1.25, 2}}};
+  AddRecentPrices(recent, &rows);
+  ASSERT_EQ(rows.size(), 3) << "the class with nothing free now gets a row of its own";
+  EXPECT_EQ(rows[0].recent_placements(), 3u);
+  EXPECT_EQ(rows[1].recent_placements(), 0u) << "no recent placement: left as it was";
+  EXPECT_EQ(rows[2].device_class(), "NVIDIA A100");
+  EXPECT_EQ(DescribeRecentPrice(rows[0]), "median 0.3500/h, latest 0.4000/h over 3 placement(s)");
+  EXPECT_EQ(FormatCredits(1.5), "1.50");
+  EXPECT_EQ(FormatCredits(0.35, 4), "0.3500");
+}
+
 }  // namespace
 }  // namespace idlegrid::market

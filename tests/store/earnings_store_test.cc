@@ -17,13 +17,6 @@ class EarningsStoreTest : public StoreFixture, public ::testing::TestWithParam<B
  protected:
   void SetUp() override { CreateDatabase(GetParam()); }
 
-  void AddNode(const std::string& id, const std::string& provider) {
-    NodeRecord n;
-    n.id = id;
-    n.name = id;
-    n.provider = provider;
-    ASSERT_TRUE(store_->UpsertNode(n, "tok-" + id).ok());
-  }
   void RunPriced(const std::string& job, const std::string& attempt, const std::string& node, int64_t at_ms,
                  int32_t exit_code = 0) {
     CreateJob(job);

@@ -119,6 +119,15 @@ class StoreFixture {
     ASSERT_TRUE(r.ok()) << v1::AttemptEvent_Name(report.event()) << ": " << r.status().ToString();
   }
 
+  // A node of `provider`'s account (verification and earnings count per provider).
+  void AddNode(const std::string& id, const std::string& provider) {
+    NodeRecord n;
+    n.id = id;
+    n.name = id;
+    n.provider = provider;
+    ASSERT_TRUE(store_->UpsertNode(n, "tok-" + id).ok());
+  }
+
   // After a kill -9 of `pid`: the server finishes (or rolls back) what the
   // dead client had sent, a COMMIT included, so look only once its session
   // is gone. No event announces that; the server's own view is polled.

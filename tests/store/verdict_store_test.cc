@@ -28,13 +28,6 @@ class VerdictStoreTest : public StoreFixture, public ::testing::TestWithParam<Ba
     Status st = store_->CreateJob(id, spec, "sha256:spec-" + id, 1000);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
-  void AddNode(const std::string& id, const std::string& provider) {
-    NodeRecord n;
-    n.id = id;
-    n.name = id;
-    n.provider = provider;
-    ASSERT_TRUE(store_->UpsertNode(n, "tok-" + id).ok());
-  }
   // Runs attempt `attempt` of task 0 on `node` to a successful exit.
   void RunToExit(const std::string& attempt, const std::string& node, int64_t at_ms) {
     Assign("j1", 0, attempt, node, at_ms);
