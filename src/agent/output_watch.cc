@@ -1,6 +1,7 @@
 #include "agent/output_watch.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/disk_usage.h"
 
@@ -38,6 +39,7 @@ std::optional<std::string> OutputWatch::Breach() {
 void OutputWatch::Loop() {
   using Clock = std::chrono::steady_clock;
   std::chrono::milliseconds wait = options_.interval;
+  std::optional<Clock::time_point> unreadable_since;
   while (true) {
     {
       MutexLock lock(&mu_);
@@ -55,6 +57,12 @@ void OutputWatch::Loop() {
     const Result<uint64_t> used = MeasureWritableDirs(dirs);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     wait = std::max(options_.interval, 4 * took);
+    if (used.ok()) {
+      unreadable_since.reset();
+    } else {
+      if (!unreadable_since) unreadable_since = start;
+      if (Clock::now() - *unreadable_since < options_.unreadable_grace) continue;
+    }
     std::optional<std::string> breach = OutputCapBreach(used, options_.cap, OutputCheck::kWhileRunning);
     if (!breach) continue;
     {

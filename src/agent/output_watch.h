@@ -33,6 +33,12 @@ class OutputWatch {
     std::chrono::milliseconds interval{250};
     // Stops the container, given why: called at most once, on the watch's own thread.
     std::function<void(const std::string& why)> kill;
+    // A tree the agent cannot read stops the container once it has stayed
+    // unreadable this long: a job that hides a directory (chmod 0) as it
+    // exits is judged by the check at collect, after its files are taken
+    // back, not killed for the moment between its chmod and its end; one
+    // that keeps it hidden while it runs is stopped all the same.
+    std::chrono::milliseconds unreadable_grace{2000};
   };
 
   explicit OutputWatch(Options options);

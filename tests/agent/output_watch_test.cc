@@ -120,13 +120,36 @@ TEST_F(OutputWatchTest, WhereAPilotTaskWritesNowCounts) {
 }
 
 TEST_F(OutputWatchTest, ADirectoryThatCannotBeMeasuredStopsTheContainer) {
-  // Not a directory at all: the walk cannot vouch for it.
+  // Not a directory at all: the walk cannot vouch for it, round after round.
   WriteBytes(tmp_.path() + "/not-a-dir", 10);
-  OutputWatch watch(Options(4 * kMiB, {tmp_.path() + "/not-a-dir"}));
+  OutputWatch::Options options = Options(4 * kMiB, {tmp_.path() + "/not-a-dir"});
+  options.unreadable_grace = std::chrono::milliseconds(50);
+  OutputWatch watch(options);
   ASSERT_TRUE(probe_.WaitKill());
   watch.Stop();
   ASSERT_TRUE(watch.Breach());
   EXPECT_NE(watch.Breach()->find("could not measure"), std::string::npos) << *watch.Breach();
+}
+
+// A directory hidden for a moment (a job's chmod 0 just before it exits) is
+// no breach; only one that stays unreadable for the grace is.
+TEST_F(OutputWatchTest, ADirectoryUnreadableForAMomentIsNotABreach) {
+  WriteBytes(tmp_.path() + "/not-a-dir", 10);
+  std::mutex mu;
+  int rounds = 0;
+  OutputWatch::Options options = Options(4 * kMiB);
+  options.unreadable_grace = std::chrono::hours(1);
+  const auto count = probe_.LiveDirs({});
+  options.live_dirs = [&, count] {
+    count();
+    std::lock_guard<std::mutex> lock(mu);
+    return ++rounds <= 3 ? std::vector<std::string>{tmp_.path() + "/not-a-dir"} : std::vector<std::string>{};
+  };
+  OutputWatch watch(options);
+  ASSERT_TRUE(probe_.WaitRounds(8));
+  watch.Stop();
+  EXPECT_EQ(probe_.kills(), 0);
+  EXPECT_FALSE(watch.Breach());
 }
 
 TEST(MeasureWritableDirsTest, AMissingDirectoryHoldsNothing) {
