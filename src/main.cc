@@ -171,6 +171,16 @@ int main(int argc, char** argv) {
                 "adaptive: the least share of a trusted provider's results still replicated; "
                 "challenge: the share replicated to add known answers")
       ->capture_default_str();
+  c->add_option("--verification-unproven-share", coord.options.verification.unproven_share,
+                "the most of the verified work in flight that providers not yet trusted for its image hold "
+                "together while a trusted one could take it (1: no cap)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  c->add_option("--verification-known-answer-rate", coord.options.verification.known_answer_rate,
+                "adaptive: the chance that a result accepted on a trusted provider's word brings it a "
+                "known-answer check (0: none)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   c->add_option("--verification-dispute-margin", coord.options.verification.dispute_margin,
                 "how far a split's winning group must lead the others (1: a plain majority)")
       ->capture_default_str();

@@ -164,6 +164,15 @@ int main(int argc, char** argv) {
          c->policy.audit_floor = 0;
          c->unproven_share = 0.02;
        }},
+      // What a coordinator's adaptive mode does unless told otherwise
+      // (verify::VerificationPolicy): its audit floor, known-answer checks
+      // after results taken on a trusted provider's word, and the standing
+      // cap its scheduler applies (sched/standing.h).
+      {"adaptive, the coordinator's defaults",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.known_answer_rate;
+         c->unproven_share = c->policy.unproven_share;
+       }},
   };
   std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
               "at half time; %llu tasks, seeds %llu..%llu\n",

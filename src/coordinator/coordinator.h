@@ -373,6 +373,20 @@ class Coordinator {
   static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
       const std::vector<store::ActiveAttempt>& active);
   void DispatchOnce();
+  // standing.cc: the standing stage's inputs for a dispatch pass (which
+  // provider accounts are proven for which image, and how the verified work
+  // in flight splits); no cap when the operator set none or no queued task
+  // is verified.
+  sched::StandingState StandingStateOf(const std::vector<store::QueuedTask>& queued,
+                                       const std::vector<store::ActiveAttempt>& active);
+  struct JobStanding {
+    bool verified = false;
+    std::string image;  // manifest digest
+  };
+  Mutex standing_mu_;
+  // Jobs of the last pass's queued and active tasks: an active attempt's job
+  // is read once, not once per pass.
+  std::map<std::string, JobStanding> standing_jobs_ IG_GUARDED_BY(standing_mu_);
 
   void Loop();
   void CheckHeartbeats();

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "jobs/attempt_events.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::coordinator {
@@ -92,7 +93,7 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
   ledger::Micros escrow_left = escrow->second;
   // A verified job's runs past its escrow (re-verification after the refund)
   // are the platform's: from slashed, then fees (ledger::Charge).
-  const bool verified = !job.spec().verification().mode().empty() && job.spec().verification().mode() != "none";
+  const bool verified = jobs::VerifiedJob(job.spec());
   ledger::Micros slashed_left = 0, fees_left = 0;
   if (verified) {
     IG_ASSIGN_OR_RETURN(auto grid, store_->LedgerBalances(std::string()));

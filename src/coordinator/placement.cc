@@ -13,6 +13,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/cost_cap.h"
 #include "coordinator/data_class.h"
+#include "jobs/attempt_events.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -163,6 +164,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   // The cap covers all of a task's attempts: the next one may use what is left.
   t.max_cost = BudgetLeft(spec.max_cost(), spent);
   t.run_timeout_seconds = spec.run_timeout_seconds();
+  t.verified = jobs::VerifiedJob(spec);
   ApplyDataClass(DataClassOf(data, spec), &t);
   return t;
 }
@@ -228,8 +230,9 @@ void Coordinator::DispatchOnce() {
   std::vector<sched::NodeView> snapshot;
   if (!spending.empty()) snapshot = views;
   const auto placed_classes = NonPublicClasses(tasks, views);
-  sched::Plan plan =
-      scheduler_->Schedule(std::move(views), tasks, AccountStateOf(*active, terms.weights));
+  sched::AccountState accounts = AccountStateOf(*active, terms.weights);
+  accounts.standing = StandingStateOf(*queued, *active);
+  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks, accounts);
   {
     MutexLock lock(&mu_);
     waiting_ = plan.waiting;

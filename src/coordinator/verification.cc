@@ -208,8 +208,10 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     }
     Backtrack(provider, v.attempt_id);
   }
-  if (spec.mode == verify::Mode::kChallenge && verdict.outcome == verify::TaskOutcome::kAccept &&
-      verdict.votes.size() == 1 && verdict.votes[0].vote == "unverified") {
+  // A result taken on its run's word (challenge, or a trusted provider's
+  // under adaptive) may bring its provider a known-answer check.
+  if (spec.challenge_rate > 0 && verdict.outcome == verify::TaskOutcome::kAccept && verdict.votes.size() == 1 &&
+      verdict.votes[0].vote == "unverified") {
     double draw;
     {
       MutexLock lock(&rng_mu_);

@@ -28,8 +28,9 @@ struct ExitInfo {
   // CPU time (user + system) the run used, for the attempt's metering
   // (docs/receipts.md), and how it was measured: "rusage" when the driver
   // waited for the process tree that ran the job (the runc driver's own
-  // container), "" when it could not (podman's conmon is no child of ours;
-  // a pilot's task shares its sandbox): then cpu_usec is 0.
+  // container, a pilot's task); "proc" when it sampled that tree from /proc
+  // (podman: conmon is no child of ours; tree_cpu.h), a lower bound; ""
+  // when nothing was measured: then cpu_usec is 0.
   uint64_t cpu_usec = 0;
   std::string cpu_source;
   // Time its processes spent frozen for the node's owner (Freeze to Thaw):

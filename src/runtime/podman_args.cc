@@ -128,6 +128,7 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
       "--tmpfs", kTmpfsSpec,
   };
   // clang-format on
+  if (!sandbox.pidfile.empty()) a.insert(a.end(), {"--pidfile", sandbox.pidfile});
   if (!sandbox.seccomp_profile_path.empty()) {
     a.insert(a.end(), {"--security-opt", "seccomp=" + sandbox.seccomp_profile_path});
   }

@@ -69,6 +69,7 @@ struct RunSpec {
 struct PodmanSandbox {
   std::string seccomp_profile_path;  // --security-opt seccomp=PATH; "" leaves podman's default
   std::string user;                  // --user UID:GID; "" runs the image's user
+  std::string pidfile;               // --pidfile PATH (the container's first process); "": none
 };
 
 // Checks that every string of `spec` is safe to hand to podman as an argument:

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "runtime/seccomp_hardening.h"
 #include "runtime/subprocess.h"
 #include "runtime/supervise.h"
+#include "runtime/tree_cpu.h"
 
 namespace idlegrid::runtime {
 namespace {
@@ -204,7 +206,8 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
   IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, runtimes_));
   if (!problem_.empty()) return Status::FailedPrecondition(problem_);
-  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_};
+  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_,
+                        (std::filesystem::temp_directory_path() / ("idlegrid-" + spec.container_name + ".pid")).string()};
   if (sandbox.seccomp_profile_path.empty()) {
     return Status::InvalidArgument("no seccomp profile for job class " + spec.job_class);
   }
@@ -228,8 +231,18 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   };
 
   ExitInfo info;
-  const Supervised run =
-      Supervise(child, active->Control(), timeout, tee, [&] { SendKill(name); }, {kKillRetryInterval, kForceKillAfter});
+  Supervised run;
+  {
+    TreeCpuWatch cpu(sandbox.pidfile);
+    run = Supervise(child, active->Control(), timeout, tee, [&] { SendKill(name); },
+                    {kKillRetryInterval, kForceKillAfter});
+    cpu.Stop();
+    if (cpu.measured()) {
+      info.cpu_usec = cpu.usec();
+      info.cpu_source = "proc";
+    }
+  }
+  (void)::unlink(sandbox.pidfile.c_str());
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   if (run.stopping()) {

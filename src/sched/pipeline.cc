@@ -6,6 +6,7 @@
 
 #include "sched/evaluate.h"
 #include "sched/fair_share.h"
+#include "sched/standing.h"
 
 namespace idlegrid::sched {
 namespace {
@@ -45,6 +46,10 @@ struct Shape {
   std::vector<DeviceMask> eligible;
   std::vector<Entry> heap;
   std::string waiting;  // summary, once computed
+  // Feasible nodes of accounts proven for the shape's image (the standing
+  // cap), once listed.
+  bool proven_listed = false;
+  std::vector<uint32_t> proven_nodes;
 };
 
 class PipelineScheduler : public Scheduler {
@@ -97,9 +102,12 @@ class Run {
     if (heapify) std::push_heap(s->heap.begin(), s->heap.end(), Worse);
   }
 
-  // Pops the best current entry that `task` did not exclude.
-  bool Best(Shape* s, const TaskView& task, Entry* out) {
-    std::vector<Entry> excluded;
+  // Pops the best current entry that `task` did not exclude and, when it is
+  // on an account not proven for the task's image, that `unproven_ok` lets
+  // it take (StandingCap; null: no cap). *capped: an entry was passed over
+  // for the cap alone.
+  bool Best(Shape* s, const TaskView& task, const StandingCap* cap, bool unproven_ok, Entry* out, bool* capped) {
+    std::vector<Entry> passed;
     bool found = false;
     while (!s->heap.empty()) {
       std::pop_heap(s->heap.begin(), s->heap.end(), Worse);
@@ -107,18 +115,37 @@ class Run {
       s->heap.pop_back();
       if (e.version != snap_.nodes[e.node].version) continue;
       if (Excluded(snap_.nodes[e.node], task, nullptr)) {
-        excluded.push_back(e);
+        passed.push_back(e);
+        continue;
+      }
+      if (cap != nullptr && !unproven_ok && !cap->Proven(snap_.views[e.node].provider, task.image)) {
+        passed.push_back(e);
+        *capped = true;
         continue;
       }
       *out = e;
       found = true;
       break;
     }
-    for (const Entry& e : excluded) {
+    for (const Entry& e : passed) {
       s->heap.push_back(e);
       std::push_heap(s->heap.begin(), s->heap.end(), Worse);
     }
     return found;
+  }
+
+  // Whether some node the shape can use, of an account proven for the
+  // task's image, is one `task` did not exclude (busy or not: the cap holds
+  // work for it rather than hand it to unproven accounts).
+  bool AnyProven(Shape* s, const TaskView& task, const StandingCap& cap) {
+    if (!s->proven_listed) {
+      for (uint32_t i = 0; i < snap_.nodes.size(); ++i) {
+        if (s->ok[i] && cap.Proven(snap_.views[i].provider, task.image)) s->proven_nodes.push_back(i);
+      }
+      s->proven_listed = true;
+    }
+    return std::any_of(s->proven_nodes.begin(), s->proven_nodes.end(),
+                       [&](uint32_t i) { return !Excluded(snap_.nodes[i], task, nullptr); });
   }
 
   void Compact(Shape* s) {
@@ -193,8 +220,13 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
   // The fair-share stage picks which task goes next (fair_share.h); a task
   // placed here counts toward its account's share for the next pick.
   FairShareQueue fair_share(tasks, accounts, fleet);
+  // The standing stage (standing.h): a verified task goes to an unproven
+  // account only while they hold less than their share; each placement
+  // counts toward it for the next.
+  StandingCap standing(accounts.standing);
   std::vector<size_t> active;  // shapes with a heap
   std::vector<size_t> waiting;
+  std::vector<uint8_t> capped(tasks.size(), 0);
   while (!fair_share.Empty()) {
     const size_t t = fair_share.Next();
     if (shape_of[t] < 0) continue;
@@ -205,10 +237,15 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
     }
     --s.remaining;
     Entry e{};
-    if (!run.Best(&s, tasks[t], &e)) {
+    const bool weighed = standing.Applies(tasks[t]);
+    const bool unproven_ok = !weighed || standing.UnprovenMayTake(run.AnyProven(&s, tasks[t], standing));
+    bool held = false;
+    if (!run.Best(&s, tasks[t], weighed ? &standing : nullptr, unproven_ok, &e, &held)) {
+      capped[t] = held;
       waiting.push_back(t);
       continue;
     }
+    standing.Placed(tasks[t], snap.views[e.node].provider);
     plan.placements.push_back(MakePlacement(snap, s, tasks[t], e));
     ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
     fair_share.Charge(AmountsOf(s.demand.cpu, s.demand.memory, s.demand.gpus, s.demand.device_claim()));
@@ -247,6 +284,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
       if (s.waiting.empty()) s.waiting = WaitingSummary(snap, own, run.workload());
       summary = s.waiting;
     }
+    if (capped[t]) summary = standing.WaitingReason() + "; " + summary;
     plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = summary;
   }
   return plan;

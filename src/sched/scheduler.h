@@ -104,6 +104,9 @@ struct TaskView {
   // Ids of the keys with a valid signature over `image` (the coordinator
   // verified them), for nodes that require signed images.
   std::set<std::string> image_signers;
+  // Its results are verified (the job's verification mode is not none): the
+  // standing cap (StandingState) weighs it.
+  bool verified = false;
 };
 
 struct Placement {
@@ -142,15 +145,27 @@ struct ResourceAmounts {
   }
 };
 
-// What fair share (fair_share.h) needs beyond nodes and tasks. The fleet's
-// totals come from the nodes themselves (FleetTotals). Empty: every account
-// weighs 1 and holds nothing.
+// Providers' standing for verified work (standing.h): which accounts are
+// proven for which image, and how the verified work in flight is split.
+// unproven_share 1 (the default): no cap.
+struct StandingState {
+  double unproven_share = 1;
+  std::map<std::string, std::set<std::string>, std::less<>> proven;  // image digest -> provider accounts
+  uint64_t verified_in_flight = 0;  // active attempts of verified tasks
+  uint64_t unproven_in_flight = 0;  // ... of them on an account not proven for their image
+};
+
+// What a plan needs beyond nodes and tasks: what fair share (fair_share.h)
+// weighs between requester accounts, and the standing of providers. The
+// fleet's totals come from the nodes themselves (FleetTotals). Empty: every
+// account weighs 1 and holds nothing, and no standing cap applies.
 struct AccountState {
   // Account name -> weight; a missing account, or a weight that is not a
   // positive number, weighs 1.
   std::map<std::string, double> account_weights;
   // Account name -> what its running and assigned attempts hold now.
   std::map<std::string, ResourceAmounts> account_allocation;
+  StandingState standing;
 };
 
 // A replaceable placement strategy. Schedule must be deterministic for a given

@@ -166,6 +166,9 @@ Result<VerificationSpec> Resolve(const v1::Verification& v, const VerificationPo
   if (spec.mode == Mode::kAdaptive) {
     spec.trust_threshold = v.trust_threshold() ? v.trust_threshold() : policy.trust_threshold;
     spec.audit_floor = v.audit_floor() != 0 ? v.audit_floor() : policy.audit_floor;
+    // Known-answer checks of trusted providers' lone results (the manifest's
+    // challengeRate belongs to challenge mode: the operator sets this one).
+    spec.challenge_rate = policy.known_answer_rate;
   }
   if (spec.mode == Mode::kChallenge) {
     spec.challenge_rate = v.challenge_rate() != 0 ? v.challenge_rate() : policy.challenge_rate;

@@ -52,7 +52,9 @@ struct VerificationSpec {
   // adaptive: the least share of a trusted provider's results replicated;
   // challenge: the share of results replicated to add known answers.
   double audit_floor = 0;
-  double challenge_rate = 0;     // challenge
+  // Challenge: known-answer checks per result taken on its run's word;
+  // adaptive: the same after a trusted provider's lone result.
+  double challenge_rate = 0;
 };
 
 // The operator's verification policy: the default for jobs that say nothing
@@ -79,6 +81,14 @@ struct VerificationPolicy {
   // Reliability is per mille (1000: never caught); a provider proven wrong
   // loses this much of it (caught.h).
   uint32_t reliability_penalty = 250;
+  // The most of the verified work in flight that accounts not yet proven
+  // for its image hold together, while a proven one could take it
+  // (standing.h; the scheduler's standing stage). 1: no cap.
+  double unproven_share = 0.02;
+  // Adaptive: the share of results accepted on a trusted provider's word
+  // after which that provider gets a known-answer check (challenge.h); 0:
+  // none. Challenge mode uses challenge_rate.
+  double known_answer_rate = 0.05;
 };
 
 // A rule a Verification breaks, named as proto field and manifest field

@@ -6,8 +6,8 @@
 // whitewashing cheap to undo (each comeback's unchecked work costs a run per
 // result to re-verify); a cap on the share of work unproven accounts hold
 // bounds it whatever the group's size. bench/verification measures it
-// (docs/PERFORMANCE.md, "Verification"); the scheduler does not apply it yet.
-// Pure: the caller counts what is in flight.
+// (docs/PERFORMANCE.md, "Verification"); the scheduler's standing stage
+// (sched/standing.h) applies it. Pure: the caller counts what is in flight.
 #include <cstdint>
 
 namespace idlegrid::verify {

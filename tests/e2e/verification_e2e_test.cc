@@ -394,5 +394,61 @@ TEST_F(VerificationE2E, AKnownAnswerCheckCatchesTheLiarAndItsUncheckedResultIsRe
   }
 }
 
+TEST_F(VerificationE2E, UnprovenProvidersHoldOnlyTheirShareWhileProvenOnesCouldTakeTheWork) {
+  // Trusted after one verified result; no known-answer checks (one-task
+  // jobs have none to send). The cap is the operator's default, 2%.
+  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyStanding", {"--verification-trust-threshold", "1",
+                                                       "--verification-dispute-margin", "1",
+                                                       "--verification-known-answer-rate", "0"}));
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
+  // 1. Alice and bob both run the first result (a newcomer's is replicated):
+  // both are proven for the image.
+  v1::Job earned = Wait(Submit("earn", "verification: adaptive\n"), Settled);
+  ASSERT_EQ(earned.state(), v1::SUCCEEDED) << earned.DebugString();
+  ASSERT_EQ(earned.tasks(0).verification(), "accepted: 2 of 2 results agree (adaptive)") << earned.DebugString();
+
+  // 2. Mallory (honest here) joins: unproven. Six 1-core tasks of 8 s fit
+  // the three nodes' two slots each at once, but unproven accounts may hold
+  // only one (none held: one may start; two of five in flight is over 2%),
+  // so one task waits for alice or bob with the cap's reason.
+  ASSERT_NO_FATAL_FAILURE(Start(kMallory));
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(3));
+  const std::string manifest = grid_->Manifest("capped", {"write", "honest", "8000"},
+                                               "array: {count: 6}\nverification: adaptive\n");
+  auto submitted = grid_->Cli({"submit", manifest, "--json"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const std::string job_id = ParseJson<v1::Job>(submitted.out).id();
+  const auto live_on = [this](const v1::Job& j, int n) {
+    int live = 0;
+    for (const auto& t : j.tasks()) {
+      for (const auto& a : t.attempts()) {
+        live += a.node_id() == NodeOf(n) && (a.state() == v1::ASSIGNED || a.state() == v1::RUNNING);
+      }
+    }
+    return live;
+  };
+  const auto held = [](const v1::Task& t) {
+    return t.state() == v1::QUEUED && t.message().find("held for a proven provider") != std::string::npos;
+  };
+  v1::Job capped = Wait(job_id, [&](const v1::Job& j) {
+    return Settled(j) || (live_on(j, kAlice) + live_on(j, kBob) == 4 && live_on(j, kMallory) == 1 &&
+                          std::any_of(j.tasks().begin(), j.tasks().end(), held));
+  });
+  ASSERT_FALSE(Settled(capped)) << "no task was ever held for a proven provider: " << capped.DebugString();
+  EXPECT_EQ(live_on(capped, kMallory), 1);
+  for (const auto& t : capped.tasks()) {
+    if (held(t)) {
+      EXPECT_NE(t.message().find("unproven providers hold 1 of 5 verified tasks in flight (cap 2%"),
+                std::string::npos)
+          << t.message();
+    }
+  }
+  // Nothing is lost to the cap: every task ends with its result.
+  v1::Job done = Wait(job_id, Settled, 240000);
+  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString();
+}
+
 }  // namespace
 }  // namespace idlegrid::testing

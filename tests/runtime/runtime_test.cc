@@ -406,6 +406,8 @@ constexpr char kJobSource[] = R"C(
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "hello";
@@ -463,6 +465,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!strcmp(mode, "sleep")) { printf("sleeping\n"); fflush(stdout); sleep(atoi(argv[2])); return 0; }
+  if (!strcmp(mode, "spin")) {
+    /* A child burns argv[2] ms of CPU and is waited for; then this process
+       burns as much again. */
+    long ms = atol(argv[2]);
+    for (int round = 0; round < 2; round++) {
+      pid_t child = round == 0 ? fork() : 0;
+      if (child > 0) { waitpid(child, NULL, 0); continue; }
+      struct timespec a, b;
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+      do { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b); }
+      while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+      if (child == 0 && round == 0) _exit(0);
+    }
+    return 0;
+  }
   return 99;
 }
 )C";
@@ -633,6 +650,16 @@ TEST_F(PodmanRuntimeTest, TimeoutKillsTheContainer) {
 
 TEST_F(PodmanRuntimeTest, FrozenTimeIsNotRunTime) {
   ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"}));
+}
+
+TEST_F(PodmanRuntimeTest, MetersTheContainersCpuFromProc) {
+  // 700 ms in a child the job waits for, then 700 ms of its own: sampled
+  // every 500 ms, so at least the first 700 ms and part of the rest.
+  Outcome o = MustRun(runtime_, Spec({"spin", "700"}), seconds(60));
+  EXPECT_EQ(o.exit.exit_code, 0) << o.out;
+  EXPECT_EQ(o.exit.cpu_source, "proc");
+  EXPECT_GE(o.exit.cpu_usec, 700'000u) << "the waited-for child's CPU at least";
+  EXPECT_LT(o.exit.cpu_usec, 3'000'000u) << "1.4 s were burnt";
 }
 
 TEST_F(PodmanRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {

@@ -124,12 +124,14 @@ TEST(VerificationSpec, ResolveFillsPolicyDefaults) {
   EXPECT_EQ(unset->margin, VerificationPolicy{}.dispute_margin);
   EXPECT_EQ(unset->trust_threshold, 7u);
   EXPECT_DOUBLE_EQ(unset->audit_floor, 0.2);
+  EXPECT_DOUBLE_EQ(unset->challenge_rate, policy.known_answer_rate) << "adaptive's known-answer checks";
 
   auto three = Resolve(With([](auto* v) { v->set_mode("replicate"); v->set_replicas(3); }), policy);
   ASSERT_TRUE(three.ok());
   EXPECT_EQ(three->quorum, 2u);
   EXPECT_EQ(three->max_replicas, 5u);
   EXPECT_EQ(three->trust_threshold, 0u);
+  EXPECT_DOUBLE_EQ(three->challenge_rate, 0) << "replicate sends no known-answer checks";
 
   auto challenge = Resolve(With([](auto* v) { v->set_mode("challenge"); }), policy);
   ASSERT_TRUE(challenge.ok());

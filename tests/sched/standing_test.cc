@@ -1,0 +1,137 @@
+// The standing stage of the pipeline (sched/standing.h): unproven provider
+// accounts together hold at most their share of the verified work.
+#include <gtest/gtest.h>
+
+#include "sched/pipeline.h"
+#include "sched_fixtures.h"
+
+namespace idlegrid::sched {
+namespace {
+
+using testing::PNode;
+using testing::PTask;
+
+constexpr char kImage[] = "sha256:aa";
+
+// One proven provider "P" (one node) and four unproven ones, 16 cores each.
+std::vector<NodeView> Fleet(double p_cpu_free = 16) {
+  std::vector<NodeView> nodes;
+  NodeView p = PNode("np", 0);
+  p.provider = "P";
+  p.cpu_free = p_cpu_free;
+  nodes.push_back(p);
+  for (int i = 1; i <= 4; ++i) {
+    NodeView u = PNode("nu" + std::to_string(i), 0);
+    u.provider = "U" + std::to_string(i);
+    nodes.push_back(u);
+  }
+  return nodes;
+}
+
+// `n` verified CPU tasks (2 cores each) of kImage.
+std::vector<TaskView> Verified(int n, bool verified = true) {
+  std::vector<TaskView> tasks;
+  for (int i = 0; i < n; ++i) {
+    TaskView t = PTask("j", i, 0);
+    t.image = kImage;
+    t.verified = verified;
+    tasks.push_back(t);
+  }
+  return tasks;
+}
+
+AccountState Standing(double share, uint64_t verified_in_flight = 0, uint64_t unproven_in_flight = 0) {
+  AccountState a;
+  a.standing.unproven_share = share;
+  a.standing.proven[kImage] = {"P"};
+  a.standing.verified_in_flight = verified_in_flight;
+  a.standing.unproven_in_flight = unproven_in_flight;
+  return a;
+}
+
+struct Split {
+  int proven = 0;
+  int unproven = 0;
+};
+
+Split SplitOf(const Plan& plan) {
+  Split s;
+  for (const auto& p : plan.placements) (p.node_id == "np" ? s.proven : s.unproven)++;
+  return s;
+}
+
+TEST(Standing, NoCapPlacesEverything) {
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(20), Standing(1));
+  EXPECT_EQ(plan.placements.size(), 20u);
+  EXPECT_GT(SplitOf(plan).unproven, 10) << "one proven node holds 8";
+}
+
+TEST(Standing, UnprovenAccountsHoldAtMostTheirShare) {
+  // At 25%: the first unproven placement is free (none held yet), the
+  // second needs 8 in flight; the proven node fills at 8, so the rest wait
+  // for it rather than go to unproven accounts.
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(20), Standing(0.25));
+  const Split s = SplitOf(plan);
+  EXPECT_EQ(s.proven, 8);
+  EXPECT_EQ(s.unproven, 2);
+  ASSERT_EQ(plan.waiting.size(), 10u);
+  for (const auto& [key, why] : plan.waiting) {
+    EXPECT_NE(why.find("held for a proven provider: unproven providers hold 2 of 10 verified tasks"),
+              std::string::npos)
+        << key << ": " << why;
+  }
+}
+
+TEST(Standing, WorkInFlightCountsAndABusyProvenProviderStillHoldsTheWork) {
+  // 1 of 100 in flight on unproven accounts; the proven node is full. At 2%
+  // one more fits (2 of 101), the next does not (3 of 102).
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(/*p_cpu_free=*/0), Verified(2), Standing(0.02, 100, 1));
+  EXPECT_EQ(SplitOf(plan).unproven, 1);
+  EXPECT_EQ(plan.placements.size(), 1u);
+  ASSERT_EQ(plan.waiting.size(), 1u);
+  EXPECT_NE(plan.waiting.begin()->second.find("held for a proven provider"), std::string::npos);
+}
+
+TEST(Standing, WithNoProvenAccountNewcomersRunEverything) {
+  AccountState a = Standing(0.02, 100, 50);
+  a.standing.proven.clear();
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(20), a);
+  EXPECT_EQ(plan.placements.size(), 20u);
+
+  // Proven for another image only: the same.
+  a.standing.proven["sha256:other"] = {"P"};
+  plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(20), a);
+  EXPECT_EQ(plan.placements.size(), 20u);
+}
+
+TEST(Standing, AProvenProviderTheTaskExcludesDoesNotHoldIt) {
+  // A replica its proven provider already ran can go nowhere proven.
+  std::vector<TaskView> tasks = Verified(3);
+  for (auto& t : tasks) t.excluded_nodes.insert(std::string(kProviderExclusion) + "P");
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(), tasks, Standing(0.02, 100, 50));
+  EXPECT_EQ(SplitOf(plan).unproven, 3);
+  EXPECT_TRUE(plan.waiting.empty());
+}
+
+TEST(Standing, UnverifiedWorkAndKnownAnswerChecksAreNotCapped) {
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(/*p_cpu_free=*/0), Verified(5, /*verified=*/false),
+                                               Standing(0.02, 100, 50));
+  EXPECT_EQ(SplitOf(plan).unproven, 5);
+
+  // A known-answer check is meant for its provider, proven or not.
+  std::vector<TaskView> check = Verified(1);
+  check[0].excluded_nodes.insert(std::string(kOnlyProvider) + "U3");
+  plan = NewPipelineScheduler()->Schedule(Fleet(), check, Standing(0.02, 100, 50));
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].node_id, "nu3");
+}
+
+TEST(Standing, AProvenProviderTakesWorkTheCapHolds) {
+  // Far over the cap: everything goes to the proven node while it has room.
+  Plan plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(8), Standing(0.02, 100, 50));
+  EXPECT_EQ(SplitOf(plan).proven, 8);
+  EXPECT_EQ(SplitOf(plan).unproven, 0);
+}
+
+}  // namespace
+}  // namespace idlegrid::sched
