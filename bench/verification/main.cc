@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   const Variant strategies[] = {
       {"none", [](SimConfig* c) { c->mode = verify::Mode::kNone; }},
       {"replicate 2 (always)", [](SimConfig* c) { c->mode = verify::Mode::kReplicate; }},
-      {"adaptive (policy default)", [](SimConfig*) {}},
+      {"adaptive alone (floor 0.12)", [](SimConfig*) {}},
       {"challenge (the coordinator's mode)",
        [](SimConfig* c) {
          c->mode = verify::Mode::kChallenge;
@@ -125,7 +125,11 @@ int main(int argc, char** argv) {
          c->known_answer_rate = c->policy.challenge_rate;
          c->policy.audit_floor = 0;
        }},
-      {"adaptive + known answers, floor kept", [](SimConfig* c) { c->known_answer_rate = c->policy.challenge_rate; }},
+      {"adaptive + known answers, floor kept",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.challenge_rate;
+         c->keep_floor_with_known_answers = true;
+       }},
       {"adaptive, unproven placed at 1/10", [](SimConfig* c) { c->unproven_weight = 0.10; }},
       {"adaptive + known answers, unproven placed at 1/10",
        [](SimConfig* c) {
@@ -165,13 +169,20 @@ int main(int argc, char** argv) {
          c->unproven_share = 0.02;
        }},
       // What a coordinator's adaptive mode does unless told otherwise
-      // (verify::VerificationPolicy): its audit floor, known-answer checks
-      // after results taken on a trusted provider's word, and the standing
-      // cap its scheduler applies (sched/standing.h).
+      // (verify::VerificationPolicy): known-answer checks after results
+      // taken on a trusted provider's word, its audit floor until the job
+      // has a known answer (then the checks take its place), and the
+      // standing cap its scheduler applies (sched/standing.h).
       {"adaptive, the coordinator's defaults",
        [](SimConfig* c) {
          c->known_answer_rate = c->policy.known_answer_rate;
          c->unproven_share = c->policy.unproven_share;
+       }},
+      {"adaptive, the coordinator's defaults, floor kept",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.known_answer_rate;
+         c->unproven_share = c->policy.unproven_share;
+         c->keep_floor_with_known_answers = true;
        }},
   };
   std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "

@@ -447,8 +447,13 @@ void Simulation::NewTask(uint64_t task) {
   Provider& p = providers_[*first];
   bool replicate = c_.mode == verify::Mode::kReplicate;
   if (c_.mode == verify::Mode::kAdaptive) {
-    verify::ReplicationChoice choice = verify::ChooseReplication(
-        {c_.policy.trust_threshold, c_.policy.audit_floor}, p.count, Draw());
+    // The floor gives way to known-answer checks once the job has a known
+    // answer (verify::AuditFloor), unless the strategy keeps it.
+    const double floor = c_.keep_floor_with_known_answers
+                             ? c_.policy.audit_floor
+                             : verify::AuditFloor(c_.policy.audit_floor, c_.known_answer_rate, !known_.empty());
+    verify::ReplicationChoice choice =
+        verify::ChooseReplication({c_.policy.trust_threshold, floor}, p.count, Draw());
     replicate = choice.replicate;
     if (choice.trusted) Trusted(p);
   }

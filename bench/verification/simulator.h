@@ -61,6 +61,9 @@ struct SimConfig {
   // work, counted over the last kStandingWindow runs (the simulator has no
   // work in flight: one task a second). 1: no cap.
   double unproven_share = 1;
+  // Adaptive with known-answer checks: keep the audit floor even once the
+  // job has a known answer (the coordinator lets it give way, AuditFloor).
+  bool keep_floor_with_known_answers = false;
   uint32_t suspend_below = 250;    // reliability (per mille) under which a provider gets no work
   bool whitewash = true;           // a suspended provider returns as a new account (a new stake)
   ledger::LedgerPolicy ledger;

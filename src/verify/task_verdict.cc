@@ -107,8 +107,9 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
   // Adaptive: a lone result of a provider with a long enough record is
   // audited only when the draw says so.
   if (in.spec.mode == Mode::kAdaptive && voters.size() == 1) {
-    ReplicationChoice choice =
-        ChooseReplication({in.spec.trust_threshold, in.spec.audit_floor}, in.consecutive_valid, in.draw);
+    ReplicationChoice choice = ChooseReplication(
+        {in.spec.trust_threshold, AuditFloor(in.spec.audit_floor, in.spec.challenge_rate, in.known_answer)},
+        in.consecutive_valid, in.draw);
     if (!choice.replicate) {
       char line[200];
       std::snprintf(line, sizeof line,

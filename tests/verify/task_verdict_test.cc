@@ -121,6 +121,22 @@ TEST(TaskVerdict, AdaptiveAcceptsATrustedProvidersResultUnverifiedUnlessTheAudit
   EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
 }
 
+TEST(TaskVerdict, KnownAnswerChecksTakeTheAuditFloorsPlaceWhereTheJobHasAKnownAnswer) {
+  TaskVerdictInput in{Adaptive(), {Rec("a1", "veteran", "sha256:x")}};
+  in.consecutive_valid = 20;
+  in.draw = 0.11;  // under the floor of 0.12, over 1/20
+  in.spec.challenge_rate = 0.05;
+  in.known_answer = false;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "no known answer to check it with: the floor holds";
+  in.known_answer = true;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kAccept) << "checks can reach it: 1/count alone";
+  in.draw = 0.04;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "1/20 still audits";
+  in.draw = 0.11;
+  in.spec.challenge_rate = 0;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "checks off: the floor holds";
+}
+
 TEST(TaskVerdict, AReopenedResultIsJudgedAgainstTheAuditRun) {
   // Backtracking set a1's vote back to pending; the audit run a2 disagrees.
   TaskVerdictInput in{Adaptive(), {Rec("a1", "mallory", "sha256:bad"), Rec("a2", "alice", "sha256:x"),
