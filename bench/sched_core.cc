@@ -117,5 +117,36 @@ int main(int argc, char** argv) {
                 plan.waiting.size(), seconds, cpu, plan.placements.size() / seconds, plan.placements.size() / cpu, bad);
     if (!plan.waiting.empty()) std::printf("           e.g. waiting: %s\n", plan.waiting.begin()->second.c_str());
   }
+
+  // The standing stage (sched/standing.h): every task verified, nodes owned
+  // by 100 provider accounts of which 10 are proven for the image, unproven
+  // accounts capped at 2% of the verified work (the coordinator's default).
+  std::vector<NodeView> owned = fleet;
+  for (size_t i = 0; i < owned.size(); ++i) owned[i].provider = "provider-" + std::to_string(i % 100);
+  std::vector<TaskView> verified = queue;
+  for (auto& t : verified) t.verified = true;
+  for (double share : {1.0, 0.02}) {
+    idlegrid::sched::AccountState accounts;
+    accounts.standing.unproven_share = share;
+    for (int p = 0; p < 10; ++p) accounts.standing.proven["sha256:trainer"].insert("provider-" + std::to_string(p));
+    idlegrid::sched::PipelineOptions options;
+    options.seed = seed;
+    auto scheduler = idlegrid::sched::NewPipelineScheduler(options);
+    std::vector<NodeView> copy = owned;
+    const auto start = std::chrono::steady_clock::now();
+    const std::clock_t cpu_start = std::clock();
+    idlegrid::sched::Plan plan = scheduler->Schedule(std::move(copy), verified, accounts);
+    const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    size_t unproven = 0;
+    for (const auto& pl : plan.placements) {
+      const size_t node = std::strtoul(pl.node_id.c_str() + pl.node_id.find_last_of('-') + 1, nullptr, 10);
+      unproven += node % 100 >= 10;
+    }
+    std::printf("standing, verified work, unproven share %.2f: placed %zu (%zu on unproven accounts), waiting %zu, "
+                "%.3f s wall, %.3f s CPU, %.0f placed/s CPU, over-alloc %zu\n",
+                share, plan.placements.size(), unproven, plan.waiting.size(), seconds, cpu,
+                plan.placements.size() / cpu, OverAllocations(owned, verified, plan.placements));
+  }
   return 0;
 }

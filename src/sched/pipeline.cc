@@ -46,10 +46,15 @@ struct Shape {
   std::vector<DeviceMask> eligible;
   std::vector<Entry> heap;
   std::string waiting;  // summary, once computed
-  // Feasible nodes of accounts proven for the shape's image (the standing
-  // cap), once listed.
+  // The standing cap: the feasible nodes of accounts proven for the shape's
+  // image, once listed; and, once a task had to be held to them, their own
+  // heap, kept current beside `heap`, so a held task does not pass over
+  // every unproven node to find one.
   bool proven_listed = false;
   std::vector<uint32_t> proven_nodes;
+  std::vector<uint8_t> proven;  // per node, once listed
+  bool proven_heap_built = false;
+  std::vector<Entry> proven_heap;
 };
 
 class PipelineScheduler : public Scheduler {
@@ -92,46 +97,66 @@ class Run {
     s->active = true;
   }
 
-  // Adds node i's current ranking to s's heap if it can take the demand now.
+  // Adds node i's current ranking to s's heaps if it can take the demand now.
   void Rank(Shape* s, uint32_t i, bool heapify) {
     const NodeState& node = snap_.nodes[i];
     Ranking r;
     if (!Evaluate(snap_, node, s->demand, *s->policy, s->eligible[i], workload_, &r, nullptr, nullptr)) return;
-    s->heap.push_back({r.primary, r.score, node.tiebreak, i, node.version, r.choice.devices, r.choice.price_per_hour,
-                       r.choice.max_ask});
+    const Entry e{r.primary,       r.score, node.tiebreak, i, node.version, r.choice.devices, r.choice.price_per_hour,
+                  r.choice.max_ask};
+    s->heap.push_back(e);
     if (heapify) std::push_heap(s->heap.begin(), s->heap.end(), Worse);
+    if (s->proven_heap_built && s->proven[i]) {
+      s->proven_heap.push_back(e);
+      std::push_heap(s->proven_heap.begin(), s->proven_heap.end(), Worse);
+    }
   }
 
-  // Pops the best current entry that `task` did not exclude and, when it is
-  // on an account not proven for the task's image, that `unproven_ok` lets
-  // it take (StandingCap; null: no cap). *capped: an entry was passed over
-  // for the cap alone.
-  bool Best(Shape* s, const TaskView& task, const StandingCap* cap, bool unproven_ok, Entry* out, bool* capped) {
-    std::vector<Entry> passed;
+  // Pops the best current entry of `heap` that `task` did not exclude.
+  bool PopBest(std::vector<Entry>* heap, const TaskView& task, Entry* out) {
+    std::vector<Entry> excluded;
     bool found = false;
-    while (!s->heap.empty()) {
-      std::pop_heap(s->heap.begin(), s->heap.end(), Worse);
-      Entry e = s->heap.back();
-      s->heap.pop_back();
+    while (!heap->empty()) {
+      std::pop_heap(heap->begin(), heap->end(), Worse);
+      Entry e = heap->back();
+      heap->pop_back();
       if (e.version != snap_.nodes[e.node].version) continue;
       if (Excluded(snap_.nodes[e.node], task, nullptr)) {
-        passed.push_back(e);
-        continue;
-      }
-      if (cap != nullptr && !unproven_ok && !cap->Proven(snap_.views[e.node].provider, task.image)) {
-        passed.push_back(e);
-        *capped = true;
+        excluded.push_back(e);
         continue;
       }
       *out = e;
       found = true;
       break;
     }
-    for (const Entry& e : passed) {
-      s->heap.push_back(e);
-      std::push_heap(s->heap.begin(), s->heap.end(), Worse);
+    for (const Entry& e : excluded) {
+      heap->push_back(e);
+      std::push_heap(heap->begin(), heap->end(), Worse);
     }
     return found;
+  }
+
+  // The best node for `task`: any, or, when the standing cap holds it to
+  // proven accounts (`proven_only`), one of theirs. *held: it waits for
+  // the cap (some other node could take it now).
+  bool Best(Shape* s, const TaskView& task, bool proven_only, Entry* out, bool* held) {
+    if (!proven_only) return PopBest(&s->heap, task, out);
+    if (!s->proven_heap_built) {
+      for (const Entry& e : s->heap) {
+        if (e.version == snap_.nodes[e.node].version && s->proven[e.node]) s->proven_heap.push_back(e);
+      }
+      std::make_heap(s->proven_heap.begin(), s->proven_heap.end(), Worse);
+      s->proven_heap_built = true;
+    }
+    if (PopBest(&s->proven_heap, task, out)) return true;
+    // Stale entries off the top (each is dropped once), then whether any
+    // node is left that the cap alone keeps it from.
+    while (!s->heap.empty() && s->heap.front().version != snap_.nodes[s->heap.front().node].version) {
+      std::pop_heap(s->heap.begin(), s->heap.end(), Worse);
+      s->heap.pop_back();
+    }
+    *held = !s->heap.empty();
+    return false;
   }
 
   // Whether some node the shape can use, of an account proven for the
@@ -139,8 +164,12 @@ class Run {
   // work for it rather than hand it to unproven accounts).
   bool AnyProven(Shape* s, const TaskView& task, const StandingCap& cap) {
     if (!s->proven_listed) {
+      s->proven.assign(snap_.nodes.size(), 0);
       for (uint32_t i = 0; i < snap_.nodes.size(); ++i) {
-        if (s->ok[i] && cap.Proven(snap_.views[i].provider, task.image)) s->proven_nodes.push_back(i);
+        if (s->ok[i] && cap.Proven(snap_.views[i].provider, task.image)) {
+          s->proven_nodes.push_back(i);
+          s->proven[i] = 1;
+        }
       }
       s->proven_listed = true;
     }
@@ -149,9 +178,15 @@ class Run {
   }
 
   void Compact(Shape* s) {
-    if (s->heap.size() <= 2 * snap_.nodes.size() + 64) return;
-    std::erase_if(s->heap, [&](const Entry& e) { return e.version != snap_.nodes[e.node].version; });
-    std::make_heap(s->heap.begin(), s->heap.end(), Worse);
+    const auto stale = [&](const Entry& e) { return e.version != snap_.nodes[e.node].version; };
+    if (s->heap.size() > 2 * snap_.nodes.size() + 64) {
+      std::erase_if(s->heap, stale);
+      std::make_heap(s->heap.begin(), s->heap.end(), Worse);
+    }
+    if (s->proven_heap.size() > 2 * s->proven_nodes.size() + 64) {
+      std::erase_if(s->proven_heap, stale);
+      std::make_heap(s->proven_heap.begin(), s->proven_heap.end(), Worse);
+    }
   }
 
   Snapshot& snap() { return snap_; }
@@ -238,9 +273,9 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
     --s.remaining;
     Entry e{};
     const bool weighed = standing.Applies(tasks[t]);
-    const bool unproven_ok = !weighed || standing.UnprovenMayTake(run.AnyProven(&s, tasks[t], standing));
+    const bool proven_only = weighed && !standing.UnprovenMayTake(run.AnyProven(&s, tasks[t], standing));
     bool held = false;
-    if (!run.Best(&s, tasks[t], weighed ? &standing : nullptr, unproven_ok, &e, &held)) {
+    if (!run.Best(&s, tasks[t], proven_only, &e, &held)) {
       capped[t] = held;
       waiting.push_back(t);
       continue;

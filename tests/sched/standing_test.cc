@@ -2,6 +2,10 @@
 // accounts together hold at most their share of the verified work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
+
 #include "sched/pipeline.h"
 #include "sched_fixtures.h"
 
@@ -131,6 +135,55 @@ TEST(Standing, AProvenProviderTakesWorkTheCapHolds) {
   Plan plan = NewPipelineScheduler()->Schedule(Fleet(), Verified(8), Standing(0.02, 100, 50));
   EXPECT_EQ(SplitOf(plan).proven, 8);
   EXPECT_EQ(SplitOf(plan).unproven, 0);
+}
+
+TEST(StandingProperty, EveryUnprovenPlacementKeepsTheShareInPlanOrder) {
+  // Random fleets of 10 provider accounts, some proven; verified tasks of
+  // random sizes. Replaying each plan in order, an unproven placement is
+  // the first one or keeps unproven accounts within the share (counting the
+  // work in flight before the plan); nothing is over-allocated.
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<NodeView> nodes;
+    const int n = 2 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) {
+      NodeView v = PNode("n" + std::to_string(i), 0);
+      v.provider = "P" + std::to_string(rng() % 10);
+      v.cpu_free = v.cpu_total = double(1 + rng() % 16);
+      nodes.push_back(v);
+    }
+    const double shares[] = {0.02, 0.1, 0.3};
+    AccountState a;
+    a.standing.unproven_share = shares[rng() % 3];
+    for (int p = 0; p < 10; ++p) {
+      if (rng() % 3 == 0) a.standing.proven[kImage].insert("P" + std::to_string(p));
+    }
+    a.standing.verified_in_flight = rng() % 50;
+    a.standing.unproven_in_flight = a.standing.verified_in_flight ? rng() % a.standing.verified_in_flight : 0;
+    std::vector<TaskView> tasks = Verified(static_cast<int>(rng() % 120));
+    for (auto& t : tasks) t.resources.set_cpu(double(1 + rng() % 4));
+    const Plan plan = NewPipelineScheduler({{}, static_cast<uint64_t>(round)})->Schedule(nodes, tasks, a);
+
+    std::map<std::string, NodeView> by_id;
+    for (const auto& v : nodes) by_id[v.id] = v;
+    uint64_t all = a.standing.verified_in_flight, unproven = a.standing.unproven_in_flight;
+    const bool any_proven = !a.standing.proven[kImage].empty() &&
+                            std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& v) {
+                              return a.standing.proven[kImage].count(v.provider) > 0;
+                            });
+    for (const auto& p : plan.placements) {
+      NodeView& node = by_id.at(p.node_id);
+      const TaskView& task = tasks[p.index];
+      ASSERT_TRUE(ApplyPlacement(&node, task, p).ok()) << "round " << round;
+      const bool is_unproven = !a.standing.proven[kImage].count(node.provider);
+      if (is_unproven && any_proven) {
+        EXPECT_TRUE(unproven == 0 || double(unproven + 1) <= a.standing.unproven_share * double(all + 1) + 1e-9)
+            << "round " << round << ": " << unproven << " of " << all << " at share " << a.standing.unproven_share;
+      }
+      ++all;
+      unproven += is_unproven;
+    }
+  }
 }
 
 }  // namespace
