@@ -202,6 +202,36 @@ void HttpApi::Routes() {
                  if (!receipt.ok()) return SendError(res, receipt.status());
                  res.set_content(receipt::ReceiptJson(*receipt), "application/json");
                });
+  // Workflows (docs/workflows.md): what gRPC's SubmitWorkflow, GetWorkflow,
+  // ListWorkflows and CancelWorkflow do, under the same rules.
+  server_->Post("/v1/workflows", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "SubmitWorkflow", Gate::None());
+    if (!caller) return;
+    v1::SubmitWorkflowRequest body;
+    auto parsed = google::protobuf::util::JsonStringToMessage(req.body, &body);
+    if (!parsed.ok()) {
+      return SendError(res, Status::InvalidArgument("request body is not a SubmitWorkflowRequest: " +
+                                                    std::string(parsed.message())));
+    }
+    auto workflow = c_->SubmitWorkflow(body, caller->account);
+    if (!workflow.ok()) return SendError(res, workflow.status());
+    res.status = 201;
+    SendMessage(res, *workflow);
+  });
+  server_->Get("/v1/workflows", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    auto caller = admit(req, res, "ListWorkflows", Gate::None());
+    if (!caller) return;
+    SendResult(res, c_->ListWorkflows(ListingAccount(*caller)));
+  });
+  server_->Get(R"(/v1/workflows/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
+    if (!admit(req, res, "GetWorkflow", gate_.Workflow(req.matches[1]))) return;
+    SendResult(res, c_->GetWorkflow(req.matches[1]));
+  });
+  server_->Post(R"(/v1/workflows/([A-Za-z0-9-]+)/cancel)",
+                [this, admit](const httplib::Request& req, httplib::Response& res) {
+                  if (!admit(req, res, "CancelWorkflow", gate_.Workflow(req.matches[1]))) return;
+                  SendResult(res, c_->CancelWorkflow(req.matches[1]));
+                });
   // The fleet's load over the last hour (queued/running tasks, GPUs
   // allocated): aggregate counts, so anyone who may list nodes may see it.
   server_->Get("/v1/history", [this, admit](const httplib::Request& req, httplib::Response& res) {

@@ -38,6 +38,8 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
     {"GET", "/metrics"},   {"GET", "/v1/market"},           {"DELETE", "/v1/jobs/j-1"},
     {"GET", "/v1/accounts"},  {"POST", "/v1/jobs/j-1/retry"}, {"GET", "/v1/jobs/j-1/receipt?task=0"},
+    {"POST", "/v1/workflows"}, {"GET", "/v1/workflows"},     {"GET", "/v1/workflows/w-1"},
+    {"POST", "/v1/workflows/w-1/cancel"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -163,6 +165,59 @@ TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAn
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &job).ok()) << cancelled->body;
   EXPECT_EQ(job.state(), v1::CANCELLED);
   EXPECT_EQ(coordinator_->GetJob(id)->state(), v1::CANCELLED);
+}
+
+TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
+  const std::string step = R"({"apiVersion": "idlegrid/v1", "name": "s", "image": ")" + kImage +
+                           R"(", "command": ["/sim"]})";
+  const std::string body = R"({"spec": {"apiVersion": "idlegrid/v1", "name": "pipe", "steps": [)"
+                           R"({"name": "a", "job": )" + step + R"(},)"
+                           R"({"name": "b", "dependsOn": ["a"], "job": )" + step + R"(}]}})";
+  auto res = Call("POST", "/v1/workflows", body);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 201) << res->body;
+  v1::Workflow submitted;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
+  ASSERT_FALSE(submitted.id().empty());
+  ASSERT_EQ(submitted.steps_size(), 2);
+  auto stored = coordinator_->GetWorkflow(submitted.id());
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->spec().name(), "pipe");
+
+  auto got = Call("GET", "/v1/workflows/" + submitted.id());
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200) << got->body;
+  v1::Workflow read;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(got->body, &read).ok()) << got->body;
+  EXPECT_EQ(read.id(), submitted.id());
+  EXPECT_EQ(read.state(), "running");
+
+  auto listed = Call("GET", "/v1/workflows");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->status, 200) << listed->body;
+  v1::ListWorkflowsResponse list;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(listed->body, &list).ok()) << listed->body;
+  ASSERT_EQ(list.workflows_size(), 1);
+  EXPECT_EQ(list.workflows(0).id(), submitted.id());
+
+  auto cancelled = Call("POST", "/v1/workflows/" + submitted.id() + "/cancel");
+  ASSERT_TRUE(cancelled);
+  ASSERT_EQ(cancelled->status, 200) << cancelled->body;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &read).ok()) << cancelled->body;
+  EXPECT_EQ(read.state(), "cancelled");
+  EXPECT_EQ(coordinator_->GetWorkflow(submitted.id())->state(), "cancelled");
+
+  // A malformed workflow is refused with what is wrong, and nothing is kept.
+  auto bad = Call("POST", "/v1/workflows",
+                  R"({"spec": {"apiVersion": "idlegrid/v1", "name": "bad", "steps": [{"name": "a", )"
+                  R"("dependsOn": ["nope"], "job": )" + step + R"(}]}})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_NE(bad->body.find("nope"), std::string::npos) << bad->body;
+  EXPECT_EQ(coordinator_->ListWorkflows()->workflows_size(), 1);
+  auto missing = Call("GET", "/v1/workflows/w-missing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404) << missing->body;
 }
 
 // The dashboard's cancel and retry buttons: a body picks tasks; an empty

@@ -389,8 +389,11 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
       {"GET", "/v1/accounts"},                      {"POST", "/v1/jobs"},
       {"GET", "/v1/jobs/" + alice_job_ + "/logs"}, {"GET", "/v1/history"},
       {"POST", "/v1/jobs/" + alice_job_ + "/retry"}, {"GET", "/v1/jobs/" + alice_job_ + "/receipt?task=0"},
+      {"GET", "/v1/workflows/" + alice_workflow_},  {"POST", "/v1/workflows/" + alice_workflow_ + "/cancel"},
+      {"GET", "/v1/workflows"},                     {"POST", "/v1/workflows"},
   };
-  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts", "/v1/history"};
+  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts", "/v1/history",
+                                      "/v1/workflows"};
   for (const Route& r : routes) {
     for (const Credential& cred : creds_) {
       httplib::Headers headers;
@@ -408,6 +411,7 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
     }
   }
   EXPECT_EQ(c_->GetJob(alice_job_)->tasks(0).state(), v1::ASSIGNED);
+  EXPECT_NE(c_->GetWorkflow(alice_workflow_)->state(), "cancelled");
 }
 
 }  // namespace
