@@ -116,6 +116,9 @@ class Simulation {
   // A known-answer check of provider `i` as the coordinator sends one (a task
   // of the job two providers agreed on, which `i` never ran).
   void KnownAnswerCheck(size_t i);
+  // A known answer provider i never voted on, as the coordinator looks for
+  // one (20 draws from the pool); nullopt when none was found.
+  std::optional<uint64_t> KnownFor(size_t i);
   void Trusted(Provider& p);
   void Reverify(uint64_t task);
   // The dispute window's accepted results that involve `account` (all that
@@ -401,8 +404,8 @@ void Simulation::Challenge(size_t i, uint64_t task) {
   }
 }
 
-void Simulation::KnownAnswerCheck(size_t i) {
-  const std::string account = providers_[i].account;
+std::optional<uint64_t> Simulation::KnownFor(size_t i) {
+  const std::string& account = providers_[i].account;
   for (int tries = 0; tries < 20 && !known_.empty(); ++tries) {
     const uint64_t t = known_[std::uniform_int_distribution<size_t>(0, known_.size() - 1)(rng_)];
     auto it = accepted_.find(t);
@@ -412,6 +415,16 @@ void Simulation::KnownAnswerCheck(size_t i) {
                     [&](const Vote& v) { return providers_[v.provider].account == account; })) {
       continue;
     }
+    return t;
+  }
+  return std::nullopt;
+}
+
+void Simulation::KnownAnswerCheck(size_t i) {
+  const std::string account = providers_[i].account;
+  if (std::optional<uint64_t> found = KnownFor(i)) {
+    const uint64_t t = *found;
+    auto it = accepted_.find(t);
     ++report_.known_answer_checks;
     const std::string known = it->second.digest;
     if (known != Right(t)) ++report_.known_answer_wrong;
@@ -447,11 +460,12 @@ void Simulation::NewTask(uint64_t task) {
   Provider& p = providers_[*first];
   bool replicate = c_.mode == verify::Mode::kReplicate;
   if (c_.mode == verify::Mode::kAdaptive) {
-    // The floor gives way to known-answer checks once the job has a known
-    // answer (verify::AuditFloor), unless the strategy keeps it.
-    const double floor = c_.keep_floor_with_known_answers
-                             ? c_.policy.audit_floor
-                             : verify::AuditFloor(c_.policy.audit_floor, c_.known_answer_rate, !known_.empty());
+    // The floor gives way to known-answer checks once one can reach the
+    // provider (verify::AuditFloor), unless the strategy keeps it.
+    const double floor =
+        c_.keep_floor_with_known_answers || c_.known_answer_rate <= 0 || c_.policy.audit_floor <= 0
+            ? c_.policy.audit_floor
+            : verify::AuditFloor(c_.policy.audit_floor, c_.known_answer_rate, KnownFor(*first).has_value());
     verify::ReplicationChoice choice =
         verify::ChooseReplication({c_.policy.trust_threshold, floor}, p.count, Draw());
     replicate = choice.replicate;

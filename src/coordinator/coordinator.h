@@ -31,7 +31,8 @@
 //   workflow_mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
 // AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', terms_mu_ and history_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
-// method says so (JudgeReadiness records a measurement under mu_).
+// method says so (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too,
+// held across store reads of jobs (StandingStateOf) but never with another lock.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -387,6 +388,8 @@ class Coordinator {
   // Jobs of the last pass's queued and active tasks: an active attempt's job
   // is read once, not once per pass.
   std::map<std::string, JobStanding> standing_jobs_ IG_GUARDED_BY(standing_mu_);
+  // Each provider's proven images as last read, for a pass whose read fails.
+  std::map<std::string, std::vector<std::string>> proven_images_ IG_GUARDED_BY(standing_mu_);
 
   void Loop();
   void CheckHeartbeats();
@@ -552,6 +555,10 @@ class Coordinator {
   // Challenge: sends `provider` a task of `job` with a known answer it never
   // ran; WithdrawStaleChecks returns those not taken within a minute.
   void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);
+  // A task of `job` but `except` with a known answer `provider` never ran.
+  const v1::Task* KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider);
+  // Whether a known-answer check could reach `provider` after task `index`.
+  bool CheckCanReach(const v1::Job& job, uint32_t index, const std::string& provider);
   void WithdrawStaleChecks();
   Mutex verdict_mu_;  // one verdict at a time (trust counts are read and written back)
   Mutex rng_mu_;

@@ -48,23 +48,39 @@ sched::StandingState Coordinator::StandingStateOf(const std::vector<store::Queue
   }
 
   std::map<std::string, std::string> provider_of;  // node id -> provider account
-  std::set<std::string> providers;
+  std::set<std::string> providers, taking;         // all; of nodes that may take work now
   {
     MutexLock lock(&mu_);
     for (const auto& [id, n] : nodes_) {
       provider_of[id] = n.provider;
       providers.insert(n.provider);
+      if (n.online && sessions_.Connected(id)) taking.insert(n.provider);
     }
   }
-  for (const std::string& p : providers) {
+  // Records are read for providers that may take work; the others' (their
+  // attempts in flight) are as last read.
+  for (const std::string& p : taking) {
     auto records = store_->TrustOf(p);
     if (!records.ok()) {
-      // Unproven this pass: the cap errs toward holding work back.
-      spdlog::warn("standing: trust of provider {} not read: {}", p, records.status().ToString());
+      // As last read: a failed read must neither lift the cap (the only
+      // proven provider looking unproven) nor prove anyone.
+      spdlog::warn("standing: trust of provider {} not read ({}); using what was read before", p,
+                   records.status().ToString());
       continue;
     }
+    std::vector<std::string> images;
     for (const store::TrustRecord& r : *records) {
-      if (!r.image.empty() && r.consecutive >= policy.trust_threshold) out.proven[r.image].insert(p);
+      if (!r.image.empty() && r.consecutive >= policy.trust_threshold) images.push_back(r.image);
+    }
+    MutexLock lock(&standing_mu_);
+    proven_images_[p] = std::move(images);
+  }
+  {
+    MutexLock lock(&standing_mu_);
+    for (const std::string& p : providers) {
+      auto it = proven_images_.find(p);
+      if (it == proven_images_.end()) continue;
+      for (const std::string& image : it->second) out.proven[image].insert(p);
     }
   }
   for (const auto& a : active) {

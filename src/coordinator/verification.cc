@@ -124,6 +124,7 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     return &it->second;
   };
   if (!pending_provider.empty()) {
+    in.check_can_reach = CheckCanReach(job, index, pending_provider);
     IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* mine, records_of(pending_provider));
     const std::vector<store::TrustRecord>& pending_trust = *mine;
     in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
@@ -243,14 +244,25 @@ std::vector<verify::RunRecord> Coordinator::RunRecordsOf(const v1::Task& task, c
   return runs;
 }
 
+const v1::Task* Coordinator::KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider) {
+  for (const v1::Task& t : job.tasks()) {
+    if (t.index() == except || !KnownAnswer(t)) continue;
+    const bool ran = std::any_of(t.attempts().begin(), t.attempts().end(),
+                                 [&](const v1::Attempt& a) { return ProviderOf(a.node_id()) == provider; });
+    if (!ran) return &t;
+  }
+  return nullptr;
+}
+
+bool Coordinator::CheckCanReach(const v1::Job& job, uint32_t index, const std::string& provider) {
+  return KnownAnswerFor(job, index, provider) != nullptr;
+}
+
 void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {
   // A task of the job with a known answer that the provider never ran: to
   // it, one more task of the job it is working on.
-  for (const v1::Task& t : job.tasks()) {
-    if (!KnownAnswer(t)) continue;
-    const bool ran = std::any_of(t.attempts().begin(), t.attempts().end(),
-                                 [&](const v1::Attempt& a) { return ProviderOf(a.node_id()) == provider; });
-    if (ran) continue;
+  if (const v1::Task* found = KnownAnswerFor(job, UINT32_MAX, provider)) {
+    const v1::Task& t = *found;
     store::VerdictWrite w;
     w.job_id = job.id();
     w.index = t.index();
@@ -270,7 +282,6 @@ void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& pr
     } else if (*applied) {
       spdlog::info("verification: known-answer check {}/{} sent to provider {}", job.id(), t.index(), provider);
     }
-    return;
   }
 }
 

@@ -206,8 +206,13 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
   IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, runtimes_));
   if (!problem_.empty()) return Status::FailedPrecondition(problem_);
-  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_,
-                        (std::filesystem::temp_directory_path() / ("idlegrid-" + spec.container_name + ".pid")).string()};
+  // podman writes the container's pid into a directory of our own, fresh
+  // for this run: nobody can plant a link there or a stale pid. Without
+  // one the run goes on unmetered.
+  std::error_code no_tmp;
+  std::string pid_dir = (std::filesystem::temp_directory_path(no_tmp) / "idlegrid-pid-XXXXXX").string();
+  if (no_tmp || ::mkdtemp(pid_dir.data()) == nullptr) pid_dir.clear();
+  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_, pid_dir.empty() ? "" : pid_dir + "/pid"};
   if (sandbox.seccomp_profile_path.empty()) {
     return Status::InvalidArgument("no seccomp profile for job class " + spec.job_class);
   }
@@ -221,7 +226,21 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   const std::string& name = spec.container_name;
   IG_ASSIGN_OR_RETURN(std::unique_ptr<ActiveRuns::Entry> active, active_runs_.Register(name));
 
-  IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(argv));
+  const auto remove_pid_dir = [&] {
+    if (pid_dir.empty()) return;
+    (void)::unlink(sandbox.pidfile.c_str());
+    (void)::rmdir(pid_dir.c_str());
+  };
+  // Watching before podman starts: the pid file may come at once.
+  std::optional<TreeCpuWatch> cpu;
+  if (!pid_dir.empty()) cpu.emplace(sandbox.pidfile);
+  Result<Subprocess> spawned = Subprocess::Spawn(argv);
+  if (!spawned.ok()) {
+    cpu.reset();
+    remove_pid_dir();
+    return spawned.status();
+  }
+  Subprocess child = std::move(spawned).value();
   if (on_started) on_started();
 
   std::string stderr_tail;
@@ -231,18 +250,16 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   };
 
   ExitInfo info;
-  Supervised run;
-  {
-    TreeCpuWatch cpu(sandbox.pidfile);
-    run = Supervise(child, active->Control(), timeout, tee, [&] { SendKill(name); },
-                    {kKillRetryInterval, kForceKillAfter});
-    cpu.Stop();
-    if (cpu.measured()) {
-      info.cpu_usec = cpu.usec();
+  const Supervised run =
+      Supervise(child, active->Control(), timeout, tee, [&] { SendKill(name); }, {kKillRetryInterval, kForceKillAfter});
+  if (cpu) {
+    cpu->Stop();
+    if (cpu->measured()) {
+      info.cpu_usec = cpu->usec();
       info.cpu_source = "proc";
     }
   }
-  (void)::unlink(sandbox.pidfile.c_str());
+  remove_pid_dir();
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   if (run.stopping()) {

@@ -62,7 +62,8 @@ bool TreeCpuSampler::Sample() {
   uint64_t ticks = 0;
   for (int pid : DescendantsOf(root_, ReadParentMap())) {
     std::optional<ProcCpu> p = pid == root_ ? root : ReadProcCpu(pid);
-    if (p) ticks += p->own_ticks + p->children_ticks;
+    // Started before the root: its pid was reused between the two reads.
+    if (p && p->start_ticks >= *root_start_) ticks += p->own_ticks + p->children_ticks;
   }
   static const long kTicksPerSecond = ::sysconf(_SC_CLK_TCK);
   const uint64_t usec = ticks * 1'000'000 / static_cast<uint64_t>(kTicksPerSecond > 0 ? kTicksPerSecond : 100);
@@ -73,7 +74,6 @@ bool TreeCpuSampler::Sample() {
 
 TreeCpuWatch::TreeCpuWatch(std::string pidfile, std::chrono::milliseconds interval)
     : pidfile_(std::move(pidfile)), interval_(interval) {
-  (void)::unlink(pidfile_.c_str());  // a stale one would name another process
   thread_ = std::thread([this] { Loop(); });
 }
 

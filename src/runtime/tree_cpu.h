@@ -6,10 +6,11 @@
 //
 // A process's utime + stime + cutime + cstime counts its own CPU and that of
 // every descendant it has waited for, so summing it over the live tree under
-// the container's first process counts each process once, exited ones
-// included (their parent, or the container's init for orphans, reaped
-// them). Sampled: what the tree uses after the last sample before it exits
-// is not counted, so the figure is a lower bound (cpu_source "proc").
+// the container's first process counts each process at most once, exited
+// ones included when their parent (or the container's init, for orphans)
+// waited for them; a child reaped with SIGCHLD ignored is not counted.
+// Sampled: what the tree uses after the last sample before it exits is not
+// counted either, so the figure is a lower bound (cpu_source "proc").
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -54,6 +55,8 @@ class TreeCpuSampler {
 // Samples, on its own thread, the tree of the process whose pid `pidfile`
 // names once the container runtime writes it (podman run --pidfile), until
 // Stop(), which samples once more. Read usec() and measured() after Stop().
+// `pidfile` must be in a directory only the caller writes, fresh for the
+// run: a file already there is taken as the run's.
 class TreeCpuWatch {
  public:
   explicit TreeCpuWatch(std::string pidfile, std::chrono::milliseconds interval = std::chrono::milliseconds(500));

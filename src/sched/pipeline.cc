@@ -55,6 +55,10 @@ struct Shape {
   std::vector<uint8_t> proven;  // per node, once listed
   bool proven_heap_built = false;
   std::vector<Entry> proven_heap;
+  // Whether an unproven node could take a task without exclusions, as of
+  // the plan's placement count `held_scan_at` (a held task's reason).
+  uint64_t held_scan_at = UINT64_MAX;
+  bool held_memo = false;
 };
 
 class PipelineScheduler : public Scheduler {
@@ -149,24 +153,51 @@ class Run {
       s->proven_heap_built = true;
     }
     if (PopBest(&s->proven_heap, task, out)) return true;
-    // Stale entries off the top (each is dropped once), then whether any
-    // node is left that the cap alone keeps it from.
-    while (!s->heap.empty() && s->heap.front().version != snap_.nodes[s->heap.front().node].version) {
-      std::pop_heap(s->heap.begin(), s->heap.end(), Worse);
-      s->heap.pop_back();
+    // Held only if an unproven node could take it now: found by a scan,
+    // remembered per shape until the next placement for tasks without
+    // exclusions (most of a held queue), so a long queue scans once.
+    const bool plain = task.excluded_nodes.empty();
+    if (!plain || s->held_scan_at != placements_) {
+      const bool any = std::any_of(s->heap.begin(), s->heap.end(), [&](const Entry& e) {
+        return e.version == snap_.nodes[e.node].version && !s->proven[e.node] &&
+               !Excluded(snap_.nodes[e.node], task, nullptr);
+      });
+      if (!plain) {
+        *held = any;
+        return false;
+      }
+      s->held_scan_at = placements_;
+      s->held_memo = any;
     }
-    *held = !s->heap.empty();
+    *held = s->held_memo;
     return false;
   }
 
+  // Whether node i could take the shape's demand once free: its dynamic
+  // stages and the cost cap passed against its whole capacity. A proven
+  // node too small or too dear for the task never takes it, so it must not
+  // hold the task back.
+  bool CouldEverTake(const Shape& s, uint32_t i) {
+    const NodeState& node = snap_.nodes[i];
+    NodeState empty = node;
+    const uint64_t memory = std::max<uint64_t>(node.view->memory_total, node.ledger.memory_capacity());
+    empty.ledger = capacity::NodeLedger(node.cpu_total, memory, node.ledger.FreeDisk());
+    for (const auto& d : node.ledger.devices()) empty.ledger.AddDevice(capacity::DeviceLedger(d.vram_capacity()));
+    Ranking r;
+    return Evaluate(snap_, empty, s.demand, *s.policy, s.eligible[i], workload_, &r, nullptr, nullptr);
+  }
+
+  void CountPlacement() { ++placements_; }
+
   // Whether some node the shape can use, of an account proven for the
   // task's image, is one `task` did not exclude (busy or not: the cap holds
-  // work for it rather than hand it to unproven accounts).
+  // work for it rather than hand it to unproven accounts; but not one that
+  // could never take it, CouldEverTake).
   bool AnyProven(Shape* s, const TaskView& task, const StandingCap& cap) {
     if (!s->proven_listed) {
       s->proven.assign(snap_.nodes.size(), 0);
       for (uint32_t i = 0; i < snap_.nodes.size(); ++i) {
-        if (s->ok[i] && cap.Proven(snap_.views[i].provider, task.image)) {
+        if (s->ok[i] && cap.Proven(snap_.views[i].provider, task.image) && CouldEverTake(*s, i)) {
           s->proven_nodes.push_back(i);
           s->proven[i] = 1;
         }
@@ -195,6 +226,7 @@ class Run {
  private:
   Snapshot snap_;
   const Workload workload_;
+  uint64_t placements_ = 0;
 };
 
 Placement MakePlacement(const Snapshot& snap, const Shape& s, const TaskView& task, const Entry& e) {
@@ -281,6 +313,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
       continue;
     }
     standing.Placed(tasks[t], snap.views[e.node].provider);
+    run.CountPlacement();
     plan.placements.push_back(MakePlacement(snap, s, tasks[t], e));
     ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
     fair_share.Charge(AmountsOf(s.demand.cpu, s.demand.memory, s.demand.gpus, s.demand.device_claim()));
@@ -300,6 +333,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
       std::erase_if(active, [&](size_t id) {
         if (shapes[id].remaining > 0) return false;
         shapes[id].heap = {};
+        shapes[id].proven_heap = {};
         return true;
       });
     }

@@ -29,14 +29,15 @@ ReplicationChoice ChooseReplication(const AdaptiveRule& rule, uint32_t consecuti
 
 // The floor a trusted provider's lone result is held to: the policy's,
 // except where known-answer checks reach the provider (checks on, and the
-// job has a known answer to send): a check catches a patient cheater at one
+// job has a known answer the provider never ran): a check catches a patient cheater at one
 // run where the floor's audits cost a run per result, so the floor gives
 // way to the checks. bench/verification, with the standing cap: the 0.12
 // floor plus checks cost 22.4% overhead, checks alone 12.8%, both well
-// under 1e-3 accepted wrong (docs/PERFORMANCE.md). A job with no known
-// answer (one task, or none accepted by a quorum yet) keeps the floor.
-inline double AuditFloor(double policy_floor, double known_answer_rate, bool known_answer) {
-  return known_answer && known_answer_rate > 0 ? 0 : policy_floor;
+// under 1e-3 accepted wrong (docs/PERFORMANCE.md). A provider no check can
+// reach (a job of one task, none accepted by a quorum yet, or the provider
+// voted in every one) keeps the floor.
+inline double AuditFloor(double policy_floor, double known_answer_rate, bool check_can_reach) {
+  return check_can_reach && known_answer_rate > 0 ? 0 : policy_floor;
 }
 
 // The count after a verification of one of the provider's results: +1 when

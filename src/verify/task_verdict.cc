@@ -108,7 +108,7 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
   // audited only when the draw says so.
   if (in.spec.mode == Mode::kAdaptive && voters.size() == 1) {
     ReplicationChoice choice = ChooseReplication(
-        {in.spec.trust_threshold, AuditFloor(in.spec.audit_floor, in.spec.challenge_rate, in.known_answer)},
+        {in.spec.trust_threshold, AuditFloor(in.spec.audit_floor, in.spec.challenge_rate, in.check_can_reach)},
         in.consecutive_valid, in.draw);
     if (!choice.replicate) {
       char line[200];

@@ -45,15 +45,17 @@ struct TaskVerdictInput {
   // in [0, 1) from the coordinator's random source.
   uint32_t consecutive_valid = 0;
   double draw = 0;
-  // Another task of the job already has a result accepted by a quorum (a
-  // known answer). Challenge: results may be accepted on one run's word;
-  // adaptive with known-answer checks: the audit floor gives way to them
-  // (AuditFloor, adaptive.h).
+  // Challenge: another task of the job already has a result accepted by a
+  // quorum (a known answer), so results may be accepted on one run's word.
   bool known_answer = false;
   // Challenge: the provider of the only result was proven wrong before and
   // has had no result verified since; its results are replicated again
   // until one is.
   bool provider_on_probation = false;
+  // Adaptive: a known-answer check can reach the provider of the only
+  // result (the job has a known answer it never ran), so the audit floor
+  // gives way to the checks (AuditFloor, adaptive.h).
+  bool check_can_reach = false;
 };
 
 // What the verdict writes on one attempt.

@@ -104,6 +104,33 @@ TEST(TreeCpuWatch, SamplesTheProcessItsPidFileNamesAndOnceMoreWhenStopped) {
   EXPECT_LT(watch.usec(), 5'000'000u);
 }
 
+TEST(TreeCpuWatch, APidFileWrittenBeforeTheWatchStartsIsRead) {
+  // podman may write it before the driver's watch has looked once.
+  const std::string pidfile = ::testing::TempDir() + "/tree-cpu-early-" + std::to_string(::getpid()) + ".pid";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Spin(std::chrono::milliseconds(300));
+    (void)!::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  std::ofstream(pidfile) << child << "\n";
+  TreeCpuWatch watch(pidfile, std::chrono::milliseconds(50));
+  watch.Stop();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::unlink(pidfile.c_str());
+  EXPECT_TRUE(watch.measured());
+  EXPECT_GE(watch.usec(), 250'000u);
+}
+
 TEST(TreeCpuWatch, NothingMeasuredWithoutAPidFile) {
   TreeCpuWatch watch(::testing::TempDir() + "/tree-cpu-none-" + std::to_string(::getpid()) + ".pid");
   watch.Stop();

@@ -117,6 +117,18 @@ TEST(Standing, AProvenProviderTheTaskExcludesDoesNotHoldIt) {
   EXPECT_TRUE(plan.waiting.empty());
 }
 
+TEST(Standing, AProvenNodeTooSmallForTheTaskDoesNotHoldIt) {
+  // The proven node offers 2 cores in all; the tasks need 4: it could never
+  // take them, so they are not held for it.
+  std::vector<NodeView> nodes = Fleet();
+  nodes[0].cpu_free = nodes[0].cpu_total = 2;
+  std::vector<TaskView> tasks = Verified(3);
+  for (auto& t : tasks) t.resources.set_cpu(4);
+  Plan plan = NewPipelineScheduler()->Schedule(nodes, tasks, Standing(0.02, 100, 50));
+  EXPECT_EQ(SplitOf(plan).unproven, 3);
+  EXPECT_TRUE(plan.waiting.empty()) << plan.waiting.begin()->second;
+}
+
 TEST(Standing, UnverifiedWorkAndKnownAnswerChecksAreNotCapped) {
   Plan plan = NewPipelineScheduler()->Schedule(Fleet(/*p_cpu_free=*/0), Verified(5, /*verified=*/false),
                                                Standing(0.02, 100, 50));
@@ -161,27 +173,49 @@ TEST(StandingProperty, EveryUnprovenPlacementKeepsTheShareInPlanOrder) {
     a.standing.verified_in_flight = rng() % 50;
     a.standing.unproven_in_flight = a.standing.verified_in_flight ? rng() % a.standing.verified_in_flight : 0;
     std::vector<TaskView> tasks = Verified(static_cast<int>(rng() % 120));
-    for (auto& t : tasks) t.resources.set_cpu(double(1 + rng() % 4));
+    for (auto& t : tasks) {
+      t.resources.set_cpu(double(1 + rng() % 4));
+      // Some are replicas a provider already ran, proven or not.
+      if (rng() % 4 == 0) t.excluded_nodes.insert(std::string(kProviderExclusion) + "P" + std::to_string(rng() % 10));
+    }
     const Plan plan = NewPipelineScheduler({{}, static_cast<uint64_t>(round)})->Schedule(nodes, tasks, a);
 
     std::map<std::string, NodeView> by_id;
     for (const auto& v : nodes) by_id[v.id] = v;
     uint64_t all = a.standing.verified_in_flight, unproven = a.standing.unproven_in_flight;
-    const bool any_proven = !a.standing.proven[kImage].empty() &&
-                            std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& v) {
-                              return a.standing.proven[kImage].count(v.provider) > 0;
-                            });
+    // A proven node the task did not exclude and that is big enough for it.
+    const auto any_proven = [&](const TaskView& task) {
+      return std::any_of(nodes.begin(), nodes.end(), [&](const NodeView& v) {
+        return a.standing.proven[kImage].count(v.provider) > 0 &&
+               !task.excluded_nodes.count(std::string(kProviderExclusion) + v.provider) &&
+               v.cpu_total >= task.resources.cpu();
+      });
+    };
     for (const auto& p : plan.placements) {
       NodeView& node = by_id.at(p.node_id);
       const TaskView& task = tasks[p.index];
       ASSERT_TRUE(ApplyPlacement(&node, task, p).ok()) << "round " << round;
       const bool is_unproven = !a.standing.proven[kImage].count(node.provider);
-      if (is_unproven && any_proven) {
+      if (is_unproven && any_proven(task)) {
         EXPECT_TRUE(unproven == 0 || double(unproven + 1) <= a.standing.unproven_share * double(all + 1) + 1e-9)
             << "round " << round << ": " << unproven << " of " << all << " at share " << a.standing.unproven_share;
       }
       ++all;
       unproven += is_unproven;
+    }
+    // Nothing waits while a proven node it did not exclude has room for it:
+    // the proven nodes' heap lost no entry.
+    for (const auto& [key, why] : plan.waiting) {
+      const TaskView& task = tasks[std::stoul(key.substr(key.find('/') + 1))];
+      for (const auto& [id, node] : by_id) {
+        if (!a.standing.proven[kImage].count(node.provider)) continue;
+        if (task.excluded_nodes.count(std::string(kProviderExclusion) + node.provider)) continue;
+        NodeView copy = node;
+        Placement p;
+        p.node_id = id;
+        EXPECT_FALSE(ApplyPlacement(&copy, task, p).ok())
+            << "round " << round << ": " << key << " waits (" << why << ") while proven " << id << " has room";
+      }
     }
   }
 }

@@ -121,15 +121,16 @@ TEST(TaskVerdict, AdaptiveAcceptsATrustedProvidersResultUnverifiedUnlessTheAudit
   EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
 }
 
-TEST(TaskVerdict, KnownAnswerChecksTakeTheAuditFloorsPlaceWhereTheJobHasAKnownAnswer) {
+TEST(TaskVerdict, KnownAnswerChecksTakeTheAuditFloorsPlaceWhereOneCanReachTheProvider) {
   TaskVerdictInput in{Adaptive(), {Rec("a1", "veteran", "sha256:x")}};
   in.consecutive_valid = 20;
   in.draw = 0.11;  // under the floor of 0.12, over 1/20
   in.spec.challenge_rate = 0.05;
-  in.known_answer = false;
-  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "no known answer to check it with: the floor holds";
-  in.known_answer = true;
-  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kAccept) << "checks can reach it: 1/count alone";
+  in.known_answer = true;  // the job has one, but the veteran voted in it
+  in.check_can_reach = false;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "no check can reach it: the floor holds";
+  in.check_can_reach = true;
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kAccept) << "a check can reach it: 1/count alone";
   in.draw = 0.04;
   EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns) << "1/20 still audits";
   in.draw = 0.11;
