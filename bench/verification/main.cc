@@ -184,6 +184,16 @@ int main(int argc, char** argv) {
          c->unproven_share = c->policy.unproven_share;
          c->keep_floor_with_known_answers = true;
        }},
+      {"adaptive, the coordinator's defaults, unproven share 1%",
+       [](SimConfig* c) {
+         c->known_answer_rate = c->policy.known_answer_rate;
+         c->unproven_share = 0.01;
+       }},
+      {"adaptive, the coordinator's defaults, known answers 0.10",
+       [](SimConfig* c) {
+         c->known_answer_rate = 0.10;
+         c->unproven_share = c->policy.unproven_share;
+       }},
   };
   std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
               "at half time; %llu tasks, seeds %llu..%llu\n",

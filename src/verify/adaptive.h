@@ -31,9 +31,9 @@ ReplicationChoice ChooseReplication(const AdaptiveRule& rule, uint32_t consecuti
 // except where known-answer checks reach the provider (checks on, and the
 // job has a known answer the provider never ran): a check catches a patient cheater at one
 // run where the floor's audits cost a run per result, so the floor gives
-// way to the checks. bench/verification, with the standing cap: the 0.12
-// floor plus checks cost 22.4% overhead, checks alone 12.8%, both well
-// under 1e-3 accepted wrong (docs/PERFORMANCE.md). A provider no check can
+// way to the checks. bench/verification, with the standing cap, ten seeds:
+// the 0.12 floor plus checks cost 21.9% overhead (3.5e-4 accepted wrong),
+// the checks in its place 15.9% (7.1e-4; docs/PERFORMANCE.md). A provider no check can
 // reach (a job of one task, none accepted by a quorum yet, or the provider
 // voted in every one) keeps the floor.
 inline double AuditFloor(double policy_floor, double known_answer_rate, bool check_can_reach) {
