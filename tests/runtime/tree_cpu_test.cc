@@ -77,28 +77,39 @@ TEST(TreeCpuSampler, CountsADescendantThatExitedAndWasWaitedFor) {
   EXPECT_EQ(sampler.usec(), seen) << "the figure stays what was seen";
 }
 
-TEST(TreeCpuWatch, SamplesTheProcessItsPidFileNamesAndOnceMoreWhenStopped) {
-  const std::string pidfile = ::testing::TempDir() + "/tree-cpu-" + std::to_string(::getpid()) + ".pid";
-  TreeCpuWatch watch(pidfile, std::chrono::milliseconds(50));
+// A child that burns `cpu` and then idles until killed; returns once it
+// has burnt it (-1 if it could not start).
+pid_t SpunChild(std::chrono::milliseconds cpu) {
   int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
+  if (::pipe(ready) != 0) return -1;
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
-    Spin(std::chrono::milliseconds(600));
+    Spin(cpu);
     (void)!::write(ready[1], "x", 1);
     ::pause();
     ::_exit(0);
   }
   ::close(ready[1]);
   char c;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const bool spun = child > 0 && ::read(ready[0], &c, 1) == 1;
   ::close(ready[0]);
-  std::ofstream(pidfile) << child << "\n";
-  watch.Stop();  // its last sample reads the pid file whether or not the thread had
+  return spun ? child : -1;
+}
+
+void Reap(pid_t child, const std::string& pidfile) {
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   ::unlink(pidfile.c_str());
+}
+
+TEST(TreeCpuWatch, SamplesTheProcessItsPidFileNamesAndOnceMoreWhenStopped) {
+  const std::string pidfile = ::testing::TempDir() + "/tree-cpu-" + std::to_string(::getpid()) + ".pid";
+  TreeCpuWatch watch(pidfile, std::chrono::milliseconds(50));
+  const pid_t child = SpunChild(std::chrono::milliseconds(600));
+  ASSERT_GT(child, 0);
+  std::ofstream(pidfile) << child << "\n";
+  watch.Stop();  // its last sample reads the pid file whether or not the thread had
+  Reap(child, pidfile);
   EXPECT_TRUE(watch.measured());
   EXPECT_GE(watch.usec(), 550'000u);
   EXPECT_LT(watch.usec(), 5'000'000u);
@@ -107,26 +118,12 @@ TEST(TreeCpuWatch, SamplesTheProcessItsPidFileNamesAndOnceMoreWhenStopped) {
 TEST(TreeCpuWatch, APidFileWrittenBeforeTheWatchStartsIsRead) {
   // podman may write it before the driver's watch has looked once.
   const std::string pidfile = ::testing::TempDir() + "/tree-cpu-early-" + std::to_string(::getpid()) + ".pid";
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Spin(std::chrono::milliseconds(300));
-    (void)!::write(ready[1], "x", 1);
-    ::pause();
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char c;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ::close(ready[0]);
+  const pid_t child = SpunChild(std::chrono::milliseconds(300));
+  ASSERT_GT(child, 0);
   std::ofstream(pidfile) << child << "\n";
   TreeCpuWatch watch(pidfile, std::chrono::milliseconds(50));
   watch.Stop();
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  ::unlink(pidfile.c_str());
+  Reap(child, pidfile);
   EXPECT_TRUE(watch.measured());
   EXPECT_GE(watch.usec(), 250'000u);
 }
