@@ -67,17 +67,25 @@ void SendResult(httplib::Response& res, const Result<T>& r) {
   SendMessage(res, r.value());
 }
 
+// A request from its JSON body; InvalidArgument naming the message expected.
+template <typename Request>
+Result<Request> ParseBody(const std::string& body) {
+  Request out;
+  auto parsed = google::protobuf::util::JsonStringToMessage(body, &out);
+  if (!parsed.ok()) {
+    return Status::InvalidArgument("request body is not a " + std::string(Request::descriptor()->name()) + ": " +
+                                   std::string(parsed.message()));
+  }
+  return out;
+}
+
 // A request about the job in the path, from an optional JSON body (empty:
 // only the job id). A body naming another job is InvalidArgument.
 template <typename Request>
 Result<Request> JobBody(const std::string& body, const std::string& job_id) {
   Request out;
   if (!body.empty()) {
-    auto parsed = google::protobuf::util::JsonStringToMessage(body, &out);
-    if (!parsed.ok()) {
-      return Status::InvalidArgument("request body is not a " + std::string(Request::descriptor()->name()) + ": " +
-                                     std::string(parsed.message()));
-    }
+    IG_ASSIGN_OR_RETURN(out, ParseBody<Request>(body));
   }
   if (!out.job_id().empty() && out.job_id() != job_id) {
     return Status::InvalidArgument("the body names job " + out.job_id() + ", the path " + job_id);
@@ -110,13 +118,9 @@ void HttpApi::Routes() {
   server_->Post("/v1/jobs", [this, admit](const httplib::Request& req, httplib::Response& res) {
     auto caller = admit(req, res, "SubmitJob", Gate::None());
     if (!caller) return;
-    v1::SubmitJobRequest body;
-    auto parsed = google::protobuf::util::JsonStringToMessage(req.body, &body);
-    if (!parsed.ok()) {
-      return SendError(res, Status::InvalidArgument("request body is not a SubmitJobRequest: " +
-                                                    std::string(parsed.message())));
-    }
-    auto job = c_->SubmitJob(body, caller->account);
+    auto body = ParseBody<v1::SubmitJobRequest>(req.body);
+    if (!body.ok()) return SendError(res, body.status());
+    auto job = c_->SubmitJob(*body, caller->account);
     if (!job.ok()) return SendError(res, job.status());
     v1::SubmitJobResponse out;
     *out.mutable_job() = std::move(job).value();
@@ -207,13 +211,9 @@ void HttpApi::Routes() {
   server_->Post("/v1/workflows", [this, admit](const httplib::Request& req, httplib::Response& res) {
     auto caller = admit(req, res, "SubmitWorkflow", Gate::None());
     if (!caller) return;
-    v1::SubmitWorkflowRequest body;
-    auto parsed = google::protobuf::util::JsonStringToMessage(req.body, &body);
-    if (!parsed.ok()) {
-      return SendError(res, Status::InvalidArgument("request body is not a SubmitWorkflowRequest: " +
-                                                    std::string(parsed.message())));
-    }
-    auto workflow = c_->SubmitWorkflow(body, caller->account);
+    auto body = ParseBody<v1::SubmitWorkflowRequest>(req.body);
+    if (!body.ok()) return SendError(res, body.status());
+    auto workflow = c_->SubmitWorkflow(*body, caller->account);
     if (!workflow.ok()) return SendError(res, workflow.status());
     res.status = 201;
     SendMessage(res, *workflow);

@@ -555,10 +555,9 @@ class Coordinator {
   // Challenge: sends `provider` a task of `job` with a known answer it never
   // ran; WithdrawStaleChecks returns those not taken within a minute.
   void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);
-  // A task of `job` but `except` with a known answer `provider` never ran.
+  // A task of `job` but `except` with a known answer `provider` never ran:
+  // a known-answer check can reach it.
   const v1::Task* KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider);
-  // Whether a known-answer check could reach `provider` after task `index`.
-  bool CheckCanReach(const v1::Job& job, uint32_t index, const std::string& provider);
   void WithdrawStaleChecks();
   Mutex verdict_mu_;  // one verdict at a time (trust counts are read and written back)
   Mutex rng_mu_;

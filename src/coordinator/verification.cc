@@ -124,7 +124,10 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     return &it->second;
   };
   if (!pending_provider.empty()) {
-    in.check_can_reach = CheckCanReach(job, index, pending_provider);
+    // Only adaptive's floor asks (AuditFloor); the search reads every attempt.
+    if (spec.mode == verify::Mode::kAdaptive && spec.challenge_rate > 0) {
+      in.check_can_reach = KnownAnswerFor(job, index, pending_provider) != nullptr;
+    }
     IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* mine, records_of(pending_provider));
     const std::vector<store::TrustRecord>& pending_trust = *mine;
     in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
@@ -252,10 +255,6 @@ const v1::Task* Coordinator::KnownAnswerFor(const v1::Job& job, uint32_t except,
     if (!ran) return &t;
   }
   return nullptr;
-}
-
-bool Coordinator::CheckCanReach(const v1::Job& job, uint32_t index, const std::string& provider) {
-  return KnownAnswerFor(job, index, provider) != nullptr;
 }
 
 void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {

@@ -44,6 +44,30 @@ constexpr size_t kStderrTailBytes = 4096;
 // RLIMIT_NPROC must leave room for them or the container cannot start.
 constexpr uint32_t kPodmanTaskAllowance = 32;
 
+// A directory of the agent's own, fresh for one run, where podman writes
+// the container's pid (--pidfile): nobody can plant a link or a stale pid
+// there. Removed with its file when the run is done. Without one (no
+// usable temp directory) the run goes on unmetered: file() is "".
+class PidDir {
+ public:
+  PidDir() {
+    std::error_code no_tmp;
+    dir_ = (std::filesystem::temp_directory_path(no_tmp) / "idlegrid-pid-XXXXXX").string();
+    if (no_tmp || ::mkdtemp(dir_.data()) == nullptr) dir_.clear();
+  }
+  ~PidDir() {
+    if (dir_.empty()) return;
+    (void)::unlink(file().c_str());
+    (void)::rmdir(dir_.c_str());
+  }
+  PidDir(const PidDir&) = delete;
+  PidDir& operator=(const PidDir&) = delete;
+  std::string file() const { return dir_.empty() ? "" : dir_ + "/pid"; }
+
+ private:
+  std::string dir_;
+};
+
 // Decodes podman run's wait status. `stopping`: we killed or timed it out.
 ExitInfo DecodeExit(int wait_status, bool stopping, const std::string& stderr_tail, ExitInfo info) {
   if (!WIFEXITED(wait_status)) {
@@ -206,13 +230,8 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   IG_RETURN_IF_ERROR(ValidateRunSpec(spec));
   IG_RETURN_IF_ERROR(CheckAdmission(spec.resources, spec.runtime, enforcement_, runtimes_));
   if (!problem_.empty()) return Status::FailedPrecondition(problem_);
-  // podman writes the container's pid into a directory of our own, fresh
-  // for this run: nobody can plant a link there or a stale pid. Without
-  // one the run goes on unmetered.
-  std::error_code no_tmp;
-  std::string pid_dir = (std::filesystem::temp_directory_path(no_tmp) / "idlegrid-pid-XXXXXX").string();
-  if (no_tmp || ::mkdtemp(pid_dir.data()) == nullptr) pid_dir.clear();
-  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_, pid_dir.empty() ? "" : pid_dir + "/pid"};
+  const PidDir pid_dir;
+  PodmanSandbox sandbox{profiles_.PathFor(spec.job_class), user_, pid_dir.file()};
   if (sandbox.seccomp_profile_path.empty()) {
     return Status::InvalidArgument("no seccomp profile for job class " + spec.job_class);
   }
@@ -226,21 +245,10 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
   const std::string& name = spec.container_name;
   IG_ASSIGN_OR_RETURN(std::unique_ptr<ActiveRuns::Entry> active, active_runs_.Register(name));
 
-  const auto remove_pid_dir = [&] {
-    if (pid_dir.empty()) return;
-    (void)::unlink(sandbox.pidfile.c_str());
-    (void)::rmdir(pid_dir.c_str());
-  };
   // Watching before podman starts: the pid file may come at once.
   std::optional<TreeCpuWatch> cpu;
-  if (!pid_dir.empty()) cpu.emplace(sandbox.pidfile);
-  Result<Subprocess> spawned = Subprocess::Spawn(argv);
-  if (!spawned.ok()) {
-    cpu.reset();
-    remove_pid_dir();
-    return spawned.status();
-  }
-  Subprocess child = std::move(spawned).value();
+  if (!sandbox.pidfile.empty()) cpu.emplace(sandbox.pidfile);
+  IG_ASSIGN_OR_RETURN(Subprocess child, Subprocess::Spawn(argv));
   if (on_started) on_started();
 
   std::string stderr_tail;
@@ -259,7 +267,6 @@ Result<ExitInfo> PodmanRuntime::Run(const RunSpec& spec, const OutputSink& sink,
       info.cpu_source = "proc";
     }
   }
-  remove_pid_dir();
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   if (run.stopping()) {

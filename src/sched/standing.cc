@@ -32,7 +32,7 @@ std::string StandingCap::WaitingReason() const {
   char line[240];
   std::snprintf(line, sizeof line,
                 "held for a proven provider: unproven providers hold %llu of %llu verified tasks in flight "
-                "(cap %.3g%%, --verification-unproven-share)",
+                "(cap %.3g%%, --verification-unproven-share); it starts when a proven provider has room",
                 static_cast<unsigned long long>(state_.unproven_in_flight),
                 static_cast<unsigned long long>(state_.verified_in_flight), state_.unproven_share * 100);
   return line;
