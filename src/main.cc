@@ -204,6 +204,8 @@ int main(int argc, char** argv) {
   c->add_option("--bench-binary", coord.bench_binary, "static readiness benchmark (default: beside this binary)");
   c->add_option("--gpu-bench-binary", coord.gpu_bench_binary, "GPU readiness benchmark (default: beside this binary)");
   c->add_option("--bench-iterations", coord.options.bench_iterations)->capture_default_str();
+  c->add_option("--gpu-bench-rounds", coord.options.gpu_bench_rounds,
+                "GPU readiness benchmark: rounds per device thread")->capture_default_str();
   c->add_option("--min-cpu-score", coord.options.min_cpu_score, "slowest plausible benchmark score (rounds/s)")
       ->capture_default_str();
 

@@ -294,6 +294,7 @@ void PrintDevice(const v1::GpuDevice& d, bool accounted) {
             << FormatGiB(d.memory_total_bytes()) << " " << (accounted ? "allocatable" : "free") << "  cc "
             << d.compute_capability() << "  " << (d.measured() ? "measured" : "unmeasured")
             << (d.simulated() ? "  SIMULATED" : "") << "\n";
+  if (!d.unavailable_reason().empty()) std::cout << "      not offered: " << d.unavailable_reason() << "\n";
 }
 
 }  // namespace

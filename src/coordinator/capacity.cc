@@ -9,6 +9,7 @@
 #include "advert/advertisement.h"
 #include "common/fs.h"
 #include "common/random.h"
+#include "common/units.h"
 #include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -158,18 +159,24 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
     return m.measured_at_ms() == 0 ? "readiness benchmark pending" : "re-measuring after an agent or driver change";
   }
   if (!m.passed()) return "readiness benchmark failed: " + m.reason();
-  for (const auto& d : node.ad.inventory().gpus().devices()) {
-    if (d.simulated()) continue;
-    const v1::GpuMeasurement* gm = nullptr;
-    for (const auto& g : m.gpus()) {
-      if (g.uuid() == d.uuid()) gm = &g;
-    }
-    if (gm == nullptr) {
-      return gpu_bench_image_.empty() ? gpu_bench_error_ : "GPU readiness benchmark pending for " + d.name();
-    }
-    if (!gm->passed()) return "GPU " + d.name() + " failed its readiness benchmark: " + gm->reason();
-  }
+  // A GPU not yet measured (or failed) holds back only itself: see
+  // GpuUnavailableReasonLocked.
   return "";
+}
+
+std::string Coordinator::GpuUnavailableReasonLocked(const NodeLive& node, const v1::GpuDevice& d) const {
+  if (!d.owner_hold().empty()) return "held back by its owner: " + d.owner_hold();
+  if (d.simulated()) return "";  // never measured; admitted by --allow-simulated-gpus alone
+  const v1::Measurement& m = node.measurement;
+  const bool current = m.measured_at_ms() > 0 && m.agent_version() == StackOf(node.ad);
+  if (!current || !m.passed()) return "readiness benchmark pending: the node's CPU benchmark comes first";
+  for (const auto& g : m.gpus()) {
+    if (g.uuid() != d.uuid()) continue;
+    if (g.passed()) return "";
+    return "failed its readiness benchmark: " + g.reason();
+  }
+  if (gpu_bench_image_.empty()) return gpu_bench_error_;
+  return "readiness benchmark pending";
 }
 
 capacity::NodeCapacity Coordinator::HeldCapacity(const NodeLive& node,
@@ -196,6 +203,7 @@ std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const NodeLive& node
       if (g.uuid() == d.uuid() && g.passed() && current && !d.simulated()) measured = true;
     }
     d.set_measured(measured);
+    d.set_unavailable_reason(GpuUnavailableReasonLocked(node, d));
   }
   return devices;
 }
@@ -283,10 +291,15 @@ void Coordinator::EnsureReadiness() {
       continue;
     }
     v1::JobSpec spec = ReadinessSpec(need.node_id, gpu_image, readiness::kGpuBenchPathInImage,
-                                     readiness::GpuBenchArgs(readiness::kDefaultGpuBenchRounds, seed, "/out"));
+                                     readiness::GpuBenchArgs(options_.gpu_bench_rounds, seed, "/out"));
     spec.mutable_resources()->set_gpus(1);
+    // The driver's JIT and the pinned copy buffers need more than the CPU
+    // benchmark; device memory is not host memory and is not counted.
+    spec.mutable_resources()->set_memory_bytes(readiness::kGpuBenchHostMemoryBytes);
+    spec.set_run_timeout_seconds(readiness::kGpuBenchRunTimeoutSeconds);
     spec.set_pinned_device(need.device_uuid);
     (*spec.mutable_env())["LD_LIBRARY_PATH"] = readiness::kGpuBenchLibraryPath;
+    (*spec.mutable_env())["CUDA_CACHE_DISABLE"] = "1";  // the JIT's cache wants a writable HOME
     CreateReadinessJob(need.node_id, need.device_uuid, spec);
   }
 }
@@ -348,8 +361,18 @@ namespace {
 Result<std::string> ResultFile(const v1::Job& job, artifacts::ArtifactStore* artifacts) {
   const v1::Task& task = job.tasks(0);
   if (task.state() != v1::SUCCEEDED) {
-    return Status::FailedPrecondition("benchmark job " + std::string(jobs::StateName(task.state())) +
-                                      (task.message().empty() ? "" : ": " + task.message()));
+    std::string why = "benchmark job " + std::string(jobs::StateName(task.state())) +
+                      (task.message().empty() ? "" : ": " + task.message());
+    // The benchmark writes the driver's own error (the failing step and its
+    // CUDA_ERROR_* name) to error.txt before it exits 3.
+    if (task.attempts_size() > 0) {
+      for (const auto& o : task.attempts(task.attempts_size() - 1).outputs()) {
+        if (o.path() != "error.txt" || o.size() > 4096) continue;
+        auto text = ReadFile(artifacts->PathOf(o.digest()));
+        if (text.ok()) why += ": " + readiness::BenchErrorLine(*text);
+      }
+    }
+    return Status::FailedPrecondition(why);
   }
   const v1::Attempt& a = task.attempts(task.attempts_size() - 1);
   for (const auto& o : a.outputs()) {
@@ -385,6 +408,10 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
     gm.set_reason(verdict.reason);
     gm.set_bandwidth_gbps(verdict.bandwidth_gbps);
     gm.set_kernel_seconds(verdict.kernel_seconds);
+    gm.set_fp32_gflops(verdict.fp32_gflops);
+    gm.set_h2d_gbps(verdict.h2d_gbps);
+    gm.set_d2h_gbps(verdict.d2h_gbps);
+    gm.set_allocatable_bytes(verdict.allocatable_bytes);
   }
   gm.set_measured_at_ms(clock_->NowMs());
   MutexLock lock(&mu_);
@@ -404,7 +431,10 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
     spdlog::warn("node {}: GPU measurement not stored: {}", node_id, st.message());
   }
   if (gm.passed()) {
-    spdlog::info("node {} GPU {} measured: {:.0f} GB/s", node_id, uuid, gm.bandwidth_gbps());
+    spdlog::info("node {} GPU {} measured: {:.0f} GFLOP/s FP32, {:.0f} GB/s device, {:.1f}/{:.1f} GB/s to/from host, "
+                 "{} allocatable; schedulable",
+                 node_id, uuid, gm.fp32_gflops(), gm.bandwidth_gbps(), gm.h2d_gbps(), gm.d2h_gbps(),
+                 FormatGiB(gm.allocatable_bytes()));
   } else {
     spdlog::warn("node {} GPU {} failed its readiness benchmark: {}", node_id, uuid, gm.reason());
   }

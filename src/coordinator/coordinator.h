@@ -69,6 +69,7 @@
 #include "registry/registry_client.h"
 #include "verify/spec.h"
 #include "verify/task_verdict.h"
+#include "readiness/gpu_readiness.h"
 #include "sched/data_policy.h"
 #include "sched/policy.h"
 #include "sched/reliability.h"
@@ -86,6 +87,9 @@ struct Options {
   // still taken as an honest CPU; a slower one is implausible.
   uint64_t bench_iterations = 20'000'000;
   double min_cpu_score = 5'000'000;
+  // GPU readiness benchmark: rounds per device thread (see
+  // readiness::kDefaultGpuBenchRounds); tests lower it for the fake driver.
+  uint64_t gpu_bench_rounds = readiness::kDefaultGpuBenchRounds;
   int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
   int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
   sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
@@ -357,6 +361,10 @@ class Coordinator {
   void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
   // "" when the node may take ordinary work; otherwise why not.
   std::string UnschedulableReasonLocked(const NodeLive& node) const IG_REQUIRES(mu_);
+  // Why device `d` of `node` takes no ordinary work, "" when it does: held
+  // back by its owner, or its readiness benchmark pending or failed. The
+  // node's other devices and its CPUs are not affected.
+  std::string GpuUnavailableReasonLocked(const NodeLive& node, const v1::GpuDevice& d) const IG_REQUIRES(mu_);
   static std::string StackOf(const v1::Advertisement& ad);
   // What `node` offers less what `mine` (its active attempts) hold: the
   // capacity ledger's rule, the one the store's commit guard applies too.

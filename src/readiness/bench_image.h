@@ -28,9 +28,11 @@ inline constexpr char kGpuBenchPathInImage[] = "/gpu-bench";
 // Where the image's glibc lives; jobs set LD_LIBRARY_PATH to it (CDI adds libcuda).
 inline constexpr char kGpuBenchLibraryPath[] = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/usr/lib64";
 
-// The GPU benchmark (gpu_bench.cu, static cudart) at /gpu-bench plus this
-// host's glibc loader and libc, which it still needs; the driver's libcuda
-// arrives through CDI when the job runs. NotFound if a file cannot be read.
+// The GPU benchmark (gpu_bench.c, which loads the driver with dlopen) at
+// /gpu-bench plus this host's glibc: the loader, libc, and the libm, libdl,
+// libpthread and librt the driver's libcuda.so.1 names; the driver itself
+// arrives through CDI when the job runs. x86_64 paths. NotFound if a file
+// cannot be read.
 Result<image::BuiltImage> BuildGpuBenchImage(const std::string& gpu_bench_binary_path, const std::string& out_path);
 
 }  // namespace idlegrid::readiness

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "common/units.h"
 #include "readiness/gpu_kernel.h"
@@ -99,9 +100,24 @@ constexpr Field kFields[] = {
        return ParseInto(ParseNonNegativeDecimal(v), r.kernel_seconds);
      },
      "a finite, non-negative decimal number"},
+    {"fp32_gflops",
+     [](std::string_view v, GpuBenchResult& r) {
+       return ParseInto(ParseNonNegativeDecimal(v), r.fp32_gflops);
+     },
+     "a finite, non-negative decimal number"},
     {"bandwidth_gbps",
      [](std::string_view v, GpuBenchResult& r) {
        return ParseInto(ParseNonNegativeDecimal(v), r.bandwidth_gbps);
+     },
+     "a finite, non-negative decimal number"},
+    {"h2d_gbps",
+     [](std::string_view v, GpuBenchResult& r) {
+       return ParseInto(ParseNonNegativeDecimal(v), r.h2d_gbps);
+     },
+     "a finite, non-negative decimal number"},
+    {"d2h_gbps",
+     [](std::string_view v, GpuBenchResult& r) {
+       return ParseInto(ParseNonNegativeDecimal(v), r.d2h_gbps);
      },
      "a finite, non-negative decimal number"},
     {"device_name",
@@ -114,6 +130,11 @@ constexpr Field kFields[] = {
     {"memory_bytes",
      [](std::string_view v, GpuBenchResult& r) {
        return ParseInto(ParseUnsigned(v, 10, 20), r.memory_bytes);
+     },
+     "a decimal integer below 2^64"},
+    {"allocatable_bytes",
+     [](std::string_view v, GpuBenchResult& r) {
+       return ParseInto(ParseUnsigned(v, 10, 20), r.allocatable_bytes);
      },
      "a decimal integer below 2^64"},
     {"compute_capability",
@@ -266,8 +287,9 @@ Result<GpuBenchResult> ParseGpuBenchResult(const std::string& text) {
     const Field* field = FindField(key);
     if (field == nullptr) {
       return bad(
-          "unknown key; expected checksum, rounds, threads, kernel_seconds, "
-          "bandwidth_gbps, device_name, memory_bytes or compute_capability");
+          "unknown key; expected checksum, rounds, threads, kernel_seconds, fp32_gflops, "
+          "bandwidth_gbps, h2d_gbps, d2h_gbps, device_name, memory_bytes, allocatable_bytes or "
+          "compute_capability");
     }
     int& seen = seen_on_line[field - kFields];
     if (seen != 0) {
@@ -287,6 +309,16 @@ Result<GpuBenchResult> ParseGpuBenchResult(const std::string& text) {
   return result;
 }
 
+std::string BenchErrorLine(std::string_view error_txt) {
+  constexpr size_t kMaxLine = 300;
+  std::string line;
+  for (char c : error_txt.substr(0, error_txt.find('\n'))) {
+    if (line.size() == kMaxLine) return line + "...";
+    line += (c >= 0x20 && c <= 0x7e) ? c : '?';
+  }
+  return line.empty() ? "(error.txt is empty)" : line;
+}
+
 std::span<const GpuClass> GpuClasses() { return kGpuClasses; }
 
 const GpuClass* FindGpuClass(std::string_view model) {
@@ -301,6 +333,10 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
   GpuJudgement judgement;
   judgement.bandwidth_gbps = result.bandwidth_gbps;
   judgement.kernel_seconds = result.kernel_seconds;
+  judgement.fp32_gflops = result.fp32_gflops;
+  judgement.h2d_gbps = result.h2d_gbps;
+  judgement.d2h_gbps = result.d2h_gbps;
+  judgement.allocatable_bytes = result.allocatable_bytes;
   auto fail = [&judgement](const std::string& reason) {
     judgement.passed = false;
     judgement.reason = reason;
@@ -326,8 +362,23 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
     return fail("no plausible bandwidth: bandwidth_gbps is " + Fixed(result.bandwidth_gbps, 3) +
                 "; it must be above 0");
   }
+  for (auto [name, value] : {std::pair{"fp32_gflops", result.fp32_gflops}, std::pair{"h2d_gbps", result.h2d_gbps},
+                             std::pair{"d2h_gbps", result.d2h_gbps}}) {
+    if (!(value > 0) || !std::isfinite(value)) {
+      return fail(std::string("no plausible throughput: ") + name + " is " + Fixed(value, 3) + "; it must be above 0");
+    }
+  }
   if (std::string mismatch = IdentityMismatch(result, claimed); !mismatch.empty()) {
     return fail(mismatch);
+  }
+  // A job can use only what the driver lets it allocate: a device that
+  // hands out far less than it claims (another process holds it, or the
+  // claim is false) is not what the node advertised.
+  const uint64_t reserve = std::min(claimed.reserved_memory_bytes(), claimed.memory_total_bytes());
+  const uint64_t promised = claimed.memory_total_bytes() - reserve;
+  if (result.allocatable_bytes < promised / 2) {
+    return fail("only " + FormatGiB(result.allocatable_bytes) + " of device memory could be allocated; the node offers " +
+                FormatGiB(promised));
   }
   const GpuClass* gpu_class = FindGpuClass(claimed.name());
   if (gpu_class == nullptr) {

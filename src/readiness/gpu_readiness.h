@@ -1,6 +1,6 @@
 #pragma once
 // The coordinator's side of the GPU readiness benchmark: before a node's GPU
-// gets work, the node runs the CUDA benchmark (src/readiness/gpu_bench.cu) as
+// gets work, the node runs the GPU benchmark (src/readiness/gpu_bench.c, PTX JIT-compiled by the driver) as
 // an ordinary job; its result.txt is parsed and judged here against the
 // device the node advertised. Pure functions over plain values; no CUDA.
 #include <cstdint>
@@ -24,15 +24,31 @@ inline constexpr uint64_t kGpuBenchThreads = 65536;
 // kernel time is stored as measured, not judged, so more rounds buy nothing.
 inline constexpr uint64_t kDefaultGpuBenchRounds = 2000;
 
-// What the GPU benchmark program reports (see src/readiness/gpu_bench.cu).
+// What the GPU benchmark's job may use on the host: the driver's JIT and
+// 64 MiB of pinned copy buffers (device memory is not host memory). And how
+// long it may run: the JIT, the FP32 ramp and the allocation probe of a
+// large device take seconds, not minutes.
+inline constexpr uint64_t kGpuBenchHostMemoryBytes = uint64_t{1} << 30;
+inline constexpr uint32_t kGpuBenchRunTimeoutSeconds = 300;
+
+// The first line of the benchmark's error.txt (the failing step and the
+// driver's CUDA_ERROR_* name), cut at 300 characters, non-printable bytes as
+// '?': for the GPU's reason in `nodes`. Pure.
+std::string BenchErrorLine(std::string_view error_txt);
+
+// What the GPU benchmark program reports (see src/readiness/gpu_bench.c).
 struct GpuBenchResult {
   uint64_t checksum = 0;
   uint64_t rounds = 0;
   uint64_t threads = 0;
   double kernel_seconds = 0;
+  double fp32_gflops = 0;          // fused multiply-adds, 2 FLOP each
   double bandwidth_gbps = 0;       // device-to-device copy, read + write traffic
-  std::string device_name;         // as CUDA names it, e.g. "NVIDIA H200"
-  uint64_t memory_bytes = 0;       // cudaDeviceProp.totalGlobalMem
+  double h2d_gbps = 0;             // pinned host-to-device copy
+  double d2h_gbps = 0;             // pinned device-to-host copy
+  std::string device_name;         // as the driver names it, e.g. "NVIDIA H200"
+  uint64_t memory_bytes = 0;       // cuDeviceTotalMem
+  uint64_t allocatable_bytes = 0;  // what the benchmark could allocate, in 64 MiB blocks
   std::string compute_capability;  // "9.0"
 };
 
@@ -49,10 +65,11 @@ std::vector<std::string> GpuBenchArgs(uint64_t rounds, uint64_t seed, const std:
 uint64_t ExpectedGpuChecksum(uint64_t seed, uint64_t rounds);
 
 // Parses result.txt: exactly the lines checksum=<1-16 hex digits>,
-// rounds=<decimal>, threads=<decimal>, kernel_seconds=<non-negative decimal>,
-// bandwidth_gbps=<non-negative decimal>, device_name=<1-255 printable ASCII
-// characters>, memory_bytes=<decimal>, compute_capability=<1-3 digits>.<1-3
-// digits>, in any order, each exactly once, every line ended by "\n".
+// rounds=<decimal>, threads=<decimal>, kernel_seconds, fp32_gflops,
+// bandwidth_gbps, h2d_gbps, d2h_gbps (each a non-negative decimal),
+// device_name=<1-255 printable ASCII characters>, memory_bytes and
+// allocatable_bytes (decimal), compute_capability=<1-3 digits>.<1-3 digits>,
+// in any order, each exactly once, every line ended by "\n".
 // InvalidArgument naming the line (number and text) for an unknown, repeated
 // or malformed line, or naming the key that is missing; also for text over
 // 4 KiB. Thread-safe.
@@ -96,18 +113,26 @@ struct GpuJudgement {
   // expected at least 400"; empty when it passed, except for a model with no
   // plausibility figures ("no plausibility figures for ...").
   std::string reason;
-  double bandwidth_gbps = 0;  // as reported, whether or not it passed
-  double kernel_seconds = 0;  // as reported, whether or not it passed
+  // As reported, whether or not it passed:
+  double bandwidth_gbps = 0;
+  double kernel_seconds = 0;
+  double fp32_gflops = 0;
+  double h2d_gbps = 0;
+  double d2h_gbps = 0;
+  uint64_t allocatable_bytes = 0;
 };
 
 // Judges a parsed result against the job that was sent (`seed`, `rounds`)
 // and the device the node advertised (`claimed`). Fails, with the first
 // reason found, when: rounds or threads differ from the job's; the checksum
-// is wrong; kernel_seconds or bandwidth_gbps is not above 0; the device name
+// is wrong; kernel_seconds, bandwidth_gbps, fp32_gflops, h2d_gbps or
+// d2h_gbps is not above 0; the device name
 // differs from the claimed one (compared case-insensitively on alphanumeric
 // words, ignoring a "NVIDIA" word); memory_bytes differs from the claimed
 // memory_total_bytes by more than 5%; the compute capability differs from a
-// claimed one (an empty claim is not compared); or the claimed model's
+// claimed one (an empty claim is not compared); allocatable_bytes is under
+// half of what the node offers (memory_total_bytes less
+// reserved_memory_bytes); or the claimed model's
 // GpuClass says the bandwidth or memory is implausibly low. A model with no
 // GpuClass passes on the other checks alone, with a reason saying so.
 // Recomputes the checksum, so it costs what ExpectedGpuChecksum costs.

@@ -184,6 +184,32 @@ bool GpuCount(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejecti
   return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")", [&] { return std::string("node has " + std::to_string(n.devices.size())); });
 }
 
+// A real GPU takes ordinary work once the coordinator has measured it, and
+// while its owner lends it (GpuDevice.unavailable_reason); the node's CPUs
+// and its other GPUs work meanwhile. A readiness benchmark may use a device
+// that only awaits its measurement.
+bool GpuReady(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
+  if (d.gpus == 0) return true;
+  const bool benchmark = d.task->readiness;
+  size_t first_unready = n.devices.size();
+  DeviceMask out = 0;
+  for (size_t i = 0; i < n.devices.size(); ++i) {
+    if (!HasBit(*eligible, i)) continue;
+    const DeviceState& dev = n.devices[i];
+    if (dev.ready || (benchmark && dev.benchmark_may_use)) {
+      out |= DeviceMask{1} << i;
+    } else if (first_unready == n.devices.size()) {
+      first_unready = i;
+    }
+  }
+  *eligible = out;
+  if (static_cast<uint32_t>(std::popcount(out)) >= d.gpus) return true;
+  if (first_unready == n.devices.size()) return Reject(why, "gpu-ready", "no GPU ready");
+  const v1::GpuDevice& g = n.view->gpus[first_unready];
+  return Reject(why, "gpu-ready", "GPU not ready (" + g.name() + ": " + g.unavailable_reason() + ")",
+                [&] { return "gpu" + std::to_string(g.index()) + " " + g.uuid(); });
+}
+
 bool GpuModel(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   if (d.gpus == 0 || d.any_model) return true;
   if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
@@ -335,6 +361,7 @@ const std::vector<FeasibilityStage>& FeasibilityStages() {
       {"owner-policy", OwnerPolicy, false},
       {"image-signature", ImageSigned, false},
       {"gpu-count", GpuCount, false},
+      {"gpu-ready", GpuReady, false},
       {"gpu-model", GpuModel, false},
       {"compute-capability", ComputeCapability, false},
       {"cuda-driver", CudaDriver, false},

@@ -60,6 +60,8 @@ DeviceState MakeDevice(const v1::GpuDevice& d, const NodeView& view, Snapshot* s
   s.compute_capability = ParseComputeCapability(d.compute_capability());
   s.cuda_version = ParseCudaVersion(d.cuda_driver_version());
   s.trusted = d.measured() && !d.simulated();
+  s.ready = d.unavailable_reason().empty();
+  s.benchmark_may_use = d.owner_hold().empty();
   s.model = InternModel(snap, d.name());
   s.ask = market::AskFor(view.asks, d.name());
   if (d.power_limit_mw() > 0) {

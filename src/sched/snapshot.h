@@ -32,6 +32,11 @@ struct DeviceState {
   int compute_capability = -1; // major*10 + minor; -1 unknown
   int cuda_version = -1;       // major*1000 + minor; -1 unknown
   bool trusted = false;        // measured and not simulated
+  // Offered for ordinary work (GpuDevice.unavailable_reason empty); when not,
+  // whether a readiness benchmark may still use it (it awaits measurement,
+  // its owner does not hold it back).
+  bool ready = true;
+  bool benchmark_may_use = false;
   uint32_t model = 0;          // index into Snapshot::models
   double ask = 0;              // per GPU-hour
   double headroom = -1;        // 1 - power draw / limit; < 0 unknown

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,8 +27,6 @@ namespace idlegrid::readiness {
 namespace {
 
 using ::idlegrid::testing::CommandResult;
-using ::idlegrid::testing::HaveCommand;
-using ::idlegrid::testing::kPodmanUlimitFlags;
 using ::idlegrid::testing::RunShell;
 using ::idlegrid::testing::TempDir;
 
@@ -108,7 +108,8 @@ TEST(GpuBenchArgsTest, RoundsSeedOutputDirectoryThenDevice) {
 const std::string kH200Text =
     "checksum=25b1d8725f062402\nrounds=2000\nthreads=65536\nkernel_seconds=0.000041216\n"
     "bandwidth_gbps=4012.345\ndevice_name=NVIDIA H200\nmemory_bytes=150754820096\n"
-    "compute_capability=9.0\n";
+    "compute_capability=9.0\nfp32_gflops=61234.5\nh2d_gbps=55.1\nd2h_gbps=54.9\n"
+    "allocatable_bytes=149250113536\n";
 
 TEST(ParseGpuBenchResultTest, AcceptsWellFormedResults) {
   auto h200 = ParseGpuBenchResult(kH200Text);
@@ -121,12 +122,16 @@ TEST(ParseGpuBenchResultTest, AcceptsWellFormedResults) {
   EXPECT_EQ(h200->device_name, "NVIDIA H200");
   EXPECT_EQ(h200->memory_bytes, 150754820096u);
   EXPECT_EQ(h200->compute_capability, "9.0");
+  EXPECT_DOUBLE_EQ(h200->fp32_gflops, 61234.5);
+  EXPECT_DOUBLE_EQ(h200->h2d_gbps, 55.1);
+  EXPECT_DOUBLE_EQ(h200->d2h_gbps, 54.9);
+  EXPECT_EQ(h200->allocatable_bytes, 149250113536u);
 
   // Any order; any printable name, '=' included; edge values.
   auto odd = ParseGpuBenchResult(
       "compute_capability=12.10\nmemory_bytes=18446744073709551615\ndevice_name= A=B [x] \n"
       "bandwidth_gbps=0\nkernel_seconds=1e-9\nthreads=0\nrounds=18446744073709551615\n"
-      "checksum=A\n");
+      "checksum=A\nallocatable_bytes=0\nd2h_gbps=0\nh2d_gbps=1\nfp32_gflops=2\n");
   ASSERT_TRUE(odd.ok()) << odd.status().ToString();
   EXPECT_EQ(odd->checksum, 0xau);
   EXPECT_EQ(odd->rounds, 18446744073709551615u);
@@ -165,16 +170,24 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
       {"missing memory_bytes", WithLine("memory_bytes", ""), "has no memory_bytes line"},
       {"missing compute_capability", WithLine("compute_capability", ""),
        "has no compute_capability line"},
+      {"missing fp32_gflops", WithLine("fp32_gflops", ""), "has no fp32_gflops line"},
+      {"missing h2d_gbps", WithLine("h2d_gbps", ""), "has no h2d_gbps line"},
+      {"missing d2h_gbps", WithLine("d2h_gbps", ""), "has no d2h_gbps line"},
+      {"missing allocatable_bytes", WithLine("allocatable_bytes", ""), "has no allocatable_bytes line"},
+      {"negative FP32 throughput", WithLine("fp32_gflops", "fp32_gflops=-1\n"),
+       "line 9 \"fp32_gflops=-1\": fp32_gflops must be a finite, non-negative decimal"},
+      {"allocatable in GiB", WithLine("allocatable_bytes", "allocatable_bytes=139.0\n"),
+       "line 12 \"allocatable_bytes=139.0\": allocatable_bytes must be a decimal integer"},
       {"duplicate key", kH200Text + "rounds=2000\n",
-       "line 9 \"rounds=2000\": repeats rounds (first on line 2)"},
-      {"unknown key", kH200Text + "score=1\n", "line 9 \"score=1\": unknown key"},
+       "line 13 \"rounds=2000\": repeats rounds (first on line 2)"},
+      {"unknown key", kH200Text + "score=1\n", "line 13 \"score=1\": unknown key"},
       {"CPU benchmark's key", WithLine("rounds", "iterations=2000\n"),
        "line 2 \"iterations=2000\": unknown key"},
       {"no equals sign", WithLine("threads", "threads 65536\n"),
        "line 3 \"threads 65536\": expected key=value"},
       {"blank line", "\n" + kH200Text, "line 1 \"\": expected key=value"},
       {"no final newline", kH200Text.substr(0, kH200Text.size() - 1),
-       "line 8 \"compute_capability=9.0\": not ended by a newline"},
+       "line 12 \"allocatable_bytes=149250113536\": not ended by a newline"},
       {"carriage return", WithLine("rounds", "rounds=2000\r\n"), "line 2"},
       {"space in key", WithLine("rounds", "rounds =2000\n"), "line 2"},
       {"17 hex digits", WithLine("checksum", "checksum=125b1d8725f062402\n"),
@@ -223,43 +236,67 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
 
 // --- What gpu_bench writes is what the coordinator reads -------------------------------
 
+// gpu_bench.c's report, formatted by the C header it uses.
+std::string Format(const IgGpuBenchReport& report) {
+  char text[2048];
+  IgFormatGpuBenchReport(&report, text, sizeof(text));
+  return text;
+}
+
+IgGpuBenchReport Report(const std::string& name) {
+  IgGpuBenchReport report{};
+  std::snprintf(report.device_name, sizeof(report.device_name), "%s", name.c_str());
+  return report;
+}
+
 TEST(FormatGpuBenchReportTest, RoundTripsThroughTheParser) {
-  GpuBenchReport report;
+  IgGpuBenchReport report = Report("NVIDIA H200");
   report.checksum = 0x0123456789abcdefu;
   report.rounds = 18446744073709551615u;
   report.kernel_seconds = 0.000041216;
+  report.fp32_gflops = 61234.5;
   report.bandwidth_gbps = 4012.345;
-  report.device_name = "NVIDIA H200";
+  report.h2d_gbps = 55.125;
+  report.d2h_gbps = 54.875;
   report.memory_bytes = 150754820096u;
+  report.allocatable_bytes = 149250113536u;
   report.compute_capability_major = 12;
   report.compute_capability_minor = 0;
-  const std::string text = FormatGpuBenchReport(report);
+  const std::string text = Format(report);
   EXPECT_EQ(text,
             "checksum=0123456789abcdef\nrounds=18446744073709551615\nthreads=65536\n"
-            "kernel_seconds=0.000041216\nbandwidth_gbps=4012.345\ndevice_name=NVIDIA H200\n"
-            "memory_bytes=150754820096\ncompute_capability=12.0\n");
+            "kernel_seconds=0.000041216\nfp32_gflops=61234.500\nbandwidth_gbps=4012.345\n"
+            "h2d_gbps=55.125\nd2h_gbps=54.875\ndevice_name=NVIDIA H200\nmemory_bytes=150754820096\n"
+            "allocatable_bytes=149250113536\ncompute_capability=12.0\n");
   auto parsed = ParseGpuBenchResult(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->checksum, report.checksum);
   EXPECT_EQ(parsed->rounds, report.rounds);
   EXPECT_EQ(parsed->threads, kGpuBenchThreads);
   EXPECT_DOUBLE_EQ(parsed->kernel_seconds, report.kernel_seconds);
+  EXPECT_DOUBLE_EQ(parsed->fp32_gflops, report.fp32_gflops);
   EXPECT_DOUBLE_EQ(parsed->bandwidth_gbps, report.bandwidth_gbps);
-  EXPECT_EQ(parsed->device_name, report.device_name);
+  EXPECT_DOUBLE_EQ(parsed->h2d_gbps, report.h2d_gbps);
+  EXPECT_DOUBLE_EQ(parsed->d2h_gbps, report.d2h_gbps);
+  EXPECT_EQ(parsed->device_name, "NVIDIA H200");
   EXPECT_EQ(parsed->memory_bytes, report.memory_bytes);
+  EXPECT_EQ(parsed->allocatable_bytes, report.allocatable_bytes);
   EXPECT_EQ(parsed->compute_capability, "12.0");
 }
 
 TEST(FormatGpuBenchReportTest, AnHonestRunPassesJudge) {
-  GpuBenchReport report;
+  IgGpuBenchReport report = Report("NVIDIA H100 80GB HBM3");
   report.checksum = ExpectedGpuChecksum(11, 40);
   report.rounds = 40;
   report.kernel_seconds = 0.000002;
+  report.fp32_gflops = 51000;
   report.bandwidth_gbps = 3001;
-  report.device_name = "NVIDIA H100 80GB HBM3";
+  report.h2d_gbps = 25;
+  report.d2h_gbps = 26;
   report.memory_bytes = 85045231616u;
+  report.allocatable_bytes = 84154875904u;
   report.compute_capability_major = 9;
-  auto parsed = ParseGpuBenchResult(FormatGpuBenchReport(report));
+  auto parsed = ParseGpuBenchResult(Format(report));
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   v1::GpuDevice claimed;
   claimed.set_name("NVIDIA H100 80GB HBM3");
@@ -267,6 +304,8 @@ TEST(FormatGpuBenchReportTest, AnHonestRunPassesJudge) {
   claimed.set_compute_capability("9.0");
   GpuJudgement j = JudgeGpu(*parsed, 11, 40, claimed);
   EXPECT_TRUE(j.passed) << j.reason;
+  EXPECT_EQ(j.fp32_gflops, 51000);
+  EXPECT_EQ(j.allocatable_bytes, 84154875904u);
 }
 
 TEST(FormatGpuBenchReportTest, DeviceNamesStayOnePrintableLine) {
@@ -278,20 +317,28 @@ TEST(FormatGpuBenchReportTest, DeviceNamesStayOnePrintableLine) {
       {"NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"},
       {"bad\nname=\tx\xc2\xb5", "bad?name=?x??"},
       {std::string("cut\0here", 8), "cut"},
-      {std::string(300, 'n'), std::string(kMaxGpuDeviceNameSize, 'n')},
+      {std::string(300, 'n'), std::string(IG_MAX_GPU_DEVICE_NAME, 'n')},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(PrintableGpuDeviceName(c.name.data(), c.name.size()), c.printed);
-    GpuBenchReport report;
-    report.device_name = c.name;
-    auto parsed = ParseGpuBenchResult(FormatGpuBenchReport(report));
+    char printed[IG_MAX_GPU_DEVICE_NAME + 1];
+    IgPrintableGpuDeviceName(c.name.data(), c.name.size(), printed);
+    EXPECT_EQ(std::string(printed), c.printed);
+    IgGpuBenchReport report{};
+    std::memcpy(report.device_name, c.name.data(), std::min(c.name.size(), sizeof(report.device_name) - 1));
+    auto parsed = ParseGpuBenchResult(Format(report));
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     EXPECT_EQ(parsed->device_name, c.printed);
   }
   // An empty name is reported as such, and the coordinator rejects it.
-  GpuBenchReport unnamed;
-  EXPECT_EQ(ParseGpuBenchResult(FormatGpuBenchReport(unnamed)).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(ParseGpuBenchResult(Format(IgGpuBenchReport{})).status().code(), Code::kInvalidArgument);
+}
+
+TEST(BenchErrorLineTest, FirstLineCutAndPrintable) {
+  EXPECT_EQ(BenchErrorLine("initialising the driver (cuInit): CUDA driver error CUDA_ERROR_NO_DEVICE (100)\nmore\n"),
+            "initialising the driver (cuInit): CUDA driver error CUDA_ERROR_NO_DEVICE (100)");
+  EXPECT_EQ(BenchErrorLine("tab\there"), "tab?here");
+  EXPECT_EQ(BenchErrorLine(""), "(error.txt is empty)");
+  EXPECT_EQ(BenchErrorLine(std::string(400, 'x')), std::string(300, 'x') + "...");
 }
 
 // --- The plausibility table ----------------------------------------------------------------
@@ -372,9 +419,13 @@ GpuBenchResult Reading(const std::string& name, uint64_t memory, const std::stri
   r.rounds = kRounds;
   r.threads = kGpuBenchThreads;
   r.kernel_seconds = 0.000012;
+  r.fp32_gflops = 40000;
   r.bandwidth_gbps = bandwidth_gbps;
+  r.h2d_gbps = 25;
+  r.d2h_gbps = 25;
   r.device_name = name;
   r.memory_bytes = memory;
+  r.allocatable_bytes = memory - memory / 64;
   r.compute_capability = capability;
   return r;
 }
@@ -451,6 +502,23 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
        h200_claim, false,
        "compute capability mismatch: the benchmark saw 8.0, the node claims \"9.0\""},
       {"no compute capability claimed", h200, Claim("NVIDIA H200", kH200Memory, ""), true, ""},
+      {"zero FP32 throughput", with([](GpuBenchResult& r) { r.fp32_gflops = 0; }), h200_claim, false,
+       "no plausible throughput: fp32_gflops is 0.000; it must be above 0"},
+      {"NaN host copy", with([nan](GpuBenchResult& r) { r.h2d_gbps = nan; }), h200_claim, false,
+       "no plausible throughput: h2d_gbps"},
+      {"zero device-to-host copy", with([](GpuBenchResult& r) { r.d2h_gbps = 0; }), h200_claim, false,
+       "no plausible throughput: d2h_gbps"},
+      {"another process holds most of the memory",
+       with([](GpuBenchResult& r) { r.allocatable_bytes = 40 * kGiB; }), h200_claim, false,
+       "only 40 GiB of device memory could be allocated; the node offers 140.4 GiB"},
+      {"the owner's reserve is not promised",
+       with([](GpuBenchResult& r) { r.allocatable_bytes = 60 * kGiB; }),
+       [&h200_claim] {
+         v1::GpuDevice c = h200_claim;
+         c.set_reserved_memory_bytes(30 * kGiB);
+         return c;
+       }(),
+       true, ""},
       {"H200 name but 80 GiB", Reading("NVIDIA H200", 80 * kGiB, "9.0", 4000),
        Claim("NVIDIA H200", 80 * kGiB, "9.0"), false,
        "implausible for H200: 80 GiB of device memory, expected at least 119 GiB"},
@@ -497,9 +565,7 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
   }
 }
 
-// --- The real CUDA program ---------------------------------------------------------------
-
-
+// --- The benchmark program, as every build makes it ------------------------------------
 
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -508,79 +574,37 @@ std::string ReadWholeFile(const std::string& path) {
   return text.str();
 }
 
-// nvcc as CMake found it (IDLEGRID_NVCC), else on PATH, else CUDA's default
-// location; "" if there is none.
-std::string FindNvcc() {
-#ifdef IDLEGRID_NVCC
-  if (std::string(IDLEGRID_NVCC).size() > 0) return IDLEGRID_NVCC;
-#endif
-  CommandResult which = RunShell("command -v nvcc");
-  if (which.exit_code == 0 && !which.output.empty()) {
-    return which.output.substr(0, which.output.find('\n'));
-  }
-  if (::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
-  return "";
-}
-
-// Compiles src/readiness/gpu_bench.cu as CMake's idlegrid-gpu-bench target
-// does (same architectures, static runtime), warnings as errors, once for
-// all the tests below.
-class GpuBenchProgramTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    nvcc_ = new std::string(FindNvcc());
-    if (nvcc_->empty()) return;
-    build_dir_ = new TempDir();
-    binary_ = build_dir_->path() + "/gpu_bench";
-    const std::string src = std::string(IDLEGRID_SOURCE_DIR) + "/src";
-    CommandResult compile =
-        RunShell(*nvcc_ +
-                 " -std=c++17 -O2 -cudart static -Werror all-warnings"
-                 " -Xcompiler -Wall,-Wextra,-Werror -Xcompiler -static-libstdc++,-static-libgcc"
-                 " -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80"
-                 " -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89"
-                 " -gencode arch=compute_90,code=[compute_90,sm_90] -I" +
-                 src + " -o " + binary_ + " " + src + "/readiness/gpu_bench.cu");
-    if (compile.exit_code != 0) compile_error_ = new std::string(compile.output);
-  }
-  static void TearDownTestSuite() {
-    delete nvcc_;
-    delete build_dir_;
-    delete compile_error_;
-    nvcc_ = nullptr;
-    build_dir_ = nullptr;
-    compile_error_ = nullptr;
-  }
-  void SetUp() override {
-    if (nvcc_->empty()) GTEST_SKIP() << "no nvcc (not on PATH nor in /usr/local/cuda/bin)";
-    ASSERT_EQ(compile_error_, nullptr) << *nvcc_ << " failed:\n" << *compile_error_;
-  }
-
-  static std::string* nvcc_;
-  static TempDir* build_dir_;
-  static std::string binary_;
-  static std::string* compile_error_;
-};
-std::string* GpuBenchProgramTest::nvcc_ = nullptr;
-TempDir* GpuBenchProgramTest::build_dir_ = nullptr;
-std::string GpuBenchProgramTest::binary_;
-std::string* GpuBenchProgramTest::compile_error_ = nullptr;
-
 std::string Join(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
 }
 
-TEST_F(GpuBenchProgramTest, BuildsAndLinksOnlyGlibcDynamically) {
-  CommandResult ldd = RunShell("ldd " + binary_);
+// The fake driver (tests/discovery/fake_cuda.c, a FAKE GPU whose "JIT" runs
+// the benchmark's real PTX on the CPU) installed as libcuda.so.1 in a
+// directory of its own, for LD_LIBRARY_PATH.
+class FakeDriverDir {
+ public:
+  FakeDriverDir() : dir_("gpu_bench_driver") {
+    std::filesystem::copy_file(FAKE_CUDA_PATH, dir_.path() + "/libcuda.so.1");
+  }
+  std::string Env(const std::string& extra = "") const {
+    return "env -i LD_LIBRARY_PATH=" + dir_.path() + " FAKE_CUDA_DEVICE_NAME='Idlegrid Fake GPU' " + extra + " ";
+  }
+
+ private:
+  TempDir dir_;
+};
+
+TEST(GpuBenchProgramTest, LinksOnlyGlibcAndNeedsNoCudaLibrary) {
+  CommandResult ldd = RunShell("ldd " IDLEGRID_GPU_BENCH_PATH);
   ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
-  EXPECT_EQ(ldd.output.find("libcudart"), std::string::npos) << ldd.output;
-  EXPECT_EQ(ldd.output.find("libstdc++"), std::string::npos) << ldd.output;
-  EXPECT_EQ(ldd.output.find("libgcc_s"), std::string::npos) << ldd.output;
+  for (const char* library : {"libcuda", "libcudart", "libstdc++", "libgcc_s"}) {
+    EXPECT_EQ(ldd.output.find(library), std::string::npos) << library << " in\n" << ldd.output;
+  }
 }
 
-TEST_F(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingCuda) {
+TEST(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingTheDriver) {
   TempDir out("gpu_readiness_test");
   const std::vector<std::string> bad_args = {"",
                                              "100 7",
@@ -591,39 +615,96 @@ TEST_F(GpuBenchProgramTest, RejectsBadArgumentsBeforeTouchingCuda) {
                                              "100 7 " + out.path() + " 0 extra",
                                              "18446744073709551616 7 " + out.path()};
   for (const std::string& args : bad_args) {
-    CommandResult run = RunShell(binary_ + " " + args);
+    CommandResult run = RunShell(IDLEGRID_GPU_BENCH_PATH " " + args);
     EXPECT_EQ(run.exit_code, 2) << args << ": " << run.output;
     EXPECT_NE(run.output.find("usage:"), std::string::npos) << args << ": " << run.output;
   }
   EXPECT_FALSE(std::filesystem::exists(out.path() + "/result.txt"));
 }
 
-// Without a GPU (this project's CI) the program must fail cleanly: exit 3, a
-// CUDA error on stderr, no result. Where a GPU does answer, the honest result
-// must parse and pass JudgeGpu against the device it reports.
-TEST_F(GpuBenchProgramTest, FailsWithACudaErrorWithoutAGpuOrPassesJudgeWithOne) {
+// No driver at all (this project's CI, a CPU-only host, a sandbox without the
+// CDI spec): exit 3, the reason on stderr and in error.txt, no result.
+TEST(GpuBenchProgramTest, WithoutADriverExitsWithTheReason) {
+  TempDir out("gpu_readiness_test");
+  TempDir empty("gpu_bench_no_driver");
+  CommandResult run = RunShell("env -i LD_LIBRARY_PATH=" + empty.path() + " " IDLEGRID_GPU_BENCH_PATH " " +
+                               Join(GpuBenchArgs(3, 7, out.path())));
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  EXPECT_NE(run.output.find("cannot load libcuda.so.1"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(out.path() + "/result.txt"));
+  EXPECT_NE(ReadWholeFile(out.path() + "/error.txt").find("cannot load libcuda.so.1"), std::string::npos);
+}
+
+// The driver's own errors are named: a host whose driver sees no device.
+TEST(GpuBenchProgramTest, NamesTheDriversError) {
+  FakeDriverDir driver;
+  TempDir out("gpu_readiness_test");
+  CommandResult run = RunShell(driver.Env("FAKE_CUDA_INIT_ERROR=100") + IDLEGRID_GPU_BENCH_PATH " " +
+                               Join(GpuBenchArgs(3, 7, out.path())));
+  EXPECT_EQ(run.exit_code, 3) << run.output;
+  const std::string error = ReadWholeFile(out.path() + "/error.txt");
+  EXPECT_EQ(BenchErrorLine(error), "initialising the driver (cuInit): CUDA driver error CUDA_ERROR_NO_DEVICE (100)");
+  EXPECT_FALSE(std::filesystem::exists(out.path() + "/result.txt"));
+}
+
+// The shipped PTX declares an ISA the drivers people run accept: the fake
+// driver takes at most 7.0 (CUDA 11.0's, drivers from 450.80 on), and a
+// driver older than the PTX gets the JIT's refusal in the GPU's reason.
+TEST(GpuBenchProgramTest, ItsPtxIsOldEnoughForGamersDrivers) {
+  FakeDriverDir driver;
+  TempDir out("gpu_readiness_test");
+  CommandResult old = RunShell(driver.Env("FAKE_CUDA_MAX_PTX_ISA=63") + IDLEGRID_GPU_BENCH_PATH " " +
+                               Join(GpuBenchArgs(3, 7, out.path())));
+  EXPECT_EQ(old.exit_code, 3) << old.output;
+  EXPECT_NE(old.output.find("JIT-compiling the benchmark's PTX: CUDA driver error "
+                            "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): ptxas fatal   : PTX ISA 7.0 is newer "
+                            "than this driver's 6.3"),
+            std::string::npos)
+      << old.output;
+  const std::string ptx = ReadWholeFile(IDLEGRID_SOURCE_DIR "/src/readiness/gpu_kernels.ptx");
+  EXPECT_NE(ptx.find("\n.version 7.0\n"), std::string::npos);
+  EXPECT_NE(ptx.find("\n.target sm_52\n"), std::string::npos);
+}
+
+// The whole program against the fake driver: its JIT runs the shipped PTX,
+// so the checksum the coordinator recomputes checks what the kernel means,
+// and the result passes JudgeGpu against the device it ran on.
+TEST(GpuBenchProgramTest, ItsPtxComputesWhatTheCoordinatorRecomputes) {
+  FakeDriverDir driver;
   TempDir out("gpu_readiness_test");
   constexpr uint64_t kRunSeed = 0x1d1e6a1du;
-  CommandResult run = RunShell(binary_ + " " + Join(GpuBenchArgs(kRounds, kRunSeed, out.path())));
-  const std::string result_path = out.path() + "/result.txt";
-  if (run.exit_code != 0) {
-    EXPECT_EQ(run.exit_code, 3) << run.output;
-    EXPECT_NE(run.output.find("CUDA error"), std::string::npos) << run.output;
-    EXPECT_FALSE(std::filesystem::exists(result_path));
-    return;
-  }
-  std::cout << "[ NOTE     ] gpu_bench found a GPU here, so instead of its no-GPU failure its "
-               "result is parsed and judged:\n"
-            << run.output;
-  const std::string text = ReadWholeFile(result_path);
+  constexpr uint64_t kRunRounds = 12;
+  CommandResult run = RunShell(driver.Env("FAKE_CUDA_DEVICE_MEMORY=1342177280") + IDLEGRID_GPU_BENCH_PATH " " +
+                               Join(GpuBenchArgs(kRunRounds, kRunSeed, out.path())));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::string text = ReadWholeFile(out.path() + "/result.txt");
   EXPECT_EQ(run.output, text) << "stdout repeats the file";
   auto result = ParseGpuBenchResult(text);
   ASSERT_TRUE(result.ok()) << result.status().ToString() << "\n" << text;
-  EXPECT_EQ(result->checksum, ExpectedGpuChecksum(kRunSeed, kRounds));
-  GpuJudgement j =
-      JudgeGpu(*result, kRunSeed, kRounds,
-               Claim(result->device_name, result->memory_bytes, result->compute_capability));
+  EXPECT_EQ(result->checksum, ExpectedGpuChecksum(kRunSeed, kRunRounds));
+  EXPECT_EQ(result->device_name, "Idlegrid Fake GPU");
+  EXPECT_EQ(result->memory_bytes, 1342177280u);
+  EXPECT_EQ(result->allocatable_bytes, 1342177280u) << "the fake hands out all of its memory in 64 MiB blocks";
+  EXPECT_GT(result->fp32_gflops, 0);
+  EXPECT_GT(result->h2d_gbps, 0);
+  EXPECT_GT(result->d2h_gbps, 0);
+  GpuJudgement j = JudgeGpu(*result, kRunSeed, kRunRounds, Claim("Idlegrid Fake GPU", 1342177280u, "9.0"));
   EXPECT_TRUE(j.passed) << j.reason << "\n" << text;
+}
+
+// Where a CUDA toolkit happens to be installed (never needed by idlegrid),
+// NVIDIA's own assembler must accept the PTX for the parts people own.
+TEST(GpuBenchProgramTest, NvidiasAssemblerAcceptsThePtx) {
+  std::string ptxas;
+  CommandResult which = RunShell("command -v ptxas || ls /usr/local/cuda/bin/ptxas");
+  if (which.exit_code == 0) ptxas = which.output.substr(0, which.output.find('\n'));
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas (CUDA toolkit) here; the fake driver's JIT checked the PTX instead";
+  TempDir out("gpu_ptxas");
+  for (const char* arch : {"sm_75", "sm_86", "sm_89", "sm_90"}) {
+    CommandResult run = RunShell(ptxas + " -arch=" + arch + " -o " + out.path() + "/k.cubin " IDLEGRID_SOURCE_DIR
+                                 "/src/readiness/gpu_kernels.ptx");
+    EXPECT_EQ(run.exit_code, 0) << arch << ": " << run.output;
+  }
 }
 
 }  // namespace

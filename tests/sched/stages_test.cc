@@ -175,6 +175,28 @@ TEST(PipelineStagesTest, Table) {
       {"no trusted keys: any image", [](NodeView&, TaskView& t) { t.image_signers = {}; }, "", ""},
       {"too few GPUs", [](NodeView&, TaskView& t) { t.resources.set_gpus(2); }, "gpu-count", "insufficient GPUs (need 2)",
        "node has 1"},
+      {"GPU awaiting its readiness benchmark",
+       [](NodeView& n, TaskView&) { n.gpus[0].set_unavailable_reason("readiness benchmark pending"); },
+       "gpu-ready", "GPU not ready (NVIDIA A100: readiness benchmark pending)"},
+      {"a readiness benchmark may use a GPU awaiting it",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_unavailable_reason("readiness benchmark pending");
+         t.readiness = true;
+       },
+       "", ""},
+      {"not even a readiness benchmark on a GPU its owner holds back",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_owner_hold("not lent (policy.yaml gpus)");
+         n.gpus[0].set_unavailable_reason("held back by its owner: not lent (policy.yaml gpus)");
+         t.readiness = true;
+       },
+       "gpu-ready", "GPU not ready (NVIDIA A100: held back by its owner: not lent (policy.yaml gpus))"},
+      {"an unready GPU does not hold back a CPU task",
+       [](NodeView& n, TaskView& t) {
+         n.gpus[0].set_unavailable_reason("failed its readiness benchmark: wrong checksum");
+         t.resources.set_gpus(0);
+       },
+       "", ""},
       {"GPU model not allowed", [](NodeView&, TaskView& t) { t.gpu_models = {"NVIDIA H100"}; }, "gpu-model",
        "no allowed GPU model (NVIDIA H100)"},
       {"GPU model allowed", [](NodeView&, TaskView& t) { t.gpu_models = {"NVIDIA H100", "NVIDIA A100"}; }, "", ""},
@@ -303,7 +325,7 @@ TEST(PipelineStagesTest, EveryStageIsCovered) {
   // The table above names each stage; a new stage must get cases.
   std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "data-class",
                                    "owner-policy", "image-signature",
-                                   "gpu-count", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
+                                   "gpu-count", "gpu-ready", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
                                    "pinned-device", "max-price", "cpu", "memory", "disk", "gpu-free"};
   for (const auto& stage : FeasibilityStages()) EXPECT_TRUE(covered.count(stage.name)) << stage.name;
 }

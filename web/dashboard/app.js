@@ -207,7 +207,8 @@
       const kind = g.simulated ? 'simulated' : (g.measured ? 'measured' : 'unmeasured');
       list.append(el('li', {'data-gpu-kind': kind},
           (g.name || 'GPU') + ' · ' + kind + ' · ' + bytes(g.allocatableMemoryBytes) + ' free of ' +
-          bytes(num(g.memoryTotalBytes) - num(g.reservedMemoryBytes))));
+          bytes(num(g.memoryTotalBytes) - num(g.reservedMemoryBytes)) +
+          (g.unavailableReason ? ' · not offered: ' + g.unavailableReason : '')));
     }
     return list;
   }
