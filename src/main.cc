@@ -237,6 +237,9 @@ int main(int argc, char** argv) {
                 "add a simulated device \"MODEL:MEMORY:CC\", e.g. \"RTX 4090:24GiB:8.9\" (repeatable; tests and demos)");
   a->add_option("--policy", agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
   a->add_option("--nvml-library", agent.nvml_library, "NVML library to load")->capture_default_str();
+  a->add_option("--cdi-spec", agent.cdi_specs,
+                "a CDI spec naming this host's GPUs, in /etc/cdi or /var/run/cdi (repeatable; default "
+                "/etc/cdi/nvidia.yaml or /var/run/cdi/nvidia.yaml, as nvidia-ctk cdi generate writes)");
   a->add_option("--untrusted-runtime", agent.untrusted_runtime,
                 "runsc: tenants' jobs run under gVisor where this host can cap their memory there (cgroup v2 with "
                 "the memory controller delegated); runc: they run under runc like the operator's")

@@ -46,6 +46,9 @@ struct AgentConfig {
   std::vector<std::string> simulate_gpus;  // "MODEL:MEMORY:CC" devices that exist only in the advertisement
   std::string policy_file;                 // owner's policy YAML; default <data_dir>/policy.yaml
   std::string nvml_library = "libnvidia-ml.so.1";  // for hosts with NVML elsewhere (and tests)
+  // CDI specs whose presence lets a real GPU into a job (podman reads every
+  // spec in /etc/cdi and /var/run/cdi); empty: AttemptEnv's nvidia.yaml pair.
+  std::vector<std::string> cdi_specs;
   // What an attempt may write to its output and checkpoint directories
   // together when its job sets no resources.diskTotal.
   uint64_t default_attempt_disk_bytes = kDefaultAttemptDiskBytes;

@@ -21,6 +21,7 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   env.attempts_dir = config_.data_dir + "/attempts";
   env.default_output_bytes = config_.default_attempt_disk_bytes;
   env.gvisor_for_tenants = config_.untrusted_runtime == "runsc";
+  if (!config_.cdi_specs.empty()) env.cdi_spec_paths = config_.cdi_specs;
   // Set once at enrolment, before any attempt runs; the key is immutable.
   env.node_key = advertiser_ ? &advertiser_->key() : nullptr;
   // Its transfers go under its own artifact token while it runs.

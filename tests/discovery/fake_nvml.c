@@ -11,6 +11,9 @@
  *   FAKE_NVML_FAIL_MEMINFO_DEVICE=I  nvmlDeviceGetMemoryInfo fails (999) for device I
  *   FAKE_NVML_FAIL_HANDLE_DEVICE=I   nvmlDeviceGetHandleByIndex_v2 fails (4) for device I
  *   FAKE_NVML_FAIL_CC=1              nvmlDeviceGetCudaComputeCapability: Not Supported
+ *   FAKE_NVML_DEVICE0_NAME=S         device 0 is named S (a model with no plausibility figures,
+ *                                    for a fake GPU that must pass the readiness benchmark)
+ *   FAKE_NVML_DEVICE0_MEMORY=N       device 0 has N bytes, all free (with the name above)
  *   FAKE_NVML_STATE_FILE=PATH        live values a test rewrites while an agent polls
  *                                    (read on every call; a missing file changes nothing):
  *       count N                      number of devices, as FAKE_NVML_COUNT (which it overrides)
@@ -263,7 +266,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice
 #ifndef OMIT_GETNAME
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
   nvmlReturn_t rc = CheckDevice(device);
-  return rc != NVML_SUCCESS ? rc : CopyText(device->name, name, length, 96);
+  if (rc != NVML_SUCCESS) return rc;
+  const char* renamed = getenv("FAKE_NVML_DEVICE0_NAME");
+  if (device == &devices[0] && renamed != NULL && *renamed != '\0') return CopyText(renamed, name, length, 96);
+  return CopyText(device->name, name, length, 96);
 }
 #endif
 
@@ -277,6 +283,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* m
   if (rc != NVML_SUCCESS) return rc;
   if (DeviceIndex(device) == EnvInt("FAKE_NVML_FAIL_MEMINFO_DEVICE", -1)) return NVML_ERROR_UNKNOWN;
   *memory = device->memory;
+  const char* total = getenv("FAKE_NVML_DEVICE0_MEMORY");
+  if (device == &devices[0] && total != NULL && *total != '\0') {
+    memory->total = memory->free = strtoull(total, NULL, 10);
+    memory->used = 0;
+  }
   return NVML_SUCCESS;
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "common/fs.h"
@@ -29,15 +31,15 @@ class Capacity : public ::testing::Test {
     if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
-  // A manifest for the test image with explicit resources.
+  // A manifest for the test image with explicit resources; gpu_memory "": a whole GPU.
   std::string GpuManifest(const std::string& name, const std::vector<std::string>& args, const std::string& gpu_memory) {
     std::string image = grid_->PushTestImage();
     std::string argv;
     for (const auto& a : args) argv += (argv.empty() ? "\"" : ", \"") + a + "\"";
     return grid_->WriteFile(name + ".yaml", "apiVersion: idlegrid/v1\nname: " + name + "\nimage: " + image +
                                                 "\ncommand: [\"/sim\"]\nargs: [" + argv +
-                                                "]\nresources: {cpu: 0.5, memory: 256Mi, pids: 64, gpus: 1, "
-                                                "gpuMemory: " + gpu_memory + "}\n");
+                                                "]\nresources: {cpu: 0.5, memory: 256Mi, pids: 64, gpus: 1" +
+                                                (gpu_memory.empty() ? "" : ", gpuMemory: " + gpu_memory) + "}\n");
   }
   std::string Submit(const std::string& manifest) {
     auto r = grid_->Cli({"submit", manifest});
@@ -167,34 +169,135 @@ TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   EXPECT_EQ(big_done->state(), v1::SUCCEEDED);
 }
 
-TEST_F(Capacity, RealGpusThatCannotBeMeasuredKeepTheNodeOutOfWork) {
+// A job's GPU state with its reason, for failure messages.
+std::string GpuReasons(const v1::Node& n) {
+  std::string out;
+  for (const auto& g : n.gpus()) out += g.name() + ": " + (g.measured() ? "measured" : g.unavailable_reason()) + "; ";
+  return out + "node: " + n.unschedulable_reason();
+}
+
+TEST_F(Capacity, AGpuNodeRunsCpuWorkWhileItsGpusCannotBeMeasured) {
   // The agent's NVML is a stand-in reporting an H200 and an RTX 4090 that are
-  // not simulated. Nothing here can run the GPU benchmark on them (no GPU, no
-  // CDI spec), so they must stay unmeasured and the node must get no work.
+  // not simulated. No CDI spec names them, so their benchmark cannot run:
+  // each GPU holds back only itself, with its reason; the node runs CPU work.
   std::string nvml = grid_->root + "/libfake-nvidia-ml.so";
   ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_NVML_PATH, nvml}).exit_code, 0);
   ASSERT_TRUE(grid_->StartCoordinator().ok());
   ASSERT_TRUE(grid_->StartAgent(1, {"--nvml-library", nvml}).ok());
   auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
     auto* n = OnlyNode(l);
-    return n && n->measurement().passed() && n->unschedulable_reason().find("GPU") != std::string::npos &&
-           n->unschedulable_reason().find("pending") == std::string::npos;
-  }, 120000);
+    if (n == nullptr || !n->schedulable() || n->gpus_size() != 2) return false;
+    for (const auto& g : n->gpus()) {
+      if (g.unavailable_reason().find("failed its readiness benchmark") == std::string::npos) return false;
+    }
+    return true;
+  }, 180000);
   ASSERT_TRUE(nodes.ok()) << nodes.status().message();
   const v1::Node* n = OnlyNode(*nodes);
-  EXPECT_FALSE(n->schedulable());
-  EXPECT_NE(n->unschedulable_reason().find("GPU"), std::string::npos) << n->unschedulable_reason();
-  ASSERT_EQ(n->gpus_size(), 2);
+  EXPECT_TRUE(n->measurement().passed()) << n->measurement().reason();
   EXPECT_EQ(n->gpus(0).name(), "NVIDIA H200");
   for (const auto& g : n->gpus()) {
     EXPECT_FALSE(g.simulated());
     EXPECT_FALSE(g.measured()) << g.name() << " must not count as measured";
+    EXPECT_NE(g.unavailable_reason().find("CDI"), std::string::npos) << g.unavailable_reason();
   }
-  std::string id = Submit(grid_->Manifest("nogpu", {"write", "x"}));
-  auto job = grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks(0).message().find("GPU") != std::string::npos; },
-                            30000);
-  ASSERT_TRUE(job.ok());
-  EXPECT_EQ(job->tasks(0).attempts_size(), 0);
+  auto listed = grid_->Cli({"nodes"});
+  EXPECT_NE(listed.out.find("not offered: failed its readiness benchmark"), std::string::npos) << listed.out;
+
+  std::string cpu = Submit(grid_->Manifest("cpu", {"write", "x"}));
+  auto done = grid_->WaitJob(cpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_EQ(done->tasks(0).state(), v1::SUCCEEDED) << done->tasks(0).message();
+
+  std::string gpu = Submit(GpuManifest("gpu", {"write", "y"}, ""));
+  auto waiting = grid_->WaitJob(gpu, [](const v1::Job& j) {
+    return j.tasks(0).message().find("GPU not ready") != std::string::npos;
+  }, 30000);
+  ASSERT_TRUE(waiting.ok()) << waiting.status().message() << "\n" << grid_->Cli({"status", gpu, "--explain"}).out;
+  EXPECT_EQ(waiting->tasks(0).attempts_size(), 0);
+  EXPECT_NE(waiting->tasks(0).message().find("failed its readiness benchmark"), std::string::npos)
+      << waiting->tasks(0).message();
+}
+
+// A FAKE GPU, end to end through the real chain: NVML (the fake) names the
+// device, a real CDI spec (read by podman from /var/run/cdi) mounts the fake
+// driver (tests/discovery/fake_cuda.c, whose JIT runs the benchmark's own
+// PTX on the CPU) into the job for `--device nvidia.com/gpu=UUID`, the
+// coordinator recomputes the checksum. The device whose driver answers is
+// measured and takes a GPU job; the one whose driver sees no device says so.
+class CapacityWithCdi : public Capacity {
+ protected:
+  static constexpr char kSpec[] = "/var/run/cdi/idlegrid-test-fake-gpu.yaml";
+  static constexpr char kFakeName[] = "Idlegrid Fake GPU";
+  static constexpr char kFakeMemory[] = "1342177280";
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "writing a CDI spec to /var/run/cdi needs root";
+    Capacity::SetUp();
+    if (IsSkipped()) return;
+    ::setenv("FAKE_NVML_DEVICE0_NAME", kFakeName, 1);
+    ::setenv("FAKE_NVML_DEVICE0_MEMORY", kFakeMemory, 1);
+  }
+  void TearDown() override {
+    ::unlink(kSpec);
+    ::unsetenv("FAKE_NVML_DEVICE0_NAME");
+    ::unsetenv("FAKE_NVML_DEVICE0_MEMORY");
+  }
+  // A spec like `nvidia-ctk cdi generate` writes, with the fake driver as
+  // the driver library and each device's fake switches as its environment.
+  void WriteSpec(const std::string& driver) {
+    const std::string mount = "      mounts:\n      - hostPath: " + driver +
+                              "\n        containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+                              "        options: [ro, nosuid, nodev, bind]\n";
+    const std::string text = std::string("cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n") +
+                             "- name: GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\n  containerEdits:\n" +
+                             "      env: [\"FAKE_CUDA_DEVICE_NAME=" + kFakeName + "\", \"FAKE_CUDA_DEVICE_MEMORY=" +
+                             kFakeMemory + "\"]\n" + mount +
+                             "- name: GPU-10111213-1415-1617-1819-1a1b1c1d1e1f\n  containerEdits:\n" +
+                             "      env: [\"FAKE_CUDA_INIT_ERROR=100\"]\n" + mount;
+    ASSERT_EQ(RunCommand({"mkdir", "-p", "/var/run/cdi"}).exit_code, 0);
+    ASSERT_TRUE(WriteFileAtomic(kSpec, text, 0644).ok());
+  }
+};
+
+TEST_F(CapacityWithCdi, AFakeGpuIsMeasuredThroughCdiThenTakesGpuWork) {
+  std::string nvml = grid_->root + "/libfake-nvidia-ml.so";
+  std::string cuda = grid_->root + "/libfake-cuda.so.1";
+  ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_NVML_PATH, nvml}).exit_code, 0);
+  ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_CUDA_PATH, cuda}).exit_code, 0);
+  WriteSpec(cuda);
+  // Few rounds: the fake's JIT interprets 65536 threads on one CPU core.
+  ASSERT_TRUE(grid_->StartCoordinator({"--gpu-bench-rounds", "8"}).ok());
+  ASSERT_TRUE(grid_->StartAgent(1, {"--nvml-library", nvml, "--cdi-spec", kSpec}).ok());
+  auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
+    auto* n = OnlyNode(l);
+    return n && n->gpus_size() == 2 && n->gpus(0).measured() &&
+           n->gpus(1).unavailable_reason().find("failed") != std::string::npos;
+  }, 240000);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  const v1::Node* n = OnlyNode(*nodes);
+  EXPECT_TRUE(n->schedulable()) << n->unschedulable_reason();
+  EXPECT_EQ(n->gpus(0).name(), kFakeName);
+  EXPECT_EQ(n->gpus(0).unavailable_reason(), "");
+  EXPECT_NE(n->gpus(1).unavailable_reason().find("CUDA_ERROR_NO_DEVICE"), std::string::npos) << GpuReasons(*n);
+  const v1::GpuMeasurement* gm = nullptr;
+  for (const auto& g : n->measurement().gpus()) {
+    if (g.uuid() == n->gpus(0).uuid()) gm = &g;
+  }
+  ASSERT_NE(gm, nullptr);
+  EXPECT_TRUE(gm->passed()) << gm->reason();
+  EXPECT_GT(gm->fp32_gflops(), 0);
+  EXPECT_GT(gm->h2d_gbps(), 0);
+  EXPECT_GT(gm->d2h_gbps(), 0);
+  EXPECT_EQ(gm->allocatable_bytes(), std::stoull(kFakeMemory));
+
+  std::string gpu = Submit(GpuManifest("gpu", {"write", "y"}, ""));
+  auto done = grid_->WaitJob(gpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok()) << done.status().message() << "\n" << grid_->Cli({"status", gpu, "--explain"}).out;
+  const v1::Task& task = done->tasks(0);
+  ASSERT_EQ(task.state(), v1::SUCCEEDED) << task.message();
+  const v1::Attempt& a = task.attempts(task.attempts_size() - 1);
+  ASSERT_EQ(a.device_uuids_size(), 1);
+  EXPECT_EQ(a.device_uuids(0), n->gpus(0).uuid()) << "the measured device, not the failed one";
 }
 
 TEST_F(Capacity, DiscoverPrintsThisHostAndSaysWhyThereIsNoGpu) {
