@@ -135,7 +135,7 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
   MutexLock lock(&mu_);
   if (!image.ok()) {
     gpu_bench_error_ = "no GPU readiness benchmark on the coordinator: " + image.status().message();
-    spdlog::warn("{} (nodes with real GPUs stay unschedulable)", gpu_bench_error_);
+    spdlog::warn("{} (real GPUs are not offered; their nodes still run CPU work)", gpu_bench_error_);
     return image.status();
   }
   gpu_bench_image_ = *image;
@@ -271,7 +271,8 @@ void Coordinator::EnsureReadiness() {
       // CPU measured: now each real GPU, one pinned job per device.
       if (gpu_image.empty()) continue;
       for (const auto& d : n.ad.inventory().gpus().devices()) {
-        if (d.simulated() || n.gpu_readiness_jobs.count(d.uuid())) continue;
+        // A device its owner holds back is measured once it is lent again.
+        if (d.simulated() || !d.owner_hold().empty() || n.gpu_readiness_jobs.count(d.uuid())) continue;
         bool done = false;
         for (const auto& g : n.measurement.gpus()) {
           if (g.uuid() == d.uuid() && (g.passed() || now - g.measured_at_ms() < options_.bench_retry_ms)) done = true;

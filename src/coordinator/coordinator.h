@@ -237,8 +237,9 @@ class Coordinator {
   // Builds the readiness benchmark image from the static benchmark program
   // and registers it. Until it succeeds no node becomes schedulable.
   Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
-  // The same for the GPU benchmark; without it, nodes with real GPUs stay
-  // unschedulable (their devices cannot be measured).
+  // The same for the GPU benchmark; without it real GPUs are not offered
+  // (they cannot be measured), with this error as their reason; their
+  // nodes' CPUs still work.
   Status PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir);
   // Log chunks after `after_seq`; when none are ready and `wait_ms` > 0,
   // waits for new ones (or a job change) up to wait_ms.
