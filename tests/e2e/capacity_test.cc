@@ -217,6 +217,8 @@ TEST_F(Capacity, AGpuNodeRunsCpuWorkWhileItsGpusCannotBeMeasured) {
   EXPECT_EQ(waiting->tasks(0).attempts_size(), 0);
   EXPECT_NE(waiting->tasks(0).message().find("failed its readiness benchmark"), std::string::npos)
       << waiting->tasks(0).message();
+  auto explained = grid_->Cli({"status", gpu, "--explain"});
+  EXPECT_NE(explained.out.find("gpu-ready"), std::string::npos) << explained.out;
 }
 
 // A FAKE GPU, end to end through the real chain: NVML (the fake) names the

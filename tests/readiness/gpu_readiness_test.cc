@@ -692,6 +692,23 @@ TEST(GpuBenchProgramTest, ItsPtxComputesWhatTheCoordinatorRecomputes) {
   EXPECT_TRUE(j.passed) << j.reason << "\n" << text;
 }
 
+// Where this host has a real NVIDIA driver, the benchmark runs on its first
+// GPU and the driver's own JIT compiles the PTX: the result must pass.
+TEST(GpuBenchProgramTest, OnThisHostsRealDriverPassesJudge) {
+  CommandResult probe = RunShell("ldconfig -p | grep -q 'libcuda.so.1 '");
+  if (probe.exit_code != 0) GTEST_SKIP() << "no NVIDIA driver (libcuda.so.1) on this host: the real JIT is not tried here";
+  TempDir out("gpu_readiness_test");
+  constexpr uint64_t kRunSeed = 0x5eed;
+  CommandResult run = RunShell(IDLEGRID_GPU_BENCH_PATH " " + Join(GpuBenchArgs(kDefaultGpuBenchRounds, kRunSeed, out.path())));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::cout << "[ NOTE     ] gpu_bench on this host's GPU:\n" << run.output;
+  auto result = ParseGpuBenchResult(ReadWholeFile(out.path() + "/result.txt"));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  GpuJudgement j = JudgeGpu(*result, kRunSeed, kDefaultGpuBenchRounds,
+                            Claim(result->device_name, result->memory_bytes, result->compute_capability));
+  EXPECT_TRUE(j.passed) << j.reason << "\n" << run.output;
+}
+
 // Where a CUDA toolkit happens to be installed (never needed by idlegrid),
 // NVIDIA's own assembler must accept the PTX for the parts people own.
 TEST(GpuBenchProgramTest, NvidiasAssemblerAcceptsThePtx) {
