@@ -5,6 +5,7 @@
 // attempt runs without a coordinator, podman or a wall clock.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "agent/output_cap.h"
 #include "agent/provenance.h"
 #include "common/status.h"
+#include "discovery/nvml_loader.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "runtime/container_runtime.h"
 
@@ -107,6 +109,12 @@ struct AttemptEnv {
   // (docs/receipts.md); none: no statement is sent (older coordinators and
   // tests without a key accept that).
   const advert::NodeKey* node_key = nullptr;
+  // Reads the host's GPUs as they are now (discovery::ReadGpuLoad), to sample
+  // the real GPUs an attempt holds while its container runs, every
+  // gpu_sample_interval (agent/gpu_sampler.h); unset: nothing is read, and
+  // each such device's Metering.gpus entry says 0 samples.
+  std::function<discovery::GpuLoadReading()> read_gpu_load;
+  std::chrono::milliseconds gpu_sample_interval{5000};
 };
 
 }  // namespace idlegrid::agent

@@ -7,6 +7,7 @@
 #include "agent/attempt_runner.h"
 #include "agent/image_cache.h"
 #include "agent/log_shipper.h"
+#include "discovery/nvml_loader.h"
 
 namespace idlegrid::agent {
 
@@ -24,6 +25,7 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   if (!config_.cdi_specs.empty()) env.cdi_spec_paths = config_.cdi_specs;
   // Set once at enrolment, before any attempt runs; the key is immutable.
   env.node_key = advertiser_ ? &advertiser_->key() : nullptr;
+  env.read_gpu_load = [nvml = config_.nvml_library] { return discovery::ReadGpuLoad(nvml); };
   // Its transfers go under its own artifact token while it runs.
   grants_.Add(a);
   AttemptRunner(std::move(env)).Run(a);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "agent/gpu_sampler.h"
 #include "agent/local_policy.h"
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
@@ -180,8 +181,10 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   const std::string& id = a.attempt_id();
   const v1::JobSpec& spec = a.spec();
   auto sink = [&](const std::string& stream, std::string_view data) { env_.logs->Add(id, stream, data); };
+  GpuSampler gpus({run.spec.gpu_uuids, env_.read_gpu_load, env_.gpu_sample_interval});
   auto on_started = [&] {
     run.started_ms = WallMs();
+    gpus.Start();
     auto r = AttemptEvent(id, v1::STARTED);
     r.set_runtime(run.spec.runtime);
     *r.mutable_provenance() = run.provenance;
@@ -202,6 +205,8 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   RunFacts facts;
   facts.exit = env_.runtime->Run(run.spec, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
   run.finished_ms = WallMs();
+  gpus.Stop();
+  run.gpu_usage = gpus.Usage();
   watch.Stop();
   facts.output_breach = watch.Breach();
   // Every line the job wrote reaches the coordinator before its end does.
@@ -277,6 +282,7 @@ void AttemptRunner::AttachReceiptStatement(const v1::Assignment& a, const Prepar
   }
   in.bytes_in = counted_.bytes_in();
   in.bytes_out = counted_.bytes_out();
+  in.gpu_usage = run.gpu_usage;
   v1::ReceiptStatement statement = BuildStatement(a, done, MeterAttempt(in), run.started_ms, run.finished_ms);
   auto signature = receipt::SignStatement(*env_.node_key, statement);
   if (!signature.ok()) {

@@ -50,6 +50,8 @@ class AttemptRunner {
     // When the container started and when its Run returned (wall clock, ms).
     int64_t started_ms = 0;
     int64_t finished_ms = 0;
+    // What NVML read of its real GPUs while the container ran (GpuSampler).
+    std::vector<v1::GpuUsage> gpu_usage;
   };
 
   static AttemptEnv Counted(AttemptEnv env, CountingTransfer* counted) {
@@ -69,7 +71,8 @@ class AttemptRunner {
                                  std::unique_ptr<CheckpointSync>& checkpoint);
   Result<std::vector<std::string>> PrepareGpus(const v1::Assignment& a);
   // Stage run: the container, to its end; STARTED once it is spawned. An
-  // OutputWatch kills it if its writable directories pass their cap.
+  // OutputWatch kills it if its writable directories pass their cap; a
+  // GpuSampler reads its real GPUs from its start to its exit.
   RunFacts RunContainer(const v1::Assignment& a, PreparedRun& run);
   // Stage collect, before the outcome is decided: stops the checkpoint sync,
   // measures the writable directories against their cap again (the watcher

@@ -17,6 +17,7 @@ v1::Metering MeterAttempt(const MeterInputs& in) {
   m.set_cpu_source(in.cpu_source);
   m.set_bytes_in(in.bytes_in);
   m.set_bytes_out(in.bytes_out);
+  for (const v1::GpuUsage& g : in.gpu_usage) *m.add_gpus() = g;
   return m;
 }
 

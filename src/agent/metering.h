@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent/attempt_env.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -22,12 +23,15 @@ struct MeterInputs {
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   int64_t paused_ms = 0;       // frozen for the owner in between (runtime::ExitInfo)
+  // What NVML read of each real GPU held while the job ran (GpuSampler).
+  std::vector<v1::GpuUsage> gpu_usage;
 };
 
 // run_ms = finished - started - paused (0 if negative): the requester does
 // not pay for time the owner froze the job; gpu_millis = run_ms x gpus x
 // share, where a shared GPU (gpu_milli 1..999) counts gpu_milli/1000 of a
-// device, rounded down; cpu_millis rounded down from microseconds.
+// device, rounded down; cpu_millis rounded down from microseconds; gpus the
+// usage as given.
 v1::Metering MeterAttempt(const MeterInputs& in);
 
 // The node's statement about attempt `a` that ended with `exited` (an

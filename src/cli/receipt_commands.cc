@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/gpu_usage_format.h"
 #include "cli/support.h"
 #include "common/fs.h"
 #include "common/grpc_status.h"
@@ -36,8 +37,9 @@ void PrintReceipt(const v1::Receipt& r) {
             << r.finished_at_ms() << " (coordinator, ms since epoch)\n"
             << "  metered   run " << Seconds(m.run_ms()) << ", CPU " << Seconds(m.cpu_millis())
             << (m.cpu_source().empty() ? " (not measured)" : " (" + m.cpu_source() + ")") << ", GPU "
-            << Seconds(m.gpu_millis()) << ", " << m.bytes_in() << " bytes in, " << m.bytes_out() << " bytes out\n"
-            << "  price     " << r.pricing_rule() << " " << r.price_per_hour_micro() << " micro-credits/h, charge "
+            << Seconds(m.gpu_millis()) << ", " << m.bytes_in() << " bytes in, " << m.bytes_out() << " bytes out\n";
+  for (const auto& g : m.gpus()) std::cout << "  gpu       " << FormatGpuUsage(g) << "\n";
+  std::cout << "  price     " << r.pricing_rule() << " " << r.price_per_hour_micro() << " micro-credits/h, charge "
             << r.charge_micro() << " micro-credits\n"
             << "  ran       image " << s.provenance().image_config_digest() << " with "
             << s.provenance().driver() << "/" << s.provenance().runtime() << ", spec "

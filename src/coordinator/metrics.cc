@@ -5,6 +5,7 @@
 #include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
 #include "metrics/exposition.h"
+#include "metrics/gpu_telemetry.h"
 
 namespace idlegrid::coordinator {
 namespace {
@@ -119,6 +120,7 @@ Result<std::string> Coordinator::Metrics() {
     }
   }
   for (Family* f : {&lag, &gap, &cpu, &memory, &vram}) out.push_back(std::move(*f));
+  for (Family& f : metrics::GpuTelemetryFamilies(nodes.nodes(), now)) out.push_back(std::move(f));
   return metrics::Render(out);
 }
 

@@ -9,6 +9,7 @@
 
 #include "agent/attempt_fakes_support.h"
 #include "agent/attempt_runner.h"
+#include "agent/gpu_sampler.h"
 #include "agent/log_shipper.h"
 #include "common/fs.h"
 
@@ -62,6 +63,9 @@ class AttemptRunnerTest : public ::testing::Test {
     env.cdi_spec_paths = {dir_ + "/cdi/nvidia.yaml"};
     env.default_output_bytes = default_output_bytes_;
     env.output_watch_interval = output_watch_interval_;
+    env.node_key = node_key_;
+    env.read_gpu_load = read_gpu_load_;
+    env.gpu_sample_interval = gpu_sample_interval_;
     AttemptRunner(env).Run(a);
   }
 
@@ -93,6 +97,9 @@ class AttemptRunnerTest : public ::testing::Test {
   uint64_t default_output_bytes_ = kDefaultAttemptDiskBytes;
   // Short, so every attempt here is watched while it runs.
   std::chrono::milliseconds output_watch_interval_{5};
+  const advert::NodeKey* node_key_ = nullptr;  // none: no receipt statement
+  GpuLoadReader read_gpu_load_;                // none: GPUs are not sampled
+  std::chrono::milliseconds gpu_sample_interval_{5000};
   std::mutex logs_mu_;
   std::string logs_sent_;  // guarded by logs_mu_
 };

@@ -36,6 +36,16 @@ v1::ReceiptStatement StatementFor(const advert::NodeKey& node) {
   m->set_bytes_in(4096);
   m->set_bytes_out(512);
   m->set_run_ms(60000);
+  auto* g = m->add_gpus();
+  g->set_uuid("GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+  g->set_samples(13);
+  g->set_utilization_pct_mean(71);
+  g->set_utilization_pct_max(99);
+  g->set_memory_used_bytes_max(80ull << 30);
+  g->set_temperature_c_max(78);
+  g->set_power_mw_mean(512000);
+  g->set_power_mw_max(698000);
+  g->set_throttle_reasons(0x5);
   auto* p = s.mutable_provenance();
   p->set_image_config_digest("sha256:" + std::string(64, 'c'));
   p->set_image_manifest_digest("sha256:" + std::string(64, 'm'));
@@ -124,6 +134,17 @@ TEST(CanonicalJson, RefusesFloatingPointAndUnknownFields) {
   auto unknown = CanonicalJson(m);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("does not know"), std::string::npos);
+}
+
+TEST(CanonicalJson, TheStatementCoversEachGpusUsage) {
+  advert::NodeKey node = advert::NodeKey::Generate();
+  auto bytes = StatementBytes(StatementFor(node));
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_NE(bytes->find(R"("gpus":[{"memory_used_bytes_max":85899345920,"power_mw_max":698000,"power_mw_mean":512000,)"
+                        R"("samples":13,"temperature_c_max":78,"throttle_reasons":5,"utilization_pct_max":99,)"
+                        R"("utilization_pct_mean":71,"uuid":"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"}])"),
+            std::string::npos)
+      << *bytes;
 }
 
 TEST(VerifyReceipt, AGenuineReceiptVerifiesAndSaysWhatItChecked) {
@@ -230,9 +251,10 @@ TEST(VerifyReceipt, AnEditInAnyFieldFailsNamingWhatFailed) {
     EXPECT_TRUE(named) << field << ": " << why;
   });
   // 15 receipt fields less the statement, 11 statement leaves less metering
-  // and provenance and outputs, 6 metering, 15 provenance (+1 for its list),
-  // 3 per output (+1 for its list), the inputs' list (twice).
-  EXPECT_GE(edits, 45);
+  // and provenance and outputs, 6 metering, 9 per GPU usage (+1 for its
+  // list), 15 provenance (+1 for its list), 3 per output (+1 for its list),
+  // the inputs' list (twice).
+  EXPECT_GE(edits, 55);
   EXPECT_TRUE(VerifyReceipt(edited, t.pinned).ok()) << "the edits were not all undone";
 }
 
