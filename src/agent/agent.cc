@@ -21,6 +21,7 @@
 #include "discovery/host.h"
 #include "discovery/simulated.h"
 #include "image/signature_files.h"
+#include "market/market.h"
 #include "pki/pki.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/podman_runtime.h"
@@ -53,6 +54,24 @@ std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config
   if (fast->Runtimes().empty()) spdlog::warn("runc driver unavailable; containers start through podman");
   if (config.driver == "runc") return fast;
   return runtime::NewRoutingRuntime(runtime::NewPodmanRuntime(config.podman), std::move(fast));
+}
+
+// The owner's GPU asks that price nothing here (market::UnmatchedAsks), each
+// warned with the names this node's GPUs really have, so a typo or a short
+// name that does not apply is seen at start rather than as unpaid work.
+void WarnAsksPricingNothing(const v1::Advertisement& ad) {
+  market::Asks asks;
+  for (const v1::PriceAsk& a : ad.asks()) asks.emplace(a.device_class(), a.per_hour());
+  std::vector<std::string> names;
+  std::string listed;
+  for (const v1::GpuDevice& d : ad.inventory().gpus().devices()) {
+    names.push_back(d.name());
+    listed += (listed.empty() ? "" : ", ") + d.name();
+  }
+  for (const auto& unmatched : market::UnmatchedAsks(asks, names)) {
+    spdlog::warn("policy.yaml asks: \"{}\" matches no GPU on this node (its GPUs: {}); it prices nothing",
+                 unmatched.first, listed.empty() ? "none" : listed);
+  }
 }
 
 // Reads the public-key files the policy at `policy_path` names under
@@ -265,6 +284,7 @@ Status Agent::Enroll() {
   advertiser_ = std::make_unique<Advertiser>(key);
   key_fingerprint_ = advert::KeyFingerprint(key.public_key());
   IG_ASSIGN_OR_RETURN(v1::Advertisement ad, CurrentAdvertisement());
+  WarnAsksPricingNothing(ad);
   {
     // Known from the start, not only after the maintenance loop's first pass.
     std::lock_guard<std::mutex> lock(mu_);

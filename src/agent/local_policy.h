@@ -10,8 +10,11 @@
 //   reservedCpu: 1              # cores kept for the owner
 //   allowedRegistries: [ghcr.io, "127.0.0.1:5000"]  # OCI registries it may pull from; none by default
 //   asks:                       # hourly price asks per device class
-//     "RTX 4090": 0.35
-//     cpu-core: 0.01
+//     "NVIDIA GeForce RTX 4090": 0.35   # the GPU's NVML name (agent --discover), or
+//     "RTX 4090": 0.35                  #   a short form: matched by normalised model name
+//     cpu-core: 0.01                    # per core-hour; this key is matched exactly
+//                               # (market::MatchingAsk; an ask that prices no GPU is
+//                               # warned at start and in `agent status`)
 //   trustedImageKeys:           # run only images signed by one of these
 //     - keys/release.pub        #   a public-key file (relative: to this file's directory)
 //     - "idlegrid-ed25519 lYq3...= ci"   # or a public-key line itself

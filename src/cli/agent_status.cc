@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/units.h"
 #include "ledger/accounts.h"
+#include "market/market.h"
 
 namespace idlegrid::cli {
 
@@ -31,6 +32,43 @@ std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms) {
   std::string out = pause.cause() + " since " + Ago(pause.since_ms(), now_ms) + ": " + pause.reason();
   if (pause.frozen_attempts_size() > 0) out += "; " + std::to_string(pause.frozen_attempts_size()) + " attempt(s) frozen";
   return out + " (" + total + ")";
+}
+
+std::string FormatAsks(const v1::Advertisement& ad) {
+  market::Asks asks;
+  for (const v1::PriceAsk& a : ad.asks()) asks.emplace(a.device_class(), a.per_hour());
+  const auto& gpus = ad.inventory().gpus().devices();
+  std::vector<std::string> names;
+  for (const v1::GpuDevice& d : gpus) names.push_back(d.name());
+  const market::Asks unmatched = market::UnmatchedAsks(asks, names);
+  std::string out, warnings;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
+  for (const auto& [device_class, price] : asks) {
+    if (device_class == market::kCpuCoreClass) {
+      add(device_class + " " + market::FormatCredits(price) + "/core-h");
+      continue;
+    }
+    if (unmatched.count(device_class) > 0) {
+      warnings += "; warning: \"" + device_class + "\" matches no GPU on this node";
+      continue;
+    }
+    std::string priced, shadowed;
+    for (const v1::GpuDevice& d : gpus) {
+      const market::Asks::value_type* applied = market::MatchingAsk(asks, d.name());
+      const std::string gpu = "GPU " + std::to_string(d.index());
+      if (applied != nullptr && applied->first == device_class) {
+        priced += (priced.empty() ? "" : ", ") + gpu + " (" + d.name() + ")";
+      } else if (applied != nullptr && market::UnmatchedAsks({{device_class, price}}, {d.name()}).empty()) {
+        shadowed += (shadowed.empty() ? "" : ", ") + gpu + " priced by \"" + applied->first + "\"";
+      }
+    }
+    std::string part = "\"" + device_class + "\" " + market::FormatCredits(price) + "/h";
+    if (!priced.empty()) part += " matches " + priced;
+    if (!shadowed.empty()) part += (priced.empty() ? ": " : ", not ") + shadowed;
+    add(part);
+  }
+  if (out.empty() && !warnings.empty()) return warnings.substr(2);
+  return out + warnings;
 }
 
 std::string FormatAgentStatus(const AgentStatusView& v) {
@@ -61,6 +99,7 @@ std::string FormatAgentStatus(const AgentStatusView& v) {
                   n.info().cpu_cores(), FormatGiB(n.memory_allocated()).c_str(),
                   FormatGiB(n.info().memory_bytes()).c_str());
     line("capacity", cap);
+    if (std::string asks = FormatAsks(n.advertisement()); !asks.empty()) line("asks", asks);
     char rel[64];
     std::snprintf(rel, sizeof rel, "%.2f", n.reliability());
     line("reliability", std::string(rel) + (n.reliability_detail().empty() ? "" : " (" + n.reliability_detail() + ")"));

@@ -30,6 +30,14 @@ std::string FormatHandshake(const v1::ReliabilityComponents& c);
 // pauses, 95 s in all)"; "" for a node that was never paused.
 std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms);
 
+// Pure: what each of the owner's price asks (policy.yaml asks:) prices on
+// this node, by market::MatchingAsk over the advertised GPUs, in one line:
+//   "RTX 4090" 0.35/h matches GPU 0 (NVIDIA GeForce RTX 4090); cpu-core
+//   0.01/core-h; warning: "A6000" matches no GPU on this node
+// An ask that applies to a GPU only another, more specific ask prices says
+// so ("A100" 1.00/h: GPU 0 priced by "A100 80GB"). "" without asks.
+std::string FormatAsks(const v1::Advertisement& ad);
+
 // Pure: the status as aligned "label  value" lines.
 std::string FormatAgentStatus(const AgentStatusView& view);
 

@@ -4,9 +4,11 @@
 // bid and what a placement costs; the coordinator publishes OrderBook.
 //
 // Units: prices are in the grid's credit unit per hour. A provider asks a
-// price per device-hour for each device class (a GPU model name as the device
-// reports it, e.g. "NVIDIA A100-SXM4-80GB") and per core-hour for CPU
-// (class kCpuCoreClass). A class the provider asks nothing for is free (0).
+// price per device-hour for each device class and per core-hour for CPU
+// (class kCpuCoreClass). A device's class is its GPU model name as NVML
+// reports it ("NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB"); an ask
+// applies to it by the model-name rule of MatchingAsk, so "RTX 4090" prices
+// that card. A class the provider asks nothing for is free (0).
 //
 // Pricing rule kPayAsAsk: a placement pays what its provider asks, pro rata:
 //   price/hour = sum over held GPUs of ask(class) x share (1 for a whole GPU,
@@ -29,9 +31,40 @@ inline constexpr char kPayAsAsk[] = "pay-as-ask";
 // device class -> ask per unit-hour.
 using Asks = std::map<std::string, double, std::less<>>;
 
-// The provider's ask for `device_class`, or 0 when it asks nothing for it.
-// Negative or NaN asks count as 0.
+// A GPU model name reduced to what tells models apart, for matching asks:
+// ASCII letters upper-cased; split into tokens at whitespace, '-' and '_';
+// the vendor and brand words NVML puts before the model ("NVIDIA", "GeForce",
+// "Tesla", "Quadro") dropped while they lead; tokens joined by one space.
+//   "NVIDIA GeForce RTX 4090" -> "RTX 4090"   "rtx  4090" -> "RTX 4090"
+//   "NVIDIA A100-SXM4-80GB"   -> "A100 SXM4 80GB"   "Tesla T4" -> "T4"
+// "TITAN" and "RTX" are model words and stay ("NVIDIA TITAN RTX" -> "TITAN RTX").
+std::string NormalizeGpuModel(std::string_view name);
+
+// Which ask applies to a device of `device_class`; nullptr when none does.
+//  1. An ask keyed exactly `device_class` wins (and is the only rule for
+//     kCpuCoreClass, whose ask never prices a GPU).
+//  2. Else the GPU rule on normalised names: a token is a *variant* when it
+//     names memory size, bus or package only (NNGB, PCIE, SXM[N], HBM[N][E]);
+//     the others are the *model*. An ask applies when its model tokens equal
+//     the device's, in order, and each of its variant tokens is among the
+//     device's. So "A100" prices "NVIDIA A100-SXM4-80GB" and "NVIDIA A100
+//     80GB PCIe", "A100 80GB" both of them but not "NVIDIA A100-PCIE-40GB";
+//     "RTX 4090" prices "NVIDIA GeForce RTX 4090" but neither "... RTX 4090 D"
+//     nor "... RTX 4090 Laptop GPU" (other models), nor "RTX 4080".
+//  3. Of several asks that apply by rule 2 the one naming the most variant
+//     tokens wins; a tie goes to the key that sorts first.
+// Pure; the returned pointer is into `asks`.
+const Asks::value_type* MatchingAsk(const Asks& asks, std::string_view device_class);
+
+// The price of the ask MatchingAsk picks for `device_class`, or 0 when none
+// applies. Negative or NaN asks count as 0.
 double AskFor(const Asks& asks, std::string_view device_class);
+
+// The GPU asks that apply (rule 1 or 2 of MatchingAsk) to none of
+// `device_names`: they price nothing on that node, which its owner should be
+// told. An ask that applies to a device but loses to a more specific one is
+// not listed. kCpuCoreClass is never listed. Pure.
+Asks UnmatchedAsks(const Asks& asks, const std::vector<std::string>& device_names);
 
 // What a job is willing to pay. Zero fields mean "no limit".
 struct Bid {

@@ -55,5 +55,46 @@ TEST(FormatAgentStatus, ShowsThisNodesEarningsAndEstimate) {
   EXPECT_NE(text.find("handshake    heartbeat jitter 0 ms"), std::string::npos) << text;
 }
 
+v1::Advertisement AdvertisementWith(const std::vector<std::string>& gpus,
+                                    const std::vector<std::pair<std::string, double>>& asks) {
+  v1::Advertisement ad;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    auto* d = ad.mutable_inventory()->mutable_gpus()->add_devices();
+    d->set_index(static_cast<uint32_t>(i));
+    d->set_name(gpus[i]);
+  }
+  for (const auto& [device_class, price] : asks) {
+    auto* a = ad.add_asks();
+    a->set_device_class(device_class);
+    a->set_per_hour(price);
+  }
+  return ad;
+}
+
+TEST(FormatAsks, SaysWhichGpuEachAskPricesAndWarnsOfAsksThatPriceNothing) {
+  EXPECT_EQ(FormatAsks(AdvertisementWith({"NVIDIA GeForce RTX 4090"}, {})), "");
+  EXPECT_EQ(FormatAsks(AdvertisementWith({"NVIDIA GeForce RTX 4090"}, {{"RTX 4090", 0.35}, {"A6000", 0.5}})),
+            "\"RTX 4090\" 0.35/h matches GPU 0 (NVIDIA GeForce RTX 4090); warning: \"A6000\" matches no GPU on "
+            "this node");
+  EXPECT_EQ(FormatAsks(AdvertisementWith({}, {{"RTX 4090", 0.35}})),
+            "warning: \"RTX 4090\" matches no GPU on this node");
+  EXPECT_EQ(FormatAsks(AdvertisementWith({"NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB"},
+                                         {{"A100", 1}, {"A100 80GB", 2}, {"cpu-core", 0.01}})),
+            "\"A100\" 1.00/h matches GPU 1 (NVIDIA A100-PCIE-40GB), not GPU 0 priced by \"A100 80GB\"; "
+            "\"A100 80GB\" 2.00/h matches GPU 0 (NVIDIA A100-SXM4-80GB); cpu-core 0.01/core-h");
+}
+
+TEST(FormatAgentStatus, ShowsTheAsksLine) {
+  v1::Node node;
+  node.set_id("n-1");
+  node.set_state("online");
+  *node.mutable_advertisement() = AdvertisementWith({"NVIDIA GeForce RTX 4090"}, {{"A6000", 0.5}});
+  AgentStatusView v;
+  v.node_id = "n-1";
+  v.node = &node;
+  const std::string text = FormatAgentStatus(v);
+  EXPECT_NE(text.find("\nasks         warning: \"A6000\" matches no GPU on this node\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace idlegrid::cli

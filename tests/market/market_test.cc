@@ -70,6 +70,99 @@ TEST(MarketRulesTest, OffersFromNodes) {
   EXPECT_DOUBLE_EQ(rows[0].min_ask, 2);
 }
 
+TEST(MarketRulesTest, NormalizeGpuModel) {
+  EXPECT_EQ(NormalizeGpuModel("NVIDIA GeForce RTX 4090"), "RTX 4090");
+  EXPECT_EQ(NormalizeGpuModel("  rtx\t 4090 "), "RTX 4090");
+  EXPECT_EQ(NormalizeGpuModel("NVIDIA A100-SXM4-80GB"), "A100 SXM4 80GB");
+  EXPECT_EQ(NormalizeGpuModel("Tesla T4"), "T4");
+  EXPECT_EQ(NormalizeGpuModel("Quadro RTX 6000"), "RTX 6000");
+  EXPECT_EQ(NormalizeGpuModel("NVIDIA TITAN RTX"), "TITAN RTX");
+  EXPECT_EQ(NormalizeGpuModel("RTX NVIDIA"), "RTX NVIDIA");  // brand words only while they lead
+  EXPECT_EQ(NormalizeGpuModel("NVIDIA"), "");
+  EXPECT_EQ(NormalizeGpuModel(""), "");
+}
+
+// Each row: the owner's asks, a device's NVML name, the ask that applies
+// ("" none) and so its price.
+TEST(MarketRulesTest, AsksApplyByNormalisedModelName) {
+  struct Row {
+    Asks asks;
+    std::string device;
+    std::string applies;
+  };
+  const Row rows[] = {
+      {{{"RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4090", "RTX 4090"},
+      {{{"rtx 4090", 0.35}}, "NVIDIA GeForce RTX 4090", "rtx 4090"},
+      {{{"GeForce RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4090", "GeForce RTX 4090"},
+      {{{"NVIDIA GeForce RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"},
+      {{{"RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4090 D", ""},           // another model
+      {{{"RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4090 Laptop GPU", ""},  // another chip
+      {{{"RTX 4090", 0.35}}, "NVIDIA GeForce RTX 4080", ""},
+      {{{"RTX 4090 D", 0.35}}, "NVIDIA GeForce RTX 4090", ""},
+      {{{"RTX 4070", 0.2}}, "NVIDIA GeForce RTX 4070 Ti SUPER", ""},
+      {{{"A100", 2}}, "NVIDIA A100-SXM4-80GB", "A100"},
+      {{{"A100", 2}}, "NVIDIA A100 80GB PCIe", "A100"},
+      {{{"A100", 2}}, "NVIDIA A10", ""},
+      {{{"A10", 1}}, "NVIDIA A100-SXM4-80GB", ""},
+      {{{"A100 80GB", 2}}, "NVIDIA A100-SXM4-80GB", "A100 80GB"},
+      {{{"A100 80GB", 2}}, "NVIDIA A100-PCIE-40GB", ""},
+      {{{"A100-PCIE", 2}}, "NVIDIA A100 80GB PCIe", "A100-PCIE"},
+      {{{"H100", 3}}, "NVIDIA H100 80GB HBM3", "H100"},
+      {{{"H100", 3}}, "NVIDIA H100 NVL", ""},  // NVL is a model of its own
+      {{{"T4", 0.1}}, "Tesla T4", "T4"},
+      {{{"RTX 6000", 1}}, "NVIDIA RTX 6000 Ada Generation", ""},
+      {{{"RTX 6000", 1}}, "Quadro RTX 6000", "RTX 6000"},
+      {{{"A6000", 1}}, "NVIDIA RTX A6000", ""},  // NVML's model is "RTX A6000"
+      {{{"80GB", 1}}, "NVIDIA A100-SXM4-80GB", ""},  // a variant alone names no model
+      {{{"NVIDIA", 1}}, "NVIDIA A100-SXM4-80GB", ""},
+      {{{"cpu-core", 0.01}}, "NVIDIA GeForce RTX 4090", ""},  // never prices a GPU
+      {{{"cpu-core", 0.01}}, "cpu-core", "cpu-core"},
+      {{{"CPU-CORE", 0.01}}, "cpu-core", ""},  // cpu-core stays exact
+      {{}, "NVIDIA GeForce RTX 4090", ""},
+      // An exact key wins over a normalised one, whatever sorts first.
+      {{{"A100", 1}, {"NVIDIA A100-SXM4-80GB", 4}}, "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"},
+      {{{"RTX 4090", 1}, {"rtx 4090", 2}}, "rtx 4090", "rtx 4090"},
+      // The ask naming more variants wins; a tie goes to the key sorted first.
+      {{{"A100", 1}, {"A100 80GB", 2}}, "NVIDIA A100-SXM4-80GB", "A100 80GB"},
+      {{{"A100", 1}, {"A100 80GB", 2}}, "NVIDIA A100-PCIE-40GB", "A100"},
+      {{{"A100 SXM4", 3}, {"A100 80GB", 2}}, "NVIDIA A100-SXM4-80GB", "A100 80GB"},
+      {{{"A100 80GB", 2}, {"A100 SXM4 80GB", 3}}, "NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.device + " / first ask " + (r.asks.empty() ? "(none)" : r.asks.begin()->first));
+    const Asks::value_type* ask = MatchingAsk(r.asks, r.device);
+    EXPECT_EQ(ask == nullptr ? "" : ask->first, r.applies);
+    EXPECT_DOUBLE_EQ(AskFor(r.asks, r.device), r.applies.empty() ? 0 : r.asks.at(r.applies));
+  }
+}
+
+TEST(MarketRulesTest, UnmatchedAsksAreThoseThatPriceNoDevice) {
+  const Asks asks = {{"RTX 4090", 0.35}, {"A6000", 0.5}, {"A100", 1}, {"A100 80GB", 2},
+                     {"NVIDIA GeForce RTX 4080", 0.3}, {kCpuCoreClass, 0.01}};
+  const std::vector<std::string> devices = {"NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB"};
+  // "A100" applies to the A100 but loses to "A100 80GB": it is not reported.
+  EXPECT_EQ(UnmatchedAsks(asks, devices), (Asks{{"A6000", 0.5}, {"NVIDIA GeForce RTX 4080", 0.3}}));
+  // A node without GPUs: every GPU ask prices nothing; cpu-core is never reported.
+  EXPECT_EQ(UnmatchedAsks(asks, {}).size(), asks.size() - 1);
+  EXPECT_TRUE(UnmatchedAsks({{kCpuCoreClass, 0.01}}, {}).empty());
+  EXPECT_TRUE(UnmatchedAsks({}, devices).empty());
+}
+
+// The scheduler prices a real card's NVML name by the owner's short ask.
+TEST(MarketSchedulingTest, ShortAskPricesTheRealDeviceName) {
+  auto node = PNode("gamer", 1, "NVIDIA GeForce RTX 4090", 24 * kGiB);
+  node.asks["RTX 4090"] = 0.35;
+  auto task = PTask();
+  task.max_price_per_gpu_hour = 1;
+  sched::Plan plan = sched::NewPipelineScheduler()->Schedule({node}, {task});
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_DOUBLE_EQ(plan.placements[0].ask_per_gpu_hour, 0.35);
+  std::vector<OrderBookRow> rows = OrderBook(sched::MarketOffers({node}));
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].device_class, "NVIDIA GeForce RTX 4090");
+  EXPECT_DOUBLE_EQ(rows[0].min_ask, 0.35);
+}
+
 std::vector<sched::NodeView> ThreeOffers() {
   auto dear = PNode("dear", 1, "A100", 80 * kGiB);
   dear.asks["A100"] = 3;
