@@ -106,15 +106,18 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   layout->gpu_uuids = std::move(*gpus);
   layout->host_user_processes = runtime::CountUserProcesses(::getuid());
   prepared.spec = BuildRunSpec(a, *layout);
-  const runtime::RuntimeChoice choice = runtime::ChooseRuntime(a.spec().runtime(), a.untrusted_tenant(),
-                                                               env_.gvisor_for_tenants, env_.runtime->Enforcement());
+  const runtime::RuntimeChoice choice =
+      runtime::ChooseRuntime(a.spec().runtime(), a.untrusted_tenant(), env_.gvisor_for_tenants,
+                             !prepared.spec.gpu_uuids.empty(), env_.runtime->Enforcement());
   if (!choice.why.empty()) spdlog::info("attempt {}: {}", a.attempt_id(), choice.why);
   prepared.spec.runtime = choice.runtime;
+  prepared.spec.nvproxy = choice.nvproxy;
   prepared.out_dir = layout->out_dir;
   prepared.writable_dirs = {layout->out_dir};
   if (!layout->checkpoint_dir.empty()) prepared.writable_dirs.push_back(layout->checkpoint_dir);
   prepared.output_cap = ResolveOutputCap(a.spec().resources(), env_.default_output_bytes);
   prepared.provenance = BuildProvenance(a, prepared.spec, env_.runtime->Facts(prepared.spec), env_.host->Facts());
+  prepared.provenance.set_gpu_isolation(choice.gpu_isolation);
   return prepared;
 }
 

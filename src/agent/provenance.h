@@ -36,6 +36,8 @@ GpuStack GpuStackOf(const std::vector<v1::GpuDevice>& host_gpus, const std::vect
 // reference pins; the job spec by manifest::SpecDigest of the spec sent,
 // which is the one the job was stored with. Environment variables are named
 // by `spec.env`'s names only (sorted, each once): never their values.
+// gpu_isolation is left empty: the runner sets it from the
+// runtime::RuntimeChoice that decided how the GPUs reach the sandbox.
 v1::Provenance BuildProvenance(const v1::Assignment& a, const runtime::RunSpec& spec,
                                const runtime::SandboxFacts& sandbox, const NodeFacts& node);
 

@@ -60,15 +60,44 @@ std::string RunscUnavailable(const v1::Enforcement& enforcement, const std::vect
   return "";
 }
 
-RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
-                            const v1::Enforcement& enforcement) {
-  const std::string runtime = asked.empty() ? "runc" : asked;
-  if (runtime != "runc" || !untrusted_tenant) return {runtime, ""};
-  if (!gvisor_for_tenants) return {runtime, "a tenant's job runs under runc: this agent runs tenants' jobs under runc"};
-  if (!enforcement.runsc_unavailable().empty()) {
-    return {runtime, "a tenant's job runs under runc, not gVisor: " + enforcement.runsc_unavailable()};
+namespace {
+
+// What every runc job gets (podman_args.h, seccomp_hardening.h), plus the
+// host's NVIDIA device nodes and driver libraries that CDI adds.
+constexpr char kHardenedRunc[] = "under runc with idlegrid's hardened sandbox and the GPUs' CDI devices";
+
+RuntimeChoice ChooseGpuRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
+                               const v1::Enforcement& enforcement) {
+  const bool gvisor_wanted = asked == "runsc" || (asked == "runc" && untrusted_tenant && gvisor_for_tenants);
+  const std::string& no_gvisor = enforcement.runsc_unavailable();
+  const std::string& no_nvproxy = enforcement.runsc_gpu_unavailable();
+  const std::string whose = untrusted_tenant ? "a tenant's GPU job" : "a GPU job";
+  if (gvisor_wanted && no_gvisor.empty() && no_nvproxy.empty()) {
+    return {"runsc", true, kGpuIsolationNvproxy, whose + " runs under gVisor (runsc --nvproxy)"};
   }
-  return {"runsc", "a tenant's job runs under gVisor (runsc)"};
+  RuntimeChoice runc{"runc", false, kGpuIsolationRunc, whose + " runs " + kHardenedRunc};
+  if (untrusted_tenant && !gvisor_for_tenants && asked != "runsc") {
+    runc.why += ": this agent runs tenants' jobs under runc";
+  } else if (gvisor_wanted) {
+    runc.why += ", not gVisor: " + (no_gvisor.empty() ? no_nvproxy : no_gvisor);
+  }
+  return runc;
+}
+
+}  // namespace
+
+RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
+                            bool passes_gpus, const v1::Enforcement& enforcement) {
+  const std::string runtime = asked.empty() ? "runc" : asked;
+  if (passes_gpus) return ChooseGpuRuntime(runtime, untrusted_tenant, gvisor_for_tenants, enforcement);
+  if (runtime != "runc" || !untrusted_tenant) return {runtime, false, "", ""};
+  if (!gvisor_for_tenants) {
+    return {runtime, false, "", "a tenant's job runs under runc: this agent runs tenants' jobs under runc"};
+  }
+  if (!enforcement.runsc_unavailable().empty()) {
+    return {runtime, false, "", "a tenant's job runs under runc, not gVisor: " + enforcement.runsc_unavailable()};
+  }
+  return {"runsc", false, "", "a tenant's job runs under gVisor (runsc)"};
 }
 
 }  // namespace idlegrid::runtime

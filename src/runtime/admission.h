@@ -22,17 +22,31 @@ Status CheckAdmission(const v1::Resources& resources, const std::string& runtime
 // runtimes `available`, or "" when it can (Enforcement.runsc_unavailable).
 std::string RunscUnavailable(const v1::Enforcement& enforcement, const std::vector<std::string>& available);
 
+// How a job's GPUs reach its sandbox (Provenance.gpu_isolation); "" for a
+// job that is passed no GPU.
+inline constexpr char kGpuIsolationNvproxy[] = "runsc-nvproxy";  // gVisor's GPU proxy
+inline constexpr char kGpuIsolationRunc[] = "runc";              // runc, idlegrid's sandbox, CDI devices
+
 // The OCI runtime an attempt runs with, and why, for the agent's log.
 struct RuntimeChoice {
   std::string runtime;
-  std::string why;  // "" when the job's own choice stands for no reason worth saying
+  bool nvproxy = false;       // runsc passes the GPUs in through nvproxy (RunSpec::nvproxy)
+  std::string gpu_isolation;  // kGpuIsolation*, or "" when no GPU is passed in
+  std::string why;            // "" when the job's own choice stands for no reason worth saying
 };
-// A tenant's job that asks for runc runs under gVisor (runsc) when the agent
-// prefers it for tenants (`gvisor_for_tenants`) and the host can enforce its
-// limits there (enforcement.runsc_unavailable() empty); otherwise as asked,
-// with the reason gVisor was not used. The operator's jobs and jobs naming
-// runsc run as asked. Pure.
+// Without GPUs (`passes_gpus` false): a tenant's job that asks for runc runs
+// under gVisor (runsc) when the agent prefers it for tenants
+// (`gvisor_for_tenants`) and the host can enforce its limits there
+// (enforcement.runsc_unavailable() empty); otherwise as asked, with the
+// reason gVisor was not used. The operator's jobs and jobs naming runsc run
+// as asked.
+// With real GPUs passed in: runsc with nvproxy where gVisor would be used
+// (the job names runsc, or a tenant's job as above) and this runsc has
+// nvproxy (enforcement.runsc_gpu_unavailable() empty too); otherwise runc,
+// with the sandbox every runc job gets (seccomp_hardening.h, podman_args.h)
+// and the GPUs' CDI devices, never runsc without nvproxy (which cannot pass
+// a GPU in). Pure.
 RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
-                            const v1::Enforcement& enforcement);
+                            bool passes_gpus, const v1::Enforcement& enforcement);
 
 }  // namespace idlegrid::runtime

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 
 #include "common/fs.h"
+#include "runtime/subprocess.h"
 
 namespace idlegrid::runtime {
 namespace {
@@ -38,6 +40,49 @@ std::vector<std::string> ReadControllers(const std::string& path) {
 bool IsExecutableFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Where `runtime` is on `path_env` or in the system directories podman itself
+// searches, or "" when it is nowhere.
+std::string FindRuntime(const std::string& runtime, const std::string& path_env) {
+  std::vector<std::string> dirs;
+  std::istringstream in(path_env);
+  for (std::string dir; std::getline(in, dir, ':');) {
+    if (!dir.empty()) dirs.push_back(dir);
+  }
+  // podman finds runtimes through containers.conf, whose defaults include
+  // sbin directories that an unprivileged user's PATH often lacks.
+  for (const char* dir : {"/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
+    dirs.push_back(dir);
+  }
+  for (const std::string& dir : dirs) {
+    if (IsExecutableFile(dir + "/" + runtime)) return dir + "/" + runtime;
+  }
+  return "";
+}
+
+// The flag a line of Go's flag listing (`runsc flags`) names: Go prints each
+// flag as "  -NAME[ TYPE]" and its usage on lines starting "    \t", so
+// "  -nvproxy" -> "nvproxy", "  -fdlimit int" -> "fdlimit", a usage line -> "".
+std::string FlagNamed(const std::string& line) {
+  if (line.rfind("  -", 0) != 0) return "";
+  const size_t start = line.find_first_not_of('-', 2);
+  if (start == std::string::npos || start > 4) return "";
+  return line.substr(start, line.find_first_of(" \t=", start) - start);
+}
+
+// The release date in `runsc --version`: Debian's "runsc version
+// 0.0~20221219.0" and gVisor's "runsc version release-20231009.0" both
+// carry it as the first 8 digits starting "20"; "" when there are none.
+std::string RunscRelease(const std::string& version_text) {
+  const std::string first_line = version_text.substr(0, version_text.find('\n'));
+  for (size_t i = 0; i + 8 <= first_line.size(); ++i) {
+    const std::string candidate = first_line.substr(i, 8);
+    const bool digits = std::all_of(candidate.begin(), candidate.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool starts_run = i == 0 || first_line[i - 1] < '0' || first_line[i - 1] > '9';
+    if (digits && starts_run && candidate.rfind("20", 0) == 0) return candidate;
+  }
+  return "";
 }
 
 }  // namespace
@@ -75,24 +120,9 @@ CgroupFacts ProbeCgroupFacts(uid_t uid) {
 v1::Enforcement ProbeEnforcement() { return DecideEnforcement(ProbeCgroupFacts(::geteuid())); }
 
 std::vector<std::string> ProbeRuntimes(const std::string& path_env) {
-  std::vector<std::string> dirs;
-  std::istringstream in(path_env);
-  for (std::string dir; std::getline(in, dir, ':');) {
-    if (!dir.empty()) dirs.push_back(dir);
-  }
-  // podman finds runtimes through containers.conf, whose defaults include
-  // sbin directories that an unprivileged user's PATH often lacks.
-  for (const char* dir : {"/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
-    dirs.push_back(dir);
-  }
   std::vector<std::string> found;
   for (const char* runtime : {"runc", "runsc"}) {
-    for (const std::string& dir : dirs) {
-      if (IsExecutableFile(dir + "/" + runtime)) {
-        found.push_back(runtime);
-        break;
-      }
-    }
+    if (!FindRuntime(runtime, path_env).empty()) found.push_back(runtime);
   }
   return found;
 }
@@ -100,6 +130,45 @@ std::vector<std::string> ProbeRuntimes(const std::string& path_env) {
 std::vector<std::string> ProbeRuntimes() {
   const char* path = std::getenv("PATH");
   return ProbeRuntimes(path == nullptr ? "" : path);
+}
+
+// The flag list, not the release date, decides: a distribution's version
+// string has its own shape (Debian's "0.0~20221219.0"), a build may leave
+// nvproxy out, and the list is exactly what this binary accepts. Newer
+// gVisor calls the flag legacy (it turns nvproxy on by itself when the OCI
+// spec names NVIDIA devices) but still accepts it.
+std::string RunscNvproxyUnavailable(const std::string& flags_text, const std::string& version_text) {
+  bool listed_any = false;
+  std::istringstream in(flags_text);
+  for (std::string line; std::getline(in, line);) {
+    const std::string flag = FlagNamed(line);
+    if (flag == "nvproxy") return "";
+    listed_any = listed_any || !flag.empty();
+  }
+  if (!listed_any) return "`runsc flags` listed no flags, so whether runsc has --nvproxy is unknown";
+  const std::string release = RunscRelease(version_text);
+  return (release.empty() ? std::string("this runsc") : "runsc release " + release) +
+         " has no --nvproxy (gVisor added it in 2023)";
+}
+
+std::string ProbeRunscGpuUnavailable(const std::string& path_env) {
+  const std::string runsc = FindRuntime("runsc", path_env);
+  if (runsc.empty()) return "runsc (gVisor) is not installed (apt-get install runsc)";
+  constexpr std::chrono::seconds kTimeout{5};
+  Result<CommandOutput> flags = RunCommand({runsc, "flags"}, kTimeout);
+  if (!flags.ok()) return "cannot run `" + runsc + " flags`: " + flags.status().message();
+  if (flags->exit_code != 0) {
+    return "`" + runsc + " flags` exited " + std::to_string(flags->exit_code) + ": " +
+           Trimmed(Tail(flags->stderr_text, 200));
+  }
+  Result<CommandOutput> version = RunCommand({runsc, "--version"}, kTimeout);
+  // Go's flag package prints the list on stderr.
+  return RunscNvproxyUnavailable(flags->stdout_text + flags->stderr_text, version.ok() ? version->stdout_text : "");
+}
+
+std::string ProbeRunscGpuUnavailable() {
+  const char* path = std::getenv("PATH");
+  return ProbeRunscGpuUnavailable(path == nullptr ? "" : path);
 }
 
 std::optional<ProcStatus> ParseProcStatus(const std::string& status_text) {

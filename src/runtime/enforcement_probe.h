@@ -1,7 +1,8 @@
 #pragma once
 // What this host can enforce for the agent's user, and which OCI runtimes it
-// has. The Decide/Parse functions are pure; the Probe/Count ones read /sys,
-// /proc and PATH.
+// has. The Decide/Parse functions (and RunscNvproxyUnavailable) are pure; the
+// Probe/Count ones read /sys, /proc and PATH, and ProbeRunscGpuUnavailable
+// runs runsc.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -39,6 +40,21 @@ v1::Enforcement ProbeEnforcement();
 std::vector<std::string> ProbeRuntimes(const std::string& path_env);
 // ProbeRuntimes($PATH).
 std::vector<std::string> ProbeRuntimes();
+
+// Pure. Why the runsc whose `runsc flags` output is `flags_text` cannot pass
+// a GPU into its sandbox, or "" when it can: gVisor passes NVIDIA GPUs only
+// through nvproxy, and a runsc that lists no `-nvproxy` flag has none (Debian
+// 12's release 20221219 has none; gVisor added it in 2023). `version_text`
+// (`runsc --version`) only names the release in the reason.
+std::string RunscNvproxyUnavailable(const std::string& flags_text, const std::string& version_text);
+
+// Enforcement.runsc_gpu_unavailable for the runsc that podman would find on
+// `path_env` (ProbeRuntimes' directories): "not installed", why `runsc flags`
+// could not be read, or RunscNvproxyUnavailable of its output. Runs `runsc
+// flags` and `runsc --version` (a few milliseconds each, 5 s at most).
+std::string ProbeRunscGpuUnavailable(const std::string& path_env);
+// ProbeRunscGpuUnavailable($PATH).
+std::string ProbeRunscGpuUnavailable();
 
 // Pure. The real uid and thread count from the text of /proc/<pid>/status;
 // nullopt when either line is missing or malformed.

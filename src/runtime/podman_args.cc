@@ -80,6 +80,12 @@ Status ValidateRunSpec(const RunSpec& spec) {
   if (spec.runtime != "runc" && spec.runtime != "runsc") {
     return Status::InvalidArgument("runtime \"" + spec.runtime + "\" must be runc or runsc");
   }
+  if (spec.nvproxy && spec.runtime != "runsc") {
+    return Status::InvalidArgument("nvproxy is gVisor's: it needs runtime runsc, not " + spec.runtime);
+  }
+  if (spec.runtime == "runsc" && !spec.gpu_uuids.empty() && !spec.nvproxy) {
+    return Status::InvalidArgument("runsc cannot pass a GPU in without nvproxy; run GPU jobs under runc");
+  }
   if (!spec.job_class.empty() && spec.job_class != "io-uring") {
     return Status::InvalidArgument("job class \"" + spec.job_class + "\" must be empty or io-uring");
   }
@@ -141,6 +147,10 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
     // cgroup v1). Only then: with cgroups ignored nothing caps its memory, and
     // CheckAdmission refuses runsc on such hosts.
     if (enforcement.memory() != "cgroup") a.insert(a.end(), {"--runtime-flag", "ignore-cgroups"});
+    // podman prefixes "--": runsc --nvproxy, its proxy for the NVIDIA
+    // devices the CDI spec adds (gVisor 2023 on; not run here, see
+    // docs/containment.md, GPU jobs).
+    if (spec.nvproxy) a.insert(a.end(), {"--runtime-flag", "nvproxy"});
   }
 
   if (r.memory_bytes() > 0) {

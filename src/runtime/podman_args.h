@@ -52,6 +52,9 @@ struct RunSpec {
   // Real GPUs to pass in, by UUID, through the host's CDI spec
   // (`--device nvidia.com/gpu=<uuid>`, written by `nvidia-ctk cdi generate`).
   std::vector<std::string> gpu_uuids;
+  // runsc only: gVisor's GPU proxy (`--runtime-flag nvproxy`), without which
+  // runsc cannot pass a GPU in (runtime::ChooseRuntime decides).
+  bool nvproxy = false;
   v1::Resources resources;  // a zero limit means "no cap" (validation fills defaults)
   // Processes/threads the agent's uid already has: RLIMIT_NPROC counts per
   // host uid, and rootless containers run as that uid.
@@ -73,7 +76,8 @@ struct PodmanSandbox {
 };
 
 // Checks that every string of `spec` is safe to hand to podman as an argument:
-// a name podman accepts, a 64-hex image id, a known runtime, absolute mount
+// a name podman accepts, a 64-hex image id, a known runtime (runsc with GPUs
+// only with nvproxy, nvproxy only with runsc), absolute mount
 // paths without the ':' and ',' that `-v` splits on, portable env names, and no
 // NUL bytes anywhere. Returns InvalidArgument naming the offending field.
 Status ValidateRunSpec(const RunSpec& spec);

@@ -315,6 +315,7 @@ std::unique_ptr<ContainerRuntime> NewPodmanRuntime(PodmanRuntimeOptions options)
   v1::Enforcement enforcement = options.enforcement ? *options.enforcement : ProbeEnforcement();
   std::vector<std::string> runtimes = ProbeRuntimes();
   enforcement.set_runsc_unavailable(RunscUnavailable(enforcement, runtimes));
+  enforcement.set_runsc_gpu_unavailable(ProbeRunscGpuUnavailable());
   return std::make_unique<PodmanRuntime>(std::move(options.podman_binary), std::move(enforcement), std::move(runtimes));
 }
 

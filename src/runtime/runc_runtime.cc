@@ -412,6 +412,7 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
                                 : ::geteuid() == 0 ? ProbeEnforcement()
                                                    : DecideEnforcement({ProbeCgroupFacts(::geteuid()).cgroup_version, {}});
   enforcement.set_runsc_unavailable("the runc driver does not run gVisor (agent --driver auto or podman does)");
+  enforcement.set_runsc_gpu_unavailable(enforcement.runsc_unavailable());
   const KernelVersion kernel = HostKernel();
   std::map<std::string, ClassProfile> seccomp;
   if (problem.empty()) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/attempt_fixture_support.h"
+#include "common/fs.h"
 #include "manifest/manifest.h"
 
 namespace idlegrid::agent {
@@ -175,6 +176,49 @@ TEST_F(AttemptRunnerTest, AStartedAttemptCarriesItsProvenanceAndItsExitTheSame) 
   ASSERT_TRUE(done.has_provenance());
   EXPECT_EQ(done.provenance().SerializeAsString(), p.SerializeAsString());
   ExpectCleanedUp();
+}
+
+// How the job's GPUs reached its sandbox (runtime::ChooseRuntime): the fake
+// runtime's host can cap gVisor's memory and its runsc has nvproxy.
+TEST_F(AttemptRunnerTest, TheProvenanceSaysHowTheGpusWereIsolated) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/cdi").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/cdi/nvidia.yaml", "cdiVersion: 0.5.0\n").ok());
+  host_.gpus = {Gpu("GPU-real", false), Gpu("GPU-sim", true)};
+  struct Case {
+    const char* name;
+    bool tenant;
+    std::string device;
+    std::string runtime;
+    bool nvproxy;
+    std::string gpu_isolation;
+  };
+  const Case cases[] = {
+      {"a tenant's GPU job", true, "GPU-real", "runsc", true, "runsc-nvproxy"},
+      {"the operator's GPU job", false, "GPU-real", "runc", false, "runc"},
+      {"a tenant's job on a simulated GPU", true, "GPU-sim", "runsc", false, ""},
+      {"a tenant's CPU job", true, "", "runsc", false, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const size_t earlier = reporter_.Reports().size();
+    runtime_.runs.clear();
+    v1::Assignment a = Assignment();
+    a.set_untrusted_tenant(c.tenant);
+    if (!c.device.empty()) {
+      a.add_device_uuids(c.device);
+      a.mutable_spec()->mutable_resources()->set_gpus(1);
+    }
+    Run(a);
+    const std::vector<v1::ReportAttemptRequest> reports = reporter_.Reports();
+    ASSERT_EQ(reports.size(), earlier + 3);
+    ASSERT_EQ(reports[earlier + 1].event(), v1::STARTED);
+    ASSERT_EQ(reports[earlier + 2].event(), v1::EXITED);
+    ASSERT_EQ(runtime_.runs.size(), 1u);
+    EXPECT_EQ(runtime_.runs[0].runtime, c.runtime);
+    EXPECT_EQ(runtime_.runs[0].nvproxy, c.nvproxy);
+    EXPECT_EQ(reports[earlier + 1].provenance().gpu_isolation(), c.gpu_isolation);
+    EXPECT_EQ(reports[earlier + 2].provenance().gpu_isolation(), c.gpu_isolation);
+  }
 }
 
 TEST_F(AttemptRunnerTest, AnAttemptThatNeverStartsReportsNoProvenance) {

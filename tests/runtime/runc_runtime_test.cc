@@ -361,6 +361,8 @@ TEST_F(RuncRuntimeTest, SameSandboxAsPodman) {
   v1::Enforcement podman_limits = podman->Enforcement(), runc_limits = runtime_->Enforcement();
   podman_limits.clear_runsc_unavailable();  // about gVisor, which only podman runs
   runc_limits.clear_runsc_unavailable();
+  podman_limits.clear_runsc_gpu_unavailable();
+  runc_limits.clear_runsc_gpu_unavailable();
   ASSERT_EQ(podman_limits.SerializeAsString(), runc_limits.SerializeAsString())
       << "both runtimes must enforce the same way for the comparison to mean anything";
   RunSpec spec = Spec({});

@@ -214,6 +214,34 @@ TEST(BuildPodmanRunArgsTest, RunscWithoutCgroups) {
   EXPECT_TRUE(HasFlag(a, "--runtime-flag", "ignore-cgroups"));
 }
 
+// GPU jobs (issue 27): gVisor gets a GPU only through nvproxy, which podman
+// passes to runsc as --nvproxy; runc gets the CDI devices alone.
+TEST(BuildPodmanRunArgsTest, RunscPassesGpusOnlyThroughNvproxy) {
+  RunSpec spec = BaseSpec();
+  spec.runtime = "runsc";
+  spec.gpu_uuids = {"GPU-8d1f3c2a-0000-1111-2222-333344445555"};
+  spec.nvproxy = true;
+  ASSERT_TRUE(ValidateRunSpec(spec).ok());
+  const std::vector<std::string> a = BuildPodmanRunArgs(spec, kCgroupHost);
+  EXPECT_TRUE(HasFlag(a, "--runtime", "runsc"));
+  EXPECT_TRUE(HasFlag(a, "--runtime-flag", "nvproxy"));
+  EXPECT_TRUE(HasFlag(a, "--runtime-flag", "network=none"));
+  EXPECT_TRUE(HasFlag(a, "--device", "nvidia.com/gpu=GPU-8d1f3c2a-0000-1111-2222-333344445555"));
+
+  spec.nvproxy = false;
+  Status without = ValidateRunSpec(spec);
+  EXPECT_EQ(without.code(), Code::kInvalidArgument);
+  EXPECT_NE(without.message().find("runsc cannot pass a GPU in without nvproxy"), std::string::npos)
+      << without.message();
+
+  RunSpec runc = BaseSpec();
+  runc.gpu_uuids = spec.gpu_uuids;
+  EXPECT_TRUE(ValidateRunSpec(runc).ok());
+  EXPECT_FALSE(HasArg(BuildPodmanRunArgs(runc, kCgroupHost), "--runtime-flag"));
+  runc.nvproxy = true;
+  EXPECT_EQ(ValidateRunSpec(runc).code(), Code::kInvalidArgument) << "nvproxy is gVisor's";
+}
+
 TEST(BuildPodmanRunArgsTest, ZeroLimitsEmitNoCaps) {
   RunSpec spec = BaseSpec();
   spec.resources = v1::Resources();
