@@ -123,7 +123,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   // recorded at once (so two assignments cannot both take the last core).
   Status ReserveCapacity(const v1::Assignment& a) override;
   void ReleaseCapacity(const std::string& attempt_id) override;
-  Status CheckLocalPolicy(const v1::JobSpec& spec) override;
+  Status CheckLocalPolicy(const v1::Assignment& a) override;
   Status CheckImageSignatures(const v1::Assignment& a) override;
   bool IsCancelled(const std::string& attempt_id) override;
   Result<std::vector<v1::GpuDevice>> Gpus() override;

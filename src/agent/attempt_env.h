@@ -60,10 +60,10 @@ class ImageSource {
 class AttemptHost {
  public:
   virtual ~AttemptHost() = default;
-  // Why this node will not take the job by its own choice (shutting down, the
-  // owner's policy), or Ok. Limits the runtime cannot enforce are the
-  // runner's check, not this one.
-  virtual Status CheckLocalPolicy(const v1::JobSpec& spec) = 0;
+  // Why this node will not take the assignment by its own choice (shutting
+  // down, the owner's policy: local_policy.h CheckOwnerPolicy), or Ok. Limits
+  // the runtime cannot enforce are the runner's check, not this one.
+  virtual Status CheckLocalPolicy(const v1::Assignment& a) = 0;
   // Whether the owner's trustedImageKeys (if any) accept the assignment's
   // image by the signatures it carries (local_policy.h CheckImageTrust).
   // Checked before anything is fetched.

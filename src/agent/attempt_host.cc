@@ -32,10 +32,10 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   grants_.Remove(a.attempt_id());
 }
 
-Status Agent::CheckLocalPolicy(const v1::JobSpec& spec) {
+Status Agent::CheckLocalPolicy(const v1::Assignment& a) {
   if (draining_) return Status::FailedPrecondition("the agent is shutting down");
   std::lock_guard<std::mutex> lock(mu_);
-  return CheckOwnerPolicy(spec, owner_.policy);
+  return CheckOwnerPolicy(a, owner_.policy);
 }
 
 Status Agent::CheckImageSignatures(const v1::Assignment& a) {

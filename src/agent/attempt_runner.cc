@@ -70,7 +70,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
 std::optional<v1::ReportAttemptRequest> AttemptRunner::Admit(const v1::Assignment& a) {
   const std::string& id = a.attempt_id();
   const v1::JobSpec& spec = a.spec();
-  Status admit = env_.host->CheckLocalPolicy(spec);
+  Status admit = env_.host->CheckLocalPolicy(a);
   if (admit.ok()) admit = env_.host->CheckImageSignatures(a);
   if (admit.ok()) {
     admit = runtime::CheckAdmission(spec.resources(), spec.runtime(), env_.runtime->Enforcement(),

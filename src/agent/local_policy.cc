@@ -192,6 +192,9 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());
           out.policy.add_allowed_registries(*host);
         }
+      } else if (key == "tenantGpuJobs") {
+        IG_ASSIGN_OR_RETURN(bool accepted, Bool(v, file, "tenantGpuJobs"));
+        out.policy.set_tenant_gpu_jobs_refused(!accepted);
       } else if (key == "pauseWhen") {
         IG_RETURN_IF_ERROR(ParsePauseWhen(v, file, &out.pause));
       } else if (key == "maxGpuTemp") {
@@ -243,6 +246,15 @@ Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy) 
   if (!image.ok()) return Status::Ok();
   return registry::CheckOwnerAllows(
       *image, std::vector<std::string>(policy.allowed_registries().begin(), policy.allowed_registries().end()));
+}
+
+Status CheckOwnerPolicy(const v1::Assignment& assignment, const v1::LocalPolicy& policy) {
+  const v1::Resources& asked = assignment.spec().resources();
+  const bool asks_gpus = asked.gpus() > 0 || asked.gpu_milli() > 0;
+  if (policy.tenant_gpu_jobs_refused() && assignment.untrusted_tenant() && asks_gpus) {
+    return Status::FailedPrecondition("the owner accepts no tenant GPU jobs (policy.yaml tenantGpuJobs: false)");
+  }
+  return CheckOwnerPolicy(assignment.spec(), policy);
 }
 
 void AddTrustedImageKeys(OwnerPolicy* policy, const std::vector<image::ImagePublicKey>& keys) {

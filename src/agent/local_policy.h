@@ -9,6 +9,8 @@
 //   reservedGpuMemory: 4Gi      # per device, kept for the owner
 //   reservedCpu: 1              # cores kept for the owner
 //   allowedRegistries: [ghcr.io, "127.0.0.1:5000"]  # OCI registries it may pull from; none by default
+//   tenantGpuJobs: false        # refuse tenants' jobs that ask for GPUs (default true; the
+//                               #   operator's still run; docs/containment.md, GPU jobs)
 //   asks:                       # hourly price asks per device class
 //     "NVIDIA GeForce RTX 4090": 0.35   # the GPU's NVML name (agent --discover), or
 //     "RTX 4090": 0.35                  #   a short form: matched by normalised model name
@@ -60,6 +62,10 @@ bool AdvertisedPolicyDiffers(const OwnerPolicy& a, const OwnerPolicy& b);
 // Why the owner's policy refuses this job, or Ok (FailedPrecondition with the
 // reason and, for a registry image, the registry and the setting). Pure.
 Status CheckOwnerPolicy(const v1::JobSpec& spec, const v1::LocalPolicy& policy);
+// The same for an assignment, and also refuses a tenant's job
+// (Assignment.untrusted_tenant) that asks for GPUs (whole or a share) where
+// the owner set tenantGpuJobs: false. Pure.
+Status CheckOwnerPolicy(const v1::Assignment& assignment, const v1::LocalPolicy& policy);
 // Adds `keys` (read from trusted_image_key_files) to the policy's trusted
 // keys and sets what the node advertises: their ids, sorted, once each.
 void AddTrustedImageKeys(OwnerPolicy* policy, const std::vector<image::ImagePublicKey>& keys);

@@ -116,6 +116,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.trusted_image_keys.insert(n.ad.policy().trusted_image_key_ids().begin(),
                                 n.ad.policy().trusted_image_key_ids().end());
     v.allowed_registries.insert(n.ad.policy().allowed_registries().begin(), n.ad.policy().allowed_registries().end());
+    v.tenant_gpu_jobs_refused = n.ad.policy().tenant_gpu_jobs_refused();
     v.gpu_free_milli.resize(v.gpus.size());
     for (size_t i = 0; i < v.gpus.size(); ++i) v.gpu_free_milli[i] = ledger.devices()[i].FreeMilli();
     views.push_back(std::move(v));
@@ -136,6 +137,8 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.job_id = q.job_id;
   t.index = q.index;
   t.account = q.account;
+  // The same rule as Assignment.untrusted_tenant (coordinator.cc).
+  t.untrusted_tenant = !q.account.empty() && q.account != store::kOperatorAccount;
   t.resources = spec.resources();
   t.runtime = spec.runtime();
   t.job_class = spec.job_class();

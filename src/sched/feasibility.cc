@@ -155,6 +155,10 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
     return Reject(why, "owner-policy", "data class forbids sharing a GPU (ask for a whole GPU)");
   }
   if (d.share && !n.view->allows_sharing) return Reject(why, "owner-policy", "owner does not allow GPU sharing");
+  if (d.gpus > 0 && d.task->untrusted_tenant && n.view->tenant_gpu_jobs_refused) {
+    // The agent would refuse it (local_policy.h CheckOwnerPolicy): not offered.
+    return Reject(why, "owner-policy", "the owner accepts no tenant GPU jobs (policy.yaml tenantGpuJobs: false)");
+  }
   return true;
 }
 

@@ -60,6 +60,9 @@ struct NodeView {
   // Ids of the keys the owner trusts for images (docs/containment.md, Signatures); not
   // empty: the node runs only images one of them signed.
   std::set<std::string> trusted_image_keys;
+  // The owner accepts no tenant's GPU job (policy.yaml tenantGpuJobs: false);
+  // its agent would refuse one.
+  bool tenant_gpu_jobs_refused = false;
 
   static constexpr uint64_t kDiskUnknown = std::numeric_limits<uint64_t>::max();
 };
@@ -68,6 +71,9 @@ struct TaskView {
   std::string job_id;
   uint32_t index = 0;
   std::string account;  // the job's account, for fair share (fair_share.h); "" is an account too
+  // A tenant's job, not the operator's: as the coordinator marks its
+  // assignments (Assignment.untrusted_tenant), which agents sandbox harder.
+  bool untrusted_tenant = false;
   v1::Resources resources;
   std::string runtime;
   std::string job_class;  // "" for none

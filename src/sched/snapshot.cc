@@ -184,7 +184,8 @@ std::string ShapeKey(const Demand& d) {
   AppendRaw(&key, d.bid.max_cost);
   AppendRaw(&key, t.run_timeout_seconds);
   const uint8_t flags = (d.share ? 1 : 0) | (t.readiness ? 2 : 0) | (t.co_tenancy_allowed ? 4 : 0) |
-                        (t.resources.strict_cpu() ? 8 : 0) | (d.any_model ? 16 : 0);
+                        (t.resources.strict_cpu() ? 8 : 0) | (d.any_model ? 16 : 0) |
+                        (t.untrusted_tenant ? 32 : 0);
   AppendRaw(&key, flags);
   AppendRaw(&key, d.models.size());
   for (uint32_t m : d.models) AppendRaw(&key, m);

@@ -75,8 +75,8 @@ class FakeHost : public AttemptHost {
  public:
   // `policy` as the test set it; with `owner` set, the owner's real rules
   // (agent/local_policy.h) on that policy instead.
-  Status CheckLocalPolicy(const v1::JobSpec& spec) override {
-    return owner ? CheckOwnerPolicy(spec, *owner) : policy;
+  Status CheckLocalPolicy(const v1::Assignment& a) override {
+    return owner ? CheckOwnerPolicy(a, *owner) : policy;
   }
   // The agent's own rule (local_policy.h) over `trusted_image_keys`.
   Status CheckImageSignatures(const v1::Assignment& a) override { return CheckImageTrust(a, trusted_image_keys); }

@@ -1,6 +1,7 @@
 // The owner's policy file (agent/local_policy.h): job classes that widen
 // the sandbox run only where the owner lists them (issue 12); registries a
-// node may pull images from (allowedRegistries, R21).
+// node may pull images from (allowedRegistries, R21); tenants' GPU jobs
+// (tenantGpuJobs, issue 27).
 #include "agent/local_policy.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,65 @@ TEST(OwnerPolicyRegistriesTest, ABadEntryIsRefusedWhereItIs) {
   Result<OwnerPolicy> scalar = ParseOwnerPolicy("allowedRegistries: ghcr.io\n", "policy.yaml");
   ASSERT_FALSE(scalar.ok());
   EXPECT_NE(scalar.status().message().find("expected a list"), std::string::npos) << scalar.status().message();
+}
+
+// tenantGpuJobs (docs/containment.md, GPU jobs): the owner may refuse every
+// tenant's GPU job; the operator's and tenants' CPU jobs still run.
+TEST(OwnerPolicyTenantGpuJobsTest, ParsedAndAdvertisedAsRefused) {
+  Result<OwnerPolicy> by_default = ParseOwnerPolicy("acceptJobs: true\n", "policy.yaml");
+  ASSERT_TRUE(by_default.ok()) << by_default.status().ToString();
+  EXPECT_FALSE(by_default->policy.tenant_gpu_jobs_refused()) << "accepted unless the owner says otherwise";
+  EXPECT_FALSE(DefaultOwnerPolicy().policy.tenant_gpu_jobs_refused());
+  Result<OwnerPolicy> refused = ParseOwnerPolicy("tenantGpuJobs: false\n", "policy.yaml");
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_TRUE(refused->policy.tenant_gpu_jobs_refused());
+  EXPECT_TRUE(AdvertisedPolicyDiffers(*by_default, *refused)) << "the scheduler must learn it at once";
+  Result<OwnerPolicy> accepted = ParseOwnerPolicy("tenantGpuJobs: true\n", "policy.yaml");
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_FALSE(accepted->policy.tenant_gpu_jobs_refused());
+  Result<OwnerPolicy> bad = ParseOwnerPolicy("acceptJobs: true\ntenantGpuJobs: no\n", "policy.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "policy.yaml:2:16: tenantGpuJobs: expected true or false");
+}
+
+v1::Assignment GpuAssignment(bool tenant, uint32_t gpus, uint32_t gpu_milli) {
+  v1::Assignment a;
+  *a.mutable_spec() = Spec("sim@" + kDigest);
+  a.mutable_spec()->mutable_resources()->set_gpus(gpus);
+  a.mutable_spec()->mutable_resources()->set_gpu_milli(gpu_milli);
+  a.set_untrusted_tenant(tenant);
+  return a;
+}
+
+TEST(OwnerPolicyTenantGpuJobsTest, RefusesOnlyTenantsJobsThatAskForGpus) {
+  Result<OwnerPolicy> policy = ParseOwnerPolicy("tenantGpuJobs: false\n", "policy.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  struct Case {
+    const char* name;
+    v1::Assignment assignment;
+    bool refused;
+  };
+  const Case cases[] = {
+      {"a tenant's whole GPU", GpuAssignment(true, 1, 0), true},
+      {"a tenant's two GPUs", GpuAssignment(true, 2, 0), true},
+      {"a tenant's GPU share", GpuAssignment(true, 0, 250), true},
+      {"a tenant's CPU job", GpuAssignment(true, 0, 0), false},
+      {"the operator's GPU job", GpuAssignment(false, 1, 0), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Status st = CheckOwnerPolicy(c.assignment, policy->policy);
+    EXPECT_EQ(st.ok(), !c.refused) << st.message();
+    if (c.refused) {
+      EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+      EXPECT_EQ(st.message(), "the owner accepts no tenant GPU jobs (policy.yaml tenantGpuJobs: false)");
+    }
+    EXPECT_TRUE(CheckOwnerPolicy(c.assignment, DefaultOwnerPolicy().policy).ok()) << "accepted by default";
+  }
+  // The spec's own rules still apply to an assignment.
+  v1::Assignment registry = GpuAssignment(false, 0, 0);
+  registry.mutable_spec()->set_image("127.0.0.1:5000/igtest/prog@" + kDigest);
+  EXPECT_FALSE(CheckOwnerPolicy(registry, policy->policy).ok());
 }
 
 }  // namespace

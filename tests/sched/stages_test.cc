@@ -151,6 +151,28 @@ TEST(PipelineStagesTest, Table) {
          t.gpu_milli = 500;
        },
        "owner-policy", "does not allow GPU sharing"},
+      {"a tenant's GPU job where the owner refuses them",
+       [](NodeView& n, TaskView& t) {
+         n.tenant_gpu_jobs_refused = true;
+         t.untrusted_tenant = true;
+       },
+       "owner-policy", "the owner accepts no tenant GPU jobs (policy.yaml tenantGpuJobs: false)"},
+      {"a tenant's GPU share where the owner refuses them",
+       [](NodeView& n, TaskView& t) {
+         n.tenant_gpu_jobs_refused = true;
+         t.untrusted_tenant = true;
+         t.gpu_milli = 500;
+       },
+       "owner-policy", "the owner accepts no tenant GPU jobs"},
+      {"a tenant's CPU job where the owner refuses tenant GPU jobs",
+       [](NodeView& n, TaskView& t) {
+         n.tenant_gpu_jobs_refused = true;
+         t.untrusted_tenant = true;
+         t.resources.set_gpus(0);
+       },
+       "", ""},
+      {"the operator's GPU job where the owner refuses tenant GPU jobs",
+       [](NodeView& n, TaskView&) { n.tenant_gpu_jobs_refused = true; }, "", ""},
       {"share with a data class that forbids co-tenancy",
        [](NodeView&, TaskView& t) {
          t.gpu_milli = 500;
@@ -318,6 +340,24 @@ TEST(PipelineStagesTest, Table) {
     Plan plan = NewPipelineScheduler()->Schedule({node}, {task});
     EXPECT_TRUE(plan.placements.empty());
     EXPECT_EQ(plan.waiting[TaskKey(task.job_id, task.index)], e.summary);
+  }
+}
+
+// A verdict is cached per task shape: a tenant's task and the operator's of
+// the same shape must not share one where the owner refuses tenant GPU jobs.
+TEST(PipelineStagesTest, TenantAndOperatorTasksOfOneShapeAreJudgedApart) {
+  NodeView node = PNode("n1", 2);
+  node.tenant_gpu_jobs_refused = true;
+  TaskView mine = PTask("operator-job");
+  TaskView theirs = PTask("tenant-job");
+  theirs.account = "alice";
+  theirs.untrusted_tenant = true;
+  for (const auto& order : {std::vector<TaskView>{mine, theirs}, std::vector<TaskView>{theirs, mine}}) {
+    Plan plan = NewPipelineScheduler()->Schedule({node}, order);
+    ASSERT_EQ(plan.placements.size(), 1u);
+    EXPECT_EQ(plan.placements[0].job_id, "operator-job");
+    const std::string why = plan.waiting[TaskKey("tenant-job", 0)];
+    EXPECT_NE(why.find("the owner accepts no tenant GPU jobs"), std::string::npos) << why;
   }
 }
 
