@@ -3,16 +3,19 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "agent/join_plan.h"
 #include "common/exit_code.h"
 #include "common/fs.h"
+#include "discovery/nvml_loader.h"
 #include "runtime/admission.h"
 #include "runtime/enforcement_probe.h"
 #include "runtime/subprocess.h"
@@ -77,6 +80,31 @@ HostFacts GatherFacts() {
   return f;
 }
 
+// NVIDIA (vendor 0x10de) display controllers (PCI class 0x03xx: VGA and 3D)
+// in sysfs: there with or without a driver.
+int CountNvidiaPciDevices(const std::string& devices_dir) {
+  std::error_code ec;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(devices_dir, ec)) {
+    auto vendor = ReadFile(entry.path().string() + "/vendor");
+    auto device_class = ReadFile(entry.path().string() + "/class");
+    if (vendor.ok() && device_class.ok() && vendor->starts_with("0x10de") && device_class->starts_with("0x03")) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+void PrintGpuChecks(const std::vector<GpuCheck>& checks) {
+  for (const GpuCheck& c : checks) {
+    if (c.outcome == GpuCheck::kFix) {
+      std::printf("note:    %s\n    fix: %s\n", c.what.c_str(), c.fix.c_str());
+    } else {
+      std::printf("%s %s\n", c.outcome == GpuCheck::kPass ? "gpu ok: " : "gpu:    ", c.what.c_str());
+    }
+  }
+}
+
 void PrintFindings(const std::vector<Finding>& findings) {
   if (findings.empty()) {
     std::printf("host check: rootless podman, subordinate ids, runc, runsc and cgroup limits are all in order\n");
@@ -125,6 +153,63 @@ int StartUnit(const std::string& user, const std::string& by_hand) {
 
 }  // namespace
 
+GpuChainFacts ReadGpuChainFacts(const GpuChainSources& sources) {
+  GpuChainFacts f;
+  f.nvml_library = sources.nvml_library;
+  f.nvidia_pci_devices = CountNvidiaPciDevices(sources.pci_devices_dir);
+  const v1::GpuDiscovery gpus = discovery::DiscoverNvidiaGpus(sources.nvml_library, sources.cuda_library);
+  f.nvml_detail = gpus.reason();
+  if (gpus.available()) {
+    f.nvml = NvmlState::kReady;
+  } else if (gpus.reason() == "no device") {
+    f.nvml = NvmlState::kNoDevice;
+  } else if (gpus.reason().starts_with("library absent")) {
+    f.nvml = NvmlState::kAbsent;
+  } else {
+    f.nvml = NvmlState::kDriverError;
+  }
+  for (const v1::GpuDevice& d : gpus.devices()) {
+    f.gpus.push_back({d.index(), d.uuid(), d.name()});
+    if (f.driver_version.empty()) f.driver_version = d.driver_version();
+    if (f.cuda_driver_version.empty()) f.cuda_driver_version = d.cuda_driver_version();
+  }
+  f.cdi_dirs = sources.cdi_dirs;
+  f.agent_cdi_paths = sources.agent_cdi_paths.empty() ? AttemptEnv{}.cdi_spec_paths : sources.agent_cdi_paths;
+  std::vector<std::string> files;
+  for (const std::string& dir : sources.cdi_dirs) {
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string ext = entry.path().extension().string();
+      if (entry.is_regular_file(ec) && (ext == ".yaml" || ext == ".json")) found.push_back(entry.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  std::vector<std::string> named = sources.extra_cdi_specs;
+  named.insert(named.end(), f.agent_cdi_paths.begin(), f.agent_cdi_paths.end());
+  for (const std::string& p : named) {
+    if (PathExists(p)) files.push_back(p);
+  }
+  std::set<std::string> seen;  // by canonical path: /var/run/cdi/x and /run/cdi/x are one file
+  for (const std::string& path : files) {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(path, ec);
+    if (!seen.insert(ec ? path : canonical.string()).second) continue;
+    auto text = ReadFile(path);
+    if (text.ok()) {
+      CdiSpec spec = ParseCdiSpec(*text, path);
+      for (const std::string& host : spec.host_paths) {
+        if (!PathExists(host)) spec.missing_host_paths.push_back(host);
+      }
+      f.cdi_specs.push_back(std::move(spec));
+    } else {
+      f.cdi_specs.push_back({path, "", {}, text.status().message(), {}, {}});
+    }
+  }
+  return f;
+}
+
 Result<std::string> DefaultAgentConfigFile() {
   IG_ASSIGN_OR_RETURN(AgentPaths paths, AgentPathsFromEnv(Environment()));
   return paths.config_file;
@@ -171,6 +256,12 @@ int RunJoin(const JoinOptions& o) {
   }
   std::vector<Finding> findings = CheckHost(facts);
   PrintFindings(findings);
+  // The GPU chain never blocks the join: a node whose GPUs cannot be used yet offers its CPUs.
+  GpuChainSources gpu_sources;
+  gpu_sources.nvml_library = o.agent.nvml_library;
+  gpu_sources.extra_cdi_specs = o.agent.cdi_specs;
+  gpu_sources.agent_cdi_paths = o.agent.cdi_specs;
+  PrintGpuChecks(CheckGpuChain(ReadGpuChainFacts(gpu_sources)));
   const bool blocked = !findings.empty() && findings.front().blocking;
   if (blocked && !o.ignore_checks) {
     std::fprintf(stderr, "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "

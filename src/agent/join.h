@@ -4,9 +4,12 @@
 // host, writes the user's files, enrolls and drives systemd.
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agent/agent.h"
+#include "agent/join_gpu.h"
 #include "common/status.h"
+#include "discovery/nvml_loader.h"
 
 namespace idlegrid::agent {
 
@@ -29,6 +32,23 @@ struct JoinOptions {
 // each problem with its fix. Returns the exit code: 0 joined, 1 a blocking
 // host problem or a failed step, 2 invalid input.
 int RunJoin(const JoinOptions& options);
+
+// Where ReadGpuChainFacts looks; the defaults are this host's real places.
+struct GpuChainSources {
+  std::string nvml_library = discovery::kDefaultNvmlPath;  // AgentConfig.nvml_library
+  std::string cuda_library = discovery::kDefaultCudaPath;
+  std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};  // podman's default cdi_spec_dirs
+  std::vector<std::string> extra_cdi_specs;  // AgentConfig.cdi_specs (--cdi-spec)
+  std::vector<std::string> agent_cdi_paths;  // empty: AttemptEnv's default pair
+  std::string pci_devices_dir = "/sys/bus/pci/devices";
+};
+
+// Reads the GPU chain for CheckGpuChain: discovery's NVML view (driver and
+// CUDA versions, each GPU's index, UUID and name), the NVIDIA display and 3D
+// controllers in sysfs, and every CDI spec (*.yaml, *.json) in the CDI dirs,
+// plus the extra and the agent's paths that exist, each file once. A file
+// that cannot be read or parsed is listed with its error. Never fails.
+GpuChainFacts ReadGpuChainFacts(const GpuChainSources& sources);
 
 // Where the current user's agent config lives (XDG), for `agent --config`
 // defaults and `agent status`. InvalidArgument without a usable HOME.
