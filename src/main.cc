@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/join.h"
 #include "agent/join_plan.h"
+#include "cli/agent_pause.h"
 #include "api/coordinator_server.h"
 #include "common/exit_code.h"
 #include "cli/agent_status.h"
@@ -87,6 +89,20 @@ int AgentStatusCommand(idlegrid::cli::CommonFlags common, std::string agent_conf
   if (common.config.address.empty()) common.config.address = agent.coordinator;
   if (common.config.ca_file.empty()) common.config.ca_file = agent.data_dir + "/coordinator-ca.crt";
   return idlegrid::cli::AgentStatus(common, *node_id, agent.coordinator, idlegrid::agent::UserUnitState());
+}
+
+// The agent's data directory for `agent pause`/`resume`: as given, else the
+// agent config's (agent join writes it), else the agent's default.
+idlegrid::Result<std::string> AgentDataDir(const std::string& given, std::string config_file) {
+  if (!given.empty()) return given;
+  if (config_file.empty()) {
+    auto path = idlegrid::agent::DefaultAgentConfigFile();
+    if (path.ok() && std::filesystem::exists(*path)) config_file = *path;
+  }
+  idlegrid::agent::AgentConfig agent;
+  if (config_file.empty()) return agent.data_dir;
+  IG_RETURN_IF_ERROR(idlegrid::agent::LoadAgentConfigFile(config_file, {}, &agent));
+  return agent.data_dir;
 }
 
 }  // namespace
@@ -303,6 +319,17 @@ int main(int argc, char** argv) {
   std::string status_agent_config;
   astatus->add_option("--agent-config", status_agent_config, "agent config YAML (default: ~/.config/idlegrid/agent.yaml)");
   add_client_flags(astatus);
+  std::string pause_for, pause_data_dir, pause_agent_config;
+  std::vector<std::string> pause_gpus;
+  auto* apause = a->add_subcommand("pause", "the owner needs the machine: hand back GPU jobs that checkpoint, freeze "
+                                            "the rest, take no new work, until `agent resume` (or --for ends)");
+  apause->add_option("--for", pause_for, "end the pause by itself after this long, e.g. 2h, 30m");
+  apause->add_option("--gpu", pause_gpus, "pause only this GPU (index or UUID; repeatable): the rest keeps working");
+  auto* aresume = a->add_subcommand("resume", "end a pause `agent pause` began");
+  for (auto* sub : {apause, aresume}) {
+    sub->add_option("--data-dir", pause_data_dir, "the agent's data directory (default: from its config)");
+    sub->add_option("--agent-config", pause_agent_config, "agent config YAML (default: ~/.config/idlegrid/agent.yaml)");
+  }
   auto* aunit = a->add_subcommand("unit", "print the systemd user unit agent join installs");
   std::string unit_binary = "/usr/bin/idlegrid", unit_config = "%h/.config/idlegrid/agent.yaml";
   aunit->add_option("--binary", unit_binary)->capture_default_str();
@@ -534,6 +561,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*astatus) return AgentStatusCommand(common, status_agent_config);
+  if (*apause || *aresume) {
+    auto data_dir = AgentDataDir(pause_data_dir, pause_agent_config);
+    if (!data_dir.ok()) return std::cerr << "error: " << data_dir.status().message() << "\n", 2;
+    return *apause ? idlegrid::cli::AgentPause(*data_dir, pause_for, pause_gpus) : idlegrid::cli::AgentResume(*data_dir);
+  }
   if (*a) {
     if (!agent_config_file.empty()) {
       std::set<std::string> given;

@@ -14,6 +14,9 @@ v1::Advertisement BuildAdvertisement(const AdvertiserInputs& in) {
   ad.mutable_inventory()->mutable_gpus()->clear_devices();
   for (auto& d : accounted) {
     d.set_measured(false);  // only the coordinator may call a figure measured
+    if (std::string hold = GpuOwnerHold(in.owner.lend_gpus, in.owner_command, d); !hold.empty()) {
+      d.set_owner_hold(hold);
+    }
     *ad.mutable_inventory()->mutable_gpus()->add_devices() = std::move(d);
   }
   *ad.mutable_capacity() = in.capacity;

@@ -12,6 +12,7 @@
 #include "advert/allocatable.h"
 #include "advert/node_key.h"
 #include "agent/local_policy.h"
+#include "agent/owner_command.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 
 namespace idlegrid::agent {
@@ -20,6 +21,7 @@ struct AdvertiserInputs {
   v1::NodeInfo capacity;                      // offered cores, memory, runtimes, enforcement
   v1::HostInventory inventory;                // discovery, simulated devices included
   OwnerPolicy owner;
+  std::optional<OwnerCommand> owner_command;  // `agent pause` in force (per-GPU pauses hold devices back)
   std::vector<advert::DeviceHold> holds;      // GPUs held by running attempts
   double cpu_held = 0;
   uint64_t memory_held = 0;

@@ -198,6 +198,7 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   in.agent_version = kVersion;
   std::lock_guard<std::mutex> lock(mu_);
   in.owner = owner_;
+  in.owner_command = owner_command_;
   // While its owner needs it the node says it takes no work (pause_loop.cc).
   if (!owner_pause_reason_.empty()) in.owner.policy.set_accept_jobs(false);
   for (const auto& [id, h] : holds_) {

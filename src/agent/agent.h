@@ -140,6 +140,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   // pause_loop.cc: the owner-first pause watcher's thread (pause_policy.h):
   // observes, decides, freezes, thaws and hands back.
   void PauseLoop();
+  std::optional<OwnerCommand> ReadOwnerCommand(int64_t now_ms, std::string* last_error);
   // Attempts whose runner is still at work.
   std::vector<std::string> ActiveAttempts();
   // Stops the attempt and reports it handed back with `why`.
@@ -150,6 +151,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
     uint64_t gpu_memory = 0;
     double cpu = 0;
     uint64_t memory = 0;
+    bool checkpoint = false;  // its job has a checkpoint directory (a pause may hand it back at once)
   };
 
   const AgentConfig config_;
@@ -203,6 +205,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   // The owner's pause (pause_loop.cc): why the node takes no new work now
   // ("" when not paused), and what a STOPPED report of a handed-back attempt says.
   std::string owner_pause_reason_;                     // guarded by mu_
+  std::optional<OwnerCommand> owner_command_;          // `agent pause` in force; guarded by mu_
   std::map<std::string, std::string> stop_messages_;   // attempt id -> message; guarded by mu_
   std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_

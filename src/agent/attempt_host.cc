@@ -3,6 +3,8 @@
 // the wiring of one AttemptRunner per attempt.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "agent/agent.h"
 #include "agent/attempt_runner.h"
 #include "agent/image_cache.h"
@@ -69,7 +71,15 @@ Status Agent::ReserveCapacity(const v1::Assignment& a) {
       advert::AllocatableCpu(info.cpu_cores(), owner_.policy.reserved_cpu(), cpu_held),
       advert::AllocatableMemory(info.memory_bytes(), memory_held),
       advert::ComputeAllocatable(last_devices_, owner_.policy, device_holds), request));
-  holds_[a.attempt_id()] = {request.device_uuids, res.gpu_memory_bytes(), res.cpu(), res.memory_bytes()};
+  for (const auto& d : last_devices_) {
+    // Placed before the advertisement saying so reached the coordinator.
+    if (!d.owner_hold().empty() && std::count(request.device_uuids.begin(), request.device_uuids.end(), d.uuid())) {
+      return Status::ResourceExhausted("GPU " + std::to_string(d.index()) + " is held back by its owner: " +
+                                       d.owner_hold());
+    }
+  }
+  holds_[a.attempt_id()] = {request.device_uuids, res.gpu_memory_bytes(), res.cpu(), res.memory_bytes(),
+                            !a.spec().checkpoint_path().empty()};
   readvertise_ = true;  // what it holds shows in the next advertisement, sent at once
   cv_.notify_all();
   return Status::Ok();

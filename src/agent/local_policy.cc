@@ -52,8 +52,20 @@ Status ParseOwnerGpu(const YAML::Node& v, const std::string& file, PausePolicy* 
     } else if (key == "utilizationAbove") {
       IG_ASSIGN_OR_RETURN(uint32_t pct, Limit(kv.second, file, "pauseWhen.ownerGpu.utilizationAbove", 99));
       out->owner_gpu_utilization_above = static_cast<int>(pct);
+    } else if (key == "ignoreProcesses") {
+      if (!kv.second.IsSequence()) {
+        return At(kv.second, file, "pauseWhen.ownerGpu.ignoreProcesses: expected a list such as [my-compositor]");
+      }
+      for (const auto& p : kv.second) {
+        const std::string program = p.as<std::string>();
+        if (program.empty() || program.find('/') != std::string::npos) {
+          return At(p, file, "pauseWhen.ownerGpu.ignoreProcesses: a program name, without a directory");
+        }
+        out->owner_gpu_ignore.push_back(program);
+      }
     } else {
-      return At(kv.first, file, "pauseWhen.ownerGpu: unknown setting \"" + key + "\" (processes, utilizationAbove)");
+      return At(kv.first, file, "pauseWhen.ownerGpu: unknown setting \"" + key +
+                                    "\" (processes, utilizationAbove, ignoreProcesses)");
     }
   }
   return Status::Ok();
@@ -92,6 +104,15 @@ Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy*
       IG_ASSIGN_OR_RETURN(out->resume_after_ms, DurationMs(value, file, name));
     } else if (key == "handBackAfter") {
       IG_ASSIGN_OR_RETURN(out->hand_back_after_ms, DurationMs(value, file, name));
+    } else if (key == "gpuJobs") {
+      if (value.Scalar() == "freeze") {
+        out->gpu_jobs = PauseAction::kFreeze;
+      } else if (value.Scalar() == "handBack") {
+        out->gpu_jobs = PauseAction::kHandBack;
+      } else {
+        return At(value, file, name + ": expected handBack (a GPU job with a checkpoint directory is handed back at "
+                                      "once, freeing its VRAM) or freeze");
+      }
     } else if (key == "action") {
       if (value.Scalar() == "freeze") {
         out->action = PauseAction::kFreeze;
@@ -103,7 +124,7 @@ Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy*
     } else {
       return At(kv.first, file, "pauseWhen: unknown setting \"" + key +
                                     "\" (ownerGpu, processes, userActive, onBattery, hours, resumeAfter, action, "
-                                    "handBackAfter)");
+                                    "handBackAfter, gpuJobs)");
     }
   }
   return Status::Ok();
@@ -195,6 +216,19 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
       } else if (key == "tenantGpuJobs") {
         IG_ASSIGN_OR_RETURN(bool accepted, Bool(v, file, "tenantGpuJobs"));
         out.policy.set_tenant_gpu_jobs_refused(!accepted);
+      } else if (key == "lendGpus") {
+        if (!v.IsSequence()) {
+          return At(v, file, "lendGpus: expected a list of GPU indexes or UUIDs such as [0, GPU-8f3e...]");
+        }
+        out.lend_gpus.emplace();
+        for (const auto& g : v) {
+          const std::string sel = g.as<std::string>();
+          const bool index = !sel.empty() && sel.size() < 4 && sel.find_first_not_of("0123456789") == std::string::npos;
+          if (!index && sel.rfind("GPU-", 0) != 0 && sel.rfind("MIG-", 0) != 0) {
+            return At(g, file, "lendGpus: \"" + sel + "\" is neither a GPU index (0, 1, ...) nor a UUID (GPU-...)");
+          }
+          out.lend_gpus->push_back(sel);
+        }
       } else if (key == "pauseWhen") {
         IG_RETURN_IF_ERROR(ParsePauseWhen(v, file, &out.pause));
       } else if (key == "maxGpuTemp") {
@@ -277,6 +311,7 @@ Status CheckImageTrust(const v1::Assignment& assignment, const std::vector<image
 
 bool AdvertisedPolicyDiffers(const OwnerPolicy& a, const OwnerPolicy& b) {
   if (a.policy.SerializeAsString() != b.policy.SerializeAsString() || a.asks.size() != b.asks.size()) return true;
+  if (a.lend_gpus != b.lend_gpus) return true;  // devices' owner_hold
   for (size_t i = 0; i < a.asks.size(); ++i) {
     if (a.asks[i].SerializeAsString() != b.asks[i].SerializeAsString()) return true;
   }

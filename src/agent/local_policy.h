@@ -29,8 +29,14 @@
 //     resumeAfter: 30s          # clear this long before jobs resume
 //     action: freeze            # or handBack (checkpoint and hand back at once)
 //     handBackAfter: 10m        # a freeze longer than this hands the work back
+//     gpuJobs: handBack         # a GPU job with a checkpoint directory is handed back at
+//                               #   once (its VRAM freed); freeze: frozen like the rest
+//     # ownerGpu ignores display servers and compositors (Xorg, Xwayland, gnome-shell,
+//     # kwin_wayland, ...; pause_policy.cc); ownerGpu: {processes: true, ignoreProcesses: [x]} adds
+//   lendGpus: [0, GPU-8f3e...]  # lend only these GPUs (index or UUID); unset: all
 //   maxGpuTemp: 85              # degrees C; hotter pauses until cool
 //   maxGpuPower: 300            # watts
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +55,9 @@ struct OwnerPolicy {
   std::vector<image::ImagePublicKey> trusted_image_keys;
   std::vector<std::string> trusted_image_key_files;  // as written; not read by the parser
   PausePolicy pause;  // pauseWhen, maxGpuTemp, maxGpuPower (agent-side only: not advertised)
+  // lendGpus: the GPUs (by index or UUID) the owner lends; the others are
+  // advertised with GpuDevice.owner_hold and take no work. Unset: all.
+  std::optional<std::vector<std::string>> lend_gpus;
 };
 
 // Defaults: accept jobs, no limits, no reserves, no asks.

@@ -7,12 +7,15 @@
 // (the heartbeat's NodePause; the advertisement takes no new work).
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include "agent/agent.h"
 #include "agent/pause_observe.h"
+#include "agent/owner_command.h"
 #include "common/clock.h"
+#include "common/fs.h"
 
 namespace idlegrid::agent {
 
@@ -55,22 +58,62 @@ void Agent::HandBack(const std::string& attempt_id, const std::string& why) {
   cv_.notify_all();
 }
 
+// The owner's `agent pause` file, or nullopt: none, unreadable (said once),
+// or expired (removed, so a restart does not pause again).
+std::optional<OwnerCommand> Agent::ReadOwnerCommand(int64_t now_ms, std::string* last_error) {
+  const std::string path = OwnerCommandPath(config_.data_dir);
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  Result<std::string> text = ReadFile(path);
+  Result<OwnerCommand> c = text.ok() ? ParseOwnerCommand(*text) : Result<OwnerCommand>(text.status());
+  if (!c.ok()) {
+    if (c.status().message() != *last_error) spdlog::warn("{} ignored: {}", path, c.status().message());
+    *last_error = c.status().message();
+    return std::nullopt;
+  }
+  last_error->clear();
+  if (OwnerCommandExpired(*c, now_ms)) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    spdlog::info("owner's pause ({}) expired", DescribeOwnerCommand(*c));
+    return std::nullopt;
+  }
+  return *c;
+}
+
 void Agent::PauseLoop() {
   PauseState state;
   std::set<std::string> frozen;            // attempts whose containers this loop froze
   std::set<std::string> unknown_logged;    // sources already said to be unreadable
-  std::string last_reason;
+  std::string last_reason, last_command, command_error;
   while (!stopping_) {
     PausePolicy policy;
     std::set<std::string> held;
+    std::map<std::string, AttemptHold> holds;
+    std::vector<v1::GpuDevice> devices;
     {
       std::lock_guard<std::mutex> lock(mu_);
       policy = owner_.pause;
+      holds = holds_;
+      devices = last_devices_;
       for (const auto& [id, h] : holds_) held.insert(h.devices.begin(), h.devices.end());
     }
     const std::vector<std::string> active = ActiveAttempts();
+    int64_t now = SystemClock::Get()->NowMs();
+    const std::optional<OwnerCommand> command = ReadOwnerCommand(now, &command_error);
+    if (const std::string text = command ? FormatOwnerCommand(*command) : ""; text != last_command) {
+      if (command) spdlog::info("paused by its owner: {}", DescribeOwnerCommand(*command));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        owner_command_ = command;
+      }
+      last_command = text;
+      RequestReadvertise();  // a per-GPU pause holds devices back
+    }
     std::optional<PauseCondition> condition;
-    if (policy.Enabled()) {
+    if (command && command->gpus.empty()) {
+      // The owner's own word comes first: it needs nothing observed.
+      condition = PauseCondition{kOwnerCommandCause, DescribeOwnerCommand(*command), 0};
+    } else if (policy.Enabled()) {
       ObserveInputs in;
       in.nvml_library = config_.nvml_library;
       in.held_gpu_uuids = held;
@@ -89,35 +132,66 @@ void Agent::PauseLoop() {
       }
       condition = FindPauseCondition(policy, seen);
     }
-    const int64_t now = SystemClock::Get()->NowMs();
+    now = SystemClock::Get()->NowMs();
     const PauseDecision d = DecidePause(policy, state, condition, now);
-    if (d.next.paused) {
-      // Attempts that started during the pause are frozen too; one whose
-      // container does not exist yet is tried again next poll.
-      for (const auto& id : active) {
-        if (frozen.count(id)) continue;
-        Status st = runtime_->Freeze(ContainerName(id));
-        if (st.ok()) {
-          frozen.insert(id);
-          spdlog::info("attempt {} frozen: {}", id, d.next.condition.reason);
-        } else if (st.code() != Code::kNotFound) {
-          spdlog::warn("attempt {} not frozen: {}", id, st.message());
-        }
-      }
-      if (d.hand_back) {
-        for (const auto& id : active) {
-          spdlog::info("attempt {} handed back: paused by its owner for {} s", id, (now - d.next.since_ms) / 1000);
-          HandBack(id, "paused by its owner: " + d.next.condition.reason);
-        }
+    // What must stop now and why: everything while the node is paused, and
+    // the attempts on a GPU the owner paused by hand.
+    std::map<std::string, std::string> targets;
+    std::set<std::string> paused_gpu_uuids;
+    if (command && !command->gpus.empty()) {
+      for (const auto& g : devices) {
+        if (GpuSelected(command->gpus, g)) paused_gpu_uuids.insert(g.uuid());
       }
     }
-    if (d.thaw) {
-      for (const auto& id : frozen) {
-        Status st = runtime_->Thaw(ContainerName(id));
-        if (st.ok()) spdlog::info("attempt {} resumed after {} ms", id, now - state.since_ms);
-        else if (st.code() != Code::kNotFound) spdlog::warn("attempt {} not thawed: {}", id, st.message());
+    for (const auto& id : active) {
+      if (d.next.paused) {
+        targets[id] = d.next.condition.reason;
+        continue;
       }
-      frozen.clear();
+      auto h = holds.find(id);
+      if (h == holds.end()) continue;
+      for (const auto& uuid : h->second.devices) {
+        if (paused_gpu_uuids.count(uuid)) targets[id] = DescribeOwnerCommand(*command);
+      }
+    }
+    for (const auto& [id, why] : targets) {
+      if (frozen.count(id)) continue;
+      auto h = holds.find(id);
+      const bool holds_gpu = h != holds.end() && !h->second.devices.empty();
+      const bool checkpoint = h != holds.end() && h->second.checkpoint;
+      if (ActionForAttempt(policy, holds_gpu, checkpoint) == PauseAction::kHandBack) {
+        // A GPU job with a checkpoint: its last checkpoint saved, it goes
+        // elsewhere and its VRAM is the owner's again.
+        spdlog::info("attempt {} handed back at once: paused by its owner: {}", id, why);
+        HandBack(id, "paused by its owner: " + why);
+        continue;
+      }
+      // Attempts that start during the pause are frozen too; one whose
+      // container does not exist yet is tried again next poll.
+      Status st = runtime_->Freeze(ContainerName(id));
+      if (st.ok()) {
+        frozen.insert(id);
+        spdlog::info("attempt {} frozen: {}", id, why);
+      } else if (st.code() != Code::kNotFound) {
+        spdlog::warn("attempt {} not frozen: {}", id, st.message());
+      }
+    }
+    if (d.hand_back) {
+      for (const auto& id : frozen) {
+        if (!targets.count(id)) continue;
+        spdlog::info("attempt {} handed back: paused by its owner for {} s", id, (now - d.next.since_ms) / 1000);
+        HandBack(id, "paused by its owner: " + targets[id]);
+      }
+    }
+    for (auto it = frozen.begin(); it != frozen.end();) {
+      if (targets.count(*it)) {
+        ++it;
+        continue;
+      }
+      Status st = runtime_->Thaw(ContainerName(*it));
+      if (st.ok()) spdlog::info("attempt {} resumed", *it);
+      else if (st.code() != Code::kNotFound) spdlog::warn("attempt {} not thawed: {}", *it, st.message());
+      it = frozen.erase(it);
     }
     // Ended attempts are no longer frozen (or waiting for their stop message).
     {
@@ -142,6 +216,9 @@ void Agent::PauseLoop() {
     {
       std::lock_guard<std::mutex> lock(hb_mu_);
       hb_.pause = DescribePause(d.next, frozen, now);
+      if (d.next.paused && d.next.condition.cause == kOwnerCommandCause && command) {
+        hb_.pause.set_until_ms(command->until_ms);
+      }
     }
     state = d.next;
     std::unique_lock<std::mutex> lock(mu_);

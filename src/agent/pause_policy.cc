@@ -1,5 +1,6 @@
 #include "agent/pause_policy.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace idlegrid::agent {
@@ -32,10 +33,22 @@ std::optional<PauseCondition> Power(const PausePolicy& policy, const PauseObserv
   return std::nullopt;
 }
 
+bool Ignored(const PausePolicy& policy, const std::string& name) {
+  return std::find(policy.owner_gpu_ignore.begin(), policy.owner_gpu_ignore.end(), name) !=
+         policy.owner_gpu_ignore.end();
+}
+
 std::optional<PauseCondition> OwnerGpu(const PausePolicy& policy, const PauseObservation& seen) {
   for (const auto& g : seen.gpus) {
-    if (policy.owner_gpu_processes && g.processes_known && !g.foreign_processes.empty()) {
-      const auto& p = g.foreign_processes.front();
+    const GpuObservation::Process* owner = nullptr;
+    for (const auto& p : g.foreign_processes) {
+      if (!Ignored(policy, p.name)) {
+        owner = &p;
+        break;
+      }
+    }
+    if (policy.owner_gpu_processes && g.processes_known && owner != nullptr) {
+      const auto& p = *owner;
       std::string reason = "process " + (p.name.empty() ? std::string("?") : p.name) + " (pid " +
                            std::to_string(p.pid) + ") uses " + Gpu(g.index);
       return PauseCondition{"owner-gpu", reason, 0};
@@ -53,6 +66,19 @@ std::optional<PauseCondition> OwnerGpu(const PausePolicy& policy, const PauseObs
 }
 
 }  // namespace
+
+std::vector<std::string> DefaultOwnerGpuIgnore() {
+  // As /proc/PID/comm names them (cut at 15 characters).
+  return {"Xorg",         "X",          "Xwayland",      "gnome-shell",     "kwin_wayland", "kwin_x11",
+          "kwin",         "plasmashell", "mutter",        "weston",          "sway",         "Hyprland",
+          "cinnamon",     "muffin",     "xfwm4",         "marco",           "compiz",       "picom",
+          "labwc",      "wayfire",       "enlightenment"};
+}
+
+PauseAction ActionForAttempt(const PausePolicy& policy, bool holds_gpu, bool has_checkpoint) {
+  if (holds_gpu && has_checkpoint && policy.gpu_jobs == PauseAction::kHandBack) return PauseAction::kHandBack;
+  return policy.action;
+}
 
 bool PausePolicy::Enabled() const {
   return owner_gpu_processes || owner_gpu_utilization_above >= 0 || !processes.empty() || user_active ||
@@ -128,7 +154,8 @@ PauseDecision DecidePause(const PausePolicy& policy, const PauseState& previous,
     s.clear_since_ms = 0;
   } else if (s.paused) {
     if (s.clear_since_ms == 0) s.clear_since_ms = now_ms;
-    if (now_ms - s.clear_since_ms >= policy.resume_after_ms) {
+    const bool commanded = s.condition.cause == kOwnerCommandCause;
+    if (commanded || now_ms - s.clear_since_ms >= policy.resume_after_ms) {
       s.paused_ms_total += now_ms - s.since_ms;
       s.paused = false;
       s.condition = {};

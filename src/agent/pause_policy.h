@@ -31,6 +31,9 @@ enum class PauseAction {
   kHandBack,  // checkpoint and hand them back at once
 };
 
+// Xorg, Xwayland, gnome-shell, kwin_wayland, ...: what ownerGpu ignores by default.
+std::vector<std::string> DefaultOwnerGpuIgnore();
+
 struct PausePolicy {
   // pauseWhen:
   bool owner_gpu_processes = false;      // ownerGpu.processes: a GPU process not the agent's
@@ -42,6 +45,14 @@ struct PausePolicy {
   int64_t resume_after_ms = 30'000;      // resumeAfter: clear this long before resuming
   PauseAction action = PauseAction::kFreeze;
   int64_t hand_back_after_ms = 600'000;  // handBackAfter: a freeze longer than this hands back
+  // gpuJobs: a job holding a GPU that has a checkpoint directory is handed
+  // back at once when the pause begins (a frozen job keeps its VRAM, which the
+  // owner's game wants); kFreeze treats it like any other job.
+  PauseAction gpu_jobs = PauseAction::kHandBack;
+  // ownerGpu ignores these programs on the GPU: display servers and
+  // compositors hold a context on the card all the time and say nothing of
+  // a game. ownerGpu.ignoreProcesses adds to the list.
+  std::vector<std::string> owner_gpu_ignore = DefaultOwnerGpuIgnore();
   // Limits (top-level keys maxGpuTemp, maxGpuPower); 0: none.
   uint32_t max_gpu_temp_c = 0;
   uint32_t max_gpu_power_w = 0;
@@ -117,10 +128,19 @@ struct PauseDecision {
 // The next state from the previous one and this poll's condition at `now_ms`.
 // A pause begins at once; it ends only after the condition has been clear
 // for resume_after_ms (hysteresis: a game's loading screen, a flickering
-// sensor). The hand back comes once per pause, when it has lasted
+// sensor), except one the owner commanded, which ends when they resume. The hand back comes once per pause, when it has lasted
 // hand_back_after_ms (at once for action kHandBack).
 PauseDecision DecidePause(const PausePolicy& policy, const PauseState& previous,
                           const std::optional<PauseCondition>& condition, int64_t now_ms);
+
+// How the pause treats one running attempt: hand it back at once (a GPU job
+// with a checkpoint directory, unless gpuJobs: freeze), else the policy's
+// action. Pure.
+PauseAction ActionForAttempt(const PausePolicy& policy, bool holds_gpu, bool has_checkpoint);
+
+// The cause of a pause the owner asked for (`idlegrid agent pause`): it ends
+// when they resume, with no resumeAfter wait.
+inline constexpr const char* kOwnerCommandCause = "owner-command";
 
 // NVML's throttle-reason bits in words: "hw-thermal, sw-power-cap".
 std::string DescribeThrottleReasons(uint64_t reasons);

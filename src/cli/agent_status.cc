@@ -1,5 +1,6 @@
 #include "cli/agent_status.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -31,6 +32,12 @@ std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms) {
   if (!pause.paused()) return "not paused (" + total + ")";
   std::string out = pause.cause() + " since " + Ago(pause.since_ms(), now_ms) + ": " + pause.reason();
   if (pause.frozen_attempts_size() > 0) out += "; " + std::to_string(pause.frozen_attempts_size()) + " attempt(s) frozen";
+  if (pause.until_ms() > 0) {
+    const int64_t left_s = std::max<int64_t>(0, (pause.until_ms() - now_ms + 999) / 1000);
+    out += "; ends by itself in " + (left_s < 120 ? std::to_string(left_s) + "s" : std::to_string(left_s / 60) + "m");
+  } else if (pause.cause() == "owner-command") {
+    out += "; until `idlegrid agent resume`";
+  }
   return out + " (" + total + ")";
 }
 

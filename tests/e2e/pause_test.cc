@@ -104,13 +104,13 @@ class Pause : public ::testing::Test {
   void SetUp() override {
     if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>("pause");
-    ASSERT_TRUE(grid_->StartCoordinator({"--heartbeat-interval-ms", "300"}).ok());
+    ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus", "--heartbeat-interval-ms", "300"}).ok());
     nvml_ = grid_->root + "/libfake-nvidia-ml.so";
     ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_NVML_PATH, nvml_}).exit_code, 0);
     state_ = grid_->root + "/nvml-state";
-    // No GPU until the owner's game shows up on one: a node with a real GPU
-    // the grid cannot measure takes no work (capacity_test.cc), and this test
-    // needs the job placed first.
+    // No GPU until the owner's game shows up on one: the GPU it brings is
+    // then measured by a readiness benchmark, which is an attempt too, and
+    // the tests count the job's attempts.
     SetGpuState("count 0\n");
   }
 
@@ -120,13 +120,15 @@ class Pause : public ::testing::Test {
     ::chmod(state_.c_str(), 0644);
   }
 
-  void StartAgentWithPolicy(int n, const std::string& policy_yaml) {
+  void StartAgentWithPolicy(int n, const std::string& policy_yaml, std::vector<std::string> extra = {}) {
     std::string policy = grid_->root + "/policy-" + std::to_string(n) + ".yaml";
     ASSERT_TRUE(WriteFileAtomic(policy, policy_yaml, 0644).ok());
     ::chmod(policy.c_str(), 0644);
     ::setenv("FAKE_NVML_STATE_FILE", state_.c_str(), 1);
-    Status st = grid_->StartAgent(n, {"--nvml-library", nvml_, "--policy", policy, "--pause-poll-ms",
-                                      std::to_string(kPollMs)});
+    std::vector<std::string> args = {"--nvml-library", nvml_, "--policy", policy, "--pause-poll-ms",
+                                     std::to_string(kPollMs)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Status st = grid_->StartAgent(n, args);
     ::unsetenv("FAKE_NVML_STATE_FILE");
     ASSERT_TRUE(st.ok()) << st.message();
   }
@@ -277,6 +279,132 @@ TEST_F(Pause, ALongPauseCheckpointsAndHandsBackAndTheTaskFinishesElsewhere) {
   EXPECT_FALSE(fell.ok()) << "counted against the node: " << NodeById(*fell, grid_->node_ids[0])->reliability_detail();
   game->Signal(SIGKILL);
   game->Wait();
+}
+
+// A job on a (simulated) GPU with a checkpoint directory: when the owner's
+// game appears, it is handed back at once — its last checkpoint saved, its
+// VRAM free for the game — without waiting for handBackAfter (10 min here),
+// and it finishes on another node from that checkpoint.
+TEST_F(Pause, AGpuJobWithACheckpointIsHandedBackAtOnceAndResumesElsewhere) {
+  const std::vector<std::string> gpu = {"--simulate-gpu", "RTX 4090:24GiB:8.9"};
+  StartAgentWithPolicy(1, "pauseWhen:\n  ownerGpu: true\n  handBackAfter: 10m\n", gpu);
+  const std::string manifest = grid_->WriteFile(
+      "gpu-counter.yaml", "apiVersion: idlegrid/v1\nname: gpu-counter\nimage: igtest@" + grid_->PushTestImage() +
+                              "\ncommand: [\"/sim\"]\nargs: [\"count\", \"40\", \"150\"]\nresources: {cpu: 0.5, "
+                              "memory: 256Mi, pids: 64, gpus: 1}\noutput: /out\nretries: 0\nidempotent: true\n"
+                              "checkpoint:\n  path: /ckpt\n  interval: 1s\n");
+  std::string id = Submit(manifest);
+  auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
+  });
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+
+  auto game = Process::Start({"sleep", "600"}, grid_->root + "/game.err");
+  ASSERT_TRUE(game);
+  const auto appeared = Clock::now();
+  SetGpuState("count 1\ngraphics 0 " + std::to_string(game->pid()) + " 2048\n");
+  // handBackAfter is 10 min: a hand back inside this wait is the GPU rule's.
+  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
+  }, 60000);
+  ASSERT_TRUE(handed.ok()) << handed.status().ToString();
+  const auto handed_after = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - appeared);
+  const auto& first = handed->tasks(0).attempts(0);
+  EXPECT_NE(first.message().find("paused by its owner: process sleep"), std::string::npos) << first.message();
+
+  ASSERT_TRUE(grid_->StartAgent(2, gpu).ok());
+  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
+  const auto& task = done->tasks(0);
+  ASSERT_EQ(task.attempts_size(), 2);
+  EXPECT_EQ(task.attempts(1).node_id(), grid_->node_ids[1]);
+  EXPECT_EQ(task.attempts(1).restored_from_attempt(), first.id());
+  game->Signal(SIGKILL);
+  game->Wait();
+  std::printf("game on the GPU -> GPU job handed back after %lld ms (poll %d ms, handBackAfter 10 min)\n",
+              static_cast<long long>(handed_after.count()), kPollMs);
+}
+
+// A display server holds the GPU all the time: ownerGpu looks past it (the
+// reason names the game listed after it), and with only the display server
+// left the node resumes.
+TEST_F(Pause, ADisplayServerOnTheGpuDoesNotPauseTheNode) {
+  StartAgentWithPolicy(1, "pauseWhen:\n  ownerGpu: true\n  resumeAfter: 1s\n");
+  // A process whose /proc/PID/comm is "Xorg", as the owner's display server's is.
+  const std::string xorg_bin = grid_->root + "/Xorg";
+  ASSERT_EQ(RunCommand({"cp", "/bin/sleep", xorg_bin}).exit_code, 0);
+  auto xorg = Process::Start({xorg_bin, "600"}, grid_->root + "/xorg.err");
+  auto game = Process::Start({"sleep", "600"}, grid_->root + "/game.err");
+  ASSERT_TRUE(xorg && game);
+  SetGpuState("count 1\ngraphics 0 " + std::to_string(xorg->pid()) + " 512\ngraphics 0 " +
+              std::to_string(game->pid()) + " 2048\n");
+  auto paused = WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  ASSERT_TRUE(paused.ok()) << paused.status().message();
+  EXPECT_EQ(NodeById(*paused, grid_->node_ids[0])->pause().reason(),
+            "process sleep (pid " + std::to_string(game->pid()) + ") uses GPU 0")
+      << "Xorg, listed first, is not the owner's game";
+
+  game->Signal(SIGKILL);
+  game->Wait();
+  SetGpuState("count 1\ngraphics 0 " + std::to_string(xorg->pid()) + " 512\n");
+  auto resumed = WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 15000);
+  ASSERT_TRUE(resumed.ok()) << "Xorg alone kept the node paused: " << resumed.status().message();
+  xorg->Signal(SIGKILL);
+  xorg->Wait();
+}
+
+// `idlegrid agent pause --for` pauses the node with cause owner-command and
+// an end time, and expires by itself; `--gpu` holds back one GPU only; and
+// `agent resume` ends a pause at once.
+TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
+  StartAgentWithPolicy(1, "{}\n", {"--simulate-gpu", "RTX 4090:24GiB:8.9", "--simulate-gpu", "RTX 3060:12GiB:8.6"});
+  const std::string data_dir = grid_->AgentDataDir(1) + "/state";
+  // Measured first (the CPU benchmark), so every reason below is the owner's.
+  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return n.schedulable(); }, 120000).ok());
+  auto p = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--for", "3s"}, false);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("node paused until"), std::string::npos) << p.out;
+  auto paused = WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  ASSERT_TRUE(paused.ok()) << paused.status().message();
+  const v1::Node* node = NodeById(*paused, grid_->node_ids[0]);
+  EXPECT_EQ(node->pause().cause(), "owner-command");
+  EXPECT_EQ(node->pause().reason(), "the owner ran idlegrid agent pause --for 3s");
+  EXPECT_GT(node->pause().until_ms(), node->pause().since_ms());
+  EXPECT_FALSE(node->schedulable());
+  // It ends by itself, and the file goes with it.
+  auto expired = WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 20000);
+  ASSERT_TRUE(expired.ok()) << "--for did not expire: " << expired.status().message();
+  EXPECT_FALSE(std::filesystem::exists(data_dir + "/owner-pause"));
+
+  // One GPU: held back with its reason, the node and its other GPU still offered.
+  p = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--gpu", "1"}, false);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto held = WaitNode(1, [](const v1::Node& n) {
+    return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().rfind("held back", 0) == 0;
+  }, 15000);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  node = NodeById(*held, grid_->node_ids[0]);
+  EXPECT_EQ(node->gpus(1).unavailable_reason(),
+            "held back by its owner: paused: the owner ran idlegrid agent pause --gpu 1");
+  EXPECT_EQ(node->gpus(0).unavailable_reason(), "");
+  EXPECT_FALSE(node->pause().paused());
+  EXPECT_TRUE(node->schedulable()) << node->unschedulable_reason();
+  auto r = grid_->Cli({"agent", "resume", "--data-dir", data_dir}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto back = WaitNode(1, [](const v1::Node& n) {
+    return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().empty();
+  }, 15000);
+  ASSERT_TRUE(back.ok()) << "GPU 1 still held after resume: " << back.status().message();
+
+  // No --for: until resumed, then at once (no resumeAfter wait).
+  ASSERT_EQ(grid_->Cli({"agent", "pause", "--data-dir", data_dir}, false).exit_code, 0);
+  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000).ok());
+  ASSERT_EQ(grid_->Cli({"agent", "resume", "--data-dir", data_dir}, false).exit_code, 0);
+  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 2; }, 15000).ok());
+  auto bad = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--for", "soon"}, false);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--for soon"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -213,6 +213,16 @@
     return list;
   }
 
+  // The owner's pause under "schedulable": its cause, and when an
+  // `idlegrid agent pause --for` ends (the agent's clock).
+  function pauseLine(p) {
+    if (!p || !p.paused) return null;
+    let text = 'owner pause (' + (p.cause || '?') + ')';
+    if (num(p.untilMs) > 0) text += ' · ends in ' + Math.max(0, Math.ceil((num(p.untilMs) - Date.now()) / 60000)) + ' min';
+    else if (p.cause === 'owner-command') text += ' · until idlegrid agent resume';
+    return el('div', {class: 'muted pause'}, text);
+  }
+
   // The physical-work handshake under the score (docs/provider.md): what it is made of.
   function handshakeLine(c) {
     if (!c) return null;
@@ -234,7 +244,7 @@
       return el('tr', {'data-node-id': n.id},
           el('td', {}, el('div', {}, n.name || info.hostname || ''), el('div', {class: 'mono muted'}, n.id)),
           el('td', {}, stateBadge(n.state || 'offline')),
-          el('td', {class: 'schedulable'}, schedulable),
+          el('td', {class: 'schedulable'}, schedulable, pauseLine(n.pause)),
           el('td', {}, num(n.cpuAllocated) + ' / ' + num(ad.allocatableCpu || info.cpuCores)),
           el('td', {}, bytes(n.memoryAllocated) + ' / ' + bytes(ad.allocatableMemoryBytes || info.memoryBytes)),
           el('td', {}, gpuCell(n.gpus || [])),
