@@ -6,6 +6,22 @@
 namespace idlegrid::cli {
 namespace {
 
+TEST(FormatNodePause, AnOwnersCommandSaysWhenItEnds) {
+  v1::NodePause p;
+  p.set_paused(true);
+  p.set_pauses(1);
+  p.set_cause("owner-command");
+  p.set_reason("the owner ran idlegrid agent pause --for 2h");
+  p.set_since_ms(1'000'000);
+  p.set_until_ms(1'000'000 + 7'200'000);
+  EXPECT_EQ(FormatNodePause(p, 1'060'000),
+            "owner-command since 60s ago: the owner ran idlegrid agent pause --for 2h; ends by itself in 119m "
+            "(1 pause(s), 0 s in all)");
+  EXPECT_NE(FormatNodePause(p, 8'190'000).find("ends by itself in 10s"), std::string::npos);
+  p.set_until_ms(0);
+  EXPECT_NE(FormatNodePause(p, 1'060'000).find("; until `idlegrid agent resume`"), std::string::npos);
+}
+
 TEST(FormatHandshake, EveryPartAndOwnerPausesOnlyWhenThereWereSome) {
   v1::ReliabilityComponents c;
   c.set_heartbeat_jitter_ms(41.6);

@@ -407,5 +407,42 @@ TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
   EXPECT_NE(bad.err.find("--for soon"), std::string::npos) << bad.err;
 }
 
+// `agent pause --gpu 0` on a node whose GPU job has a checkpoint: that job
+// is handed back and finishes elsewhere from its checkpoint, while the node
+// itself stays unpaused.
+TEST_F(Pause, APerGpuPauseHandsBackTheJobOnThatGpu) {
+  const std::vector<std::string> gpu = {"--simulate-gpu", "RTX 4090:24GiB:8.9"};
+  StartAgentWithPolicy(1, "{}\n", gpu);
+  const std::string manifest = grid_->WriteFile(
+      "gpu-counter.yaml", "apiVersion: idlegrid/v1\nname: gpu-counter\nimage: igtest@" + grid_->PushTestImage() +
+                              "\ncommand: [\"/sim\"]\nargs: [\"count\", \"40\", \"150\"]\nresources: {cpu: 0.5, "
+                              "memory: 256Mi, pids: 64, gpus: 1}\noutput: /out\nretries: 0\nidempotent: true\n"
+                              "checkpoint:\n  path: /ckpt\n  interval: 1s\n");
+  std::string id = Submit(manifest);
+  auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
+  });
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  auto p = grid_->Cli({"agent", "pause", "--data-dir", grid_->AgentDataDir(1) + "/state", "--gpu", "0"}, false);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
+    return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
+  }, 60000);
+  ASSERT_TRUE(handed.ok()) << handed.status().ToString();
+  const auto& first = handed->tasks(0).attempts(0);
+  EXPECT_EQ(first.message(), "handed back by the node: paused by its owner: the owner ran idlegrid agent pause --gpu 0");
+  auto nodes = WaitNode(1, [](const v1::Node&) { return true; }, 10000);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  EXPECT_FALSE(NodeById(*nodes, grid_->node_ids[0])->pause().paused()) << "one GPU paused, not the node";
+
+  ASSERT_TRUE(grid_->StartAgent(2, gpu).ok());
+  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
+  ASSERT_EQ(done->tasks(0).attempts_size(), 2);
+  EXPECT_EQ(done->tasks(0).attempts(1).node_id(), grid_->node_ids[1]) << "not back on the paused GPU";
+  EXPECT_EQ(done->tasks(0).attempts(1).restored_from_attempt(), first.id());
+}
+
 }  // namespace
 }  // namespace idlegrid::testing
