@@ -109,6 +109,7 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   const runtime::RuntimeChoice choice =
       runtime::ChooseRuntime(a.spec().runtime(), a.untrusted_tenant(), env_.gvisor_for_tenants,
                              !prepared.spec.gpu_uuids.empty(), env_.runtime->Enforcement());
+  if (choice.refused) return Status::FailedPrecondition(choice.why);
   if (!choice.why.empty()) spdlog::info("attempt {}: {}", a.attempt_id(), choice.why);
   prepared.spec.runtime = choice.runtime;
   prepared.spec.nvproxy = choice.nvproxy;

@@ -75,6 +75,12 @@ RuntimeChoice ChooseGpuRuntime(const std::string& asked, bool untrusted_tenant, 
   if (gvisor_wanted && no_gvisor.empty() && no_nvproxy.empty()) {
     return {"runsc", true, kGpuIsolationNvproxy, whose + " runs under gVisor (runsc --nvproxy)"};
   }
+  if (asked == "runsc" && !(no_gvisor.empty() && no_nvproxy.empty())) {
+    // The requester chose gVisor; a weaker sandbox is not ours to pick.
+    return {"", false, "", whose + " asks for runsc (gVisor), which cannot pass this host's GPUs in: " +
+                               (no_gvisor.empty() ? no_nvproxy : no_gvisor) + "; ask for runtime runc to use this host",
+            true};
+  }
   RuntimeChoice runc{"runc", false, kGpuIsolationRunc, whose + " runs " + kHardenedRunc};
   if (untrusted_tenant && !gvisor_for_tenants && asked != "runsc") {
     runc.why += ": this agent runs tenants' jobs under runc";

@@ -33,6 +33,10 @@ struct RuntimeChoice {
   bool nvproxy = false;       // runsc passes the GPUs in through nvproxy (RunSpec::nvproxy)
   std::string gpu_isolation;  // kGpuIsolation*, or "" when no GPU is passed in
   std::string why;            // "" when the job's own choice stands for no reason worth saying
+  // The job cannot run here as it asks (it names runsc and needs GPUs this
+  // runsc cannot pass in): the attempt is refused with `why`, never run
+  // under a weaker sandbox than the one it named.
+  bool refused = false;
 };
 // Without GPUs (`passes_gpus` false): a tenant's job that asks for runc runs
 // under gVisor (runsc) when the agent prefers it for tenants

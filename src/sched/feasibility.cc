@@ -91,6 +91,13 @@ bool Enforcement(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   if (d.runtime == "runsc" && e.memory() != "cgroup") {
     return Reject(why, "enforcement", "runsc needs cgroup memory limits", [&] { return std::string("memory enforced by " + e.memory()); });
   }
+  // A job naming runsc gets gVisor or nothing: its real GPUs need nvproxy
+  // (the agent refuses rather than fall back to runc).
+  const auto& gpus = n.view->gpus;
+  if (d.runtime == "runsc" && d.gpus > 0 && !e.runsc_gpu_unavailable().empty() &&
+      std::any_of(gpus.begin(), gpus.end(), [](const v1::GpuDevice& g) { return !g.simulated(); })) {
+    return Reject(why, "enforcement", "runsc cannot pass GPUs in", [&] { return e.runsc_gpu_unavailable(); });
+  }
   if (d.task->resources.strict_cpu() && e.cpu().empty()) {
     return Reject(why, "enforcement", "cannot cap CPU (strictCpu)");
   }

@@ -86,7 +86,10 @@ TEST(ChooseRuntimeTest, GpuJobsRunUnderRunscOnlyWithNvproxy) {
        "this agent runs tenants' jobs under runc"},
       {"operator, runc", "runc", false, true, nvproxy, "runc", "runc", "a GPU job runs under runc"},
       {"operator asks runsc, nvproxy", "runsc", false, true, nvproxy, "runsc", "runsc-nvproxy", "runsc --nvproxy"},
-      {"operator asks runsc, no nvproxy", "runsc", false, true, debian12, "runc", "runc", kNoNvproxy},
+      {"operator asks runsc, no nvproxy: refused", "runsc", false, true, debian12, "", "",
+       std::string("asks for runsc (gVisor), which cannot pass this host's GPUs in: ") + kNoNvproxy},
+      {"tenant asks runsc, no runsc: refused", "runsc", true, true, no_runsc, "", "",
+       "cannot pass this host's GPUs in: runsc (gVisor) is not installed"},
       {"tenant asks runsc, agent keeps tenants on runc", "runsc", true, false, nvproxy, "runsc", "runsc-nvproxy",
        "a tenant's GPU job runs under gVisor"},
   };
@@ -96,6 +99,7 @@ TEST(ChooseRuntimeTest, GpuJobsRunUnderRunscOnlyWithNvproxy) {
     EXPECT_EQ(got.runtime, c.runtime);
     EXPECT_EQ(got.gpu_isolation, c.gpu_isolation);
     EXPECT_EQ(got.nvproxy, c.runtime == "runsc") << "runsc never gets a GPU without nvproxy";
+    EXPECT_EQ(got.refused, c.runtime.empty()) << "a job naming runsc never runs under a weaker sandbox";
     EXPECT_NE(got.why.find(c.why), std::string::npos) << got.why;
   }
 }

@@ -59,6 +59,19 @@ TEST(PipelineStagesTest, Table) {
          t.runtime = "runsc";
        },
        "enforcement", "runsc needs cgroup"},
+      {"runsc GPU job where runsc has no nvproxy",
+       [](NodeView& n, TaskView& t) {
+         n.enforcement.set_runsc_gpu_unavailable("runsc release 20221219 has no --nvproxy");
+         t.runtime = "runsc";
+       },
+       "enforcement", "runsc cannot pass GPUs in", "runsc release 20221219 has no --nvproxy"},
+      {"runsc job on simulated GPUs needs no nvproxy",
+       [](NodeView& n, TaskView& t) {
+         n.enforcement.set_runsc_gpu_unavailable("runsc release 20221219 has no --nvproxy");
+         n.gpus[0].set_simulated(true);
+         t.runtime = "runsc";
+       },
+       "", ""},
       {"strictCpu without cpu cap",
        [](NodeView& n, TaskView& t) {
          n.enforcement.set_cpu("");
