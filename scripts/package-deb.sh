@@ -34,9 +34,9 @@ mkdir -p "$stage/DEBIAN" "$stage/usr/bin" "$stage/usr/lib/idlegrid" "$stage/lib/
 # Binaries, stripped (policy 10.1): the debug info stays in the build tree.
 strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$stage/usr/lib/idlegrid/idlegrid" "$bin"
 objcopy --remove-section=.comment "$build/idlegrid-bench" "$stage/usr/lib/idlegrid/idlegrid-bench"
-if [ -x "$build/idlegrid-gpu-bench" ]; then
-  strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$stage/usr/lib/idlegrid/idlegrid-gpu-bench" "$build/idlegrid-gpu-bench"
-fi
+# The GPU benchmark needs no CUDA toolkit to build (it loads libcuda.so.1 at
+# run time), so every package ships it.
+strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$stage/usr/lib/idlegrid/idlegrid-gpu-bench" "$build/idlegrid-gpu-bench"
 chmod 0755 "$stage"/usr/lib/idlegrid/*
 ln -s ../lib/idlegrid/idlegrid "$stage/usr/bin/idlegrid"
 

@@ -38,7 +38,7 @@ trap cleanup EXIT
 
 echo "== contents of $(basename "$deb")"
 contents=$(dpkg-deb --contents "$deb")
-for f in ./usr/bin/idlegrid ./usr/lib/idlegrid/idlegrid ./usr/lib/idlegrid/idlegrid-bench \
+for f in ./usr/bin/idlegrid ./usr/lib/idlegrid/idlegrid ./usr/lib/idlegrid/idlegrid-bench ./usr/lib/idlegrid/idlegrid-gpu-bench \
   ./lib/systemd/system/idlegrid-coordinator.service ./usr/lib/systemd/user/idlegrid-agent.service \
   ./etc/default/idlegrid-coordinator ./usr/share/doc/idlegrid/copyright \
   ./usr/share/man/man1/idlegrid.1.gz ./usr/share/man/man1/idlegrid-coordinator.1.gz \
