@@ -46,10 +46,10 @@ struct RuntimeChoice {
 // as asked.
 // With real GPUs passed in: runsc with nvproxy where gVisor would be used
 // (the job names runsc, or a tenant's job as above) and this runsc has
-// nvproxy (enforcement.runsc_gpu_unavailable() empty too); otherwise runc,
-// with the sandbox every runc job gets (seccomp_hardening.h, podman_args.h)
-// and the GPUs' CDI devices, never runsc without nvproxy (which cannot pass
-// a GPU in). Pure.
+// nvproxy (enforcement.runsc_gpu_unavailable() empty too); otherwise, for a
+// job that names runsc, refused; for the rest runc, with the sandbox every
+// runc job gets (seccomp_hardening.h, podman_args.h) and the GPUs' CDI
+// devices; never runsc without nvproxy (which cannot pass a GPU in). Pure.
 RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
                             bool passes_gpus, const v1::Enforcement& enforcement);
 
