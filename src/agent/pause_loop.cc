@@ -154,6 +154,7 @@ void Agent::PauseLoop() {
         if (paused_gpu_uuids.count(uuid)) targets[id] = DescribeOwnerCommand(*command);
       }
     }
+    std::set<std::string> handed;
     for (const auto& [id, why] : targets) {
       if (frozen.count(id)) continue;
       auto h = holds.find(id);
@@ -164,6 +165,7 @@ void Agent::PauseLoop() {
         // elsewhere and its VRAM is the owner's again.
         spdlog::info("attempt {} handed back at once: paused by its owner: {}", id, why);
         HandBack(id, "paused by its owner: " + why);
+        handed.insert(id);
         continue;
       }
       // Attempts that start during the pause are frozen too; one whose
@@ -177,10 +179,12 @@ void Agent::PauseLoop() {
       }
     }
     if (d.hand_back) {
-      for (const auto& id : frozen) {
-        if (!targets.count(id)) continue;
+      // The node's pause outlasted handBackAfter: all its attempts go, frozen
+      // or not yet (a container that did not exist at the last poll).
+      for (const auto& [id, why] : targets) {
+        if (handed.count(id)) continue;
         spdlog::info("attempt {} handed back: paused by its owner for {} s", id, (now - d.next.since_ms) / 1000);
-        HandBack(id, "paused by its owner: " + targets[id]);
+        HandBack(id, "paused by its owner: " + why);
       }
     }
     for (auto it = frozen.begin(); it != frozen.end();) {
