@@ -172,6 +172,12 @@ TEST(Load, SigtermWithTheCoordinatorDownEndsTheAgentWithinItsGraceAndLeavesNoCon
   });
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
+  // RUNNING is reported as the attempt starts; on a loaded host its
+  // container may appear a little later: awaited, at most 30 s.
+  const auto listed_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (ContainersLeft(grid, 1) < 2 && std::chrono::steady_clock::now() < listed_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   ASSERT_EQ(ContainersLeft(grid, 1), 2) << "both containers should be running before the shutdown";
   grid.StopCoordinator(SIGKILL);
   auto start = std::chrono::steady_clock::now();
