@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "agent/owner_command.h"
 #include "manifest/image_ref.h"
 #include "manifest/manifest.h"
 #include "registry/allow_list.h"
@@ -223,8 +224,7 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         out.lend_gpus.emplace();
         for (const auto& g : v) {
           const std::string sel = g.as<std::string>();
-          const bool index = !sel.empty() && sel.size() < 4 && sel.find_first_not_of("0123456789") == std::string::npos;
-          if (!index && sel.rfind("GPU-", 0) != 0 && sel.rfind("MIG-", 0) != 0) {
+          if (!IsGpuSelector(sel)) {
             return At(g, file, "lendGpus: \"" + sel + "\" is neither a GPU index (0, 1, ...) nor a UUID (GPU-...)");
           }
           out.lend_gpus->push_back(sel);

@@ -58,6 +58,11 @@ std::string DescribeOwnerCommand(const OwnerCommand& c) {
   return out;
 }
 
+bool IsGpuSelector(const std::string& t) {
+  const bool index = !t.empty() && t.size() < 4 && t.find_first_not_of("0123456789") == std::string::npos;
+  return index || t.rfind("GPU-", 0) == 0 || t.rfind("MIG-", 0) == 0;
+}
+
 bool GpuSelected(const std::vector<std::string>& selectors, const v1::GpuDevice& d) {
   return std::any_of(selectors.begin(), selectors.end(), [&](const std::string& s) {
     return s == std::to_string(d.index()) || (!d.uuid().empty() && s == d.uuid());

@@ -33,6 +33,9 @@ bool OwnerCommandExpired(const OwnerCommand& c, int64_t now_ms);
 // For people and NodePause.reason: "the owner ran idlegrid agent pause --for 2h".
 std::string DescribeOwnerCommand(const OwnerCommand& c);
 
+// Whether `text` can name a GPU: an index ("0") or an NVML UUID ("GPU-...",
+// "MIG-..."). lendGpus and `agent pause --gpu` take the same.
+bool IsGpuSelector(const std::string& text);
 // Whether `selector` (an index "0" or a UUID "GPU-...") names `d`.
 bool GpuSelected(const std::vector<std::string>& selectors, const v1::GpuDevice& d);
 // Why the owner keeps `d` back, or "": not in lendGpus, or paused by

@@ -39,8 +39,7 @@ int AgentPause(const std::string& data_dir, const std::string& for_text, const s
     c.for_text = for_text;
   }
   for (const auto& g : gpus) {
-    const bool index = !g.empty() && g.size() < 4 && g.find_first_not_of("0123456789") == std::string::npos;
-    if (!index && g.rfind("GPU-", 0) != 0 && g.rfind("MIG-", 0) != 0) {
+    if (!agent::IsGpuSelector(g)) {
       std::cerr << "error: --gpu " << g << ": expected a GPU index (0, 1, ...) or UUID (GPU-...)\n";
       return 2;
     }

@@ -139,6 +139,22 @@ class Pause : public ::testing::Test {
     return r.out.substr(0, r.out.find('\n'));
   }
 
+  // A one-GPU counter that checkpoints every second; returned once its
+  // first checkpoint is saved (so a hand back has one to resume from).
+  std::string SubmitCheckpointedGpuJob() {
+    const std::string manifest = grid_->WriteFile(
+        "gpu-counter.yaml", "apiVersion: idlegrid/v1\nname: gpu-counter\nimage: igtest@" + grid_->PushTestImage() +
+                                "\ncommand: [\"/sim\"]\nargs: [\"count\", \"40\", \"150\"]\nresources: {cpu: 0.5, "
+                                "memory: 256Mi, pids: 64, gpus: 1}\noutput: /out\nretries: 0\nidempotent: true\n"
+                                "checkpoint:\n  path: /ckpt\n  interval: 1s\n");
+    std::string id = Submit(manifest);
+    auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
+      return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
+    });
+    EXPECT_TRUE(saved.ok()) << saved.status().ToString();
+    return id;
+  }
+
   Result<v1::ListNodesResponse> WaitNode(int n, const std::function<bool(const v1::Node&)>& pred, int timeout_ms) {
     const std::string id = grid_->node_ids[static_cast<size_t>(n - 1)];
     return grid_->WaitNodes([&](const v1::ListNodesResponse& l) {
@@ -288,16 +304,8 @@ TEST_F(Pause, ALongPauseCheckpointsAndHandsBackAndTheTaskFinishesElsewhere) {
 TEST_F(Pause, AGpuJobWithACheckpointIsHandedBackAtOnceAndResumesElsewhere) {
   const std::vector<std::string> gpu = {"--simulate-gpu", "RTX 4090:24GiB:8.9"};
   StartAgentWithPolicy(1, "pauseWhen:\n  ownerGpu: true\n  handBackAfter: 10m\n", gpu);
-  const std::string manifest = grid_->WriteFile(
-      "gpu-counter.yaml", "apiVersion: idlegrid/v1\nname: gpu-counter\nimage: igtest@" + grid_->PushTestImage() +
-                              "\ncommand: [\"/sim\"]\nargs: [\"count\", \"40\", \"150\"]\nresources: {cpu: 0.5, "
-                              "memory: 256Mi, pids: 64, gpus: 1}\noutput: /out\nretries: 0\nidempotent: true\n"
-                              "checkpoint:\n  path: /ckpt\n  interval: 1s\n");
-  std::string id = Submit(manifest);
-  auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
-  });
-  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  const std::string id = SubmitCheckpointedGpuJob();
+  ASSERT_FALSE(HasFailure()) << "the GPU job saved no checkpoint";
 
   auto game = Process::Start({"sleep", "600"}, grid_->root + "/game.err");
   ASSERT_TRUE(game);
@@ -413,16 +421,8 @@ TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
 TEST_F(Pause, APerGpuPauseHandsBackTheJobOnThatGpu) {
   const std::vector<std::string> gpu = {"--simulate-gpu", "RTX 4090:24GiB:8.9"};
   StartAgentWithPolicy(1, "{}\n", gpu);
-  const std::string manifest = grid_->WriteFile(
-      "gpu-counter.yaml", "apiVersion: idlegrid/v1\nname: gpu-counter\nimage: igtest@" + grid_->PushTestImage() +
-                              "\ncommand: [\"/sim\"]\nargs: [\"count\", \"40\", \"150\"]\nresources: {cpu: 0.5, "
-                              "memory: 256Mi, pids: 64, gpus: 1}\noutput: /out\nretries: 0\nidempotent: true\n"
-                              "checkpoint:\n  path: /ckpt\n  interval: 1s\n");
-  std::string id = Submit(manifest);
-  auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
-  });
-  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  const std::string id = SubmitCheckpointedGpuJob();
+  ASSERT_FALSE(HasFailure()) << "the GPU job saved no checkpoint";
   auto p = grid_->Cli({"agent", "pause", "--data-dir", grid_->AgentDataDir(1) + "/state", "--gpu", "0"}, false);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
