@@ -20,6 +20,7 @@
 #include "common/exit_code.h"
 #include "cli/agent_status.h"
 #include "cli/commands.h"
+#include "cli/image_base.h"
 #include "ledger/plans.h"
 #include "manifest/manifest.h"
 #include "registry/allow_list.h"
@@ -427,6 +428,17 @@ int main(int argc, char** argv) {
   build->add_option("--name", build_options.name, "name it: prints NAME@sha256:... (default: the bare digest)");
   build->add_flag("--public", build_options.make_public, "any account may run it (default: only yours)");
   add_client_flags(build);
+  idlegrid::cli::ImageBaseOptions base_options;
+  std::string base_packages;
+  auto* base = image->add_subcommand(
+      "base", "make a minimal Debian root with mmdebstrap and import it into podman as localhost/NAME:latest, "
+              "for a Containerfile's FROM NAME (nothing is pushed)");
+  base->add_option("name", base_options.name, "the image's name")->required();
+  base->add_option("--packages", base_packages, "Debian packages to include, comma-separated (python3-numpy,...)")
+      ->required();
+  base->add_option("--suite", base_options.suite, "Debian suite")->capture_default_str();
+  base->add_option("--mirror", base_options.mirror,
+                   "Debian archive URL (default: the host's apt sources' Debian archive, else deb.debian.org)");
   auto* keygen = image->add_subcommand("keygen", "make an Ed25519 key pair for signing images: NAME.key, NAME.pub");
   keygen->add_option("name", key_name, "file prefix; the key is named by its last part")->required();
   auto* sign = image->add_subcommand("sign", "sign an image and add the signature to the coordinator");
@@ -618,6 +630,10 @@ int main(int argc, char** argv) {
     return idlegrid::cli::ResolveLost(common, job_id, true);
   }
   if (*abandon) return idlegrid::cli::ResolveLost(common, job_id, false);
+  if (*base) {
+    base_options.packages = idlegrid::cli::SplitPackageList(base_packages);
+    return idlegrid::cli::ImageBase(base_options);
+  }
   if (*build) return idlegrid::cli::ImageBuild(common, build_options);
   if (*push) return idlegrid::cli::ImagePush(common, file, make_public, sign_key);
   if (*keygen) return idlegrid::cli::ImageKeygen(key_name);
