@@ -184,6 +184,12 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           return At(v, file, "allowGpuSharing: expected true or false");
         }
         out.policy.set_allow_gpu_sharing(v.Scalar() == "true");
+      } else if (key == "imageCache") {
+        auto bytes = manifest::ParseBytes(v.Scalar());
+        if (!bytes.ok() || *bytes == 0) {
+          return At(v, file, "imageCache: expected a size such as 20Gi (the disk the agent's image layers may use)");
+        }
+        out.image_cache_bytes = *bytes;
       } else if (key == "reservedCpu") {
         double cpu = v.as<double>();
         if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");

@@ -58,6 +58,9 @@ struct OwnerPolicy {
   // lendGpus: the GPUs (by index or UUID) the owner lends; the others are
   // advertised with GpuDevice.owner_hold and take no work. Unset: all.
   std::optional<std::vector<std::string>> lend_gpus;
+  // imageCache: bytes of layered images' blobs the agent keeps before it
+  // evicts the least recently used image (image_cache.h); 0: the default.
+  uint64_t image_cache_bytes = 0;
 };
 
 // Defaults: accept jobs, no limits, no reserves, no asks.

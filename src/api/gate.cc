@@ -38,6 +38,11 @@ Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bea
   // Role and scope first, with no lookup: a refused caller learns nothing
   // about the object and costs no store read.
   IG_RETURN_IF_ERROR(auth::AuthorizeMethod(caller, method));
+  IG_RETURN_IF_ERROR(Check(caller, method, target));
+  return caller;
+}
+
+Status Gate::Check(const auth::Caller& caller, std::string_view method, const TargetOf& target) {
   IG_ASSIGN_OR_RETURN(auth::Target t, target.lookup(caller));
   Status st = auth::Authorize(caller, method, t);
   // Missing and someone else's read the same; naming the caller's own id
@@ -48,8 +53,7 @@ Result<auth::Caller> Gate::Admit(std::string_view method, const std::string& bea
   if (!st.ok() && st.code() != Code::kUnauthenticated) {
     spdlog::info("refused {} for account {}: {}", method, caller.account, st.message());
   }
-  IG_RETURN_IF_ERROR(st);
-  return caller;
+  return st;
 }
 
 TargetOf Gate::None() {

@@ -33,6 +33,10 @@ class Gate {
   Result<auth::Caller> Admit(std::string_view method, const std::string& bearer, const TargetOf& target,
                              std::string_view peer = "");
 
+  // Admit's second half, for a call that names more objects than its first
+  // (an image's layers): may the admitted `caller` make `method` on `target`.
+  Status Check(const auth::Caller& caller, std::string_view method, const TargetOf& target);
+
   // Targets of the ownership rules.
   static TargetOf None();
   TargetOf Job(std::string job_id);

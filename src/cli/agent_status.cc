@@ -88,6 +88,7 @@ std::string FormatAgentStatus(const AgentStatusView& v) {
   line("node", v.node_id + (v.node != nullptr && !v.node->name().empty() ? " (" + v.node->name() + ")" : ""));
   line("coordinator", v.coordinator);
   line("service", v.service);
+  if (!v.image_cache.empty()) line("images", v.image_cache);
   if (v.node == nullptr) {
     line("state", "unknown: " + v.node_error);
   } else {
@@ -152,9 +153,15 @@ std::string FormatHandshake(const v1::ReliabilityComponents& c) {
   return out;
 }
 
+std::string FormatImageCache(int images, int blobs, uint64_t bytes, uint64_t budget_bytes) {
+  return std::to_string(images) + " image(s), " + std::to_string(blobs) + " blob(s), " + FormatGiB(bytes) + " of a " +
+         FormatGiB(budget_bytes) + " budget (policy.yaml imageCache)";
+}
+
 int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::string& coordinator,
-                const std::string& service) {
+                const std::string& service, const std::string& image_cache) {
   AgentStatusView view;
+  view.image_cache = image_cache;
   view.node_id = node_id;
   view.coordinator = coordinator;
   view.service = service;

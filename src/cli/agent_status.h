@@ -13,6 +13,7 @@ struct AgentStatusView {
   std::string node_id;
   std::string coordinator;   // host:port from the agent's config
   std::string service;       // UserUnitState()
+  std::string image_cache;   // FormatImageCache of the agent's data dir; "" to leave the line out
   const v1::Node* node = nullptr;  // the coordinator's record; null when not read
   std::string node_error;    // why it was not read
   const v1::LedgerBalanceResponse* balance = nullptr;  // the provider's; null when not read
@@ -46,6 +47,10 @@ std::string FormatAgentStatus(const AgentStatusView& view);
 // with --json). 0 when the node was read, else 1 (what is known locally is
 // printed all the same).
 int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::string& coordinator,
-                const std::string& service);
+                const std::string& service, const std::string& image_cache = "");
+
+// Pure: the agent's layered image cache in one line, "3 image(s), 12 blob(s),
+// 1.2 GiB of a 20.0 GiB budget (policy.yaml imageCache)".
+std::string FormatImageCache(int images, int blobs, uint64_t bytes, uint64_t budget_bytes);
 
 }  // namespace idlegrid::cli

@@ -34,6 +34,7 @@
 // method says so (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too,
 // held across store reads of jobs (StandingStateOf) but never with another lock.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -223,6 +224,16 @@ class Coordinator {
   // use it. Jobs already submitted keep the class they were stamped with.
   void SetDataPolicy(sched::DataPolicy policy);
   Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
+  // image_layers.cc. Registers an image pushed blob by blob: its manifest,
+  // config and every layer must be stored already, each of the size the
+  // manifest states, and `may_read` must allow each (a pusher cannot name
+  // another account's private layer into an image of its own). The image
+  // record's archive_digest is then the manifest's own digest.
+  Result<v1::PushImageResponse> RegisterLayeredImage(const std::string& manifest_digest,
+                                                     const std::function<Status(const std::string&)>& may_read);
+  // The blobs of a layered image (manifest, config, layers), or none for an
+  // image pushed as one archive.
+  Result<std::vector<v1::ArtifactRef>> ImageBlobsOf(const store::ImageRecord& image);
   // signatures.cc. Stores a signature over an image `account` may use, after
   // verifying it: NotFound for an image that is missing or not the
   // account's to use (the same answer), InvalidArgument for a malformed

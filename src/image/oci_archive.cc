@@ -215,6 +215,44 @@ Result<std::string> OciManifestConfigDigest(const std::string& manifest_json, co
   return manifest.config.digest;
 }
 
+namespace {
+OciBlobRef RefOf(const Descriptor& d) { return OciBlobRef{d.media_type, d.digest, d.size}; }
+}  // namespace
+
+Result<OciManifestBlobs> ParseOciManifestBlobs(const std::string& manifest_json, const std::string& what) {
+  if (manifest_json.size() > kMaxJsonSize) return Status::InvalidArgument(what + " is larger than 4 MiB");
+  IG_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(manifest_json, what));
+  OciManifestBlobs out;
+  out.config = RefOf(manifest.config);
+  std::set<std::string> seen;
+  for (const Descriptor& layer : manifest.layers) {
+    if (seen.insert(layer.digest).second) out.layers.push_back(RefOf(layer));
+  }
+  return out;
+}
+
+Result<OciArchiveBlobs> LocateOciArchiveBlobs(const std::string& path, const std::string& expected_manifest_digest) {
+  IG_ASSIGN_OR_RETURN(OciImageInfo info, InspectOciArchive(path, expected_manifest_digest));
+  IG_ASSIGN_OR_RETURN(TarReader tar, TarReader::Open(path));
+  const TarMember* manifest_member = tar.Find(BlobPath(info.manifest_digest));
+  if (!manifest_member) return Status::NotFound("manifest blob vanished from " + path);
+  IG_ASSIGN_OR_RETURN(std::string text, tar.ReadAll(*manifest_member, kMaxJsonSize));
+  IG_ASSIGN_OR_RETURN(OciManifestBlobs parsed, ParseOciManifestBlobs(text, "manifest " + info.manifest_digest));
+  OciArchiveBlobs out;
+  out.info = info;
+  out.blobs.push_back({{kManifestMediaType, info.manifest_digest, manifest_member->size}, manifest_member->offset});
+  std::vector<OciBlobRef> refs{parsed.config};
+  refs.insert(refs.end(), parsed.layers.begin(), parsed.layers.end());
+  std::set<std::string> seen{info.manifest_digest};
+  for (const OciBlobRef& ref : refs) {
+    if (!seen.insert(ref.digest).second) continue;  // a layer that is also the config: once
+    const TarMember* member = tar.Find(BlobPath(ref.digest));
+    if (!member) return Status::NotFound("blob " + ref.digest + " vanished from " + path);
+    out.blobs.push_back({ref, member->offset});
+  }
+  return out;
+}
+
 Result<OciImageInfo> InspectOciArchive(const std::string& path,
                                        const std::string& expected_manifest_digest) {
   if (!expected_manifest_digest.empty() && !IsValidDigest(expected_manifest_digest)) {

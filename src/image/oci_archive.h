@@ -2,7 +2,9 @@
 // Verification of OCI image archives, the single-file form in which images
 // are uploaded and cached (`podman save --format oci-archive`): a plain tar
 // holding oci-layout, index.json and blobs/sha256/<hex>.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -40,5 +42,35 @@ Result<OciImageInfo> InspectOciArchive(const std::string& path,
 // manifest media type (or none), a valid config descriptor and layers list.
 // InvalidArgument otherwise, the message naming `what`. Pure.
 Result<std::string> OciManifestConfigDigest(const std::string& manifest_json, const std::string& what);
+
+// A blob an OCI manifest names.
+struct OciBlobRef {
+  std::string media_type;
+  std::string digest;  // "sha256:<hex>"
+  uint64_t size = 0;
+};
+
+// What a single-platform OCI image manifest is made of: its config and its
+// layers in order (a layer repeated in the manifest appears once, at its first
+// place). Checked as OciManifestConfigDigest checks it. Pure.
+struct OciManifestBlobs {
+  OciBlobRef config;
+  std::vector<OciBlobRef> layers;
+};
+Result<OciManifestBlobs> ParseOciManifestBlobs(const std::string& manifest_json, const std::string& what);
+
+// Where an archive holds each blob of its image: the manifest first, then the
+// config, then the layers (deduplicated), each with its offset in the file.
+// Verifies the archive as InspectOciArchive does first.
+struct LocatedBlob {
+  OciBlobRef ref;
+  uint64_t offset = 0;  // the blob's first byte in the archive file
+};
+struct OciArchiveBlobs {
+  OciImageInfo info;
+  std::vector<LocatedBlob> blobs;  // [0] is the manifest, [1] the config
+};
+Result<OciArchiveBlobs> LocateOciArchiveBlobs(const std::string& path,
+                                              const std::string& expected_manifest_digest = "");
 
 }  // namespace idlegrid::image

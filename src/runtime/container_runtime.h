@@ -66,6 +66,11 @@ class ContainerRuntime {
   virtual Status LoadImage(const std::string& archive_path, const std::string& image_id) = 0;
   // Whether the image is present locally; false on any error.
   virtual bool HasImage(const std::string& image_id) = 0;
+  // Removes a loaded image (the agent's image cache evicts it under the
+  // owner's disk budget). Ok if it is not there. FailedPrecondition while a
+  // container still uses it. Drivers that keep no images of their own keep
+  // this default.
+  virtual Status RemoveImage(const std::string& image_id) { return Status::Ok(); }
 
   // Runs one attempt to completion. InvalidArgument for a spec that fails
   // ValidateRunSpec; FailedPrecondition if the host cannot enforce its limits

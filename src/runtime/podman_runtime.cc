@@ -166,6 +166,17 @@ class PodmanRuntime final : public ContainerRuntime {
     return Status::Ok();
   }
 
+  Status RemoveImage(const std::string& image_id) override {
+    IG_RETURN_IF_ERROR(ValidateImageId(image_id));
+    if (!HasImage(image_id)) return Status::Ok();
+    IG_ASSIGN_OR_RETURN(CommandOutput rm, RunCommand({podman_, "rmi", image_id}, kCommandTimeout));
+    if (rm.exit_code != 0) {
+      return Status::FailedPrecondition("podman rmi " + image_id.substr(0, 12) +
+                                        " failed: " + Trimmed(Tail(rm.stderr_text, kStderrTailBytes)));
+    }
+    return Status::Ok();
+  }
+
   bool HasImage(const std::string& image_id) override {
     if (!ValidateImageId(image_id).ok()) return false;
     Result<CommandOutput> exists = RunCommand({podman_, "image", "exists", image_id}, kCommandTimeout);

@@ -48,6 +48,11 @@ class RoutingRuntime : public ContainerRuntime {
     return reference_->LoadImage(archive_path, image_id);
   }
 
+  Status RemoveImage(const std::string& image_id) override {
+    if (fast_) IG_RETURN_IF_ERROR(fast_->RemoveImage(image_id));
+    return reference_->RemoveImage(image_id);
+  }
+
   bool HasImage(const std::string& image_id) override {
     return reference_->HasImage(image_id) && (!fast_ || fast_->HasImage(image_id));
   }

@@ -122,6 +122,7 @@ class RuncRuntime final : public ContainerRuntime {
     return problem_.empty() ? std::vector<std::string>{"runc"} : std::vector<std::string>{};
   }
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override;
+  Status RemoveImage(const std::string& image_id) override;
   bool HasImage(const std::string& image_id) override {
     return ValidateImageId(image_id).ok() && PathExists(ImageDir(image_id) + "/" + image::kImageConfigFileName);
   }
@@ -189,6 +190,17 @@ Status RuncRuntime::LoadImage(const std::string& archive_path, const std::string
   // AlreadyExists: another agent process won the race (this one holds image_mu).
   if (!unpacked.ok() && unpacked.status().code() == Code::kAlreadyExists && HasImage(image_id)) return Status::Ok();
   return unpacked.ok() ? Status::Ok() : unpacked.status();
+}
+
+// Containers run on a copy-free bundle of the unpacked tree, so the agent's
+// image cache removes an image only when no attempt uses it (it pins them).
+Status RuncRuntime::RemoveImage(const std::string& image_id) {
+  IG_RETURN_IF_ERROR(ValidateImageId(image_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    image_configs_.erase(image_id);
+  }
+  return image::RemoveUnpackedTree(ImageDir(image_id));
 }
 
 Result<image::ImageConfig> RuncRuntime::ImageConfigFor(const std::string& image_id) {

@@ -140,6 +140,10 @@ std::vector<v1::AttemptEvent> RecordingReporter::Events() {
 Status FakeArtifacts::Download(const std::string& digest, const std::string& path) {
   auto it = store.find(digest);
   if (it == store.end()) return Status::NotFound("no artifact " + digest);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    downloaded.push_back(digest);
+  }
   return WriteFileAtomic(path, it->second, 0600);
 }
 

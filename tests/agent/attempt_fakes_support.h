@@ -34,6 +34,11 @@ class FakeRuntime : public runtime::ContainerRuntime {
   std::vector<std::string> Runtimes() const override { return {"runc"}; }
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override;
   bool HasImage(const std::string& image_id) override;
+  Status RemoveImage(const std::string& image_id) override {
+    removed_images.push_back(image_id);
+    return Status::Ok();
+  }
+  std::vector<std::string> removed_images;  // RemoveImage's ids, in order
   Result<runtime::ExitInfo> Run(const runtime::RunSpec& spec, const runtime::OutputSink& sink,
                                 std::chrono::milliseconds timeout, const std::function<void()>& on_started) override;
   Status Kill(const std::string& container_name) override;
@@ -131,6 +136,7 @@ class FakeArtifacts : public ArtifactTransfer {
 
   std::map<std::string, std::string> store;  // digest -> contents
   bool fail_uploads = false;
+  std::vector<std::string> downloaded;  // digests Download served, in order
 
  private:
   std::mutex mu_;
