@@ -39,6 +39,23 @@ v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const
   return c;
 }
 
+// Where `digest` is an input of `spec`, for an error: its path, and with
+// placeholders the first item that names it.
+std::string InputUsePlace(const v1::JobSpec& spec, const std::string& digest) {
+  if (!manifest::InputsUsePlaceholders(spec) || spec.items_size() == 0) {
+    for (const auto& input : spec.inputs()) {
+      if (input.artifact() == digest) return input.path();
+    }
+    return "an input";
+  }
+  for (int i = 0; i < spec.items_size(); ++i) {
+    for (const v1::InputSpec& input : manifest::InputsForTask(spec, static_cast<uint32_t>(i))) {
+      if (input.artifact() == digest) return input.path() + " of array.items[" + std::to_string(i) + "]";
+    }
+  }
+  return "an input";
+}
+
 std::string BearerToken(const std::string& header) {
   const std::string prefix = "Bearer ";
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
@@ -186,10 +203,11 @@ Result<Coordinator::PreparedJob> Coordinator::PrepareJob(v1::JobSpec spec, const
   }
   // A registry image is judged by the digest it was pinned to above.
   IG_RETURN_IF_ERROR(CheckImageTrusted(manifest::ImageDigestOf(spec.image())));
-  for (const auto& input : spec.inputs()) {
-    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, input.artifact()));
-    if (!usable || !artifacts_->Has(input.artifact())) {
-      return Status::FailedPrecondition("input artifact " + input.artifact() + " (for " + input.path() +
+  // Every task's inputs: with placeholders, each item names its own shard.
+  for (const std::string& digest : manifest::InputArtifacts(spec)) {
+    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, digest));
+    if (!usable || !artifacts_->Has(digest)) {
+      return Status::FailedPrecondition("input artifact " + digest + " (for " + InputUsePlace(spec, digest) +
                                         ") is not in this coordinator's store; upload it first");
     }
   }
@@ -220,7 +238,7 @@ Result<v1::Job> Coordinator::StoreJob(const PreparedJob& job, const std::string&
   // The job holds its image and inputs while it exists (artifact GC).
   std::vector<store::ArtifactRef> refs;
   if (!image_archive.empty()) refs.push_back({image_archive, "job:" + job_id, account, 0});
-  for (const auto& input : spec.inputs()) refs.push_back({input.artifact(), "job:" + job_id, account, 0});
+  for (const std::string& digest : manifest::InputArtifacts(spec)) refs.push_back({digest, "job:" + job_id, account, 0});
   if (!refs.empty()) IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
@@ -637,7 +655,8 @@ Status Coordinator::NodeMayRead(const std::string& node_id, const std::string& a
                                 const std::string& digest) {
   IG_ASSIGN_OR_RETURN(store::ActiveAttempt a, LiveAttemptFor(node_id, attempt_id, token));
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(a.job_id));
-  for (const auto& input : job.spec().inputs()) {
+  // Only this task's inputs: another task's shard is not this attempt's to read.
+  for (const v1::InputSpec& input : manifest::InputsForTask(job.spec(), a.index)) {
     if (input.artifact() == digest) return Status::Ok();
   }
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));

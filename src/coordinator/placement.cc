@@ -14,6 +14,7 @@
 #include "coordinator/cost_cap.h"
 #include "coordinator/data_class.h"
 #include "jobs/attempt_events.h"
+#include "manifest/items.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
@@ -110,6 +111,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.trust_tier = TrustTierOf(*data_policy_, id, n.measurement, n.ad);
     v.reliability = n.reliability.score;
     v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
+    v.cached_inputs.insert(n.ad.cached_inputs().begin(), n.ad.cached_inputs().end());
     for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
     v.allows_sharing = n.ad.policy().allow_gpu_sharing();
     v.max_run_seconds = n.ad.policy().max_run_seconds();
@@ -160,6 +162,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.regions.insert(c.regions().begin(), c.regions().end());
   t.min_trust_tier = static_cast<int>(c.min_trust_tier());
   t.image = manifest::ImageDigestOf(spec.image());
+  for (const v1::InputSpec& in : manifest::InputsForTask(spec, q.index)) t.inputs.push_back(in.artifact());
   t.image_signers = image_signatures_.SignersOf(t.image);
   t.registry = spec.registry_image().registry();
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();

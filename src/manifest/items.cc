@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <set>
 
 #include "manifest/quote.h"
 
@@ -65,7 +66,19 @@ std::vector<Template> Templates(const v1::JobSpec& spec) {
   std::map<std::string, const std::string*> env;
   for (const auto& [k, v] : spec.env()) env[k] = &v;
   for (const auto& [k, v] : env) out.push_back({"env." + k, "env[" + k + "]", v});
+  for (int i = 0; i < spec.inputs_size(); ++i) {
+    const std::string at = "inputs[" + std::to_string(i) + "]";
+    out.push_back({at + ".artifact", at + ".artifact", &spec.inputs(i).artifact()});
+    out.push_back({at + ".path", at + ".path", &spec.inputs(i).path()});
+  }
   return out;
+}
+
+void ExpandInput(v1::InputSpec* input, const google::protobuf::Map<std::string, std::string>& values) {
+  if (input->artifact().find("{{") != std::string::npos) {
+    input->set_artifact(ExpandPlaceholders(input->artifact(), values));
+  }
+  if (input->path().find("{{") != std::string::npos) input->set_path(ExpandPlaceholders(input->path(), values));
 }
 
 }  // namespace
@@ -101,7 +114,34 @@ v1::JobSpec SpecForTask(const v1::JobSpec& spec, uint32_t index) {
   const auto& values = spec.items(static_cast<int>(index)).values();
   for (int i = 0; i < out.args_size(); ++i) *out.mutable_args(i) = ExpandPlaceholders(out.args(i), values);
   for (auto& [k, v] : *out.mutable_env()) v = ExpandPlaceholders(v, values);
+  for (auto& input : *out.mutable_inputs()) ExpandInput(&input, values);
   return out;
+}
+
+bool InputsUsePlaceholders(const v1::JobSpec& spec) {
+  return std::any_of(spec.inputs().begin(), spec.inputs().end(), [](const v1::InputSpec& in) {
+    return in.artifact().find("{{") != std::string::npos || in.path().find("{{") != std::string::npos;
+  });
+}
+
+std::vector<v1::InputSpec> InputsForTask(const v1::JobSpec& spec, uint32_t index) {
+  std::vector<v1::InputSpec> out(spec.inputs().begin(), spec.inputs().end());
+  if (spec.items_size() == 0 || index >= static_cast<uint32_t>(spec.items_size())) return out;
+  const auto& values = spec.items(static_cast<int>(index)).values();
+  for (v1::InputSpec& input : out) ExpandInput(&input, values);
+  return out;
+}
+
+std::vector<std::string> InputArtifacts(const v1::JobSpec& spec) {
+  std::set<std::string> digests;
+  if (!InputsUsePlaceholders(spec) || spec.items_size() == 0) {
+    for (const auto& in : spec.inputs()) digests.insert(in.artifact());
+  } else {
+    for (int i = 0; i < spec.items_size(); ++i) {
+      for (const v1::InputSpec& in : InputsForTask(spec, static_cast<uint32_t>(i))) digests.insert(in.artifact());
+    }
+  }
+  return {digests.begin(), digests.end()};
 }
 
 std::optional<ItemProblem> FindItemProblem(const v1::JobSpec& spec) {

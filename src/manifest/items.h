@@ -1,7 +1,8 @@
 #pragma once
 // Item arrays: `array: {items: [...]}` (or a JSON Lines file) runs one task
-// per item, and each task's args and env values get that item's values in
-// place of `{{.name}}` placeholders. Pure: the manifest parser and
+// per item, and each task's args, env values and inputs (artifact and path)
+// get that item's values in place of `{{.name}}` placeholders, so each task
+// of a sweep can read its own shard. Pure: the manifest parser and
 // ValidateJobSpec check placeholders against every item at submit, and the
 // coordinator expands a task's spec when it sends the assignment, so an
 // agent sees only its own task's values.
@@ -31,10 +32,22 @@ Result<std::vector<std::string>> Placeholders(std::string_view text);
 // that is not there is left as it was (validation refuses that first).
 std::string ExpandPlaceholders(std::string_view text, const google::protobuf::Map<std::string, std::string>& values);
 
-// The spec task `index` runs: args and env values expanded with item
+// The spec task `index` runs: args, env values and inputs expanded with item
 // `index`'s values and the items dropped. A spec without items is returned
 // unchanged.
 v1::JobSpec SpecForTask(const v1::JobSpec& spec, uint32_t index);
+
+// Whether any input's artifact or path holds a placeholder.
+bool InputsUsePlaceholders(const v1::JobSpec& spec);
+
+// The inputs task `index` reads (SpecForTask's inputs), without copying the
+// rest of the spec: what the coordinator checks an agent's download against.
+// An index past the items leaves the inputs as written.
+std::vector<v1::InputSpec> InputsForTask(const v1::JobSpec& spec, uint32_t index);
+
+// Every distinct input artifact digest any task of `spec` reads, sorted: what
+// a submitter must be allowed to read, and what the job holds (artifact GC).
+std::vector<std::string> InputArtifacts(const v1::JobSpec& spec);
 
 // Where an item array breaks a rule: the field (manifest path: "args[1]",
 // "env.SEED", "array.items[3]") and what is wrong.

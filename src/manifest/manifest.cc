@@ -116,8 +116,9 @@ bool IsAllDigits(std::string_view s) {
 
 class ManifestParser {
  public:
-  explicit ManifestParser(std::string filename, ItemsFileReader read_items = nullptr)
-      : filename_(std::move(filename)), read_items_(std::move(read_items)) {}
+  explicit ManifestParser(std::string filename, ItemsFileReader read_items = nullptr,
+                          DirInputResolver resolve_dir = nullptr)
+      : filename_(std::move(filename)), read_items_(std::move(read_items)), resolve_dir_(std::move(resolve_dir)) {}
 
   Result<v1::JobSpec> Parse(const std::string& text);
   Result<v1::WorkflowSpec> ParseWorkflow(const std::string& text);
@@ -180,6 +181,7 @@ class ManifestParser {
 
   const std::string filename_;
   const ItemsFileReader read_items_;
+  const DirInputResolver resolve_dir_;
   // While a workflow step is read: the step, and for each of its job's
   // inputs and upstream inputs, its index in the manifest's `inputs` list.
   v1::WorkflowStepSpec* step_ = nullptr;
@@ -592,12 +594,41 @@ Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
     }
     if (step_ != nullptr) job_input_at_.back().push_back(static_cast<int>(i));
     v1::InputSpec* input = spec->add_inputs();
+    std::optional<Value> dir;  // a local directory, uploaded as a tar by resolve_dir_
+    bool artifact_given = false;
     const std::vector<FieldRule> rules = {
-        {"artifact",
-         Bind(&ManifestParser::ReadString, [input](std::string s) { input->set_artifact(s); })},
+        {"artifact", Bind(&ManifestParser::ReadString,
+                          [input, &artifact_given](std::string s) {
+                            input->set_artifact(s);
+                            artifact_given = true;
+                          })},
+        {"dir",
+         [&dir, this](const Value& v) -> Status {
+           IG_RETURN_IF_ERROR(ReadString(v).status());
+           dir = v;
+           return Status::Ok();
+         }},
         {"path", Bind(&ManifestParser::ReadString, [input](std::string s) { input->set_path(s); })},
+        {"unpack", Bind(&ManifestParser::ReadBool, [input](bool b) { input->set_unpack(b); })},
     };
-    IG_RETURN_IF_ERROR(ReadFields(item, rules, {"artifact", "path"}));
+    IG_RETURN_IF_ERROR(ReadFields(item, rules, {"path"}));
+    if (!dir) {
+      if (!artifact_given) {
+        return Error(item.mark, item.path + ": missing required field \"artifact\" (or \"dir\", a local directory)");
+      }
+      continue;
+    }
+    if (artifact_given) {
+      return Error(dir->mark, item.path + ": give artifact or dir, not both");
+    }
+    if (!resolve_dir_) {
+      return Error(dir->mark, item.path + ".dir: a local directory is uploaded by `idlegrid submit`; "
+                                          "push it with `idlegrid artifact push DIR` and name its digest here");
+    }
+    Result<std::string> digest = resolve_dir_(dir->node.Scalar());
+    if (!digest.ok()) return Error(dir->mark, item.path + ".dir: " + digest.status().message());
+    input->set_artifact(*digest);
+    input->set_unpack(true);
   }
   return Status::Ok();
 }
@@ -678,8 +709,8 @@ Status ManifestParser::ReadItems(const Value& value, v1::JobSpec* spec) {
 }  // namespace
 
 Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename,
-                                  ItemsFileReader read_items) {
-  return ManifestParser(filename, std::move(read_items)).Parse(yaml_text);
+                                  ItemsFileReader read_items, DirInputResolver resolve_dir) {
+  return ManifestParser(filename, std::move(read_items), std::move(resolve_dir)).Parse(yaml_text);
 }
 
 Result<std::string> ReadManifestText(const std::string& path) {
@@ -713,9 +744,17 @@ ItemsFileReader ItemsBeside(const std::string& path) {
 
 }  // namespace
 
-Result<v1::JobSpec> LoadManifestFile(const std::string& path) {
+Result<v1::JobSpec> LoadManifestFile(const std::string& path, DirInputResolver resolve_dir) {
   IG_ASSIGN_OR_RETURN(std::string text, ReadManifestText(path));
-  return ParseManifest(text, path, ItemsBeside(path));
+  DirInputResolver beside;
+  if (resolve_dir) {
+    const std::filesystem::path base = std::filesystem::path(path).parent_path();
+    beside = [base, resolve = std::move(resolve_dir)](const std::string& dir) {
+      const std::filesystem::path p(dir);
+      return resolve((p.is_absolute() || base.empty() ? p : base / p).string());
+    };
+  }
+  return ParseManifest(text, path, ItemsBeside(path), std::move(beside));
 }
 
 Result<v1::WorkflowSpec> ParseWorkflowManifest(const std::string& yaml_text, const std::string& filename,

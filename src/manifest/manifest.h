@@ -54,14 +54,20 @@ inline constexpr size_t kMaxManifestBytes = 1 << 20;
 // map, for missing fields). Never throws.
 // An item array's `items: FILE` is read through `read_items` (the file's
 // name as written -> its bytes); without one such a manifest is refused.
+// An input `{dir: DIR, path: P}` names a local directory: `resolve_dir`
+// (DIR -> the digest of its tar, uploaded; `idlegrid submit` packs and
+// uploads it) makes it the input `{artifact: DIGEST, path: P, unpack: true}`,
+// its error reported at the `dir` value. Without one such a manifest is
+// refused.
 using ItemsFileReader = std::function<Result<std::string>(const std::string& name)>;
+using DirInputResolver = std::function<Result<std::string>(const std::string& dir)>;
 Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename,
-                                  ItemsFileReader read_items = nullptr);
+                                  ItemsFileReader read_items = nullptr, DirInputResolver resolve_dir = nullptr);
 
-// Reads `path` and parses it with ParseManifest; an items file is named
-// relative to the manifest's directory. A file that cannot be read is
-// InvalidArgument "<path>: cannot read: <reason>".
-Result<v1::JobSpec> LoadManifestFile(const std::string& path);
+// Reads `path` and parses it with ParseManifest; an items file and a `dir:`
+// input are named relative to the manifest's directory. A file that cannot
+// be read is InvalidArgument "<path>: cannot read: <reason>".
+Result<v1::JobSpec> LoadManifestFile(const std::string& path, DirInputResolver resolve_dir = nullptr);
 
 // Sets every unset (zero/empty) field that has a default. Proto3 cannot tell
 // "unset" from zero, so for a spec built from JSON, `memory_bytes: 0` means

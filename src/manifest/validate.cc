@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include "common/digest.h"
 #include "manifest/image_ref.h"
@@ -180,7 +181,7 @@ Violation CheckResources(const v1::Resources& r) {
 
 // The checkpoint directory is writable and restored on retries: it must not
 // overlap the outputs or any (read-only) input.
-Violation CheckCheckpoint(const v1::JobSpec& spec) {
+Violation CheckCheckpoint(const v1::JobSpec& spec, const std::vector<v1::InputSpec>& inputs) {
   const std::string& dir = spec.checkpoint_path();
   if (dir.empty()) {
     if (spec.checkpoint_interval_seconds() != 0) {
@@ -197,8 +198,8 @@ Violation CheckCheckpoint(const v1::JobSpec& spec) {
     return FieldViolation{"checkpoint_path", "checkpoint.path",
                           Quote(dir) + " overlaps the output directory " + Quote(output)};
   }
-  for (int i = 0; i < spec.inputs_size(); ++i) {
-    const std::string& in = spec.inputs(i).path();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& in = inputs[i].path();
     if (IsWithin(dir, in) || IsWithin(in, dir)) {
       return FieldViolation{"checkpoint_path", "checkpoint.path",
                             Quote(dir) + " overlaps inputs[" + std::to_string(i) + "].path " + Quote(in)};
@@ -212,17 +213,14 @@ Violation CheckCheckpoint(const v1::JobSpec& spec) {
   return std::nullopt;
 }
 
-Violation CheckFilesystem(const v1::JobSpec& spec) {
+// `inputs` are one task's (items.h InputsForTask): every path checked
+// against the output and checkpoint directories and against each other.
+Violation CheckInputs(const v1::JobSpec& spec, const std::vector<v1::InputSpec>& inputs) {
   const std::string& output = spec.output_path();
-  if (std::optional<std::string> problem = PathProblem(output)) {
-    return FieldViolation{"output_path", "output", *problem};
-  }
-  std::map<std::string_view, int> first_input_at;  // path -> index of its first use
-  for (int i = 0; i < spec.inputs_size(); ++i) {
-    first_input_at.emplace(spec.inputs(i).path(), i);
-  }
-  for (int i = 0; i < spec.inputs_size(); ++i) {
-    const v1::InputSpec& input = spec.inputs(i);
+  std::map<std::string_view, size_t> first_input_at;  // path -> index of its first use
+  for (size_t i = 0; i < inputs.size(); ++i) first_input_at.emplace(inputs[i].path(), i);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const v1::InputSpec& input = inputs[i];
     const std::string at = "inputs[" + std::to_string(i) + "]";
     if (!IsValidDigest(input.artifact())) {
       return Bad(at + ".artifact",
@@ -237,7 +235,7 @@ Violation CheckFilesystem(const v1::JobSpec& spec) {
     if (IsWithin(output, path)) {
       return Bad(at + ".path", Quote(path) + " contains the output directory " + Quote(output));
     }
-    if (int first = first_input_at.at(path); first != i) {
+    if (size_t first = first_input_at.at(path); first != i) {
       return Bad(at + ".path", "duplicate path " + Quote(path) + " (also inputs[" +
                                    std::to_string(first) + "].path)");
     }
@@ -252,7 +250,27 @@ Violation CheckFilesystem(const v1::JobSpec& spec) {
       }
     }
   }
-  return CheckCheckpoint(spec);
+  return CheckCheckpoint(spec, inputs);
+}
+
+// Inputs with placeholders are checked as each item fills them in, the
+// violation naming the item: every task's shard must be a digest and a safe
+// path, not only the first one's.
+Violation CheckFilesystem(const v1::JobSpec& spec) {
+  const std::string& output = spec.output_path();
+  if (std::optional<std::string> problem = PathProblem(output)) {
+    return FieldViolation{"output_path", "output", *problem};
+  }
+  if (!InputsUsePlaceholders(spec) || spec.items_size() == 0) {
+    return CheckInputs(spec, {spec.inputs().begin(), spec.inputs().end()});
+  }
+  for (int item = 0; item < spec.items_size(); ++item) {
+    if (Violation v = CheckInputs(spec, InputsForTask(spec, static_cast<uint32_t>(item)))) {
+      v->description = "with array.items[" + std::to_string(item) + "]: " + v->description;
+      return v;
+    }
+  }
+  return std::nullopt;
 }
 
 // A GPU share is a part of one device; the market terms must make sense.

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "sched/evaluate.h"
+#include "sched/scorers.h"
 
 namespace idlegrid::sched {
 
@@ -45,6 +46,7 @@ Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, co
     }
     c.price_per_hour = r.choice.price_per_hour;
     c.total = r.score;
+    c.locality = DescribeLocality(*node.view, task);
     out.top.push_back(std::move(c));
   }
   out.summary = Summarize(out.total_nodes, out.feasible_nodes, out.top.empty() ? "" : out.top[0].node_id, out.filtered);
@@ -70,6 +72,7 @@ std::string FormatExplanation(const Explanation& e) {
       out += line;
     }
     out += "\n";
+    if (!c.locality.empty()) out += "      locality: " + c.locality + "\n";
   }
   return out;
 }

@@ -61,6 +61,7 @@ struct RankedCandidate {
   double price_per_hour = 0;
   double total = 0;  // sum of contributions
   std::vector<ScoreTerm> terms;
+  std::string locality;  // DescribeLocality: "holds image, 1/1 inputs"
 };
 
 struct Explanation {

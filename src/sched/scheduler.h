@@ -48,6 +48,7 @@ struct NodeView {
   int trust_tier = 0;                 // see kTrust* in pipeline.h
   double reliability = 0.5;           // 0..1, share of attempts that ended well; 0.5: no history
   std::set<std::string> cached_images;  // image digests verified and loaded on the node
+  std::set<std::string> cached_inputs;  // input artifact digests in the node's input cache
   std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
   bool allows_sharing = false;        // owner lets several tasks share one GPU
   uint32_t max_run_seconds = 0;       // owner's limit on one run; 0: none
@@ -102,6 +103,7 @@ struct TaskView {
   // (data_policy.h); checked by the `data-class` stage. No name: no class applies.
   DataClassRule data_class;
   std::string image;                    // manifest digest, for cache locality
+  std::vector<std::string> inputs;      // this task's input digests (placeholders filled), for input locality
   std::string registry;                 // OCI registry the image is pulled from; "": pushed to the coordinator
   double max_price_per_gpu_hour = 0;    // bid; 0: no limit
   double max_price_per_cpu_core_hour = 0;

@@ -152,9 +152,32 @@ double ScorePrice(const ScoreContext& c) {
   return c.snap.max_cpu_ask > 0 ? 1.0 - c.node.cpu_ask / c.snap.max_cpu_ask : 1.0;
 }
 
+namespace {
+
+bool HoldsImage(const NodeView& node, const TaskView& task) {
+  return !task.image.empty() && node.cached_images.count(task.image) > 0;
+}
+
+size_t InputsHeld(const NodeView& node, const TaskView& task) {
+  return static_cast<size_t>(std::count_if(task.inputs.begin(), task.inputs.end(),
+                                           [&](const std::string& d) { return node.cached_inputs.count(d) > 0; }));
+}
+
+}  // namespace
+
 double ScoreCache(const ScoreContext& c) {
-  const std::string& image = c.demand.task->image;
-  return !image.empty() && c.node.view->cached_images.count(image) ? 1.0 : 0.0;
+  const TaskView& task = *c.demand.task;
+  const double image = HoldsImage(*c.node.view, task) ? 1.0 : 0.0;
+  if (task.inputs.empty()) return image;
+  return (image + static_cast<double>(InputsHeld(*c.node.view, task)) / static_cast<double>(task.inputs.size())) / 2;
+}
+
+std::string DescribeLocality(const NodeView& node, const TaskView& task) {
+  std::string out = HoldsImage(node, task) ? "holds image" : "lacks image";
+  if (!task.inputs.empty()) {
+    out += ", " + std::to_string(InputsHeld(node, task)) + "/" + std::to_string(task.inputs.size()) + " inputs";
+  }
+  return out;
 }
 
 double ScoreReliability(const ScoreContext& c) { return std::clamp(c.node.view->reliability, 0.0, 1.0); }

@@ -54,8 +54,12 @@ struct ScoreContext {
 
 // 1 for the cheapest ask in the snapshot .. 0 for the dearest.
 double ScorePrice(const ScoreContext& c);
-// 1 if the node has the task's image cached, else 0.
+// Locality (BOINC's locality scheduling): 1 if the node has the task's image
+// cached, else 0; for a task with inputs, the mean of that and the share of
+// its inputs (by count) the node's input cache holds.
 double ScoreCache(const ScoreContext& c);
+// What the cache scorer saw, for explanations: "holds image, 1/2 inputs".
+std::string DescribeLocality(const NodeView& node, const TaskView& task);
 // The node's reliability, clamped to 0..1.
 double ScoreReliability(const ScoreContext& c);
 // Utilization after the placement (GPU milli when the task uses GPUs, else

@@ -57,6 +57,24 @@ TEST(ScorersTest, Table) {
          n[1].cached_images = {"sha256:x"};
        },
        ScoreCache, 0.0},
+      {"cache: image and one of two inputs held", [](auto& n, auto& t, auto&) {
+         t.image = "sha256:x";
+         t.inputs = {"sha256:in1", "sha256:in2"};
+         n[0].cached_images = {"sha256:x"};
+         n[0].cached_inputs = {"sha256:in1"};
+       },
+       ScoreCache, 0.75},
+      {"cache: every input held, image not", [](auto& n, auto& t, auto&) {
+         t.image = "sha256:x";
+         t.inputs = {"sha256:in1"};
+         n[0].cached_inputs = {"sha256:in1", "sha256:other"};
+       },
+       ScoreCache, 0.5},
+      {"cache: inputs held elsewhere", [](auto& n, auto& t, auto&) {
+         t.inputs = {"sha256:in1"};
+         n[1].cached_inputs = {"sha256:in1"};
+       },
+       ScoreCache, 0.0},
       {"reliability", [](auto& n, auto&, auto&) { n[0].reliability = 0.8; }, ScoreReliability, 0.8},
       {"reliability clamped", [](auto& n, auto&, auto&) { n[0].reliability = 3; }, ScoreReliability, 1.0},
       {"packing: pack likes a node that fills up", [](auto& n, auto&, auto& p) {
