@@ -278,6 +278,16 @@ int main(int argc, char** argv) {
       })
       ->type_name("BYTES")
       ->default_str("10Gi");
+  a->add_option("--input-cache", agent.input_cache_bytes,
+                "the most the node's input cache (DATA_DIR/inputs) holds, e.g. 10Gi; least recently used inputs no "
+                "running attempt reads are evicted past it")
+      ->transform([](std::string s) {
+        auto bytes = idlegrid::manifest::ParseBytes(s);
+        if (!bytes.ok()) throw CLI::ValidationError(bytes.status().message());
+        return std::to_string(*bytes);
+      })
+      ->type_name("BYTES")
+      ->default_str("10Gi");
   a->add_option("--pause-poll-ms", agent.pause_poll_ms,
                 "how often the owner-first pause watcher looks (policy pauseWhen, maxGpuTemp, maxGpuPower)")
       ->check(CLI::Range(50, 60000))
@@ -447,8 +457,12 @@ int main(int argc, char** argv) {
   add_client_flags(sign);
   auto* artifact = app.add_subcommand("artifact", "manage artifacts");
   artifact->require_subcommand(1);
-  auto* apush = artifact->add_subcommand("push", "upload a file as a content-addressed input artifact");
-  apush->add_option("file", file)->required()->check(CLI::ExistingFile);
+  auto* apush = artifact->add_subcommand(
+      "push", "upload a file, or a directory as a tar (for inputs with unpack: true), as a content-addressed input "
+              "artifact");
+  apush->add_option("file", file, "a file or a directory (regular files and directories only)")
+      ->required()
+      ->check(CLI::ExistingPath);
   apush->add_flag("--public", make_public, "any account may use it (default: only yours)");
   add_client_flags(apush);
 

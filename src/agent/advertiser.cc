@@ -26,6 +26,7 @@ v1::Advertisement BuildAdvertisement(const AdvertiserInputs& in) {
   for (const auto& a : in.owner.asks) *ad.add_asks() = a;
   *ad.mutable_policy() = in.owner.policy;
   for (const auto& i : in.cached_images) ad.add_cached_images(i);
+  for (const auto& i : in.cached_inputs) ad.add_cached_inputs(i);
   ad.set_agent_version(in.agent_version);
   ad.set_protocol_version("idlegrid.v1");
   std::vector<std::string> running = in.running_attempts;

@@ -27,6 +27,7 @@ struct AdvertiserInputs {
   uint64_t memory_held = 0;
   std::vector<std::string> running_attempts;
   std::vector<std::string> cached_images;
+  std::vector<std::string> cached_inputs;  // input digests in the node's input cache
   std::string region;
   std::string agent_version;
 };

@@ -14,6 +14,7 @@
 
 #include "advert/node_key.h"
 #include "agent/image_cache.h"
+#include "agent/input_cache.h"
 #include "agent/log_shipper.h"
 #include "common/clock.h"
 #include "common/fs.h"
@@ -107,7 +108,9 @@ Agent::Agent(AgentConfig config)
       registry_(registry::NewSkopeoClient(RegistryOptions(config_))),
       images_(std::make_unique<ImageCache>(config_.data_dir + "/images", runtime_.get(),
                                            static_cast<ArtifactTransfer*>(this), registry_.get(),
-                                           SystemClock::Get())) {}
+                                           SystemClock::Get())),
+      inputs_(std::make_unique<InputCache>(config_.data_dir + "/inputs", config_.input_cache_bytes,
+                                           static_cast<ArtifactTransfer*>(this))) {}
 
 Agent::~Agent() { Shutdown(); }
 
@@ -194,6 +197,7 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
     in.inventory.mutable_gpus()->set_available(true);
   }
   in.cached_images = CachedImages();
+  in.cached_inputs = inputs_->CachedDigests();
   in.region = config_.region;
   in.agent_version = kVersion;
   std::lock_guard<std::mutex> lock(mu_);

@@ -52,6 +52,8 @@ struct AgentConfig {
   // What an attempt may write to its output and checkpoint directories
   // together when its job sets no resources.diskTotal.
   uint64_t default_attempt_disk_bytes = kDefaultAttemptDiskBytes;
+  // The bound on the node's input cache (<data_dir>/inputs, input_cache.h).
+  uint64_t input_cache_bytes = 10ull << 30;
   // "runsc": tenants' jobs (not the operator's) that ask for runc run under
   // gVisor where this host can enforce their limits there; "runc" keeps them
   // on runc.
@@ -66,6 +68,7 @@ struct AgentConfig {
 };
 
 class ImageCache;
+class InputCache;
 class LogShipper;
 
 // The Agent is the world its attempts run in (attempt_env.h): it reports and
@@ -158,6 +161,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
   std::unique_ptr<registry::RegistryClient> registry_;  // pulls registry images
   std::unique_ptr<ImageCache> images_;  // uses runtime_, registry_ and this agent's Download
+  std::unique_ptr<InputCache> inputs_;  // uses this agent's Download
   AttemptGrants grants_;                 // which attempt each transfer is for
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;

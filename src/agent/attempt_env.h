@@ -54,6 +54,22 @@ class ImageSource {
   virtual Result<std::string> Ensure(const v1::Assignment& a) = 0;
 };
 
+// The inputs attempts read, held on the node (agent/input_cache.h).
+class InputSource {
+ public:
+  virtual ~InputSource() = default;
+  // Places input `input` of attempt `attempt_id` at `dest`, which must not
+  // exist: the artifact as a file, or for an `unpack` input its unpacked
+  // directory, read-only, fetched first when the node lacks it. What
+  // `attempt_id` uses stays on the node until Release(attempt_id). DataLoss
+  // on a digest mismatch; InvalidArgument for a malformed digest or a hostile
+  // directory archive (naming the entry); the transport's error otherwise.
+  // Thread-safe.
+  virtual Status Provide(const std::string& attempt_id, const v1::InputSpec& input, const std::string& dest) = 0;
+  // The attempt is over: what it pinned may be evicted. Idempotent.
+  virtual void Release(const std::string& attempt_id) = 0;
+};
+
 // The node-wide state an attempt takes part in: the owner's rules, the
 // capacity holds, cancellations and the host's GPUs. Thread-safe: every
 // attempt runs on its own thread.
@@ -92,6 +108,8 @@ struct AttemptEnv {
   AttemptReporter* reporter = nullptr;
   ArtifactTransfer* artifacts = nullptr;
   ImageSource* images = nullptr;
+  // Null: each attempt downloads (and unpacks) its own copy of each input.
+  InputSource* inputs = nullptr;
   LogShipper* logs = nullptr;
   // Each attempt's scratch (inputs, outputs, checkpoint) is <attempts_dir>/<attempt id>.
   std::string attempts_dir;

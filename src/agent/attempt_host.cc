@@ -8,6 +8,7 @@
 #include "agent/agent.h"
 #include "agent/attempt_runner.h"
 #include "agent/image_cache.h"
+#include "agent/input_cache.h"
 #include "agent/log_shipper.h"
 #include "discovery/nvml_loader.h"
 
@@ -20,6 +21,7 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   env.reporter = this;
   env.artifacts = this;
   env.images = images_.get();
+  env.inputs = inputs_.get();
   env.logs = logs_.get();
   env.attempts_dir = config_.data_dir + "/attempts";
   env.default_output_bytes = config_.default_attempt_disk_bytes;

@@ -12,6 +12,7 @@
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
 #include "common/fs.h"
+#include "image/dir_archive.h"
 #include "receipt/receipt.h"
 #include "runtime/job_files.h"
 #include "runtime/admission.h"
@@ -38,6 +39,14 @@ void AttemptRunner::Run(const v1::Assignment& a) {
 
   auto image_id = env_.images->Ensure(a);
   if (!image_id.ok()) return Fail(id, v1::PLATFORM_FAILURE, image_id.status(), hold);
+  // The node's cached inputs it reads stay until it is over.
+  struct InputPin {
+    InputSource* inputs;
+    const std::string& id;
+    ~InputPin() {
+      if (inputs != nullptr) inputs->Release(id);
+    }
+  } input_pin{env_.inputs, id};
   // Declared after the hold: on a failure the scratch goes before the hold does.
   ScratchDir scratch(env_.attempts_dir + "/" + id);
   auto prepared = Prepare(a, *image_id, scratch);
@@ -159,11 +168,25 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
   for (int i = 0; i < spec.inputs_size(); ++i) {
     const auto& in = spec.inputs(i);
     std::string local = scratch.path() + "/input-" + std::to_string(i);
-    IG_RETURN_IF_ERROR(env_.artifacts->Download(in.artifact(), local).WithContext("input " + in.path()));
-    ::chmod(local.c_str(), 0444);
+    IG_RETURN_IF_ERROR(ProvideInput(id, in, local).WithContext("input " + in.path()));
     layout.input_paths.push_back(std::move(local));
   }
   return layout;
+}
+
+Status AttemptRunner::ProvideInput(const std::string& attempt_id, const v1::InputSpec& in, const std::string& local) {
+  if (env_.inputs != nullptr) return env_.inputs->Provide(attempt_id, in, local);
+  // No node cache: this attempt's own copy, read-only.
+  if (!in.unpack()) {
+    IG_RETURN_IF_ERROR(env_.artifacts->Download(in.artifact(), local));
+    ::chmod(local.c_str(), 0444);
+    return Status::Ok();
+  }
+  const std::string archive = local + ".tar";
+  IG_RETURN_IF_ERROR(env_.artifacts->Download(in.artifact(), archive));
+  Status st = image::UnpackDirectoryTar(archive, local);
+  ::unlink(archive.c_str());
+  return st;
 }
 
 Result<std::vector<std::string>> AttemptRunner::PrepareGpus(const v1::Assignment& a) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/agent_status.h"
+#include "cli/dir_inputs.h"
 #include "cli/image_signing.h"
 #include "cli/progress.h"
 #include "cli/task_ranges.h"
@@ -181,7 +182,8 @@ int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
 
 int Validate(const CommonFlags& f, const std::string& path) {
   if (auto workflow = IsWorkflowFile(path); workflow.ok() && *workflow) return WorkflowValidate(f, path);
-  auto spec = manifest::LoadManifestFile(path);
+  // A `dir:` input is packed to learn its digest, and not uploaded.
+  auto spec = manifest::LoadManifestFile(path, DirectoryDigest);
   if (!spec.ok()) return Fail(spec.status());
   if (f.json) PrintJson(*spec);
   else std::cout << path << ": ok\n";
@@ -190,10 +192,17 @@ int Validate(const CommonFlags& f, const std::string& path) {
 
 int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   if (auto workflow = IsWorkflowFile(path); workflow.ok() && *workflow) return WorkflowSubmit(f, path, wait);
-  auto spec = manifest::LoadManifestFile(path);
+  // Connected at the first `dir:` input (uploaded while the manifest is read), else after it.
+  std::optional<Result<std::unique_ptr<Client>>> opened;
+  auto connect = [&]() -> Result<Client*> {
+    if (!opened) opened.emplace(Open(f));
+    if (!opened->ok()) return opened->status();
+    return (*opened)->get();
+  };
+  auto spec = manifest::LoadManifestFile(path, UploadingDirResolver(connect));
   if (!spec.ok()) return Fail(spec.status());
-  auto client = Open(f);
-  if (!client.ok()) return Fail(client.status());
+  if (auto connected = connect(); !connected.ok()) return Fail(connected.status());
+  auto& client = *opened;
   v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
   v1::SubmitJobResponse resp;
@@ -596,7 +605,10 @@ int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public
 int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  auto ref = (*client)->UploadFile(file, "input", make_public);
+  // A directory travels as a tar, unpacked read-only where a job names it with `unpack: true`.
+  std::error_code ec;
+  auto ref = std::filesystem::is_directory(file, ec) ? PushDirectory(**client, file, make_public)
+                                                     : (*client)->UploadFile(file, "input", make_public);
   if (!ref.ok()) return Fail(ref.status());
   if (f.json) PrintJson(*ref);
   else std::cout << ref->digest() << "\n";

@@ -104,4 +104,39 @@ std::vector<std::string> RegularFilesUnder(const std::string& root) {
   return out;
 }
 
+Status LinkOrCopyFile(const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
+  if (errno != EXDEV && errno != EPERM) {
+    return Status::Internal("cannot link " + from + " as " + to + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, ec);
+  if (ec) return Status::Internal("cannot copy " + from + " to " + to + ": " + ec.message());
+  std::filesystem::permissions(to, std::filesystem::perms(0444), ec);
+  return Status::Ok();
+}
+
+Status LinkTree(const std::string& from, const std::string& to) {
+  if (::mkdir(to.c_str(), 0755) != 0) return Status::Internal("mkdir " + to + ": " + std::strerror(errno));
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(from, ec)) names.push_back(e.path().filename().string());
+  if (ec) return Status::Internal("reading " + from + ": " + ec.message());
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string src = from + "/" + name;
+    const std::string dst = to + "/" + name;
+    struct stat st {};
+    if (::lstat(src.c_str(), &st) != 0) return Status::Internal("lstat " + src + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+      IG_RETURN_IF_ERROR(LinkTree(src, dst));
+    } else if (S_ISREG(st.st_mode)) {
+      IG_RETURN_IF_ERROR(LinkOrCopyFile(src, dst));
+    } else {
+      return Status::InvalidArgument(src + " is neither a regular file nor a directory");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace idlegrid

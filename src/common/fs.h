@@ -17,6 +17,15 @@ bool PathExists(const std::string& path);
 // point to) and special files a hostile job leaves behind are skipped, never
 // followed.
 std::vector<std::string> RegularFilesUnder(const std::string& root);
+// Makes `to` (which must not exist) a tree mirroring the directory `from`:
+// directories created mode 0755, each regular file a hard link to `from`'s,
+// or a copy (mode 0444) where the two are on different filesystems. Neither
+// symlinks nor special files are followed or copied: InvalidArgument naming
+// one. The links share their files' modes: a caller that must keep `from`
+// intact gives them read-only files and a read-only mount.
+Status LinkTree(const std::string& from, const std::string& to);
+// Hard-links the file `from` as `to`, or copies it (mode 0444) across filesystems.
+Status LinkOrCopyFile(const std::string& from, const std::string& to);
 
 // An exclusive, advisory lock on a file (flock). Released when destroyed or
 // when the process dies, so a kill -9 never leaves a stale lock behind.

@@ -124,8 +124,59 @@ Status ApplyArchiveLayer(LayerApplier& applier, const TarReader& tar, int archiv
   return applier.Apply(reader).WithContext(what);
 }
 
+// Recreates the tree under `from` below `to` (an empty directory): new
+// directories with the same modes and times, hard links to the same files,
+// the same symlinks; nothing else exists in an unpacked tree. Directories
+// are made writable while they are filled and get their mode last.
+Status CloneTreeAt(int from, int to, int depth) {
+  if (depth > 256) return Status::InvalidArgument("the tree to clone is nested more than 256 deep");
+  int dup_fd = ::dup(from);
+  if (dup_fd < 0) return Errno("dup");
+  DIR* dir = ::fdopendir(dup_fd);
+  if (dir == nullptr) {
+    ::close(dup_fd);
+    return Errno("fdopendir");
+  }
+  struct Closer {
+    DIR* d;
+    ~Closer() { ::closedir(d); }
+  } closer{dir};
+  while (struct dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Errno("stat \"" + name + "\"");
+    if (S_ISDIR(st.st_mode)) {
+      if (::mkdirat(to, name.c_str(), 0700) != 0) return Errno("mkdir \"" + name + "\"");
+      Fd sub_from(::openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      Fd sub_to(::openat(to, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (sub_from.get() < 0 || sub_to.get() < 0) return Errno("open \"" + name + "\"");
+      IG_RETURN_IF_ERROR(CloneTreeAt(sub_from.get(), sub_to.get(), depth + 1).WithContext(name));
+      const struct timespec times[2] = {st.st_atim, st.st_mtim};
+      if (::fchmod(sub_to.get(), st.st_mode & 07777) != 0 || ::futimens(sub_to.get(), times) != 0) {
+        return Errno("chmod \"" + name + "\"");
+      }
+    } else if (S_ISREG(st.st_mode)) {
+      if (::linkat(from, name.c_str(), to, name.c_str(), 0) != 0) return Errno("link \"" + name + "\"");
+    } else if (S_ISLNK(st.st_mode)) {
+      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+      ssize_t n = ::readlinkat(from, name.c_str(), target.data(), target.size());
+      if (n < 0 || static_cast<size_t>(n) >= target.size()) return Errno("readlink \"" + name + "\"");
+      target.resize(static_cast<size_t>(n));
+      if (::symlinkat(target.c_str(), to, name.c_str()) != 0) return Errno("symlink \"" + name + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CloneTree(const std::string& from, int to) {
+  Fd src(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (src.get() < 0) return Errno("open " + from);
+  return CloneTreeAt(src.get(), to, 0).WithContext("cloning " + from);
+}
+
 Status Unpack(const std::string& archive_path, const std::string& manifest_digest, const std::string& config_json,
-              const TarReader& tar, const std::string& tmp_dir) {
+              const TarReader& tar, const std::string& tmp_dir, const UnpackBase& base) {
   IG_ASSIGN_OR_RETURN(std::string manifest, ReadVerifiedBlob(tar, manifest_digest, "manifest"));
   IG_ASSIGN_OR_RETURN(std::vector<LayerRef> layers, ManifestLayers(manifest));
   const std::string rootfs = tmp_dir + "/" + kRootfsDirName;
@@ -133,12 +184,30 @@ Status Unpack(const std::string& archive_path, const std::string& manifest_diges
   Fd root(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   Fd archive(::open(archive_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (root.get() < 0 || archive.get() < 0) return Errno("open");
+  // The base's chain must really be this image's first layers.
+  size_t first = 0;
+  if (base.layers > 0 && base.layers <= layers.size()) {
+    std::vector<std::string> chain = ReadLayerChain(base.image_dir);
+    bool prefix = chain.size() >= base.layers;
+    for (size_t i = 0; prefix && i < base.layers; ++i) prefix = chain[i] == layers[i].digest;
+    if (prefix && CloneTree(base.image_dir + "/" + kRootfsDirName, root.get()).ok()) first = base.layers;
+    if (first == 0) {  // a base that vanished or failed half-way: start from nothing
+      root = Fd();
+      IG_RETURN_IF_ERROR(RemoveUnpackedTree(rootfs));
+      if (::mkdir(rootfs.c_str(), 0755) != 0) return Errno("mkdir " + rootfs);
+      root = Fd(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (root.get() < 0) return Errno("open " + rootfs);
+    }
+  }
   LayerApplier applier(root.get());
   const std::vector<std::string> diff_ids = DiffIds(config_json);
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (size_t i = first; i < layers.size(); ++i) {
     IG_RETURN_IF_ERROR(ApplyArchiveLayer(applier, tar, archive.get(), layers[i], i, diff_ids, tmp_dir));
   }
   IG_RETURN_IF_ERROR(applier.Finish());
+  std::string chain;
+  for (const LayerRef& l : layers) chain += l.digest + "\n";
+  IG_RETURN_IF_ERROR(WriteFileAtomic(tmp_dir + "/" + kLayerChainFileName, chain));
   IG_RETURN_IF_ERROR(WriteFileAtomic(tmp_dir + "/" + kImageConfigFileName, config_json));
   // The marker must not outlive a crash that loses the tree under it.
   if (::syncfs(root.get()) != 0) return Errno("syncfs");
@@ -154,8 +223,47 @@ Status RemoveUnpackedTree(const std::string& path) {
   return RemoveTreeAt(parent.get(), Leaf(path)).WithContext("removing " + path);
 }
 
+std::vector<std::string> ReadLayerChain(const std::string& image_dir) {
+  std::vector<std::string> out;
+  auto text = ReadFile(image_dir + "/" + kLayerChainFileName);
+  if (!text.ok()) return out;
+  size_t start = 0;
+  while (start < text->size()) {
+    size_t end = text->find('\n', start);
+    if (end == std::string::npos) end = text->size();
+    if (end > start) out.push_back(text->substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ArchiveLayerChain(const std::string& archive_path) {
+  // Cheap on purpose (no layer is hashed): it only picks a base, and
+  // Unpack checks the chain again against the verified manifest.
+  IG_ASSIGN_OR_RETURN(TarReader tar, TarReader::Open(archive_path));
+  const TarMember* index_member = tar.Find("index.json");
+  if (index_member == nullptr) return Status::InvalidArgument(archive_path + " has no index.json");
+  IG_ASSIGN_OR_RETURN(std::string index_json, tar.ReadAll(*index_member, kMaxJsonSize));
+  google::protobuf::Struct index;
+  if (!google::protobuf::util::JsonStringToMessage(index_json, &index).ok()) {
+    return Status::InvalidArgument("index.json of " + archive_path + " is not JSON");
+  }
+  auto manifests = index.fields().find("manifests");
+  if (manifests == index.fields().end() || manifests->second.list_value().values_size() == 0) {
+    return Status::InvalidArgument("index.json of " + archive_path + " lists no manifest");
+  }
+  const auto& first = manifests->second.list_value().values(0).struct_value().fields();
+  auto digest = first.find("digest");
+  if (digest == first.end()) return Status::InvalidArgument("index.json of " + archive_path + " names no digest");
+  IG_ASSIGN_OR_RETURN(std::string manifest, ReadVerifiedBlob(tar, digest->second.string_value(), "manifest"));
+  IG_ASSIGN_OR_RETURN(std::vector<LayerRef> layers, ManifestLayers(manifest));
+  std::vector<std::string> out;
+  for (const LayerRef& l : layers) out.push_back(l.digest);
+  return out;
+}
+
 Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std::string& dest_dir,
-                                     const std::string& expected_config_digest) {
+                                     const std::string& expected_config_digest, const UnpackBase& base) {
   IG_ASSIGN_OR_RETURN(OciImageInfo info, InspectOciArchive(archive_path));
   if (!expected_config_digest.empty() && info.config_digest != expected_config_digest) {
     return Status::DataLoss("image archive " + archive_path + " holds image " + info.config_digest + ", not " +
@@ -168,7 +276,7 @@ Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std:
   std::string tmpl = dest_dir + ".tmp-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) return Errno("cannot create a directory next to " + dest_dir);
   const std::string tmp_dir = tmpl;
-  Status unpacked = Unpack(archive_path, info.manifest_digest, config_json, tar, tmp_dir);
+  Status unpacked = Unpack(archive_path, info.manifest_digest, config_json, tar, tmp_dir, base);
   if (!unpacked.ok()) {
     // A ".tmp-" directory left here is removed at the next runtime start.
     (void)RemoveUnpackedTree(tmp_dir);

@@ -14,6 +14,25 @@ namespace idlegrid::image {
 inline constexpr char kRootfsDirName[] = "rootfs";
 // The verified config blob, verbatim; its presence marks a complete unpack.
 inline constexpr char kImageConfigFileName[] = "image-config.json";
+// The manifest's layer digests in order, one per line: what a later image
+// sharing these first layers may start from (UnpackBase).
+inline constexpr char kLayerChainFileName[] = "layer-chain";
+
+// An unpacked image directory whose first `layers` layers are the first
+// layers of the image being unpacked: its tree is cloned by hard links
+// (files are never written in place by the applier, which replaces an entry
+// by unlinking it, and containers see the tree read-only) and only the
+// remaining layers are applied. A python3-torch base is then unpacked once
+// per node, not once per version of the script on top of it.
+struct UnpackBase {
+  std::string image_dir;
+  size_t layers = 0;  // 0: unpack from nothing
+};
+
+// The layer chain an unpacked image directory recorded (empty if none).
+std::vector<std::string> ReadLayerChain(const std::string& image_dir);
+// The manifest's layer digests of a verified archive, in order.
+Result<std::vector<std::string>> ArchiveLayerChain(const std::string& archive_path);
 
 struct UnpackedImage {
   std::string manifest_digest;  // "sha256:<hex>"
@@ -38,7 +57,7 @@ struct UnpackedImage {
 // for filesystem errors. Nothing is left behind on failure. Safe to run
 // concurrently for the same `dest_dir`.
 Result<UnpackedImage> UnpackOciImage(const std::string& archive_path, const std::string& dest_dir,
-                                     const std::string& expected_config_digest = "");
+                                     const std::string& expected_config_digest = "", const UnpackBase& base = {});
 
 // Applies uncompressed layer tars (each a whole file), in order, onto the
 // existing directory `root_dir` (LayerApplier). What one layer leaves

@@ -232,9 +232,16 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
     const std::string& path = config.mounts[i].host_path;
     if (spec.mounts[i].read_only) {
-      if (::link(spec.mounts[i].host_path.c_str(), path.c_str()) != 0) {
-        return fail(Status::FailedPrecondition("cannot link " + spec.mounts[i].host_path + " into the pilot: " +
-                                               std::strerror(errno)));
+      // Linked, so the pilot outlives the attempt's scratch; a directory
+      // input (its files read-only) as a tree of links.
+      struct stat st {};
+      const std::string& from = spec.mounts[i].host_path;
+      if (::stat(from.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (Status linked = LinkTree(from, path); !linked.ok()) {
+          return fail(Status::FailedPrecondition("cannot link " + from + " into the pilot: " + linked.message()));
+        }
+      } else if (::link(from.c_str(), path.c_str()) != 0) {
+        return fail(Status::FailedPrecondition("cannot link " + from + " into the pilot: " + std::strerror(errno)));
       }
     } else if (Status made = MakeDirs(path, 0700); !made.ok()) {
       return fail(made);

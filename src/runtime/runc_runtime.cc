@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <spdlog/spdlog.h>
@@ -123,6 +124,7 @@ class RuncRuntime final : public ContainerRuntime {
   }
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override;
   Status RemoveImage(const std::string& image_id) override;
+  image::UnpackBase BaseFor(const std::string& archive_path) const;
   bool HasImage(const std::string& image_id) override {
     return ValidateImageId(image_id).ok() && PathExists(ImageDir(image_id) + "/" + image::kImageConfigFileName);
   }
@@ -186,10 +188,30 @@ Status RuncRuntime::LoadImage(const std::string& archive_path, const std::string
   std::lock_guard<std::mutex> one_unpack(*image_mu);
   if (HasImage(image_id)) return Status::Ok();
   Result<image::UnpackedImage> unpacked =
-      image::UnpackOciImage(archive_path, ImageDir(image_id), "sha256:" + image_id);
+      image::UnpackOciImage(archive_path, ImageDir(image_id), "sha256:" + image_id, BaseFor(archive_path));
   // AlreadyExists: another agent process won the race (this one holds image_mu).
   if (!unpacked.ok() && unpacked.status().code() == Code::kAlreadyExists && HasImage(image_id)) return Status::Ok();
   return unpacked.ok() ? Status::Ok() : unpacked.status();
+}
+
+// The unpacked image sharing the longest run of first layers with the
+// archive's image (a new version of a script on the same python3-torch
+// base), or none. Images are loaded and removed one at a time by the agent's
+// image cache, so a base does not vanish while it is cloned.
+image::UnpackBase RuncRuntime::BaseFor(const std::string& archive_path) const {
+  image::UnpackBase best;
+  auto chain = image::ArchiveLayerChain(archive_path);
+  if (!chain.ok()) return best;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(options_.bundles_dir, ec)) {
+    const std::string id = e.path().filename().string();
+    if (!ValidateImageId(id).ok() || !PathExists(e.path().string() + "/" + image::kImageConfigFileName)) continue;
+    std::vector<std::string> theirs = image::ReadLayerChain(e.path().string());
+    size_t shared = 0;
+    while (shared < theirs.size() && shared < chain->size() && theirs[shared] == (*chain)[shared]) ++shared;
+    if (shared > best.layers) best = {e.path().string(), shared};
+  }
+  return best;
 }
 
 // Containers run on a copy-free bundle of the unpacked tree, so the agent's

@@ -171,7 +171,7 @@ TEST_F(ImageBuildE2E, RunStepsReachTheNetworkOnlyWithAllowNetwork) {
   v1::PushImageResponse pushed;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(allowed.out, &pushed).ok()) << allowed.out;
   EXPECT_EQ(pushed.image().rfind("sha256:", 0), 0u) << allowed.out;
-  EXPECT_FALSE(pushed.archive_digest().empty()) << allowed.out;
+  EXPECT_FALSE(pushed.config_digest().empty()) << allowed.out;
   ExpectNothingLeft(name);
 }
 

@@ -7,7 +7,8 @@
  *   spin SECS    burn one CPU for SECS seconds (load for the stress tests)
  *   fill N MIB   write N files of MIB MiB each as /out/fill-<i>, announcing each one;
  *                prints "filled" when all are written
- *   copy PATH    copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable
+ *   copy PATH [DIR]  copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable,
+ *                4 if a file or directory could be made in DIR (a directory input)
  *   cat TEXT PATH...  write TEXT, a newline, then each input PATH's bytes to /out/cat.txt
  *                (a workflow step joining its upstream steps' outputs)
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
@@ -169,6 +170,14 @@ int main(int argc, char** argv) {
     fclose(in);
     fclose(out);
     if (fopen(argv[2], "a") != NULL) { fprintf(stderr, "input was writable\n"); return 3; }
+    if (argc > 3) {  /* copy PATH DIR: DIR (a directory input) must refuse a new file and a new directory */
+      char probe[4096];
+      snprintf(probe, sizeof probe, "%s/written-by-job", argv[3]);
+      if (fopen(probe, "w") != NULL) { fprintf(stderr, "input directory was writable\n"); return 4; }
+      snprintf(probe, sizeof probe, "%s/dir-by-job", argv[3]);
+      if (mkdir(probe, 0755) == 0) { fprintf(stderr, "input directory was writable\n"); return 4; }
+      printf("%s is read-only\n", argv[3]);
+    }
     printf("copied %s\n", argv[2]);
     return 0;
   }

@@ -257,6 +257,55 @@ TEST_F(RootfsUnpackTest, UnpacksAVerifiedImageAtomically) {
   }
 }
 
+// A second version of an image on the same base layer starts from the first
+// one's tree (hard links) and applies only its own layer; the first image's
+// files are untouched, even where the new layer replaces or deletes them.
+TEST_F(RootfsUnpackTest, AnImageSharingFirstLayersStartsFromTheirTreeByHardLinks) {
+  const std::string base = Tar({{"usr/", '5', "", "", 0755},
+                                {"usr/lib/", '5', "", "", 0555},
+                                {"usr/lib/big.so", '0', std::string(4096, 'L')},
+                                {"usr/lib/link", '2', "", "big.so"},
+                                {"etc/conf", '0', "base"}});
+  const std::string v1 = Tar({{"app/train.py", '0', "print(1)"}});
+  const std::string v2 = Tar({{"app/train.py", '0', "print(2)"}, {"etc/conf", '0', "v2"}, {"etc/.wh.gone", '0', ""},
+                              {"usr/lib/.wh.link", '0', ""}});
+  const std::string config = R"({"architecture":"amd64","os":"linux","config":{"Entrypoint":["/x"]}})";
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/v1.tar", ArchiveWithLayers({base, v1}, config)).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/v2.tar", ArchiveWithLayers({base, v2}, config + " ")).ok());
+  const std::string one = dir_ + "/one", two = dir_ + "/two";
+  ASSERT_TRUE(UnpackOciImage(dir_ + "/v1.tar", one).ok());
+  EXPECT_EQ(ReadLayerChain(one).size(), 2u);
+  auto chain = ArchiveLayerChain(dir_ + "/v2.tar");
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_EQ(chain->size(), 2u);
+  EXPECT_EQ((*chain)[0], ReadLayerChain(one)[0]);
+  EXPECT_NE((*chain)[1], ReadLayerChain(one)[1]);
+
+  auto u = UnpackOciImage(dir_ + "/v2.tar", two, "", UnpackBase{one, 1});
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  struct stat a {}, b {};
+  ASSERT_EQ(::stat((one + "/rootfs/usr/lib/big.so").c_str(), &a), 0);
+  ASSERT_EQ(::stat((two + "/rootfs/usr/lib/big.so").c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino) << "the shared layer's file is one inode, not a copy";
+  EXPECT_EQ(ReadFile(two + "/rootfs/app/train.py").value(), "print(2)");
+  EXPECT_EQ(ReadFile(two + "/rootfs/etc/conf").value(), "v2");
+  EXPECT_EQ(ReadFile(one + "/rootfs/etc/conf").value(), "base") << "replacing a linked file must not write through";
+  EXPECT_EQ(ReadFile(one + "/rootfs/app/train.py").value(), "print(1)");
+  struct stat l {};
+  EXPECT_NE(::lstat((two + "/rootfs/usr/lib/link").c_str(), &l), 0) << "whited out in v2";
+  EXPECT_EQ(::lstat((one + "/rootfs/usr/lib/link").c_str(), &l), 0) << "still in v1";
+  struct stat d {};
+  ASSERT_EQ(::stat((two + "/rootfs/usr/lib").c_str(), &d), 0);
+  EXPECT_EQ(d.st_mode & 07777, 0555u) << "directory modes cloned";
+
+  // A base whose chain does not match is ignored: the image is unpacked whole.
+  auto three = UnpackOciImage(dir_ + "/v2.tar", dir_ + "/three", "", UnpackBase{dir_ + "/nowhere", 1});
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  struct stat c {};
+  ASSERT_EQ(::stat((dir_ + "/three/rootfs/usr/lib/big.so").c_str(), &c), 0);
+  EXPECT_NE(c.st_ino, a.st_ino);
+}
+
 TEST_F(RootfsUnpackTest, AHostileLayerLeavesNothingBehind) {
   const std::string archive = dir_ + "/hostile.tar";
   ASSERT_TRUE(WriteFileAtomic(archive, ArchiveWithLayers({Tar({{"ok", '0', "1"}}),
