@@ -1,5 +1,6 @@
 // Data for sweeps (issue 28) through a real coordinator and agent: a
-// directory input packed by `idlegrid submit` and mounted read-only; each
+// directory input packed by `idlegrid submit` and mounted read-only (in a
+// pilot sandbox shared by two tasks); each
 // task of an item array reading its own shard; and the node's input cache,
 // which fetches an input two tasks read once.
 #include <gtest/gtest.h>
@@ -50,7 +51,7 @@ TEST_F(DataInputsE2E, ADirectoryInputIsReadableAndReadOnly) {
   ASSERT_TRUE(WriteFileAtomic(dir + "/sub/file.txt", "from the directory\n").ok());
   ASSERT_TRUE(WriteFileAtomic(dir + "/top.txt", "top\n").ok());
   const std::string manifest = grid_->Manifest("dir-input", {"copy", "/data/sub/file.txt", "/data"},
-                                               "inputs:\n  - {dir: ./dataset, path: /data}\n");
+                                               "inputs:\n  - {dir: ./dataset, path: /data}\narray: {count: 2}\n");
   auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const v1::Job job = ParseJson<v1::Job>(r.out);
@@ -60,7 +61,10 @@ TEST_F(DataInputsE2E, ADirectoryInputIsReadableAndReadOnly) {
   EXPECT_TRUE(grid_->WaitForLog(job.id(), "/data is read-only"));
   const std::string out = grid_->root + "/fetched";
   ASSERT_EQ(grid_->Cli({"fetch", job.id(), out}).exit_code, 0);
-  EXPECT_EQ(*ReadFile(out + "/copy.txt"), "from the directory\n");
+  // Two tasks of one array share a pilot sandbox, which links the tree in.
+  for (const char* task : {"task-0", "task-1"}) {
+    EXPECT_EQ(*ReadFile(out + "/" + task + "/copy.txt"), "from the directory\n") << task;
+  }
 
   // The same tree pushed by hand is the same artifact (the tar is deterministic).
   EXPECT_EQ(Push(dir), job.spec().inputs(0).artifact());
