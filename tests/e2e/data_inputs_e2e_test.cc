@@ -66,8 +66,15 @@ TEST_F(DataInputsE2E, ADirectoryInputIsReadableAndReadOnly) {
     EXPECT_EQ(*ReadFile(out + "/" + task + "/copy.txt"), "from the directory\n") << task;
   }
 
-  // The same tree pushed by hand is the same artifact (the tar is deterministic).
+  // The same tree pushed by hand is the same artifact (the tar is deterministic),
+  // and `validate` names that digest without uploading anything.
   EXPECT_EQ(Push(dir), job.spec().inputs(0).artifact());
+  auto validated = grid_->Cli({"validate", manifest, "--json"}, false);
+  ASSERT_EQ(validated.exit_code, 0) << validated.out << validated.err;
+  const v1::JobSpec spec = ParseJson<v1::JobSpec>(validated.out);
+  ASSERT_EQ(spec.inputs_size(), 1);
+  EXPECT_EQ(spec.inputs(0).artifact(), job.spec().inputs(0).artifact());
+  EXPECT_TRUE(spec.inputs(0).unpack());
   // A symlink in the tree is refused before anything is uploaded.
   ASSERT_EQ(::symlink("/etc/passwd", (dir + "/link").c_str()), 0);
   auto refused = grid_->Cli({"artifact", "push", dir});
