@@ -28,6 +28,11 @@
 namespace idlegrid::coordinator {
 namespace {
 
+// A node's claim to hold inputs only ranks it (the cache scorer); an agent
+// advertises at most 512 (agent/input_cache.h), and no more than this many
+// are read, so a node cannot make each dispatch pass build a huge set.
+constexpr int kMaxCachedInputsRead = 1024;
+
 // The tasks of a plan whose data class is not public, for one log line per
 // placement of them (R29: policy decisions are logged).
 struct SensitivePlacements {
@@ -111,7 +116,8 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.trust_tier = TrustTierOf(*data_policy_, id, n.measurement, n.ad);
     v.reliability = n.reliability.score;
     v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
-    v.cached_inputs.insert(n.ad.cached_inputs().begin(), n.ad.cached_inputs().end());
+    v.cached_inputs.insert(n.ad.cached_inputs().begin(),
+                           n.ad.cached_inputs().begin() + std::min(n.ad.cached_inputs_size(), kMaxCachedInputsRead));
     for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
     v.allows_sharing = n.ad.policy().allow_gpu_sharing();
     v.max_run_seconds = n.ad.policy().max_run_seconds();
