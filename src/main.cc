@@ -268,8 +268,8 @@ int main(int argc, char** argv) {
                 "registries the node pulls from is the policy's allowedRegistries)");
   a->add_option("--skopeo", agent.skopeo, "skopeo binary, which pulls images from registries")->capture_default_str();
   a->add_option("--default-attempt-disk", agent.default_attempt_disk_bytes,
-                "what an attempt may write to its output and checkpoint directories together when its job sets no "
-                "resources.diskTotal, e.g. 10Gi, 500G")
+                "what an attempt may write to its output, checkpoint and home directories together when its job "
+                "sets no resources.disk, e.g. 10Gi, 500G")
       ->transform([](std::string s) {
         auto bytes = idlegrid::manifest::ParseBytes(s);
         if (!bytes.ok()) throw CLI::ValidationError(bytes.status().message());

@@ -49,8 +49,8 @@ struct AgentConfig {
   // CDI specs whose presence lets a real GPU into a job (podman reads every
   // spec in /etc/cdi and /var/run/cdi); empty: AttemptEnv's nvidia.yaml pair.
   std::vector<std::string> cdi_specs;
-  // What an attempt may write to its output and checkpoint directories
-  // together when its job sets no resources.diskTotal.
+  // What an attempt may write to its output, checkpoint and home
+  // directories together when its job sets no resources.disk.
   uint64_t default_attempt_disk_bytes = kDefaultAttemptDiskBytes;
   // The bound on the node's input cache (<data_dir>/inputs, input_cache.h).
   uint64_t input_cache_bytes = 10ull << 30;

@@ -131,6 +131,9 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   return prepared;
 }
 
+  // HOME counts in the disk total like the outputs (and is taken back from
+  // the job user with them, so the scratch can be removed).
+  prepared.writable_dirs.push_back(layout->home_dir);
 Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
                                               std::unique_ptr<CheckpointSync>& checkpoint) {
   const std::string& id = a.attempt_id();
@@ -147,6 +150,12 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
     IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.checkpoint_dir}));
     ArtifactTransfer* artifacts = env_.artifacts;
     AttemptReporter* reporter = env_.reporter;
+  // The job's HOME, with its cache directory made: some tools create their
+  // cache directory with a plain mkdir, which fails without its parent.
+  layout.home_dir = scratch.path() + "/home";
+  const std::string cache_dir = layout.home_dir + "/" + kCacheDirName;
+  IG_RETURN_IF_ERROR(MakeDirs(cache_dir, 0700));
+  IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.home_dir, cache_dir}));
     checkpoint = std::make_unique<CheckpointSync>(
         layout.checkpoint_dir,
         [artifacts](const std::string& path, const std::string& rel) { return artifacts->Upload(path, rel); },

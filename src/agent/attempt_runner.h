@@ -41,7 +41,7 @@ class AttemptRunner {
     runtime::RunSpec spec;
     std::string out_dir;
     std::unique_ptr<CheckpointSync> checkpoint;
-    // What the job may write to (its output and checkpoint directories),
+    // What the job may write to (its output, checkpoint and home directories),
     // held together to `output_cap`.
     std::vector<std::string> writable_dirs;
     OutputCap output_cap;

@@ -3,11 +3,21 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "common/fs.h"
 #include "runtime/job_files.h"
 
 namespace idlegrid::agent {
+
+namespace {
+
+// Whether `dir` is `path` or a directory above it (both normalized).
+bool IsAtOrAbove(std::string_view dir, std::string_view path) {
+  return path.starts_with(dir) && (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+}  // namespace
 
 v1::ReportAttemptRequest AttemptEvent(const std::string& attempt_id, v1::AttemptEvent event) {
   v1::ReportAttemptRequest r;
@@ -47,6 +57,20 @@ runtime::RunSpec BuildRunSpec(const v1::Assignment& a, const RunLayout& layout) 
   // The digest lets attempts of one sandbox group share one copy of an input.
   for (int i = 0; i < spec.inputs_size() && i < static_cast<int>(layout.input_paths.size()); ++i) {
     run.mounts.push_back({layout.input_paths[i], spec.inputs(i).path(), true, spec.inputs(i).artifact()});
+  }
+  // ML code writes to HOME and its caches (pip, torch hub, Hugging Face and
+  // matplotlib all go under XDG_CACHE_HOME or HOME by default, so these two
+  // cover them) and fails on the read-only root. A directory of the
+  // attempt's scratch: what it holds counts in the job's disk total and goes
+  // with the scratch.
+  if (!layout.home_dir.empty()) {
+    const bool home_taken = std::any_of(run.mounts.begin(), run.mounts.end(), [](const runtime::Mount& m) {
+      return IsAtOrAbove(m.container_path, runtime::kJobHomeDir);
+    });
+    if (!home_taken) run.mounts.push_back({layout.home_dir, runtime::kJobHomeDir, false, ""});
+    const std::string home = runtime::kJobHomeDir;
+    if (!spec.env().contains("HOME")) run.env.emplace_back("HOME", home);
+    if (!spec.env().contains("XDG_CACHE_HOME")) run.env.emplace_back("XDG_CACHE_HOME", home + "/" + kCacheDirName);
   }
   run.resources = spec.resources();
   run.job_class = spec.job_class();

@@ -28,16 +28,26 @@ struct RunLayout {
   std::string image_id;
   std::string out_dir;                   // mounted read-write at the job's outputPath
   std::string checkpoint_dir;            // "" unless the job checkpoints
+  // Mounted read-write at runtime::kJobHomeDir, holding kCacheDirName; ""
+  // for none (then HOME names a directory of the image, likely read-only).
+  std::string home_dir;
   std::vector<std::string> input_paths;  // one per spec input, in order, read-only
   std::vector<std::string> gpu_uuids;    // real GPUs only (SelectGpus)
   uint32_t host_user_processes = 0;
 };
 
+// The cache directory inside the job's HOME (XDG_CACHE_HOME).
+inline constexpr char kCacheDirName[] = ".cache";
+
 // The container an assignment runs in. The job's env comes first, then
 // IDLEGRID_TASK_INDEX, _TASK_COUNT, _JOB_ID (and _CHECKPOINT_DIR); mounts are
-// outputs, checkpoint, inputs. Tasks of an array job share a sandbox group
-// unless they checkpoint (a checkpoint directory is synced while its
-// container runs, so it keeps a container per attempt).
+// outputs, checkpoint, inputs. With a layout.home_dir, HOME and
+// XDG_CACHE_HOME (kJobHomeDir and its kCacheDirName) follow unless the job's
+// env sets them, and the home directory is mounted last, unless another
+// mount is at kJobHomeDir or above it (HOME is then in that one). Tasks of an
+// array job share a sandbox group unless they checkpoint (a checkpoint
+// directory is synced while its container runs, so it keeps a container per
+// attempt).
 runtime::RunSpec BuildRunSpec(const v1::Assignment& a, const RunLayout& layout);
 
 // The assigned GPUs to pass into the container: the real ones among

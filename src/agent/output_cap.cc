@@ -13,9 +13,9 @@ std::optional<std::string> OutputCapBreach(const Result<uint64_t>& used, const O
   if (used.ok() && used.value() <= cap.bytes) return std::nullopt;
   // The cap in the manifest's own notation, so the user finds what to change.
   const std::string limit = manifest::FormatBytes(cap.bytes) + " " +
-                            (cap.from_job ? "(resources.diskTotal)"
-                                          : "(this node's default for jobs that set no resources.diskTotal)");
-  const std::string dirs = "its output and checkpoint directories";
+                            (cap.from_job ? "(resources.disk)"
+                                          : "(this node's default for jobs that set no resources.disk)");
+  const std::string dirs = "its home, output and checkpoint directories";
   const std::string end = when == OutputCheck::kWhileRunning ? "; killed" : "; no output was uploaded";
   if (!used.ok()) {
     return "could not measure what it wrote to " + dirs + " (" + used.status().message() + "), so it cannot be held to " +

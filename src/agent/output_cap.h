@@ -1,8 +1,9 @@
 #pragma once
-// Pure: the cap on what an attempt writes to its writable directories (output
-// and checkpoint) together, and the verdict on a measured total. The watcher
-// (output_watch.h) measures while the container runs; the runner measures
-// again before uploading anything; both ask here.
+// Pure: the cap on what an attempt writes to its writable directories (HOME,
+// output and checkpoint) together (resources.disk, proto output_bytes), and
+// the verdict on a measured total. The watcher (output_watch.h) measures
+// while the container runs; the runner measures again before uploading
+// anything; both ask here.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,7 +18,7 @@ inline constexpr uint64_t kDefaultAttemptDiskBytes = 10ull << 30;
 
 struct OutputCap {
   uint64_t bytes = 0;
-  bool from_job = false;  // the job's resources.diskTotal, not the node's default
+  bool from_job = false;  // the job's resources.disk, not the node's default
 };
 
 // The job's output_bytes when it sets one, else the node's default.
@@ -29,7 +30,7 @@ OutputCap ResolveOutputCap(const v1::Resources& resources, uint64_t node_default
 enum class OutputCheck { kWhileRunning, kBeforeUpload };
 
 // Why `used` (a measured total) breaks `cap`, as the attempt's failure
-// message, e.g. "wrote more than 1Gi (resources.diskTotal) to its output
+// message, e.g. "wrote more than 1Gi (resources.disk) to its home, output
 // and checkpoint directories; killed"; nullopt while it is at most
 // cap.bytes. A total that could not be measured breaks it too, saying why:
 // what the agent cannot see it cannot hold to the cap.

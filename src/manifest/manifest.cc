@@ -548,13 +548,47 @@ Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
       {"gpuMemory", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_gpu_memory_bytes(n); })},
       {"cpu", Bind(&P::ReadCpu, [r](double n) { r->set_cpu(n); })},
       {"memory", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_memory_bytes(n); })},
-      {"disk", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_disk_bytes(n); })},
-      {"diskTotal", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_output_bytes(n); })},
+      // In the spec 0 is the node's default total, which a manifest asks for
+      // by leaving the key out.
+      {"disk",
+       [this, r](const Value& v) -> Status {
+         IG_ASSIGN_OR_RETURN(uint64_t n, ReadBytes(v));
+         if (n == 0) {
+           return Error(v.mark, v.path + ": must be at least " + std::to_string(kMinDiskBytes) + " (" +
+                                    FormatBytes(kMinDiskBytes) + "); leave it out for the node's default");
+         }
+         r->set_output_bytes(n);
+         return Status::Ok();
+       }},
+      {"maxFileSize", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_disk_bytes(n); })},
+      {"shm", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_shm_bytes(n); })},
+      {"tmp", Bind(&P::ReadBytes, [r](uint64_t n) { r->set_tmp_bytes(n); })},
+      // Refused, not aliased: a manifest naming diskTotal was written when
+      // `disk` meant the per-file cap, so its `disk` would now be misread.
+      {"diskTotal",
+       [this](const Value& v) {
+         return Error(v.mark, v.path +
+                                  ": renamed: the total a job may write is now resources.disk, and the per-file "
+                                  "cap the old resources.disk set is resources.maxFileSize");
+       }},
       {"pids", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_pids(n); })},
       {"strictCpu", Bind(&P::ReadBool, [r](bool b) { r->set_strict_cpu(b); })},
       {"gpuMilli", Bind(&P::ReadUint32, [r](uint32_t n) { r->set_gpu_milli(n); })},
   };
-  return ReadFields(value, rules, {});
+  IG_RETURN_IF_ERROR(ReadFields(value, rules, {}));
+  // The defaults that follow memory and disk were filled from their defaults
+  // before this map was read; those the manifest leaves out are derived
+  // again from what it says (one it writes, even 0, is kept for validation).
+  const auto written = [&](const char* key) { return marks_.contains(JoinPath(value.path, key)); };
+  v1::Resources derived = *r;
+  derived.clear_shm_bytes();
+  derived.clear_tmp_bytes();
+  derived.clear_disk_bytes();
+  ApplyDerivedDefaults(&derived);
+  if (!written("shm")) r->set_shm_bytes(derived.shm_bytes());
+  if (!written("tmp")) r->set_tmp_bytes(derived.tmp_bytes());
+  if (!written("maxFileSize")) r->set_disk_bytes(derived.disk_bytes());
+  return Status::Ok();
 }
 
 Status ManifestParser::ReadEnv(const Value& value, v1::JobSpec* spec) {

@@ -19,8 +19,27 @@ inline constexpr char kApiVersion[] = "idlegrid/v1";
 
 // Defaults ApplyDefaults fills in.
 inline constexpr double kDefaultCpu = 1.0;
-inline constexpr uint64_t kDefaultMemoryBytes = 512ull << 20;
-inline constexpr uint64_t kDefaultDiskBytes = 1ull << 30;
+// Room for ordinary Python ML code. Measured under podman with a cgroup
+// memory limit on the python3-torch image examples/ml-sweep builds on (torch
+// 1.13): `import torch` peaks at 227 MiB resident; a 2-worker DataLoader over
+// 256 float 3x224x224 images in batches of 64 peaks at 378 MiB in the main
+// process, and ran within 512Mi but was killed within 384Mi. 2Gi leaves room
+// for a model and data beyond that, and for /dev/shm and /tmp, whose pages
+// count against this limit on cgroup hosts (256Mi each by default, below).
+inline constexpr uint64_t kDefaultMemoryBytes = 2ull << 30;
+// resources.maxFileSize (proto disk_bytes, RLIMIT_FSIZE): the largest file,
+// unless resources.disk (the total) is smaller, which then caps it too.
+inline constexpr uint64_t kDefaultMaxFileBytes = 1ull << 30;
+// resources.shm and resources.tmp (memory-backed tmpfs): each a quarter of
+// the job's memory, at most 256Mi. PyTorch's DataLoader workers hand batches
+// over in /dev/shm: the loader above failed with the 64Mi docker and podman
+// give (and idlegrid gave before), its workers gone ("DataLoader worker
+// exited unexpectedly"), and ran with 128Mi; 256Mi leaves room for larger
+// batches, and /tmp as much for pip's and torch's unpacked temporaries. A
+// quarter each leaves at least half the memory to the processes.
+inline constexpr uint64_t kDefaultShmBytes = 256ull << 20;
+inline constexpr uint64_t kDefaultTmpBytes = 256ull << 20;
+inline constexpr uint64_t kTmpfsDefaultMemoryDivisor = 4;
 inline constexpr uint32_t kDefaultPids = 256;
 inline constexpr char kDefaultOutputPath[] = "/out";
 inline constexpr uint32_t kDefaultRunTimeoutSeconds = 60 * 60;
@@ -37,7 +56,8 @@ inline constexpr const char* kDataClasses[] = {"public", "private", "regulated"}
 inline constexpr uint32_t kMaxGpus = 64;
 inline constexpr double kMaxCpu = 1024;
 inline constexpr uint64_t kMinMemoryBytes = 4ull << 20;
-inline constexpr uint64_t kMinDiskBytes = 1ull << 20;
+inline constexpr uint64_t kMinDiskBytes = 1ull << 20;  // disk and maxFileSize
+inline constexpr uint64_t kMinTmpfsBytes = 1ull << 20;  // shm and tmp
 inline constexpr uint32_t kMaxPids = 65536;
 inline constexpr uint32_t kMaxRunTimeoutSeconds = 7 * 24 * 60 * 60;
 inline constexpr uint32_t kMaxQueueTimeoutSeconds = 30 * 24 * 60 * 60;
@@ -72,8 +92,14 @@ Result<v1::JobSpec> LoadManifestFile(const std::string& path, DirInputResolver r
 // Sets every unset (zero/empty) field that has a default. Proto3 cannot tell
 // "unset" from zero, so for a spec built from JSON, `memory_bytes: 0` means
 // "default". ParseManifest does not have that ambiguity: there an explicit 0
-// is kept and rejected by validation.
+// is kept and rejected by validation. Ends with ApplyDerivedDefaults.
 void ApplyDefaults(v1::JobSpec* spec);
+
+// The defaults that follow other fields, each set only when 0: shm_bytes and
+// tmp_bytes min(256Mi, memory_bytes / 4); disk_bytes (maxFileSize) 1Gi, or
+// output_bytes (disk, the total) when that is set and smaller. Call after
+// memory_bytes and output_bytes hold their final values.
+void ApplyDerivedDefaults(v1::Resources* resources);
 
 // One broken rule of a JobSpec, named both ways.
 struct FieldViolation {

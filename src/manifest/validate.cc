@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/digest.h"
@@ -159,17 +160,40 @@ Violation CheckResources(const v1::Resources& r) {
                "must be at least " + std::to_string(kMinMemoryBytes) + " (" +
                    FormatBytes(kMinMemoryBytes) + ")");
   }
+  // 0 leaves the total to the node's default.
+  if (r.output_bytes() > 0 && r.output_bytes() < kMinDiskBytes) {
+    return bad("output_bytes", "disk",
+               "must be at least " + std::to_string(kMinDiskBytes) + " (" + FormatBytes(kMinDiskBytes) +
+                   "), got " + FormatBytes(r.output_bytes()));
+  }
   if (r.disk_bytes() < kMinDiskBytes) {
-    return bad("disk_bytes", "disk",
+    return bad("disk_bytes", "maxFileSize",
                "must be at least " + std::to_string(kMinDiskBytes) + " (" +
                    FormatBytes(kMinDiskBytes) + ")");
   }
-  // 0 leaves the total to the node's default. A total below the per-file
-  // cap would make that cap a promise the node does not keep.
-  if (r.output_bytes() > 0 && r.output_bytes() < r.disk_bytes()) {
-    return bad("output_bytes", "diskTotal",
-               "must be at least the per-file cap resources.disk (" + FormatBytes(r.disk_bytes()) +
-                   ", its default when unset), got " + FormatBytes(r.output_bytes()));
+  // A file larger than the total could never be written whole: the cap
+  // would be a promise the node does not keep.
+  if (r.output_bytes() > 0 && r.disk_bytes() > r.output_bytes()) {
+    return bad("disk_bytes", "maxFileSize",
+               "must be at most resources.disk, the total the job may write (" + FormatBytes(r.output_bytes()) +
+                   "), got " + FormatBytes(r.disk_bytes()));
+  }
+  for (const auto& [proto, manifest, bytes] : {std::tuple{"shm_bytes", "shm", r.shm_bytes()},
+                                               std::tuple{"tmp_bytes", "tmp", r.tmp_bytes()}}) {
+    if (bytes < kMinTmpfsBytes) {
+      return bad(proto, manifest,
+                 "must be at least " + std::to_string(kMinTmpfsBytes) + " (" + FormatBytes(kMinTmpfsBytes) + ")");
+    }
+  }
+  // /dev/shm and /tmp are tmpfs, held in memory: on cgroup hosts their pages
+  // count against the job's memory limit, so a job filling both needs that
+  // much memory before its processes use any.
+  if (r.shm_bytes() > r.memory_bytes() || r.tmp_bytes() > r.memory_bytes() - r.shm_bytes()) {
+    const bool shm_alone = r.shm_bytes() > r.memory_bytes();
+    return bad(shm_alone ? "shm_bytes" : "tmp_bytes", shm_alone ? "shm" : "tmp",
+               "resources.shm (" + FormatBytes(r.shm_bytes()) + ") and resources.tmp (" + FormatBytes(r.tmp_bytes()) +
+                   ") are held in memory and must fit in resources.memory (" + FormatBytes(r.memory_bytes()) +
+                   ") together");
   }
   if (r.pids() < 1 || r.pids() > kMaxPids) {
     return bad(
@@ -338,7 +362,6 @@ void ApplyDefaults(v1::JobSpec* spec) {
   v1::Resources* resources = spec->mutable_resources();
   if (resources->cpu() == 0) resources->set_cpu(kDefaultCpu);
   if (resources->memory_bytes() == 0) resources->set_memory_bytes(kDefaultMemoryBytes);
-  if (resources->disk_bytes() == 0) resources->set_disk_bytes(kDefaultDiskBytes);
   if (resources->pids() == 0) resources->set_pids(kDefaultPids);
   if (spec->output_path().empty()) spec->set_output_path(kDefaultOutputPath);
   if (spec->run_timeout_seconds() == 0) spec->set_run_timeout_seconds(kDefaultRunTimeoutSeconds);
@@ -349,6 +372,17 @@ void ApplyDefaults(v1::JobSpec* spec) {
   if (spec->runtime().empty()) spec->set_runtime(kDefaultRuntime);
   if (!spec->checkpoint_path().empty() && spec->checkpoint_interval_seconds() == 0) {
     spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
+  }
+  ApplyDerivedDefaults(resources);
+}
+
+void ApplyDerivedDefaults(v1::Resources* r) {
+  const uint64_t tmpfs_share = r->memory_bytes() / kTmpfsDefaultMemoryDivisor;
+  if (r->shm_bytes() == 0) r->set_shm_bytes(std::min(kDefaultShmBytes, tmpfs_share));
+  if (r->tmp_bytes() == 0) r->set_tmp_bytes(std::min(kDefaultTmpBytes, tmpfs_share));
+  if (r->disk_bytes() == 0) {
+    const uint64_t total = r->output_bytes();
+    r->set_disk_bytes(total > 0 ? std::min(kDefaultMaxFileBytes, total) : kDefaultMaxFileBytes);
   }
 }
 

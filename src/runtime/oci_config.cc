@@ -53,25 +53,25 @@ std::optional<std::pair<uint32_t, uint32_t>> ImageUserIds(const std::string& use
   return std::pair(*uid, *gid);
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t end; (end = s.find(sep, start)) != std::string::npos; start = end + 1) out.push_back(s.substr(start, end - start));
-  out.push_back(s.substr(start));
-  return out;
-}
-
 void Mount(JsonWriter& w, const std::string& destination, const std::string& type, const std::string& source,
            const std::vector<std::string>& options) {
   w.BeginObject().Key("destination").String(destination).Key("type").String(type).Key("source").String(source);
   w.Key("options").Strings(options).EndObject();
 }
 
+// Path components of a container path: "/a/b" has 2.
+size_t Depth(const std::string& path) { return std::count(path.begin(), path.end(), '/'); }
+
 // The mounts podman gives a --read-only container, in its order, except that
-// /dev/shm is a tmpfs of the same size instead of a host directory, and
-// devpts gets gid=5 (tty) only when that gid is mapped.
+// /dev/shm is a tmpfs instead of a host directory, /tmp, /var/tmp and /dev/shm
+// are sized as BuildPodmanRunArgs asks podman to, and devpts gets gid=5 (tty)
+// only when that gid is mapped. The job's own mounts come last, parents
+// before what they hold (as podman sorts them): the job's HOME may hold its
+// output directory.
 void Mounts(JsonWriter& w, const RunSpec& spec, const OciHostContext& host) {
   const std::vector<std::string> tmpfs_rw = {"rw", "rprivate", "nosuid", "nodev", "tmpcopyup"};
+  std::vector<std::string> tmp_sized = {"rw", "size=" + TmpfsSize(TmpBytes(spec.resources)), "mode=1777"};
+  tmp_sized.insert(tmp_sized.end(), {"rprivate", "nosuid", "nodev", "tmpcopyup"});
   w.Key("mounts").BeginArray();
   Mount(w, "/proc", "proc", "proc", {"nosuid", "noexec", "nodev"});
   Mount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"});
@@ -79,23 +79,24 @@ void Mounts(JsonWriter& w, const RunSpec& spec, const OciHostContext& host) {
   if (Mapped(host.gid_mappings, 5)) devpts.push_back("gid=5");
   Mount(w, "/dev/pts", "devpts", "devpts", devpts);
   Mount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
-  Mount(w, "/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"});
+  Mount(w, "/dev/shm", "tmpfs", "shm",
+        {"nosuid", "noexec", "nodev", "mode=1777", "size=" + TmpfsSize(ShmBytes(spec.resources))});
   Mount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
   Mount(w, "/sys/fs/cgroup", "cgroup", "cgroup", {"rprivate", "nosuid", "noexec", "nodev", "relatime", "ro"});
   Mount(w, "/run", "tmpfs", "tmpfs", tmpfs_rw);
-  Mount(w, "/var/tmp", "tmpfs", "tmpfs", tmpfs_rw);
-  // kTmpfsSpec is podman's "--tmpfs DEST:OPTIONS" text; one source of truth.
-  const std::string tmpfs = kTmpfsSpec;
-  const size_t colon = tmpfs.find(':');
-  std::vector<std::string> tmp_options = Split(tmpfs.substr(colon + 1), ',');
-  tmp_options.insert(tmp_options.end(), {"rprivate", "nosuid", "nodev", "tmpcopyup"});
-  Mount(w, tmpfs.substr(0, colon), "tmpfs", "tmpfs", tmp_options);
+  Mount(w, "/var/tmp", "tmpfs", "tmpfs", tmp_sized);
+  Mount(w, "/tmp", "tmpfs", "tmpfs", tmp_sized);
   const std::vector<std::string> etc_file = {"bind", "rprivate", "ro", "nosuid", "noexec", "nodev"};
   if (!host.hosts_file.empty()) Mount(w, "/etc/hosts", "bind", host.hosts_file, etc_file);
   if (!host.hostname_file.empty()) Mount(w, "/etc/hostname", "bind", host.hostname_file, etc_file);
-  for (const runtime::Mount& m : spec.mounts) {
-    Mount(w, m.container_path, "bind", m.host_path,
-          {"rbind", "rprivate", m.read_only ? "ro" : "rw", "nosuid", "nodev"});
+  std::vector<const runtime::Mount*> binds;
+  for (const runtime::Mount& m : spec.mounts) binds.push_back(&m);
+  std::stable_sort(binds.begin(), binds.end(), [](const runtime::Mount* a, const runtime::Mount* b) {
+    return Depth(a->container_path) < Depth(b->container_path);
+  });
+  for (const runtime::Mount* m : binds) {
+    Mount(w, m->container_path, "bind", m->host_path,
+          {"rbind", "rprivate", m->read_only ? "ro" : "rw", "nosuid", "nodev"});
   }
   w.EndArray();
 }

@@ -2,7 +2,8 @@
 // Pure translation of one job attempt into an OCI runtime-spec `config.json`
 // for `runc run`, giving the job the same sandbox BuildPodmanRunArgs asks
 // podman for: no network (a fresh network namespace holding only loopback),
-// a read-only root, a 64 MiB /tmp, no capabilities, no_new_privs, podman's
+// a read-only root, /tmp, /var/tmp and /dev/shm tmpfs of the spec's sizes
+// (ShmBytes, TmpBytes), no capabilities, no_new_privs, podman's
 // seccomp filter and masked/read-only /proc and /sys paths, the same rlimits
 // and (only where enforcement says cgroup) the same cgroup limits.
 //

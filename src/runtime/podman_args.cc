@@ -52,7 +52,23 @@ std::string FormatCpus(double cpus) {
 }
 
 
+// podman's "--tmpfs DEST:OPTIONS": writable by every user (the job runs as
+// one of its own), sized.
+std::string TmpfsFlag(const std::string& destination, uint64_t bytes) {
+  return destination + ":rw,size=" + TmpfsSize(bytes) + ",mode=1777";
+}
+
 }  // namespace
+
+uint64_t ShmBytes(const v1::Resources& resources) {
+  return resources.shm_bytes() > 0 ? resources.shm_bytes() : kUnsizedTmpfsBytes;
+}
+
+uint64_t TmpBytes(const v1::Resources& resources) {
+  return resources.tmp_bytes() > 0 ? resources.tmp_bytes() : kUnsizedTmpfsBytes;
+}
+
+std::string TmpfsSize(uint64_t bytes) { return std::to_string(bytes / 1024 + (bytes % 1024 != 0)) + "k"; }
 
 std::string EntrypointJson(const std::vector<std::string>& command) {
   std::string out = "[";
@@ -131,7 +147,11 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
       "--cap-drop", "all",
       "--security-opt", "no-new-privileges",
       "--ulimit", Ulimit("nofile", kNofileLimit),
-      "--tmpfs", kTmpfsSpec,
+      // podman's --read-only gives /var/tmp an unsized tmpfs (half the
+      // host's memory, uncounted under RLIMIT_DATA): sized like /tmp instead.
+      "--tmpfs", TmpfsFlag("/tmp", TmpBytes(r)),
+      "--tmpfs", TmpfsFlag("/var/tmp", TmpBytes(r)),
+      "--shm-size", TmpfsSize(ShmBytes(r)),
   };
   // clang-format on
   if (!sandbox.pidfile.empty()) a.insert(a.end(), {"--pidfile", sandbox.pidfile});

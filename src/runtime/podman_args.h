@@ -21,7 +21,22 @@ inline constexpr uint64_t kMinCgroupMemoryBytes = 8ull << 20;
 // Every container may open this many files; podman refuses values above the
 // caller's hard limit, and 1024 is below every default hard limit.
 inline constexpr int kNofileLimit = 1024;
-inline constexpr char kTmpfsSpec[] = "/tmp:rw,size=64m,mode=1777";
+// The size of /dev/shm, /tmp and /var/tmp (tmpfs) for a spec that gives none
+// (resources.shm_bytes or tmp_bytes 0: a spec from a coordinator older than
+// those fields): 64 MiB each, what every job got before, and podman's own
+// /dev/shm default. Newer coordinators always fill them (manifest/manifest.h).
+inline constexpr uint64_t kUnsizedTmpfsBytes = 64ull << 20;
+// Where a job's HOME is inside its container: a writable directory of the
+// attempt's scratch (agent/attempt_stages.h), counted in its disk total.
+inline constexpr char kJobHomeDir[] = "/home/job";
+
+// The job's /dev/shm size, and that of /tmp and of /var/tmp (each): the spec's,
+// or kUnsizedTmpfsBytes when it gives none. Pure.
+uint64_t ShmBytes(const v1::Resources& resources);
+uint64_t TmpBytes(const v1::Resources& resources);
+// `bytes` in KiB, rounded up ("65536k"): what podman's --shm-size and a
+// tmpfs `size=` option both read. Pure.
+std::string TmpfsSize(uint64_t bytes);
 // The user a job runs as inside its container when the agent's user has
 // subordinate ids: not root, and mapped to a subordinate id on the host, so
 // the job owns nothing of the agent's (its key, state, home) even if it
@@ -93,6 +108,7 @@ Status ValidateImageId(const std::string& image_id);
 //   pids    cgroup: --pids-limit N (runc only)  both:   --ulimit nproc=M:M
 //   cpu     cgroup: --cpus X                    otherwise not capped
 //   disk    rlimit: --ulimit fsize=B:B (per file)
+// and always --shm-size ShmBytes, --tmpfs /tmp and /var/tmp of TmpBytes each.
 // Expects a spec that passed ValidateRunSpec; never fails.
 std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement,
                                             const PodmanSandbox& sandbox = {});

@@ -122,7 +122,9 @@ Demand MakeDemand(const TaskView& task, const SchedulingPolicy& policy, const Sn
   const auto& r = task.resources;
   d.cpu = std::max(r.cpu(), 0.0);
   d.memory = r.memory_bytes();
-  d.disk = r.disk_bytes();
+  // The total it may write (resources.disk) when the job gives one; else the
+  // largest file it may write, the least it could need.
+  d.disk = r.output_bytes() > 0 ? r.output_bytes() : r.disk_bytes();
   d.share = (task.gpu_milli > 0 && task.gpu_milli < kWholeGpuMilli) || task.vram_slice;
   if (d.share) {
     d.gpus = 1;

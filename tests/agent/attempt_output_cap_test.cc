@@ -1,9 +1,12 @@
-// Whole attempts past their total disk cap (resources.diskTotal, else the
+// Whole attempts past their total disk cap (resources.disk, else the
 // node's default), through AttemptRunner with the fakes: killed while they
 // run or stopped at collect, reported as DISK_LIMIT, nothing uploaded, and
 // their files gone before the coordinator hears of it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 
 #include "agent/attempt_fixture_support.h"
@@ -57,7 +60,7 @@ TEST_F(OutputCapTest, AJobWritingPastItsTotalWhileRunningIsKilledAsOutputLimit) 
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
   EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(Last().message(),
-            "wrote more than 2Mi (resources.diskTotal) to its output and checkpoint directories; killed");
+            "wrote more than 2Mi (resources.disk) to its home, output and checkpoint directories; killed");
   EXPECT_EQ(Last().outputs_size(), 0);
   EXPECT_TRUE(artifacts_.Uploaded().empty());
   // Its files are gone before the coordinator, which may send the next task
@@ -80,7 +83,7 @@ TEST_F(OutputCapTest, WhatTheWatcherMissedIsCaughtBeforeAnyUpload) {
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
   EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(Last().message(),
-            "left more than 1Mi (this node's default for jobs that set no resources.diskTotal) in its output and "
+            "left more than 1Mi (this node's default for jobs that set no resources.disk) in its home, output and "
             "checkpoint directories; no output was uploaded");
   EXPECT_TRUE(artifacts_.Uploaded().empty()) << "not even the small file";
   EXPECT_FALSE(scratch_at_report_);
@@ -102,6 +105,34 @@ TEST_F(OutputCapTest, ACheckpointPastTheCapCountsAndIsNotSyncedAgain) {
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED ERRORED");
   EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
   EXPECT_TRUE(artifacts_.Uploaded().empty());
+  ExpectCleanedUp();
+}
+
+TEST_F(OutputCapTest, WhatTheJobWritesToItsHomeCountsInItsTotal) {
+  bool killed = false;
+  bool cache_writable = false;
+  runtime_.while_running = [&](const runtime::RunSpec& spec) {
+    auto home = std::find_if(spec.mounts.begin(), spec.mounts.end(),
+                             [](const runtime::Mount& m) { return m.container_path == "/home/job"; });
+    ASSERT_NE(home, spec.mounts.end());
+    // A cache (pip's, torch's) fills HOME, not the outputs: 3 MiB past the 2 MiB total.
+    const std::string cache = home->host_path + "/.cache";
+    cache_writable = ::access(cache.c_str(), W_OK) == 0;
+    for (int i = 0; i < 3; ++i) {
+      std::ofstream(cache + "/blob" + std::to_string(i), std::ios::binary) << std::string(kMiB, 'c');
+    }
+    killed = runtime_.WaitForKill(std::chrono::seconds(10));
+    runtime::ExitInfo gone = Exit(137);
+    gone.killed = true;
+    runtime_.exit = gone;
+  };
+  WatchTheFinalReport();
+  Run(Capped(2 * kMiB));
+
+  EXPECT_TRUE(cache_writable);
+  EXPECT_TRUE(killed) << "the watcher never stopped the container";
+  EXPECT_EQ(Last().failure_reason(), v1::DISK_LIMIT);
+  EXPECT_FALSE(scratch_at_report_) << "HOME goes with the scratch";
   ExpectCleanedUp();
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "agent/attempt_fixture_support.h"
@@ -33,7 +34,7 @@ TEST_F(AttemptRunnerTest, InputsAreDownloadedAndMountedReadOnly) {
   std::string contents;
   mode_t mode = 0;
   runtime_.while_running = [&](const runtime::RunSpec& spec) {
-    ASSERT_EQ(spec.mounts.size(), 2u);
+    ASSERT_EQ(spec.mounts.size(), 3u);  // outputs, the input, HOME
     const runtime::Mount& m = spec.mounts[1];
     EXPECT_EQ(m.container_path, "/data/in.txt");
     EXPECT_TRUE(m.read_only);
@@ -76,7 +77,7 @@ TEST_F(AttemptRunnerTest, ACheckpointIsRestoredBeforeTheRunAndSyncedAfterAFailur
   f->set_size(6);
   std::string restored;
   runtime_.while_running = [&](const runtime::RunSpec& spec) {
-    ASSERT_EQ(spec.mounts.size(), 2u);
+    ASSERT_EQ(spec.mounts.size(), 3u);  // outputs, the checkpoint, HOME
     EXPECT_EQ(spec.mounts[1].container_path, "/ckpt");
     restored = ReadFile(spec.mounts[1].host_path + "/state").value();
   };
@@ -87,7 +88,9 @@ TEST_F(AttemptRunnerTest, ACheckpointIsRestoredBeforeTheRunAndSyncedAfterAFailur
   EXPECT_EQ(restored, "step 4");
   // A checkpointing array task keeps a container of its own.
   EXPECT_EQ(runtime_.runs.at(0).sandbox_group, "");
-  EXPECT_EQ(runtime_.runs.at(0).env.back(), (std::pair<std::string, std::string>{"IDLEGRID_CHECKPOINT_DIR", "/ckpt"}));
+  const auto& env = runtime_.runs.at(0).env;
+  EXPECT_EQ(std::count(env.begin(), env.end(), std::pair<std::string, std::string>{"IDLEGRID_CHECKPOINT_DIR", "/ckpt"}),
+            1);
   // What it saved before failing is what the next attempt resumes from.
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED CHECKPOINTED EXITED");
   const v1::ReportAttemptRequest checkpointed = reporter_.Reports()[2];

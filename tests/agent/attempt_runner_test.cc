@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "agent/attempt_fixture_support.h"
 #include "common/digest.h"
 #include "common/fs.h"
@@ -58,10 +60,17 @@ TEST_F(AttemptRunnerTest, TheContainerIsStartedFromTheAssignment) {
   EXPECT_EQ(run.image_id, std::string(64, 'a'));
   EXPECT_EQ(run.command, std::vector<std::string>{"/bin/job"});
   EXPECT_EQ(run.args, std::vector<std::string>{"--fast"});
-  ASSERT_EQ(run.mounts.size(), 1u);
+  ASSERT_EQ(run.mounts.size(), 2u);
   EXPECT_EQ(run.mounts[0].host_path, Scratch() + "/out");
   EXPECT_EQ(run.mounts[0].container_path, "/out");
   EXPECT_FALSE(run.mounts[0].read_only);
+  // HOME: a writable directory of the scratch, with its cache directory made.
+  EXPECT_EQ(run.mounts[1].host_path, Scratch() + "/home");
+  EXPECT_EQ(run.mounts[1].container_path, "/home/job");
+  EXPECT_FALSE(run.mounts[1].read_only);
+  EXPECT_TRUE(std::count(run.env.begin(), run.env.end(), std::pair<std::string, std::string>("HOME", "/home/job")));
+  EXPECT_TRUE(std::count(run.env.begin(), run.env.end(),
+                         std::pair<std::string, std::string>("XDG_CACHE_HOME", "/home/job/.cache")));
   EXPECT_EQ(runtime_.timeouts[0], std::chrono::seconds(60));
 }
 

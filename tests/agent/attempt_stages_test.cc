@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace idlegrid::agent {
 namespace {
 
@@ -74,6 +76,57 @@ TEST(BuildRunSpecTest, MountsAreOutputsThenCheckpointThenInputs) {
   EXPECT_EQ(run.runtime, "runsc");
   EXPECT_EQ(run.gpu_uuids, std::vector<std::string>{"GPU-1"});
   EXPECT_EQ(run.host_user_processes, 12u);
+}
+
+TEST(BuildRunSpecTest, HomeAndCacheAreTheScratchsUnlessTheJobSetsThem) {
+  RunLayout layout;
+  layout.out_dir = "/s/out";
+  layout.home_dir = "/s/home";
+  runtime::RunSpec run = BuildRunSpec(Task(1, ""), layout);
+  EXPECT_EQ(run.env, (Env{{"A", "1"},
+                          {"IDLEGRID_TASK_INDEX", "3"},
+                          {"IDLEGRID_TASK_COUNT", "1"},
+                          {"IDLEGRID_JOB_ID", "j1"},
+                          {"HOME", "/home/job"},
+                          {"XDG_CACHE_HOME", "/home/job/.cache"}}));
+  ASSERT_EQ(run.mounts.size(), 2u);
+  EXPECT_EQ(run.mounts[1].host_path, "/s/home");
+  EXPECT_EQ(run.mounts[1].container_path, "/home/job");
+  EXPECT_FALSE(run.mounts[1].read_only);
+
+  // What the manifest's env says stays; only what it leaves out is added.
+  v1::Assignment own = Task(1, "");
+  (*own.mutable_spec()->mutable_env())["HOME"] = "/work";
+  run = BuildRunSpec(own, layout);
+  EXPECT_EQ(std::count(run.env.begin(), run.env.end(), std::pair<std::string, std::string>("HOME", "/work")), 1);
+  EXPECT_EQ(std::count_if(run.env.begin(), run.env.end(), [](const auto& e) { return e.first == "HOME"; }), 1);
+  EXPECT_EQ(std::count(run.env.begin(), run.env.end(),
+                       std::pair<std::string, std::string>("XDG_CACHE_HOME", "/home/job/.cache")),
+            1);
+  (*own.mutable_spec()->mutable_env())["XDG_CACHE_HOME"] = "/work/cache";
+  run = BuildRunSpec(own, layout);
+  EXPECT_EQ(std::count_if(run.env.begin(), run.env.end(), [](const auto& e) { return e.first == "XDG_CACHE_HOME"; }),
+            1);
+}
+
+TEST(BuildRunSpecTest, AJobMountAtOrAboveHomeHoldsIt) {
+  RunLayout layout;
+  layout.out_dir = "/s/out";
+  layout.home_dir = "/s/home";
+  const struct {
+    std::string output;
+    bool home_mounted;
+  } cases[] = {{"/home/job", false}, {"/home", false}, {"/home/job/out", true}, {"/home/jobs", true}, {"/out", true}};
+  for (const auto& c : cases) {
+    v1::Assignment a = Task(1, "");
+    a.mutable_spec()->set_output_path(c.output);
+    const runtime::RunSpec run = BuildRunSpec(a, layout);
+    const bool mounted = std::any_of(run.mounts.begin(), run.mounts.end(),
+                                     [](const runtime::Mount& m) { return m.host_path == "/s/home"; });
+    EXPECT_EQ(mounted, c.home_mounted) << c.output;
+    EXPECT_EQ(std::count(run.env.begin(), run.env.end(), std::pair<std::string, std::string>("HOME", "/home/job")), 1)
+        << c.output;
+  }
 }
 
 TEST(SelectGpusTest, PassesOnlyRealAssignedGpus) {

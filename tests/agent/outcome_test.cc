@@ -45,7 +45,7 @@ TEST(DecideOutcomeTest, CancelledIsStoppedEvenWhenTheRunFailed) {
 }
 
 TEST(DecideOutcomeTest, PastItsDiskCapIsTheJobsOutputLimitWhateverTheRuntimeSaid) {
-  const std::string why = "wrote more than 1Gi (resources.diskTotal) to its output and checkpoint directories; killed";
+  const std::string why = "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed";
   runtime::ExitInfo killed = Exited(137);
   killed.killed = true;
   runtime::ExitInfo runc_failed = Exited(1);

@@ -39,11 +39,12 @@ TEST(OutputCapBreachTest, TheMessageSaysWhatWasPassedWhereAndWhatHappened) {
   };
   const Case kCases[] = {
       {{kGiB, true}, OutputCheck::kWhileRunning,
-       "wrote more than 1Gi (resources.diskTotal) to its output and checkpoint directories; killed"},
+       "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed"},
       {{kGiB, true}, OutputCheck::kBeforeUpload,
-       "left more than 1Gi (resources.diskTotal) in its output and checkpoint directories; no output was uploaded"},
+       "left more than 1Gi (resources.disk) in its home, output and checkpoint directories; no output was "
+       "uploaded"},
       {{10 * kGiB, false}, OutputCheck::kWhileRunning,
-       "wrote more than 10Gi (this node's default for jobs that set no resources.diskTotal) to its output and "
+       "wrote more than 10Gi (this node's default for jobs that set no resources.disk) to its home, output and "
        "checkpoint directories; killed"},
   };
   for (const Case& c : kCases) {
@@ -59,8 +60,8 @@ TEST(OutputCapBreachTest, WhatCannotBeMeasuredCannotBeTrusted) {
                       OutputCheck::kWhileRunning);
   ASSERT_TRUE(why);
   EXPECT_EQ(*why,
-            "could not measure what it wrote to its output and checkpoint directories (cannot read /x/out/locked: "
-            "Permission denied), so it cannot be held to 1Gi (resources.diskTotal); killed");
+            "could not measure what it wrote to its home, output and checkpoint directories (cannot read "
+            "/x/out/locked: Permission denied), so it cannot be held to 1Gi (resources.disk); killed");
 }
 
 }  // namespace

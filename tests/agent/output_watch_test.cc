@@ -88,7 +88,7 @@ TEST_F(OutputWatchTest, OutputAndCheckpointTogetherPastTheCapKillOnce) {
   EXPECT_EQ(probe_.kills(), 1);
   ASSERT_TRUE(watch.Breach());
   EXPECT_EQ(*watch.Breach(),
-            "wrote more than 4Mi (resources.diskTotal) to its output and checkpoint directories; killed");
+            "wrote more than 4Mi (resources.disk) to its home, output and checkpoint directories; killed");
 }
 
 TEST_F(OutputWatchTest, WithinTheCapNothingIsKilled) {

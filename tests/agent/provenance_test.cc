@@ -167,8 +167,8 @@ TEST_F(AttemptRunnerTest, AStartedAttemptCarriesItsProvenanceAndItsExitTheSame) 
   EXPECT_EQ(p.image_manifest_digest(), a.spec().image());
   EXPECT_EQ(p.job_spec_digest(), manifest::SpecDigest(a.spec()));
   EXPECT_EQ(std::vector<std::string>(p.env_names().begin(), p.env_names().end()),
-            (std::vector<std::string>{"API_TOKEN", "IDLEGRID_JOB_ID", "IDLEGRID_TASK_COUNT", "IDLEGRID_TASK_INDEX",
-                                      "MODE"}));
+            (std::vector<std::string>{"API_TOKEN", "HOME", "IDLEGRID_JOB_ID", "IDLEGRID_TASK_COUNT",
+                                      "IDLEGRID_TASK_INDEX", "MODE", "XDG_CACHE_HOME"}));
   EXPECT_EQ(AllOf(p).find(kSecretValue), std::string::npos) << "an environment value was reported";
 
   // The exit carries the same record, for a coordinator that missed STARTED.

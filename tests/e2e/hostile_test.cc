@@ -156,7 +156,7 @@ TEST_F(HostileJobs, FloodsBombsDaemonsAndOddOutputsEndContainedAndTheNodeStaysCl
   const std::string fork = Submit(Manifest("forkbomb", {"forkbomb"}));
   const std::string mem = Submit(Manifest("membomb", {"membomb"}));
   const std::string disk =
-      Submit(Manifest("diskflood", {"diskflood"}, "runTimeout: 5m\n", "  disk: 64Mi\n  diskTotal: 256Mi\n"));
+      Submit(Manifest("diskflood", {"diskflood"}, "runTimeout: 5m\n", "  maxFileSize: 64Mi\n  disk: 256Mi\n"));
   const std::string log = Submit(Manifest("logflood", {"logflood", "48"}));
   const std::string daemon = Submit(Manifest("daemon", {"daemon"}));
   const std::string noterm = Submit(Manifest("noterm", {"noterm"}, "runTimeout: 5s\n"));

@@ -1,5 +1,5 @@
 // End to end (issue 11): a job writing 100 files of 100 MiB under a 1 GiB
-// total cap (resources.diskTotal) fails with a clear reason, nothing of its
+// total cap (resources.disk) fails with a clear reason, nothing of its
 // outputs reaches the coordinator, and the node's disk is cleaned.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
@@ -52,15 +52,15 @@ class OutputCapE2E : public ::testing::Test {
 
 TEST_F(OutputCapE2E, AJobWriting100FilesOf100MiBUnderA1GiBCapFailsAndTheNodesDiskIsCleaned) {
   StartAgent();
-  // Each file is within the per-file cap (disk); together they pass the total.
-  const v1::Job job = SubmitAndWait(FillManifest(kFiles, kFileMiB, "  disk: 128Mi\n  diskTotal: 1Gi\n"));
+  // Each file is within the per-file cap (maxFileSize); together they pass the total (disk).
+  const v1::Job job = SubmitAndWait(FillManifest(kFiles, kFileMiB, "  maxFileSize: 128Mi\n  disk: 1Gi\n"));
 
   ASSERT_EQ(job.state(), v1::FAILED);
   ASSERT_EQ(job.tasks_size(), 1);
   const v1::Task& task = job.tasks(0);
   EXPECT_EQ(task.failure_reason(), v1::DISK_LIMIT) << jobs::ReasonName(task.failure_reason());
   EXPECT_EQ(task.message(),
-            "wrote more than 1Gi (resources.diskTotal) to its output and checkpoint directories; killed");
+            "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed");
   ASSERT_EQ(task.attempts_size(), 1);
   const v1::Attempt& attempt = task.attempts(0);
   EXPECT_EQ(attempt.failure_reason(), v1::DISK_LIMIT);
@@ -98,8 +98,8 @@ TEST_F(OutputCapE2E, AJobThatSetsNoTotalIsHeldToTheAgentsDefault) {
   ASSERT_EQ(job.state(), v1::FAILED);
   EXPECT_EQ(job.tasks(0).failure_reason(), v1::DISK_LIMIT);
   EXPECT_EQ(job.tasks(0).message(),
-            "wrote more than 256Mi (this node's default for jobs that set no resources.diskTotal) to its output and "
-            "checkpoint directories; killed");
+            "wrote more than 256Mi (this node's default for jobs that set no resources.disk) to its home, output "
+            "and checkpoint directories; killed");
 }
 
 }  // namespace

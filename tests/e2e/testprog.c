@@ -7,6 +7,10 @@
  *   spin SECS    burn one CPU for SECS seconds (load for the stress tests)
  *   fill N MIB   write N files of MIB MiB each as /out/fill-<i>, announcing each one;
  *                prints "filled" when all are written
+ *   home SHM_MIB write $HOME/home.txt and $XDG_CACHE_HOME/pip/cache.txt (as ML tools
+ *                do), then SHM_MIB MiB to /dev/shm/fill, and report each to /out/home.txt
+ *   cachefill N KIB  write N files of KIB KiB each in $XDG_CACHE_HOME/many/, announcing
+ *                every 100th; prints "cache filled" when all are written
  *   copy PATH [DIR]  copy the (read-only) input PATH to /out/copy.txt; exit 3 if PATH was writable,
  *                4 if a file or directory could be made in DIR (a directory input)
  *   cat TEXT PATH...  write TEXT, a newline, then each input PATH's bytes to /out/cat.txt
@@ -74,6 +78,58 @@ int main(int argc, char** argv) {
       if (fclose(f) != 0) { perror("close fill file"); return 21; }
     }
     printf("filled\n");
+    return 0;
+  }
+  if (strcmp(mode, "home") == 0) {
+    const char* home = getenv("HOME");
+    const char* cache = getenv("XDG_CACHE_HOME");
+    long shm_mib = argc > 2 ? atol(argv[2]) : 1;
+    if (!home || !cache) { fprintf(stderr, "HOME or XDG_CACHE_HOME unset\n"); return 30; }
+    char path[512];
+    snprintf(path, sizeof path, "%s/home.txt", home);
+    FILE* f = fopen(path, "w");
+    if (!f || fputs("home\n", f) < 0 || fclose(f) != 0) { perror(path); return 31; }
+    snprintf(path, sizeof path, "%s/pip", cache);
+    if (mkdir(path, 0755) != 0) { perror(path); return 32; }
+    snprintf(path, sizeof path, "%s/pip/cache.txt", cache);
+    f = fopen(path, "w");
+    if (!f || fputs("cache\n", f) < 0 || fclose(f) != 0) { perror(path); return 33; }
+    static char chunk[1 << 20];
+    memset(chunk, 's', sizeof chunk);
+    f = fopen("/dev/shm/fill", "w");
+    if (!f) { perror("/dev/shm/fill"); return 34; }
+    for (long m = 0; m < shm_mib; ++m) {
+      if (fwrite(chunk, 1, sizeof chunk, f) != sizeof chunk) { perror("write /dev/shm/fill"); return 35; }
+    }
+    if (fclose(f) != 0) { perror("close /dev/shm/fill"); return 36; }
+    f = fopen("/out/home.txt", "w");
+    if (!f) { perror("/out/home.txt"); return 37; }
+    fprintf(f, "HOME=%s\nXDG_CACHE_HOME=%s\nshm=%ld MiB\n", home, cache, shm_mib);
+    fclose(f);
+    printf("home ok\n");
+    return 0;
+  }
+  if (strcmp(mode, "cachefill") == 0) {
+    const char* cache = getenv("XDG_CACHE_HOME");
+    long files = argc > 2 ? atol(argv[2]) : 1;
+    long kib = argc > 3 ? atol(argv[3]) : 1;
+    if (!cache) { fprintf(stderr, "XDG_CACHE_HOME unset\n"); return 30; }
+    char path[512];
+    snprintf(path, sizeof path, "%s/many", cache);
+    if (mkdir(path, 0755) != 0) { perror(path); return 32; }
+    static char chunk[1 << 10];
+    memset(chunk, 'c', sizeof chunk);
+    for (long i = 0; i < files; ++i) {
+      if (i % 100 == 0) { printf("cache file %ld\n", i); fflush(stdout); }
+      snprintf(path, sizeof path, "%s/many/f-%ld", cache, i);
+      FILE* f = fopen(path, "w");
+      if (!f) { perror(path); return 33; }
+      for (long k = 0; k < kib; ++k) {
+        if (fwrite(chunk, 1, sizeof chunk, f) != sizeof chunk) { perror("write cache file"); return 34; }
+      }
+      if (fclose(f) != 0) { perror("close cache file"); return 35; }
+    }
+    printf("cache filled\n");
     return 0;
   }
   if (strcmp(mode, "sleep") == 0) {

@@ -388,7 +388,7 @@ TEST(ApplyAttemptEventTest, ErroredIsAPlatformFailureThatExcludesTheNode) {
 // job's doing, as an out-of-memory kill is: it uses the retry budget, and
 // the node, which only enforced the job's own limit, is not excluded.
 TEST(ApplyAttemptEventTest, OutputLimitIsTheJobsFailureNotTheNodes) {
-  const std::string kWhy = "wrote more than 1Gi to its output and checkpoint directories (resources.diskTotal); killed";
+  const std::string kWhy = "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed";
   struct Case {
     const char* name;
     uint32_t used, retries;

@@ -42,9 +42,11 @@ TEST(ParseManifestTest, FullManifestSetsEveryField) {
                            "  gpus: 2\n"
                            "  gpuMemory: 20Gi\n"
                            "  cpu: 0.5\n"
-                           "  memory: 256Mi\n"
-                           "  disk: 2G\n"
-                           "  diskTotal: 20G\n"
+                           "  memory: 1Gi\n"
+                           "  disk: 20G\n"
+                           "  maxFileSize: 2G\n"
+                           "  shm: 512Mi\n"
+                           "  tmp: 128Mi\n"
                            "  pids: 64\n"
                            "  strictCpu: true\n"
                            "inputs:\n"
@@ -79,9 +81,11 @@ TEST(ParseManifestTest, FullManifestSetsEveryField) {
   EXPECT_EQ(r.gpus(), 2u);
   EXPECT_EQ(r.gpu_memory_bytes(), 20ull << 30);
   EXPECT_DOUBLE_EQ(r.cpu(), 0.5);
-  EXPECT_EQ(r.memory_bytes(), 256ull << 20);
-  EXPECT_EQ(r.disk_bytes(), 2000000000ull);
-  EXPECT_EQ(r.output_bytes(), 20000000000ull);
+  EXPECT_EQ(r.memory_bytes(), 1ull << 30);
+  EXPECT_EQ(r.disk_bytes(), 2000000000ull) << "maxFileSize";
+  EXPECT_EQ(r.output_bytes(), 20000000000ull) << "disk: the total";
+  EXPECT_EQ(r.shm_bytes(), 512ull << 20);
+  EXPECT_EQ(r.tmp_bytes(), 128ull << 20);
   EXPECT_EQ(r.pids(), 64u);
   EXPECT_TRUE(r.strict_cpu());
   ASSERT_EQ(spec->inputs_size(), 2);
@@ -110,9 +114,11 @@ TEST(ParseManifestTest, MinimalManifestGetsDefaults) {
   EXPECT_EQ(r.gpus(), 0u);
   EXPECT_EQ(r.gpu_memory_bytes(), 0u);
   EXPECT_DOUBLE_EQ(r.cpu(), 1.0);
-  EXPECT_EQ(r.memory_bytes(), 512ull << 20);
-  EXPECT_EQ(r.disk_bytes(), 1ull << 30);
+  EXPECT_EQ(r.memory_bytes(), 2ull << 30);
+  EXPECT_EQ(r.disk_bytes(), 1ull << 30) << "the largest file";
   EXPECT_EQ(r.output_bytes(), 0u) << "0: the node's default total";
+  EXPECT_EQ(r.shm_bytes(), 256ull << 20);
+  EXPECT_EQ(r.tmp_bytes(), 256ull << 20);
   EXPECT_EQ(r.pids(), 256u);
   EXPECT_FALSE(r.strict_cpu());
   EXPECT_EQ(spec->output_path(), "/out");
@@ -122,6 +128,43 @@ TEST(ParseManifestTest, MinimalManifestGetsDefaults) {
   EXPECT_FALSE(spec->idempotent());
   EXPECT_EQ(spec->array_count(), 1u);
   EXPECT_EQ(spec->runtime(), "runc");
+}
+
+TEST(ParseManifestTest, TmpfsSizesFollowTheMemoryWrittenUnlessGiven) {
+  const struct {
+    std::string resources;
+    uint64_t shm, tmp;
+  } cases[] = {
+      {"{memory: 256Mi}", 64ull << 20, 64ull << 20},  // a quarter each
+      {"{memory: 8Gi}", 256ull << 20, 256ull << 20},  // at most 256Mi each
+      {"{memory: 4Mi}", 1ull << 20, 1ull << 20},
+      {"{memory: 4Gi, shm: 1Gi}", 1ull << 30, 256ull << 20},
+      {"{memory: 1Gi, tmp: 768Mi, shm: 256Mi}", 256ull << 20, 768ull << 20},  // exactly the memory
+  };
+  for (const auto& c : cases) {
+    Result<v1::JobSpec> spec = ParseManifest(kBase + "resources: " + c.resources + "\n", "job.yaml");
+    ASSERT_TRUE(spec.ok()) << c.resources << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->resources().shm_bytes(), c.shm) << c.resources;
+    EXPECT_EQ(spec->resources().tmp_bytes(), c.tmp) << c.resources;
+  }
+}
+
+TEST(ParseManifestTest, DiskIsTheTotalAndCapsTheDefaultLargestFile) {
+  const struct {
+    std::string resources;
+    uint64_t total, largest_file;
+  } cases[] = {
+      {"{disk: 256Mi}", 256ull << 20, 256ull << 20},  // below the 1Gi default: the total caps a file too
+      {"{disk: 20Gi}", 20ull << 30, 1ull << 30},
+      {"{disk: 20Gi, maxFileSize: 4Gi}", 20ull << 30, 4ull << 30},
+      {"{maxFileSize: 64Mi}", 0, 64ull << 20},  // the total stays the node's default
+  };
+  for (const auto& c : cases) {
+    Result<v1::JobSpec> spec = ParseManifest(kBase + "resources: " + c.resources + "\n", "job.yaml");
+    ASSERT_TRUE(spec.ok()) << c.resources << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->resources().output_bytes(), c.total) << c.resources;
+    EXPECT_EQ(spec->resources().disk_bytes(), c.largest_file) << c.resources;
+  }
 }
 
 TEST(ParseManifestTest, MinimalManifestEqualsApplyDefaults) {
@@ -300,13 +343,27 @@ INSTANTIATE_TEST_SUITE_P(
         {"MemoryTooSmall", kBase + "resources: {memory: 4095Ki}\n", 4, 21,
          "must be at least 4194304 (4Mi)"},
         {"DiskZero", kBase + "resources: {disk: 0}\n", 4, 19,
-         "resources.disk: must be at least 1048576 (1Mi)"},
-        {"DiskTotalBelowDisk", kBase + "resources: {disk: 2Gi, diskTotal: 1Gi}\n", 4, 35,
-         "resources.diskTotal: must be at least the per-file cap resources.disk (2Gi, its default when unset), "
-         "got 1Gi"},
-        {"DiskTotalBelowDefaultDisk", kBase + "resources:\n  diskTotal: 512Mi\n", 5, 14,
-         "resources.diskTotal: must be at least the per-file cap resources.disk (1Gi"},
-        {"DiskTotalUnit", kBase + "resources: {diskTotal: 3XB}\n", 4, 24, "unknown unit \"XB\""},
+         "resources.disk: must be at least 1048576 (1Mi); leave it out for the node's default"},
+        {"DiskTooSmall", kBase + "resources: {disk: 512Ki}\n", 4, 19,
+         "resources.disk: must be at least 1048576 (1Mi), got 512Ki"},
+        {"DiskUnit", kBase + "resources: {disk: 3XB}\n", 4, 19, "unknown unit \"XB\""},
+        {"MaxFileSizeZero", kBase + "resources: {maxFileSize: 0}\n", 4, 26,
+         "resources.maxFileSize: must be at least 1048576 (1Mi)"},
+        {"MaxFileSizeAboveTheTotal", kBase + "resources: {disk: 1Gi, maxFileSize: 2Gi}\n", 4, 37,
+         "resources.maxFileSize: must be at most resources.disk, the total the job may write (1Gi), got 2Gi"},
+        // An old manifest's `disk` was the per-file cap: refused, saying what the keys are now.
+        {"DiskTotalRenamed", kBase + "resources: {disk: 1Gi, diskTotal: 20Gi}\n", 4, 35,
+         "resources.diskTotal: renamed: the total a job may write is now resources.disk, and the per-file cap "
+         "the old resources.disk set is resources.maxFileSize"},
+        {"ShmZero", kBase + "resources: {shm: 0}\n", 4, 18, "resources.shm: must be at least 1048576 (1Mi)"},
+        {"TmpTooSmall", kBase + "resources: {tmp: 4Ki}\n", 4, 18, "resources.tmp: must be at least 1048576 (1Mi)"},
+        {"ShmUnit", kBase + "resources: {shm: 3XB}\n", 4, 18, "unknown unit \"XB\""},
+        {"ShmPastMemory", kBase + "resources: {memory: 256Mi, shm: 512Mi}\n", 4, 33,
+         "resources.shm: resources.shm (512Mi) and resources.tmp (64Mi) are held in memory and must fit in "
+         "resources.memory (256Mi) together"},
+        {"ShmAndTmpPastMemory", kBase + "resources:\n  memory: 512Mi\n  shm: 384Mi\n  tmp: 256Mi\n", 7, 8,
+         "resources.tmp: resources.shm (384Mi) and resources.tmp (256Mi) are held in memory and must fit in "
+         "resources.memory (512Mi) together"},
         {"CpuZero", kBase + "resources: {cpu: 0}\n", 4, 18,
          "resources.cpu: must be greater than 0"},
         {"CpuTooMany", kBase + "resources: {cpu: 1025}\n", 4, 18, "at most 1024 cores, got 1025"},
@@ -499,7 +556,9 @@ TEST(ApplyDefaultsTest, FillsOnlyUnsetFields) {
   EXPECT_EQ(spec.runtime(), "runsc");
   EXPECT_EQ(spec.retries(), 4u);
   EXPECT_DOUBLE_EQ(spec.resources().cpu(), kDefaultCpu);
-  EXPECT_EQ(spec.resources().disk_bytes(), kDefaultDiskBytes);
+  EXPECT_EQ(spec.resources().disk_bytes(), kDefaultMaxFileBytes);
+  EXPECT_EQ(spec.resources().shm_bytes(), 256ull << 20) << "a quarter of 1Gi";
+  EXPECT_EQ(spec.resources().tmp_bytes(), 256ull << 20);
   EXPECT_EQ(spec.resources().pids(), kDefaultPids);
   EXPECT_EQ(spec.output_path(), "/out");
   EXPECT_EQ(spec.run_timeout_seconds(), kDefaultRunTimeoutSeconds);
@@ -555,14 +614,24 @@ INSTANTIATE_TEST_SUITE_P(
         {"CpuNegative", [](v1::JobSpec* s) { s->mutable_resources()->set_cpu(-0.5); },
          "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got -0.5",
          "resources.cpu"},
-        {"DiskTotal",
+        {"MaxFileSizeAboveTheTotal",
          [](v1::JobSpec* s) {
            s->mutable_resources()->set_disk_bytes(2ull << 20);
            s->mutable_resources()->set_output_bytes(1ull << 20);
          },
-         "spec.resources.output_bytes: must be at least the per-file cap resources.disk (2Mi, its default when "
-         "unset), got 1Mi",
-         "resources.diskTotal"},
+         "spec.resources.disk_bytes: must be at most resources.disk, the total the job may write (1Mi), got 2Mi",
+         "resources.maxFileSize"},
+        {"DiskTotalTooSmall", [](v1::JobSpec* s) { s->mutable_resources()->set_output_bytes(1000); },
+         "spec.resources.output_bytes: must be at least 1048576 (1Mi), got 1000", "resources.disk"},
+        {"TmpfsPastMemory",
+         [](v1::JobSpec* s) {
+           s->mutable_resources()->set_memory_bytes(64ull << 20);
+           s->mutable_resources()->set_shm_bytes(32ull << 20);
+           s->mutable_resources()->set_tmp_bytes(33ull << 20);
+         },
+         "spec.resources.tmp_bytes: resources.shm (32Mi) and resources.tmp (33Mi) are held in memory and must fit "
+         "in resources.memory (64Mi) together",
+         "resources.tmp"},
         {"ArrayCount", [](v1::JobSpec* s) { s->set_array_count(0); },
          "spec.array_count: must be between 1 and 100000, got 0", "array.count"},
         {"RunTimeout", [](v1::JobSpec* s) { s->set_run_timeout_seconds(604801); },

@@ -212,7 +212,10 @@ std::map<std::string, MountView> Mounts(const Struct& doc) {
 TEST(BuildOciConfigTest, MountsMatchPodmansReadOnlyContainer) {
   auto mounts = Mounts(Build(Spec(), Enforcement("rlimit", "rlimit", "")));
   EXPECT_EQ(mounts["/tmp"].type, "tmpfs");
-  for (const char* o : {"rw", "size=64m", "mode=1777", "nosuid", "nodev"}) EXPECT_TRUE(Has(mounts["/tmp"].options, o)) << o;
+  // The spec gives no sizes (a coordinator older than resources.shm/tmp): 64 MiB, as before.
+  for (const char* o : {"rw", "size=65536k", "mode=1777", "nosuid", "nodev"}) EXPECT_TRUE(Has(mounts["/tmp"].options, o)) << o;
+  EXPECT_TRUE(Has(mounts["/var/tmp"].options, "size=65536k"));
+  EXPECT_TRUE(Has(mounts["/dev/shm"].options, "size=65536k"));
   EXPECT_EQ(mounts["/proc"].type, "proc");
   EXPECT_EQ(mounts["/sys"].type, "sysfs");
   EXPECT_TRUE(Has(mounts["/sys"].options, "ro"));
@@ -227,6 +230,36 @@ TEST(BuildOciConfigTest, MountsMatchPodmansReadOnlyContainer) {
   for (const char* o : {"rbind", "rw", "nosuid", "nodev"}) EXPECT_TRUE(Has(mounts["/out"].options, o)) << o;
   EXPECT_TRUE(Has(mounts["/in/data.csv"].options, "ro"));
   EXPECT_FALSE(Has(mounts["/in/data.csv"].options, "rw"));
+}
+
+TEST(BuildOciConfigTest, TmpfsSizesAreTheSpecs) {
+  RunSpec spec = Spec();
+  spec.resources.set_shm_bytes(256ull << 20);
+  spec.resources.set_tmp_bytes((128ull << 20) + 1);  // a part of a KiB rounds up: never smaller than asked
+  auto mounts = Mounts(Build(spec, Enforcement("cgroup", "cgroup", "cgroup")));
+  EXPECT_TRUE(Has(mounts["/dev/shm"].options, "size=262144k"));
+  EXPECT_FALSE(Has(mounts["/dev/shm"].options, "size=65536k"));
+  for (const char* dir : {"/tmp", "/var/tmp"}) {
+    EXPECT_TRUE(Has(mounts[dir].options, "size=131073k")) << dir;
+    EXPECT_TRUE(Has(mounts[dir].options, "mode=1777")) << dir;
+  }
+  EXPECT_TRUE(Has(mounts["/dev"].options, "size=65536k")) << "/dev holds only device nodes: not the job's size";
+}
+
+TEST(BuildOciConfigTest, JobMountsComeParentsFirst) {
+  RunSpec spec = Spec();
+  // As the agent lists them: outputs (inside HOME here), an input, then HOME last.
+  spec.mounts = {{"/s/out", "/home/job/out", false, ""},
+                 {"/s/input-0", "/data/x", true, "sha256:x"},
+                 {"/s/home", "/home/job", false, ""}};
+  std::vector<std::string> order;
+  const Struct doc = Build(spec, Enforcement("rlimit", "rlimit", ""));
+  for (const Value& v : At(doc, "mounts").list_value().values()) {
+    const std::string& at = v.struct_value().fields().at("destination").string_value();
+    if (at == "/home/job" || at == "/home/job/out" || at == "/data/x") order.push_back(at);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"/data/x", "/home/job", "/home/job/out"}))
+      << "a mount listed before its parent would be hidden by it";
 }
 
 TEST(BuildOciConfigTest, ArgvFollowsPodmansEntrypointRules) {
@@ -253,6 +286,16 @@ TEST(BuildOciConfigTest, EnvLayersDefaultsImageAndJob) {
   const std::vector<std::string> env = ContainerEnv(Spec(), Image(), "idlegrid-a-1");
   EXPECT_EQ(env, (std::vector<std::string>{"PATH=/bin", "TERM=xterm", "LANG=C.UTF-8", "container=podman",
                                            "HOSTNAME=idlegrid-a-1", "IG_VALUE=x y"}));
+}
+
+TEST(BuildOciConfigTest, TheJobsHomeReplacesTheImages) {
+  image::ImageConfig image = Image();
+  image.env.push_back("HOME=/root");  // read-only in the container
+  RunSpec spec = Spec();
+  spec.env.push_back({"HOME", "/home/job"});
+  const std::vector<std::string> env = ContainerEnv(spec, image, "idlegrid-a-1");
+  EXPECT_EQ(std::count(env.begin(), env.end(), "HOME=/home/job"), 1);
+  EXPECT_FALSE(Has(env, "HOME=/root"));
 }
 
 TEST(BuildOciConfigTest, RefusesWhatOnlyPodmanCanDo) {

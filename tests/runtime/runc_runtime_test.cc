@@ -167,7 +167,9 @@ TEST_F(RuncRuntimeTest, SandboxBasics) {
   EXPECT_EQ(r["root.readonly"], "yes");
   EXPECT_EQ(r["root.create"], "EROFS");
   EXPECT_EQ(r["tmp.create"], "ok");
-  EXPECT_EQ(r["tmp.bytes"], std::to_string(64 << 20));
+  EXPECT_EQ(r["tmp.bytes"], std::to_string(64 << 20)) << "no size in the spec: 64 MiB, as before";
+  EXPECT_EQ(r["var_tmp.bytes"], std::to_string(64 << 20));
+  EXPECT_EQ(r["dev_shm.bytes"], std::to_string(64 << 20));
   EXPECT_EQ(r["out.create"], "ok");
   EXPECT_EQ(r["in.create"], "EROFS");
   EXPECT_EQ(r["net.interfaces"], "lo,");
@@ -187,6 +189,20 @@ TEST_F(RuncRuntimeTest, SandboxBasics) {
   EXPECT_EQ(r["sys.kexec_load"], "EPERM");
   EXPECT_EQ(r["sys.unknown"], "ENOSYS");
   EXPECT_TRUE(ReadFile(out_dir_ + "/probe").ok()) << "the job's output reaches the host";
+}
+
+TEST_F(RuncRuntimeTest, TmpfsSizesAreTheSpecs) {
+  RunSpec spec = Spec({});
+  spec.resources.set_shm_bytes(96 << 20);
+  spec.resources.set_tmp_bytes(80 << 20);
+  Outcome o = MustRun(runtime_, spec);
+  ASSERT_EQ(o.exit.exit_code, 0) << o.out << o.err << o.exit.error;
+  auto r = ProbeReport(o.out);
+  EXPECT_EQ(r["dev_shm.bytes"], std::to_string(96 << 20));
+  EXPECT_EQ(r["tmp.bytes"], std::to_string(80 << 20));
+  EXPECT_EQ(r["var_tmp.bytes"], std::to_string(80 << 20));
+  EXPECT_EQ(r["dev_shm.create"], "ok");
+  EXPECT_EQ(r["var_tmp.create"], "ok");
 }
 
 TEST_F(RuncRuntimeTest, RlimitsCapMemoryAndFiles) {

@@ -146,10 +146,31 @@ TEST(BuildPodmanRunArgsTest, CommonHardeningFlags) {
   EXPECT_TRUE(HasFlag(a, "--ulimit", "nofile=1024:1024"));
   EXPECT_TRUE(HasFlag(a, "--pull", "never"));
   EXPECT_TRUE(HasFlag(a, "--label", "idlegrid=1"));
-  EXPECT_TRUE(HasFlag(a, "--tmpfs", "/tmp:rw,size=64m,mode=1777"));
+  // No sizes in the spec (an older coordinator's): 64 MiB each, as before.
+  EXPECT_TRUE(HasFlag(a, "--tmpfs", "/tmp:rw,size=65536k,mode=1777"));
+  EXPECT_TRUE(HasFlag(a, "--tmpfs", "/var/tmp:rw,size=65536k,mode=1777"));
+  EXPECT_TRUE(HasFlag(a, "--shm-size", "65536k"));
   EXPECT_FALSE(HasArg(a, "--log-driver"));
   EXPECT_FALSE(HasArg(a, "--runtime-flag"));
   EXPECT_EQ(a.back(), std::string(64, 'a'));  // no args: the image is last
+}
+
+TEST(BuildPodmanRunArgsTest, TmpfsSizesAreTheSpecs) {
+  RunSpec spec = BaseSpec();
+  spec.resources.set_shm_bytes(256ull << 20);
+  spec.resources.set_tmp_bytes(100ull << 20);
+  for (const v1::Enforcement& host : {kRlimitHost, kCgroupHost}) {
+    const std::vector<std::string> a = BuildPodmanRunArgs(spec, host);
+    EXPECT_TRUE(HasFlag(a, "--shm-size", "262144k"));
+    EXPECT_TRUE(HasFlag(a, "--tmpfs", "/tmp:rw,size=102400k,mode=1777"));
+    // podman's --read-only would give /var/tmp an unsized tmpfs.
+    EXPECT_TRUE(HasFlag(a, "--tmpfs", "/var/tmp:rw,size=102400k,mode=1777"));
+    EXPECT_EQ(std::count(a.begin(), a.end(), "--tmpfs"), 2);
+    EXPECT_EQ(std::count(a.begin(), a.end(), "--shm-size"), 1);
+  }
+  EXPECT_EQ(TmpfsSize(1), "1k") << "rounded up, never below what the job asked for";
+  EXPECT_EQ(TmpfsSize(1024), "1k");
+  EXPECT_EQ(TmpfsSize(1025), "2k");
 }
 
 TEST(BuildPodmanRunArgsTest, OnlyTheAssignedGpusArePassedInThroughCdi) {
@@ -434,6 +455,7 @@ constexpr char kJobSource[] = R"C(
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -490,6 +512,15 @@ int main(int argc, char** argv) {
       if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) { printf("write failed after %d MiB: %s\n", i, strerror(errno)); return 1; }
     }
     printf("wrote 32 MiB\n");
+    return 0;
+  }
+  if (!strcmp(mode, "tmpfs")) {
+    const char* dirs[] = {"/dev/shm", "/tmp", "/var/tmp"};
+    for (int i = 0; i < 3; i++) {
+      struct statvfs st;
+      if (statvfs(dirs[i], &st) != 0) { printf("%s: %s\n", dirs[i], strerror(errno)); return 1; }
+      printf("%s=%llu\n", dirs[i], (unsigned long long)st.f_blocks * st.f_frsize);
+    }
     return 0;
   }
   if (!strcmp(mode, "sleep")) { printf("sleeping\n"); fflush(stdout); sleep(atoi(argv[2])); return 0; }
@@ -624,6 +655,16 @@ TEST_F(PodmanRuntimeTest, RootfsIsReadOnlyButTmpIsWritable) {
   Outcome o = MustRun(runtime_, Spec({"rootfs"}));
   EXPECT_EQ(o.exit.exit_code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("Read-only file system"), std::string::npos) << o.out;
+}
+
+TEST_F(PodmanRuntimeTest, TmpfsSizesAreTheSpecs) {
+  RunSpec spec = Spec({"tmpfs"});
+  spec.resources.set_shm_bytes(24 << 20);
+  spec.resources.set_tmp_bytes(20 << 20);
+  Outcome o = MustRun(runtime_, spec);
+  EXPECT_EQ(o.exit.exit_code, 0) << o.out << o.err << o.exit.error;
+  EXPECT_EQ(o.out, "/dev/shm=" + std::to_string(24 << 20) + "\n/tmp=" + std::to_string(20 << 20) +
+                       "\n/var/tmp=" + std::to_string(20 << 20) + "\n");
 }
 
 TEST_F(PodmanRuntimeTest, NetworkIsOnlyLoopback) {

@@ -89,7 +89,9 @@ static void Filesystem(void) {
   printf("tmp.nosuid=%s\n", statvfs("/tmp", &st) == 0 && (st.f_flag & ST_NOSUID) ? "yes" : "no");
   printf("run.create=%s\n", Outcome(open("/run/probe", O_CREAT | O_WRONLY, 0644)));
   printf("var_tmp.create=%s\n", Outcome(open("/var/tmp/probe", O_CREAT | O_WRONLY, 0644)));
+  if (statvfs("/var/tmp", &st) == 0) printf("var_tmp.bytes=%llu\n", (unsigned long long)st.f_blocks * st.f_frsize);
   printf("dev_shm.create=%s\n", Outcome(open("/dev/shm/probe", O_CREAT | O_WRONLY, 0644)));
+  if (statvfs("/dev/shm", &st) == 0) printf("dev_shm.bytes=%llu\n", (unsigned long long)st.f_blocks * st.f_frsize);
   printf("out.create=%s\n", Outcome(open("/out/probe", O_CREAT | O_WRONLY, 0644)));
   printf("in.create=%s\n", Outcome(open("/in/probe", O_CREAT | O_WRONLY, 0644)));
   printf("proc_sys.write=%s\n", Outcome(open("/proc/sys/kernel/hostname", O_WRONLY)));

@@ -282,6 +282,13 @@ TEST(PipelineStagesTest, Table) {
          t.resources.set_disk_bytes(10 * kGiB);
        },
        "disk", "insufficient disk (need 10 GiB)"},
+      {"disk short for the job's total, not its largest file",
+       [](NodeView& n, TaskView& t) {
+         n.disk_free = kGiB;
+         t.resources.set_disk_bytes(kGiB / 2);
+         t.resources.set_output_bytes(10 * kGiB);
+       },
+       "disk", "insufficient disk (need 10 GiB)"},
       {"disk unknown is not checked", [](NodeView&, TaskView& t) { t.resources.set_disk_bytes(10 * kGiB); }, "", ""},
       {"VRAM short",
        [](NodeView& n, TaskView& t) {
