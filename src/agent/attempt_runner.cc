@@ -177,14 +177,17 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
   for (int i = 0; i < spec.inputs_size(); ++i) {
     const auto& in = spec.inputs(i);
     std::string local = scratch.path() + "/input-" + std::to_string(i);
-    IG_RETURN_IF_ERROR(ProvideInput(id, in, local).WithContext("input " + in.path()));
+    IG_RETURN_IF_ERROR(ProvideInput(id, spec, in, local).WithContext("input " + in.path()));
     layout.input_paths.push_back(std::move(local));
   }
   return layout;
 }
 
-Status AttemptRunner::ProvideInput(const std::string& attempt_id, const v1::InputSpec& in, const std::string& local) {
-  if (env_.inputs != nullptr) return env_.inputs->Provide(attempt_id, in, local);
+Status AttemptRunner::ProvideInput(const std::string& attempt_id, const v1::JobSpec& spec, const v1::InputSpec& in,
+                                   const std::string& local) {
+  // Only public data outlives its attempt on a provider's disk.
+  const bool cacheable = spec.data_class().empty() || spec.data_class() == "public";
+  if (env_.inputs != nullptr && cacheable) return env_.inputs->Provide(attempt_id, in, local);
   // No node cache: this attempt's own copy, read-only.
   if (!in.unpack()) {
     IG_RETURN_IF_ERROR(env_.artifacts->Download(in.artifact(), local));

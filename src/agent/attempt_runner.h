@@ -70,9 +70,11 @@ class AttemptRunner {
   Result<RunLayout> PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
                                  std::unique_ptr<CheckpointSync>& checkpoint);
   Result<std::vector<std::string>> PrepareGpus(const v1::Assignment& a);
-  // Input `in` at `local`: from the node's input cache (env_.inputs), else
-  // downloaded (and for `unpack`, unpacked) for this attempt alone.
-  Status ProvideInput(const std::string& attempt_id, const v1::InputSpec& in, const std::string& local);
+  // Input `in` at `local`: from the node's input cache (env_.inputs) when
+  // the job's data class is public, else downloaded (and for `unpack`,
+  // unpacked) for this attempt alone, gone with its scratch.
+  Status ProvideInput(const std::string& attempt_id, const v1::JobSpec& spec, const v1::InputSpec& in,
+                      const std::string& local);
   // Stage run: the container, to its end; STARTED once it is spawned. An
   // OutputWatch kills it if its writable directories pass their cap; a
   // GpuSampler reads its real GPUs from its start to its exit.

@@ -1,6 +1,7 @@
 // Directory inputs through whole attempts (agent/attempt_runner.h): the
 // archive unpacked read-only and mounted as the input's path, with and
-// without the node's input cache; a hostile archive fails the attempt
+// without the node's input cache (which keeps public data only); a hostile
+// archive fails the attempt
 // before it runs, naming the entry, and leaves nothing behind.
 #include <sys/stat.h>
 
@@ -45,6 +46,23 @@ class DirInputAttemptTest : public AttemptRunnerTest {
     return a;
   }
 
+  // Run, with the node's input cache.
+  void RunWithCache(const v1::Assignment& a, InputCache* cache) {
+    LogShipper logs([](const v1::AppendLogsRequest&) { return true; });
+    AttemptEnv env;
+    env.runtime = &runtime_;
+    env.host = &host_;
+    env.reporter = &reporter_;
+    env.artifacts = &artifacts_;
+    env.images = &images_;
+    env.inputs = cache;
+    env.logs = &logs;
+    env.attempts_dir = dir_ + "/attempts";
+    env.cdi_spec_paths = {dir_ + "/cdi/nvidia.yaml"};
+    env.output_watch_interval = output_watch_interval_;
+    AttemptRunner(env).Run(a);
+  }
+
   // What the container saw at /data while it ran.
   struct Seen {
     bool mounted = false;
@@ -84,25 +102,30 @@ TEST_F(DirInputAttemptTest, WithTheNodesCacheTheTreeComesFromTheCacheAndStaysThe
   InputCache cache(dir_ + "/inputs", 1 << 20, &artifacts_);
   Seen seen;
   WatchData(&seen);
-  LogShipper logs([](const v1::AppendLogsRequest&) { return true; });
-  AttemptEnv env;
-  env.runtime = &runtime_;
-  env.host = &host_;
-  env.reporter = &reporter_;
-  env.artifacts = &artifacts_;
-  env.images = &images_;
-  env.inputs = &cache;
-  env.logs = &logs;
-  env.attempts_dir = dir_ + "/attempts";
-  env.cdi_spec_paths = {dir_ + "/cdi/nvidia.yaml"};
-  env.output_watch_interval = output_watch_interval_;
-  AttemptRunner(env).Run(WithDirInput(digest));
+  RunWithCache(WithDirInput(digest), &cache);
   EXPECT_EQ(EventNames(), "ACCEPTED STARTED EXITED");
   EXPECT_EQ(seen.deep, "deep");
   ExpectCleanedUp();
   EXPECT_EQ(*ReadFile(dir_ + "/inputs/" + DigestHex(digest) + ".d/sub/deep.txt"), "deep")
       << "the cached tree outlives the attempt's scratch";
   EXPECT_EQ(cache.CachedDigests(), std::vector<std::string>{digest});
+}
+
+TEST_F(DirInputAttemptTest, APrivateJobsInputsAreNotKeptOnTheNode) {
+  const std::string digest = StoreTree();
+  InputCache cache(dir_ + "/inputs", 1 << 20, &artifacts_);
+  Seen seen;
+  WatchData(&seen);
+  v1::Assignment a = WithDirInput(digest);
+  a.mutable_spec()->set_data_class("private");
+  RunWithCache(a, &cache);
+  EXPECT_EQ(EventNames(), "ACCEPTED STARTED EXITED");
+  EXPECT_EQ(seen.deep, "deep") << "the attempt reads its own copy";
+  EXPECT_TRUE(seen.read_only);
+  ExpectCleanedUp();
+  EXPECT_TRUE(cache.CachedDigests().empty());
+  EXPECT_EQ(cache.downloads(), 0u);
+  EXPECT_FALSE(PathExists(dir_ + "/inputs/" + DigestHex(digest) + ".d"));
 }
 
 TEST_F(DirInputAttemptTest, AHostileArchiveFailsBeforeTheRunNamingTheEntry) {
