@@ -12,9 +12,16 @@ packages=(
   skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
   python3-grpcio python3-protobuf python3-tqdm python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
-  dpkg-dev help2man lintian mmdebstrap systemd  # scripts/package-deb.sh and test-deb.sh
+  dpkg-dev help2man lintian systemd  # scripts/package-deb.sh and test-deb.sh
+  mmdebstrap  # idlegrid image base (and test-deb.sh's clean root)
   chromium chromium-driver python3-selenium
 )
+# --ml: also what runs the ML example on the host itself (scripts/demo-ml.sh
+# compares a point with the grid's; bench/ml.sh times a bare epoch). Jobs
+# never need these: their image has its own (idlegrid image base).
+if [ "${1:-}" = --ml ]; then
+  packages+=(python3-torch python3-sklearn python3-numpy)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
