@@ -35,6 +35,23 @@ std::string Diamond(const std::string& d_extra = "", const std::string& on_failu
          "      - {fromStep: c, output: hello.txt, path: /in/c}\n" + d_extra;
 }
 
+TEST(WorkflowManifest, AStepsTmpfsSizesFollowItsOwnMemory) {
+  // Each step's defaults are derived from what that step writes, not from
+  // another step's or the defaults'.
+  auto wf = ParseWorkflowManifest(Diamond("    resources: {memory: 256Mi, tmp: 100Mi}\n"), "wf.yaml");
+  ASSERT_TRUE(wf.ok()) << wf.status().ToString();
+  const v1::Resources& d = wf->steps(3).job().resources();
+  EXPECT_EQ(d.shm_bytes(), 64ull << 20) << "a quarter of the step's 256Mi";
+  EXPECT_EQ(d.tmp_bytes(), 100ull << 20);
+  EXPECT_EQ(wf->steps(0).job().resources().shm_bytes(), kDefaultShmBytes);
+  auto refused = ParseWorkflowManifest(Diamond("    resources: {memory: 256Mi, shm: 200Mi, tmp: 100Mi}\n"), "wf.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("steps[3].resources.tmp: resources.shm (200Mi) and resources.tmp "
+                                            "(100Mi) are held in memory and must fit in resources.memory (256Mi)"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 TEST(WorkflowManifest, ADiamondParsesWithEachStepAJob) {
   auto wf = ParseWorkflowManifest(Diamond(), "wf.yaml");
   ASSERT_TRUE(wf.ok()) << wf.status().ToString();
@@ -46,6 +63,7 @@ TEST(WorkflowManifest, ADiamondParsesWithEachStepAJob) {
   EXPECT_EQ(wf->steps(1).job().api_version(), "idlegrid/v1");
   EXPECT_EQ(wf->steps(1).job().array_count(), 2u) << "fan-out: an item array";
   EXPECT_EQ(wf->steps(1).job().resources().memory_bytes(), kDefaultMemoryBytes);
+  EXPECT_EQ(wf->steps(1).job().resources().shm_bytes(), kDefaultShmBytes);
   const v1::WorkflowStepSpec& d = wf->steps(3);
   ASSERT_EQ(d.job().inputs_size(), 1);
   ASSERT_EQ(d.from_steps_size(), 2);
