@@ -125,15 +125,15 @@ Result<AttemptRunner::PreparedRun> AttemptRunner::Prepare(const v1::Assignment& 
   prepared.out_dir = layout->out_dir;
   prepared.writable_dirs = {layout->out_dir};
   if (!layout->checkpoint_dir.empty()) prepared.writable_dirs.push_back(layout->checkpoint_dir);
+  // HOME counts in the disk total like the outputs (and is taken back from
+  // the job user with them, so the scratch can be removed).
+  prepared.writable_dirs.push_back(layout->home_dir);
   prepared.output_cap = ResolveOutputCap(a.spec().resources(), env_.default_output_bytes);
   prepared.provenance = BuildProvenance(a, prepared.spec, env_.runtime->Facts(prepared.spec), env_.host->Facts());
   prepared.provenance.set_gpu_isolation(choice.gpu_isolation);
   return prepared;
 }
 
-  // HOME counts in the disk total like the outputs (and is taken back from
-  // the job user with them, so the scratch can be removed).
-  prepared.writable_dirs.push_back(layout->home_dir);
 Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const ScratchDir& scratch,
                                               std::unique_ptr<CheckpointSync>& checkpoint) {
   const std::string& id = a.attempt_id();
@@ -144,18 +144,18 @@ Result<RunLayout> AttemptRunner::PrepareFiles(const v1::Assignment& a, const Scr
   // The job runs as a user of its own (runtime/job_sandbox.h); only the
   // agent can enter the scratch directory above these.
   IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.out_dir}));
-  if (!spec.checkpoint_path().empty()) {
-    layout.checkpoint_dir = scratch.path() + "/checkpoint";
-    IG_RETURN_IF_ERROR(MakeDirs(layout.checkpoint_dir, 0700));
-    IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.checkpoint_dir}));
-    ArtifactTransfer* artifacts = env_.artifacts;
-    AttemptReporter* reporter = env_.reporter;
   // The job's HOME, with its cache directory made: some tools create their
   // cache directory with a plain mkdir, which fails without its parent.
   layout.home_dir = scratch.path() + "/home";
   const std::string cache_dir = layout.home_dir + "/" + kCacheDirName;
   IG_RETURN_IF_ERROR(MakeDirs(cache_dir, 0700));
   IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.home_dir, cache_dir}));
+  if (!spec.checkpoint_path().empty()) {
+    layout.checkpoint_dir = scratch.path() + "/checkpoint";
+    IG_RETURN_IF_ERROR(MakeDirs(layout.checkpoint_dir, 0700));
+    IG_RETURN_IF_ERROR(runtime::OpenForJob({layout.checkpoint_dir}));
+    ArtifactTransfer* artifacts = env_.artifacts;
+    AttemptReporter* reporter = env_.reporter;
     checkpoint = std::make_unique<CheckpointSync>(
         layout.checkpoint_dir,
         [artifacts](const std::string& path, const std::string& rel) { return artifacts->Upload(path, rel); },
