@@ -17,12 +17,15 @@ podman image exists "localhost/$base:latest" || {
        "build/idlegrid image base $base --packages python3-torch,python3-sklearn" >&2
   exit 1
 }
-data=$(mktemp -d /var/tmp/ig-bench-image.XXXXXX)
-install -m 755 "$repo/build/idlegrid" "$data/idlegrid"
-bin="$data/idlegrid"
+data="$repo/idlegrid-data/bench-image"  # beside demo.sh's (ignored by git)
+rm -rf "$data"
+mkdir -p "$data/bin"
+# Copies (the coordinator finds the readiness benchmarks beside its binary):
+install -m 755 "$repo/build/idlegrid" "$repo/build/idlegrid-bench" "$repo/build/idlegrid-gpu-bench" "$data/bin/"
+bin="$data/bin/idlegrid"
 # shellcheck source=scripts/grid-lib.sh
 source "$repo/scripts/grid-lib.sh"
-trap 'grid_cleanup; rm -rf "$data"' EXIT
+trap grid_cleanup EXIT
 
 start_coordinator
 prepare_agents 1
@@ -32,7 +35,7 @@ wait_schedulable 1
 
 bytes() {  # DIRECTION: the coordinator's artifact bytes so far
   curl -sS --fail --cacert "$data/coordinator/pki/ca.crt" \
-    -H "Authorization: Bearer $(awk '/^token:/ {print $2}' "$IDLEGRID_CONFIG")" "https://$http/metrics" |
+    -H "Authorization: Bearer $(awk '/^token:/ {print $2}' "$IDLEGRID_CONFIG")" "https://${http#http=}/metrics" |
     awk -v d="$1" '$1 == "idlegrid_artifact_bytes_total{direction=\""d"\"}" {print $2}'
 }
 now_ms() { date +%s%3N; }

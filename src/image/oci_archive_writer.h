@@ -21,8 +21,9 @@ struct BlobFile {
 // Writes oci-layout, an index.json naming `manifest` (annotated with
 // `ref_name` when not empty) and blobs/sha256/<hex> for each of `blobs`
 // (which must include the manifest's own blob) to `out_path`, atomically (a
-// temporary sibling renamed into place). The blobs are copied as they are:
-// the reader verifies them. InvalidArgument for a malformed digest or a
+// temporary sibling renamed into place; not fsynced: it is a temporary the
+// runtime loads at once). The blobs are copied as they are: the reader
+// verifies them. InvalidArgument for a malformed digest or a
 // duplicate; NotFound if a blob's file is missing or not of its stated size;
 // Internal for write errors (nothing is left at `out_path` then).
 Status WriteOciArchiveFromBlobs(const OciBlobRef& manifest, const std::vector<BlobFile>& blobs,

@@ -103,18 +103,29 @@ TEST_F(LayeredImageCacheTest, AChangedLayerIsTheOnlyBlobFetchedAgain) {
   EXPECT_EQ(usage.blobs, 7);  // 2 manifests, 2 configs, base, 2 scripts
 }
 
-TEST_F(LayeredImageCacheTest, ABlobThatDoesNotHashToItsDigestIsNeverLoaded) {
+// Blobs are verified by digest as they arrive (the agent's transport, and the
+// runtime as it loads the archive); the cache itself checks that the image
+// is the one the coordinator named.
+TEST_F(LayeredImageCacheTest, AManifestNamingAnotherConfigIsNeverLoaded) {
   ImageCache cache(dir_, &runtime_, &artifacts_, nullptr, &clock_);
   TestImage image = MakeImage({base_}, "bad");
   v1::Assignment a = Assign(image);
-  // The fake transport does not check digests; the assembled archive's
-  // verification must catch the swapped bytes.
-  artifacts_.store[Sha256Digest(base_)] = std::string(base_.size(), 'X');
+  a.set_image_config_digest("sha256:" + std::string(64, 'e'));
   auto id = cache.Ensure(a);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), Code::kDataLoss) << id.status().ToString();
   EXPECT_EQ(runtime_.load_image_calls, 0);
   EXPECT_EQ(ReadImageCacheUsage(dir_).blobs, 0) << "blobs of an image that failed verification are dropped";
+}
+
+TEST_F(LayeredImageCacheTest, AnAssignmentWithoutItsManifestIsRefused) {
+  ImageCache cache(dir_, &runtime_, &artifacts_, nullptr, &clock_);
+  v1::Assignment a = Assign(MakeImage({base_}, "x"));
+  a.mutable_image_blobs()->erase(a.mutable_image_blobs()->begin());  // the manifest
+  auto id = cache.Ensure(a);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), Code::kInvalidArgument) << id.status().ToString();
+  EXPECT_EQ(runtime_.load_image_calls, 0);
 }
 
 TEST_F(LayeredImageCacheTest, EvictionUnderASmallBudgetNeverRemovesALayerInUse) {
