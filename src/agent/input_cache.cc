@@ -31,7 +31,7 @@ uint64_t FileSize(const std::string& path) {
 
 InputCache::InputCache(std::string cache_dir, uint64_t max_bytes, ArtifactTransfer* artifacts,
                        image::DirArchiveLimits unpack_limits)
-    : dir_(std::move(cache_dir)), max_bytes_(max_bytes), artifacts_(artifacts), unpack_limits_(unpack_limits) {
+    : dir_(std::move(cache_dir)), artifacts_(artifacts), unpack_limits_(unpack_limits), max_bytes_(max_bytes) {
   LoadExisting();
 }
 
@@ -201,6 +201,13 @@ std::vector<std::string> InputCache::CachedDigests() const {
 uint64_t InputCache::downloads() const {
   std::lock_guard<std::mutex> lock(mu_);
   return downloads_;
+}
+
+void InputCache::SetBudget(uint64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (max_bytes == max_bytes_) return;
+  max_bytes_ = max_bytes;
+  EvictLocked();
 }
 
 uint64_t InputCache::bytes() const {

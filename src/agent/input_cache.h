@@ -46,6 +46,8 @@ class InputCache : public InputSource {
   uint64_t downloads() const;
   // Bytes held now (files and unpacked directories).
   uint64_t bytes() const;
+  // A new bound (the owner's policy.yaml inputCache); evicts down to it at once.
+  void SetBudget(uint64_t max_bytes);
 
  private:
   struct Entry {
@@ -64,7 +66,6 @@ class InputCache : public InputSource {
   void LoadExisting();
 
   const std::string dir_;
-  const uint64_t max_bytes_;
   ArtifactTransfer* const artifacts_;
   const image::DirArchiveLimits unpack_limits_;
 
@@ -74,6 +75,7 @@ class InputCache : public InputSource {
   std::set<std::string> fetching_;                           // hexes in flight; guarded by mu_
   std::map<std::string, std::set<std::string>> pins_;        // attempt id -> hexes; guarded by mu_
   std::map<std::string, int> pin_counts_;                    // hex -> attempts pinning it; guarded by mu_
+  uint64_t max_bytes_;                                       // guarded by mu_
   uint64_t use_clock_ = 0;                                   // guarded by mu_
   uint64_t bytes_ = 0;                                       // guarded by mu_
   uint64_t downloads_ = 0;                                   // guarded by mu_

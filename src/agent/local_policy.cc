@@ -190,6 +190,13 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
           return At(v, file, "imageCache: expected a size such as 20Gi (the disk the agent's image layers may use)");
         }
         out.image_cache_bytes = *bytes;
+      } else if (key == "inputCache") {
+        auto bytes = manifest::ParseBytes(v.Scalar());
+        if (!bytes.ok()) {
+          return At(v, file, "inputCache: expected a size such as 10Gi (the disk the node's cached job inputs may use)");
+        }
+        out.input_cache_bytes = *bytes;
+        out.input_cache_set = true;
       } else if (key == "reservedCpu") {
         double cpu = v.as<double>();
         if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");

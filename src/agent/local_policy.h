@@ -61,6 +61,11 @@ struct OwnerPolicy {
   // imageCache: bytes of layered images' blobs the agent keeps before it
   // evicts the least recently used image (image_cache.h); 0: the default.
   uint64_t image_cache_bytes = 0;
+  // inputCache: bytes of job inputs the node's input cache keeps
+  // (input_cache.h); unset: the agent's --input-cache. 0 keeps none past
+  // their attempts.
+  uint64_t input_cache_bytes = 0;
+  bool input_cache_set = false;
 };
 
 // Defaults: accept jobs, no limits, no reserves, no asks.

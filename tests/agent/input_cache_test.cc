@@ -4,6 +4,8 @@
 // what an earlier agent left is taken over.
 #include "agent/input_cache.h"
 
+#include "agent/local_policy.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,6 +202,34 @@ TEST_F(InputCacheTest, ARestartedAgentKeepsWhatWasCachedAndDropsPartialDownloads
   ASSERT_TRUE(again.Provide("a2", Input(dir_digest, true), Dest("a2", 1)).ok());
   EXPECT_EQ(again.downloads(), 0u);
   EXPECT_EQ(*ReadFile(Dest("a2", 1) + "/sub/file.txt"), "kept too");
+}
+
+TEST_F(InputCacheTest, TheOwnersPolicySetsTheBoundAndALowerOneEvictsAtOnce) {
+  auto policy = ParseOwnerPolicy("inputCache: 4\n", "policy.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_TRUE(policy->input_cache_set);
+  EXPECT_EQ(policy->input_cache_bytes, 4u);
+  auto none = ParseOwnerPolicy("inputCache: 0\n", "policy.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->input_cache_set) << "0 is a bound too: nothing kept past its attempts";
+  EXPECT_FALSE(ParseOwnerPolicy("acceptJobs: true\n", "policy.yaml")->input_cache_set);
+  auto bad = ParseOwnerPolicy("inputCache: lots\n", "policy.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("inputCache: expected a size"), std::string::npos) << bad.status().message();
+
+  InputCache cache(root_ + "/inputs", 1 << 20, &artifacts_);
+  const std::string a = artifacts_.Add("aaaa");
+  const std::string b = artifacts_.Add("bbbb");
+  ASSERT_TRUE(cache.Provide("t1", Input(a), Dest("t1")).ok());
+  ASSERT_TRUE(cache.Provide("t2", Input(b), Dest("t2")).ok());
+  cache.Release("t1");
+  cache.SetBudget(policy->input_cache_bytes);
+  EXPECT_EQ(cache.CachedDigests(), std::vector<std::string>{b}) << "a is unpinned and goes; b is in use";
+  cache.Release("t2");
+  EXPECT_EQ(cache.CachedDigests(), std::vector<std::string>{b}) << "4 bytes fit the bound of 4";
+  cache.SetBudget(0);
+  EXPECT_TRUE(cache.CachedDigests().empty());
+  EXPECT_EQ(cache.bytes(), 0u);
 }
 
 TEST_F(InputCacheTest, AMalformedDigestIsRefused) {
