@@ -1,5 +1,7 @@
 #include "runtime/routing_runtime.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <future>
 #include <map>
@@ -44,24 +46,85 @@ class RoutingRuntime : public ContainerRuntime {
     return out;
   }
 
-  // Both at once: the runc driver's unpack and podman's load each take
-  // about a second for a changed image on a PyTorch base, and they only
-  // read the archive.
+  // The runc driver's unpack is waited for; podman's load (the reference,
+  // for GPU, gVisor and fallback jobs) goes on in the background from a
+  // hard link of the archive, so a job on the fast driver starts as soon as
+  // its tree is ready: on a rootless host whose podman stores images with
+  // vfs, loading a changed image on a PyTorch base copies the whole base
+  // and takes seconds. A job routed to podman waits for that load (Run).
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override {
     if (!fast_) return reference_->LoadImage(archive_path, image_id);
-    auto unpacked = std::async(std::launch::async, [&] { return fast_->LoadImage(archive_path, image_id); });
-    Status loaded = reference_->LoadImage(archive_path, image_id);
-    IG_RETURN_IF_ERROR(unpacked.get().WithContext("unpacking for runc"));
-    return loaded;
+    const std::string own = archive_path + ".reference";
+    std::shared_future<Status> loading;
+    if (::link(archive_path.c_str(), own.c_str()) == 0) {
+      loading = std::async(std::launch::async, [this, own, image_id] {
+                  Status st = reference_->LoadImage(own, image_id);
+                  ::unlink(own.c_str());
+                  if (!st.ok()) spdlog::warn("podman load of image {}: {}", image_id.substr(0, 12), st.ToString());
+                  return st;
+                }).share();
+      std::lock_guard<std::mutex> lock(mu_);
+      reference_loads_[image_id] = loading;
+    }
+    Status unpacked = fast_->LoadImage(archive_path, image_id).WithContext("unpacking for runc");
+    if (!loading.valid()) {  // no link (another filesystem?): load it here
+      Status loaded = reference_->LoadImage(archive_path, image_id);
+      return unpacked.ok() ? loaded : unpacked;
+    }
+    if (!unpacked.ok()) {
+      (void)loading.get();
+      return unpacked;
+    }
+    return Status::Ok();
+  }
+
+  // Ok once podman has the image, or its load failed with that error.
+  Status AwaitReference(const std::string& image_id) {
+    std::shared_future<Status> loading;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = reference_loads_.find(image_id);
+      if (it == reference_loads_.end()) return Status::Ok();
+      loading = it->second;
+    }
+    Status st = loading.get();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reference_loads_.find(image_id);
+    if (it != reference_loads_.end() && it->second.valid() &&
+        it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      reference_loads_.erase(it);
+    }
+    return st.WithContext("podman load");
   }
 
   Status RemoveImage(const std::string& image_id) override {
+    (void)AwaitReference(image_id);
     if (fast_) IG_RETURN_IF_ERROR(fast_->RemoveImage(image_id));
     return reference_->RemoveImage(image_id);
   }
 
   bool HasImage(const std::string& image_id) override {
-    return reference_->HasImage(image_id) && (!fast_ || fast_->HasImage(image_id));
+    if (fast_ && !fast_->HasImage(image_id)) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = reference_loads_.find(image_id);
+      if (it != reference_loads_.end()) {
+        if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return true;  // on its way
+        const bool ok = it->second.get().ok();
+        reference_loads_.erase(it);
+        if (!ok) return false;  // loaded again by the image cache
+      }
+    }
+    return reference_->HasImage(image_id);
+  }
+
+  ~RoutingRuntime() override {
+    std::map<std::string, std::shared_future<Status>> pending;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending.swap(reference_loads_);
+    }
+    for (auto& [id, f] : pending) (void)f.get();
   }
 
   Result<ExitInfo> Run(const RunSpec& spec, const OutputSink& sink, std::chrono::milliseconds timeout,
@@ -85,6 +148,7 @@ class RoutingRuntime : public ContainerRuntime {
       if (why.empty() || killed) return result;
       DisableFast(why);
     }
+    IG_RETURN_IF_ERROR(AwaitReference(spec.image_id));
     return RunOn(reference_.get(), spec, sink, timeout, announce);
   }
 
@@ -171,6 +235,8 @@ class RoutingRuntime : public ContainerRuntime {
   mutable std::mutex mu_;
   std::map<std::string, ContainerRuntime*> owner_;  // container name -> driver running it; guarded by mu_
   std::string fast_broken_;                         // why the fast driver is no longer used; guarded by mu_
+  // image id -> podman's load of it still under way (or just finished); guarded by mu_
+  std::map<std::string, std::shared_future<Status>> reference_loads_;
 };
 
 }  // namespace
