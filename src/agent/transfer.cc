@@ -1,7 +1,9 @@
 // Artifact download and upload for the agent: digests are checked while the
 // bytes move, and nothing unverified is ever handed to podman or a job. A
 // coordinator that is restarting (or a network cut) must not fail the job:
-// calls wait for the channel to come back and are retried from the start.
+// calls wait for the channel to come back and are retried, each retry going on
+// from where the last one stopped (common/artifact_client.h: an upload's
+// bytes the coordinator kept, a download's .part file).
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -40,22 +42,28 @@ Status Agent::Download(const std::string& digest, const std::string& path) {
   std::optional<AttemptGrant> grant = grants_.ForDownload(digest);
   if (!grant) return Status::FailedPrecondition("no attempt of this agent needs " + digest);
   const TransferScope scope{grant->attempt_id, grant->token};
-  return WithRetries("download of " + digest, [&] {
+  // Ten minutes a call: a retry resumes, so a deadline costs no bytes twice.
+  auto new_context = [this] {
     auto ctx = Context(600000);
     ctx->set_wait_for_ready(true);
-    return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path, scope);
-  });
+    return ctx;
+  };
+  return WithRetries("download of " + digest,
+                     [&] { return DownloadArtifactFile(stub_.get(), new_context, digest, path, scope); });
 }
 
 Result<v1::OutputFile> Agent::Upload(const std::string& path, const std::string& rel) {
   std::optional<AttemptGrant> grant = grants_.ForUpload(path, config_.data_dir + "/attempts");
   if (!grant) return Status::FailedPrecondition(path + " is not in a running attempt's directory");
   const TransferScope scope{grant->attempt_id, grant->token};
-  auto ref = WithRetries("upload of " + rel, [&] {
+  // Ten minutes a call: a retry resumes, so a deadline costs no bytes twice.
+  auto new_context = [this] {
     auto ctx = Context(600000);
     ctx->set_wait_for_ready(true);
-    return UploadArtifactFile(stub_.get(), ctx.get(), path, "output", scope);
-  });
+    return ctx;
+  };
+  auto ref = WithRetries("upload of " + rel,
+                         [&] { return UploadArtifactFile(stub_.get(), new_context, path, "output", scope); });
   if (!ref.ok()) return ref.status();
   v1::OutputFile out;
   out.set_path(rel);

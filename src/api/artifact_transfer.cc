@@ -5,8 +5,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "common/grpc_status.h"
+#include "artifacts/artifact_store.h"
 #include "common/digest.h"
+#include "common/grpc_status.h"
 
 namespace idlegrid::api {
 
@@ -25,17 +26,48 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   }
   std::string kind = chunk.kind().empty() ? "input" : chunk.kind();
   const bool make_public = chunk.public_();
+  const std::string announced = chunk.digest();
+  const uint64_t announced_size = chunk.size();
+  const uint64_t offset = chunk.offset();
+  // Only an upload that says what it is can be resumed: the partial is
+  // keyed by its digest, and "complete" needs its size.
+  const bool resumable = IsValidDigest(announced) && announced_size > 0;
+  if (offset > 0 && !resumable) {
+    return ToGrpc(Status::InvalidArgument("a resumed upload (offset " + std::to_string(offset) +
+                                          ") must announce its digest and size"));
+  }
+  artifacts::ArtifactStore* store = c->artifact_store();
   if (!account.empty()) {
-    // Refused before a byte is written: the declared size counts.
-    Status quota = c->tenancy().CheckStoreQuota(account, chunk.size());
+    // Refused before a byte is written: the declared size counts, and so do
+    // the caller's other interrupted uploads (this one's kept bytes are part
+    // of the declared size).
+    const uint64_t partials = resumable ? store->PartialBytesOf(who, announced) : 0;
+    Status quota = c->tenancy().CheckStoreQuota(account, announced_size + partials);
+    if (!quota.ok() && partials > 0) {
+      quota = quota.WithContext("counting " + std::to_string(partials) +
+                                " bytes of interrupted uploads (resume them, or they expire after 24 h)");
+    }
     if (!quota.ok()) return ToGrpc(quota);
   }
-  auto writer = c->artifact_store()->NewWriter(chunk.digest(), chunk.size());
+  auto writer = resumable ? store->NewResumableWriter(announced, announced_size, who, offset)
+                          : store->NewWriter(announced, announced_size);
   if (!writer.ok()) return ToGrpc(writer.status());
   do {
     Status st = (*writer)->Append(chunk.data().data(), chunk.data().size());
     if (!st.ok()) return ToGrpc(st);
   } while (reader->Read(&chunk));
+  const uint64_t moved = (*writer)->size() - offset;
+  c->CountArtifactBytes(true, moved);
+  if ((*writer)->size() < announced_size && resumable) {
+    // The stream ended early (a cancel, a cut): keep what arrived.
+    const uint64_t kept = (*writer)->size();
+    writer->reset();
+    spdlog::info("transfer: upload of {} from {} stopped at {} of {} bytes; kept for a resume", announced, who, kept,
+                 announced_size);
+    return ToGrpc(Status(Code::kUnavailable, "upload of " + announced + " stopped after " + std::to_string(kept) +
+                                                 " of " + std::to_string(announced_size) +
+                                                 " bytes; they are kept: resume at offset " + std::to_string(kept)));
+  }
   auto digest = (*writer)->Commit();
   if (!digest.ok()) return ToGrpc(digest.status());
   Status st = c->RecordArtifact(*digest, (*writer)->size(), kind);
@@ -46,8 +78,8 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   }
   out->set_digest(*digest);
   out->set_size((*writer)->size());
-  spdlog::info("transfer: received {} ({} bytes, {}) from {}", *digest, (*writer)->size(), kind, who);
-  c->CountArtifactBytes(true, (*writer)->size());
+  spdlog::info("transfer: received {} ({} bytes, {}{}) from {}", *digest, (*writer)->size(), kind,
+               offset > 0 ? ", resumed at " + std::to_string(offset) : std::string(), who);
   return grpc::Status::OK;
 }
 
@@ -62,26 +94,32 @@ grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifac
   if (!f) return ToGrpc(Status::NotFound("artifact " + req.digest() + " cannot be opened"));
   // Hash while sending: a blob that rotted on disk is caught here, not by the reader.
   Sha256 hash;
-  std::vector<char> buf(kChunk);
+  v1::ArtifactChunk chunk;
   uint64_t offset = 0;
   bool first = true;
   while (true) {
-    size_t n = std::fread(buf.data(), 1, buf.size(), f);
+    // Read straight into the message: no copy of the payload on this side.
+    std::string* data = chunk.mutable_data();
+    data->resize(kChunk);
+    size_t n = std::fread(data->data(), 1, kChunk, f);
+    data->resize(n);
     if (n == 0) break;
-    hash.Update(buf.data(), n);
+    hash.Update(data->data(), n);
     uint64_t end = offset + n;
     if (end > req.offset()) {
-      size_t skip = req.offset() > offset ? static_cast<size_t>(req.offset() - offset) : 0;
-      v1::ArtifactChunk chunk;
+      if (req.offset() > offset) data->erase(0, static_cast<size_t>(req.offset() - offset));
       if (first) {
         chunk.set_digest(req.digest());
         chunk.set_size(*size);
-        first = false;
       }
-      chunk.set_data(buf.data() + skip, n - skip);
       if (!writer->Write(chunk)) {
         std::fclose(f);
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      }
+      if (first) {
+        chunk.clear_digest();
+        chunk.clear_size();
+        first = false;
       }
     }
     offset = end;
@@ -91,14 +129,33 @@ grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifac
     return ToGrpc(Status::DataLoss("stored artifact " + req.digest() + " is corrupt"));
   }
   if (first) {  // empty blob or offset at the end: still say what it is
-    v1::ArtifactChunk chunk;
-    chunk.set_digest(req.digest());
-    chunk.set_size(*size);
-    writer->Write(chunk);
+    v1::ArtifactChunk header;
+    header.set_digest(req.digest());
+    header.set_size(*size);
+    writer->Write(header);
   }
   spdlog::info("transfer: sent {} ({} bytes from offset {}) to {}", req.digest(), *size, req.offset(), who);
   c->CountArtifactBytes(false, *size > req.offset() ? *size - req.offset() : 0);
   return grpc::Status::OK;
+}
+
+Result<v1::ArtifactStat> StatArtifact(coordinator::Coordinator* c, const std::string& digest, const std::string& who,
+                                      const std::function<Result<bool>(const std::string& digest)>& may_read) {
+  if (!IsValidDigest(digest)) {
+    return Status::InvalidArgument("digest must be sha256:<64 hex>, got '" + digest.substr(0, 80) + "'");
+  }
+  v1::ArtifactStat stat;
+  stat.set_digest(digest);
+  artifacts::ArtifactStore* store = c->artifact_store();
+  if (auto size = store->SizeOf(digest); size.ok()) {
+    IG_ASSIGN_OR_RETURN(bool readable, may_read(digest));
+    if (readable) {
+      stat.set_present(true);
+      stat.set_size(*size);
+    }
+  }
+  stat.set_partial_bytes(store->PartialBytes(digest, who));
+  return stat;
 }
 
 }  // namespace idlegrid::api

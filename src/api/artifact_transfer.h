@@ -2,8 +2,10 @@
 // Streaming artifact upload and download, shared by the requester and agent
 // services. Both directions verify sha256 as the bytes pass, and log one line
 // of metadata per completed transfer (digest, size, kind, who) -- never bytes
-// of the artifact. `who` names the caller in that line: "requester",
-// "node <id>".
+// of the artifact. `who` names the caller in that line ("account <name>",
+// "node <id>") and keys its interrupted uploads: an upload that announces its
+// digest and size and stops early keeps its bytes for that caller alone to
+// resume (ArtifactChunk.offset; artifacts/artifact_store.h).
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/sync_stream.h>
 
@@ -14,14 +16,26 @@
 
 namespace idlegrid::api {
 
-// `account`: the requester account uploading (its store quota applies and it
-// holds the blob); "" for an agent's upload (the job holds its outputs).
+// `account`: the requester account uploading (its store quota applies, its
+// interrupted uploads counted in, and it holds the blob); "" for an agent's
+// upload (the job holds its outputs). A first chunk with offset N resumes:
+// FailedPrecondition if fewer than N bytes are kept, DataLoss (the kept bytes
+// discarded) if the whole does not hash to the announced digest. An upload
+// that stops early answers UNAVAILABLE and keeps what arrived.
 // `admit` checks the first chunk (an agent's attempt and token) before a
 // byte is stored.
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
                              v1::ArtifactRef* out, const std::string& account, const std::string& who,
                              const std::function<Status(const v1::ArtifactChunk&)>& admit = nullptr);
+// Sends the blob from req.offset (the whole blob is still hashed, so one that
+// rotted on disk ends in DataLoss).
 grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifactRequest& req,
                           grpc::ServerWriter<v1::ArtifactChunk>* writer, const std::string& who);
+// What the store holds of `digest` for `who` (its partial_bytes), and
+// whether it is present: `may_read` says if the caller may read a stored
+// blob (else it is reported absent); its error is the answer. InvalidArgument
+// for a malformed digest.
+Result<v1::ArtifactStat> StatArtifact(coordinator::Coordinator* c, const std::string& digest, const std::string& who,
+                                      const std::function<Result<bool>(const std::string& digest)>& may_read);
 
 }  // namespace idlegrid::api

@@ -24,6 +24,15 @@ grpc::Status Reply(Result<T> r, T* out) {
   return grpc::Status::OK;
 }
 
+// One StatArtifacts call answers for at most this many blobs (an image's
+// layers, a sweep's inputs), so one call cannot hold a handler for long.
+constexpr int kMaxStatDigests = 1000;
+
+Status TooManyDigests(int n) {
+  return Status::InvalidArgument("StatArtifacts asks about " + std::to_string(n) + " digests; at most " +
+                                 std::to_string(kMaxStatDigests) + " per call");
+}
+
 // Admits the call through the gate (one rule table for both front doors) or
 // returns its refusal from the handler.
 #define IG_ADMIT(name, target)                                                                          \
@@ -206,6 +215,25 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return SendArtifact(c_, *req, writer, "account " + caller.account);
   }
 
+  // A blob is present only if the caller could download it: the same rule as
+  // DownloadArtifact, asked per digest without a refusal per absent one.
+  grpc::Status StatArtifacts(grpc::ServerContext* ctx, const v1::StatArtifactsRequest* req,
+                             v1::StatArtifactsResponse* out) override {
+    IG_ADMIT("StatArtifacts", Gate::None());
+    if (req->digests_size() > kMaxStatDigests) return ToGrpc(TooManyDigests(req->digests_size()));
+    const std::string download = RequesterMethod("DownloadArtifact");
+    auto may_read = [&](const std::string& digest) -> Result<bool> {
+      IG_ASSIGN_OR_RETURN(auth::Target target, gate_.Artifact(digest).lookup(caller));
+      return auth::Authorize(caller, download, target).ok();
+    };
+    for (const std::string& digest : req->digests()) {
+      auto stat = StatArtifact(c_, digest, "account " + caller.account, may_read);
+      if (!stat.ok()) return ToGrpc(stat.status());
+      *out->add_stats() = std::move(stat).value();
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
                              v1::PushImageResponse* out) override {
     // Registering reads the archive: the caller must be able to read it.
@@ -371,6 +399,28 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
       return ToGrpc(st);
     }
     return SendArtifact(c_, *req, writer, "node " + *node);
+  }
+
+  // The attempt must be this node's and live (as for an upload); a blob is
+  // present only if the attempt may download it (NodeMayRead).
+  grpc::Status StatArtifacts(grpc::ServerContext* ctx, const v1::StatArtifactsRequest* req,
+                             v1::StatArtifactsResponse* out) override {
+    auto node = Auth(ctx);
+    if (!node.ok()) return ToGrpc(node.status());
+    if (Status st = c_->NodeMayWrite(*node, req->attempt_id(), req->attempt_token()); !st.ok()) return ToGrpc(st);
+    if (req->digests_size() > kMaxStatDigests) return ToGrpc(TooManyDigests(req->digests_size()));
+    auto may_read = [&](const std::string& digest) -> Result<bool> {
+      Status st = c_->NodeMayRead(*node, req->attempt_id(), req->attempt_token(), digest);
+      if (st.code() == Code::kNotFound) return false;
+      IG_RETURN_IF_ERROR(st);
+      return true;
+    };
+    for (const std::string& digest : req->digests()) {
+      auto stat = StatArtifact(c_, digest, "node " + *node, may_read);
+      if (!stat.ok()) return ToGrpc(stat.status());
+      *out->add_stats() = std::move(stat).value();
+    }
+    return grpc::Status::OK;
   }
 
  private:

@@ -1,15 +1,47 @@
 #include "artifacts/artifact_store.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "common/fs.h"
 #include "common/random.h"
 
 namespace idlegrid::artifacts {
+
+namespace {
+
+// How long a resumed upload waits for the writer it replaces (one whose
+// client just went away) to notice and let go of the partial.
+constexpr auto kPartialBusyWait = std::chrono::seconds(10);
+constexpr size_t kRehashBuffer = 1 << 20;
+// Writeback of an upload starts every kWritebackStep bytes, and the writer
+// waits for what is older than kWritebackLag: the disk then writes while the
+// network delivers (not all at Commit's fsync, after it), and one upload
+// never holds more than kWritebackLag of dirty pages.
+constexpr uint64_t kWritebackStep = 8 << 20;
+constexpr uint64_t kWritebackLag = 64 << 20;
+
+std::string Errno() { return std::strerror(errno); }
+
+// 16 hex digits of sha256(uploader): enough that two callers never collide,
+// and the file name does not spell out who uploaded what.
+std::string UploaderTag(const std::string& uploader) { return DigestHex(Sha256Digest(uploader)).substr(0, 16); }
+
+int64_t MtimeMs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
+}  // namespace
 
 BlobWriter::BlobWriter(std::string root, std::string expected_digest, uint64_t expected_size, std::string tmp_path,
                        FILE* file)
@@ -20,35 +52,61 @@ BlobWriter::BlobWriter(std::string root, std::string expected_digest, uint64_t e
       file_(file) {}
 
 BlobWriter::~BlobWriter() {
-  if (file_) std::fclose(file_);
-  if (!done_) ::unlink(tmp_path_.c_str());
+  if (file_) {
+    if (keep_partial_ && std::fflush(file_) != 0) keep_partial_ = false;
+    std::fclose(file_);  // also drops the partial's flock
+  }
+  if (!done_ && !keep_partial_) ::unlink(tmp_path_.c_str());
+  if (release_) release_();
 }
 
 Status BlobWriter::Append(const void* data, size_t size) {
   if (size_ + size > kMaxArtifactBytes) {
+    keep_partial_ = false;
     return Status::InvalidArgument("artifact is larger than the limit of " + std::to_string(kMaxArtifactBytes) +
                                    " bytes");
   }
   if (expected_size_ > 0 && size_ + size > expected_size_) {
+    keep_partial_ = false;
     return Status::InvalidArgument("upload is larger than its announced size " + std::to_string(expected_size_));
   }
   if (std::fwrite(data, 1, size, file_) != size) {
-    return Status::Internal(std::string("cannot write artifact: ") + std::strerror(errno));
+    keep_partial_ = false;
+    return Status::Internal("cannot write artifact: " + Errno());
   }
   hash_.Update(data, size);
   size_ += size;
+  if (size_ - writeback_started_ >= kWritebackStep) StartWriteback();
   return Status::Ok();
 }
 
+void BlobWriter::StartWriteback() {
+  // Best effort: Commit's fsync is what makes the blob durable.
+  if (std::fflush(file_) != 0) return;
+  const int fd = fileno(file_);
+  ::sync_file_range(fd, static_cast<off_t>(writeback_started_), static_cast<off_t>(size_ - writeback_started_),
+                    SYNC_FILE_RANGE_WRITE);
+  writeback_started_ = size_;
+  if (writeback_started_ - writeback_waited_ > kWritebackLag) {
+    const uint64_t upto = writeback_started_ - kWritebackLag;
+    ::sync_file_range(fd, static_cast<off_t>(writeback_waited_), static_cast<off_t>(upto - writeback_waited_),
+                      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    writeback_waited_ = upto;
+  }
+}
+
 Result<std::string> BlobWriter::Commit() {
+  // Whatever happens now, these bytes are either published or worthless.
+  keep_partial_ = false;
   if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) {
-    return Status::Internal(std::string("cannot flush artifact: ") + std::strerror(errno));
+    return Status::Internal("cannot flush artifact: " + Errno());
   }
   std::fclose(file_);
   file_ = nullptr;
   std::string digest = hash_.Finish();
   if (!expected_digest_.empty() && digest != expected_digest_) {
-    return Status::DataLoss("upload hashes to " + digest + ", not the announced " + expected_digest_);
+    return Status::DataLoss("upload hashes to " + digest + ", not the announced " + expected_digest_ +
+                            "; its bytes were discarded, upload again from offset 0");
   }
   if (expected_size_ > 0 && size_ != expected_size_) {
     return Status::DataLoss("upload has " + std::to_string(size_) + " bytes, announced " +
@@ -59,15 +117,23 @@ Result<std::string> BlobWriter::Commit() {
   IG_RETURN_IF_ERROR(MakeDirs(dir));
   std::string final_path = dir + "/" + hex;
   if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
-    return Status::Internal("cannot publish artifact " + digest + ": " + std::strerror(errno));
+    return Status::Internal("cannot publish artifact " + digest + ": " + Errno());
   }
   done_ = true;
   return digest;
 }
 
+ArtifactStore::ArtifactStore(std::string root, const Clock* clock)
+    : root_(std::move(root)), clock_(clock ? clock : SystemClock::Get()) {}
+
 Status ArtifactStore::Init() {
   IG_RETURN_IF_ERROR(MakeDirs(root_ + "/sha256"));
-  return MakeDirs(root_ + "/tmp");
+  IG_RETURN_IF_ERROR(MakeDirs(root_ + "/partial"));
+  IG_RETURN_IF_ERROR(MakeDirs(root_ + "/tmp"));
+  if (int removed = RemoveStalePartials(); removed > 0) {
+    spdlog::info("artifacts: removed {} interrupted upload(s) untouched for 24 h", removed);
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter(const std::string& expected_digest,
@@ -81,8 +147,170 @@ Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter(const std::string& 
   }
   std::string tmp = root_ + "/tmp/" + RandomHex(8);
   FILE* f = std::fopen(tmp.c_str(), "wbx");
-  if (!f) return Status::Internal("cannot create " + tmp + ": " + std::strerror(errno));
+  if (!f) return Status::Internal("cannot create " + tmp + ": " + Errno());
   return std::unique_ptr<BlobWriter>(new BlobWriter(root_, expected_digest, expected_size, tmp, f));
+}
+
+std::string ArtifactStore::PartialPathOf(const std::string& digest, const std::string& uploader) const {
+  return root_ + "/partial/" + DigestHex(digest) + "." + UploaderTag(uploader);
+}
+
+Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewResumableWriter(const std::string& expected_digest,
+                                                                      uint64_t expected_size,
+                                                                      const std::string& uploader, uint64_t offset) {
+  if (!IsValidDigest(expected_digest)) {
+    return Status::InvalidArgument("artifact digest must be sha256:<64 hex>, got '" + expected_digest + "'");
+  }
+  if (expected_size == 0 || expected_size > kMaxArtifactBytes) {
+    return Status::InvalidArgument("announced size " + std::to_string(expected_size) +
+                                   " is not between 1 and the limit of " + std::to_string(kMaxArtifactBytes) +
+                                   " bytes");
+  }
+  if (offset > expected_size) {
+    return Status::InvalidArgument("resume offset " + std::to_string(offset) + " is past the announced size " +
+                                   std::to_string(expected_size));
+  }
+  const std::string path = PartialPathOf(expected_digest, uploader);
+  {
+    MutexLock lock(&mu_);
+    // A client that lost its stream and came straight back may beat the
+    // server's old handler to the partial: wait for that one to let go.
+    if (!released_.WaitFor(&mu_, kPartialBusyWait, [&]() IG_REQUIRES(mu_) { return !busy_partials_.count(path); })) {
+      return Status::Unavailable("another upload of " + expected_digest + " by this caller is still running");
+    }
+    busy_partials_.insert(path);
+    RemoveStalePartialsLocked();
+    // One uploader's partials stay under the blob cap: its oldest go first.
+    std::vector<PartialFile> mine = ListPartials("." + UploaderTag(uploader));
+    std::erase_if(mine, [&](const PartialFile& p) { return p.path == path; });
+    std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.mtime_ms < b.mtime_ms; });
+    uint64_t held = 0;
+    for (const auto& p : mine) held += p.bytes;
+    for (const auto& p : mine) {
+      if (held + expected_size <= kMaxArtifactBytes) break;
+      if (RemoveIdlePartial(p.path)) held -= p.bytes;
+    }
+  }
+  // Frees the partial on every path out, the writer's destructor included.
+  auto release = [this, path] { ReleasePartial(path); };
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Until a writer owns fd: the status (built first, errno intact), then close.
+  auto fail = [&](Status st) {
+    if (fd >= 0) ::close(fd);
+    release();
+    return st;
+  };
+  if (fd < 0) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return fail(Status::Unavailable("another coordinator is receiving " + expected_digest + " from this caller"));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return fail(Status::Internal("cannot stat " + path + ": " + Errno()));
+  const auto held = static_cast<uint64_t>(st.st_size);
+  if (offset > held) {
+    return fail(Status::FailedPrecondition("cannot resume the upload of " + expected_digest + " at offset " +
+                                           std::to_string(offset) + ": the coordinator holds only " +
+                                           std::to_string(held) + " bytes of it; upload again from offset 0"));
+  }
+  if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
+    return fail(Status::Internal("cannot truncate " + path + ": " + Errno()));
+  }
+  FILE* f = ::fdopen(fd, "r+b");
+  if (!f) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  std::unique_ptr<BlobWriter> writer(new BlobWriter(root_, expected_digest, expected_size, path, f));
+  writer->release_ = std::move(release);
+  // The kept prefix is hashed again, never trusted: Commit then checks the
+  // whole blob, so a partial that rotted (or was tampered with) ends in
+  // DataLoss rather than in a wrong blob.
+  std::vector<char> buf(kRehashBuffer);
+  while (writer->size_ < offset) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - writer->size_));
+    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(writer->size_));
+    if (n <= 0) return Status::Internal("cannot read back " + path + ": " + (n < 0 ? Errno() : "short file"));
+    writer->hash_.Update(buf.data(), static_cast<size_t>(n));
+    writer->size_ += static_cast<uint64_t>(n);
+  }
+  if (::fseeko(f, static_cast<off_t>(offset), SEEK_SET) != 0) {
+    return Status::Internal("cannot seek in " + path + ": " + Errno());
+  }
+  writer->writeback_started_ = writer->writeback_waited_ = offset;
+  writer->keep_partial_ = true;
+  return writer;
+}
+
+void ArtifactStore::ReleasePartial(const std::string& path) {
+  MutexLock lock(&mu_);
+  busy_partials_.erase(path);
+  released_.NotifyAll();
+}
+
+uint64_t ArtifactStore::PartialBytes(const std::string& digest, const std::string& uploader) const {
+  if (!IsValidDigest(digest)) return 0;
+  const std::string path = PartialPathOf(digest, uploader);
+  {
+    // Asked right after a cut, the old writer may still be flushing: its
+    // final size is the one a resume can use.
+    MutexLock lock(&mu_);
+    released_.WaitFor(&mu_, kPartialBusyWait, [&]() IG_REQUIRES(mu_) { return !busy_partials_.count(path); });
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+uint64_t ArtifactStore::PartialBytesOf(const std::string& uploader, const std::string& except_digest) const {
+  const std::string except = IsValidDigest(except_digest) ? PartialPathOf(except_digest, uploader) : "";
+  uint64_t total = 0;
+  for (const PartialFile& p : ListPartials("." + UploaderTag(uploader))) {
+    if (p.path != except) total += p.bytes;
+  }
+  return total;
+}
+
+std::vector<ArtifactStore::PartialFile> ArtifactStore::ListPartials(const std::string& suffix) const {
+  std::vector<PartialFile> out;
+  const std::string dir = root_ + "/partial";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (!suffix.empty() && (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(),
+                                                                        suffix) != 0)) {
+      continue;
+    }
+    struct stat st;
+    std::string path = dir + "/" + name;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    out.push_back({path, static_cast<uint64_t>(st.st_size), MtimeMs(st)});
+  }
+  ::closedir(d);
+  return out;
+}
+
+bool ArtifactStore::RemoveIdlePartial(const std::string& path) {
+  if (busy_partials_.count(path)) return false;
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  // Held by a writer in another coordinator sharing this directory.
+  bool idle = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (idle) ::unlink(path.c_str());
+  ::close(fd);
+  return idle;
+}
+
+int ArtifactStore::RemoveStalePartialsLocked() {
+  const int64_t now = clock_->NowMs();
+  int removed = 0;
+  for (const PartialFile& p : ListPartials("")) {
+    if (now - p.mtime_ms > kPartialMaxAgeMs && RemoveIdlePartial(p.path)) ++removed;
+  }
+  return removed;
+}
+
+int ArtifactStore::RemoveStalePartials() {
+  MutexLock lock(&mu_);
+  return RemoveStalePartialsLocked();
 }
 
 std::string ArtifactStore::PathOf(const std::string& digest) const {
@@ -93,7 +321,7 @@ std::string ArtifactStore::PathOf(const std::string& digest) const {
 Status ArtifactStore::Remove(const std::string& digest) {
   if (!IsValidDigest(digest)) return Status::InvalidArgument("not a digest: " + digest);
   if (::unlink(PathOf(digest).c_str()) != 0 && errno != ENOENT) {
-    return Status::Internal("cannot remove " + PathOf(digest) + ": " + std::strerror(errno));
+    return Status::Internal("cannot remove " + PathOf(digest) + ": " + Errno());
   }
   return Status::Ok();
 }

@@ -27,6 +27,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/StreamLogs", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/UploadArtifact", tenants, kSubmit, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DownloadArtifact", tenants, kRead, Owner::kJob},
+      // Per digest, a blob the caller may not download reads as absent.
+      {"/idlegrid.v1.RequesterService/StatArtifacts", tenants, kRead, Owner::kNone},
       {"/idlegrid.v1.RequesterService/RegisterImage", tenants, kSubmit, Owner::kNone},
       // Signing vouches for an image: only for one the caller may run.
       {"/idlegrid.v1.RequesterService/AddImageSignature", tenants, kSubmit, Owner::kImage},
@@ -68,6 +70,7 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.AgentService/AppendLogs", agents, kNoScope, Owner::kAttempt},
       {"/idlegrid.v1.AgentService/UploadArtifact", agents, kNoScope, Owner::kAttempt},
       {"/idlegrid.v1.AgentService/DownloadArtifact", agents, kNoScope, Owner::kAttempt},
+      {"/idlegrid.v1.AgentService/StatArtifacts", agents, kNoScope, Owner::kAttempt},
   };
   return r;
 }

@@ -3,8 +3,11 @@
 #include <grpcpp/grpcpp.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/artifact_client.h"
@@ -73,17 +76,56 @@ std::unique_ptr<grpc::ClientContext> Client::Context(int deadline_ms) const {
   return ctx;
 }
 
-Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind, bool make_public,
-                                           const TransferProgress& progress) {
-  auto ctx = Context(0);
-  TransferScope scope;
-  scope.make_public = make_public;
-  return UploadArtifactFile(stub_.get(), ctx.get(), path, kind, scope, progress);
+namespace {
+
+// Tries of one transfer while the coordinator is unavailable (restarting, or
+// the network cut); each try resumes where the last one stopped.
+constexpr int kTransferTries = 4;
+
+// Runs `one_try` until it succeeds, fails for a reason other than the
+// coordinator being unavailable, or runs out of tries; sums what each moved.
+template <typename Try>
+auto WithResumes(TransferStats* stats, Try one_try) -> decltype(one_try(stats)) {
+  TransferStats total, last;
+  int backoff_ms = 500;
+  for (int i = 1;; ++i) {
+    auto result = one_try(&last);
+    total.bytes_moved += last.bytes_moved;
+    total.restarts += last.restarts;
+    if (i == 1) total.resumed_at = last.resumed_at;
+    total.already_present = last.already_present;
+    Status st = [&] {
+      if constexpr (std::is_same_v<decltype(result), Status>) {
+        return result;
+      } else {
+        return result.status();
+      }
+    }();
+    if (st.code() != Code::kUnavailable || i == kTransferTries) {
+      if (stats) *stats = total;
+      return result;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));  // backoff before a new try, not a sync
+    backoff_ms *= 2;
+  }
 }
 
-Status Client::DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress) {
-  auto ctx = Context(0);
-  return DownloadArtifactFile(stub_.get(), ctx.get(), digest, path, {}, progress);
+}  // namespace
+
+Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::string& kind, bool make_public,
+                                           const TransferProgress& progress, TransferStats* stats) {
+  TransferScope scope;
+  scope.make_public = make_public;
+  return WithResumes(stats, [&](TransferStats* one) {
+    return UploadArtifactFile(stub_.get(), [this] { return Context(0); }, path, kind, scope, progress, one);
+  });
+}
+
+Status Client::DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress,
+                          TransferStats* stats) {
+  return WithResumes(stats, [&](TransferStats* one) {
+    return DownloadArtifactFile(stub_.get(), [this] { return Context(0); }, digest, path, {}, progress, one);
+  });
 }
 
 }  // namespace idlegrid::cli

@@ -28,14 +28,22 @@ class Client {
   v1::RequesterService::Stub* stub() { return stub_.get(); }
   // A context carrying the token, with a deadline (0 = none).
   std::unique_ptr<grpc::ClientContext> Context(int deadline_ms = 30000) const;
-  // Uploads a file as an artifact, verifying the digest on both ends.
+  // Uploads a file as an artifact, verifying the digest on both ends, and
+  // resuming (common/artifact_client.h): a blob the coordinator already
+  // holds for this account is not sent, an interrupted upload goes on from
+  // the bytes it left there, within this call (a few tries while the
+  // coordinator is unavailable) and in a later one.
   // `make_public`: any account may read it (else only this token's account).
-  // `progress` (may be empty) is told the bytes sent after each chunk.
+  // `progress` (may be empty) is told the bytes the coordinator holds after
+  // each chunk; `stats` (may be null) what this call moved, every try summed.
   Result<v1::ArtifactRef> UploadFile(const std::string& path, const std::string& kind, bool make_public = false,
-                                     const TransferProgress& progress = {});
-  // Downloads an artifact to `path` (via a temp file), verifying its digest;
-  // `progress` (may be empty) is told the bytes received after each chunk.
-  Status DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress = {});
+                                     const TransferProgress& progress = {}, TransferStats* stats = nullptr);
+  // Downloads an artifact to `path` via `path.part`, verifying its digest and
+  // resuming after what a part left by an interrupted download holds;
+  // `progress` (may be empty) is told the bytes held after each chunk;
+  // `stats` as for UploadFile.
+  Status DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress = {},
+                    TransferStats* stats = nullptr);
 
  private:
   std::string token_;

@@ -210,6 +210,7 @@ class TenancyBatteryTest : public ::testing::Test {
       chunk->set_attempt_id("att-alice-1");
       chunk->set_data("forged output");
     }
+    if (auto* req = dynamic_cast<v1::StatArtifactsRequest*>(m.get())) req->add_digests(kAliceBlob);
     if (auto* chunk = dynamic_cast<v1::ArtifactChunk*>(m.get())) {
       chunk->set_data("x");
       chunk->set_size(1);
@@ -293,7 +294,8 @@ class TenancyBatteryTest : public ::testing::Test {
 // Calls a tenant may make whatever objects exist, because they name none of
 // anyone else's: they must then answer without the victim's data.
 const std::set<std::string> kOpenToTenants = {"SubmitJob", "ListJobs", "ListNodes", "WatchNodes", "GetMarket",
-                                              "UploadArtifact", "ListAccounts", "SubmitWorkflow", "ListWorkflows"};
+                                              "UploadArtifact", "StatArtifacts", "ListAccounts", "SubmitWorkflow",
+                                              "ListWorkflows"};
 // An agent acting as itself (its own stream and heartbeat).
 const std::set<std::string> kOpenToAgents = {"Connect", "Heartbeat"};
 
