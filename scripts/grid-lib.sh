@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034,SC2154  # sets variables for the sourcing script and reads its data, bin
 # A local grid on loopback, for scripts/demo.sh, scripts/demo-ml.sh and
 # bench/ml.sh (sourced, not run): a coordinator and agents, each agent (as
 # root) its own unprivileged user with rootless podman.
@@ -62,7 +63,7 @@ prepare_agents() {  # N
 }
 
 # The user agent N runs as ("" when not root: this user).
-agent_user() { [ "$(id -u)" -eq 0 ] && echo "idlegrid-demo$1" || true; }
+agent_user() { if [ "$(id -u)" -eq 0 ]; then echo "idlegrid-demo$1"; fi; }
 
 start_agent() {  # N TOKEN [FLAG...]
   local n=$1 token=$2 u dir runner
