@@ -70,7 +70,7 @@ podman build --quiet --pull=never --network=none --layers=false --tag "$local_im
 # runs meanwhile weighs on the three alike.
 echo "== $runs rounds of: bare, podman run, grid task (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 : >"$data/bare.s"; : >"$data/podman.s"; : >"$data/grid.s"
-for i in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
   timed /usr/bin/python3 examples/ml-sweep/train.py --epochs 1 --out "$data/bare" >>"$data/bare.s"
   # Modest explicit rlimits: root without CAP_SYS_RESOURCE (inside a
   # container, some CI) cannot raise them to podman's defaults.
