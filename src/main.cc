@@ -15,6 +15,9 @@
 #include "agent/agent.h"
 #include "agent/join.h"
 #include "agent/join_plan.h"
+#include "agent/image_cache.h"
+#include "agent/local_policy.h"
+#include "common/fs.h"
 #include "cli/agent_pause.h"
 #include "api/coordinator_server.h"
 #include "common/exit_code.h"
@@ -89,7 +92,16 @@ int AgentStatusCommand(idlegrid::cli::CommonFlags common, std::string agent_conf
   if (!node_id.ok()) return std::cerr << "error: " << node_id.status().message() << "\n", 1;
   if (common.config.address.empty()) common.config.address = agent.coordinator;
   if (common.config.ca_file.empty()) common.config.ca_file = agent.data_dir + "/coordinator-ca.crt";
-  return idlegrid::cli::AgentStatus(common, *node_id, agent.coordinator, idlegrid::agent::UserUnitState());
+  // The image cache as this host holds it, against the owner's budget.
+  uint64_t budget = idlegrid::agent::kDefaultImageCacheBytes;
+  const std::string policy_file = agent.policy_file.empty() ? agent.data_dir + "/policy.yaml" : agent.policy_file;
+  if (auto text = idlegrid::ReadFile(policy_file); text.ok()) {
+    auto policy = idlegrid::agent::ParseOwnerPolicy(*text, policy_file);
+    if (policy.ok() && policy->image_cache_bytes > 0) budget = policy->image_cache_bytes;
+  }
+  const auto usage = idlegrid::agent::ReadImageCacheUsage(agent.data_dir + "/images");
+  return idlegrid::cli::AgentStatus(common, *node_id, agent.coordinator, idlegrid::agent::UserUnitState(),
+                                    idlegrid::cli::FormatImageCache(usage.images, usage.blobs, usage.bytes, budget));
 }
 
 // The agent's data directory for `agent pause`/`resume`: as given, else the

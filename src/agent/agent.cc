@@ -168,6 +168,7 @@ bool Agent::ReloadPolicy() {
     }
   }
   if (draining_) next.policy.set_accept_jobs(false);  // a draining agent stays closed to new work
+  images_->SetBudget(next.image_cache_bytes > 0 ? next.image_cache_bytes : kDefaultImageCacheBytes);
   inputs_->SetBudget(next.input_cache_set ? next.input_cache_bytes : config_.input_cache_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   const bool changed = AdvertisedPolicyDiffers(next, owner_);

@@ -52,6 +52,8 @@ class ImageSource {
   // and loaded first if the runtime does not have it. DataLoss when the
   // archive is not the image the coordinator named. Thread-safe.
   virtual Result<std::string> Ensure(const v1::Assignment& a) = 0;
+  // The attempt that Ensure'd the image is over: the image may be evicted.
+  virtual void Release(const v1::Assignment& a) {}
 };
 
 // The inputs attempts read, held on the node (agent/input_cache.h).

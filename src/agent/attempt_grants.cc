@@ -6,6 +6,7 @@ void AttemptGrants::Add(const v1::Assignment& a) {
   Entry e;
   e.token = a.artifact_token();
   e.digests.insert(a.image_archive_digest());
+  for (const auto& b : a.image_blobs()) e.digests.insert(b.digest());
   for (const auto& in : a.spec().inputs()) e.digests.insert(in.artifact());
   for (const auto& f : a.restore().files()) e.digests.insert(f.digest());
   std::lock_guard<std::mutex> lock(mu_);

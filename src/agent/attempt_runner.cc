@@ -39,6 +39,12 @@ void AttemptRunner::Run(const v1::Assignment& a) {
 
   auto image_id = env_.images->Ensure(a);
   if (!image_id.ok()) return Fail(id, v1::PLATFORM_FAILURE, image_id.status(), hold);
+  // Pinned while the attempt runs: the cache evicts only images nobody uses.
+  struct ImagePin {
+    ImageSource* images;
+    const v1::Assignment& a;
+    ~ImagePin() { images->Release(a); }
+  } pin{env_.images, a};
   // The node's cached inputs it reads stay until it is over.
   struct InputPin {
     InputSource* inputs;

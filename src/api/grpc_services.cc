@@ -236,9 +236,15 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
                              v1::PushImageResponse* out) override {
-    // Registering reads the archive: the caller must be able to read it.
-    IG_ADMIT("RegisterImage", gate_.Artifact(req->archive_digest()));
-    return Reply(c_->RegisterImage(req->archive_digest()), out);
+    // Registering reads the archive (or the manifest): the caller must be able to read it.
+    const bool layered = req->archive_digest().empty() && !req->manifest_digest().empty();
+    IG_ADMIT("RegisterImage", gate_.Artifact(layered ? req->manifest_digest() : req->archive_digest()));
+    if (!layered) return Reply(c_->RegisterImage(req->archive_digest()), out);
+    // Every blob the manifest names must be the caller's to read, too.
+    auto may_read = [&](const std::string& digest) -> Status {
+      return gate_.Check(caller, RequesterMethod("RegisterImage"), gate_.Artifact(digest));
+    };
+    return Reply(c_->RegisterLayeredImage(req->manifest_digest(), may_read), out);
   }
 
   grpc::Status AddImageSignature(grpc::ServerContext* ctx, const v1::AddImageSignatureRequest* req,

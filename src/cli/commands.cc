@@ -557,25 +557,6 @@ int Retry(const CommonFlags& f, const std::string& job_id, const TaskFlags& task
   return 0;
 }
 
-Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public,
-                                               bool json) {
-  std::error_code size_error;
-  const uint64_t size = std::filesystem::file_size(archive, size_error);
-  ProgressDisplay progress(std::cerr, StderrProgressStyle(json), ProgressDisplay::LineEvery::kTenth);
-  const std::string what = "pushing " + std::filesystem::path(archive).filename().string();
-  auto uploaded = client.UploadFile(archive, "image", make_public, [&](uint64_t sent) {
-    progress.Update(sent, size_error ? sent : size, TransferText(what, sent, size_error ? sent : size));
-  });
-  progress.Finish();
-  IG_ASSIGN_OR_RETURN(v1::ArtifactRef ref, std::move(uploaded));
-  v1::RegisterImageRequest req;
-  req.set_archive_digest(ref.digest());
-  v1::PushImageResponse resp;
-  auto ctx = client.Context();
-  IG_RETURN_IF_ERROR(FromGrpc(client.stub()->RegisterImage(ctx.get(), req, &resp)));
-  return resp;
-}
-
 void PrintPushedImage(const CommonFlags& f, const v1::PushImageResponse& pushed, const std::string& reference) {
   if (f.json) PrintJson(pushed);
   else std::cout << reference << "\n";

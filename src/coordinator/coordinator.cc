@@ -661,6 +661,12 @@ Status Coordinator::NodeMayRead(const std::string& node_id, const std::string& a
   }
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
   if (image && image->archive_digest == digest) return Status::Ok();
+  if (image) {
+    IG_ASSIGN_OR_RETURN(std::vector<v1::ArtifactRef> blobs, ImageBlobsOf(*image));
+    for (const v1::ArtifactRef& b : blobs) {
+      if (b.digest() == digest) return Status::Ok();
+    }
+  }
   for (const auto& task : job.tasks()) {
     if (task.index() != a.index) continue;
     for (const auto& f : task.checkpoint().files()) {
@@ -764,10 +770,12 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   // A registry image is pulled by the agent, by the digest in its spec; a
   // pushed one is downloaded from here.
   std::string archive_digest, config_digest = job.spec().registry_image().config_digest();
+  std::vector<v1::ArtifactRef> image_blobs;  // a layered image's, fetched blob by blob
   if (!job.spec().has_registry_image()) {
     IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
     if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
-    archive_digest = image->archive_digest;
+    IG_ASSIGN_OR_RETURN(image_blobs, ImageBlobsOf(*image));
+    if (image_blobs.empty()) archive_digest = image->archive_digest;
     config_digest = image->config_digest;
   }
   v1::Command cmd;
@@ -787,6 +795,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   *a->mutable_spec() = manifest::SpecForTask(job.spec(), attempt.index);
   a->set_image_archive_digest(archive_digest);
   a->set_image_config_digest(config_digest);
+  for (v1::ArtifactRef& b : image_blobs) *a->add_image_blobs() = std::move(b);
   a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);
   for (v1::ImageSignature& s : image_signatures_.Of(manifest::ImageDigestOf(job.spec().image()))) {
     *a->add_image_signatures() = std::move(s);
