@@ -5,6 +5,7 @@
 // was tampered with ends in DataLoss and a clean retry from 0; one
 // uploader's partial is invisible to another, and a blob another account
 // holds reads as absent.
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "common/artifact_client.h"
 #include "common/digest.h"
 #include "common/fs.h"
+#include "auth/credentials.h"
 #include "common/test_support.h"
 #include "coordinator/coordinator.h"
 #include "sched/pipeline.h"
@@ -26,6 +28,14 @@
 
 namespace idlegrid::api {
 namespace {
+
+// gRPC shuts itself down when its last object goes (here, at the end of
+// each test), and that shutdown can wait about 10 s for an executor thread
+// that is polling; initialized once for the whole binary, tests end at once.
+const bool kGrpcKeptUp = [] {
+  grpc_init();
+  return true;
+}();
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kSize = 32 * kMiB;  // 32 chunks
@@ -73,11 +83,14 @@ class ArtifactTransferTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.SetMaxReceiveMessageSize(8 << 20);  // as the coordinator's listener
     requester_ = NewRequesterService(c_.get());
+    agent_ = NewAgentService(c_.get());
     builder.RegisterService(requester_.get());
+    builder.RegisterService(agent_.get());
     server_ = builder.BuildAndStart();
     ASSERT_TRUE(server_ && port != 0);
-    stub_ = v1::RequesterService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    stub_ = v1::RequesterService::NewStub(channel);
+    agent_stub_ = v1::AgentService::NewStub(channel);
     file_ = dir_.path() + "/input.bin";
     content_ = PseudoRandomBytes(kSize, 1);
     ASSERT_TRUE(WriteFileAtomic(file_, content_).ok());
@@ -173,8 +186,10 @@ class ArtifactTransferTest : public ::testing::Test {
   idlegrid::testing::TempDir dir_{"igtransfer"};
   std::unique_ptr<coordinator::Coordinator> c_;
   std::unique_ptr<v1::RequesterService::Service> requester_;
+  std::unique_ptr<v1::AgentService::Service> agent_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::RequesterService::Stub> stub_;
+  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
   std::map<std::string, std::string> tokens_;
   grpc::ClientContext* latest_ = nullptr;
   std::string file_, content_, digest_;
@@ -343,6 +358,87 @@ TEST_F(ArtifactTransferTest, StatRefusesMalformedDigests) {
   v1::StatArtifactsResponse resp;
   auto ctx = Contexts("alice")();
   EXPECT_EQ(stub_->StatArtifacts(ctx.get(), req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// The agent's side: StatArtifacts needs the node's live attempt and its
+// token; a stored blob is present only if the attempt may read it (an
+// input), and the node's interrupted upload is its own.
+TEST_F(ArtifactTransferTest, AnAgentSeesOnlyItsAttemptsInputsAndItsOwnPartials) {
+  const std::string image = "sha256:" + std::string(64, 'b'), archive = "sha256:" + std::string(64, 'd');
+  ASSERT_TRUE(c_->store()->RegisterImage({image, "sha256:" + std::string(64, 'c'), archive}, 1000).ok());
+  ASSERT_TRUE(c_->store()->RecordArtifact(archive, 10, "image", 1).ok());
+  ASSERT_TRUE(c_->store()->SetArtifactPublic(archive).ok());
+  ASSERT_TRUE(Upload("alice", file_, nullptr).ok());  // the job's input
+  const std::string others = dir_.path() + "/bobs.bin";
+  ASSERT_TRUE(WriteFileAtomic(others, PseudoRandomBytes(kMiB, 3)).ok());
+  auto bobs = Upload("bob", others, nullptr);
+  ASSERT_TRUE(bobs.ok());
+
+  const std::string credential = "iga_transfer-node";
+  store::NodeRecord node{"n-1", "box-1"};
+  ASSERT_TRUE(c_->store()->UpsertNode(node, Sha256Digest(credential)).ok());
+  v1::SubmitJobRequest submit;
+  v1::JobSpec* spec = submit.mutable_spec();
+  spec->set_api_version("idlegrid/v1");
+  spec->set_name("reads-the-input");
+  spec->set_image(image);
+  spec->add_command("/sim");
+  v1::InputSpec* input = spec->add_inputs();
+  input->set_artifact(digest_);
+  input->set_path("/data/input.bin");
+  auto job = c_->SubmitJob(submit, "alice");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  store::NewAttempt attempt;
+  attempt.attempt_id = "att-1";
+  attempt.job_id = job->id();
+  attempt.node_id = "n-1";
+  attempt.now_ms = SystemClock::Get()->NowMs();
+  auto committed = c_->store()->CommitAssignments({attempt});
+  ASSERT_TRUE(committed.ok() && committed->size() == 1u);
+  // The token the assignment carries (coordinator.cc: the key is the join secret's).
+  const std::string token = auth::AttemptToken(Sha256Digest("idlegrid artifact tokens\njoin-secret"), "att-1", "n-1",
+                                               (*committed)[0].lease_epoch);
+  auto agent_context = [&] {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata("authorization", "Bearer " + credential);
+    latest_ = ctx.get();
+    return ctx;
+  };
+  auto stat = [&](const std::string& attempt_token, v1::StatArtifactsResponse* resp) {
+    v1::StatArtifactsRequest req;
+    req.add_digests(digest_);
+    req.add_digests(bobs->digest());
+    req.set_attempt_id("att-1");
+    req.set_attempt_token(attempt_token);
+    auto ctx = agent_context();
+    return agent_stub_->StatArtifacts(ctx.get(), req, resp);
+  };
+  v1::StatArtifactsResponse wrong;
+  EXPECT_EQ(stat("not-the-token", &wrong).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::StatArtifactsResponse seen;
+  ASSERT_TRUE(stat(token, &seen).ok());
+  ASSERT_EQ(seen.stats_size(), 2);
+  EXPECT_TRUE(seen.stats(0).present()) << "the attempt's own input";
+  EXPECT_EQ(seen.stats(0).size(), kSize);
+  EXPECT_FALSE(seen.stats(1).present()) << "a blob the attempt does not use";
+
+  // An output the agent uploads, cut off and resumed: the partial is the node's.
+  const std::string output = dir_.path() + "/output.bin";
+  const std::string produced = PseudoRandomBytes(kSize, 4);
+  ASSERT_TRUE(WriteFileAtomic(output, produced).ok());
+  const std::string output_digest = Sha256Digest(produced);
+  const TransferScope scope{"att-1", token};
+  TransferStats cut;
+  ASSERT_FALSE(UploadArtifactFile(agent_stub_.get(), agent_context, output, "output", scope, CutAt(kCut), &cut).ok());
+  const uint64_t kept = c_->artifact_store()->PartialBytes(output_digest, "node n-1");
+  ASSERT_GT(kept, 0u);
+  EXPECT_EQ(Stat("alice", output_digest).partial_bytes(), 0u) << "a requester saw the node's partial";
+  TransferStats rest;
+  auto ref = UploadArtifactFile(agent_stub_.get(), agent_context, output, "output", scope, {}, &rest);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  EXPECT_EQ(rest.resumed_at, kept);
+  EXPECT_EQ(rest.bytes_moved, kSize - kept);
+  EXPECT_EQ(*ReadFile(c_->artifact_store()->PathOf(output_digest)), produced);
 }
 
 }  // namespace
