@@ -54,7 +54,8 @@ std::unique_ptr<runtime::ContainerRuntime> MakeRuntime(const AgentConfig& config
   auto fast = runtime::NewRuncRuntime(runc);
   if (fast->Runtimes().empty()) spdlog::warn("runc driver unavailable; containers start through podman");
   if (config.driver == "runc") return fast;
-  return runtime::NewRoutingRuntime(runtime::NewPodmanRuntime(config.podman), std::move(fast));
+  return runtime::NewRoutingRuntime(runtime::NewPodmanRuntime(config.podman), std::move(fast),
+                                    config.data_dir + "/podman-loads");
 }
 
 // The owner's GPU asks that price nothing here (market::UnmatchedAsks), each

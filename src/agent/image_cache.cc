@@ -216,6 +216,11 @@ void ImageCache::SetBudget(uint64_t bytes) {
   budget_bytes_ = bytes;
 }
 
+void ImageCache::SetEvictionGrace(std::chrono::milliseconds grace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  eviction_grace_ = grace;
+}
+
 void ImageCache::EvictLocked() {
   std::vector<CachedImageEntry> images;
   std::error_code ec;
@@ -226,7 +231,11 @@ void ImageCache::EvictLocked() {
     entry.manifest_digest = "sha256:" + hex;
     entry.blobs = ReadLayerList(e.path().string());
     entry.last_used_ms = MtimeMs(cache_dir_ + "/" + hex);
-    entry.in_use = pins_.count(entry.manifest_digest) > 0;
+    // Wall time, as the marker's mtime is.
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    entry.in_use = pins_.count(entry.manifest_digest) > 0 || now_ms - entry.last_used_ms < eviction_grace_.count();
     images.push_back(std::move(entry));
   }
   EvictionPlan plan = PlanImageEviction(images, BlobsOnDisk(cache_dir_), budget_bytes_);

@@ -12,6 +12,7 @@
 // made of. Images loaded this way are evicted least recently used first when
 // their blobs pass the owner's budget (policy.yaml imageCache), never one a
 // running attempt uses (image_eviction.h).
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -56,6 +57,10 @@ class ImageCache : public ImageSource {
   // The owner's budget for layered images' blobs (policy.yaml imageCache);
   // takes effect at the next load.
   void SetBudget(uint64_t bytes);
+  // An image whose last task started less than this long ago is not
+  // evicted: the runc driver's pilot of an array job lingers a moment on
+  // its image after the task's attempt ended (runc_runtime.h pilot_linger).
+  void SetEvictionGrace(std::chrono::milliseconds grace);
 
  private:
   Result<std::string> FetchLayered(const v1::Assignment& a, const std::string& manifest_digest);
@@ -74,6 +79,7 @@ class ImageCache : public ImageSource {
   std::map<std::string, int64_t> checked_ms_;
   std::map<std::string, int> pins_;           // manifest digest -> attempts using it; guarded by mu_
   uint64_t budget_bytes_ = kDefaultImageCacheBytes;  // guarded by mu_
+  std::chrono::milliseconds eviction_grace_{10'000};  // guarded by mu_
 };
 
 }  // namespace idlegrid::agent

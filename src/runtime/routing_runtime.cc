@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -23,9 +24,17 @@ namespace {
 
 class RoutingRuntime : public ContainerRuntime {
  public:
-  RoutingRuntime(std::unique_ptr<ContainerRuntime> reference, std::unique_ptr<ContainerRuntime> fast)
-      : reference_(std::move(reference)), fast_(std::move(fast)) {
+  RoutingRuntime(std::unique_ptr<ContainerRuntime> reference, std::unique_ptr<ContainerRuntime> fast,
+                 std::string load_dir)
+      : reference_(std::move(reference)), fast_(std::move(fast)), load_dir_(std::move(load_dir)) {
     if (fast_ && fast_->Runtimes().empty()) fast_.reset();  // it said why when it was made
+    // Links a crash left behind: their loads died with the agent.
+    if (!load_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(load_dir_, ec);
+      std::filesystem::create_directories(load_dir_, ec);
+      if (ec) load_dir_.clear();  // loads stay synchronous
+    }
   }
 
   v1::Enforcement Enforcement() const override { return reference_->Enforcement(); }
@@ -54,9 +63,9 @@ class RoutingRuntime : public ContainerRuntime {
   // and takes seconds. A job routed to podman waits for that load (Run).
   Status LoadImage(const std::string& archive_path, const std::string& image_id) override {
     if (!fast_) return reference_->LoadImage(archive_path, image_id);
-    const std::string own = archive_path + ".reference";
+    const std::string own = load_dir_ + "/" + image_id + ".tar";
     std::shared_future<Status> loading;
-    if (::link(archive_path.c_str(), own.c_str()) == 0) {
+    if (!load_dir_.empty() && ::link(archive_path.c_str(), own.c_str()) == 0) {
       loading = std::async(std::launch::async, [this, own, image_id] {
                   Status st = reference_->LoadImage(own, image_id);
                   ::unlink(own.c_str());
@@ -237,13 +246,14 @@ class RoutingRuntime : public ContainerRuntime {
   std::string fast_broken_;                         // why the fast driver is no longer used; guarded by mu_
   // image id -> podman's load of it still under way (or just finished); guarded by mu_
   std::map<std::string, std::shared_future<Status>> reference_loads_;
+  std::string load_dir_;  // where background loads keep their link to the archive; "": none (loads wait)
 };
 
 }  // namespace
 
 std::unique_ptr<ContainerRuntime> NewRoutingRuntime(std::unique_ptr<ContainerRuntime> reference,
-                                                    std::unique_ptr<ContainerRuntime> fast) {
-  return std::make_unique<RoutingRuntime>(std::move(reference), std::move(fast));
+                                                    std::unique_ptr<ContainerRuntime> fast, std::string load_dir) {
+  return std::make_unique<RoutingRuntime>(std::move(reference), std::move(fast), std::move(load_dir));
 }
 
 }  // namespace idlegrid::runtime

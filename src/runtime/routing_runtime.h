@@ -14,8 +14,12 @@ namespace idlegrid::runtime {
 // `reference`. Images are loaded into both (once per node), so either can run
 // any attempt. Enforcement() is the reference driver's; a job whose limits
 // the fast driver cannot enforce runs under the reference one.
+// `load_dir` (on the archives' filesystem, emptied at start): podman's load
+// of a new image goes on in the background from a hard link there while a
+// job on the fast driver starts; "" keeps every load synchronous.
 std::unique_ptr<ContainerRuntime> NewRoutingRuntime(std::unique_ptr<ContainerRuntime> reference,
-                                                    std::unique_ptr<ContainerRuntime> fast);
+                                                    std::unique_ptr<ContainerRuntime> fast,
+                                                    std::string load_dir = "");
 
 // Pure: whether an attempt goes to the fast driver, given what it offers.
 bool UseFastDriver(const RunSpec& spec, const v1::Enforcement& fast_enforcement,

@@ -131,6 +131,7 @@ TEST_F(LayeredImageCacheTest, AnAssignmentWithoutItsManifestIsRefused) {
 TEST_F(LayeredImageCacheTest, EvictionUnderASmallBudgetNeverRemovesALayerInUse) {
   ImageCache cache(dir_, &runtime_, &artifacts_, nullptr, &clock_);
   cache.SetBudget(base_.size() + 1000);  // room for one image
+  cache.SetEvictionGrace(std::chrono::milliseconds(0));  // the images here were all used just now
   TestImage a = MakeImage({base_, "a"}, "a");
   TestImage b = MakeImage({std::string(150000, 'b')}, "b");
   TestImage c = MakeImage({std::string(150000, 'c')}, "c");
@@ -154,6 +155,17 @@ TEST_F(LayeredImageCacheTest, EvictionUnderASmallBudgetNeverRemovesALayerInUse) 
   clock_.AdvanceMs(kImageRecheckMs);
   ASSERT_TRUE(cache.Ensure(run_b).ok());  // b again: fetched anew
   EXPECT_EQ(runtime_.removed_images.size(), 3u) << "a and c went to make room for b";
+}
+
+TEST_F(LayeredImageCacheTest, AnImageUsedMomentsAgoIsNotEvicted) {
+  ImageCache cache(dir_, &runtime_, &artifacts_, nullptr, &clock_);
+  cache.SetBudget(1);  // nothing fits
+  v1::Assignment a = Assign(MakeImage({std::string(1000, 'a')}, "a"));
+  v1::Assignment b = Assign(MakeImage({std::string(1000, 'b')}, "b"));
+  ASSERT_TRUE(cache.Ensure(a).ok());
+  cache.Release(a);  // a's attempt ended; its pilot may linger on it
+  ASSERT_TRUE(cache.Ensure(b).ok());
+  EXPECT_TRUE(runtime_.removed_images.empty()) << "within the default grace of 10 s nothing goes";
 }
 
 }  // namespace
