@@ -50,7 +50,7 @@ int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::str
                 const std::string& service, const std::string& image_cache = "");
 
 // Pure: the agent's layered image cache in one line, "3 image(s), 12 blob(s),
-// 1.2 GiB of a 20.0 GiB budget (policy.yaml imageCache)".
+// 1.2 GiB of a 20 GiB budget (policy.yaml imageCache)".
 std::string FormatImageCache(int images, int blobs, uint64_t bytes, uint64_t budget_bytes);
 
 }  // namespace idlegrid::cli

@@ -159,3 +159,26 @@ TEST(OwnerPolicyTenantGpuJobsTest, RefusesOnlyTenantsJobsThatAskForGpus) {
 
 }  // namespace
 }  // namespace idlegrid::agent
+
+namespace idlegrid::agent {
+namespace {
+
+// imageCache (docs/provider.md, Disk for images): a size; unset is 0, which
+// the agent reads as kDefaultImageCacheBytes.
+TEST(OwnerPolicyImageCacheTest, ASizeIsParsedAndNonsenseRefusedWhereItIs) {
+  Result<OwnerPolicy> unset = ParseOwnerPolicy("acceptJobs: true\n", "policy.yaml");
+  ASSERT_TRUE(unset.ok());
+  EXPECT_EQ(unset->image_cache_bytes, 0u);
+  Result<OwnerPolicy> set = ParseOwnerPolicy("imageCache: 5Gi\n", "policy.yaml");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->image_cache_bytes, 5ull << 30);
+  for (const char* bad : {"imageCache: 0\n", "imageCache: lots\n", "imageCache: -1Gi\n"}) {
+    Result<OwnerPolicy> refused = ParseOwnerPolicy(bad, "policy.yaml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("policy.yaml:1:"), std::string::npos) << refused.status().message();
+    EXPECT_NE(refused.status().message().find("imageCache"), std::string::npos) << refused.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace idlegrid::agent

@@ -113,4 +113,18 @@ TEST(FormatAgentStatus, ShowsTheAsksLine) {
 }
 
 }  // namespace
+TEST(FormatImageCache, CountsBytesAndBudgetAndTheStatusShowsIt) {
+  EXPECT_EQ(FormatImageCache(2, 5, 3ull << 30, 20ull << 30),
+            "2 image(s), 5 blob(s), 3 GiB of a 20 GiB budget (policy.yaml imageCache)");
+  AgentStatusView v;
+  v.node_id = "n-1";
+  v.node_error = "not read";
+  v.image_cache = FormatImageCache(0, 0, 0, 1ull << 30);
+  EXPECT_NE(FormatAgentStatus(v).find("images       0 image(s), 0 blob(s), 0 GiB of a 1 GiB budget"),
+            std::string::npos)
+      << FormatAgentStatus(v);
+  v.image_cache.clear();
+  EXPECT_EQ(FormatAgentStatus(v).find("images "), std::string::npos) << "no line when not given";
+}
+
 }  // namespace idlegrid::cli
