@@ -1,5 +1,7 @@
 #include "agent/attempt_grants.h"
 
+#include "jobs/lease.h"
+
 namespace idlegrid::agent {
 
 void AttemptGrants::Add(const v1::Assignment& a) {
@@ -8,7 +10,9 @@ void AttemptGrants::Add(const v1::Assignment& a) {
   e.digests.insert(a.image_archive_digest());
   for (const auto& b : a.image_blobs()) e.digests.insert(b.digest());
   for (const auto& in : a.spec().inputs()) e.digests.insert(in.artifact());
-  for (const auto& f : a.restore().files()) e.digests.insert(f.digest());
+  for (const auto& f : a.restore().files()) {
+    for (const std::string& blob : jobs::CheckpointBlobs(f)) e.digests.insert(blob);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   attempts_[a.attempt_id()] = std::move(e);
 }

@@ -1,7 +1,12 @@
 #include "agent/checkpoint_sync.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "common/digest.h"
@@ -10,8 +15,53 @@
 
 namespace idlegrid::agent {
 
-CheckpointSync::CheckpointSync(std::string dir, UploadFn upload, ReportFn report)
-    : dir_(std::move(dir)), upload_(std::move(upload)), report_(std::move(report)) {}
+namespace {
+
+struct ChunkRef {
+  std::string digest;
+  uint64_t offset = 0, size = 0;
+};
+
+Status Errno(const std::string& what) { return Status::Internal(what + ": " + std::strerror(errno)); }
+
+Status WriteAll(int fd, const char* data, size_t n, const std::string& what) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w <= 0) return Errno("write " + what);
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+// Copies [offset, offset + size) of the open file `fd` to a new file `to`.
+Status CopyRange(int fd, uint64_t offset, uint64_t size, const std::string& to) {
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0) return Errno("create " + to);
+  std::vector<char> buf(1 << 20);
+  Status st = Status::Ok();
+  while (st.ok() && size > 0) {
+    ssize_t n = ::pread(fd, buf.data(), std::min<uint64_t>(size, buf.size()), static_cast<off_t>(offset));
+    if (n <= 0) {
+      st = n == 0 ? Status::Internal("the file shrank while it was read") : Errno("read");
+      break;
+    }
+    st = WriteAll(out, buf.data(), static_cast<size_t>(n), to);
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<uint64_t>(n);
+  }
+  ::close(out);
+  return st;
+}
+
+}  // namespace
+
+CheckpointSync::CheckpointSync(std::string dir, UploadFn upload, ReportFn report, Chunking chunking)
+    : dir_(std::move(dir)),
+      chunk_dir_(dir_ + "-chunks"),
+      upload_(std::move(upload)),
+      report_(std::move(report)),
+      chunking_(chunking) {}
 
 CheckpointSync::~CheckpointSync() { Stop(); }
 
@@ -23,8 +73,12 @@ Status CheckpointSync::Restore(const v1::Checkpoint& checkpoint, const DownloadF
   for (const auto& f : checkpoint.files()) {
     std::string path = dir_ + "/" + f.path();
     IG_RETURN_IF_ERROR(MakeDirs(std::filesystem::path(path).parent_path().string(), 0700));
-    IG_RETURN_IF_ERROR(download(f.digest(), path).WithContext("checkpoint file " + f.path()));
-    held_[f.path()] = f.digest();
+    if (f.chunks_size() > 0) {
+      IG_RETURN_IF_ERROR(RestoreChunked(f, path, download).WithContext("checkpoint file " + f.path()));
+    } else {
+      IG_RETURN_IF_ERROR(download(f.digest(), path).WithContext("checkpoint file " + f.path()));
+    }
+    held_[f.path()] = f;
   }
   last_reported_.assign(checkpoint.files().begin(), checkpoint.files().end());
   return Status::Ok();
@@ -35,19 +89,25 @@ Status CheckpointSync::SyncOnce() {
   std::vector<v1::OutputFile> files;
   for (const auto& rel : RegularFilesUnder(dir_)) {
     std::string path = dir_ + "/" + rel;
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) continue;  // removed while we looked: the next sync sees it
+    if (size > chunking_.above) {
+      auto chunked = SyncChunked(path, rel);
+      if (!chunked.ok()) return chunked.status().WithContext("checkpoint file " + rel);
+      files.push_back(std::move(*chunked));
+      continue;
+    }
     auto digest = Sha256File(path);
     if (!digest.ok()) continue;  // removed or replaced while we looked: the next sync sees it
     auto held = held_.find(rel);
-    if (held != held_.end() && held->second == *digest) {
-      v1::OutputFile same;
-      same.set_path(rel);
-      same.set_digest(*digest);
-      files.push_back(std::move(same));
+    if (held != held_.end() && held->second.digest() == *digest && held->second.chunks_size() == 0) {
+      files.push_back(held->second);
       continue;
     }
     auto up = upload_(path, rel);
     if (!up.ok()) return up.status().WithContext("checkpoint file " + rel);
-    held_[rel] = up->digest();
+    held_[rel] = *up;
     files.push_back(std::move(*up));
   }
   auto same_list = [&] {
@@ -63,6 +123,93 @@ Status CheckpointSync::SyncOnce() {
   std::lock_guard<std::mutex> count(mu_);
   ++reports_;
   return Status::Ok();
+}
+
+// One pass over the file hashes it whole and chunk by chunk; only chunks
+// the coordinator lacks are copied out and uploaded. A file rewritten while
+// it is read shows as a chunk that uploads under another digest: the sync
+// fails and the next one sees the new file.
+Result<v1::OutputFile> CheckpointSync::SyncChunked(const std::string& path, const std::string& rel) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Errno("open " + path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  Sha256 whole;
+  std::vector<ChunkRef> chunks;
+  std::vector<char> buf(1 << 20);
+  uint64_t offset = 0;
+  while (true) {
+    Sha256 part;
+    uint64_t part_size = 0;
+    while (part_size < chunking_.chunk) {
+      ssize_t n = ::read(fd, buf.data(), std::min<uint64_t>(buf.size(), chunking_.chunk - part_size));
+      if (n < 0) return Errno("read " + path);
+      if (n == 0) break;
+      whole.Update(buf.data(), static_cast<size_t>(n));
+      part.Update(buf.data(), static_cast<size_t>(n));
+      part_size += static_cast<uint64_t>(n);
+    }
+    if (part_size == 0) break;
+    chunks.push_back({part.Finish(), offset, part_size});
+    offset += part_size;
+    if (part_size < chunking_.chunk) break;
+  }
+  const std::string digest = whole.Finish();
+  auto held = held_.find(rel);
+  if (held != held_.end() && held->second.digest() == digest && held->second.chunks_size() > 0) return held->second;
+  IG_RETURN_IF_ERROR(MakeDirs(chunk_dir_, 0700));
+  v1::OutputFile out;
+  out.set_path(rel);
+  out.set_digest(digest);
+  out.set_size(offset);
+  uint64_t sent = 0;
+  for (const ChunkRef& c : chunks) {
+    v1::ArtifactRef* ref = out.add_chunks();
+    ref->set_digest(c.digest);
+    ref->set_size(c.size);
+    if (held_chunks_.count(c.digest)) continue;
+    const std::string tmp = chunk_dir_ + "/" + DigestHex(c.digest);
+    Status st = CopyRange(fd, c.offset, c.size, tmp);
+    Result<v1::OutputFile> up = st.ok() ? upload_(tmp, rel) : Result<v1::OutputFile>(st);
+    ::unlink(tmp.c_str());
+    if (!up.ok()) return up.status();
+    if (up->digest() != c.digest) return Status::Unavailable("changed while it was uploaded; the next sync sends it");
+    held_chunks_.insert(c.digest);
+    sent += c.size;
+  }
+  spdlog::info("checkpoint file {}: {} of {} bytes sent ({} chunks)", rel, sent, offset, chunks.size());
+  held_[rel] = out;
+  return out;
+}
+
+Status CheckpointSync::RestoreChunked(const v1::OutputFile& f, const std::string& path, const DownloadFn& download) {
+  IG_RETURN_IF_ERROR(MakeDirs(chunk_dir_, 0700));
+  int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (out < 0) return Errno("create " + path);
+  Sha256 whole;
+  Status st = Status::Ok();
+  for (int i = 0; st.ok() && i < f.chunks_size(); ++i) {
+    const v1::ArtifactRef& c = f.chunks(i);
+    const std::string tmp = chunk_dir_ + "/" + DigestHex(c.digest());
+    st = download(c.digest(), tmp).WithContext("chunk " + std::to_string(i));
+    if (st.ok()) {
+      auto bytes = ReadFile(tmp);
+      st = bytes.status();
+      if (st.ok() && bytes->size() != c.size()) st = Status::DataLoss("chunk " + std::to_string(i) + " has the wrong size");
+      if (st.ok()) {
+        whole.Update(bytes->data(), bytes->size());
+        st = WriteAll(out, bytes->data(), bytes->size(), path);
+      }
+    }
+    ::unlink(tmp.c_str());
+    if (st.ok()) held_chunks_.insert(c.digest());
+  }
+  ::close(out);
+  if (st.ok() && whole.Finish() != f.digest()) st = Status::DataLoss("its chunks do not make up " + f.digest());
+  if (!st.ok()) ::unlink(path.c_str());
+  return st;
 }
 
 void CheckpointSync::Start(std::chrono::milliseconds interval) {

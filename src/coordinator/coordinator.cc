@@ -617,7 +617,9 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     std::vector<store::ArtifactRef> refs;
     for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account.value_or(""), 0});
     for (const auto& f : request.checkpoint()) {
-      refs.push_back({f.digest(), "job:" + result->job_id, account.value_or(""), 0});
+      for (const std::string& blob : jobs::CheckpointBlobs(f)) {
+        refs.push_back({blob, "job:" + result->job_id, account.value_or(""), 0});
+      }
     }
     IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   }
@@ -670,7 +672,9 @@ Status Coordinator::NodeMayRead(const std::string& node_id, const std::string& a
   for (const auto& task : job.tasks()) {
     if (task.index() != a.index) continue;
     for (const auto& f : task.checkpoint().files()) {
-      if (f.digest() == digest) return Status::Ok();
+      for (const std::string& blob : jobs::CheckpointBlobs(f)) {
+        if (blob == digest) return Status::Ok();
+      }
     }
   }
   spdlog::warn("node {} refused artifact {}: attempt {} does not use it", node_id, digest.substr(0, 80), attempt_id);

@@ -51,8 +51,29 @@ Status ValidateCheckpointFiles(const google::protobuf::RepeatedPtrField<v1::Outp
     }
     if (!IsValidDigest(f.digest())) return Status::InvalidArgument(where + ": digest must be sha256:<64 hex>");
     if (!seen.insert(f.path()).second) return Status::InvalidArgument(where + ": listed twice");
+    uint64_t total = 0;
+    for (int c = 0; c < f.chunks_size(); ++c) {
+      const v1::ArtifactRef& chunk = f.chunks(c);
+      const std::string at = where + " chunk " + std::to_string(c);
+      if (!IsValidDigest(chunk.digest())) return Status::InvalidArgument(at + ": digest must be sha256:<64 hex>");
+      if (chunk.size() == 0 || chunk.size() > kCheckpointChunkBytes) {
+        return Status::InvalidArgument(at + ": size must be 1.." + std::to_string(kCheckpointChunkBytes));
+      }
+      total += chunk.size();
+    }
+    if (f.chunks_size() > 0 && total != f.size()) {
+      return Status::InvalidArgument(where + ": chunks add up to " + std::to_string(total) + " bytes, not its size " +
+                                     std::to_string(f.size()));
+    }
   }
   return Status::Ok();
+}
+
+std::vector<std::string> CheckpointBlobs(const v1::OutputFile& f) {
+  std::vector<std::string> out;
+  for (const v1::ArtifactRef& c : f.chunks()) out.push_back(c.digest());
+  if (out.empty()) out.push_back(f.digest());
+  return out;
 }
 
 int64_t WorkLostMs(const v1::Attempt& a) {

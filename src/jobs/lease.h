@@ -8,6 +8,8 @@
 // node's leases) and, once an attempt has ended or a newer epoch exists,
 // refuses its reports.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -23,8 +25,19 @@ Status CheckLeaseEpoch(const v1::ReportAttemptRequest& report, uint64_t attempt_
 
 // Checkpoint file lists come from hostile containers via the agent: every
 // path must be relative, without "." or ".." parts, unique, and every digest a
-// well-formed sha256. InvalidArgument names the first bad entry.
+// well-formed sha256. A chunked file's chunks (OutputFile.chunks) must be
+// well-formed, none empty or over kCheckpointChunkBytes, and add up to its
+// size. InvalidArgument names the first bad entry.
 Status ValidateCheckpointFiles(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files);
+
+// A checkpoint file larger than this is uploaded in chunks of
+// kCheckpointChunkBytes, each a blob of its own, so a file that changed in
+// part moves only its changed chunks, and a cut-off upload loses at most one.
+inline constexpr uint64_t kCheckpointChunkedAbove = 64ull << 20;
+inline constexpr uint64_t kCheckpointChunkBytes = 16ull << 20;
+
+// The blobs a checkpoint file is stored as: its chunks, or its digest.
+std::vector<std::string> CheckpointBlobs(const v1::OutputFile& f);
 
 // Work an ended attempt leaves to be redone: from its last checkpoint (or its
 // start) to its end. 0 for attempts that succeeded, never started, or are

@@ -122,5 +122,68 @@ TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninte
               static_cast<long long>(task.work_redone_ms()), steps_run > kSteps ? steps_run - kSteps : 0, kSteps);
 }
 
+// A checkpoint of one large file (a model's weights) moves in chunks: after
+// its first upload, a checkpoint in which only its first bytes changed sends
+// one chunk, not the file; the task's node killed, the retry restores the
+// file from its chunks byte for byte (the program checks every byte) and
+// finishes.
+TEST(Checkpoint, ALargeFileMovesOnlyItsChangedChunksAndRestoresWhole) {
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
+  Grid grid("checkpoint-chunks");
+  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
+  std::map<std::string, int> agent_of_node;
+  for (int n = 1; n <= 2; ++n) {
+    ASSERT_TRUE(grid.StartAgent(n).ok());
+    agent_of_node[grid.node_ids[n - 1]] = n;
+  }
+  auto bytes_in = [&] {
+    auto metrics = RunCommand({"curl", "-sS", "--fail", "--cacert", grid.coordinator_dir + "/pki/ca.crt", "-H",
+                               "Authorization: Bearer " + grid.admin_token, "https://" + grid.http_addr + "/metrics"});
+    EXPECT_EQ(metrics.exit_code, 0) << metrics.err;
+    const std::string key = "idlegrid_artifact_bytes_total{direction=\"in\"} ";
+    const size_t at = metrics.out.find(key);
+    return at == std::string::npos ? -1.0 : std::strtod(metrics.out.c_str() + at + key.size(), nullptr);
+  };
+  constexpr double kMiB = 1 << 20;
+  constexpr int kFileMiB = 72;  // 5 chunks of 16 MiB, the last 8
+  const double before = bytes_in();
+  std::string manifest = grid.Manifest("weights", {"bigstate", std::to_string(kFileMiB), "12", "700"},
+                                       "retries: 2\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n");
+  auto sub = grid.Cli({"submit", manifest});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+
+  auto saved = grid.WaitJob(id, [&](const v1::Job& j) {
+    const auto& t = j.tasks(0);
+    return t.attempts_size() == 1 && t.attempts(0).state() == v1::RUNNING && t.attempts(0).checkpoints() >= 3 &&
+           t.checkpoint().files_size() == 1;
+  });
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  const v1::OutputFile& weights = saved->tasks(0).checkpoint().files(0);
+  EXPECT_EQ(weights.path(), "weights");
+  EXPECT_EQ(weights.size(), static_cast<uint64_t>(kFileMiB) << 20);
+  ASSERT_EQ(weights.chunks_size(), 5) << weights.DebugString();
+  // Whole files would be 3 x 72 MiB by now; chunks are 72 MiB and then 16
+  // MiB per checkpoint (one more may land while we read the counter).
+  const double sent = bytes_in() - before;
+  const double checkpoints = saved->tasks(0).attempts(0).checkpoints();
+  EXPECT_GE(sent, kFileMiB * kMiB);
+  EXPECT_LE(sent, (kFileMiB + 16 * checkpoints + 1) * kMiB) << sent / kMiB << " MiB for " << checkpoints
+                                                             << " checkpoints";
+  grid.StopAgent(agent_of_node[saved->tasks(0).attempts(0).node_id()], SIGKILL);
+
+  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
+  ASSERT_EQ(done->tasks(0).attempts_size(), 2);
+  EXPECT_EQ(done->tasks(0).attempts(1).restored_from_attempt(), done->tasks(0).attempts(0).id());
+  const std::string out_dir = grid.root + "/fetched";
+  auto f = grid.Cli({"fetch", id, out_dir});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  const std::string result = ReadAll(out_dir + "/task-0/result.txt");
+  EXPECT_EQ(result.rfind("resumed at ", 0), 0u) << result;
+  EXPECT_NE(result.find("pattern ok"), std::string::npos) << result;
+}
+
 }  // namespace
 }  // namespace idlegrid::testing

@@ -18,6 +18,11 @@
  *   count N MS   a checkpointing computation: N steps of MS ms each, state saved
  *                after every step in $IDLEGRID_CHECKPOINT_DIR/state (atomically,
  *                by rename) and resumed from there; writes /out/result.txt
+ *   bigstate MIB N MS  a checkpoint of one large file: $IDLEGRID_CHECKPOINT_DIR/weights
+ *                (MIB MiB of a fixed pattern after a 16-byte step counter) rewritten by
+ *                rename after each of N steps of MS ms, only its counter changing; on
+ *                resume the whole pattern is checked (exit 19 when it is not intact);
+ *                writes "resumed at S, pattern ok" or "fresh, pattern ok" to /out/result.txt
  *   burn N MS [TAG]  N steps of MS ms of CPU time each (time frozen does not
  *                count), printing "burn step I"; writes /out/result.txt. TAG only
  *                marks the process for tests that look for it in /proc */
@@ -194,6 +199,45 @@ int main(int argc, char** argv) {
     f = fopen("/out/result.txt", "w");
     if (!f) { perror("open /out/result.txt"); return 18; }
     fprintf(f, "acc=%llu\n", acc);
+    fclose(f);
+    return 0;
+  }
+  if (strcmp(mode, "bigstate") == 0 && argc > 4) {
+    const long mib = atol(argv[2]), n = atol(argv[3]), ms = atol(argv[4]);
+    const char* dir = getenv("IDLEGRID_CHECKPOINT_DIR");
+    if (!dir || mib <= 0) { fprintf(stderr, "no IDLEGRID_CHECKPOINT_DIR or size\n"); return 14; }
+    const size_t size = (size_t)mib << 20;
+    unsigned char* buf = malloc(size);
+    if (!buf) { fprintf(stderr, "malloc failed\n"); return 20; }
+    for (size_t i = 16; i < size; ++i) buf[i] = (unsigned char)((i * 31) ^ (i >> 12));
+    char path[512], tmp[512];
+    snprintf(path, sizeof path, "%s/weights", dir);
+    snprintf(tmp, sizeof tmp, "%s/.weights.tmp", dir);
+    long step = 0, resumed = -1;
+    FILE* f = fopen(path, "rb");
+    if (f) {
+      unsigned char* old = malloc(size);
+      if (!old || fread(old, 1, size, f) != size || fgetc(f) != EOF) { fprintf(stderr, "short checkpoint\n"); return 19; }
+      fclose(f);
+      if (memcmp(old + 16, buf + 16, size - 16) != 0) { fprintf(stderr, "checkpoint pattern damaged\n"); return 19; }
+      step = resumed = atol((const char*)old);
+      free(old);
+      printf("resumed at step %ld\n", step);
+    }
+    for (; step < n; ++step) {
+      nap_ms(ms);
+      memset(buf, 0, 16);
+      snprintf((char*)buf, 16, "%d", (int)(step + 1));
+      f = fopen(tmp, "wb");
+      if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0) { perror("write checkpoint"); return 16; }
+      if (rename(tmp, path) != 0) { perror("rename checkpoint"); return 17; }
+      printf("step %ld\n", step);
+      fflush(stdout);
+    }
+    f = fopen("/out/result.txt", "w");
+    if (!f) { perror("open /out/result.txt"); return 18; }
+    if (resumed >= 0) fprintf(f, "resumed at %ld, pattern ok\n", resumed);
+    else fprintf(f, "fresh, pattern ok\n");
     fclose(f);
     return 0;
   }

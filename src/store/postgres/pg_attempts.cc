@@ -136,14 +136,18 @@ Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptReq
   // Restoring a file the coordinator does not hold would fail the next
   // attempt: every file must already be a published artifact.
   std::vector<std::string> digests;
-  for (const auto& f : report.checkpoint()) digests.push_back(f.digest());
+  for (const auto& f : report.checkpoint()) {
+    for (const std::string& blob : jobs::CheckpointBlobs(f)) digests.push_back(blob);
+  }
   IG_ASSIGN_OR_RETURN(Rows known, c.Exec("SELECT digest FROM artifacts WHERE digest = ANY($1::text[])",
                                          Params().TextArray(digests)));
   std::set<std::string> have;
   for (int r = 0; r < known.size(); ++r) have.insert(known.Text(r, 0));
   for (const auto& f : report.checkpoint()) {
-    if (!have.count(f.digest())) {
-      return Status::NotFound("checkpoint file " + f.path() + ": artifact " + f.digest() + " was never uploaded");
+    for (const std::string& blob : jobs::CheckpointBlobs(f)) {
+      if (!have.count(blob)) {
+        return Status::NotFound("checkpoint file " + f.path() + ": artifact " + blob + " was never uploaded");
+      }
     }
   }
   v1::Checkpoint cp;

@@ -10,11 +10,13 @@ Status SqliteStore::RecordCheckpointLocked(const v1::ReportAttemptRequest& repor
   // Restoring a file the coordinator does not hold would fail the next
   // attempt: every file must already be a published artifact.
   for (const auto& f : report.checkpoint()) {
-    Stmt has(db_, "SELECT 1 FROM artifacts WHERE digest = ?");
-    has.Bind(1, f.digest());
-    if (!has.Step()) {
-      IG_RETURN_IF_ERROR(has.status());
-      return Status::NotFound("checkpoint file " + f.path() + ": artifact " + f.digest() + " was never uploaded");
+    for (const std::string& blob : jobs::CheckpointBlobs(f)) {
+      Stmt has(db_, "SELECT 1 FROM artifacts WHERE digest = ?");
+      has.Bind(1, blob);
+      if (!has.Step()) {
+        IG_RETURN_IF_ERROR(has.status());
+        return Status::NotFound("checkpoint file " + f.path() + ": artifact " + blob + " was never uploaded");
+      }
     }
   }
   v1::Checkpoint cp;
