@@ -55,7 +55,9 @@ class CheckpointSyncTest : public ::testing::Test {
     };
   }
   void Write(const std::string& rel, const std::string& bytes) {
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + rel, bytes, 0600).ok());
+    const std::string path = dir_ + "/" + rel;
+    ASSERT_TRUE(MakeDirs(path.substr(0, path.rfind('/')), 0700).ok());
+    ASSERT_TRUE(WriteFileAtomic(path, bytes, 0600).ok());
   }
   static std::string Pattern(size_t n) {
     std::string s(n, '\0');

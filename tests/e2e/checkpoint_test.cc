@@ -146,9 +146,9 @@ TEST(Checkpoint, ALargeFileMovesOnlyItsChangedChunksAndRestoresWhole) {
   };
   constexpr double kMiB = 1 << 20;
   constexpr int kFileMiB = 72;  // 5 chunks of 16 MiB, the last 8
-  const double before = bytes_in();
   std::string manifest = grid.Manifest("weights", {"bigstate", std::to_string(kFileMiB), "12", "700"},
                                        "retries: 2\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n");
+  const double before = bytes_in();  // after Manifest pushed the test image
   auto sub = grid.Cli({"submit", manifest});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   const std::string id = sub.out.substr(0, sub.out.find('\n'));
