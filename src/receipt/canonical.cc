@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 namespace idlegrid::receipt {
@@ -87,6 +88,18 @@ Status AppendValue(const Message& m, const FieldDescriptor* f, int index, std::s
   return Status::InvalidArgument("field " + f->full_name() + " is floating point: it has no canonical encoding");
 }
 
+// Fields added to signed messages after receipts v1 are encoded only when
+// set, so a receipt signed before they existed still verifies (its bytes
+// are the same); set, they are signed like any other field.
+bool AddedAfterV1(const FieldDescriptor* f) {
+  static const std::set<std::string> kAdded = {"idlegrid.v1.OutputFile.chunks"};
+  return kAdded.count(f->full_name()) > 0;
+}
+
+bool IsUnset(const Message& m, const FieldDescriptor* f) {
+  return f->is_repeated() ? m.GetReflection()->FieldSize(m, f) == 0 : !m.GetReflection()->HasField(m, f);
+}
+
 Status AppendMessage(const Message& m, std::string& out) {
   const auto* d = m.GetDescriptor();
   if (!m.GetReflection()->GetUnknownFields(m).empty()) {
@@ -97,10 +110,13 @@ Status AppendMessage(const Message& m, std::string& out) {
   std::sort(fields.begin(), fields.end(),
             [](const FieldDescriptor* a, const FieldDescriptor* b) { return a->name() < b->name(); });
   out.push_back('{');
+  bool first = true;
   for (size_t i = 0; i < fields.size(); ++i) {
     const FieldDescriptor* f = fields[i];
     if (f->is_map()) return Status::InvalidArgument("field " + f->full_name() + " is a map: it has no canonical encoding");
-    if (i > 0) out.push_back(',');
+    if (AddedAfterV1(f) && IsUnset(m, f)) continue;
+    if (!first) out.push_back(',');
+    first = false;
     AppendString(f->name(), out);
     out.push_back(':');
     if (f->is_repeated()) {

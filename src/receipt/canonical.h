@@ -12,6 +12,8 @@
 //   message      a nested object; an unset message field encodes as its
 //                default instance (all fields at their defaults)
 //   repeated     an array, in order
+// Fields added after receipts v1 (OutputFile.chunks) are left out while
+// unset, so receipts signed before them keep their bytes.
 // Keys are the fields' proto names (snake_case). Floating point and map
 // fields are refused: neither has one obvious byte form across versions and
 // languages, and money is integer micro-credits anyway.
