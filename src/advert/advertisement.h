@@ -1,5 +1,5 @@
 #pragma once
-// Signed, versioned capacity advertisements (R3). Pure: no I/O, no clock.
+// Signed, versioned capacity advertisements. Pure: no I/O, no clock.
 //
 // A node signs the exact serialized Advertisement bytes with its Ed25519 key;
 // the coordinator verifies the signature, that the advertised node id derives

@@ -58,7 +58,7 @@ struct AgentConfig {
   // gVisor where this host can enforce their limits there; "runc" keeps them
   // on runc.
   std::string untrusted_runtime = "runsc";
-  // Images from OCI registries (R21; which ones, the owner's policy says):
+  // Images from OCI registries (which ones, the owner's policy says):
   // CA files to trust per registry "HOST[:PORT]", and skopeo, which pulls.
   std::map<std::string, std::string> registry_ca_files;
   std::string skopeo = "skopeo";

@@ -1,5 +1,5 @@
 #pragma once
-// Which attempt each artifact transfer is for (R27): the coordinator serves
+// Which attempt each artifact transfer is for: the coordinator serves
 // an agent only the artifacts of an attempt it holds, and only with that
 // attempt's artifact token. The agent's attempts register here while they
 // run; a download is sent under an attempt that needs the digest, an upload

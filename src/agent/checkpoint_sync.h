@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoint/resume on the agent (R17): restores a task's latest checkpoint
+// Checkpoint/resume on the agent: restores a task's latest checkpoint
 // into the attempt's checkpoint directory before the container starts, and
 // while it runs uploads what changed there and reports the directory's full
 // file list to the coordinator (a CHECKPOINTED report under the attempt's

@@ -1,6 +1,6 @@
 #pragma once
-// Metering an attempt (R31) and the node's statement for its receipt (R32;
-// docs/receipts.md). MeterAttempt and BuildStatement are pure; the
+// Metering an attempt and the node's statement for its receipt
+// (docs/receipts.md). MeterAttempt and BuildStatement are pure; the
 // CountingTransfer counts what an attempt's transfers move.
 #include <atomic>
 #include <cstdint>

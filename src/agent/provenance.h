@@ -1,8 +1,9 @@
 #pragma once
-// An attempt's provenance record (R23): which image, job spec, sandbox and
-// host produced its results, put together when its container is about to
-// start. Pure: the runner gathers the facts (the runtime's SandboxFacts, the
-// node's identity and devices) and these functions only combine them.
+// An attempt's provenance record (docs/provenance.md): which image, job spec,
+// sandbox and host produced its results, put together when its container is
+// about to start. Pure: the runner gathers the facts (the runtime's
+// SandboxFacts, the node's identity and devices) and these functions only
+// combine them.
 #include <string>
 #include <vector>
 

@@ -25,9 +25,10 @@ struct CoordinatorConfig {
   // acceptable at submit; with options.require_signed_images.
   std::vector<std::string> trusted_image_key_files;
   coordinator::Options options;
-  // OCI registries (R21): the allow-list (--allow-registry HOST[:PORT],
-  // repeatable; options.registries gets it checked), CA files per registry
-  // (--registry-ca HOST[:PORT]=FILE) and the skopeo binary that reads them.
+  // OCI registries (docs/registries.md): the allow-list (--allow-registry
+  // HOST[:PORT], repeatable; options.registries gets it checked), CA files per
+  // registry (--registry-ca HOST[:PORT]=FILE) and the skopeo binary that reads
+  // them.
   std::vector<std::string> allow_registries;
   std::vector<std::string> registry_cas;
   std::string skopeo = "skopeo";

@@ -42,7 +42,7 @@ int64_t ExpiryOf(int64_t now_ms, uint32_t seconds);
 // Constant-time equality of two hashes (time depends on length only).
 bool SameHash(std::string_view a, std::string_view b);
 
-// The artifact token of an attempt (R27): an HMAC-SHA256 under the
+// The artifact token of an attempt: an HMAC-SHA256 under the
 // coordinator's key of (attempt, node, lease epoch). It lets that node read
 // that attempt's artifacts and upload its outputs, and nothing else; it dies
 // with the lease (the coordinator also checks the lease is live).

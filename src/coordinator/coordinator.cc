@@ -604,7 +604,7 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     spdlog::warn("report {} for attempt {} from node {} rejected: {}", v1::AttemptEvent_Name(request.event()),
                  request.attempt_id(), node_id, result.status().message());
     // Another node's attempt reads as a missing one: an agent learns nothing
-    // about work that is not its own (R25).
+    // about work that is not its own.
     if (result.status().code() == Code::kPermissionDenied) {
       return Status::NotFound("no attempt " + request.attempt_id() + " for this node");
     }

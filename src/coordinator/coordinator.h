@@ -111,7 +111,7 @@ struct Options {
   // that require signed images can run them if their owner trusts it.
   std::optional<image::ImageSigningKey> readiness_image_key;
   // OCI registries jobs may name images from, and whether a tag is resolved
-  // at submit (R21); none by default.
+  // at submit (docs/registries.md); none by default.
   registry::OperatorRegistries registries;
   // The ledger (issue 13, docs/ledger.md): off by default; on, a job must set
   // maxCost, which is escrowed from its account at submit, succeeded attempts
@@ -287,9 +287,10 @@ class Coordinator {
   Result<v1::Receipt> GetReceipt(const v1::GetReceiptRequest& request);
   Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
   // May the node read this artifact for this attempt? Only with the
-  // attempt's artifact token (R27), while the node holds the attempt under a
-  // live lease, and only its image archive, inputs and checkpoint (R25);
-  // NotFound otherwise, logged.
+  // attempt's artifact token, while the node holds the attempt under a live
+  // lease, and only its image archive, inputs and checkpoint
+  // (docs/tenancy.md, "Agents act only as themselves"); NotFound otherwise,
+  // logged.
   Status NodeMayRead(const std::string& node_id, const std::string& attempt_id, const std::string& token,
                      const std::string& digest);
   // May it upload for this attempt (outputs, checkpoints)? The same token

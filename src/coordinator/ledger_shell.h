@@ -1,14 +1,23 @@
 #pragma once
-// The coordinator's ledger shell (issue 13, docs/ledger.md): reads balances
-// and jobs from the store, asks the pure plans in src/ledger what to post, and
-// has the store apply each plan in one transaction. It decides nothing the
-// plans do not; it only decides when. Used only when the operator runs the
-// coordinator with --ledger (LedgerOptions::enabled).
+// The coordinator's ledger shell (issue 13, docs/ledger.md): reads balances,
+// jobs and nodes from the store, asks the pure plans in src/ledger what to
+// post, and has the store apply the postings of each call in one
+// transaction (Store::ApplyPostings; Sweep's releases a batch at a time).
+// It decides when to post and what the plans are given: a job's escrow is
+// its maxCost times its tasks (CostCapOf); an attempt is charged once (one
+// with a pending row was charged before), only if its result was accepted,
+// at its placement's price per hour for its billed run time, to its node's
+// provider (the operator's account for a node not on record); a job is
+// refunded what is left of its escrow once every task is terminal. Requeue
+// refuses to run a job again once its escrow is used up. The coordinator
+// has a shell only when run with --ledger (LedgerOptions::enabled).
 //
 // Crash safety comes from the postings' keys: every plan can be made again
 // from the books and applied again, and what was applied before is skipped.
 // Sweep() re-settles every job that still holds escrow, so a charge or a
-// refund lost to a crash between a report and its posting is made later.
+// refund lost to a crash between a report and its posting is made later;
+// escrow whose job was never stored (a crash between the two at submit) is
+// left to the operator (docs/ledger.md, "Known gaps").
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,10 +54,12 @@ class LedgerShell {
                         int64_t now_ms);
   // Gives back the escrow of a job that was never stored (its CreateJob failed).
   Status Unescrow(const std::string& account, const std::string& job_id, int64_t now_ms);
-  // Charges the job's succeeded attempts not charged yet (verification
-  // `none`: a succeeded attempt counts as verified; other ends are never
-  // charged) and, once the job has ended, refunds what is left of its
-  // escrow, all in one transaction. A job without escrow is left alone.
+  // Charges the job's accepted attempts not charged yet (succeeded, and for
+  // a verified job taken by its verdict: "agreed", or "unverified" when an
+  // adaptive audit was not drawn; one awaiting its verdict waits, other ends
+  // are never charged) and, once every task is terminal, refunds what is
+  // left of its escrow, all in one transaction. A job without escrow is left
+  // alone.
   Status SettleJob(const v1::Job& job, int64_t now_ms);
   // A result proven wrong by verification: its charge, if still pending, is
   // clawed back to the requester, and the provider's stake is slashed by the

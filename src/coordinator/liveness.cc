@@ -266,7 +266,7 @@ void Coordinator::CheckHeartbeats() {
     }
     spdlog::warn("node {} offline: nothing heard for {} ms; {} attempt(s) failed as node_lost", id, silence, failed);
   }
-  // R14: an assignment the agent never acknowledged goes elsewhere, quickly.
+  // An assignment the agent never acknowledged goes elsewhere, quickly.
   auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);
   if (unacked.ok()) {
     for (const auto& a : *unacked) {

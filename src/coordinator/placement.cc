@@ -34,7 +34,7 @@ namespace {
 constexpr int kMaxCachedInputsRead = 1024;
 
 // The tasks of a plan whose data class is not public, for one log line per
-// placement of them (R29: policy decisions are logged).
+// placement of them (policy decisions are logged, never payloads).
 struct SensitivePlacements {
   std::map<std::string, std::string> class_of;  // task key -> data class
   std::map<std::string, int> tier_of;           // node id -> trust tier, when any task is listed

@@ -1,4 +1,4 @@
-// Signed receipts (R32; docs/receipts.md): the node's statement in an EXITED
+// Signed receipts (docs/receipts.md): the node's statement in an EXITED
 // report is checked against its enrolled key before the report is applied,
 // then countersigned around what this coordinator recorded, and stored.
 #include <spdlog/spdlog.h>

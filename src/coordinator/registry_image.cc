@@ -1,5 +1,6 @@
-// Images from OCI registries at submit (R21): the operator's allow-list,
-// then the registry itself, then the job's spec pinned to what it served.
+// Images from OCI registries at submit (docs/registries.md): the operator's
+// allow-list, then the registry itself, then the job's spec pinned to what
+// it served.
 #include <spdlog/spdlog.h>
 
 #include "coordinator/coordinator.h"

@@ -45,15 +45,19 @@ void SetTaskCounts(v1::Job& job, const std::map<TaskState, int>& counts);
 // the user decides.
 bool IsSettled(const v1::Job& job);
 
-// Whether a failed attempt is retried. `attempts_used` counts the failed one.
-// Retried: the job's own failures and platform failures while attempts_used <= retries;
-// a lost node only for idempotent jobs; never user cancels or queue timeouts.
 // Whether an attempt's outputs are (part of) its task's result: it succeeded
 // and, for a verified job, its verdict accepted it ("agreed", or
 // "unverified" when an adaptive audit was not drawn). Charged by the ledger,
 // fetched by the CLI.
 bool IsAcceptedResult(const v1::Attempt& attempt);
 
+// Whether a failed attempt is retried. `attempts_used` counts the failed one.
+// Never for USER_CANCEL or QUEUE_TIMEOUT; for NODE_LOST only when the job is
+// idempotent and attempts_used <= retries; for every other reason (the job's
+// own failures, platform failures, run timeouts, out of memory, verification
+// failures, ...) while attempts_used <= retries. The no-fault reasons
+// (jobs::IsNoFault) get no special case here: jobs/attempt_events.cc
+// requeues those without asking.
 bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries, bool idempotent);
 
 }  // namespace idlegrid::jobs

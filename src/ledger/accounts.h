@@ -1,5 +1,6 @@
 #pragma once
-// The ledger's accounts and amounts (R33, R34). Pure values: no I/O, no clock.
+// The ledger's accounts and amounts (docs/ledger.md). Pure values: no I/O,
+// no clock.
 //
 // Amounts are int64 micro-credits (1 credit = 1'000'000 micros), never
 // floating point. An account is (owner, kind, scope):

@@ -1,10 +1,10 @@
 #pragma once
-// Settlement (R35): what leaves the ledger's books for the outside world is
-// exported in batches, apart from verification and from the postings
-// themselves. A SettlementSink receives settled batches in order; the
-// built-in sink is the ledger itself (the books are the settlement, nothing
-// else to do). An on-chain or bank adapter is another sink: it needs the
-// batch and its cursor, never a change to the plans or the books.
+// Settlement (docs/ledger.md): what leaves the ledger's books for the outside
+// world is exported in batches, apart from verification and from the postings
+// themselves. A SettlementSink receives settled batches in order; the built-in
+// sink is the ledger itself (the books are the settlement, nothing else to do).
+// An on-chain or bank adapter is another sink: it needs the batch and its
+// cursor, never a change to the plans or the books.
 //
 // A settled posting is one that is final for someone outside the grid:
 // money released to a provider, refunded or clawed back to a requester,

@@ -3,7 +3,7 @@
 //
 //   sha256:<64 hex>                        an image pushed to the coordinator
 //   NAME@sha256:<64 hex>                   the same; NAME is only a label
-//   HOST[:PORT]/REPO@sha256:<64 hex>       an image in an OCI registry, by digest (R21)
+//   HOST[:PORT]/REPO@sha256:<64 hex>       an image in an OCI registry, by digest
 //   HOST[:PORT]/REPO:TAG                   the same by tag: resolved to a digest at
 //                                          submit, where the operator allows tags
 //   HOST[:PORT]/REPO:TAG@sha256:<64 hex>   by digest; the tag is only a label

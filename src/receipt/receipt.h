@@ -1,5 +1,5 @@
 #pragma once
-// Signed receipts (R32; docs/receipts.md): signing, countersigning and
+// Signed receipts (docs/receipts.md): signing, countersigning and
 // offline verification of an attempt's receipt, and its integer charge.
 // Pure: no files, no clock, no network; keys are passed in.
 //

@@ -1,8 +1,8 @@
 #pragma once
-// Who may pull from which OCI registry (R21). Two parties must agree: the
-// operator (coordinator flags --allow-registry, --allow-registry-tags), at
-// submit, and each host's owner (policy.yaml allowedRegistries), on the
-// node that would pull. Pure and thread-safe.
+// Who may pull from which OCI registry (docs/registries.md). Two parties must
+// agree: the operator (coordinator flags --allow-registry,
+// --allow-registry-tags), at submit, and each host's owner (policy.yaml
+// allowedRegistries), on the node that would pull. Pure and thread-safe.
 #include <map>
 #include <set>
 #include <string>

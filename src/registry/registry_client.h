@@ -1,11 +1,11 @@
 #pragma once
-// Images in OCI registries (R21): resolving a reference to what the
-// registry serves for it (at submit, on the coordinator) and copying an
-// image pinned by digest into an OCI archive (on the agent, which then
-// verifies it as any other image). NewSkopeoClient does both with skopeo,
-// spawned without a shell. TLS is always verified, against the system's
-// CAs and, for a registry configured with one, its own CA file; nothing here
-// can turn verification off.
+// Images in OCI registries (docs/registries.md): resolving a reference to what
+// the registry serves for it (at submit, on the coordinator) and copying an
+// image pinned by digest into an OCI archive (on the agent, which then verifies
+// it as any other image). NewSkopeoClient does both with skopeo, spawned
+// without a shell. TLS is always verified, against the system's CAs and, for a
+// registry configured with one, its own CA file; nothing here can turn
+// verification off.
 #include <chrono>
 #include <map>
 #include <memory>

@@ -1,6 +1,17 @@
 #pragma once
-// The driver interface the agent runs job attempts through. One implementation
-// (podman_runtime.h) shells out to podman; tests may substitute a fake.
+// The driver interface the agent runs job attempts through. Three drivers
+// implement it:
+//   - podman (podman_runtime.h), the reference driver: shells out to podman;
+//     the one that runs gVisor (runsc) and GPU jobs.
+//   - runc (runc_runtime.h): starts `runc run` directly, with podman's
+//     sandbox; an array job's tasks may share one pilot sandbox
+//     (pilot_pool.h). It refuses runsc, GPUs and images whose User is a
+//     name other than root.
+//   - routing (routing_runtime.h): sends an attempt to runc when it needs no
+//     GPU and runc admits its runtime and limits, every other one to podman
+//     (all of them when runc is unusable).
+// The agent's --driver picks podman, runc, or auto (the default: routing
+// over the two). Tests substitute a fake (tests/agent/attempt_fakes_support.h).
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -39,7 +50,7 @@ struct ExitInfo {
 };
 
 // What a driver runs a given attempt with, for the attempt's provenance record
-// (R23): enough to say later which sandbox produced a result.
+// (docs/provenance.md): enough to say later which sandbox produced a result.
 struct SandboxFacts {
   std::string driver;            // "runc" (started directly) or "podman"
   std::string runtime;           // the OCI runtime: "runc" or "runsc"

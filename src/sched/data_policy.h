@@ -1,12 +1,12 @@
 #pragma once
-// Data classes (R29): which nodes may hold a job's data. A job names a class
-// (public, private, regulated); the coordinator's data policy maps each class
-// to a rule -- the lowest trust tier, the regions and the lowest reliability
-// allowed, and whether the job may share a GPU -- and gives each node its
-// trust tier. Plain values and pure functions: the coordinator loads the
-// policy from its policy file (docs/scheduling.md, "Data classes"), resolves
-// each job's class into the DataClassRule its TaskView carries, and the
-// scheduler's `data-class` stage checks nodes against it.
+// Data classes: which nodes may hold a job's data. A job names a class (public,
+// private, regulated); the coordinator's data policy maps each class to a rule
+// -- the lowest trust tier, the regions and the lowest reliability allowed, and
+// whether the job may share a GPU -- and gives each node its trust tier. Plain
+// values and pure functions: the coordinator loads the policy from its policy
+// file (docs/scheduling.md, "Data classes"), resolves each job's class into the
+// DataClassRule its TaskView carries, and the scheduler's `data-class` stage
+// checks nodes against it.
 #include <map>
 #include <set>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Node reliability (R19): one score in [0, 1] from a rolling window of what a
+// Node reliability: one score in [0, 1] from a rolling window of what a
 // node did, for `idlegrid nodes` and the scheduler's reliability scorer. Pure.
 #include <cstdint>
 #include <string>

@@ -52,7 +52,7 @@ struct NodeView {
   std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
   bool allows_sharing = false;        // owner lets several tasks share one GPU
   uint32_t max_run_seconds = 0;       // owner's limit on one run; 0: none
-  std::set<std::string> allowed_registries;  // OCI registries the owner lets it pull from (R21); empty: none
+  std::set<std::string> allowed_registries;  // OCI registries the owner lets it pull from; empty: none
   double energy_headroom = -1;        // 0..1 thermal/power headroom; < 0: unknown
   // Parallel to `gpus`: free compute share of each device in milli-GPUs
   // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0

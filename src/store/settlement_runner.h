@@ -1,5 +1,5 @@
 #pragma once
-// Exports the ledger's settled postings to a settlement sink (R35): reads the
+// Exports the ledger's settled postings to a settlement sink: reads the
 // sink's cursor, the postings after it, makes the batch (ledger::
 // MakeSettledBatch), hands it to the sink and, once the sink accepts it,
 // advances the stored cursor. A crash between the export and the cursor

@@ -304,11 +304,17 @@ class Store {
   virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id,
                                                  const v1::ReportAttemptRequest& report,
                                                  int64_t now_ms) = 0;
-  // Fails the node's active attempts with NODE_LOST (retrying where the rules
-  // allow); returns what happened to each, in the order they were assigned.
-  // Stores an attempt's countersigned receipt (docs/receipts.md), replacing
-  // any; the attempt's metering reads from it. NotFound for no such attempt.
+  // Stores `receipt` as the attempt's receipt (docs/receipts.md; the caller
+  // passes the countersigned one), replacing any: it is not checked here.
+  // Wherever the attempt is read back (GetJob, ProviderAttempts) its
+  // metering is the receipt statement's. NotFound for no such attempt.
   virtual Status PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) = 0;
+  // Ends every active (ASSIGNED or RUNNING) attempt of the node, in one
+  // transaction, as jobs::PlanNodeLost plans it: an attempt whose task was
+  // cancelled becomes CANCELLED; any other FAILED with NODE_LOST, its task
+  // QUEUED again where jobs::ShouldRetry allows, else LOST when the job is
+  // not idempotent and FAILED when its retries are used up. Returns what
+  // happened to each, in the order they were assigned.
   virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
   // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
   // order they were assigned.
@@ -410,7 +416,7 @@ class Store {
   virtual Status RegisterImage(const ImageRecord& image, int64_t now_ms) = 0;
   virtual Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) = 0;
 
-  // --- ledger (R33-R35): executes plans made by src/ledger, decides nothing ---
+  // --- ledger (docs/ledger.md): executes plans made by src/ledger, decides nothing ---
   // Applies `postings` in order in ONE transaction and returns how many were
   // applied now: a posting whose key was applied before is skipped (a replay
   // after a crash or a retry changes nothing), an empty one too. All or

@@ -1,5 +1,5 @@
 #pragma once
-// A job's verification (R30, R36) as plain values: which mode, how results
+// A job's verification as plain values: which mode, how results
 // are compared, and the operator's policy that fills in what the job leaves
 // unset. docs/verification.md is the user-facing reference.
 //

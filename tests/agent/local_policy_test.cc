@@ -1,6 +1,6 @@
 // The owner's policy file (agent/local_policy.h): job classes that widen
 // the sandbox run only where the owner lists them (issue 12); registries a
-// node may pull images from (allowedRegistries, R21); tenants' GPU jobs
+// node may pull images from (allowedRegistries); tenants' GPU jobs
 // (tenantGpuJobs, issue 27).
 #include "agent/local_policy.h"
 

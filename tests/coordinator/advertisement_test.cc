@@ -1,4 +1,4 @@
-// The coordinator's acceptance of node advertisements (R3): registration
+// The coordinator's acceptance of node advertisements: registration
 // derives the node id from the signing key, and a heartbeat's advertisement is
 // rejected -- and logged, with the stored record left as it was -- when its
 // signature is bad, its sequence is stale, its node id does not derive from

@@ -1,4 +1,4 @@
-// Data classes through the coordinator (R29): a regulated job waits, with the
+// Data classes through the coordinator: a regulated job waits, with the
 // data class named in `status --explain`, on a fleet of measured but
 // unassigned nodes, and runs once the data policy assigns a node tier 2; the
 // placement is logged as metadata only. Driven through the public API on a

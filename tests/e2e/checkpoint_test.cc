@@ -1,4 +1,4 @@
-// Checkpoint and resume (R17): a checkpointing task whose node is killed twice
+// Checkpoint and resume: a checkpointing task whose node is killed twice
 // resumes each time on another agent from its latest checkpoint and finishes
 // with the result an uninterrupted run computes.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Drain (R18): a drained node takes no new work; running work finishes, or at
+// Drain: a drained node takes no new work; running work finishes, or at
 // the deadline is stopped and handed back; SIGTERM makes an agent drain itself.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// End to end: a real job on a real agent leaves a provenance record (R23)
+// End to end: a real job on a real agent leaves a provenance record
 // that `status --json` shows per attempt, `status` in a line, and `fetch`
 // beside the results: the image it ran, the spec, the kernel, the node and
 // its key, and the environment by name only.

@@ -1,8 +1,8 @@
-// End to end: a real job on a real agent leaves a signed, countersigned
-// receipt (R31, R32) that `idlegrid receipt` fetches and `receipt verify`
-// checks offline (the coordinator is stopped first): it passes as fetched,
-// and fails once edited, re-signed by another node's key, or checked
-// against another coordinator key.
+// End to end: a real job on a real agent leaves a signed, countersigned receipt
+// (docs/receipts.md) that `idlegrid receipt` fetches and `receipt verify`
+// checks offline (the coordinator is stopped first): it passes as fetched, and
+// fails once edited, re-signed by another node's key, or checked against
+// another coordinator key.
 #include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 

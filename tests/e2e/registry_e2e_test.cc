@@ -1,4 +1,4 @@
-// End to end with images from an OCI registry (R21): a real registry
+// End to end with images from an OCI registry: a real registry
 // (docker-registry over TLS with its own self-signed CA, e2e/registry_support.h)
 // holding the e2e test image, a real coordinator resolving references through
 // skopeo, and real agents pulling by digest as unprivileged users.

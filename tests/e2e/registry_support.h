@@ -1,5 +1,5 @@
 #pragma once
-// A real OCI registry for tests (R21): Debian's docker-registry serving
+// A real OCI registry for tests: Debian's docker-registry serving
 // HTTPS on 127.0.0.1 with a self-signed certificate that openssl makes in
 // the registry's own directory. It binds a port of the kernel's choosing and
 // is ready once its log says where it listens (and one request over TLS,

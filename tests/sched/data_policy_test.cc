@@ -1,4 +1,4 @@
-// Data classes (R29): the built-in rules, the policy file's data-class
+// Data classes: the built-in rules, the policy file's data-class
 // sections with errors that name the field and the line, a node's trust
 // tier, and the `data-class` stage over random fleets.
 #include <gtest/gtest.h>

@@ -190,8 +190,9 @@ const std::vector<Migration>& Migrations() {
       CREATE INDEX artifact_refs_by_holder ON artifact_refs(holder);
       CREATE INDEX artifact_refs_by_account ON artifact_refs(account, digest);
       )sql",
-      // v12: each attempt's provenance record (R23), a serialized
-      // v1::Provenance written when it starts; NULL for attempts from before.
+      // v12: each attempt's provenance record (docs/provenance.md), a
+      // serialized v1::Provenance written when it starts; NULL for attempts
+      // from before.
       R"sql(
       ALTER TABLE attempts ADD COLUMN provenance BLOB;
       )sql",
