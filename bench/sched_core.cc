@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     const size_t bad = OverAllocations(fleet, tasks, plan.placements);
     std::printf("%-10s %8zu %8zu %8.3f %8.3f %13.0f %13.0f %10zu\n", policy, plan.placements.size(),
                 plan.waiting.size(), seconds, cpu, plan.placements.size() / seconds, plan.placements.size() / cpu, bad);
-    if (!plan.waiting.empty()) std::printf("           e.g. waiting: %s\n", plan.waiting.begin()->second.c_str());
+    if (!plan.waiting.empty()) std::printf("           e.g. waiting: %s\n", plan.waiting.begin()->second.summary.c_str());
   }
 
   // The standing stage (sched/standing.h): every task verified, nodes owned

@@ -14,6 +14,7 @@ packages=(
   python3-grpcio python3-protobuf python3-tqdm python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
   dpkg-dev help2man lintian systemd  # scripts/package-deb.sh and test-deb.sh
   mmdebstrap  # idlegrid image base (and test-deb.sh's clean root)
+  clang clang-format  # the test suite's thread-safety analysis and format check
   chromium chromium-driver python3-selenium
 )
 # --ml: also what runs the ML example on the host itself (scripts/demo-ml.sh

@@ -10,9 +10,13 @@ v1::Advertisement BuildAdvertisement(const AdvertiserInputs& in) {
   v1::Advertisement ad;
   *ad.mutable_inventory() = in.inventory;
   std::vector<v1::GpuDevice> devices(in.inventory.gpus().devices().begin(), in.inventory.gpus().devices().end());
-  auto accounted = advert::ComputeAllocatable(devices, in.owner.policy, in.holds);
+  // What is left is the coordinator's rule (capacity/ledger.h), not a copy of it.
+  capacity::NodeCapacity left = capacity::NodeCapacity::Offered(in.capacity, in.owner.policy, devices);
+  for (const auto& h : in.holds) left.Hold(h);
   ad.mutable_inventory()->mutable_gpus()->clear_devices();
-  for (auto& d : accounted) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    v1::GpuDevice& d = devices[i];
+    left.Describe(i, in.owner.policy.reserved_gpu_memory_bytes(), &d);
     d.set_measured(false);  // only the coordinator may call a figure measured
     if (std::string hold = GpuOwnerHold(in.owner.lend_gpus, in.owner_command, d); !hold.empty()) {
       d.set_owner_hold(hold);
@@ -20,8 +24,8 @@ v1::Advertisement BuildAdvertisement(const AdvertiserInputs& in) {
     *ad.mutable_inventory()->mutable_gpus()->add_devices() = std::move(d);
   }
   *ad.mutable_capacity() = in.capacity;
-  ad.set_allocatable_cpu(advert::AllocatableCpu(in.capacity.cpu_cores(), in.owner.policy.reserved_cpu(), in.cpu_held));
-  ad.set_allocatable_memory_bytes(advert::AllocatableMemory(in.capacity.memory_bytes(), in.memory_held));
+  ad.set_allocatable_cpu(left.ledger().FreeCpu());
+  ad.set_allocatable_memory_bytes(left.ledger().FreeMemory());
   ad.set_region(in.region);
   for (const auto& a : in.owner.asks) *ad.add_asks() = a;
   *ad.mutable_policy() = in.owner.policy;

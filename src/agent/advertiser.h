@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "advert/allocatable.h"
 #include "advert/node_key.h"
 #include "agent/local_policy.h"
 #include "agent/owner_command.h"
+#include "capacity/node_capacity.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 
 namespace idlegrid::agent {
@@ -22,9 +22,7 @@ struct AdvertiserInputs {
   v1::HostInventory inventory;                // discovery, simulated devices included
   OwnerPolicy owner;
   std::optional<OwnerCommand> owner_command;  // `agent pause` in force (per-GPU pauses hold devices back)
-  std::vector<advert::DeviceHold> holds;      // GPUs held by running attempts
-  double cpu_held = 0;
-  uint64_t memory_held = 0;
+  std::vector<capacity::AttemptHold> holds;  // what running attempts hold
   std::vector<std::string> running_attempts;
   std::vector<std::string> cached_images;
   std::vector<std::string> cached_inputs;  // input digests in the node's input cache

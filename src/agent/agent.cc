@@ -109,7 +109,7 @@ Agent::Agent(AgentConfig config)
       registry_(registry::NewSkopeoClient(RegistryOptions(config_))),
       images_(std::make_unique<ImageCache>(config_.data_dir + "/images", runtime_.get(),
                                            static_cast<ArtifactTransfer*>(this), registry_.get(),
-                                           SystemClock::Get())),
+                                           config_.clock)),
       inputs_(std::make_unique<InputCache>(config_.data_dir + "/inputs", config_.input_cache_bytes,
                                            static_cast<ArtifactTransfer*>(this))) {}
 
@@ -148,7 +148,7 @@ bool Agent::ReloadPolicy() {
   int64_t mtime = ::stat(path.c_str(), &st) == 0 ? int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec
                                                   : 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (mtime == policy_mtime_ns_) return false;
     policy_mtime_ns_ = mtime;
   }
@@ -171,7 +171,7 @@ bool Agent::ReloadPolicy() {
   if (draining_) next.policy.set_accept_jobs(false);  // a draining agent stays closed to new work
   images_->SetBudget(next.image_cache_bytes > 0 ? next.image_cache_bytes : kDefaultImageCacheBytes);
   inputs_->SetBudget(next.input_cache_set ? next.input_cache_bytes : config_.input_cache_bytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const bool changed = AdvertisedPolicyDiffers(next, owner_);
   owner_ = next;
   if (changed) spdlog::info("owner policy {} applied", path);
@@ -179,9 +179,9 @@ bool Agent::ReloadPolicy() {
 }
 
 void Agent::RequestReadvertise() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   readvertise_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 Result<v1::Advertisement> Agent::CurrentAdvertisement() {
@@ -203,16 +203,14 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   in.cached_inputs = inputs_->CachedDigests();
   in.region = config_.region;
   in.agent_version = kVersion;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   in.owner = owner_;
   in.owner_command = owner_command_;
   // While its owner needs it the node says it takes no work (pause_loop.cc).
   if (!owner_pause_reason_.empty()) in.owner.policy.set_accept_jobs(false);
   for (const auto& [id, h] : holds_) {
     in.running_attempts.push_back(id);
-    in.cpu_held += h.cpu;
-    in.memory_held += h.memory;
-    for (const auto& d : h.devices) in.holds.push_back({d, h.gpu_memory});
+    in.holds.push_back(h.held);
   }
   return BuildAdvertisement(in);
 }
@@ -223,7 +221,7 @@ NodeFacts Agent::Facts() {
   facts.key_fingerprint = key_fingerprint_;
   if (auto kernel = discovery::ReadKernelRelease(); kernel.ok()) facts.kernel_release = *kernel;
   facts.agent_version = kVersion;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   facts.gpus = last_devices_;
   return facts;
 }
@@ -239,14 +237,14 @@ Agent::ContextPtr Agent::Context(int deadline_ms) {
     deadline = std::min(deadline, std::chrono::system_clock::time_point(std::chrono::milliseconds(cap_ms)));
   }
   if (deadline != std::chrono::system_clock::time_point::max()) ctx->set_deadline(deadline);
-  std::lock_guard<std::mutex> lock(rpc_mu_);
+  MutexLock lock(&rpc_mu_);
   in_flight_.insert(ctx.get());
   return ctx;
 }
 
 void Agent::ContextRelease::operator()(grpc::ClientContext* ctx) const {
   {
-    std::lock_guard<std::mutex> lock(agent->rpc_mu_);
+    MutexLock lock(&agent->rpc_mu_);
     agent->in_flight_.erase(ctx);
   }
   delete ctx;
@@ -295,7 +293,7 @@ Status Agent::Enroll() {
   WarnAsksPricingNothing(ad);
   {
     // Known from the start, not only after the maintenance loop's first pass.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     last_devices_.assign(ad.inventory().gpus().devices().begin(), ad.inventory().gpus().devices().end());
   }
   if (PathExists(cred_path)) {
@@ -311,7 +309,7 @@ Status Agent::Enroll() {
   req.set_join_secret(config_.join_token);
   req.set_name(config_.name.empty() ? Hostname() : config_.name);
   *req.mutable_info() = Describe();
-  *req.mutable_advertisement() = *advertiser_->Next(ad, SystemClock::Get()->NowMs(), true);
+  *req.mutable_advertisement() = *advertiser_->Next(ad, config_.clock->NowMs(), true);
   v1::RegisterResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -347,7 +345,7 @@ int Agent::Run() {
             s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
   });
   {
-    std::lock_guard<std::mutex> lock(hb_mu_);
+    MutexLock lock(&hb_mu_);
     hb_.info = Describe();
   }
   std::thread heartbeats([this] { HeartbeatSendLoop(); });
@@ -359,7 +357,7 @@ int Agent::Run() {
   pauses.join();
   std::vector<std::thread> runners;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, t] : attempts_) runners.push_back(std::move(t));
     attempts_.clear();
   }
@@ -369,27 +367,28 @@ int Agent::Run() {
 }
 
 void Agent::Shutdown() {
+  // A gRPC deadline (agent.cc's deadlines are system_clock time points): the system's clock.
   if (shutdown_deadline_ms_.load() == 0) shutdown_deadline_ms_ = SystemClock::Get()->NowMs() + kStopReportMs;
   stopping_ = true;
   std::vector<std::string> running;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (connect_ctx_) connect_ctx_->TryCancel();
     for (const auto& [id, t] : attempts_) {
       cancelled_.insert(id);
       running.push_back(id);
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   {
-    std::lock_guard<std::mutex> lock(hb_mu_);
-    hb_cv_.notify_all();
+    MutexLock lock(&hb_mu_);
+    hb_cv_.NotifyAll();
   }
   // Transfers and reports in flight serve attempts that are being killed:
   // cancel them rather than wait for a coordinator that may be gone. What
   // comes after (the STOPPED reports) is bounded by the shutdown deadline.
   {
-    std::lock_guard<std::mutex> lock(rpc_mu_);
+    MutexLock lock(&rpc_mu_);
     for (auto* ctx : in_flight_) ctx->TryCancel();
   }
   for (const auto& id : running) {
@@ -399,7 +398,7 @@ void Agent::Shutdown() {
 }
 
 void Agent::GracefulShutdown(std::chrono::seconds grace) {
-  const int64_t start_ms = SystemClock::Get()->NowMs();
+  const int64_t start_ms = SystemClock::Get()->NowMs();  // with shutdown_deadline_ms_: gRPC deadlines
   // Everything, reports to an unreachable coordinator included, ends within
   // the grace period: running work gets what is left after a reserve for
   // killing containers and reporting them handed back.
@@ -408,19 +407,19 @@ void Agent::GracefulShutdown(std::chrono::seconds grace) {
   shutdown_deadline_ms_ = start_ms + grace_ms;
   draining_ = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     owner_.policy.set_accept_jobs(false);  // advertised at once: no new work comes
     readvertise_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   spdlog::info("draining: waiting up to {} s for {} running attempt(s)", grace.count(), [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return attempts_.size() - finished_.size();
   }());
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(grace_ms - reserve_ms),
-                 [&] { return stopping_.load() || attempts_.size() == finished_.size(); });
+    MutexLock lock(&mu_);
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(grace_ms - reserve_ms),
+                 [&]() IG_REQUIRES(mu_) { return stopping_.load() || attempts_.size() == finished_.size(); });
   }
   Shutdown();
 }
@@ -433,7 +432,7 @@ void Agent::ConnectLoop() {
     ctx.AddMetadata("authorization", "Bearer " + token_);
     ctx.set_wait_for_ready(true);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) break;
       connect_ctx_ = &ctx;
     }
@@ -455,22 +454,22 @@ void Agent::ConnectLoop() {
     }
     grpc::Status s = reader->Finish();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       connect_ctx_ = nullptr;
     }
     if (stopping_) break;
     spdlog::warn("command stream ended ({}); reconnecting in {} ms", s.error_message(), backoff_ms);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
+    MutexLock lock(&mu_);
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
     backoff_ms = std::min(backoff_ms * 2, 1000);
   }
 }
 
 void Agent::HandleAssignment(const v1::Assignment& a) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (attempts_.count(a.attempt_id()) || stopping_) return;  // a re-sent assignment we already run
   {
-    std::lock_guard<std::mutex> hb(hb_mu_);
+    MutexLock hb(&hb_mu_);
     hb_.running.insert(a.attempt_id());
   }
   epochs_[a.attempt_id()] = a.lease_epoch();
@@ -480,12 +479,12 @@ void Agent::HandleAssignment(const v1::Assignment& a) {
       // Its container is gone and its end reported: heartbeats stop listing
       // it now, not when the thread is joined (else the coordinator, which
       // has ended it, keeps asking for a stop that has nothing to kill).
-      std::lock_guard<std::mutex> hb(hb_mu_);
+      MutexLock hb(&hb_mu_);
       hb_.running.erase(a.attempt_id());
     }
-    std::lock_guard<std::mutex> done(mu_);
+    MutexLock done(&mu_);
     finished_.insert(a.attempt_id());
-    cv_.notify_all();
+    cv_.NotifyAll();
   });
 }
 
@@ -496,17 +495,17 @@ void Agent::HandleCancel(const v1::CancelAttempt& c) {
   // a container to kill: a stop for an attempt that already ended here (its
   // report crossed the request) or that this process never ran (the orphan
   // sweep's business) costs nothing.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   cancelled_.insert(c.attempt_id());
   // The hold lasts from admission until the container is gone.
   if (!attempts_.count(c.attempt_id()) || finished_.count(c.attempt_id()) || !holds_.count(c.attempt_id())) return;
   spdlog::info("cancel attempt {}: {}", c.attempt_id(), c.reason());
   stop_requests_.push_back(c.attempt_id());
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool Agent::IsCancelled(const std::string& attempt_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cancelled_.count(attempt_id) > 0;
 }
 
@@ -514,7 +513,7 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
   // Everything reported about an attempt carries its lease epoch (fencing).
   v1::ReportAttemptRequest req = report;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = epochs_.find(req.attempt_id());
     if (it != epochs_.end() && req.lease_epoch() == 0) req.set_lease_epoch(it->second);
     // A hand back says why (the owner's pause), not just that it stopped.
@@ -530,8 +529,8 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
     Status st = FromGrpc(stub_->ReportAttempt(ctx.get(), req, &resp));
     if (st.code() != Code::kUnavailable) return st;
     if (stopping_) return st;  // shutting down: the coordinator fails it once heartbeats stop
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
+    MutexLock lock(&mu_);
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(backoff_ms), [&] { return stopping_.load(); });
     backoff_ms = std::min(backoff_ms * 2, 2000);
   }
   return Status::Unavailable("coordinator unreachable; report of attempt " + req.attempt_id() + " not delivered");

@@ -18,6 +18,9 @@
 #include "agent/attempt_env.h"
 #include "agent/attempt_grants.h"
 #include "agent/local_policy.h"
+#include "capacity/node_capacity.h"
+#include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
 #include "registry/registry_client.h"
@@ -65,6 +68,10 @@ struct AgentConfig {
   // How often the owner-first pause watcher looks (pauseWhen, maxGpuTemp,
   // maxGpuPower in the owner's policy; pause_policy.h).
   int pause_poll_ms = 1000;
+  // The agent's clock (wall time, ms): advertisements, pause windows, owner
+  // commands' expiry, attempts' start and end times. Tests inject a
+  // ManualClock; gRPC deadlines and file mtimes stay on the system's.
+  const Clock* clock = SystemClock::Get();
 };
 
 class ImageCache;
@@ -150,10 +157,7 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   void HandBack(const std::string& attempt_id, const std::string& why);
 
   struct AttemptHold {
-    std::vector<std::string> devices;
-    uint64_t gpu_memory = 0;
-    double cpu = 0;
-    uint64_t memory = 0;
+    capacity::AttemptHold held;  // what the coordinator's ledger holds for it too
     bool checkpoint = false;  // its job has a checkpoint directory (a pause may hand it back at once)
   };
 
@@ -174,22 +178,22 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::string token_;
   std::unique_ptr<LogShipper> logs_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::thread> attempts_;  // attempt id -> runner; guarded by mu_
-  std::set<std::string> finished_;               // runners done, to join; guarded by mu_
-  std::set<std::string> cancelled_;              // guarded by mu_
-  std::map<std::string, uint64_t> epochs_;       // attempt id -> lease epoch; guarded by mu_
-  std::map<std::string, AttemptHold> holds_;     // guarded by mu_
-  OwnerPolicy owner_ = DefaultOwnerPolicy();     // guarded by mu_
-  int64_t policy_mtime_ns_ = -1;                 // guarded by mu_
-  bool readvertise_ = false;                     // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, std::thread> attempts_ IG_GUARDED_BY(mu_);  // attempt id -> runner
+  std::set<std::string> finished_ IG_GUARDED_BY(mu_);               // runners done, to join
+  std::set<std::string> cancelled_ IG_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> epochs_ IG_GUARDED_BY(mu_);       // attempt id -> lease epoch
+  std::map<std::string, AttemptHold> holds_ IG_GUARDED_BY(mu_);
+  OwnerPolicy owner_ IG_GUARDED_BY(mu_) = DefaultOwnerPolicy();
+  int64_t policy_mtime_ns_ IG_GUARDED_BY(mu_) = -1;
+  bool readvertise_ IG_GUARDED_BY(mu_) = false;
   std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
   std::atomic<bool> stopping_{false};
   // While shutting down, no RPC outlives this (ms since the epoch; 0: none).
   std::atomic<int64_t> shutdown_deadline_ms_{0};
-  std::mutex rpc_mu_;
-  std::set<grpc::ClientContext*> in_flight_;     // guarded by rpc_mu_
+  Mutex rpc_mu_;
+  std::set<grpc::ClientContext*> in_flight_ IG_GUARDED_BY(rpc_mu_);
 
   // What the heartbeat sender sends; written by the maintenance loop.
   struct HeartbeatState {
@@ -201,18 +205,18 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
     bool ad_refused = false;  // the coordinator refused pending_ad: sign anew
     v1::NodePause pause;      // the owner's pause, written by the pause watcher
   };
-  std::mutex hb_mu_;
-  std::condition_variable hb_cv_;
-  HeartbeatState hb_;                                  // guarded by hb_mu_
-  std::vector<std::string> stop_requests_;             // containers to kill (cancels, stale attempts); guarded by mu_
-  std::vector<v1::GpuDevice> last_devices_;            // from the last advertisement; guarded by mu_
+  Mutex hb_mu_;
+  CondVar hb_cv_;
+  HeartbeatState hb_ IG_GUARDED_BY(hb_mu_);
+  std::vector<std::string> stop_requests_ IG_GUARDED_BY(mu_);             // containers to kill (cancels, stale attempts)
+  std::vector<v1::GpuDevice> last_devices_ IG_GUARDED_BY(mu_);            // from the last advertisement
   // The owner's pause (pause_loop.cc): why the node takes no new work now
   // ("" when not paused), and what a STOPPED report of a handed-back attempt says.
-  std::string owner_pause_reason_;                     // guarded by mu_
-  std::optional<OwnerCommand> owner_command_;          // `agent pause` in force; guarded by mu_
-  std::map<std::string, std::string> stop_messages_;   // attempt id -> message; guarded by mu_
+  std::string owner_pause_reason_ IG_GUARDED_BY(mu_);
+  std::optional<OwnerCommand> owner_command_ IG_GUARDED_BY(mu_);          // `agent pause` in force
+  std::map<std::string, std::string> stop_messages_ IG_GUARDED_BY(mu_);   // attempt id -> message
   std::atomic<bool> draining_{false};
-  grpc::ClientContext* connect_ctx_ = nullptr;   // guarded by mu_
+  grpc::ClientContext* connect_ctx_ IG_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace idlegrid::agent

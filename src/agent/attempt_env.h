@@ -12,6 +12,7 @@
 #include "advert/node_key.h"
 #include "agent/output_cap.h"
 #include "agent/provenance.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "discovery/nvml_loader.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -113,6 +114,7 @@ struct AttemptEnv {
   // Null: each attempt downloads (and unpacks) its own copy of each input.
   InputSource* inputs = nullptr;
   LogShipper* logs = nullptr;
+  const Clock* clock = SystemClock::Get();  // attempts' start and end times
   // Each attempt's scratch (inputs, outputs, checkpoint) is <attempts_dir>/<attempt id>.
   std::string attempts_dir;
   // A real GPU is passed in only if one of these CDI specs exists (written by

@@ -23,6 +23,7 @@ void Agent::RunAttempt(const v1::Assignment& a) {
   env.images = images_.get();
   env.inputs = inputs_.get();
   env.logs = logs_.get();
+  env.clock = config_.clock;
   env.attempts_dir = config_.data_dir + "/attempts";
   env.default_output_bytes = config_.default_attempt_disk_bytes;
   env.gvisor_for_tenants = config_.untrusted_runtime == "runsc";
@@ -38,58 +39,51 @@ void Agent::RunAttempt(const v1::Assignment& a) {
 
 Status Agent::CheckLocalPolicy(const v1::Assignment& a) {
   if (draining_) return Status::FailedPrecondition("the agent is shutting down");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return CheckOwnerPolicy(a, owner_.policy);
 }
 
 Status Agent::CheckImageSignatures(const v1::Assignment& a) {
   std::vector<image::ImagePublicKey> trusted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     trusted = owner_.trusted_image_keys;
   }
   return CheckImageTrust(a, trusted);  // verifies outside the lock
 }
 
 Status Agent::ReserveCapacity(const v1::Assignment& a) {
-  const v1::Resources& res = a.spec().resources();
   const v1::NodeInfo info = Describe();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Refused as busy, not by policy: the node is fit for the task, only not now.
   if (!owner_pause_reason_.empty()) return Status::ResourceExhausted("paused by its owner: " + owner_pause_reason_);
-  double cpu_held = 0;
-  uint64_t memory_held = 0;
-  std::vector<advert::DeviceHold> device_holds;
-  // Every hold counts until its runner has seen its container gone, killed
-  // and tearing-down ones included.
-  for (const auto& [other, h] : holds_) {
-    cpu_held += h.cpu;
-    memory_held += h.memory;
-    for (const auto& d : h.devices) device_holds.push_back({d, h.gpu_memory});
+  // The coordinator's view may lag (an attempt it ended may still be tearing
+  // down here), so the node checks again, by the same rule
+  // (capacity/ledger.h), against every hold until its runner has seen its
+  // container gone, killed and tearing-down ones included.
+  capacity::NodeCapacity left = capacity::NodeCapacity::Offered(info, owner_.policy, last_devices_);
+  for (const auto& [other, h] : holds_) left.Hold(h.held);
+  capacity::AttemptHold request =
+      capacity::HoldOf(a.spec(), {a.device_uuids().begin(), a.device_uuids().end()});
+  if (Status fits = left.Check(request); !fits.ok()) {
+    return Status::FailedPrecondition(fits.message() + " on this node");
   }
-  advert::FitRequest request{res.cpu(), res.memory_bytes(), {a.device_uuids().begin(), a.device_uuids().end()},
-                             res.gpu_memory_bytes()};
-  IG_RETURN_IF_ERROR(advert::CheckFits(
-      advert::AllocatableCpu(info.cpu_cores(), owner_.policy.reserved_cpu(), cpu_held),
-      advert::AllocatableMemory(info.memory_bytes(), memory_held),
-      advert::ComputeAllocatable(last_devices_, owner_.policy, device_holds), request));
   for (const auto& d : last_devices_) {
     // Placed before the advertisement saying so reached the coordinator.
-    if (!d.owner_hold().empty() && std::count(request.device_uuids.begin(), request.device_uuids.end(), d.uuid())) {
+    if (!d.owner_hold().empty() && std::count(request.devices.begin(), request.devices.end(), d.uuid())) {
       return Status::ResourceExhausted("GPU " + std::to_string(d.index()) + " is held back by its owner: " +
                                        d.owner_hold());
     }
   }
-  holds_[a.attempt_id()] = {request.device_uuids, res.gpu_memory_bytes(), res.cpu(), res.memory_bytes(),
-                            !a.spec().checkpoint_path().empty()};
+  holds_[a.attempt_id()] = {std::move(request), !a.spec().checkpoint_path().empty()};
   readvertise_ = true;  // what it holds shows in the next advertisement, sent at once
-  cv_.notify_all();
+  cv_.NotifyAll();
   return Status::Ok();
 }
 
 void Agent::ReleaseCapacity(const std::string& attempt_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     holds_.erase(attempt_id);
   }
   RequestReadvertise();

@@ -19,14 +19,6 @@
 #include "runtime/enforcement_probe.h"
 
 namespace idlegrid::agent {
-namespace {
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 void AttemptRunner::Run(const v1::Assignment& a) {
   const std::string& id = a.attempt_id();
@@ -228,7 +220,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   auto sink = [&](const std::string& stream, std::string_view data) { env_.logs->Add(id, stream, data); };
   GpuSampler gpus({run.spec.gpu_uuids, env_.read_gpu_load, env_.gpu_sample_interval});
   auto on_started = [&] {
-    run.started_ms = WallMs();
+    run.started_ms = env_.clock->NowMs();
     gpus.Start();
     auto r = AttemptEvent(id, v1::STARTED);
     r.set_runtime(run.spec.runtime);
@@ -249,7 +241,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
                      }});
   RunFacts facts;
   facts.exit = env_.runtime->Run(run.spec, sink, std::chrono::seconds(spec.run_timeout_seconds()), on_started);
-  run.finished_ms = WallMs();
+  run.finished_ms = env_.clock->NowMs();
   gpus.Stop();
   run.gpu_usage = gpus.Usage();
   watch.Stop();

@@ -41,7 +41,7 @@ void Agent::HeartbeatSendLoop() {
     int interval_ms = 0;
     uint64_t ad_generation = 0;
     {
-      std::lock_guard<std::mutex> lock(hb_mu_);
+      MutexLock lock(&hb_mu_);
       *req.mutable_info() = hb_.info;
       for (const auto& id : hb_.running) req.add_running_attempts(id);
       if (hb_.pending_ad) {
@@ -51,7 +51,7 @@ void Agent::HeartbeatSendLoop() {
       interval_ms = hb_.interval_ms;
       if (hb_.pause.pauses() > 0) *req.mutable_pause() = hb_.pause;
     }
-    const int64_t sent_ms = SystemClock::Get()->NowMs();
+    const int64_t sent_ms = config_.clock->NowMs();
     v1::HeartbeatResponse resp;
     // Waits for the connection (a restarting coordinator) for at most one
     // interval: the next heartbeat carries fresher state anyway.
@@ -67,7 +67,7 @@ void Agent::HeartbeatSendLoop() {
       last_rtt_us = static_cast<uint32_t>(std::clamp<int64_t>(us, 1, UINT32_MAX));
     }
     {
-      std::lock_guard<std::mutex> lock(hb_mu_);
+      MutexLock lock(&hb_mu_);
       if (delivered && resp.interval_ms() > 0) hb_.interval_ms = static_cast<int>(resp.interval_ms());
       interval_ms = hb_.interval_ms;
       if (hb_.pending_ad && hb_.ad_generation == ad_generation && ad_generation != 0) {
@@ -91,12 +91,12 @@ void Agent::HeartbeatSendLoop() {
     // Next one an interval after this one was sent (not after it returned),
     // sooner after a failure or when a new advertisement is waiting.
     int64_t due = sent_ms + (delivered ? interval_ms : std::min(interval_ms, kHeartbeatRetryMs));
-    std::unique_lock<std::mutex> lock(hb_mu_);
+    MutexLock lock(&hb_mu_);
     while (!stopping_) {
-      int64_t now = SystemClock::Get()->NowMs();
+      int64_t now = config_.clock->NowMs();
       if (now >= due) break;
       if (hb_.pending_ad && hb_.ad_generation != ad_generation && delivered) break;
-      hb_cv_.wait_for(lock, std::chrono::milliseconds(due - now));
+      hb_cv_.WaitFor(&hb_mu_, std::chrono::milliseconds(due - now));
     }
   }
 }
@@ -105,7 +105,7 @@ void Agent::ReapFinishedRunners() {
   std::vector<std::thread> done;
   std::vector<std::string> ids;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& id : finished_) {
       auto it = attempts_.find(id);
       if (it == attempts_.end()) continue;
@@ -120,17 +120,17 @@ void Agent::ReapFinishedRunners() {
   // heartbeats or new assignments.
   for (auto& t : done) t.join();
   if (ids.empty()) return;
-  std::lock_guard<std::mutex> lock(hb_mu_);
+  MutexLock lock(&hb_mu_);
   for (const auto& id : ids) hb_.running.erase(id);
 }
 
 void Agent::MaintenanceLoop() {
-  int64_t last_sweep_ms = SystemClock::Get()->NowMs();
+  int64_t last_sweep_ms = config_.clock->NowMs();
   while (!stopping_) {
     ReapFinishedRunners();
     std::vector<std::string> stops;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stops.swap(stop_requests_);
       readvertise_ = false;
     }
@@ -139,20 +139,20 @@ void Agent::MaintenanceLoop() {
     for (const auto& id : stops) {
       if (stopping_) break;  // Shutdown kills whatever still runs
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (finished_.count(id) || !attempts_.count(id)) continue;  // ended meanwhile
       }
       Status st = runtime_->Kill(ContainerName(id));
       if (!st.ok()) spdlog::warn("stopping attempt {}: {}", id, st.message());
     }
-    if (SystemClock::Get()->NowMs() - last_sweep_ms > kOrphanSweepMs) {
+    if (config_.clock->NowMs() - last_sweep_ms > kOrphanSweepMs) {
       RemoveOrphans();
-      last_sweep_ms = SystemClock::Get()->NowMs();
+      last_sweep_ms = config_.clock->NowMs();
     }
     v1::NodeInfo info = Describe();
     bool refused = false;
     {
-      std::lock_guard<std::mutex> lock(hb_mu_);
+      MutexLock lock(&hb_mu_);
       hb_.info = info;
       refused = hb_.ad_refused;
       hb_.ad_refused = false;
@@ -162,26 +162,26 @@ void Agent::MaintenanceLoop() {
     auto ad = CurrentAdvertisement();
     if (ad.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         last_devices_.assign(ad->inventory().gpus().devices().begin(), ad->inventory().gpus().devices().end());
       }
-      auto signed_ad = advertiser_->Next(*ad, SystemClock::Get()->NowMs(), policy_changed || refused);
+      auto signed_ad = advertiser_->Next(*ad, config_.clock->NowMs(), policy_changed || refused);
       if (signed_ad) {
-        std::lock_guard<std::mutex> lock(hb_mu_);
+        MutexLock lock(&hb_mu_);
         hb_.pending_ad = std::move(*signed_ad);
         ++hb_.ad_generation;
-        hb_cv_.notify_all();  // capacity changed: tell the coordinator now
+        hb_cv_.NotifyAll();  // capacity changed: tell the coordinator now
       }
     } else {
       spdlog::warn("advertisement not built: {}", ad.status().message());
     }
     int interval_ms = 0;
     {
-      std::lock_guard<std::mutex> lock(hb_mu_);
+      MutexLock lock(&hb_mu_);
       interval_ms = hb_.interval_ms;
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] {
+    MutexLock lock(&mu_);
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(interval_ms), [&]() IG_REQUIRES(mu_) {
       return stopping_.load() || readvertise_ || !stop_requests_.empty() || !finished_.empty();
     });
   }
@@ -202,7 +202,7 @@ void Agent::RemoveOrphans() {
   for (const auto& name : *containers) {
     if (name.rfind(prefix, 0) != 0) continue;  // another agent's
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (attempts_.count(name.substr(prefix.size()))) continue;
     }
     spdlog::warn("removing container {} left by a previous run", name);

@@ -6,8 +6,8 @@
 
 namespace idlegrid::agent {
 
-LogShipper::LogShipper(Send send, size_t max_pending_bytes)
-    : send_(std::move(send)), max_pending_bytes_(max_pending_bytes) {
+LogShipper::LogShipper(Send send, size_t max_pending_bytes_per_attempt)
+    : send_(std::move(send)), max_pending_bytes_(max_pending_bytes_per_attempt) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -22,10 +22,12 @@ LogShipper::~LogShipper() {
 
 void LogShipper::Add(const std::string& attempt_id, const std::string& stream, std::string_view data) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (pending_bytes_ + data.size() > max_pending_bytes_) {
+  const auto mine = pending_of_.find(attempt_id);
+  if ((mine == pending_of_.end() ? 0 : mine->second) + data.size() > max_pending_bytes_) {
     // Never block the caller: it pumps the container's output and must stay
     // free to stop it. The coordinator keeps only a task's head and tail
-    // anyway (jobs/log_cap.h).
+    // anyway (jobs/log_cap.h). The budget is the attempt's own, so a flood
+    // from one job never drops another job's last lines.
     dropped_[attempt_id] += data.size();
     cv_.notify_all();
     return;
@@ -33,22 +35,33 @@ void LogShipper::Add(const std::string& attempt_id, const std::string& stream, s
   if (!pending_.empty() && pending_.back().attempt_id() == attempt_id && pending_.back().stream() == stream &&
       pending_.back().data().size() < kMaxBatchBytes) {
     pending_.back().mutable_data()->append(data);
+    pending_bytes_ += data.size();
+    pending_of_[attempt_id] += data.size();
   } else {
     v1::LogChunk c;
     c.set_attempt_id(attempt_id);
     c.set_stream(stream);
     c.set_data(std::string(data));
-    pending_.push_back(std::move(c));
+    Queue(std::move(c));
   }
-  pending_bytes_ += data.size();
   if (pending_bytes_ >= kMaxBatchBytes) cv_.notify_all();
+}
+
+void LogShipper::Queue(v1::LogChunk chunk) {
+  pending_bytes_ += chunk.data().size();
+  pending_of_[chunk.attempt_id()] += chunk.data().size();
+  pending_.push_back(std::move(chunk));
 }
 
 void LogShipper::TakeRequest(v1::AppendLogsRequest* req) {
   size_t bytes = 0;
   size_t taken = 0;
   while (taken < pending_.size() && (taken == 0 || bytes + pending_[taken].data().size() <= kMaxRequestBytes)) {
-    bytes += pending_[taken].data().size();
+    const size_t size = pending_[taken].data().size();
+    bytes += size;
+    if (auto it = pending_of_.find(pending_[taken].attempt_id()); it != pending_of_.end() && (it->second -= size) == 0) {
+      pending_of_.erase(it);
+    }
     *req->add_chunks() = std::move(pending_[taken]);
     ++taken;
   }
@@ -64,8 +77,7 @@ void LogShipper::SendPending(std::unique_lock<std::mutex>& lock) {
     note.set_stream("idlegrid");
     note.set_data("[idlegrid agent] " + std::to_string(bytes) +
                   " byte(s) of output dropped: the job wrote faster than the coordinator took its logs\n");
-    pending_bytes_ += note.data().size();
-    pending_.push_back(std::move(note));
+    Queue(std::move(note));
   }
   dropped_.clear();
   while (!pending_.empty()) {

@@ -38,7 +38,7 @@ v1::NodePause DescribePause(const PauseState& s, const std::set<std::string>& fr
 }  // namespace
 
 std::vector<std::string> Agent::ActiveAttempts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [id, thread] : attempts_) {
     if (!finished_.count(id) && !cancelled_.count(id)) out.push_back(id);
@@ -50,12 +50,12 @@ void Agent::HandBack(const std::string& attempt_id, const std::string& why) {
   // As a cancel on the node's own account: the runner reports STOPPED (after
   // a last checkpoint), which the coordinator records as handed back — no
   // retry used, the node not excluded, its reliability untouched.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!attempts_.count(attempt_id) || finished_.count(attempt_id)) return;
   stop_messages_[attempt_id] = why;
   cancelled_.insert(attempt_id);
   stop_requests_.push_back(attempt_id);
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 // The owner's `agent pause` file, or nullopt: none, unreadable (said once),
@@ -91,19 +91,19 @@ void Agent::PauseLoop() {
     std::map<std::string, AttemptHold> holds;
     std::vector<v1::GpuDevice> devices;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       policy = owner_.pause;
       holds = holds_;
       devices = last_devices_;
-      for (const auto& [id, h] : holds_) held.insert(h.devices.begin(), h.devices.end());
+      for (const auto& [id, h] : holds_) held.insert(h.held.devices.begin(), h.held.devices.end());
     }
     const std::vector<std::string> active = ActiveAttempts();
-    int64_t now = SystemClock::Get()->NowMs();
+    int64_t now = config_.clock->NowMs();
     const std::optional<OwnerCommand> command = ReadOwnerCommand(now, &command_error);
     if (const std::string text = command ? FormatOwnerCommand(*command) : ""; text != last_command) {
       if (command) spdlog::info("paused by its owner: {}", DescribeOwnerCommand(*command));
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         owner_command_ = command;
       }
       last_command = text;
@@ -117,6 +117,7 @@ void Agent::PauseLoop() {
       ObserveInputs in;
       in.nvml_library = config_.nvml_library;
       in.held_gpu_uuids = held;
+      in.now_ms = now;
       in.own_pids = [this, &active] {
         std::set<int> pids;
         for (const auto& id : active) {
@@ -132,7 +133,7 @@ void Agent::PauseLoop() {
       }
       condition = FindPauseCondition(policy, seen);
     }
-    now = SystemClock::Get()->NowMs();
+    now = config_.clock->NowMs();
     const PauseDecision d = DecidePause(policy, state, condition, now);
     // What must stop now and why: everything while the node is paused, and
     // the attempts on a GPU the owner paused by hand.
@@ -150,7 +151,7 @@ void Agent::PauseLoop() {
       }
       auto h = holds.find(id);
       if (h == holds.end()) continue;
-      for (const auto& uuid : h->second.devices) {
+      for (const auto& uuid : h->second.held.devices) {
         if (paused_gpu_uuids.count(uuid)) targets[id] = DescribeOwnerCommand(*command);
       }
     }
@@ -158,7 +159,7 @@ void Agent::PauseLoop() {
     for (const auto& [id, why] : targets) {
       if (frozen.count(id)) continue;
       auto h = holds.find(id);
-      const bool holds_gpu = h != holds.end() && !h->second.devices.empty();
+      const bool holds_gpu = h != holds.end() && !h->second.held.devices.empty();
       const bool checkpoint = h != holds.end() && h->second.checkpoint;
       if (ActionForAttempt(policy, holds_gpu, checkpoint) == PauseAction::kHandBack) {
         // A GPU job with a checkpoint: its last checkpoint saved, it goes
@@ -201,7 +202,7 @@ void Agent::PauseLoop() {
     {
       std::set<std::string> live(active.begin(), active.end());
       for (auto it = frozen.begin(); it != frozen.end();) it = live.count(*it) ? std::next(it) : frozen.erase(it);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (auto it = stop_messages_.begin(); it != stop_messages_.end();) {
         it = attempts_.count(it->first) ? std::next(it) : stop_messages_.erase(it);
       }
@@ -211,22 +212,22 @@ void Agent::PauseLoop() {
       if (d.next.paused && !state.paused) spdlog::info("paused by its owner: {}", reason);
       if (!d.next.paused) spdlog::info("owner's pause over; taking work again");
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         owner_pause_reason_ = reason;
       }
       last_reason = reason;
       RequestReadvertise();  // accept_jobs follows the pause; the heartbeat carrying both goes at once
     }
     {
-      std::lock_guard<std::mutex> lock(hb_mu_);
+      MutexLock lock(&hb_mu_);
       hb_.pause = DescribePause(d.next, frozen, now);
       if (d.next.paused && d.next.condition.cause == kOwnerCommandCause && command) {
         hb_.pause.set_until_ms(command->until_ms);
       }
     }
     state = d.next;
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max(config_.pause_poll_ms, 50)),
+    MutexLock lock(&mu_);
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(std::max(config_.pause_poll_ms, 50)),
                  [&] { return stopping_.load(); });
   }
 }

@@ -93,8 +93,8 @@ bool ObserveOnBattery() {
   return discharging;
 }
 
-int LocalMinuteOfDay() {
-  std::time_t now = std::time(nullptr);
+int LocalMinuteOfDay(int64_t now_ms) {
+  std::time_t now = now_ms > 0 ? static_cast<std::time_t>(now_ms / 1000) : std::time(nullptr);
   std::tm local{};
   if (::localtime_r(&now, &local) == nullptr) return -1;
   return local.tm_hour * 60 + local.tm_min;
@@ -146,7 +146,7 @@ PauseObservation ObserveHost(const PausePolicy& policy, const ObserveInputs& in,
   out.named_processes = FindNamedProcesses(policy.processes);
   if (policy.user_active) out.user_idle = ObserveUserIdle(unknown);
   if (policy.on_battery) out.on_battery = ObserveOnBattery();
-  if (!policy.hours.empty()) out.minute_of_day = LocalMinuteOfDay();
+  if (!policy.hours.empty()) out.minute_of_day = LocalMinuteOfDay(in.now_ms);
   return out;
 }
 

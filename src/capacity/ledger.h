@@ -3,10 +3,12 @@
 // on it, and whether a new hold fits. Pure: plain values in and out.
 //
 // The scheduler's snapshot (sched/snapshot.h), the coordinator's accounting
-// of active attempts (coordinator/placement.cc) and the store's commit guard
-// (store/capacity_guard.h) all keep their numbers in it, so a plan made from
-// a fresh snapshot always passes the guard and every layer refuses the same
-// things.
+// of active attempts (coordinator/placement.cc), the stores' batch admission
+// (capacity/batch_admission.h) and the agent's own admission of an assignment
+// and its advertisement (agent/attempt_host.cc, agent/advertiser.cc) all keep
+// their numbers in it, through capacity/node_capacity.h, so a plan made from
+// a fresh snapshot always passes the stores' check, and every layer refuses
+// the same things.
 //
 // The rule, per node:
 // - CPU: held cores + the request <= capacity (+ 1e-9, cores are fractions);

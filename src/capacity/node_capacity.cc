@@ -11,16 +11,48 @@ Claim ClaimOfAttempt(const AttemptHold& h) {
 
 }  // namespace
 
-NodeCapacity NodeCapacity::Offered(const v1::NodeInfo& info, const v1::Advertisement& ad) {
+uint64_t UsableVram(uint64_t total, uint64_t reserve) { return total > reserve ? total - reserve : 0; }
+
+bool IsVramSlice(const v1::Resources& r, bool exclusive_gpu) {
+  return r.gpus() == 1 && r.gpu_memory_bytes() > 0 && !exclusive_gpu;
+}
+
+uint32_t PlacedMilli(const v1::JobSpec& spec) {
+  const v1::Resources& r = spec.resources();
+  const bool compute_share = r.gpu_milli() > 0 && r.gpu_milli() < kWholeGpuMilli;
+  if (compute_share || IsVramSlice(r, spec.exclusive_gpu())) return compute_share ? r.gpu_milli() : 0;
+  return r.gpus() > 0 || r.gpu_milli() > 0 ? kWholeGpuMilli : 0;
+}
+
+AttemptHold HoldOf(const v1::JobSpec& spec, std::vector<std::string> devices) {
+  const v1::Resources& r = spec.resources();
+  return AttemptHold{r.cpu(), r.memory_bytes(), r.gpu_memory_bytes(), PlacedMilli(spec), std::move(devices)};
+}
+
+template <class Devices>
+NodeCapacity NodeCapacity::Build(const v1::NodeInfo& info, const v1::LocalPolicy& policy, const Devices& devices) {
   NodeCapacity n;
-  n.ledger_ = NodeLedger(static_cast<double>(info.cpu_cores()) - ad.policy().reserved_cpu(), info.memory_bytes());
-  const uint64_t reserved = ad.policy().reserved_gpu_memory_bytes();
-  for (const auto& d : ad.inventory().gpus().devices()) {
-    const uint64_t total = d.memory_total_bytes();
-    n.ledger_.AddDevice(DeviceLedger(total > reserved ? total - reserved : 0));
+  n.ledger_ = NodeLedger(static_cast<double>(info.cpu_cores()) - std::max(policy.reserved_cpu(), 0.0),
+                         info.memory_bytes());
+  for (const auto& d : devices) {
+    n.ledger_.AddDevice(DeviceLedger(UsableVram(d.memory_total_bytes(), policy.reserved_gpu_memory_bytes())));
     n.uuids_.push_back(d.uuid());
   }
   return n;
+}
+
+NodeCapacity NodeCapacity::Offered(const v1::NodeInfo& info, const v1::Advertisement& ad) {
+  return Build(info, ad.policy(), ad.inventory().gpus().devices());
+}
+
+NodeCapacity NodeCapacity::Offered(const v1::NodeInfo& info, const v1::LocalPolicy& policy,
+                                   const std::vector<v1::GpuDevice>& devices) {
+  return Build(info, policy, devices);
+}
+
+void NodeCapacity::Describe(size_t index, uint64_t reserve, v1::GpuDevice* d) const {
+  d->set_reserved_memory_bytes(std::min(reserve, d->memory_total_bytes()));
+  d->set_allocatable_memory_bytes(index < ledger_.devices().size() ? ledger_.devices()[index].FreeVram() : 0);
 }
 
 std::vector<uint32_t> NodeCapacity::Indices(const AttemptHold& h) const {

@@ -14,6 +14,18 @@
 
 namespace idlegrid::capacity {
 
+// A device's memory less the owner's per-device reserve, floored at 0: what
+// it offers with no tenant. The only place that is worked out.
+uint64_t UsableVram(uint64_t total, uint64_t reserve);
+
+// Whether a job of `r` takes a VRAM slice of one device (a share of its memory
+// without a compute share): one GPU, with memory named, not exclusive.
+bool IsVramSlice(const v1::Resources& r, bool exclusive_gpu);
+// The milli-GPUs an attempt of `spec` holds on each device placed for it, as
+// the scheduler places it: 1000 for a device held whole, 1..999 for a
+// compute share, 0 for a VRAM slice (and for a job without GPUs).
+uint32_t PlacedMilli(const v1::JobSpec& spec);
+
 // What one attempt holds (or would hold) on its node, as stored.
 struct AttemptHold {
   double cpu = 0;
@@ -22,6 +34,9 @@ struct AttemptHold {
   uint32_t gpu_milli = 0;   // the placement's per device (ClaimOf says what it means)
   std::vector<std::string> devices;  // uuids
 };
+// The hold of an attempt of `spec` placed on `devices`: what the agent checks
+// an assignment against, the same claim the coordinator stored for it.
+AttemptHold HoldOf(const v1::JobSpec& spec, std::vector<std::string> devices);
 
 class NodeCapacity {
  public:
@@ -29,6 +44,10 @@ class NodeCapacity {
   // not reported: nothing that needs memory fits), disk not checked, and each
   // advertised device's memory less the owner's per-device reserve.
   static NodeCapacity Offered(const v1::NodeInfo& info, const v1::Advertisement& ad);
+  // The same from the agent's side: its own description, its owner's policy
+  // and the devices it would advertise.
+  static NodeCapacity Offered(const v1::NodeInfo& info, const v1::LocalPolicy& policy,
+                              const std::vector<v1::GpuDevice>& devices);
 
   // Ok if `h` fits next to every hold so far, else FailedPrecondition with
   // the resource short. A device the advertisement does not list gets only
@@ -42,6 +61,9 @@ class NodeCapacity {
   Status TryHold(const AttemptHold& h);
 
   const NodeLedger& ledger() const { return ledger_; }
+  // Sets what advertised device `index` (ledger order) has reserved and left
+  // after the holds, as advertisements and node listings show it.
+  void Describe(size_t index, uint64_t reserve, v1::GpuDevice* d) const;
   // Devices in ledger order: the advertised ones first, then unlisted ones holds named.
   const std::vector<std::string>& device_uuids() const { return uuids_; }
 
@@ -50,6 +72,9 @@ class NodeCapacity {
   // yet and its size is unknown: anything fits), or added by AddIndices.
   std::vector<uint32_t> Indices(const AttemptHold& h) const;
   std::vector<uint32_t> AddIndices(const AttemptHold& h);
+
+  template <class Devices>
+  static NodeCapacity Build(const v1::NodeInfo& info, const v1::LocalPolicy& policy, const Devices& devices);
 
   NodeLedger ledger_;
   std::vector<std::string> uuids_;

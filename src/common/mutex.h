@@ -46,6 +46,11 @@ class CondVar {
   bool WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout, Predicate done) IG_REQUIRES(mu) {
     return cv_.wait_for(*mu, timeout, std::move(done));
   }
+  // Until notified (or woken spuriously) or `timeout` passes.
+  template <typename Rep, typename Period>
+  void WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout) IG_REQUIRES(mu) {
+    cv_.wait_for(*mu, timeout);
+  }
   void NotifyAll() { cv_.notify_all(); }
 
  private:

@@ -9,7 +9,7 @@
 #include "advert/node_key.h"
 #include "common/digest.h"
 #include "common/random.h"
-#include "coordinator/data_class.h"
+#include "sched/data_class.h"
 #include "image/oci_archive.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
@@ -21,7 +21,7 @@ namespace idlegrid::coordinator {
 namespace {
 
 // The reliability score's parts (the physical-work handshake), for listings.
-v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const NodeLiveness& liveness) {
+v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const jobs::NodeLiveness& liveness) {
   v1::ReliabilityComponents c;
   c.set_heartbeat_jitter_ms(liveness.jitter_ms());
   c.set_heartbeat_lateness(liveness.lateness());
@@ -80,7 +80,11 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       rate_limits_(options.rate_limits),
       image_signatures_(artifacts_->root() + "/signatures", clock),
       ledger_(options.ledger.enabled ? std::make_unique<LedgerShell>(store_.get(), options.ledger.policy) : nullptr),
-      data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)) {}
+      data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)),
+      account_terms_(store_.get(), clock_, options_.default_quota.max_running_tasks, options_.account_weights) {
+  StepJobs* jobs_side = this;  // a private base: only the coordinator hands itself out
+  workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_side, options_.default_retention_seconds);
+}
 
 Coordinator::~Coordinator() { Stop(); }
 
@@ -178,7 +182,7 @@ Result<Coordinator::PreparedJob> Coordinator::PrepareJob(v1::JobSpec spec, const
   // when submitted, whatever default the policy names later.
   const std::shared_ptr<const sched::DataPolicy> data = CurrentDataPolicy();
   if (spec.data_class().empty()) spec.set_data_class(data->default_class);
-  IG_RETURN_IF_ERROR(CheckDataClass(*data, spec));
+  IG_RETURN_IF_ERROR(sched::CheckDataClass(*data, spec));
   if (!spec.policy().empty() && options_.policies.policies.count(spec.policy()) == 0) {
     // Refused now, not left waiting out its queue timeout.
     return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
@@ -243,27 +247,6 @@ Result<v1::Job> Coordinator::StoreJob(const PreparedJob& job, const std::string&
   spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
   return GetJob(job_id);
-}
-
-Coordinator::AccountTerms Coordinator::CurrentAccountTerms() {
-  const int64_t now = clock_->NowMs();
-  MutexLock lock(&terms_mu_);
-  if (terms_read_ms_ != 0 && now - terms_read_ms_ < kAccountTermsRefreshMs) return terms_;
-  auto accounts = store_->ListAccounts();
-  if (!accounts.ok()) {
-    spdlog::warn("account terms: {}", accounts.status().ToString());
-    return terms_;  // the last known terms, tried again next time
-  }
-  AccountTerms fresh;
-  for (const store::AccountRecord& a : *accounts) {
-    fresh.weights[a.name] = a.weight;
-    const uint32_t limit = a.max_running_tasks != 0 ? a.max_running_tasks : options_.default_quota.max_running_tasks;
-    if (limit != 0) fresh.running_limits[a.name] = limit;
-  }
-  for (const auto& [name, w] : options_.account_weights) fresh.weights[name] = w;
-  terms_ = std::move(fresh);
-  terms_read_ms_ = now;
-  return terms_;
 }
 
 Result<bool> Coordinator::MayUse(const std::string& account, const std::string& digest) {
@@ -396,7 +379,7 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
       n->set_reliability(live.reliability.score);
       n->set_reliability_detail(live.reliability.detail);
       *n->mutable_reliability_components() = ComponentsOf(live.reliability_inputs, live.liveness);
-      n->set_trust_tier(static_cast<uint32_t>(TrustTierOf(*data_policy_, r.id, live.measurement, live.ad)));
+      n->set_trust_tier(static_cast<uint32_t>(sched::TrustTierOf(*data_policy_, r.id, live.measurement, live.ad)));
     }
     for (const auto& a : mine) {
       n->set_cpu_allocated(n->cpu_allocated() + a.cpu);
@@ -611,23 +594,38 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     return result.status();
   }
   const auto& o = result->outcome;
-  if (o.changed && (request.outputs_size() > 0 || request.checkpoint_size() > 0)) {
+  const bool ended = o.changed && jobs::IsTerminal(o.attempt_state);
+  const bool made = o.changed && (request.outputs_size() > 0 || request.checkpoint_size() > 0);
+  // The job as this report left it, read once for what follows (the verdict
+  // reads its own, under its lock).
+  const bool receipt = o.changed && request.has_receipt_statement();
+  std::optional<v1::Job> job;
+  if (ended || made || receipt) {
+    Result<v1::Job> read = store_->GetJob(result->job_id);
+    if (read.ok()) {
+      job = std::move(*read);
+    } else if (made) {
+      return read.status();  // its outputs must be held before the report is taken
+    } else {
+      spdlog::warn("attempt {}: job {} not read after its report ({}): no receipt is issued; readiness and the "
+                   "ledger wait for their sweeps", request.attempt_id(), result->job_id, read.status().message());
+    }
+  }
+  if (made) {
     // The job holds what its attempts made while it exists (artifact GC).
-    IG_ASSIGN_OR_RETURN(auto account, store_->JobAccount(result->job_id));
+    const std::string& account = job->account();
     std::vector<store::ArtifactRef> refs;
-    for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account.value_or(""), 0});
+    for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account, 0});
     for (const auto& f : request.checkpoint()) {
-      for (const std::string& blob : jobs::CheckpointBlobs(f)) {
-        refs.push_back({blob, "job:" + result->job_id, account.value_or(""), 0});
-      }
+      for (const std::string& blob : jobs::CheckpointBlobs(f)) refs.push_back({blob, "job:" + result->job_id, account, 0});
     }
     IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   }
   counters_.CountOutcome(o);
   counters_.TrackRun(result->job_id, result->index, o, clock_->NowMs());
-  if (o.changed && request.has_receipt_statement()) IssueReceipt(node_id, result->job_id, request);
-  if (o.changed && jobs::IsTerminal(o.attempt_state)) JudgeReadiness(result->job_id);
-  if (o.changed && jobs::IsTerminal(o.attempt_state)) SettleJobLedger(result->job_id);
+  if (job && receipt) IssueReceipt(node_id, *job, request);
+  if (job && ended) JudgeReadiness(*job);
+  if (job && ended) SettleJobLedger(*job);
   if (o.changed && o.hold_for_verdict) VerifyTask(result->job_id, result->index);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
@@ -809,8 +807,10 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
     const v1::Task& task = job.tasks(static_cast<int>(attempt.index));
     for (const auto& prior : task.attempts()) {
       if (prior.id() != attempt.attempt_id) continue;
-      a->set_lease_epoch(prior.lease_epoch());
-      a->set_artifact_token(auth::AttemptToken(artifact_key_, attempt.attempt_id, attempt.node_id, prior.lease_epoch()));
+      // The commit returned the epoch; a re-send (NewAttempt without one) takes the stored one.
+      const uint64_t epoch = attempt.lease_epoch != 0 ? attempt.lease_epoch : prior.lease_epoch();
+      a->set_lease_epoch(epoch);
+      a->set_artifact_token(auth::AttemptToken(artifact_key_, attempt.attempt_id, attempt.node_id, epoch));
       // Resume from the checkpoint this attempt was committed with.
       if (!prior.restored_from_attempt().empty() && task.checkpoint().attempt_id() == prior.restored_from_attempt()) {
         *a->mutable_restore() = task.checkpoint();
@@ -850,7 +850,7 @@ void Coordinator::Tick() {
     VerifyHeldTasks();  // verdicts a crash or a failed write left undone
   }
   DispatchOnce();
-  AdvanceWorkflows();  // steps whose jobs ended since the last pass
+  workflows_->Sweep();  // steps whose jobs ended since the last pass
   SampleLoad();
 }
 

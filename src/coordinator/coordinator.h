@@ -14,8 +14,9 @@
 //                                        charts (metrics/load_history.h).
 //   ImageSignatureFiles (image_signatures.h)  signatures over images, as
 //                                        files in the shared directory.
-//   cost_cap.h                           the cost-cap rules, pure.
-//   NodeLiveness (node_liveness.h)       one node's heartbeat record and
+//   WorkflowService (workflow_service.h) workflows: submit, advance, cancel;
+//                                        its own lock, before Coordinator::mu_.
+//   NodeLiveness (jobs/node_liveness.h)       one node's heartbeat record and
 //                                        failure-detector state (a value in
 //                                        the node table, under mu_).
 //   Coordinator::mu_                     the node table (NodeLive: liveness,
@@ -28,8 +29,8 @@
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
 //
 // Lock order (a thread holding one may take only those after it):
-//   workflow_mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', terms_mu_ and history_mu_ are leaves,
+//   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', AccountTermsCache's and history_mu_ are leaves,
 // taken with nothing else held by them. No lock is held across a store write except where a
 // method says so (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too,
 // held across store reads of jobs (StandingStateOf) but never with another lock.
@@ -50,14 +51,17 @@
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
+#include "coordinator/account_terms.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
 #include "coordinator/ledger_shell.h"
 #include "market/recent_prices.h"
 #include "coordinator/image_signatures.h"
-#include "coordinator/node_liveness.h"
+#include "coordinator/manifest_blob_cache.h"
+#include "jobs/node_liveness.h"
 #include "coordinator/running_index.h"
 #include "coordinator/tenancy.h"
+#include "coordinator/workflow_service.h"
 #include "auth/rate_limit.h"
 #include "jobs/liveness.h"
 #include "jobs/log_cap.h"
@@ -131,7 +135,7 @@ struct Options {
   }
 };
 
-class Coordinator {
+class Coordinator : private StepJobs {
  public:
   Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
               std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
@@ -170,19 +174,15 @@ class Coordinator {
   Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) { return SubmitJob(request, store::kOperatorAccount); }
   Result<v1::Job> GetJob(const std::string& job_id);
 
-  // --- workflows (workflows.cc, docs/workflows.md) ---
-  // Validates the workflow (manifest::ValidateWorkflowSpec) and each step's
-  // job as SubmitJob would (image, own inputs, quota, data class, policy),
-  // stores it for `account` and submits its first steps (or reuses earlier
-  // runs with the same cache key). Nothing is stored when a check fails.
-  Result<v1::Workflow> SubmitWorkflow(const v1::SubmitWorkflowRequest& request, const std::string& account);
-  // NotFound for an unknown workflow.
-  Result<v1::Workflow> GetWorkflow(const std::string& workflow_id);
-  // Workflows of `account` ("": all accounts'), newest first.
-  Result<v1::ListWorkflowsResponse> ListWorkflows(const std::string& account = "");
-  // Marks it cancelled: its running steps' jobs are cancelled and waiting
-  // steps will not run. A workflow already done is returned unchanged.
-  Result<v1::Workflow> CancelWorkflow(const std::string& workflow_id);
+  // --- workflows (workflow_service.h, docs/workflows.md) ---
+  WorkflowService& workflows() { return *workflows_; }
+  // The requester API's names for the workflow service's calls.
+  Result<v1::Workflow> SubmitWorkflow(const v1::SubmitWorkflowRequest& request, const std::string& account) {
+    return workflows_->Submit(request, account);
+  }
+  Result<v1::Workflow> GetWorkflow(const std::string& id) { return workflows_->Get(id); }
+  Result<v1::ListWorkflowsResponse> ListWorkflows(const std::string& account = "") { return workflows_->List(account); }
+  Result<v1::Workflow> CancelWorkflow(const std::string& id) { return workflows_->Cancel(id); }
   // Jobs of `account` ("": all accounts').
   Result<v1::ListJobsResponse> ListJobs(const std::string& account = "");
   Result<v1::Job> CancelJob(const std::string& job_id);
@@ -307,7 +307,7 @@ class Coordinator {
     v1::NodeInfo info;
     std::string peer;
     // Heartbeats, signs of life and the failure detector's state.
-    NodeLiveness liveness;
+    jobs::NodeLiveness liveness;
     bool online = false;
     std::string public_key;
     std::string provider;  // the provider account it joined under (verification counts votes per provider)
@@ -353,13 +353,14 @@ class Coordinator {
   // After the exit was applied: countersigns the receipt around the checked
   // statement and stores it with the attempt. Failures are logged: the
   // attempt's outcome stands without a receipt.
-  void IssueReceipt(const std::string& node_id, const std::string& job_id, const v1::ReportAttemptRequest& report);
+  void IssueReceipt(const std::string& node_id, const v1::Job& job, const v1::ReportAttemptRequest& report);
 
-  // capacity.cc: advertisements, readiness benchmarks, node views.
+  // advertisements.cc: advertisements, readiness benchmarks, node views.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);
   Status CheckSimulated(const v1::Advertisement& ad) const;
   void EnsureReadiness();
   void JudgeReadiness(const std::string& job_id);
+  void JudgeReadiness(const v1::Job& job);  // as read after the report that ended it
   void JudgeGpuReadiness(const v1::Job& job);
   Result<std::string> ImportImageArchive(const std::string& archive);
   // signatures.cc: the operator's rule at submit (Options::require_signed_images).
@@ -394,7 +395,20 @@ class Coordinator {
   // Active attempts by node id, so per-node work does not rescan them all.
   static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
       const std::vector<store::ActiveAttempt>& active);
+  // One pass: read the queue, plan, fail priced-out tasks, commit, send.
   void DispatchOnce();
+  // The pass's tasks to plan: those within their account's running-task
+  // limit; a capped task that spent its cap is failed instead.
+  struct DispatchInput {
+    std::vector<sched::TaskView> tasks;
+    std::map<std::string, v1::Job> capped;            // jobs with a cost cap, for what their tasks spent
+    std::vector<std::pair<size_t, double>> spending;  // tasks (index in `tasks`) that spent part of their cap
+  };
+  DispatchInput DispatchTasks(const std::vector<store::QueuedTask>& queued,
+                              const std::vector<store::ActiveAttempt>& active, const sched::DataPolicy& data,
+                              const std::map<std::string, int64_t>& running_limits, int64_t now);
+  // Fails the capped tasks the plan left waiting with no offer their budget fits.
+  void FailPricedOut(const DispatchInput& in, const sched::Plan& plan, int64_t now);
   // standing.cc: the standing stage's inputs for a dispatch pass (which
   // provider accounts are proven for which image, and how the verified work
   // in flight splits); no cap when the operator set none or no queued task
@@ -429,38 +443,20 @@ class Coordinator {
   };
   Result<PreparedJob> PrepareJob(v1::JobSpec spec, const std::string& account);
   Result<v1::Job> StoreJob(const PreparedJob& job, const std::string& job_id, const std::string& account);
-  // workflows.cc: moves one workflow on (workflow::PlanAdvance, then its
-  // claims, submissions, cancels and rows), until a pass changes nothing.
-  Status AdvanceWorkflow(const std::string& workflow_id);
-  // Advances every unsettled workflow, at most every kWorkflowSweepMs (the loop's).
-  void AdvanceWorkflows();
-  // Submits a ready step's job under the id it claimed.
-  Status SubmitStep(const v1::Workflow& workflow, const std::string& step, const std::string& job_id,
-                    const v1::JobSpec& spec);
-  static constexpr int64_t kWorkflowSweepMs = 500;
-  int64_t workflows_swept_ms_ = 0;
-  // One workflow advance at a time in this coordinator (others sharing the
-  // database are kept apart by the store's claims). Taken before mu_.
-  Mutex workflow_mu_;
+  // workflows.cc: the jobs side of workflows (StepJobs).
+  Status CheckJob(const v1::JobSpec& spec, const std::string& account) override;
+  Status SubmitJobAs(const v1::JobSpec& spec, const std::string& job_id, const std::string& account) override;
+  Status CancelStepJob(const std::string& job_id) override;
+  v1::JobSpec PinStepImage(v1::JobSpec spec) override;
   // Deletes jobs past their retention and artifacts nothing holds any more
   // (at most once a minute).
   void EnforceRetention();
   // Unlinks the blobs of artifacts the store has let go.
   void UnlinkCollected(const store::CollectedArtifacts& collected);
-  // Fair-share weights and running-task limits of the accounts, from the
-  // accounts table (options_.account_weights override), re-read at most every
-  // few seconds.
-  struct AccountTerms {
-    std::map<std::string, double> weights;
-    std::map<std::string, int64_t> running_limits;  // accounts with a limit only
-  };
-  AccountTerms CurrentAccountTerms();
-  static constexpr int64_t kAccountTermsRefreshMs = 2000;
+  // Fair-share weights and running-task limits of the accounts (account_terms.h).
+  AccountTerms CurrentAccountTerms() { return account_terms_.Current(); }
   // registry_image.cc: checks `ref` (a registry reference, spec's image)
   // against options_.registries, resolves it and rewrites `spec` pinned.
-  // A workflow step's spec with a registry tag pinned to its digest now
-  // (workflows.cc); unchanged otherwise, or when it cannot be resolved.
-  v1::JobSpec PinStepImage(v1::JobSpec spec);
   Status PinRegistryImage(const manifest::ImageRef& ref, v1::JobSpec* spec);
   // Whether `account` may name the artifact in a job: its own upload or
   // job's, a public one, or anything for the operator.
@@ -507,10 +503,12 @@ class Coordinator {
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
   ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)
+  ManifestBlobCache manifest_blobs_;      // thread-safe, its own lock (a leaf)
   // Clearing prices of recent placements (earnings.cc), guarded by mu_.
   market::RecentPrices recent_prices_;
   void RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms);
   std::unique_ptr<LedgerShell> ledger_;   // null unless options_.ledger.enabled; its own lock (a leaf)
+  std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;
@@ -549,6 +547,7 @@ class Coordinator {
   // Charges and refunds what the job's latest change allows (ledger only);
   // errors are logged: the sweep makes the posting later.
   void SettleJobLedger(const std::string& job_id);
+  void SettleJobLedger(const v1::Job& job);
 
   // --- verification (verification.cc, docs/verification.md) ---
   // Fills in the operator's default mode and checks the job's verification.
@@ -588,9 +587,7 @@ class Coordinator {
   // Tells each attempt's node to stop it (a node not connected learns at its
   // next heartbeat).
   void StopCancelled(const std::vector<store::ActiveAttempt>& stopped);
-  Mutex terms_mu_;
-  AccountTerms terms_ IG_GUARDED_BY(terms_mu_);
-  int64_t terms_read_ms_ IG_GUARDED_BY(terms_mu_) = 0;
+  AccountTermsCache account_terms_;  // its own lock (a leaf)
   int64_t unconnected_checked_ms_ = 0;
   int64_t heartbeats_checked_ms_ = 0;  // the last liveness check
   int conflict_replans_ = 0;

@@ -60,6 +60,7 @@ Result<v1::PushImageResponse> Coordinator::RegisterLayeredImage(
 Result<std::vector<v1::ArtifactRef>> Coordinator::ImageBlobsOf(const store::ImageRecord& image) {
   std::vector<v1::ArtifactRef> out;
   if (image.archive_digest != image.manifest_digest) return out;  // one archive
+  if (auto known = manifest_blobs_.Get(image.manifest_digest)) return std::move(*known);
   IG_ASSIGN_OR_RETURN(uint64_t manifest_size, artifacts_->SizeOf(image.manifest_digest));
   IG_ASSIGN_OR_RETURN(image::OciManifestBlobs blobs, ReadStoredManifest(artifacts_.get(), image.manifest_digest));
   auto add = [&](const std::string& digest, uint64_t size) {
@@ -73,6 +74,7 @@ Result<std::vector<v1::ArtifactRef>> Coordinator::ImageBlobsOf(const store::Imag
   for (const image::OciBlobRef& layer : blobs.layers) {
     if (layer.digest != blobs.config.digest) add(layer.digest, layer.size);
   }
+  manifest_blobs_.Put(image.manifest_digest, out);
   return out;
 }
 

@@ -10,8 +10,17 @@ namespace idlegrid::coordinator {
 void Coordinator::SettleJobLedger(const std::string& job_id) {
   if (!ledger_) return;
   auto job = store_->GetJob(job_id);
-  Status st = job.ok() ? ledger_->SettleJob(*job, clock_->NowMs()) : job.status();
-  if (!st.ok()) spdlog::warn("ledger: job {} not settled now (the sweep retries): {}", job_id, st.ToString());
+  if (!job.ok()) {
+    spdlog::warn("ledger: job {} not settled now (the sweep retries): {}", job_id, job.status().ToString());
+    return;
+  }
+  SettleJobLedger(*job);
+}
+
+void Coordinator::SettleJobLedger(const v1::Job& job) {
+  if (!ledger_) return;
+  Status st = ledger_->SettleJob(job, clock_->NowMs());
+  if (!st.ok()) spdlog::warn("ledger: job {} not settled now (the sweep retries): {}", job.id(), st.ToString());
 }
 
 void Coordinator::SweepLedger() {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "jobs/attempt_events.h"
+#include "jobs/billing.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::coordinator {
@@ -113,7 +114,8 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
       // or "unverified" when the adaptive audit was not drawn). A result
       // awaiting its verdict waits; a wrong one, a failure of the job or of
       // the platform is never charged.
-      if (!jobs::IsAcceptedResult(attempt)) continue;
+      const ledger::AttemptEnd end = jobs::LedgerEnd(attempt);
+      if (!ledger::IsCharged(end)) continue;  // before any I/O: the ledger's rule, not a second one
       auto known = provider_of.find(attempt.node_id());
       if (known == provider_of.end()) {
         IG_ASSIGN_OR_RETURN(auto node, store_->GetNode(attempt.node_id()));
@@ -125,12 +127,9 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
       if (theirs.count(ledger::Pending(provider, attempt.id()))) continue;
       IG_ASSIGN_OR_RETURN(ledger::Micros price_per_hour,
                           ledger::MicrosFromCredits(attempt.placement().price_per_hour()));
-      const int64_t run_ms = attempt.started_at_ms() > 0
-                                 ? std::max<int64_t>(attempt.finished_at_ms() - attempt.started_at_ms(), 0)
-                                 : 0;
-      IG_ASSIGN_OR_RETURN(ledger::Micros price, ledger::ChargeFor(price_per_hour, run_ms));
-      ledger::ChargeRequest request{requester, job.id(), provider, attempt.id(), price, escrow_left,
-                                    ledger::AttemptEnd::kVerified};
+      IG_ASSIGN_OR_RETURN(ledger::Micros price, ledger::ChargeFor(price_per_hour, ledger::BilledRunMs(
+                                                                    attempt.started_at_ms(), attempt.finished_at_ms())));
+      ledger::ChargeRequest request{requester, job.id(), provider, attempt.id(), price, escrow_left, end};
       request.verification = verified;
       request.slashed_left = slashed_left;
       request.fees_left = fees_left;

@@ -2,6 +2,7 @@
 // table and the event counters; metrics/exposition.h prints it.
 #include <map>
 
+#include "capacity/node_capacity.h"
 #include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
 #include "metrics/exposition.h"
@@ -102,8 +103,7 @@ Result<std::string> Coordinator::Metrics() {
     memory.samples.push_back({with(node, "allocatable"), static_cast<double>(n.advertisement().allocatable_memory_bytes())});
     memory.samples.push_back({with(node, "allocated"), static_cast<double>(n.memory_allocated())});
     for (const auto& g : n.gpus()) {
-      const uint64_t usable = g.memory_total_bytes() > g.reserved_memory_bytes()
-                                  ? g.memory_total_bytes() - g.reserved_memory_bytes() : 0;
+      const uint64_t usable = capacity::UsableVram(g.memory_total_bytes(), g.reserved_memory_bytes());
       const uint64_t held = usable > g.allocatable_memory_bytes() ? usable - g.allocatable_memory_bytes() : 0;
       metrics::Labels device = {{"node", n.id()}, {"gpu", g.uuid()}};
       vram.samples.push_back({with(device, "allocatable"), static_cast<double>(usable)});

@@ -9,10 +9,11 @@
 #include <map>
 #include <string_view>
 
+#include "capacity/node_capacity.h"
 #include "common/random.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/cost_cap.h"
-#include "coordinator/data_class.h"
+#include "sched/cost_cap.h"
+#include "sched/data_class.h"
 #include "jobs/attempt_events.h"
 #include "manifest/items.h"
 #include "jobs/lease.h"
@@ -83,6 +84,70 @@ sched::AccountState AccountStateOf(const std::vector<store::ActiveAttempt>& acti
   return out;
 }
 
+// What each account at a running-task limit may still start this pass: its
+// limit less its active attempts. Accounts without a limit are not listed.
+std::map<std::string, int64_t> RunningRoom(const std::map<std::string, int64_t>& limits,
+                                           const std::vector<store::ActiveAttempt>& active) {
+  std::map<std::string, int64_t> room(limits.begin(), limits.end());
+  for (const auto& a : active) {
+    if (auto r = room.find(a.account); r != room.end()) --r->second;
+  }
+  return room;
+}
+
+// Takes one slot of `account`'s room; false when it has none left.
+bool TakeRoom(std::map<std::string, int64_t>& room, const std::string& account) {
+  auto r = room.find(account);
+  if (r == room.end()) return true;
+  if (r->second <= 0) return false;
+  --r->second;
+  return true;
+}
+
+// What a capped task's attempts spent so far, and how many it made; the job
+// is read once per pass into `capped`. NotFound-like errors leave it unread.
+Result<std::pair<double, int>> SpentOf(store::Store& store, const store::QueuedTask& q,
+                                       std::map<std::string, v1::Job>& capped, int64_t now) {
+  auto it = capped.find(q.job_id);
+  if (it == capped.end()) {
+    IG_ASSIGN_OR_RETURN(v1::Job job, store.GetJob(q.job_id));
+    it = capped.emplace(q.job_id, std::move(job)).first;
+  }
+  if (q.index >= static_cast<uint32_t>(it->second.tasks_size())) return std::pair<double, int>{0, 0};
+  v1::Task* task = it->second.mutable_tasks(static_cast<int>(q.index));
+  return std::pair<double, int>{jobs::FillCosts(task, now), task->attempts_size()};
+}
+
+std::vector<store::NewAttempt> AttemptsOf(const sched::Plan& plan, int64_t now) {
+  std::vector<store::NewAttempt> attempts;
+  for (const auto& p : plan.placements) {
+    store::NewAttempt a{NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids};
+    a.placement.set_policy(p.policy);
+    a.placement.set_pricing_rule(p.pricing_rule);
+    a.placement.set_ask_per_gpu_hour(p.ask_per_gpu_hour);
+    a.placement.set_bid_per_gpu_hour(p.bid_per_gpu_hour);
+    a.placement.set_price_per_hour(p.price_per_hour);
+    a.placement.set_estimated_cost(p.estimated_cost);
+    a.placement.set_gpu_milli(p.gpu_milli);
+    attempts.push_back(std::move(a));
+  }
+  return attempts;
+}
+
+// Queue waits of the tasks this pass placed. Keyed by what was committed (a
+// pass's few placements), not by the queue it read (up to 5000 tasks): no
+// copy of the queue per pass.
+void CountQueueWaits(EventCounters& counters, const std::vector<store::QueuedTask>& queued,
+                     const std::vector<store::NewAttempt>& committed, int64_t now) {
+  std::map<std::pair<std::string_view, uint32_t>, bool> placed;
+  for (const auto& a : committed) placed[{a.job_id, a.index}] = true;
+  for (const auto& q : queued) {
+    if (placed.count({q.job_id, q.index})) {
+      counters.QueueWait(static_cast<double>(std::max<int64_t>(0, now - q.queued_ms)) / 1000.0);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
@@ -113,7 +178,7 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     v.enforcement = n.info.enforcement();
     v.unschedulable_reason = UnschedulableReasonLocked(n);
     v.region = n.ad.region();
-    v.trust_tier = TrustTierOf(*data_policy_, id, n.measurement, n.ad);
+    v.trust_tier = sched::TrustTierOf(*data_policy_, id, n.measurement, n.ad);
     v.reliability = n.reliability.score;
     v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
     v.cached_inputs.insert(n.ad.cached_inputs().begin(),
@@ -158,7 +223,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   // One GPU with a VRAM amount is a slice of a device others may share,
   // unless the job's data class forbids co-tenancy (then a whole device with
   // at least that much VRAM).
-  t.vram_slice = spec.resources().gpus() == 1 && spec.resources().gpu_memory_bytes() > 0 && !spec.exclusive_gpu();
+  t.vram_slice = capacity::IsVramSlice(spec.resources(), spec.exclusive_gpu());
   t.co_tenancy_allowed = !spec.exclusive_gpu();
   t.policy = spec.policy();
   const auto& c = spec.constraints();
@@ -174,11 +239,58 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
   // The cap covers all of a task's attempts: the next one may use what is left.
-  t.max_cost = BudgetLeft(spec.max_cost(), spent);
+  t.max_cost = sched::BudgetLeft(spec.max_cost(), spent);
   t.run_timeout_seconds = spec.run_timeout_seconds();
   t.verified = jobs::VerifiedJob(spec);
-  ApplyDataClass(DataClassOf(data, spec), &t);
+  sched::ApplyDataClass(sched::DataClassOf(data, spec), &t);
   return t;
+}
+
+Coordinator::DispatchInput Coordinator::DispatchTasks(const std::vector<store::QueuedTask>& queued,
+                                                      const std::vector<store::ActiveAttempt>& active,
+                                                      const sched::DataPolicy& data,
+                                                      const std::map<std::string, int64_t>& running_limits,
+                                                      int64_t now) {
+  DispatchInput in;
+  // An account at its running-task quota places nothing more this round.
+  std::map<std::string, int64_t> room = RunningRoom(running_limits, active);
+  for (const auto& q : queued) {
+    if (!TakeRoom(room, q.account)) continue;
+    double spent = 0;
+    if (q.spec.max_cost() > 0) {
+      Result<std::pair<double, int>> so_far = SpentOf(*store_, q, in.capped, now);
+      if (!so_far.ok()) continue;
+      spent = so_far->first;
+      if (std::string msg = sched::CapSpentReason(spent, q.spec.max_cost(), so_far->second); !msg.empty()) {
+        if (Status st = store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+          // The task stays queued; the next pass finds it over its cap again.
+          spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
+        }
+        Notify();
+        continue;
+      }
+    }
+    if (spent > 0) in.spending.emplace_back(in.tasks.size(), spent);
+    in.tasks.push_back(TaskViewOf(q, spent, data));
+  }
+  return in;
+}
+
+void Coordinator::FailPricedOut(const DispatchInput& in, const sched::Plan& plan, int64_t now) {
+  // A task whose earlier attempts spent part of its cap and whose remaining
+  // budget no feasible offer fits stops here, with its own failure class,
+  // rather than waiting out its queue timeout. The plan says why it waits.
+  for (const auto& [i, spent] : in.spending) {
+    const sched::TaskView& t = in.tasks[i];
+    auto why = plan.waiting.find(sched::TaskKey(t.job_id, t.index));
+    if (why == plan.waiting.end()) continue;
+    std::string msg = sched::PricedOutReason(why->second, spent, in.capped.at(t.job_id).spec().max_cost());
+    if (msg.empty()) continue;
+    if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+      spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
+    }
+    Notify();
+  }
 }
 
 void Coordinator::DispatchOnce() {
@@ -199,83 +311,20 @@ void Coordinator::DispatchOnce() {
     views = NodeViewsLocked(*active);
     data = data_policy_;
   }
-  std::vector<sched::TaskView> tasks;
-  std::map<std::string, v1::Job> capped;  // jobs with a cost cap, for what their tasks spent
-  std::vector<std::pair<size_t, double>> spending;  // tasks (index in `tasks`) that spent part of their cap
   const AccountTerms terms = CurrentAccountTerms();
-  // An account at its running-task quota places nothing more this round.
-  std::map<std::string, int64_t> room;
-  for (const auto& [account, limit] : terms.running_limits) room[account] = limit;
-  for (const auto& a : *active) {
-    if (room.count(a.account)) --room[a.account];
-  }
-  for (const auto& q : *queued) {
-    if (auto r = room.find(q.account); r != room.end()) {
-      if (r->second <= 0) continue;
-      --r->second;
-    }
-    double spent = 0;
-    if (q.spec.max_cost() > 0) {
-      auto it = capped.find(q.job_id);
-      if (it == capped.end()) {
-        auto job = store_->GetJob(q.job_id);
-        if (!job.ok()) continue;
-        it = capped.emplace(q.job_id, std::move(*job)).first;
-      }
-      if (q.index < static_cast<uint32_t>(it->second.tasks_size())) {
-        spent = jobs::FillCosts(it->second.mutable_tasks(static_cast<int>(q.index)), now);
-      }
-      const int attempts =
-          q.index < static_cast<uint32_t>(it->second.tasks_size()) ? it->second.tasks(static_cast<int>(q.index)).attempts_size() : 0;
-      if (std::string msg = CapSpentReason(spent, q.spec.max_cost(), attempts); !msg.empty()) {
-        if (Status st = store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
-          // The task stays queued; the next pass finds it over its cap again.
-          spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
-        }
-        Notify();
-        continue;
-      }
-    }
-    if (spent > 0) spending.emplace_back(tasks.size(), spent);
-    tasks.push_back(TaskViewOf(q, spent, *data));
-  }
-  std::vector<sched::NodeView> snapshot;
-  if (!spending.empty()) snapshot = views;
-  const auto placed_classes = NonPublicClasses(tasks, views);
+  DispatchInput in = DispatchTasks(*queued, *active, *data, terms.running_limits, now);
+  const auto placed_classes = NonPublicClasses(in.tasks, views);
   sched::AccountState accounts = AccountStateOf(*active, terms.weights);
   accounts.standing = StandingStateOf(*queued, *active);
-  sched::Plan plan = scheduler_->Schedule(std::move(views), tasks, accounts);
+  sched::Plan plan = scheduler_->Schedule(std::move(views), in.tasks, accounts);
   {
     MutexLock lock(&mu_);
-    waiting_ = plan.waiting;
+    waiting_.clear();
+    for (const auto& [key, why] : plan.waiting) waiting_.emplace(key, why.summary);
   }
-  // A task whose earlier attempts spent part of its cap and whose remaining
-  // budget no feasible offer fits stops here, with its own failure class,
-  // rather than waiting out its queue timeout.
-  for (const auto& [i, spent] : spending) {
-    const sched::TaskView& t = tasks[i];
-    if (!plan.waiting.count(sched::TaskKey(t.job_id, t.index))) continue;
-    const double max_cost = capped.at(t.job_id).spec().max_cost();
-    std::string msg = PricedOutReason(sched::Explain(snapshot, t, options_.policies, 1), spent, max_cost);
-    if (msg.empty()) continue;
-    if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
-      spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
-    }
-    Notify();
-  }
+  FailPricedOut(in, plan, now);
   if (plan.placements.empty()) return;
-  std::vector<store::NewAttempt> attempts;
-  for (const auto& p : plan.placements) {
-    store::NewAttempt a{NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids};
-    a.placement.set_policy(p.policy);
-    a.placement.set_pricing_rule(p.pricing_rule);
-    a.placement.set_ask_per_gpu_hour(p.ask_per_gpu_hour);
-    a.placement.set_bid_per_gpu_hour(p.bid_per_gpu_hour);
-    a.placement.set_price_per_hour(p.price_per_hour);
-    a.placement.set_estimated_cost(p.estimated_cost);
-    a.placement.set_gpu_milli(p.gpu_milli);
-    attempts.push_back(std::move(a));
-  }
+  std::vector<store::NewAttempt> attempts = AttemptsOf(plan, now);
   const auto planned = std::chrono::steady_clock::now();
   auto committed = store_->CommitAssignments(attempts);
   if (!committed.ok()) {
@@ -285,17 +334,7 @@ void Coordinator::DispatchOnce() {
   RecordClearingPrices(*committed, now);
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
   counters_.Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
-  {
-    // Keyed by what was committed (a pass's few placements), not by the
-    // queue it read (up to 5000 tasks): no copy of the queue per pass.
-    std::map<std::pair<std::string_view, uint32_t>, bool> placed;
-    for (const auto& a : *committed) placed[{a.job_id, a.index}] = true;
-    for (const auto& q : *queued) {
-      if (placed.count({q.job_id, q.index})) {
-        counters_.QueueWait(static_cast<double>(std::max<int64_t>(0, now - q.queued_ms)) / 1000.0);
-      }
-    }
-  }
+  CountQueueWaits(counters_, *queued, *committed, now);
   // The store's guard refused placements another coordinator (or a change
   // since the snapshot) made stale: re-plan at once from a fresh snapshot, a
   // bounded number of times in a row, then at the normal pace.

@@ -31,12 +31,12 @@ Status Coordinator::CheckReceiptStatement(const std::string& node_id, const v1::
                                   node->first});
 }
 
-void Coordinator::IssueReceipt(const std::string& node_id, const std::string& job_id,
+void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job,
                                const v1::ReportAttemptRequest& report) {
   if (!options_.receipt_key) return;
+  const std::string& job_id = job.id();
   Status issued = [&]() -> Status {
     IG_ASSIGN_OR_RETURN(auto node, NodeKeyAndProvider(node_id));
-    IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
     const v1::ReceiptStatement& s = report.receipt_statement();
     for (const auto& task : job.tasks()) {
       for (const auto& attempt : task.attempts()) {

@@ -1,80 +1,20 @@
-// Workflows (docs/workflows.md): the coordinator's shell around
-// workflow/plan.h. It reads a workflow and its steps' jobs from the store,
-// asks PlanAdvance what happens next, and carries the plan out: a ready
-// step first looks for an earlier run with its cache key (reused, not run),
-// else claims a job id on its row (a compare-and-set: a restarted or a
-// second coordinator never submits the step twice) and submits the job
-// through SubmitJob's own checks under that id. Every pass can be repeated:
-// a crash between claim and submit is finished by the next pass, which
-// submits under the claimed id (an id already stored is AlreadyExists).
-#include <spdlog/spdlog.h>
-
-#include "common/random.h"
-#include "manifest/workflow.h"
+// The jobs side of workflows (workflow_service.h): a step's job gets exactly
+// the checks and the submit a requester's own job gets.
 #include "coordinator/coordinator.h"
-#include "workflow/plan.h"
+#include "manifest/image_ref.h"
 
 namespace idlegrid::coordinator {
-namespace {
 
-// Submissions that may work later (quota, a store or registry hiccup): the
-// step keeps its claim and the next pass tries again. Anything else fails it.
-bool Transient(const Status& st) {
-  return st.code() == Code::kResourceExhausted || st.code() == Code::kUnavailable || st.code() == Code::kInternal;
+Status Coordinator::CheckJob(const v1::JobSpec& spec, const std::string& account) {
+  return PrepareJob(spec, account).status();
 }
 
-bool UnresolvedRegistryTag(const std::string& image) {
-  Result<manifest::ImageRef> ref = manifest::ParseImageRef(image);
-  return ref.ok() && ref->from_registry() && ref->digest.empty();
+Status Coordinator::SubmitJobAs(const v1::JobSpec& spec, const std::string& job_id, const std::string& account) {
+  IG_ASSIGN_OR_RETURN(PreparedJob prepared, PrepareJob(spec, account));
+  return StoreJob(prepared, job_id, account).status();
 }
 
-}  // namespace
-
-Result<v1::Workflow> Coordinator::SubmitWorkflow(const v1::SubmitWorkflowRequest& request,
-                                                 const std::string& account) {
-  v1::WorkflowSpec spec = request.spec();
-  manifest::ApplyWorkflowDefaults(&spec);
-  for (v1::WorkflowStepSpec& step : *spec.mutable_steps()) {
-    v1::JobSpec* job = step.mutable_job();
-    if (job->retention_seconds() == 0) job->set_retention_seconds(options_.default_retention_seconds);
-  }
-  IG_RETURN_IF_ERROR(manifest::ValidateWorkflowSpec(spec));
-  // Each step's job gets every check a submitted job gets, now, so a
-  // workflow that could never finish is refused before anything runs.
-  for (const v1::WorkflowStepSpec& step : spec.steps()) {
-    Result<PreparedJob> prepared = PrepareJob(step.job(), account);
-    if (!prepared.ok()) return prepared.status().WithContext("step " + step.name());
-  }
-  const std::string id = NewId("w");
-  IG_RETURN_IF_ERROR(store_->CreateWorkflow(id, spec, account, clock_->NowMs()));
-  spdlog::info("workflow {} submitted by {}: {} step(s) of {}", id, account, spec.steps_size(), spec.name());
-  if (Status st = AdvanceWorkflow(id); !st.ok()) {
-    spdlog::warn("workflow {}: {} (the loop tries again)", id, st.ToString());
-  }
-  return GetWorkflow(id);
-}
-
-Result<v1::Workflow> Coordinator::GetWorkflow(const std::string& workflow_id) {
-  return store_->GetWorkflow(workflow_id);
-}
-
-Result<v1::ListWorkflowsResponse> Coordinator::ListWorkflows(const std::string& account) {
-  IG_ASSIGN_OR_RETURN(auto all, store_->ListWorkflows(account));
-  v1::ListWorkflowsResponse out;
-  for (auto& wf : all) *out.add_workflows() = std::move(wf);
-  return out;
-}
-
-Result<v1::Workflow> Coordinator::CancelWorkflow(const std::string& workflow_id) {
-  IG_ASSIGN_OR_RETURN(v1::Workflow wf, store_->GetWorkflow(workflow_id));
-  store::WorkflowWrite cancel{workflow_id, workflow::kCancelled, false, {}};
-  IG_ASSIGN_OR_RETURN(bool written, store_->UpdateWorkflow(cancel, clock_->NowMs()));
-  if (written) {
-    spdlog::info("workflow {} cancelled", workflow_id);
-    IG_RETURN_IF_ERROR(AdvanceWorkflow(workflow_id));
-  }
-  return GetWorkflow(workflow_id);
-}
+Status Coordinator::CancelStepJob(const std::string& job_id) { return CancelJob(job_id).status(); }
 
 v1::JobSpec Coordinator::PinStepImage(v1::JobSpec spec) {
   // A registry image named by tag is keyed by the digest the tag names now,
@@ -88,110 +28,6 @@ v1::JobSpec Coordinator::PinStepImage(v1::JobSpec spec) {
   // The submit pins it again, by digest; the tag's record is not kept.
   pinned.clear_registry_image();
   return pinned;
-}
-
-Status Coordinator::SubmitStep(const v1::Workflow& wf, const std::string& step, const std::string& job_id,
-                               const v1::JobSpec& spec) {
-  Result<PreparedJob> prepared = PrepareJob(spec, wf.account());
-  Status st = prepared.status();
-  if (prepared.ok()) st = StoreJob(*prepared, job_id, wf.account()).status();
-  if (st.ok() || st.code() == Code::kAlreadyExists) {
-    spdlog::info("workflow {}: step {} runs as job {}", wf.id(), step, job_id);
-    return Status::Ok();
-  }
-  if (Transient(st)) return st;
-  v1::WorkflowStep failed;
-  failed.set_name(step);
-  failed.set_state(workflow::kFailed);
-  failed.set_message("its job was refused: " + st.message());
-  spdlog::warn("workflow {}: step {} refused: {}", wf.id(), step, st.ToString());
-  return store_->UpdateWorkflow({wf.id(), wf.state(), false, {failed}}, clock_->NowMs()).status();
-}
-
-Status Coordinator::AdvanceWorkflow(const std::string& workflow_id) {
-  MutexLock lock(&workflow_mu_);
-  // Each pass that reuses a cached run or fails a step can make the next
-  // step ready at once; a pass that only submits or changes nothing ends it.
-  for (int pass = 0; pass < manifest::kMaxWorkflowSteps + 2; ++pass) {
-    IG_ASSIGN_OR_RETURN(v1::Workflow wf, store_->GetWorkflow(workflow_id));
-    std::map<std::string, v1::Job> jobs;
-    for (const v1::WorkflowStep& row : wf.steps()) {
-      if (row.job_id().empty() || jobs.contains(row.job_id())) continue;
-      Result<v1::Job> job = store_->GetJob(row.job_id());
-      if (job.ok()) {
-        jobs.emplace(row.job_id(), std::move(job).value());
-      } else if (job.status().code() != Code::kNotFound) {
-        return job.status();
-      }
-    }
-    const workflow::Plan plan = workflow::PlanAdvance(wf, jobs);
-    bool settled = true;
-    for (const v1::WorkflowStep& row : plan.steps) settled = settled && workflow::IsDone(row.state());
-    IG_ASSIGN_OR_RETURN(bool written,
-                        store_->UpdateWorkflow({workflow_id, plan.state, settled, plan.steps}, clock_->NowMs()));
-    if (!written) return Status::Ok();  // done before this pass
-    if (settled && plan.state != wf.state()) spdlog::info("workflow {} {}", workflow_id, plan.state);
-    for (const std::string& job_id : plan.cancel_jobs) {
-      if (Result<v1::Job> cancelled = CancelJob(job_id); !cancelled.ok()) {
-        spdlog::warn("workflow {}: cancel of job {}: {}", workflow_id, job_id, cancelled.status().ToString());
-      }
-    }
-    bool again = false;
-    for (const workflow::StepToSubmit& next : plan.submit) {
-      v1::WorkflowStep claim;
-      claim.set_name(next.name);
-      std::string job_id = next.job_id;
-      const v1::JobSpec spec = PinStepImage(next.spec);
-      const std::string cache_key = spec.image() == next.spec.image() ? next.cache_key : workflow::CacheKey(spec);
-      claim.set_cache_key(cache_key);
-      // A registry tag that could not be resolved has no digest to be keyed
-      // by: never reused (its submit says why it cannot run).
-      const bool unresolved_tag = UnresolvedRegistryTag(spec.image());
-      if (job_id.empty()) {
-        std::optional<std::string> earlier;
-        if (!unresolved_tag) {
-          IG_ASSIGN_OR_RETURN(earlier, store_->CachedStepJob(wf.account(), cache_key));
-        }
-        Result<v1::Job> reused = earlier ? store_->GetJob(*earlier) : Result<v1::Job>(Status::NotFound(""));
-        if (reused.ok() && reused->state() == v1::SUCCEEDED) {
-          claim.set_job_id(*earlier);
-          claim.set_cached(true);
-          claim.set_state(workflow::kSucceeded);
-          claim.set_message("reused job " + *earlier + " (same cache key)");
-          IG_RETURN_IF_ERROR(store_->ClaimWorkflowStep(workflow_id, claim).status());
-          spdlog::info("workflow {}: step {} reuses job {}", workflow_id, next.name, *earlier);
-          again = true;
-          continue;
-        }
-        claim.set_job_id(NewId("j"));
-        claim.set_state(workflow::kWaiting);
-        IG_ASSIGN_OR_RETURN(std::string held, store_->ClaimWorkflowStep(workflow_id, claim));
-        if (held != claim.job_id()) continue;  // another pass claimed it first; it submits
-        job_id = held;
-      }
-      if (Status st = SubmitStep(wf, next.name, job_id, spec); !st.ok()) {
-        spdlog::warn("workflow {}: step {}: {} (tried again later)", workflow_id, next.name, st.ToString());
-        continue;
-      }
-      again = true;  // the next pass sees the job (or the step's failure)
-    }
-    if (!again) return Status::Ok();
-  }
-  return Status::Ok();
-}
-
-void Coordinator::AdvanceWorkflows() {
-  const int64_t now = clock_->NowMs();
-  if (now - workflows_swept_ms_ < kWorkflowSweepMs) return;
-  workflows_swept_ms_ = now;
-  auto ids = store_->UnsettledWorkflows(1000);
-  if (!ids.ok()) {
-    spdlog::warn("workflows: {}", ids.status().ToString());
-    return;
-  }
-  for (const std::string& id : *ids) {
-    if (Status st = AdvanceWorkflow(id); !st.ok()) spdlog::warn("workflow {}: {}", id, st.ToString());
-  }
 }
 
 }  // namespace idlegrid::coordinator

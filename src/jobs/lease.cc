@@ -5,6 +5,7 @@
 
 #include "common/digest.h"
 #include "jobs/task_state.h"
+#include "ledger/plans.h"
 
 namespace idlegrid::jobs {
 
@@ -83,10 +84,9 @@ int64_t WorkLostMs(const v1::Attempt& a) {
 }
 
 double AttemptCost(const v1::Attempt& a, int64_t now_ms) {
-  if (a.started_at_ms() == 0 || a.placement().price_per_hour() <= 0) return 0;
-  int64_t end = IsTerminal(a.state()) ? a.finished_at_ms() : now_ms;
-  if (end <= a.started_at_ms()) return 0;
-  return a.placement().price_per_hour() * static_cast<double>(end - a.started_at_ms()) / 3.6e6;
+  if (a.placement().price_per_hour() <= 0) return 0;
+  const int64_t run_ms = ledger::BilledRunMs(a.started_at_ms(), IsTerminal(a.state()) ? a.finished_at_ms() : now_ms);
+  return a.placement().price_per_hour() * static_cast<double>(run_ms) / 3.6e6;
 }
 
 double FillCosts(v1::Task* task, int64_t now_ms) {

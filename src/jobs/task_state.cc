@@ -1,5 +1,7 @@
 #include "jobs/task_state.h"
 
+#include "jobs/billing.h"
+
 #include <string>
 
 namespace idlegrid::jobs {
@@ -117,9 +119,6 @@ bool ShouldRetry(FailureReason reason, uint32_t attempts_used, uint32_t retries,
   }
 }
 
-bool IsAcceptedResult(const v1::Attempt& attempt) {
-  if (attempt.state() != v1::SUCCEEDED) return false;
-  return attempt.vote().empty() || attempt.vote() == "agreed" || attempt.vote() == "unverified";
-}
+bool IsAcceptedResult(const v1::Attempt& attempt) { return LedgerEnd(attempt) == ledger::AttemptEnd::kVerified; }
 
 }  // namespace idlegrid::jobs

@@ -106,6 +106,12 @@ Result<Posting> EscrowForJob(const std::string& requester, const std::string& jo
               Escrow(requester, job_id), cost_cap);
 }
 
+int64_t BilledRunMs(int64_t started_at_ms, int64_t finished_at_ms) {
+  return started_at_ms > 0 && finished_at_ms > started_at_ms ? finished_at_ms - started_at_ms : 0;
+}
+
+bool IsCharged(AttemptEnd end) { return end == AttemptEnd::kVerified; }
+
 std::string ChargeKey(const std::string& attempt_id) { return "charge:" + attempt_id; }
 
 Result<Posting> Charge(const ChargeRequest& request) {

@@ -38,6 +38,11 @@ Status ValidatePolicy(const LedgerPolicy& policy);
 // micro per attempt. InvalidArgument for a negative price or run time.
 Result<Micros> ChargeFor(Micros price_per_hour_micro, int64_t run_ms);
 
+// How long a run is billed for: finished - started, floored at 0; 0 for a run
+// that never started. The ledger's charges, receipts (made and verified),
+// cost caps and the costs every surface shows all take it from here.
+int64_t BilledRunMs(int64_t started_at_ms, int64_t finished_at_ms);
+
 // `amount` x ppm / 1e6, rounded down (fees and slash shares; 128-bit).
 Micros PartsPerMillion(Micros amount, int64_t ppm);
 
@@ -63,6 +68,9 @@ enum class AttemptEnd {
   kJobFailure,          // the job's own fault (exit code, timeout): not charged in this version
   kPlatformFailure,     // node lost or failed, cancelled, preempted: never charged
 };
+// Whether an attempt that ended so is charged (only kVerified in this
+// version); jobs::LedgerEnd says how an attempt ended.
+bool IsCharged(AttemptEnd end);
 
 struct ChargeRequest {
   std::string requester;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "capacity/node_capacity.h"
 #include "common/json_writer.h"
 
 namespace idlegrid::metrics {
@@ -41,8 +42,7 @@ LoadSample LoadSampleOf(int64_t at_ms, const v1::ListJobsResponse& jobs, const v
     if (node.state() == "offline") continue;
     for (const auto& g : node.gpus()) {
       ++s.gpus_total;
-      const uint64_t usable =
-          g.memory_total_bytes() > g.reserved_memory_bytes() ? g.memory_total_bytes() - g.reserved_memory_bytes() : 0;
+      const uint64_t usable = capacity::UsableVram(g.memory_total_bytes(), g.reserved_memory_bytes());
       if (g.allocatable_memory_bytes() < usable) ++s.gpus_allocated;
     }
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "capacity/node_capacity.h"
 #include "common/units.h"
 #include "readiness/gpu_kernel.h"
 
@@ -374,8 +375,7 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
   // A job can use only what the driver lets it allocate: a device that
   // hands out far less than it claims (another process holds it, or the
   // claim is false) is not what the node advertised.
-  const uint64_t reserve = std::min(claimed.reserved_memory_bytes(), claimed.memory_total_bytes());
-  const uint64_t promised = claimed.memory_total_bytes() - reserve;
+  const uint64_t promised = capacity::UsableVram(claimed.memory_total_bytes(), claimed.reserved_memory_bytes());
   if (result.allocatable_bytes < promised / 2) {
     return fail("only " + FormatGiB(result.allocatable_bytes) + " of device memory could be allocated; the node offers " +
                 FormatGiB(promised));

@@ -1,5 +1,6 @@
 #include "receipt/assemble.h"
 
+#include "ledger/plans.h"
 #include "receipt/receipt.h"
 
 namespace idlegrid::receipt {
@@ -22,8 +23,8 @@ v1::Receipt AssembleReceipt(const v1::ReceiptStatement& statement, const std::st
   }
   r.set_pricing_rule(recorded.placement().pricing_rule());
   r.set_price_per_hour_micro(MicroFromCredits(recorded.placement().price_per_hour()));
-  const int64_t run_ms = recorded.started_at_ms() > 0 ? recorded.finished_at_ms() - recorded.started_at_ms() : 0;
-  r.set_charge_micro(ChargeMicro(r.price_per_hour_micro(), run_ms));
+  r.set_charge_micro(ChargeMicro(r.price_per_hour_micro(),
+                                 ledger::BilledRunMs(recorded.started_at_ms(), recorded.finished_at_ms())));
   return r;
 }
 

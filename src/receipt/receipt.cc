@@ -142,7 +142,7 @@ Result<std::vector<std::string>> VerifyReceipt(const v1::Receipt& r, std::string
         "countersigned by another key");
   }
   checked.push_back("coordinator countersigned it (state " + r.state() + ", provider " + r.provider() + ")");
-  const int64_t run_ms = r.started_at_ms() > 0 ? r.finished_at_ms() - r.started_at_ms() : 0;
+  const int64_t run_ms = ledger::BilledRunMs(r.started_at_ms(), r.finished_at_ms());
   const int64_t charge = ChargeMicro(r.price_per_hour_micro(), run_ms);
   if (r.charge_micro() != charge) {
     return Status::PermissionDenied("charge " + std::to_string(r.charge_micro()) + " micro-credits is not " +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <optional>
 
 #include "sched/evaluate.h"
 #include "sched/fair_share.h"
@@ -45,7 +46,7 @@ struct Shape {
   std::vector<uint8_t> ok;
   std::vector<DeviceMask> eligible;
   std::vector<Entry> heap;
-  std::string waiting;  // summary, once computed
+  std::optional<WaitReason> waiting;  // once computed
   // The standing cap: the feasible nodes of accounts proven for the shape's
   // image, once listed; and, once a task had to be held to them, their own
   // heap, kept current beside `heap`, so a held task does not pass over
@@ -249,11 +250,17 @@ Placement MakePlacement(const Snapshot& snap, const Shape& s, const TaskView& ta
   return p;
 }
 
-std::string WaitingSummary(const Snapshot& snap, const Shape& s, const Workload& workload) {
+WaitReason WaitingSummary(const Snapshot& snap, const Shape& s, const Workload& workload) {
   std::vector<FilterTally> tallies;
   std::vector<std::pair<uint32_t, Ranking>> feasible;
   TallyNodes(snap, s.demand, *s.policy, workload, &tallies, &feasible);
-  return Summarize(static_cast<uint32_t>(snap.nodes.size()), static_cast<uint32_t>(feasible.size()), "", tallies);
+  WaitReason why;
+  why.feasible_nodes = static_cast<uint32_t>(feasible.size());
+  why.summary = Summarize(static_cast<uint32_t>(snap.nodes.size()), why.feasible_nodes, "", tallies);
+  for (const FilterTally& t : tallies) {
+    if (t.nodes > 0) why.filtered_by.insert(t.stage);
+  }
+  return why;
 }
 
 Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
@@ -270,7 +277,7 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
   for (size_t t = 0; t < tasks.size(); ++t) {
     const CompiledPolicy* policy = Find(tasks[t]);
     if (policy == nullptr) {
-      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = UnknownPolicy(tasks[t].policy, options_.config);
+      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)].summary = UnknownPolicy(tasks[t].policy, options_.config);
       continue;
     }
     Demand d = MakeDemand(tasks[t], *policy->policy, snap);
@@ -346,15 +353,15 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
     own.demand = s.demand;
     own.demand.task = &tasks[t];
     own.policy = s.policy;
-    std::string summary;
+    WaitReason why;
     if (!tasks[t].excluded_nodes.empty()) {
-      summary = WaitingSummary(snap, own, run.workload());
+      why = WaitingSummary(snap, own, run.workload());
     } else {
-      if (s.waiting.empty()) s.waiting = WaitingSummary(snap, own, run.workload());
-      summary = s.waiting;
+      if (!s.waiting) s.waiting = WaitingSummary(snap, own, run.workload());
+      why = *s.waiting;
     }
-    if (capped[t]) summary = standing.WaitingReason() + "; " + summary;
-    plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = summary;
+    if (capped[t]) why.summary = standing.WaitingReason() + "; " + why.summary;
+    plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = std::move(why);
   }
   return plan;
 }

@@ -12,7 +12,7 @@
 //   2. plan = scheduler->Schedule(nodes, tasks); commit plan.placements in one
 //      transaction, re-checking each with ApplyPlacement against fresh state;
 //      store each Placement's pricing_rule / ask / bid / price with its
-//      attempt; show plan.waiting[TaskKey] to users.
+//      attempt; show plan.waiting[TaskKey].summary to users.
 //   3. `status --explain`: Explain(nodes, task, config); `idlegrid market`:
 //      market::OrderBook(MarketOffers(nodes)).
 #include <memory>
@@ -36,7 +36,7 @@ struct PipelineOptions {
 // when there is one account, in the order given), each on the best-ranked
 // feasible node, holding its capacity before the next. A task naming an
 // unknown policy waits with that reason. plan.waiting holds Explain's summary
-// for each task not placed. Never holds more than a node's or device's free
+// and facts (WaitReason) for each task not placed. Never holds more than a node's or device's free
 // capacity.
 std::unique_ptr<Scheduler> NewPipelineScheduler(PipelineOptions options = {});
 

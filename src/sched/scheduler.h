@@ -133,10 +133,19 @@ struct Placement {
   double estimated_cost = 0;       // price_per_hour x run-time bound (0 if unbounded)
 };
 
+// Why a task was not placed this round, as the nodes stand after the plan:
+// the words users see and the facts the dispatcher acts on (a capped task
+// priced out of every node), so nothing has to explain the task again.
+struct WaitReason {
+  std::string summary;  // "2 nodes: 1 offline, 1 insufficient memory"
+  uint32_t feasible_nodes = 0;
+  std::set<std::string> filtered_by;  // the stages that removed at least one node
+  bool operator==(const WaitReason&) const = default;
+};
+
 struct Plan {
   std::vector<Placement> placements;
-  // job_id/index -> why it could not be placed this round ("2 nodes: 1 offline, 1 insufficient memory")
-  std::map<std::string, std::string> waiting;
+  std::map<std::string, WaitReason> waiting;  // job_id/index -> why it waits
 };
 
 // The three resources fair share weighs between accounts.

@@ -284,7 +284,7 @@ class Store {
   // The capacity guard re-checks, in the transaction and in batch order,
   // against the sum of the node's active (ASSIGNED/RUNNING) attempts plus
   // those admitted before in the batch, by the capacity ledger's rule
-  // (store/capacity_guard.h, capacity/ledger.h): cpu <= info.cpu_cores -
+  // (capacity/batch_admission.h, capacity/ledger.h): cpu <= info.cpu_cores -
   // advertisement.policy.reserved_cpu; memory <= info.memory_bytes; per named
   // GPU device, a device held whole (gpu_milli 1000, or 0 with gpu_memory 0;
   // whatever gpu_memory it names) has no other tenant before or after, compute

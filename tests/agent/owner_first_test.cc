@@ -158,5 +158,29 @@ TEST(GpuOwnerHoldTest, TheAdvertisementCarriesTheHolds) {
             "p.yaml:1:12: lendGpus: \"first\" is neither a GPU index (0, 1, ...) nor a UUID (GPU-...)");
 }
 
+// What the advertisement says is left is the coordinator's own rule
+// (capacity/ledger.h): a device held whole has nothing left, a VRAM slice
+// leaves the rest less the owner's reserve, and cores and memory are what
+// the holds leave of what the node offers.
+TEST(AdvertisementCapacityTest, WhatIsLeftAfterTheHoldsByTheLedgersRule) {
+  AdvertiserInputs in;
+  in.capacity.set_cpu_cores(8);
+  in.capacity.set_memory_bytes(32ull << 30);
+  in.owner.policy.set_reserved_cpu(2);
+  in.owner.policy.set_reserved_gpu_memory_bytes(4ull << 30);
+  *in.inventory.mutable_gpus()->add_devices() = Device(0, "GPU-aaa");
+  *in.inventory.mutable_gpus()->add_devices() = Device(1, "GPU-bbb");
+  in.holds.push_back({1.5, 4ull << 30, 2ull << 30, 1000, {"GPU-aaa"}});  // whole, naming 2 GiB
+  in.holds.push_back({0.5, 1ull << 30, 6ull << 30, 0, {"GPU-bbb"}});     // a 6 GiB slice
+  v1::Advertisement ad = BuildAdvertisement(in);
+  EXPECT_DOUBLE_EQ(ad.allocatable_cpu(), 4);
+  EXPECT_EQ(ad.allocatable_memory_bytes(), 27ull << 30);
+  ASSERT_EQ(ad.inventory().gpus().devices_size(), 2);
+  EXPECT_EQ(ad.inventory().gpus().devices(0).allocatable_memory_bytes(), 0u) << "held whole";
+  EXPECT_EQ(ad.inventory().gpus().devices(0).reserved_memory_bytes(), 4ull << 30);
+  EXPECT_EQ(ad.inventory().gpus().devices(1).allocatable_memory_bytes(), 14ull << 30) << "24 - 4 reserve - 6";
+  EXPECT_FALSE(ad.inventory().gpus().devices(1).measured()) << "only the coordinator may call a figure measured";
+}
+
 }  // namespace
 }  // namespace idlegrid::agent

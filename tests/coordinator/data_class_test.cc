@@ -2,14 +2,14 @@
 // data class named in `status --explain`, on a fleet of measured but
 // unassigned nodes, and runs once the data policy assigns a node tier 2; the
 // placement is logged as metadata only. Driven through the public API on a
-// manual clock; the pure rules of coordinator/data_class.h first.
+// manual clock; the pure rules of sched/data_class.h first.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 
-#include "coordinator/data_class.h"
+#include "sched/data_class.h"
 #include "coordinator/pipeline_support.h"
 
 namespace idlegrid::coordinator::testing {
@@ -28,11 +28,11 @@ TEST(DataClassRulesTest, ANodesTierNeedsMeasurementAndRealGpus) {
   policy.trusted_nodes["n-a"] = 2;
   v1::Measurement passed;
   passed.set_passed(true);
-  EXPECT_EQ(TrustTierOf(policy, "n-b", passed, AdOf(1)), 1);
-  EXPECT_EQ(TrustTierOf(policy, "n-a", passed, AdOf(1)), 2);
-  EXPECT_EQ(TrustTierOf(policy, "n-a", passed, AdWithGpu(false)), 2);
-  EXPECT_EQ(TrustTierOf(policy, "n-a", passed, AdWithGpu(true)), 0);
-  EXPECT_EQ(TrustTierOf(policy, "n-a", v1::Measurement(), AdOf(1)), 0);
+  EXPECT_EQ(sched::TrustTierOf(policy, "n-b", passed, AdOf(1)), 1);
+  EXPECT_EQ(sched::TrustTierOf(policy, "n-a", passed, AdOf(1)), 2);
+  EXPECT_EQ(sched::TrustTierOf(policy, "n-a", passed, AdWithGpu(false)), 2);
+  EXPECT_EQ(sched::TrustTierOf(policy, "n-a", passed, AdWithGpu(true)), 0);
+  EXPECT_EQ(sched::TrustTierOf(policy, "n-a", v1::Measurement(), AdOf(1)), 0);
 }
 
 TEST(DataClassRulesTest, ReadinessBenchmarksHaveNoClass) {
@@ -40,18 +40,18 @@ TEST(DataClassRulesTest, ReadinessBenchmarksHaveNoClass) {
   policy.default_class = "regulated";
   v1::JobSpec spec = CpuJob("bench");
   spec.set_readiness(true);
-  EXPECT_EQ(DataClassOf(policy, spec).name, "");
+  EXPECT_EQ(sched::DataClassOf(policy, spec).name, "");
   spec.set_readiness(false);
-  EXPECT_EQ(DataClassOf(policy, spec).name, "regulated");
+  EXPECT_EQ(sched::DataClassOf(policy, spec).name, "regulated");
 }
 
 TEST(DataClassRulesTest, AnExclusiveClassTurnsAVramSliceIntoAWholeGpu) {
   sched::TaskView task;
   task.vram_slice = true;
-  ApplyDataClass(sched::RuleFor(sched::DataPolicy{}, "public"), &task);
+  sched::ApplyDataClass(sched::RuleFor(sched::DataPolicy{}, "public"), &task);
   EXPECT_TRUE(task.vram_slice);
   EXPECT_TRUE(task.co_tenancy_allowed);
-  ApplyDataClass(sched::RuleFor(sched::DataPolicy{}, "private"), &task);
+  sched::ApplyDataClass(sched::RuleFor(sched::DataPolicy{}, "private"), &task);
   EXPECT_FALSE(task.vram_slice);
   EXPECT_FALSE(task.co_tenancy_allowed);
   EXPECT_EQ(task.data_class.name, "private");

@@ -165,8 +165,9 @@ TEST_F(HostileJobs, FloodsBombsDaemonsAndOddOutputsEndContainedAndTheNodeStaysCl
 
   // A fork bomb stops at the pids cap.
   const v1::Job f = Finished(fork);
-  const std::map<std::string, std::string> forks = ProbeReport(Logs(fork));
-  ASSERT_TRUE(forks.count("forks")) << f.DebugString();
+  const std::string fork_logs = Logs(fork);
+  const std::map<std::string, std::string> forks = ProbeReport(fork_logs);
+  ASSERT_TRUE(forks.count("forks")) << "logs:\n" << fork_logs << "\njob:\n" << f.DebugString();
   EXPECT_LE(std::stoi(forks.at("forks")), 64);
 
   // A memory bomb cannot take more than its 256Mi.

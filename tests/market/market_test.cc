@@ -223,9 +223,9 @@ TEST(MarketSchedulingTest, BidBelowEveryAskWaitsAndExplainSaysSo) {
   task.max_price_per_gpu_hour = 0.25;
   sched::Plan plan = sched::NewPipelineScheduler()->Schedule(ThreeOffers(), {task});
   EXPECT_TRUE(plan.placements.empty());
-  EXPECT_EQ(plan.waiting["j/0"], "3 nodes: 3 over max price (bid 0.25/GPU-h); waiting");
+  EXPECT_EQ(plan.waiting["j/0"].summary, "3 nodes: 3 over max price (bid 0.25/GPU-h); waiting");
   sched::Explanation e = sched::Explain(ThreeOffers(), task);
-  EXPECT_EQ(e.summary, plan.waiting["j/0"]);
+  EXPECT_EQ(e.summary, plan.waiting["j/0"].summary);
   ASSERT_EQ(e.filtered.size(), 1u);
   EXPECT_EQ(e.filtered[0].stage, "max-price");
   EXPECT_EQ(e.filtered[0].example_detail, "lowest ask here 0.50");  // cheap-small is first by id
@@ -237,7 +237,7 @@ TEST(MarketSchedulingTest, CostCapStopsAJob) {
   task.run_timeout_seconds = 4 * 3600;  // even the 0.50/h T4 would cost 2.00
   sched::Plan plan = sched::NewPipelineScheduler()->Schedule(ThreeOffers(), {task});
   EXPECT_TRUE(plan.placements.empty());
-  EXPECT_EQ(plan.waiting["j/0"], "3 nodes: 3 estimated cost over maxCost 1.00; waiting");
+  EXPECT_EQ(plan.waiting["j/0"].summary, "3 nodes: 3 estimated cost over maxCost 1.00; waiting");
   sched::Explanation e = sched::Explain(ThreeOffers(), task);
   ASSERT_EQ(e.filtered.size(), 1u);
   EXPECT_EQ(e.filtered[0].example_detail, "estimated cost 2.00 (0.50/h x 4.0 h) exceeds maxCost 1.00");

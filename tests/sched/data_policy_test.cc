@@ -228,7 +228,7 @@ TEST(DataClassStagePropertyTest, PlacementsKeepToTheClass) {
         if (!ClassAllows(t.data_class, n)) continue;
         // An allowed node has no free GPU left: the plan took both.
         EXPECT_TRUE(used_devices.count(n.id + "-gpu0") && used_devices.count(n.id + "-gpu1"))
-            << key << " (" << t.data_class.name << ") waits though " << n.id << " allows it: " << why;
+            << key << " (" << t.data_class.name << ") waits though " << n.id << " allows it: " << why.summary;
       }
     }
   }

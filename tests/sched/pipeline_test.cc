@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <random>
 
 #include "sched/pipeline.h"
@@ -34,7 +35,7 @@ TEST(PipelineTest, PlacesOnTheBestRankedNodeAndHoldsIt) {
   EXPECT_EQ(plan.placements[1].node_id, "a");
   EXPECT_EQ(plan.placements[0].gpu_milli, 1000u);
   EXPECT_EQ(plan.placements[0].policy, "balanced");
-  EXPECT_EQ(plan.waiting["j/2"], "2 nodes: 2 no free GPU (need 1); waiting");
+  EXPECT_EQ(plan.waiting["j/2"].summary, "2 nodes: 2 no free GPU (need 1); waiting");
 }
 
 // Two tasks alike in all but their image's signatures are not one shape: a
@@ -49,8 +50,8 @@ TEST(PipelineTest, ASignedAndAnUnsignedTaskOfOneImageArePlacedApart) {
   Plan plan = NewPipelineScheduler()->Schedule({picky}, {unsigned_task, signed_task});
   ASSERT_EQ(plan.placements.size(), 1u);
   EXPECT_EQ(plan.placements[0].job_id, "signed");
-  EXPECT_NE(plan.waiting["unsigned/0"].find("not signed by a key the node's owner trusts"), std::string::npos)
-      << plan.waiting["unsigned/0"];
+  EXPECT_NE(plan.waiting["unsigned/0"].summary.find("not signed by a key the node's owner trusts"), std::string::npos)
+      << plan.waiting["unsigned/0"].summary;
 }
 
 TEST(PipelineTest, SpreadAndPackDisagree) {
@@ -100,8 +101,8 @@ TEST(PipelineTest, SharesFillOneDeviceUpTo1000Milli) {
   ASSERT_EQ(plan.placements.size(), 2u);
   EXPECT_EQ(plan.placements[0].device_uuids, plan.placements[1].device_uuids);
   EXPECT_EQ(plan.placements[1].gpu_milli, 400u);
-  EXPECT_NE(plan.waiting["s/2"].find("insufficient GPU share (need 400 milli)"), std::string::npos)
-      << plan.waiting["s/2"];
+  EXPECT_NE(plan.waiting["s/2"].summary.find("insufficient GPU share (need 400 milli)"), std::string::npos)
+      << plan.waiting["s/2"].summary;
 }
 
 TEST(PipelineTest, VramSlicesNeverExceedAllocatable) {
@@ -117,7 +118,7 @@ TEST(PipelineTest, VramSlicesNeverExceedAllocatable) {
   Plan plan = NewPipelineScheduler()->Schedule({n}, tasks);
   EXPECT_EQ(plan.placements.size(), 2u);
   EXPECT_EQ(plan.placements[0].gpu_memory_bytes, 10 * kGiB);
-  EXPECT_NE(plan.waiting["v/2"].find("insufficient VRAM (need 10 GiB)"), std::string::npos) << plan.waiting["v/2"];
+  EXPECT_NE(plan.waiting["v/2"].summary.find("insufficient VRAM (need 10 GiB)"), std::string::npos) << plan.waiting["v/2"].summary;
 }
 
 TEST(PipelineTest, SharesOnlyWhereTheOwnerAllowsAndNeverNextToAWholeTask) {
@@ -134,7 +135,7 @@ TEST(PipelineTest, SharesOnlyWhereTheOwnerAllowsAndNeverNextToAWholeTask) {
   auto where = NodeOf(plan);
   if (where["w/0"] == "open") {
     EXPECT_EQ(where.count("s/0"), 0u);
-    EXPECT_NE(plan.waiting["s/0"].find("does not allow GPU sharing"), std::string::npos) << plan.waiting["s/0"];
+    EXPECT_NE(plan.waiting["s/0"].summary.find("does not allow GPU sharing"), std::string::npos) << plan.waiting["s/0"].summary;
   } else {
     EXPECT_EQ(where["s/0"], "open");
   }
@@ -159,9 +160,9 @@ TEST(PipelineTest, RegistryImagesGoOnlyWhereTheOwnerAllowsTheirRegistry) {
   EXPECT_EQ(where["pulled/0"], "open");
   EXPECT_EQ(where.count("pushed/0"), 1u);
   EXPECT_EQ(where.count("elsewhere/0"), 0u);
-  EXPECT_NE(plan.waiting["elsewhere/0"].find("registry 127.0.0.1:5001 not in the owner's allowedRegistries"),
+  EXPECT_NE(plan.waiting["elsewhere/0"].summary.find("registry 127.0.0.1:5001 not in the owner's allowedRegistries"),
             std::string::npos)
-      << plan.waiting["elsewhere/0"];
+      << plan.waiting["elsewhere/0"].summary;
 }
 
 TEST(PipelineTest, ApplyPlacementRechecks) {
@@ -321,7 +322,13 @@ TEST(PipelinePropertyTest, RandomFleetsNeverOverAllocateOrPlaceInfeasibly) {
       const TaskView& t = *by_key.at(key);
       Explanation e = Explain(after, t, PolicyConfig{}, 1, seed);
       EXPECT_EQ(e.feasible_nodes, 0u) << key << ": " << e.summary;
-      EXPECT_EQ(why, e.summary) << key;
+      EXPECT_EQ(why.summary, e.summary) << key;
+      EXPECT_EQ(why.feasible_nodes, e.feasible_nodes) << key;
+      std::set<std::string> stages;
+      for (const auto& f : e.filtered) {
+        if (f.nodes > 0) stages.insert(f.stage);
+      }
+      EXPECT_EQ(why.filtered_by, stages) << key << ": the plan's facts are Explain's, after the plan";
     }
   }
 }

@@ -359,7 +359,11 @@ TEST(PipelineStagesTest, Table) {
     // Schedule agrees with Explain, and says the same thing.
     Plan plan = NewPipelineScheduler()->Schedule({node}, {task});
     EXPECT_TRUE(plan.placements.empty());
-    EXPECT_EQ(plan.waiting[TaskKey(task.job_id, task.index)], e.summary);
+    const WaitReason& why = plan.waiting[TaskKey(task.job_id, task.index)];
+    EXPECT_EQ(why.summary, e.summary);
+    // The plan's facts are Explain's too: the dispatcher acts on them without explaining again.
+    EXPECT_EQ(why.feasible_nodes, e.feasible_nodes);
+    EXPECT_EQ(why.filtered_by, std::set<std::string>{e.filtered[0].stage});
   }
 }
 
@@ -376,7 +380,7 @@ TEST(PipelineStagesTest, TenantAndOperatorTasksOfOneShapeAreJudgedApart) {
     Plan plan = NewPipelineScheduler()->Schedule({node}, order);
     ASSERT_EQ(plan.placements.size(), 1u);
     EXPECT_EQ(plan.placements[0].job_id, "operator-job");
-    const std::string why = plan.waiting[TaskKey("tenant-job", 0)];
+    const std::string why = plan.waiting[TaskKey("tenant-job", 0)].summary;
     EXPECT_NE(why.find("the owner accepts no tenant GPU jobs"), std::string::npos) << why;
   }
 }
@@ -450,7 +454,7 @@ TEST(PipelineExplainTest, UnknownPolicyWaits) {
   EXPECT_NE(Explain({PNode("n1")}, task).summary.find("unknown scheduling policy"), std::string::npos);
   Plan plan = NewPipelineScheduler()->Schedule({PNode("n1")}, {task});
   EXPECT_TRUE(plan.placements.empty());
-  EXPECT_NE(plan.waiting["j/0"].find("unknown scheduling policy \"nope\""), std::string::npos);
+  EXPECT_NE(plan.waiting["j/0"].summary.find("unknown scheduling policy \"nope\""), std::string::npos);
 }
 
 }  // namespace

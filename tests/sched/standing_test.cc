@@ -80,9 +80,9 @@ TEST(Standing, UnprovenAccountsHoldAtMostTheirShare) {
   EXPECT_EQ(s.unproven, 2);
   ASSERT_EQ(plan.waiting.size(), 10u);
   for (const auto& [key, why] : plan.waiting) {
-    EXPECT_NE(why.find("held for a proven provider: unproven providers hold 2 of 10 verified tasks"),
+    EXPECT_NE(why.summary.find("held for a proven provider: unproven providers hold 2 of 10 verified tasks"),
               std::string::npos)
-        << key << ": " << why;
+        << key << ": " << why.summary;
   }
 }
 
@@ -93,7 +93,7 @@ TEST(Standing, WorkInFlightCountsAndABusyProvenProviderStillHoldsTheWork) {
   EXPECT_EQ(SplitOf(plan).unproven, 1);
   EXPECT_EQ(plan.placements.size(), 1u);
   ASSERT_EQ(plan.waiting.size(), 1u);
-  EXPECT_NE(plan.waiting.begin()->second.find("held for a proven provider"), std::string::npos);
+  EXPECT_NE(plan.waiting.begin()->second.summary.find("held for a proven provider"), std::string::npos);
 }
 
 TEST(Standing, WithNoProvenAccountNewcomersRunEverything) {
@@ -126,7 +126,7 @@ TEST(Standing, AProvenNodeTooSmallForTheTaskDoesNotHoldIt) {
   for (auto& t : tasks) t.resources.set_cpu(4);
   Plan plan = NewPipelineScheduler()->Schedule(nodes, tasks, Standing(0.02, 100, 50));
   EXPECT_EQ(SplitOf(plan).unproven, 3);
-  EXPECT_TRUE(plan.waiting.empty()) << plan.waiting.begin()->second;
+  EXPECT_TRUE(plan.waiting.empty()) << plan.waiting.begin()->second.summary;
 }
 
 TEST(Standing, UnverifiedWorkAndKnownAnswerChecksAreNotCapped) {
@@ -214,7 +214,7 @@ TEST(StandingProperty, EveryUnprovenPlacementKeepsTheShareInPlanOrder) {
         Placement p;
         p.node_id = id;
         EXPECT_FALSE(ApplyPlacement(&copy, task, p).ok())
-            << "round " << round << ": " << key << " waits (" << why << ") while proven " << id << " has room";
+            << "round " << round << ": " << key << " waits (" << why.summary << ") while proven " << id << " has room";
       }
     }
   }

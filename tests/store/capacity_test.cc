@@ -1,4 +1,4 @@
-// The capacity guard of CommitAssignments (store/capacity_guard.h), on every
+// The capacity guard of CommitAssignments (capacity/batch_admission.h), on every
 // backend: the rules one by one; coordinators planning from stale snapshots
 // at the same time (8 threads on SQLite, 3 processes on PostgreSQL) never
 // grant a slot or a device twice; and a coordinator killed in the middle of

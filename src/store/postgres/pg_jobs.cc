@@ -7,7 +7,7 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "jobs/task_write.h"
-#include "store/capacity_guard.h"
+#include "capacity/batch_admission.h"
 #include "store/postgres/pg_codec.h"
 #include "store/postgres/postgres_store.h"
 
@@ -275,14 +275,14 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
   std::map<std::string, uint64_t> epochs;  // committed attempt -> lease epoch
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     epochs.clear();
-    // The capacity guard (store/capacity_guard.h). Lock the batch's node rows
+    // The batch admission rule (capacity/batch_admission.h). Lock the batch's node rows
     // first, in id order: coordinators committing onto the same node take
     // turns (and never deadlock), so what the sums below read stays true
     // until COMMIT.
     IG_ASSIGN_OR_RETURN(Rows nq, c.Exec("SELECT id, info, advertisement FROM nodes WHERE id = ANY($1::text[]) "
                                         "ORDER BY id FOR UPDATE",
                                         Params().TextArray(node_ids)));
-    CapacityGuard guard;
+    capacity::BatchAdmission admission;
     std::vector<std::string> checked;
     for (int r = 0; r < nq.size(); ++r) {
       v1::NodeInfo info;
@@ -290,7 +290,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       if (!nq.IsNull(r, 1)) info.ParseFromString(nq.Text(r, 1));
       if (!nq.IsNull(r, 2)) ad.ParseFromString(nq.Text(r, 2));
       std::string id = nq.Text(r, 0);
-      if (guard.AddNode(id, info, ad)) checked.push_back(std::move(id));
+      if (admission.AddNode(id, info, ad)) checked.push_back(std::move(id));
     }
     // The batch's tasks that are still queued, locked, skipping any another
     // coordinator holds right now, with their jobs' reservations.
@@ -319,29 +319,31 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       IG_ASSIGN_OR_RETURN(Rows hq, c.Exec("SELECT node_id, cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
                                           "WHERE node_id = ANY($1::text[]) AND state IN ($2, $3)",
                                           Params().TextArray(checked).Int(v1::ASSIGNED).Int(v1::RUNNING)));
-      CapacityHold held;
+      capacity::AttemptHold held;
       for (int r = 0; r < hq.size(); ++r) {
         held.cpu = hq.Double(r, 1);
         held.memory = static_cast<uint64_t>(hq.Int(r, 2));
-        SplitDeviceList(hq.Text(r, 3), &held.devices);
+        capacity::SplitDeviceList(hq.Text(r, 3), &held.devices);
         held.gpu_memory = static_cast<uint64_t>(hq.Int(r, 4));
         held.gpu_milli = static_cast<uint32_t>(hq.Int(r, 5));
-        guard.Hold(hq.Text(r, 0), held);
+        admission.Hold(hq.Text(r, 0), held);
       }
     }
-    // Admit the batch in order while it fits; the rest stays queued.
-    std::vector<std::string> ids, jobs_in, indexes_in, nodes, times, devices, placements, gpu_millis;
-    CapacityHold want;
+    // Admit the batch by the rule; the rest stays queued.
+    std::vector<capacity::BatchCandidate> candidates;
+    candidates.reserve(batch.size());
     for (const NewAttempt* a : batch) {
       auto it = queued.find({a->job_id, a->index});
-      if (it == queued.end()) continue;
-      want.cpu = it->second.cpu;
-      want.memory = it->second.memory;
-      want.gpu_memory = it->second.gpu_memory;
-      want.gpu_milli = a->placement.gpu_milli();
-      want.devices = a->device_uuids;
-      if (!guard.TryHold(a->node_id, want)) continue;
-      queued.erase(it);  // the same task twice in the batch: the first one takes it
+      capacity::BatchCandidate c{a->node_id, a->job_id, a->index, it != queued.end(), {}};
+      if (c.queued) {
+        c.want = {it->second.cpu, it->second.memory, it->second.gpu_memory, a->placement.gpu_milli(),
+                  a->device_uuids};
+      }
+      candidates.push_back(std::move(c));
+    }
+    std::vector<std::string> ids, jobs_in, indexes_in, nodes, times, devices, placements, gpu_millis;
+    for (size_t i : admission.Admit(candidates)) {
+      const NewAttempt* a = batch[i];
       ids.push_back(a->attempt_id);
       jobs_in.push_back(a->job_id);
       indexes_in.push_back(std::to_string(a->index));

@@ -11,7 +11,7 @@
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
 #include "jobs/task_write.h"
-#include "store/capacity_guard.h"
+#include "capacity/batch_admission.h"
 #include "store/codec.h"
 #include "store/retry_budget_sql.h"
 #include "store/sqlite/sqlite_store.h"
@@ -285,11 +285,11 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     }
     return it->second ? &*it->second : nullptr;
   };
-  // The capacity guard (store/capacity_guard.h): each node of the batch is
-  // loaded once, with what its active attempts hold.
-  CapacityGuard guard;
+  // The batch admission rule (capacity/batch_admission.h): each node of the
+  // batch is loaded once, with what its active attempts hold.
+  capacity::BatchAdmission admission;
   std::unordered_set<std::string> loaded;
-  CapacityHold held;
+  capacity::AttemptHold held;
   auto load_node = [&](const std::string& node_id) -> Status {
     if (!loaded.insert(node_id).second) return Status::Ok();
     node_q.Reset().Bind(1, node_id);
@@ -298,61 +298,69 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     v1::Advertisement ad;
     if (!node_q.IsNull(0)) info.ParseFromString(node_q.Blob(0));
     if (!node_q.IsNull(1)) ad.ParseFromString(node_q.Blob(1));
-    if (!guard.AddNode(node_id, info, ad)) return Status::Ok();
+    if (!admission.AddNode(node_id, info, ad)) return Status::Ok();
     held_q.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING}).Bind(3, node_id);
     while (held_q.Step()) {
       held.cpu = held_q.Double(0);
       held.memory = static_cast<uint64_t>(held_q.Int(1));
-      SplitDeviceList(held_q.Text(2), &held.devices);
+      capacity::SplitDeviceList(held_q.Text(2), &held.devices);
       held.gpu_memory = static_cast<uint64_t>(held_q.Int(3));
       held.gpu_milli = static_cast<uint32_t>(held_q.Int(4));
-      guard.Hold(node_id, held);
+      admission.Hold(node_id, held);
     }
     return held_q.status();
   };
 
-  std::vector<NewAttempt> committed;
-  CapacityHold want;
-  std::string devices;
-  for (const auto& a : attempts) {
-    // Only a task that is still queued is assigned (the same task twice in
-    // the batch: the first one that fits takes it).
+  // Read what the rule needs: each task's row and its job's reservation.
+  struct TaskRow {
+    int64_t rowid = 0;
+    int64_t epoch = 0;
+    std::string restored_from;
+    const v1::Resources* res = nullptr;
+  };
+  static const v1::Resources kNone;
+  std::vector<capacity::BatchCandidate> candidates(attempts.size());
+  std::vector<TaskRow> rows(attempts.size());
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const NewAttempt& a = attempts[i];
     task_q.Reset().Bind(1, a.job_id).Bind(2, int64_t{a.index});
     if (!task_q.Step()) {
       IG_RETURN_IF_ERROR(task_q.status());
-      continue;  // no such task
+      continue;  // no such task: not queued
     }
-    if (task_q.Int(1) != v1::QUEUED) continue;
-    const int64_t rowid = task_q.Int(0);
-    const int64_t epoch = task_q.Int(2) + 1;
-    std::string restored_from = task_q.Text(3);
+    candidates[i].queued = task_q.Int(1) == v1::QUEUED;
+    rows[i] = {task_q.Int(0), task_q.Int(2) + 1, task_q.Text(3), nullptr};
     task_q.Reset();
     IG_ASSIGN_OR_RETURN(const v1::Resources* res, reservation(a.job_id));
-    v1::Resources none;
-    if (res == nullptr) res = &none;
+    rows[i].res = res == nullptr ? &kNone : res;
     IG_RETURN_IF_ERROR(load_node(a.node_id));
-    want.cpu = res->cpu();
-    want.memory = res->memory_bytes();
-    want.gpu_memory = res->gpu_memory_bytes();
-    want.gpu_milli = a.placement.gpu_milli();
-    want.devices = a.device_uuids;
-    // The final guard: the node still has room, else the attempt is skipped
-    // and its task stays queued for re-planning.
-    if (!guard.TryHold(a.node_id, want)) continue;
-    // The lease epoch is the task's attempt ordinal; the attempt starts from
-    // the task's latest checkpoint, if it has one.
-    upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, epoch).Bind(3, a.now_ms).Bind(4, rowid);
+    candidates[i].node_id = a.node_id;
+    candidates[i].job_id = a.job_id;
+    candidates[i].index = a.index;
+    candidates[i].want = {rows[i].res->cpu(), rows[i].res->memory_bytes(), rows[i].res->gpu_memory_bytes(),
+                          a.placement.gpu_milli(), a.device_uuids};
+  }
+
+  // Write what it admitted. The lease epoch is the task's attempt ordinal;
+  // the attempt starts from the task's latest checkpoint, if it has one.
+  std::vector<NewAttempt> committed;
+  std::string devices;
+  for (size_t i : admission.Admit(candidates)) {
+    const NewAttempt& a = attempts[i];
+    const TaskRow& row = rows[i];
+    const v1::Resources* res = row.res;
+    upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, row.epoch).Bind(3, a.now_ms).Bind(4, row.rowid);
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
     NewAttempt done = a;
-    done.lease_epoch = static_cast<uint64_t>(epoch);
+    done.lease_epoch = static_cast<uint64_t>(row.epoch);
     devices.clear();
     for (const auto& d : a.device_uuids) devices += d + ",";
     ins.Reset().Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
         .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, res->cpu())
         .Bind(8, static_cast<int64_t>(res->memory_bytes())).Bind(9, int64_t{res->gpus()})
         .Bind(10, runtimes[a.job_id]).Bind(11, static_cast<int64_t>(res->gpu_memory_bytes())).Bind(12, devices)
-        .Bind(13, static_cast<int64_t>(done.lease_epoch)).Bind(14, restored_from)
+        .Bind(13, static_cast<int64_t>(done.lease_epoch)).Bind(14, row.restored_from)
         .BindBlob(15, a.placement.SerializeAsString()).Bind(16, int64_t{a.placement.gpu_milli()});
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());

@@ -1,13 +1,13 @@
-// The cost-cap rules on plain values (coordinator/cost_cap.h); the dispatcher
-// applying them is cost_cap_test.cc.
+// The cost-cap rules on plain values (sched/cost_cap.h); the dispatcher
+// applying them is tests/coordinator/cost_cap_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "coordinator/cost_cap.h"
+#include "sched/cost_cap.h"
 #include "sched/feasibility.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::sched {
 namespace {
 
 TEST(CapSpentReasonTest, OnlyACapReachedStopsTheTask) {
@@ -42,12 +42,12 @@ TEST(BudgetLeftTest, WhatIsLeftButNeverNoCap) {
   EXPECT_LT(BudgetLeft(10, 11), 1e-6);
 }
 
-sched::Explanation Waiting(uint32_t feasible, const std::string& stage, uint32_t nodes) {
-  sched::Explanation e;
-  e.total_nodes = feasible + nodes;
-  e.feasible_nodes = feasible;
-  if (nodes > 0) e.filtered.push_back({stage, "some reason", nodes, "n-1", ""});
-  return e;
+sched::WaitReason Waiting(uint32_t feasible, const std::string& stage, uint32_t nodes) {
+  sched::WaitReason w;
+  w.summary = "some reason";
+  w.feasible_nodes = feasible;
+  if (nodes > 0) w.filtered_by.insert(stage);
+  return w;
 }
 
 TEST(PricedOutReasonTest, OnlyAPartlySpentTaskNoOfferFitsStops) {
@@ -64,4 +64,4 @@ TEST(PricedOutReasonTest, OnlyAPartlySpentTaskNoOfferFitsStops) {
 }
 
 }  // namespace
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::sched

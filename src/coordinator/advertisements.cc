@@ -195,9 +195,7 @@ std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const NodeLive& node
   bool current = node.measurement.agent_version() == StackOf(node.ad);
   for (size_t i = 0; i < devices.size(); ++i) {
     v1::GpuDevice& d = devices[i];
-    d.set_reserved_memory_bytes(std::min(reserve, d.memory_total_bytes()));
-    // The ledger lists the advertised devices first, in this order.
-    d.set_allocatable_memory_bytes(held.ledger().devices()[i].FreeVram());
+    held.Describe(i, reserve, &d);  // the ledger lists the advertised devices first, in this order
     bool measured = false;
     for (const auto& g : node.measurement.gpus()) {
       if (g.uuid() == d.uuid() && g.passed() && current && !d.simulated()) measured = true;
@@ -306,8 +304,12 @@ void Coordinator::EnsureReadiness() {
 }
 
 void Coordinator::JudgeReadiness(const std::string& job_id) {
-  auto job = store_->GetJob(job_id);
-  if (!job.ok() || !job->spec().readiness() || !jobs::IsSettled(*job)) return;
+  if (auto job = store_->GetJob(job_id); job.ok()) JudgeReadiness(*job);
+}
+
+void Coordinator::JudgeReadiness(const v1::Job& read) {
+  const v1::Job* job = &read;
+  if (!job->spec().readiness() || !jobs::IsSettled(*job)) return;
   if (!job->spec().pinned_device().empty()) return JudgeGpuReadiness(*job);
   const v1::JobSpec& spec = job->spec();
   const std::string& node_id = spec.pinned_node();

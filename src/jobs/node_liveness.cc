@@ -1,9 +1,9 @@
-#include "coordinator/node_liveness.h"
+#include "jobs/node_liveness.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace idlegrid::coordinator {
+namespace idlegrid::jobs {
 
 void NodeLiveness::Restart(int64_t now_ms) {
   last_heartbeat_ms_ = now_ms;
@@ -69,4 +69,4 @@ jobs::LivenessVerdict NodeLiveness::Peek(const jobs::LivenessParams& params, int
   return jobs::JudgeLiveness(params, InputsAt(now_ms));
 }
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::jobs

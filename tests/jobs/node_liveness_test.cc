@@ -1,10 +1,10 @@
-// One node's liveness bookkeeping (coordinator/node_liveness.h) on plain
+// One node's liveness bookkeeping (jobs/node_liveness.h) on plain
 // times: interval 5 s, margin 3 (timeout 15 s), confirmation one interval.
 #include <gtest/gtest.h>
 
-#include "coordinator/node_liveness.h"
+#include "jobs/node_liveness.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::jobs {
 namespace {
 
 constexpr jobs::LivenessParams kParams{5000, 3};
@@ -115,4 +115,4 @@ TEST(NodeLivenessTest, JitterAndStallsComeFromGapsWhileOnline) {
 }
 
 }  // namespace
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::jobs

@@ -1,6 +1,6 @@
-#include "coordinator/data_class.h"
+#include "sched/data_class.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::sched {
 
 sched::DataClassRule DataClassOf(const sched::DataPolicy& policy, const v1::JobSpec& spec) {
   if (spec.readiness()) return {};
@@ -33,4 +33,4 @@ Status CheckDataClass(const sched::DataPolicy& policy, const v1::JobSpec& spec) 
   return Status::Ok();
 }
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::sched

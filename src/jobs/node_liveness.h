@@ -8,7 +8,7 @@
 
 #include "jobs/liveness.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::jobs {
 
 class NodeLiveness {
  public:
@@ -67,4 +67,4 @@ class NodeLiveness {
   uint32_t stalls_ = 0;
 };
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::jobs

@@ -1,13 +1,13 @@
 #pragma once
 // A task's cost cap (spec.max_cost) covers all of its attempts. These are the
 // dispatcher's rules for a task that spent part of it, pure: plain values
-// in, a verdict out; the dispatcher (placement.cc) reads what was spent and
+// in, a verdict out; the dispatcher (coordinator/placement.cc) reads what was spent and
 // fails the task in the store.
 #include <string>
 
 #include "sched/pipeline.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::sched {
 
 // Before planning: a capped task (max_cost > 0) whose attempts spent at least
 // its cap is not planned again. The failure message then (with how many
@@ -19,10 +19,10 @@ std::string CapSpentReason(double spent, double max_cost, int attempts);
 double BudgetLeft(double max_cost, double spent);
 
 // After planning: a capped task that spent part of its cap and still waits
-// stops (rather than waiting out its queue timeout) when `why` -- the
-// explanation of it on the planning snapshot -- shows no feasible node and at
-// least one removed by the cost-cap stage. The failure message then, ""
-// otherwise (it waits for something other than money).
-std::string PricedOutReason(const sched::Explanation& why, double spent, double max_cost);
+// stops (rather than waiting out its queue timeout) when `why` -- the plan's
+// reason, as the nodes stand after it -- shows no feasible node and at least
+// one removed by the cost-cap stage. The failure message then, "" otherwise
+// (it waits for something other than money).
+std::string PricedOutReason(const sched::WaitReason& why, double spent, double max_cost);
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::sched

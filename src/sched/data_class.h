@@ -1,7 +1,7 @@
 #pragma once
 // A job's data class and a node's trust tier as the coordinator applies them:
 // the data policy (sched/data_policy.h) over a job spec and over what the
-// coordinator knows of a node. Pure; placement.cc builds the scheduler's
+// coordinator knows of a node. Pure; coordinator/placement.cc builds the scheduler's
 // views with these, SubmitJob refuses what a class can never allow.
 #include <string>
 
@@ -10,7 +10,7 @@
 #include "sched/data_policy.h"
 #include "sched/scheduler.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::sched {
 
 // The rule a task of `spec` is placed under: none (no name) for a readiness
 // benchmark, which measures unverified nodes by design; otherwise the
@@ -33,4 +33,4 @@ int TrustTierOf(const sched::DataPolicy& policy, const std::string& node_id, con
 // whole GPU), rather than leaving it queued until its timeout. OK otherwise.
 Status CheckDataClass(const sched::DataPolicy& policy, const v1::JobSpec& spec);
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::sched

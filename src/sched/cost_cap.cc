@@ -1,11 +1,11 @@
-#include "coordinator/cost_cap.h"
+#include "sched/cost_cap.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "sched/feasibility.h"
 
-namespace idlegrid::coordinator {
+namespace idlegrid::sched {
 
 std::string CapSpentReason(double spent, double max_cost, int attempts) {
   if (max_cost <= 0 || spent < max_cost) return "";
@@ -17,11 +17,9 @@ std::string CapSpentReason(double spent, double max_cost, int attempts) {
 
 double BudgetLeft(double max_cost, double spent) { return max_cost > 0 ? std::max(max_cost - spent, 1e-9) : 0; }
 
-std::string PricedOutReason(const sched::Explanation& why, double spent, double max_cost) {
+std::string PricedOutReason(const sched::WaitReason& why, double spent, double max_cost) {
   if (max_cost <= 0 || spent <= 0 || why.feasible_nodes > 0) return "";
-  bool priced_out = false;
-  for (const auto& f : why.filtered) priced_out |= f.stage == sched::kStageCostCap && f.nodes > 0;
-  if (!priced_out) return "";
+  if (!why.filtered_by.count(sched::kStageCostCap)) return "";
   char msg[240];
   std::snprintf(msg, sizeof msg,
                 "spent %.4f of maxCost %.4f; the %.4f left cannot pay for another run at the current asks", spent,
@@ -29,4 +27,4 @@ std::string PricedOutReason(const sched::Explanation& why, double spent, double 
   return msg;
 }
 
-}  // namespace idlegrid::coordinator
+}  // namespace idlegrid::sched
