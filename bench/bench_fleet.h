@@ -24,8 +24,10 @@ struct GpuClass {
 };
 
 inline constexpr GpuClass kGpuClasses[] = {
-    {"NVIDIA H100 80GB HBM3", 80 * kGiB, 8, 2.50, 0.20}, {"NVIDIA A100-SXM4-80GB", 80 * kGiB, 8, 1.60, 0.30},
-    {"NVIDIA L4", 24 * kGiB, 8, 0.60, 0.20},             {"NVIDIA A10", 24 * kGiB, 4, 0.50, 0.10},
+    {"NVIDIA H100 80GB HBM3", 80 * kGiB, 8, 2.50, 0.20},
+    {"NVIDIA A100-SXM4-80GB", 80 * kGiB, 8, 1.60, 0.30},
+    {"NVIDIA L4", 24 * kGiB, 8, 0.60, 0.20},
+    {"NVIDIA A10", 24 * kGiB, 4, 0.50, 0.10},
     {"Tesla T4", 16 * kGiB, 16, 0.30, 0.20},
 };
 

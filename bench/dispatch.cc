@@ -88,12 +88,32 @@ int main(int argc, char** argv) {
   std::vector<double> plain;
   for (int i = 0; i < plain_runs; ++i) {
     double t0 = NowMs();
-    auto r = RunCommand(AsAgentUser(
-        grid, 1,
-        {"podman", "run", "--rm", "--pull", "never", "--network", "none", "--read-only", "--cap-drop", "all",
-         "--security-opt", "no-new-privileges", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
-         "--ulimit", "data=268435456:268435456", "-v", out_dir + ":/out:rw", "--entrypoint", "[\"/sim\"]", image_id,
-         "write", "plain"}));
+    auto r = RunCommand(AsAgentUser(grid, 1,
+                                    {"podman",
+                                     "run",
+                                     "--rm",
+                                     "--pull",
+                                     "never",
+                                     "--network",
+                                     "none",
+                                     "--read-only",
+                                     "--cap-drop",
+                                     "all",
+                                     "--security-opt",
+                                     "no-new-privileges",
+                                     "--ulimit",
+                                     "nofile=1024:1024",
+                                     "--ulimit",
+                                     "nproc=4096:4096",
+                                     "--ulimit",
+                                     "data=268435456:268435456",
+                                     "-v",
+                                     out_dir + ":/out:rw",
+                                     "--entrypoint",
+                                     "[\"/sim\"]",
+                                     image_id,
+                                     "write",
+                                     "plain"}));
     if (r.exit_code != 0) {
       std::fprintf(stderr, "plain podman run failed: %s\n", r.err.c_str());
       return 1;

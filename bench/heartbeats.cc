@@ -54,10 +54,10 @@ struct Options {
   int nodes = 2000;
   int channels = 48;
   int threads = 2;
-  int window = 256;        // closed loop: calls in flight
+  int window = 256;                               // closed loop: calls in flight
   std::vector<int> rates = {20000, 10000, 5000};  // open loop: offered heartbeats/s, one phase each
-  int seconds = 10;        // per throughput phase
-  int interval_ms = 5000;  // coordinator heartbeat interval in the throughput run
+  int seconds = 10;                               // per throughput phase
+  int interval_ms = 5000;                         // coordinator heartbeat interval in the throughput run
   int trials = 20;
   int detect_interval_ms = 500;
   int detect_margin = 3;
@@ -267,7 +267,8 @@ class Generator {
         int64_t wait_until = next < end ? next : now + 50'000'000;
         void* tag;
         bool ok;
-        auto deadline = std::chrono::system_clock::now() + std::chrono::nanoseconds(std::max<int64_t>(0, wait_until - now));
+        auto deadline =
+            std::chrono::system_clock::now() + std::chrono::nanoseconds(std::max<int64_t>(0, wait_until - now));
         while (true) {
           auto r = cq.AsyncNext(&tag, &ok, deadline);
           if (r != grpc::CompletionQueue::GOT_EVENT) break;
@@ -302,8 +303,8 @@ class Generator {
     c->t0_ns = t0;
     c->ctx.AddMetadata("authorization", fleet_->auth[static_cast<size_t>(node)]);
     c->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    c->rpc = fleet_->stubs[static_cast<size_t>(node) % fleet_->stubs.size()]->AsyncHeartbeat(&c->ctx, fleet_->request,
-                                                                                               cq);
+    c->rpc =
+        fleet_->stubs[static_cast<size_t>(node) % fleet_->stubs.size()]->AsyncHeartbeat(&c->ctx, fleet_->request, cq);
     c->rpc->Finish(&c->resp, &c->status, c);
   }
 
@@ -328,8 +329,9 @@ class Generator {
 void PrintLatency(const char* what, PhaseStats& st) {
   std::printf("  %s round trip: p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", what,
               Pct(st.lat_ms, 50), Pct(st.lat_ms, 90), Pct(st.lat_ms, 99), Pct(st.lat_ms, 99.9), Pct(st.lat_ms, 100));
-  if (st.failed) std::printf("  failed calls: %llu (first: %s)\n", static_cast<unsigned long long>(st.failed),
-                             st.first_error.c_str());
+  if (st.failed)
+    std::printf("  failed calls: %llu (first: %s)\n", static_cast<unsigned long long>(st.failed),
+                st.first_error.c_str());
   if (st.unsent) std::printf("  not sent (in-flight cap): %llu\n", static_cast<unsigned long long>(st.unsent));
 }
 
@@ -349,9 +351,10 @@ int RunThroughput(const Options& opt) {
   }
   double reg_s = static_cast<double>(NowNs() - t0) / 1e9;
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::printf("heartbeat throughput: %d simulated agents (registered in %.1f s: %.0f/s), %d TLS channels, "
-              "%d generator threads; coordinator heartbeat interval %d ms\n",
-              opt.nodes, reg_s, opt.nodes / reg_s, opt.channels, opt.threads, opt.interval_ms);
+  std::printf(
+      "heartbeat throughput: %d simulated agents (registered in %.1f s: %.0f/s), %d TLS channels, "
+      "%d generator threads; coordinator heartbeat interval %d ms\n",
+      opt.nodes, reg_s, opt.nodes / reg_s, opt.channels, opt.threads, opt.interval_ms);
   std::printf("  machine: %ld CPU cores, shared by the coordinator and this load generator (same host, loopback TLS)\n",
               cores);
   Generator gen(&fleet, opt.nodes);
@@ -374,13 +377,15 @@ int RunThroughput(const Options& opt) {
   if (perf.joinable()) perf.join();
   double rate = static_cast<double>(closed.done_in_window) / opt.seconds;
   std::printf("(a) closed loop, %d calls in flight, %d s measured after 2 s warm-up:\n", opt.window, opt.seconds);
-  std::printf("  sustained: %.0f heartbeats/s (%llu ok)\n", rate, static_cast<unsigned long long>(closed.done_in_window));
+  std::printf("  sustained: %.0f heartbeats/s (%llu ok)\n", rate,
+              static_cast<unsigned long long>(closed.done_in_window));
   PrintLatency("", closed);
   double total_ok = static_cast<double>(closed.ok);
-  std::printf("  CPU over the phase: coordinator %.2f cores (%.0f us/heartbeat), generator %.2f cores (%.0f us/heartbeat); "
-              "load average %s -> %s\n",
-              ccpu / wall, total_ok > 0 ? ccpu / (rate * wall) * 1e6 : 0, scpu / wall,
-              total_ok > 0 ? scpu / (rate * wall) * 1e6 : 0, load0.c_str(), LoadAverage().c_str());
+  std::printf(
+      "  CPU over the phase: coordinator %.2f cores (%.0f us/heartbeat), generator %.2f cores (%.0f us/heartbeat); "
+      "load average %s -> %s\n",
+      ccpu / wall, total_ok > 0 ? ccpu / (rate * wall) * 1e6 : 0, scpu / wall,
+      total_ok > 0 ? scpu / (rate * wall) * 1e6 : 0, load0.c_str(), LoadAverage().c_str());
 
   // (b) open loop, at each offered rate in turn
   for (int offered : opt.rates) {
@@ -393,14 +398,17 @@ int RunThroughput(const Options& opt) {
     ccpu = ProcessCpuSeconds(coord) - c0;
     scpu = SelfCpuSeconds() - s0;
     double achieved = static_cast<double>(open.done_in_window) / opt.seconds;
-    std::printf("(b) open loop, offered %d heartbeats/s for %d s (after 1 s warm-up); latency from the intended send time:\n",
-                offered, opt.seconds);
+    std::printf(
+        "(b) open loop, offered %d heartbeats/s for %d s (after 1 s warm-up); latency from the intended send time:\n",
+        offered, opt.seconds);
     std::printf("  achieved: %.0f heartbeats/s completed in the window; %llu of %lld scheduled calls answered OK\n",
                 achieved, static_cast<unsigned long long>(open.ok), static_cast<long long>(offered) * opt.seconds);
     PrintLatency("", open);
-    std::printf("  CPU over the phase: coordinator %.2f cores (%.0f us/heartbeat), generator %.2f cores; load average %s -> %s\n",
-                ccpu / wall, open.done_in_window ? ccpu / static_cast<double>(open.done_in_window) * 1e6 : 0,
-                scpu / wall, load0.c_str(), LoadAverage().c_str());
+    std::printf(
+        "  CPU over the phase: coordinator %.2f cores (%.0f us/heartbeat), generator %.2f cores; load average %s -> "
+        "%s\n",
+        ccpu / wall, open.done_in_window ? ccpu / static_cast<double>(open.done_in_window) * 1e6 : 0, scpu / wall,
+        load0.c_str(), LoadAverage().c_str());
     if (offered >= 20000) {
       std::printf("  => %s the target (>= 20000/s with p99 < 50 ms)\n",
                   achieved >= 0.99 * offered && Pct(open.lat_ms, 99) < 50 && open.failed == 0 ? "meets" : "misses");
@@ -478,8 +486,7 @@ int RunDetection(const Options& opt) {
     int n = agent_of_node[node];
     // Kill at a random phase of the agent's heartbeat and of the coordinator's
     // check period (right after "started" would line up with the log's wake-up).
-    ::usleep(static_cast<useconds_t>(std::uniform_int_distribution<int>(0, 1000 + opt.detect_interval_ms)(rng)) *
-             1000);
+    ::usleep(static_cast<useconds_t>(std::uniform_int_distribution<int>(0, 1000 + opt.detect_interval_ms)(rng)) * 1000);
     double t_kill = NowMs();
     grid.StopAgent(n, SIGKILL);
     double t_seen = 0;
@@ -506,9 +513,10 @@ int RunDetection(const Options& opt) {
       coord_ms.push_back(static_cast<double>(a.finished_at_ms()) - t_kill);
     }
     seen_ms.push_back(t_seen - t_kill);
-    std::printf("  trial %2d: agent%d killed; attempt failed %s after %.0f ms (coordinator's record: %.0f ms), task %s\n",
-                trial + 1, n, v1::FailureReason_Name(lost->tasks(0).attempts(k).failure_reason()).c_str(),
-                t_seen - t_kill, coord_ms.back(), jobs::StateName(lost->tasks(0).state()));
+    std::printf(
+        "  trial %2d: agent%d killed; attempt failed %s after %.0f ms (coordinator's record: %.0f ms), task %s\n",
+        trial + 1, n, v1::FailureReason_Name(lost->tasks(0).attempts(k).failure_reason()).c_str(), t_seen - t_kill,
+        coord_ms.back(), jobs::StateName(lost->tasks(0).state()));
     std::fflush(stdout);
 
     // Clean up: cancel the job (its retry may run on the other agent), remove
@@ -518,7 +526,8 @@ int RunDetection(const Options& opt) {
     v1::Job cancelled;
     auto cctx = grid.client()->Context();
     (void)grid.client()->stub()->CancelJob(cctx.get(), cancel, &cancelled);
-    (void)grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 60000);
+    (void)grid.WaitJob(
+        id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 60000);
     auto ps = RunCommand(AsAgentUser(grid, n, {"podman", "ps", "-aq"}));
     if (!ps.out.empty()) {
       RunCommand(AsAgentUser(grid, n, {"podman", "rm", "-f", "-a"}));
@@ -532,16 +541,19 @@ int RunDetection(const Options& opt) {
   }
   std::sort(seen_ms.begin(), seen_ms.end());
   std::sort(coord_ms.begin(), coord_ms.end());
-  std::printf("detection: %d trials, heartbeat interval %d ms x margin %d = timeout %d ms "
-              "(coordinator checks every %d ms at most)\n",
-              opt.trials, opt.detect_interval_ms, opt.detect_margin, timeout_ms, 1000);
-  std::printf("  kill -9 -> attempt failed NODE_LOST, task re-queued (seen on WatchJob): median %.0f ms  max %.0f ms  min %.0f ms\n",
-              Pct(seen_ms, 50), Pct(seen_ms, 100), Pct(seen_ms, 0));
+  std::printf(
+      "detection: %d trials, heartbeat interval %d ms x margin %d = timeout %d ms "
+      "(coordinator checks every %d ms at most)\n",
+      opt.trials, opt.detect_interval_ms, opt.detect_margin, timeout_ms, 1000);
+  std::printf(
+      "  kill -9 -> attempt failed NODE_LOST, task re-queued (seen on WatchJob): median %.0f ms  max %.0f ms  min %.0f "
+      "ms\n",
+      Pct(seen_ms, 50), Pct(seen_ms, 100), Pct(seen_ms, 0));
   std::printf("  kill -9 -> coordinator's finished_at_ms of the attempt:               median %.0f ms  max %.0f ms\n",
               Pct(coord_ms, 50), Pct(coord_ms, 100));
-  std::printf("  target <= timeout + 1 s = %d ms: %s; attempts not failed as NODE_LOST: %d; orphan containers removed: %d\n",
-              timeout_ms + 1000, Pct(seen_ms, 100) <= timeout_ms + 1000 ? "met" : "missed", not_node_lost,
-              orphans_removed);
+  std::printf(
+      "  target <= timeout + 1 s = %d ms: %s; attempts not failed as NODE_LOST: %d; orphan containers removed: %d\n",
+      timeout_ms + 1000, Pct(seen_ms, 100) <= timeout_ms + 1000 ? "met" : "missed", not_node_lost, orphans_removed);
   return 0;
 }
 
@@ -554,25 +566,37 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       return true;
     };
     bool ok = true;
-    if (a == "--nodes") ok = num(&o->nodes);
-    else if (a == "--channels") ok = num(&o->channels);
-    else if (a == "--threads") ok = num(&o->threads);
-    else if (a == "--window") ok = num(&o->window);
+    if (a == "--nodes")
+      ok = num(&o->nodes);
+    else if (a == "--channels")
+      ok = num(&o->channels);
+    else if (a == "--threads")
+      ok = num(&o->threads);
+    else if (a == "--window")
+      ok = num(&o->window);
     else if (a == "--rate" && i + 1 < argc) {  // one rate or a comma-separated list
       o->rates.clear();
       std::stringstream list(argv[++i]);
       for (std::string r; std::getline(list, r, ',');) o->rates.push_back(std::atoi(r.c_str()));
       for (int r : o->rates) ok = ok && r > 0;
-    }
-    else if (a == "--seconds") ok = num(&o->seconds);
-    else if (a == "--interval-ms") ok = num(&o->interval_ms);
-    else if (a == "--trials") ok = num(&o->trials);
-    else if (a == "--detect-interval-ms") ok = num(&o->detect_interval_ms);
-    else if (a == "--detect-margin") ok = num(&o->detect_margin);
-    else if (a == "--perf" && i + 1 < argc) o->perf_out = argv[++i];
-    else if (a == "--no-throughput") o->throughput = false;
-    else if (a == "--no-detection") o->detection = false;
-    else ok = false;
+    } else if (a == "--seconds")
+      ok = num(&o->seconds);
+    else if (a == "--interval-ms")
+      ok = num(&o->interval_ms);
+    else if (a == "--trials")
+      ok = num(&o->trials);
+    else if (a == "--detect-interval-ms")
+      ok = num(&o->detect_interval_ms);
+    else if (a == "--detect-margin")
+      ok = num(&o->detect_margin);
+    else if (a == "--perf" && i + 1 < argc)
+      o->perf_out = argv[++i];
+    else if (a == "--no-throughput")
+      o->throughput = false;
+    else if (a == "--no-detection")
+      o->detection = false;
+    else
+      ok = false;
     if (!ok) return false;
   }
   return o->nodes > 0 && o->channels > 0 && o->threads > 0 && o->window > 0 && !o->rates.empty() && o->seconds > 0;
@@ -583,10 +607,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   Options opt;
   if (!ParseArgs(argc, argv, &opt)) {
-    std::fprintf(stderr,
-                 "usage: bench_heartbeats [--nodes 2000] [--channels 48] [--threads 2] [--window 256] "
-                 "[--rate 20000,10000,5000] [--seconds 10] [--interval-ms 5000] [--trials 20] [--detect-interval-ms 500] "
-                 "[--detect-margin 3] [--perf FILE] [--no-throughput] [--no-detection]\n");
+    std::fprintf(
+        stderr,
+        "usage: bench_heartbeats [--nodes 2000] [--channels 48] [--threads 2] [--window 256] "
+        "[--rate 20000,10000,5000] [--seconds 10] [--interval-ms 5000] [--trials 20] [--detect-interval-ms 500] "
+        "[--detect-margin 3] [--perf FILE] [--no-throughput] [--no-detection]\n");
     return 2;
   }
   if (opt.throughput && RunThroughput(opt) != 0) return 1;

@@ -148,8 +148,10 @@ int64_t PgCount(const std::string& url, const char* sql) {
   int64_t n = -1;
   if (PQstatus(c) == CONNECTION_OK) {
     PGresult* r = PQexec(c, sql);
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) n = std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10);
-    else std::fprintf(stderr, "%s\n", PQresultErrorMessage(r));
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+      n = std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10);
+    else
+      std::fprintf(stderr, "%s\n", PQresultErrorMessage(r));
     PQclear(r);
   }
   PQfinish(c);
@@ -159,7 +161,7 @@ int64_t PgCount(const std::string& url, const char* sql) {
 struct Outcome {
   size_t committed = 0;
   size_t batches = 0;
-  double seconds = 0;  // commits only, wall
+  double seconds = 0;      // commits only, wall
   double cpu_seconds = 0;  // commits only, this process's CPU (for SQLite: all of the work)
   int64_t double_allocations = -1;
   int64_t active = -1;
@@ -257,8 +259,9 @@ int main(int argc, char** argv) {
   const double plan_seconds = Since(start);
   std::printf("core (balanced): %zu placed in %.3f s = %.0f placements/s\n", plan.placements.size(), plan_seconds,
               plan.placements.size() / plan_seconds);
-  std::printf("(per CPU-s: committed placements per CPU second of this process; on PostgreSQL the server's work "
-              "is not in it)\n\n");
+  std::printf(
+      "(per CPU-s: committed placements per CPU second of this process; on PostgreSQL the server's work "
+      "is not in it)\n\n");
   std::printf("%-10s %9s %9s %8s %9s %14s %14s %14s %10s\n", "store", "planned", "committed", "commits", "seconds",
               "committed/s", "per CPU-s", "plan+commit/s", "double");
   int rc = 0;
@@ -299,8 +302,8 @@ int main(int argc, char** argv) {
       // A schema of its own, so a shared server is left as it was.
       const std::string schema = "bench_commit_" + std::to_string(::getpid());
       (void)PgCount(url, ("CREATE SCHEMA " + schema + "; SELECT 0").c_str());
-      const std::string in_schema = url + (url.find('?') == std::string::npos ? "?" : "&") +
-                                    "options=-csearch_path%3D" + schema;
+      const std::string in_schema =
+          url + (url.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" + schema;
       Outcome o;
       {
         auto s = store::OpenPostgresStore(in_schema);
@@ -318,7 +321,8 @@ int main(int argc, char** argv) {
                   "' >/dev/null 2>&1");
     }
   }
-  std::printf("\ndouble allocations are counted from the database after the last commit (devices held twice, "
-              "tasks granted twice, nodes over their cores or memory)\n");
+  std::printf(
+      "\ndouble allocations are counted from the database after the last commit (devices held twice, "
+      "tasks granted twice, nodes over their cores or memory)\n");
   return rc;
 }

@@ -18,10 +18,10 @@
 
 namespace {
 
+using idlegrid::bench::kGiB;
 using idlegrid::sched::NodeView;
 using idlegrid::sched::Placement;
 using idlegrid::sched::TaskView;
-using idlegrid::bench::kGiB;
 
 using idlegrid::bench::Fleet;
 
@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
     const size_t bad = OverAllocations(fleet, tasks, plan.placements);
     std::printf("%-10s %8zu %8zu %8.3f %8.3f %13.0f %13.0f %10zu\n", policy, plan.placements.size(),
                 plan.waiting.size(), seconds, cpu, plan.placements.size() / seconds, plan.placements.size() / cpu, bad);
-    if (!plan.waiting.empty()) std::printf("           e.g. waiting: %s\n", plan.waiting.begin()->second.summary.c_str());
+    if (!plan.waiting.empty())
+      std::printf("           e.g. waiting: %s\n", plan.waiting.begin()->second.summary.c_str());
   }
 
   // The standing stage (sched/standing.h): every task verified, nodes owned
@@ -143,10 +144,11 @@ int main(int argc, char** argv) {
       const size_t node = std::strtoul(pl.node_id.c_str() + pl.node_id.find_last_of('-') + 1, nullptr, 10);
       unproven += node % 100 >= 10;
     }
-    std::printf("standing, verified work, unproven share %.2f: placed %zu (%zu on unproven accounts), waiting %zu, "
-                "%.3f s wall, %.3f s CPU, %.0f placed/s CPU, over-alloc %zu\n",
-                share, plan.placements.size(), unproven, plan.waiting.size(), seconds, cpu,
-                plan.placements.size() / cpu, OverAllocations(owned, verified, plan.placements));
+    std::printf(
+        "standing, verified work, unproven share %.2f: placed %zu (%zu on unproven accounts), waiting %zu, "
+        "%.3f s wall, %.3f s CPU, %.0f placed/s CPU, over-alloc %zu\n",
+        share, plan.placements.size(), unproven, plan.waiting.size(), seconds, cpu, plan.placements.size() / cpu,
+        OverAllocations(owned, verified, plan.placements));
   }
   return 0;
 }

@@ -81,10 +81,9 @@ double Num(const Row& row, const std::string& key) {
 }
 
 uint64_t VramOf(const std::string& model) {
-  static const std::map<std::string, uint64_t> kVram = {{"P100", 16 * kGiB},    {"T4", 16 * kGiB},
-                                                         {"V100M16", 16 * kGiB}, {"V100M32", 32 * kGiB},
-                                                         {"A10", 24 * kGiB},     {"G2", 32 * kGiB},
-                                                         {"G3", 32 * kGiB}};
+  static const std::map<std::string, uint64_t> kVram = {
+      {"P100", 16 * kGiB}, {"T4", 16 * kGiB}, {"V100M16", 16 * kGiB}, {"V100M32", 32 * kGiB},
+      {"A10", 24 * kGiB},  {"G2", 32 * kGiB}, {"G3", 32 * kGiB}};
   auto it = kVram.find(model);
   return it == kVram.end() ? 16 * kGiB : it->second;
 }

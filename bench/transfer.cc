@@ -130,11 +130,11 @@ int main(int argc, char** argv) {
   if (Status st = grid.StartCoordinator(); !st.ok()) return Fail("cannot start the coordinator", st);
   cli::Client* client = grid.client();
   const pid_t server = grid.coordinator->pid();
-  std::printf("machine: %u cores, %s; artifact %llu MiB, chunk %zu KiB, TLS on loopback, artifacts in %s; "
-              "best of %d runs\n",
-              std::thread::hardware_concurrency(), CpuModel().c_str(), static_cast<unsigned long long>(mib),
-              kTransferChunkBytes >> 10, shared_dir.empty() ? grid.coordinator_dir.c_str() : shared_dir.c_str(),
-              runs);
+  std::printf(
+      "machine: %u cores, %s; artifact %llu MiB, chunk %zu KiB, TLS on loopback, artifacts in %s; "
+      "best of %d runs\n",
+      std::thread::hardware_concurrency(), CpuModel().c_str(), static_cast<unsigned long long>(mib),
+      kTransferChunkBytes >> 10, shared_dir.empty() ? grid.coordinator_dir.c_str() : shared_dir.c_str(), runs);
 
   // Each run uploads a file of its own (a second upload of one would find it
   // present and send nothing), then downloads it.
@@ -155,12 +155,13 @@ int main(int argc, char** argv) {
     const double up_s = Seconds(Clock::now() - t0);
     if (!ref.ok()) return Fail("upload", ref.status());
     if (ref->digest() != *local || up.bytes_moved != size) {
-      return Fail("upload", Status::DataLoss("stored " + ref->digest() + " after " + std::to_string(up.bytes_moved) +
-                                             " bytes"));
+      return Fail("upload",
+                  Status::DataLoss("stored " + ref->digest() + " after " + std::to_string(up.bytes_moved) + " bytes"));
     }
-    std::printf("upload   %6.0f MB/s  (%.2f s, of which the client hashing the file first: %.2f s alone); %s; "
-                "digest verified\n",
-                MBps(size, up_s), up_s, hash_s, CpuSince(cpu, server).c_str());
+    std::printf(
+        "upload   %6.0f MB/s  (%.2f s, of which the client hashing the file first: %.2f s alone); %s; "
+        "digest verified\n",
+        MBps(size, up_s), up_s, hash_s, CpuSince(cpu, server).c_str());
     best_up = std::max(best_up, MBps(size, up_s));
 
     const std::string out = grid.root + "/downloaded.bin";
@@ -201,10 +202,11 @@ int main(int argc, char** argv) {
   if (auto want = Sha256File(resumed); !want.ok() || *want != rest->digest()) {
     return Fail("resumed upload", Status::DataLoss("stored " + rest->digest()));
   }
-  std::printf("upload cut at 50%%: the resume began at %.1f%% and moved %.1f%% of the size (%.2f s); "
-              "both tries together %.1f%%; digest verified\n",
-              share(resume_up.resumed_at), share(resume_up.bytes_moved), rest_up_s,
-              share(cut_up.bytes_moved + resume_up.bytes_moved));
+  std::printf(
+      "upload cut at 50%%: the resume began at %.1f%% and moved %.1f%% of the size (%.2f s); "
+      "both tries together %.1f%%; digest verified\n",
+      share(resume_up.resumed_at), share(resume_up.bytes_moved), rest_up_s,
+      share(cut_up.bytes_moved + resume_up.bytes_moved));
 
   TransferStats cut_down, resume_down;
   Status cut_got = DownloadArtifactFile(client->stub(), contexts, rest->digest(), out, {}, cut_at_half, &cut_down);
@@ -213,9 +215,10 @@ int main(int argc, char** argv) {
   Status rest_got = client->DownloadTo(rest->digest(), out, {}, &resume_down);
   const double rest_down_s = Seconds(Clock::now() - t0);
   if (!rest_got.ok()) return Fail("resumed download", rest_got);
-  std::printf("download cut at 50%%: the resume began at %.1f%% and moved %.1f%% of the size (%.2f s); "
-              "both tries together %.1f%%; digest verified\n",
-              share(resume_down.resumed_at), share(resume_down.bytes_moved), rest_down_s,
-              share(cut_down.bytes_moved + resume_down.bytes_moved));
+  std::printf(
+      "download cut at 50%%: the resume began at %.1f%% and moved %.1f%% of the size (%.2f s); "
+      "both tries together %.1f%%; digest verified\n",
+      share(resume_down.resumed_at), share(resume_down.bytes_moved), rest_down_s,
+      share(cut_down.bytes_moved + resume_down.bytes_moved));
   return 0;
 }

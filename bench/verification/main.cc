@@ -36,13 +36,13 @@ SimConfig Target(uint64_t tasks, uint64_t seed) {
 }
 
 void PrintHeadline(const char* name, const SimReport& r) {
-  std::printf("%-34s accepted %7llu  wrong %5llu (%.2e)  settled wrong %.2e  overhead %5.1f%%  replicated %5.1f%%  "
-              "reverified %5llu  no-quorum %llu  ledger %s\n",
-              name, (unsigned long long)r.accepted, (unsigned long long)r.accepted_wrong, r.AcceptedWrongFraction(),
-              r.SettledWrongFraction(),
-              100 * r.Overhead(), r.accepted ? 100.0 * double(r.replicated) / double(r.accepted) : 0,
-              (unsigned long long)r.reverified, (unsigned long long)r.failed_verification,
-              r.ledger_sum == r.ledger_deposits ? "balanced" : "UNBALANCED");
+  std::printf(
+      "%-34s accepted %7llu  wrong %5llu (%.2e)  settled wrong %.2e  overhead %5.1f%%  replicated %5.1f%%  "
+      "reverified %5llu  no-quorum %llu  ledger %s\n",
+      name, (unsigned long long)r.accepted, (unsigned long long)r.accepted_wrong, r.AcceptedWrongFraction(),
+      r.SettledWrongFraction(), 100 * r.Overhead(), r.accepted ? 100.0 * double(r.replicated) / double(r.accepted) : 0,
+      (unsigned long long)r.reverified, (unsigned long long)r.failed_verification,
+      r.ledger_sum == r.ledger_deposits ? "balanced" : "UNBALANCED");
 }
 
 // One strategy on the target fleet, as docs/PERFORMANCE.md's table has it.
@@ -56,16 +56,16 @@ void PrintStrategyRow(const char* name, const SimReport& r) {
     if (c.name == "newcomer") newcomer = &c;
   }
   const auto per_run = [](const ClassReport* c) { return c && c->runs ? Credits(c->net) / double(c->runs) : 0.0; };
-  std::printf("| %s | %.2e | %.2e | %.1f%% | %.1f | %llu | %.3f | %.3f | %.3f | %llu/%llu, mean %.1f, max %u | %llu checks, "
-              "%llu failed, %llu against a wrong answer |\n",
-              name, r.AcceptedWrongFraction(), r.SettledWrongFraction(), 100 * r.Overhead(),
-              colluding ? colluding->mean_runs_to_catch : 0.0, honest ? (unsigned long long)honest->caught : 0ull,
-              per_run(honest), per_run(colluding), per_run(newcomer),
-              newcomer ? (unsigned long long)newcomer->trusted : 0ull,
-              newcomer ? (unsigned long long)newcomer->accounts : 0ull,
-              newcomer && newcomer->trusted ? double(newcomer->trust_verified_sum) / double(newcomer->trusted) : 0.0,
-              newcomer ? newcomer->max_verified_to_trust : 0u, (unsigned long long)r.known_answer_checks,
-              (unsigned long long)r.known_answer_failed, (unsigned long long)r.known_answer_wrong);
+  std::printf(
+      "| %s | %.2e | %.2e | %.1f%% | %.1f | %llu | %.3f | %.3f | %.3f | %llu/%llu, mean %.1f, max %u | %llu checks, "
+      "%llu failed, %llu against a wrong answer |\n",
+      name, r.AcceptedWrongFraction(), r.SettledWrongFraction(), 100 * r.Overhead(),
+      colluding ? colluding->mean_runs_to_catch : 0.0, honest ? (unsigned long long)honest->caught : 0ull,
+      per_run(honest), per_run(colluding), per_run(newcomer), newcomer ? (unsigned long long)newcomer->trusted : 0ull,
+      newcomer ? (unsigned long long)newcomer->accounts : 0ull,
+      newcomer && newcomer->trusted ? double(newcomer->trust_verified_sum) / double(newcomer->trusted) : 0.0,
+      newcomer ? newcomer->max_verified_to_trust : 0u, (unsigned long long)r.known_answer_checks,
+      (unsigned long long)r.known_answer_failed, (unsigned long long)r.known_answer_wrong);
 }
 
 void PrintClasses(const SimReport& r) {
@@ -74,8 +74,8 @@ void PrintClasses(const SimReport& r) {
   for (const ClassReport& c : r.classes) {
     std::printf("  %-10s %8llu %8llu %7llu %7llu %6llu %9.1f %10.1f %10.1f %10.1f %12.1f %10.3f\n", c.name.c_str(),
                 (unsigned long long)c.accounts, (unsigned long long)c.runs, (unsigned long long)c.wrong,
-                (unsigned long long)c.caught, (unsigned long long)c.suspended, c.mean_runs_to_catch,
-                Credits(c.earned), Credits(c.slashed), Credits(c.kept_for_wrong), Credits(c.net),
+                (unsigned long long)c.caught, (unsigned long long)c.suspended, c.mean_runs_to_catch, Credits(c.earned),
+                Credits(c.slashed), Credits(c.kept_for_wrong), Credits(c.net),
                 c.runs ? Credits(c.net) / double(c.runs) : 0);
   }
 }
@@ -97,14 +97,15 @@ int main(int argc, char** argv) {
   // A shorter dispute window than the ledger's default day (86400 tasks at
   // one a second), so that a run of a few windows shows what settles wrong.
   base.ledger.dispute_window_ms = 20'000'000;
-  std::printf("verification policy: adaptive, trust threshold %u, audit floor %.2f, %u replicas (+%u tie-breakers, lead of %u), "
-              "challenge rate %.2f, reliability penalty %u/1000, suspended below %u; ledger: slash %.1f credits (%.0f%% to "
-              "the requester), dispute window %lld tasks, price 1 credit/run, compute cost %.1f, stake %.0f\n",
-              base.policy.trust_threshold, base.policy.audit_floor, base.policy.replicas, base.policy.extra_runs,
-              base.policy.dispute_margin, base.policy.challenge_rate,
-              base.policy.reliability_penalty, base.suspend_below, Credits(base.ledger.slash_micro),
-              double(base.ledger.slash_to_requester_ppm) / 1e4, (long long)(base.ledger.dispute_window_ms / 1000),
-              Credits(base.compute_cost), Credits(base.stake));
+  std::printf(
+      "verification policy: adaptive, trust threshold %u, audit floor %.2f, %u replicas (+%u tie-breakers, lead of "
+      "%u), "
+      "challenge rate %.2f, reliability penalty %u/1000, suspended below %u; ledger: slash %.1f credits (%.0f%% to "
+      "the requester), dispute window %lld tasks, price 1 credit/run, compute cost %.1f, stake %.0f\n",
+      base.policy.trust_threshold, base.policy.audit_floor, base.policy.replicas, base.policy.extra_runs,
+      base.policy.dispute_margin, base.policy.challenge_rate, base.policy.reliability_penalty, base.suspend_below,
+      Credits(base.ledger.slash_micro), double(base.ledger.slash_to_requester_ppm) / 1e4,
+      (long long)(base.ledger.dispute_window_ms / 1000), Credits(base.compute_cost), Credits(base.stake));
 
   struct Variant {
     const char* name;
@@ -195,12 +196,14 @@ int main(int argc, char** argv) {
          c->unproven_share = c->policy.unproven_share;
        }},
   };
-  std::printf("\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
-              "at half time; %llu tasks, seeds %llu..%llu\n",
-              (unsigned long long)tasks, (unsigned long long)seed, (unsigned long long)(seed + seeds - 1));
-  std::printf("| strategy | accepted wrong | settled wrong | overhead | colluder runs to catch | honest caught | "
-              "net/run honest | net/run colluding | net/run newcomer | newcomers trusted (verified results) | "
-              "known-answer checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n== 1. strategies on the target fleet: 100 providers, 20 colluding (10%% of results), 5 honest newcomers "
+      "at half time; %llu tasks, seeds %llu..%llu\n",
+      (unsigned long long)tasks, (unsigned long long)seed, (unsigned long long)(seed + seeds - 1));
+  std::printf(
+      "| strategy | accepted wrong | settled wrong | overhead | colluder runs to catch | honest caught | "
+      "net/run honest | net/run colluding | net/run newcomer | newcomers trusted (verified results) | "
+      "known-answer checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::vector<SimReport>> runs(std::size(strategies));
   for (uint64_t s = seed; s < seed + seeds; ++s) {
     for (size_t k = 0; k < std::size(strategies); ++k) {
@@ -225,8 +228,8 @@ int main(int argc, char** argv) {
         omin = std::min(omin, r.Overhead());
         omax = std::max(omax, r.Overhead());
       }
-      std::printf("  %-42s %.2e [%.2e, %.2e]  %5.1f%% [%5.1f%%, %5.1f%%]\n", strategies[k].name, w / double(seeds), wmin,
-                  wmax, 100 * o / double(seeds), 100 * omin, 100 * omax);
+      std::printf("  %-42s %.2e [%.2e, %.2e]  %5.1f%% [%5.1f%%, %5.1f%%]\n", strategies[k].name, w / double(seeds),
+                  wmin, wmax, 100 * o / double(seeds), 100 * omin, 100 * omax);
     }
   }
   std::printf("\nper class, first seed:\n");
@@ -239,18 +242,37 @@ int main(int argc, char** argv) {
   std::printf("\n== 2. the same fleet under other verification choices (seed %llu)\n", (unsigned long long)seed);
   const Variant variants[] = {
       {"adaptive, BOINC 1/count (no floor)", [](SimConfig* c) { c->policy.audit_floor = 0; }},
-      {"adaptive, backtrack since last ok",
-       [](SimConfig* c) { c->backtrack = verify::Backtrack::kSinceLastVerified; }},
+      {"adaptive, backtrack since last ok", [](SimConfig* c) { c->backtrack = verify::Backtrack::kSinceLastVerified; }},
       {"adaptive, backtrack whole window", [](SimConfig* c) { c->backtrack = verify::Backtrack::kWholeWindow; }},
       {"adaptive, no suspension", [](SimConfig* c) { c->suspend_below = 0; }},
       {"adaptive + 5% operator challenges", [](SimConfig* c) { c->challenge_rate = 0.05; }},
       {"adaptive, floor 0.05", [](SimConfig* c) { c->policy.audit_floor = 0.05; }},
       {"adaptive, floor 0.25", [](SimConfig* c) { c->policy.audit_floor = 0.25; }},
-      {"adaptive, suspended on 2nd catch", [](SimConfig* c) { c->policy.reliability_penalty = 500; c->suspend_below = 500; }},
-      {"adaptive, margin 1 (+2 runs)", [](SimConfig* c) { c->policy.dispute_margin = 1; c->policy.extra_runs = 2; }},
-      {"adaptive + known answers 0.02", [](SimConfig* c) { c->known_answer_rate = 0.02; c->policy.audit_floor = 0; }},
-      {"adaptive + known answers 0.10", [](SimConfig* c) { c->known_answer_rate = 0.10; c->policy.audit_floor = 0; }},
-      {"adaptive + known answers 0.20", [](SimConfig* c) { c->known_answer_rate = 0.20; c->policy.audit_floor = 0; }},
+      {"adaptive, suspended on 2nd catch",
+       [](SimConfig* c) {
+         c->policy.reliability_penalty = 500;
+         c->suspend_below = 500;
+       }},
+      {"adaptive, margin 1 (+2 runs)",
+       [](SimConfig* c) {
+         c->policy.dispute_margin = 1;
+         c->policy.extra_runs = 2;
+       }},
+      {"adaptive + known answers 0.02",
+       [](SimConfig* c) {
+         c->known_answer_rate = 0.02;
+         c->policy.audit_floor = 0;
+       }},
+      {"adaptive + known answers 0.10",
+       [](SimConfig* c) {
+         c->known_answer_rate = 0.10;
+         c->policy.audit_floor = 0;
+       }},
+      {"adaptive + known answers 0.20",
+       [](SimConfig* c) {
+         c->known_answer_rate = 0.20;
+         c->policy.audit_floor = 0;
+       }},
       {"adaptive + known answers, whole window",
        [](SimConfig* c) {
          c->known_answer_rate = c->policy.challenge_rate;

@@ -148,13 +148,13 @@ class Simulation {
     bool check_passed;  // a known-answer check of the task it passed: its own verified result
   };
   std::unordered_map<std::string, std::deque<Involvement>> involved_;
-  std::vector<uint64_t> known_;  // tasks accepted by a quorum of two or more: known answers
-  std::deque<std::tuple<Vote, int64_t>> charges_;    // to release, oldest first
+  std::vector<uint64_t> known_;                    // tasks accepted by a quorum of two or more: known answers
+  std::deque<std::tuple<Vote, int64_t>> charges_;  // to release, oldest first
   std::deque<std::pair<uint64_t, size_t>> reverify_queue_;
   std::set<uint64_t> queued_;
-  std::vector<std::pair<size_t, uint64_t>> catch_samples_;  // class, runs to catch
-  std::vector<std::string> wrong_attempts_;                 // charged attempts whose result was wrong
-  std::unordered_map<std::string, std::string> charged_by_; // attempt -> provider account
+  std::vector<std::pair<size_t, uint64_t>> catch_samples_;   // class, runs to catch
+  std::vector<std::string> wrong_attempts_;                  // charged attempts whose result was wrong
+  std::unordered_map<std::string, std::string> charged_by_;  // attempt -> provider account
   // The last kStandingWindow runs, whether each was an unproven account's
   // (SimConfig::unproven_share), and how many were.
   static constexpr size_t kStandingWindow = 1000;
@@ -223,7 +223,8 @@ std::string Simulation::Execute(size_t i, uint64_t task, const std::string& atte
   bool cheat = false;
   if (cls.behaviour == Behaviour::kLazy) cheat = Draw() < cls.cheat_rate;
   // The group fakes the same tasks, so two of its members given one task agree.
-  if (cls.behaviour == Behaviour::kColluding) cheat = double(SplitMix(task ^ 0xc011dedull) >> 11) * 0x1p-53 < cls.cheat_rate;
+  if (cls.behaviour == Behaviour::kColluding)
+    cheat = double(SplitMix(task ^ 0xc011dedull) >> 11) * 0x1p-53 < cls.cheat_rate;
   if (!cheat) return Right(task);
   ++r.wrong;
   r.compute_saved += c_.compute_cost;
@@ -234,8 +235,13 @@ std::string Simulation::Execute(size_t i, uint64_t task, const std::string& atte
 
 void Simulation::Charge(const Vote& v) {
   const Provider& p = providers_[v.provider];
-  ledger::ChargeRequest req{kRequester, kJob, p.account, v.attempt, c_.price,
-                            book_.Balance(ledger::Escrow(kRequester, kJob)), ledger::AttemptEnd::kVerified};
+  ledger::ChargeRequest req{kRequester,
+                            kJob,
+                            p.account,
+                            v.attempt,
+                            c_.price,
+                            book_.Balance(ledger::Escrow(kRequester, kJob)),
+                            ledger::AttemptEnd::kVerified};
   Apply(Must(ledger::Charge(req), "charge"));
   charges_.emplace_back(v, int64_t(now_task_) * kMsPerTask);
   if (v.digest != Right(std::stoull(v.attempt.substr(1)))) wrong_attempts_.push_back(v.attempt);
@@ -315,7 +321,8 @@ void Simulation::ProvenWrong(size_t i, const std::string& attempt, uint64_t task
   Apply(slash);
 
   const int64_t now_ms = int64_t(now_task_) * kMsPerTask;
-  while (!p.catches_ms.empty() && p.catches_ms.front() + c_.ledger.dispute_window_ms <= now_ms) p.catches_ms.pop_front();
+  while (!p.catches_ms.empty() && p.catches_ms.front() + c_.ledger.dispute_window_ms <= now_ms)
+    p.catches_ms.pop_front();
   const uint32_t caught_before = uint32_t(p.catches_ms.size());
   p.catches_ms.push_back(now_ms);
   verify::CaughtOutcome out =
@@ -394,9 +401,9 @@ void Simulation::Challenge(size_t i, uint64_t task) {
   const std::string digest = Execute(i, known_task, attempt);
   verify::CompareSpec compare;
   compare.outputs = {"out"};
-  verify::ChallengeVerdict v = Must(
-      verify::JudgeChallenge(compare, {{"out", Right(known_task), std::nullopt}}, {{"out", digest, std::nullopt}}),
-      "judge");
+  verify::ChallengeVerdict v =
+      Must(verify::JudgeChallenge(compare, {{"out", Right(known_task), std::nullopt}}, {{"out", digest, std::nullopt}}),
+           "judge");
   if (v.passed) {
     VerifiedRight(i);
   } else {
@@ -410,7 +417,8 @@ std::optional<uint64_t> Simulation::KnownFor(size_t i) {
     const uint64_t t = known_[std::uniform_int_distribution<size_t>(0, known_.size() - 1)(rng_)];
     auto it = accepted_.find(t);
     // Demoted since, or one the provider ran: not a check for it.
-    if (it == accepted_.end() || it->second.voters.size() < 2 || it->second.check != verify::Check::kReplicated) continue;
+    if (it == accepted_.end() || it->second.voters.size() < 2 || it->second.check != verify::Check::kReplicated)
+      continue;
     if (std::any_of(it->second.voters.begin(), it->second.voters.end(),
                     [&](const Vote& v) { return providers_[v.provider].account == account; })) {
       continue;
@@ -466,8 +474,7 @@ void Simulation::NewTask(uint64_t task) {
         c_.keep_floor_with_known_answers || c_.known_answer_rate <= 0 || c_.policy.audit_floor <= 0
             ? c_.policy.audit_floor
             : verify::AuditFloor(c_.policy.audit_floor, c_.known_answer_rate, KnownFor(*first).has_value());
-    verify::ReplicationChoice choice =
-        verify::ChooseReplication({c_.policy.trust_threshold, floor}, p.count, Draw());
+    verify::ReplicationChoice choice = verify::ChooseReplication({c_.policy.trust_threshold, floor}, p.count, Draw());
     replicate = choice.replicate;
     if (choice.trusted) Trusted(p);
   }

@@ -38,7 +38,7 @@ struct SimConfig {
   verify::Mode mode = verify::Mode::kAdaptive;
   verify::VerificationPolicy policy;
   verify::Backtrack backtrack = verify::Backtrack::kEscalating;
-  double challenge_rate = 0;       // operator-held known answers (always right) mixed into every stream
+  double challenge_rate = 0;  // operator-held known answers (always right) mixed into every stream
   // Known-answer checks as the coordinator sends them (verify/challenge.h,
   // coordinator/verification.cc): after a result accepted on its run's word,
   // at this rate, the provider runs a task of the same job that it never ran
@@ -64,32 +64,32 @@ struct SimConfig {
   // Adaptive with known-answer checks: keep the audit floor even once the
   // job has a known answer (the coordinator lets it give way, AuditFloor).
   bool keep_floor_with_known_answers = false;
-  uint32_t suspend_below = 250;    // reliability (per mille) under which a provider gets no work
-  bool whitewash = true;           // a suspended provider returns as a new account (a new stake)
+  uint32_t suspend_below = 250;  // reliability (per mille) under which a provider gets no work
+  bool whitewash = true;         // a suspended provider returns as a new account (a new stake)
   ledger::LedgerPolicy ledger;
-  ledger::Micros price = ledger::kMicrosPerCredit;        // per run
-  ledger::Micros compute_cost = 400'000;                  // a provider's cost of a real run
-  ledger::Micros stake = 20 * ledger::kMicrosPerCredit;   // staked on joining and topped up to
+  ledger::Micros price = ledger::kMicrosPerCredit;       // per run
+  ledger::Micros compute_cost = 400'000;                 // a provider's cost of a real run
+  ledger::Micros stake = 20 * ledger::kMicrosPerCredit;  // staked on joining and topped up to
   ledger::Micros min_stake = 10 * ledger::kMicrosPerCredit;
 };
 
 struct ClassReport {
   std::string name;
-  uint64_t accounts = 0;   // including whitewashed comebacks
+  uint64_t accounts = 0;  // including whitewashed comebacks
   uint64_t runs = 0;
-  uint64_t wrong = 0;      // wrong results it returned
-  uint64_t caught = 0;     // results proven wrong
+  uint64_t wrong = 0;   // wrong results it returned
+  uint64_t caught = 0;  // results proven wrong
   uint64_t suspended = 0;
   double mean_runs_to_catch = 0;  // own runs from a first uncaught wrong result to being caught
   ledger::Micros earned = 0;      // released + still pending charges
   ledger::Micros slashed = 0;
-  ledger::Micros kept_for_wrong = 0;  // charges for wrong results never clawed back
-  ledger::Micros compute_saved = 0;   // cost of the real runs it skipped
-  ledger::Micros net = 0;             // earned - slashed - compute spent
-  uint32_t max_verified_to_trust = 0; // newcomers: verified results before first trusted
-  uint64_t trusted = 0;               // providers of the class that became trusted
-  uint64_t trust_verified_sum = 0;    // verified results before first trusted, summed over the
-                                      // `trusted` providers (their mean: the class's trust time)
+  ledger::Micros kept_for_wrong = 0;   // charges for wrong results never clawed back
+  ledger::Micros compute_saved = 0;    // cost of the real runs it skipped
+  ledger::Micros net = 0;              // earned - slashed - compute spent
+  uint32_t max_verified_to_trust = 0;  // newcomers: verified results before first trusted
+  uint64_t trusted = 0;                // providers of the class that became trusted
+  uint64_t trust_verified_sum = 0;     // verified results before first trusted, summed over the
+                                       // `trusted` providers (their mean: the class's trust time)
 };
 
 struct SimReport {
@@ -98,15 +98,15 @@ struct SimReport {
   uint64_t settled = 0;         // accepted results whose dispute window has closed
   uint64_t settled_wrong = 0;   // of those, wrong: for good
   uint64_t failed_verification = 0;
-  uint64_t executions = 0;      // every run: firsts, replicas, tie-breakers, challenges, re-verifications
+  uint64_t executions = 0;  // every run: firsts, replicas, tie-breakers, challenges, re-verifications
   uint64_t replicated = 0;
   uint64_t reverified = 0;
   uint64_t challenges = 0;
   uint64_t known_answer_checks = 0;
   uint64_t known_answer_failed = 0;
-  uint64_t known_answer_wrong = 0;  // checks whose "known" answer was itself a wrong accepted result
-  ledger::Micros ledger_sum = 0;        // sum over all accounts but world
-  ledger::Micros ledger_deposits = 0;   // must equal ledger_sum
+  uint64_t known_answer_wrong = 0;     // checks whose "known" answer was itself a wrong accepted result
+  ledger::Micros ledger_sum = 0;       // sum over all accounts but world
+  ledger::Micros ledger_deposits = 0;  // must equal ledger_sum
   std::vector<ClassReport> classes;
 
   double AcceptedWrongFraction() const { return accepted ? double(accepted_wrong) / double(accepted) : 0; }

@@ -54,7 +54,7 @@ struct VerifiedAdvertisement {
 // kMalformed, FailedPrecondition for kStaleSequence, PermissionDenied for the
 // rest. `error`, if not null, is set on success (kNone) and on failure.
 Result<VerifiedAdvertisement> VerifyAdvertisement(const v1::SignedAdvertisement& signed_ad,
-                                                  const std::string& known_public_key,
-                                                  uint64_t last_sequence, AdvertError* error);
+                                                  const std::string& known_public_key, uint64_t last_sequence,
+                                                  AdvertError* error);
 
 }  // namespace idlegrid::advert

@@ -82,39 +82,34 @@ Result<NodeKey> NodeKey::LoadOrCreateFile(const std::string& path, const std::st
   }
   if ((st.st_mode & 077) != 0) {
     return Status::PermissionDenied(what + " " + path + " has mode " + ModeString(st.st_mode) +
-                                    " and is accessible by group or others; run: chmod 600 " +
-                                    path);
+                                    " and is accessible by group or others; run: chmod 600 " + path);
   }
   IG_ASSIGN_OR_RETURN(std::string encoded, ReadFile(path));
-  while (!encoded.empty() && (encoded.back() == '\n' || encoded.back() == ' ' ||
-                              encoded.back() == '\r' || encoded.back() == '\t')) {
+  while (!encoded.empty() &&
+         (encoded.back() == '\n' || encoded.back() == ' ' || encoded.back() == '\r' || encoded.back() == '\t')) {
     encoded.pop_back();
   }
   SecretKey secret_key;
   size_t decoded = 0;
   const char* hex_end = nullptr;
-  int rc = sodium_hex2bin(secret_key.data(), secret_key.size(), encoded.data(), encoded.size(),
-                          nullptr, &decoded, &hex_end);
-  const bool well_formed =
-      rc == 0 && decoded == secret_key.size() && hex_end == encoded.data() + encoded.size();
+  int rc =
+      sodium_hex2bin(secret_key.data(), secret_key.size(), encoded.data(), encoded.size(), nullptr, &decoded, &hex_end);
+  const bool well_formed = rc == 0 && decoded == secret_key.size() && hex_end == encoded.data() + encoded.size();
   sodium_memzero(encoded.data(), encoded.size());
   if (!well_formed) {
     return Status::DataLoss(what + " " + path + " is not 128 hex characters (a 64-byte " +
-                            "Ed25519 secret key); restore it from backup or remove it to " +
-                            "create a new identity");
+                            "Ed25519 secret key); restore it from backup or remove it to " + "create a new identity");
   }
   // The secret key is seed || public key; a corrupted public half would make
   // every signature fail verification far from here, so check it now.
   unsigned char derived_public[crypto_sign_PUBLICKEYBYTES];
   unsigned char derived_secret[crypto_sign_SECRETKEYBYTES];
   crypto_sign_seed_keypair(derived_public, derived_secret, secret_key.data());
-  const bool consistent =
-      sodium_memcmp(derived_secret, secret_key.data(), crypto_sign_SECRETKEYBYTES) == 0;
+  const bool consistent = sodium_memcmp(derived_secret, secret_key.data(), crypto_sign_SECRETKEYBYTES) == 0;
   sodium_memzero(derived_secret, sizeof(derived_secret));
   if (!consistent) {
     sodium_memzero(secret_key.data(), secret_key.size());
-    return Status::DataLoss(what + " " + path + " is corrupt: its public key does not match " +
-                            "its seed");
+    return Status::DataLoss(what + " " + path + " is corrupt: its public key does not match " + "its seed");
   }
   NodeKey key(secret_key);
   sodium_memzero(secret_key.data(), secret_key.size());
@@ -124,8 +119,7 @@ Result<NodeKey> NodeKey::LoadOrCreateFile(const std::string& path, const std::st
 std::string NodeKey::Sign(const std::string& message) const {
   std::string signature(crypto_sign_BYTES, '\0');
   crypto_sign_detached(reinterpret_cast<unsigned char*>(signature.data()), nullptr,
-                       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-                       secret_key_.data());
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size(), secret_key_.data());
   return signature;
 }
 

@@ -18,11 +18,11 @@
 namespace idlegrid::agent {
 
 struct AdvertiserInputs {
-  v1::NodeInfo capacity;                      // offered cores, memory, runtimes, enforcement
-  v1::HostInventory inventory;                // discovery, simulated devices included
+  v1::NodeInfo capacity;        // offered cores, memory, runtimes, enforcement
+  v1::HostInventory inventory;  // discovery, simulated devices included
   OwnerPolicy owner;
   std::optional<OwnerCommand> owner_command;  // `agent pause` in force (per-GPU pauses hold devices back)
-  std::vector<capacity::AttemptHold> holds;  // what running attempts hold
+  std::vector<capacity::AttemptHold> holds;   // what running attempts hold
   std::vector<std::string> running_attempts;
   std::vector<std::string> cached_images;
   std::vector<std::string> cached_inputs;  // input digests in the node's input cache
@@ -38,7 +38,8 @@ std::string Fingerprint(const v1::Advertisement& ad);
 
 class Advertiser {
  public:
-  explicit Advertiser(advert::NodeKey key, int64_t refresh_ms = 180'000) : key_(std::move(key)), refresh_ms_(refresh_ms) {}
+  explicit Advertiser(advert::NodeKey key, int64_t refresh_ms = 180'000)
+      : key_(std::move(key)), refresh_ms_(refresh_ms) {}
   // A signed advertisement if `ad` differs from the last one sent or the last
   // is older than the refresh period; nullopt otherwise. Sequences are
   // max(last + 1, now_ms), so they keep increasing across agent restarts.

@@ -108,8 +108,7 @@ Agent::Agent(AgentConfig config)
       runtime_(MakeRuntime(config_)),
       registry_(registry::NewSkopeoClient(RegistryOptions(config_))),
       images_(std::make_unique<ImageCache>(config_.data_dir + "/images", runtime_.get(),
-                                           static_cast<ArtifactTransfer*>(this), registry_.get(),
-                                           config_.clock)),
+                                           static_cast<ArtifactTransfer*>(this), registry_.get(), config_.clock)),
       inputs_(std::make_unique<InputCache>(config_.data_dir + "/inputs", config_.input_cache_bytes,
                                            static_cast<ArtifactTransfer*>(this))) {}
 
@@ -145,8 +144,7 @@ std::vector<std::string> Agent::CachedImages() const {
 bool Agent::ReloadPolicy() {
   std::string path = config_.policy_file.empty() ? config_.data_dir + "/policy.yaml" : config_.policy_file;
   struct stat st;
-  int64_t mtime = ::stat(path.c_str(), &st) == 0 ? int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec
-                                                  : 0;
+  int64_t mtime = ::stat(path.c_str(), &st) == 0 ? int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec : 0;
   {
     MutexLock lock(&mu_);
     if (mtime == policy_mtime_ns_) return false;
@@ -193,9 +191,9 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   while (!disk.empty() && disk != disk.root_path() && !std::filesystem::exists(disk)) disk = disk.parent_path();
   in.inventory = discovery::DiscoverHost({disk.string()}, config_.nvml_library);
   if (!config_.simulate_gpus.empty()) {
-    IG_ASSIGN_OR_RETURN(v1::GpuDiscovery simulated,
-                        discovery::SimulatedGpus(config_.simulate_gpus,
-                                                 static_cast<uint32_t>(in.inventory.gpus().devices_size())));
+    IG_ASSIGN_OR_RETURN(
+        v1::GpuDiscovery simulated,
+        discovery::SimulatedGpus(config_.simulate_gpus, static_cast<uint32_t>(in.inventory.gpus().devices_size())));
     for (auto& d : *simulated.mutable_devices()) *in.inventory.mutable_gpus()->add_devices() = std::move(d);
     in.inventory.mutable_gpus()->set_available(true);
   }
@@ -341,8 +339,7 @@ int Agent::Run() {
     // Only a transport failure is worth a retry; a refusal will not change,
     // and a shutting-down agent does not wait for a coordinator that is gone.
     return s.ok() || stopping_ ||
-           (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-            s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+           (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
   });
   {
     MutexLock lock(&hb_mu_);
@@ -419,7 +416,7 @@ void Agent::GracefulShutdown(std::chrono::seconds grace) {
   {
     MutexLock lock(&mu_);
     cv_.WaitFor(&mu_, std::chrono::milliseconds(grace_ms - reserve_ms),
-                 [&]() IG_REQUIRES(mu_) { return stopping_.load() || attempts_.size() == finished_.size(); });
+                [&]() IG_REQUIRES(mu_) { return stopping_.load() || attempts_.size() == finished_.size(); });
   }
   Shutdown();
 }
@@ -518,7 +515,8 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
     if (it != epochs_.end() && req.lease_epoch() == 0) req.set_lease_epoch(it->second);
     // A hand back says why (the owner's pause), not just that it stopped.
     auto why = stop_messages_.find(req.attempt_id());
-    if (why != stop_messages_.end() && req.event() == v1::STOPPED && req.message().empty()) req.set_message(why->second);
+    if (why != stop_messages_.end() && req.event() == v1::STOPPED && req.message().empty())
+      req.set_message(why->second);
   }
   // Reports must not be lost to a passing network blip; refusals are final.
   int backoff_ms = 200;

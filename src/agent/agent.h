@@ -29,16 +29,16 @@
 namespace idlegrid::agent {
 
 struct AgentConfig {
-  std::string coordinator;   // host:port of the coordinator's gRPC API
-  std::string join_token;    // needed only the first time (enrollment)
-  std::string ca_hash;       // "sha256:<hex>" of the coordinator CA, pinned at enrollment
+  std::string coordinator;  // host:port of the coordinator's gRPC API
+  std::string join_token;   // needed only the first time (enrollment)
+  std::string ca_hash;      // "sha256:<hex>" of the coordinator CA, pinned at enrollment
   std::string data_dir = "./idlegrid-data/agent";
   // Run every task of an array job in a container of its own instead of
   // reusing a pilot sandbox (slower; for wrapped runtimes, e.g. tests' shims).
   bool no_pilots = false;
-  std::string name;          // defaults to the hostname
-  double cpus = 0;           // capacity offered; 0 = every core
-  uint64_t memory_bytes = 0; // capacity offered; 0 = all physical memory
+  std::string name;           // defaults to the hostname
+  double cpus = 0;            // capacity offered; 0 = every core
+  uint64_t memory_bytes = 0;  // capacity offered; 0 = all physical memory
   std::string region = "local";
   std::string podman = "podman";
   // How containers are started: "auto" (runc directly for what it can run
@@ -46,8 +46,8 @@ struct AgentConfig {
   // driver only), "runc" (runc only; runsc and GPU jobs are refused).
   std::string driver = "auto";
   std::string runc = "runc";
-  std::vector<std::string> simulate_gpus;  // "MODEL:MEMORY:CC" devices that exist only in the advertisement
-  std::string policy_file;                 // owner's policy YAML; default <data_dir>/policy.yaml
+  std::vector<std::string> simulate_gpus;          // "MODEL:MEMORY:CC" devices that exist only in the advertisement
+  std::string policy_file;                         // owner's policy YAML; default <data_dir>/policy.yaml
   std::string nvml_library = "libnvidia-ml.so.1";  // for hosts with NVML elsewhere (and tests)
   // CDI specs whose presence lets a real GPU into a job (podman reads every
   // spec in /etc/cdi and /var/run/cdi); empty: AttemptEnv's nvidia.yaml pair.
@@ -158,15 +158,15 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
 
   struct AttemptHold {
     capacity::AttemptHold held;  // what the coordinator's ledger holds for it too
-    bool checkpoint = false;  // its job has a checkpoint directory (a pause may hand it back at once)
+    bool checkpoint = false;     // its job has a checkpoint directory (a pause may hand it back at once)
   };
 
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;
   std::unique_ptr<registry::RegistryClient> registry_;  // pulls registry images
-  std::unique_ptr<ImageCache> images_;  // uses runtime_, registry_ and this agent's Download
-  std::unique_ptr<InputCache> inputs_;  // uses this agent's Download
-  AttemptGrants grants_;                 // which attempt each transfer is for
+  std::unique_ptr<ImageCache> images_;                  // uses runtime_, registry_ and this agent's Download
+  std::unique_ptr<InputCache> inputs_;                  // uses this agent's Download
+  AttemptGrants grants_;                                // which attempt each transfer is for
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
   // Heartbeats travel on a connection of their own: never queued behind an
@@ -183,12 +183,12 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::map<std::string, std::thread> attempts_ IG_GUARDED_BY(mu_);  // attempt id -> runner
   std::set<std::string> finished_ IG_GUARDED_BY(mu_);               // runners done, to join
   std::set<std::string> cancelled_ IG_GUARDED_BY(mu_);
-  std::map<std::string, uint64_t> epochs_ IG_GUARDED_BY(mu_);       // attempt id -> lease epoch
+  std::map<std::string, uint64_t> epochs_ IG_GUARDED_BY(mu_);  // attempt id -> lease epoch
   std::map<std::string, AttemptHold> holds_ IG_GUARDED_BY(mu_);
   OwnerPolicy owner_ IG_GUARDED_BY(mu_) = DefaultOwnerPolicy();
   int64_t policy_mtime_ns_ IG_GUARDED_BY(mu_) = -1;
   bool readvertise_ IG_GUARDED_BY(mu_) = false;
-  std::unique_ptr<Advertiser> advertiser_;       // heartbeat thread only, after Enroll
+  std::unique_ptr<Advertiser> advertiser_;  // heartbeat thread only, after Enroll
   std::atomic<bool> stopping_{false};
   // While shutting down, no RPC outlives this (ms since the epoch; 0: none).
   std::atomic<int64_t> shutdown_deadline_ms_{0};
@@ -208,13 +208,13 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   Mutex hb_mu_;
   CondVar hb_cv_;
   HeartbeatState hb_ IG_GUARDED_BY(hb_mu_);
-  std::vector<std::string> stop_requests_ IG_GUARDED_BY(mu_);             // containers to kill (cancels, stale attempts)
-  std::vector<v1::GpuDevice> last_devices_ IG_GUARDED_BY(mu_);            // from the last advertisement
+  std::vector<std::string> stop_requests_ IG_GUARDED_BY(mu_);   // containers to kill (cancels, stale attempts)
+  std::vector<v1::GpuDevice> last_devices_ IG_GUARDED_BY(mu_);  // from the last advertisement
   // The owner's pause (pause_loop.cc): why the node takes no new work now
   // ("" when not paused), and what a STOPPED report of a handed-back attempt says.
   std::string owner_pause_reason_ IG_GUARDED_BY(mu_);
-  std::optional<OwnerCommand> owner_command_ IG_GUARDED_BY(mu_);          // `agent pause` in force
-  std::map<std::string, std::string> stop_messages_ IG_GUARDED_BY(mu_);   // attempt id -> message
+  std::optional<OwnerCommand> owner_command_ IG_GUARDED_BY(mu_);         // `agent pause` in force
+  std::map<std::string, std::string> stop_messages_ IG_GUARDED_BY(mu_);  // attempt id -> message
   std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ IG_GUARDED_BY(mu_) = nullptr;
 };

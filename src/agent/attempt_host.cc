@@ -63,16 +63,15 @@ Status Agent::ReserveCapacity(const v1::Assignment& a) {
   // container gone, killed and tearing-down ones included.
   capacity::NodeCapacity left = capacity::NodeCapacity::Offered(info, owner_.policy, last_devices_);
   for (const auto& [other, h] : holds_) left.Hold(h.held);
-  capacity::AttemptHold request =
-      capacity::HoldOf(a.spec(), {a.device_uuids().begin(), a.device_uuids().end()});
+  capacity::AttemptHold request = capacity::HoldOf(a.spec(), {a.device_uuids().begin(), a.device_uuids().end()});
   if (Status fits = left.Check(request); !fits.ok()) {
     return Status::FailedPrecondition(fits.message() + " on this node");
   }
   for (const auto& d : last_devices_) {
     // Placed before the advertisement saying so reached the coordinator.
     if (!d.owner_hold().empty() && std::count(request.devices.begin(), request.devices.end(), d.uuid())) {
-      return Status::ResourceExhausted("GPU " + std::to_string(d.index()) + " is held back by its owner: " +
-                                       d.owner_hold());
+      return Status::ResourceExhausted("GPU " + std::to_string(d.index()) +
+                                       " is held back by its owner: " + d.owner_hold());
     }
   }
   holds_[a.attempt_id()] = {std::move(request), !a.spec().checkpoint_path().empty()};

@@ -208,8 +208,9 @@ Result<std::vector<std::string>> AttemptRunner::PrepareGpus(const v1::Assignment
   const bool has_cdi = std::any_of(env_.cdi_spec_paths.begin(), env_.cdi_spec_paths.end(),
                                    [](const std::string& p) { return PathExists(p); });
   if (!real->empty() && !has_cdi) {
-    return Status::FailedPrecondition("no CDI spec for NVIDIA GPUs on this host; run `nvidia-ctk cdi generate "
-                                      "--output=/etc/cdi/nvidia.yaml`");
+    return Status::FailedPrecondition(
+        "no CDI spec for NVIDIA GPUs on this host; run `nvidia-ctk cdi generate "
+        "--output=/etc/cdi/nvidia.yaml`");
   }
   return real;
 }
@@ -233,7 +234,8 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   runtime::ContainerRuntime* runtime = env_.runtime;
   const std::string& container = run.spec.container_name;
   OutputWatch watch({run.writable_dirs, [runtime, container] { return runtime->LiveWritableDirs(container); },
-                     run.output_cap, env_.output_watch_interval, [runtime, container, id](const std::string& why) {
+                     run.output_cap, env_.output_watch_interval,
+                     [runtime, container, id](const std::string& why) {
                        spdlog::warn("attempt {} {}", id, why);
                        if (Status st = runtime->Kill(container); !st.ok()) {
                          spdlog::warn("attempt {}: stopping it at its disk cap: {}", id, st.message());
@@ -290,8 +292,8 @@ Status AttemptRunner::CollectOutputs(const std::string& out_dir, const std::vect
   return Status::Ok();
 }
 
-void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st,
-                         CapacityHold& hold, ScratchDir* scratch) {
+void AttemptRunner::Fail(const std::string& attempt_id, v1::FailureReason reason, const Status& st, CapacityHold& hold,
+                         ScratchDir* scratch) {
   spdlog::warn("attempt {} failed: {}", attempt_id, st.message());
   // No container of the attempt runs any more (none started, or it ended):
   // free its disk and capacity before the coordinator, which frees them on

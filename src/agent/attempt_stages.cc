@@ -85,7 +85,8 @@ Result<std::vector<std::string>> SelectGpus(const v1::Assignment& a, const std::
     auto device =
         std::find_if(host_gpus.begin(), host_gpus.end(), [&](const v1::GpuDevice& d) { return d.uuid() == uuid; });
     if (device == host_gpus.end()) {
-      return Status::FailedPrecondition("assigned GPU " + uuid + " is not on this host (any more); "
+      return Status::FailedPrecondition("assigned GPU " + uuid +
+                                        " is not on this host (any more); "
                                         "check `idlegrid agent --discover`");
     }
     if (!device->simulated()) real.push_back(uuid);

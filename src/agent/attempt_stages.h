@@ -26,8 +26,8 @@ v1::ReportAttemptRequest OutcomeReport(const std::string& attempt_id, const Outc
 struct RunLayout {
   std::string container_name;
   std::string image_id;
-  std::string out_dir;                   // mounted read-write at the job's outputPath
-  std::string checkpoint_dir;            // "" unless the job checkpoints
+  std::string out_dir;         // mounted read-write at the job's outputPath
+  std::string checkpoint_dir;  // "" unless the job checkpoints
   // Mounted read-write at runtime::kJobHomeDir, holding kCacheDirName; ""
   // for none (then HOME names a directory of the image, likely read-only).
   std::string home_dir;

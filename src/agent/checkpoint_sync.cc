@@ -197,7 +197,8 @@ Status CheckpointSync::RestoreChunked(const v1::OutputFile& f, const std::string
     if (st.ok()) {
       auto bytes = ReadFile(tmp);
       st = bytes.status();
-      if (st.ok() && bytes->size() != c.size()) st = Status::DataLoss("chunk " + std::to_string(i) + " has the wrong size");
+      if (st.ok() && bytes->size() != c.size())
+        st = Status::DataLoss("chunk " + std::to_string(i) + " has the wrong size");
       if (st.ok()) {
         whole.Update(bytes->data(), bytes->size());
         st = WriteAll(out, bytes->data(), bytes->size(), path);

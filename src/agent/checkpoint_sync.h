@@ -65,12 +65,12 @@ class CheckpointSync {
   const Chunking chunking_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;                               // guarded by mu_
-  uint32_t reports_ = 0;                            // guarded by mu_
-  std::mutex sync_mu_;                              // one sync at a time
-  std::map<std::string, v1::OutputFile> held_;      // rel path -> what the coordinator has; sync_mu_
-  std::set<std::string> held_chunks_;               // chunk digests it has for the task; sync_mu_
-  std::vector<v1::OutputFile> last_reported_;       // guarded by sync_mu_
+  bool stop_ = false;                           // guarded by mu_
+  uint32_t reports_ = 0;                        // guarded by mu_
+  std::mutex sync_mu_;                          // one sync at a time
+  std::map<std::string, v1::OutputFile> held_;  // rel path -> what the coordinator has; sync_mu_
+  std::set<std::string> held_chunks_;           // chunk digests it has for the task; sync_mu_
+  std::vector<v1::OutputFile> last_reported_;   // guarded by sync_mu_
   std::thread thread_;
 };
 

@@ -19,7 +19,7 @@ struct GpuSample {
   std::optional<uint32_t> utilization_pct;    // SM busy, 0..100
   std::optional<uint64_t> memory_used_bytes;  // the whole device's, not the job's alone
   std::optional<uint32_t> temperature_c;
-  std::optional<uint32_t> power_mw;  // draw
+  std::optional<uint32_t> power_mw;          // draw
   std::optional<uint64_t> throttle_reasons;  // NVML clocks-throttle bits
 };
 

@@ -154,7 +154,8 @@ Result<std::string> ImageCache::FetchLayered(const v1::Assignment& a, const std:
   image::OciBlobRef manifest{kManifestMediaType, manifest_digest, 0};
   uint64_t fetched = 0, total = 0;
   for (const v1::ArtifactRef& blob : a.image_blobs()) {
-    if (!IsValidDigest(blob.digest())) return Status::InvalidArgument("image blob '" + blob.digest() + "' is malformed");
+    if (!IsValidDigest(blob.digest()))
+      return Status::InvalidArgument("image blob '" + blob.digest() + "' is malformed");
     const std::string path = blobs_dir + "/" + DigestHex(blob.digest());
     std::error_code ec;
     // A blob on disk was verified when it arrived and is this agent's alone.
@@ -182,8 +183,8 @@ Result<std::string> ImageCache::FetchLayered(const v1::Assignment& a, const std:
     st = Status::DataLoss("cached manifest " + manifest_digest + " does not hash to its digest");
   } else if (auto config = image::OciManifestConfigDigest(*manifest_text, "manifest " + manifest_digest);
              !config.ok() || *config != a.image_config_digest()) {
-    st = config.ok() ? Status::DataLoss("image " + manifest_digest + " has config " + *config +
-                                        ", coordinator said " + a.image_config_digest())
+    st = config.ok() ? Status::DataLoss("image " + manifest_digest + " has config " + *config + ", coordinator said " +
+                                        a.image_config_digest())
                      : config.status();
   }
   if (st.ok()) st = runtime_->LoadImage(archive, image_id).WithContext("podman load");
@@ -196,7 +197,8 @@ Result<std::string> ImageCache::FetchLayered(const v1::Assignment& a, const std:
   std::ostringstream list;
   for (const auto& f : files) list << f.digest << " " << f.size << "\n";
   IG_RETURN_IF_ERROR(WriteFileAtomic(LayersDir(cache_dir_) + "/" + DigestHex(manifest_digest), list.str(), 0600));
-  IG_RETURN_IF_ERROR(WriteFileAtomic(cache_dir_ + "/" + DigestHex(manifest_digest), a.image_config_digest() + "\n", 0600));
+  IG_RETURN_IF_ERROR(
+      WriteFileAtomic(cache_dir_ + "/" + DigestHex(manifest_digest), a.image_config_digest() + "\n", 0600));
   checked_ms_[manifest_digest + " " + a.image_config_digest()] = clock_->NowMs();
   spdlog::info("image {} loaded as {}: fetched {} of {} bytes (the rest was cached)", manifest_digest,
                image_id.substr(0, 12), fetched, total);
@@ -232,9 +234,9 @@ void ImageCache::EvictLocked() {
     entry.blobs = ReadLayerList(e.path().string());
     entry.last_used_ms = MtimeMs(cache_dir_ + "/" + hex);
     // Wall time, as the marker's mtime is.
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     entry.in_use = pins_.count(entry.manifest_digest) > 0 || now_ms - entry.last_used_ms < eviction_grace_.count();
     images.push_back(std::move(entry));
   }

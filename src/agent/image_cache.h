@@ -35,9 +35,9 @@ inline constexpr uint64_t kDefaultImageCacheBytes = 20ull << 30;
 
 // What the layered part of a cache directory holds, for `agent status`.
 struct ImageCacheUsage {
-  int images = 0;        // layered images listed
+  int images = 0;  // layered images listed
   int blobs = 0;
-  uint64_t bytes = 0;    // blob bytes on disk
+  uint64_t bytes = 0;  // blob bytes on disk
 };
 ImageCacheUsage ReadImageCacheUsage(const std::string& cache_dir);
 
@@ -73,12 +73,12 @@ class ImageCache : public ImageSource {
   ArtifactTransfer* const artifacts_;
   registry::RegistryClient* const registry_;
   const Clock* const clock_;
-  std::mutex mu_;                             // one image download/load at a time
+  std::mutex mu_;  // one image download/load at a time
   // "<manifest digest> <config digest>" -> when the runtime last had that
   // verified pair; guarded by mu_.
   std::map<std::string, int64_t> checked_ms_;
-  std::map<std::string, int> pins_;           // manifest digest -> attempts using it; guarded by mu_
-  uint64_t budget_bytes_ = kDefaultImageCacheBytes;  // guarded by mu_
+  std::map<std::string, int> pins_;                   // manifest digest -> attempts using it; guarded by mu_
+  uint64_t budget_bytes_ = kDefaultImageCacheBytes;   // guarded by mu_
   std::chrono::milliseconds eviction_grace_{10'000};  // guarded by mu_
 };
 

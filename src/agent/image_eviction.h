@@ -18,7 +18,7 @@ struct CachedImageEntry {
   std::string manifest_digest;
   std::vector<CachedBlob> blobs;  // what it is made of (manifest, config, layers)
   int64_t last_used_ms = 0;
-  bool in_use = false;            // a running attempt (or the load now under way) uses it
+  bool in_use = false;  // a running attempt (or the load now under way) uses it
 };
 
 struct EvictionPlan {

@@ -80,7 +80,8 @@ Status InputCache::Fetch(const std::string& hex, bool unpack, Entry* made) {
     // transfer cut off mid-way resumes where it stopped.
     const std::string part = file + ".download";
     Status st = artifacts_->Download(digest, part);
-    if (st.ok() && ::chmod(part.c_str(), 0444) != 0) st = Status::Internal("chmod " + part + ": " + std::strerror(errno));
+    if (st.ok() && ::chmod(part.c_str(), 0444) != 0)
+      st = Status::Internal("chmod " + part + ": " + std::strerror(errno));
     if (st.ok() && ::rename(part.c_str(), file.c_str()) != 0) {
       st = Status::Internal("cannot move " + part + " into the input cache: " + std::strerror(errno));
     }

@@ -55,7 +55,7 @@ class InputCache : public InputSource {
     uint64_t dir_bytes = 0;   // <hex>.d, when held
     bool has_file = false;
     bool has_dir = false;
-    uint64_t last_use = 0;    // use_clock_ when last provided
+    uint64_t last_use = 0;  // use_clock_ when last provided
   };
 
   // Holds `hex` in the form `unpack` asks, fetching it if it is missing.
@@ -71,14 +71,14 @@ class InputCache : public InputSource {
 
   mutable std::mutex mu_;
   std::condition_variable fetched_;
-  std::map<std::string, Entry> entries_;                     // by hex; guarded by mu_
-  std::set<std::string> fetching_;                           // hexes in flight; guarded by mu_
-  std::map<std::string, std::set<std::string>> pins_;        // attempt id -> hexes; guarded by mu_
-  std::map<std::string, int> pin_counts_;                    // hex -> attempts pinning it; guarded by mu_
-  uint64_t max_bytes_;                                       // guarded by mu_
-  uint64_t use_clock_ = 0;                                   // guarded by mu_
-  uint64_t bytes_ = 0;                                       // guarded by mu_
-  uint64_t downloads_ = 0;                                   // guarded by mu_
+  std::map<std::string, Entry> entries_;               // by hex; guarded by mu_
+  std::set<std::string> fetching_;                     // hexes in flight; guarded by mu_
+  std::map<std::string, std::set<std::string>> pins_;  // attempt id -> hexes; guarded by mu_
+  std::map<std::string, int> pin_counts_;              // hex -> attempts pinning it; guarded by mu_
+  uint64_t max_bytes_;                                 // guarded by mu_
+  uint64_t use_clock_ = 0;                             // guarded by mu_
+  uint64_t bytes_ = 0;                                 // guarded by mu_
+  uint64_t downloads_ = 0;                             // guarded by mu_
 };
 
 }  // namespace idlegrid::agent

@@ -132,9 +132,10 @@ int StartUnit(const std::string& user, const std::string& by_hand) {
   if (linger.exit_code == 0) {
     std::printf("lingering enabled for %s: the agent starts at boot and survives logouts\n", user.c_str());
   } else {
-    std::printf("note:    lingering could not be enabled (%s)\n    fix: sudo loginctl enable-linger %s "
-                "(without it the agent stops when %s logs out)\n",
-                runtime::Trimmed(linger.stderr_text).c_str(), user.c_str(), user.c_str());
+    std::printf(
+        "note:    lingering could not be enabled (%s)\n    fix: sudo loginctl enable-linger %s "
+        "(without it the agent stops when %s logs out)\n",
+        runtime::Trimmed(linger.stderr_text).c_str(), user.c_str(), user.c_str());
   }
   auto reload = Run({"systemctl", "--user", "daemon-reload"});
   auto enable = reload.exit_code == 0 ? Run({"systemctl", "--user", "enable", "--now", kAgentUnitName}) : reload;
@@ -240,9 +241,10 @@ int RunJoin(const JoinOptions& o) {
   auto address = CoordinatorAddressFromUrl(o.url);
   if (!address.ok()) return std::fprintf(stderr, "error: %s\n", address.status().message().c_str()), 2;
   if (o.join_token.empty() || o.ca_hash.empty()) {
-    std::fprintf(stderr, "error: agent join needs --token igj_... and --ca-hash sha256:... (the coordinator prints "
-                         "both; its operator finds them in DATA_DIR/agent-join.txt or mints a token with "
-                         "`idlegrid join-token create`)\n");
+    std::fprintf(stderr,
+                 "error: agent join needs --token igj_... and --ca-hash sha256:... (the coordinator prints "
+                 "both; its operator finds them in DATA_DIR/agent-join.txt or mints a token with "
+                 "`idlegrid join-token create`)\n");
     return 2;
   }
   auto paths = AgentPathsFromEnv(Environment());
@@ -250,8 +252,9 @@ int RunJoin(const JoinOptions& o) {
 
   HostFacts facts = GatherFacts();
   if (facts.uid == 0) {
-    std::fprintf(stderr, "error: run agent join as the unprivileged user who lends the machine, not as root "
-                         "(jobs run in that user's rootless containers)\n");
+    std::fprintf(stderr,
+                 "error: run agent join as the unprivileged user who lends the machine, not as root "
+                 "(jobs run in that user's rootless containers)\n");
     return 2;
   }
   std::vector<Finding> findings = CheckHost(facts);
@@ -264,8 +267,9 @@ int RunJoin(const JoinOptions& o) {
   PrintGpuChecks(CheckGpuChain(ReadGpuChainFacts(gpu_sources)));
   const bool blocked = !findings.empty() && findings.front().blocking;
   if (blocked && !o.ignore_checks) {
-    std::fprintf(stderr, "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "
-                         "command again (nothing was written)\n");
+    std::fprintf(stderr,
+                 "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "
+                 "command again (nothing was written)\n");
     return 1;
   }
 
@@ -298,8 +302,11 @@ int RunJoin(const JoinOptions& o) {
     } else {
       st = WriteFileAtomic(paths->client_config_file,
                            "# written by idlegrid agent join: this provider's API token, keep private\n"
-                           "address: " + *address + "\nca_file: " + paths->data_dir + "/coordinator-ca.crt\n"
-                           "token: " + o.api_token + "\n",
+                           "address: " +
+                               *address + "\nca_file: " + paths->data_dir +
+                               "/coordinator-ca.crt\n"
+                               "token: " +
+                               o.api_token + "\n",
                            0600);
     }
   }
@@ -313,9 +320,10 @@ int RunJoin(const JoinOptions& o) {
     return 0;
   }
   if (!SystemdBooted()) {
-    std::printf("no systemd here (PID 1 is not systemd), so the unit cannot be started and will not run at boot.\n"
-                "run the agent by hand (or from your init system):\n    %s\n",
-                by_hand.c_str());
+    std::printf(
+        "no systemd here (PID 1 is not systemd), so the unit cannot be started and will not run at boot.\n"
+        "run the agent by hand (or from your init system):\n    %s\n",
+        by_hand.c_str());
     return 0;
   }
   return StartUnit(facts.user, by_hand);

@@ -20,7 +20,7 @@ struct JoinOptions {
   // A provider API token (read scope) saved in the CLI's default config so
   // that `agent status` and `idlegrid nodes` work for this user; optional.
   std::string api_token;
-  AgentConfig agent;       // name, cpus, memory, region, drivers: kept in the config file
+  AgentConfig agent;  // name, cpus, memory, region, drivers: kept in the config file
   int grace_seconds = 30;
   bool ignore_checks = false;  // enroll even when the host checks find a blocking problem
   bool no_start = false;       // write the unit but do not enable or start it
@@ -38,8 +38,8 @@ struct GpuChainSources {
   std::string nvml_library = discovery::kDefaultNvmlPath;  // AgentConfig.nvml_library
   std::string cuda_library = discovery::kDefaultCudaPath;
   std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};  // podman's default cdi_spec_dirs
-  std::vector<std::string> extra_cdi_specs;  // AgentConfig.cdi_specs (--cdi-spec)
-  std::vector<std::string> agent_cdi_paths;  // empty: AttemptEnv's default pair
+  std::vector<std::string> extra_cdi_specs;                          // AgentConfig.cdi_specs (--cdi-spec)
+  std::vector<std::string> agent_cdi_paths;                          // empty: AttemptEnv's default pair
   std::string pci_devices_dir = "/sys/bus/pci/devices";
 };
 

@@ -82,8 +82,10 @@ void CheckNvml(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
                         "no NVIDIA GPU found (" + f.nvml_library + " does not load): this node offers CPUs only", ""});
       } else {
         out->push_back({GpuCheck::kFix,
-                        std::to_string(f.nvidia_pci_devices) + " NVIDIA GPU(s) on the PCI bus, but NVML does not "
-                        "load (" + f.nvml_detail + "): the node offers its CPUs only",
+                        std::to_string(f.nvidia_pci_devices) +
+                            " NVIDIA GPU(s) on the PCI bus, but NVML does not "
+                            "load (" +
+                            f.nvml_detail + "): the node offers its CPUs only",
                         kInstallDriver});
       }
       return;
@@ -99,10 +101,10 @@ void CheckNvml(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
     case NvmlState::kReady: {
       std::vector<std::string> gpus;
       for (const GpuIdentity& g : f.gpus) gpus.push_back(GpuLabel(g));
-      out->push_back({GpuCheck::kPass,
-                      "NVML loads (" + f.nvml_library + "): " + std::to_string(f.gpus.size()) + " GPU(s): " +
-                          Joined(gpus, ", "),
-                      ""});
+      out->push_back(
+          {GpuCheck::kPass,
+           "NVML loads (" + f.nvml_library + "): " + std::to_string(f.gpus.size()) + " GPU(s): " + Joined(gpus, ", "),
+           ""});
       return;
     }
   }
@@ -111,7 +113,8 @@ void CheckNvml(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
 void CheckDriver(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
   const std::string floor = "the readiness benchmark's PTX (ISA 7.0) needs a CUDA " + std::to_string(kMinCudaMajor) +
                             "." + std::to_string(kMinCudaMinor) + " driver, " + kMinDriverVersion + " or newer";
-  const std::string driver = "driver " + (f.driver_version.empty() ? std::string("(version unknown)") : f.driver_version) +
+  const std::string driver = "driver " +
+                             (f.driver_version.empty() ? std::string("(version unknown)") : f.driver_version) +
                              (f.cuda_driver_version.empty() ? "" : " (CUDA " + f.cuda_driver_version + ")");
   std::optional<bool> new_enough;
   if (auto cuda = VersionParts(f.cuda_driver_version)) {
@@ -139,14 +142,16 @@ void CheckCdi(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
   for (const CdiSpec& spec : f.cdi_specs) {
     if (!spec.error.empty()) {
       // Podman skips such a file; if it was the NVIDIA spec, no GPU reaches a container.
-      out->push_back({GpuCheck::kFix, "CDI spec " + spec.path + " cannot be read: " + spec.error,
-                      "if nvidia-ctk wrote it, regenerate it: " + Generate(spec.path) + "; otherwise fix or remove it"});
+      out->push_back(
+          {GpuCheck::kFix, "CDI spec " + spec.path + " cannot be read: " + spec.error,
+           "if nvidia-ctk wrote it, regenerate it: " + Generate(spec.path) + "; otherwise fix or remove it"});
     } else if (spec.kind != kCdiGpuKind) {
       continue;  // another vendor's or class's spec
     } else if (!InDirs(spec.path, f.cdi_dirs)) {
       out->push_back({GpuCheck::kFix,
-                      "CDI spec " + spec.path + " is outside " + dirs + ", where podman reads specs: it gives no "
-                      "container a GPU",
+                      "CDI spec " + spec.path + " is outside " + dirs +
+                          ", where podman reads specs: it gives no "
+                          "container a GPU",
                       "generate it there: " + Generate(kDefaultCdiOutput)});
     } else {
       visible.push_back(&spec);
@@ -187,7 +192,8 @@ void CheckCdi(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
                       "CDI spec " + named_in + " names " + GpuLabel(g) + " by index only; idlegrid asks podman for " +
                           kCdiGpuKind + "=" + g.uuid,
                       "regenerate with UUID names too: sudo nvidia-ctk cdi generate --device-name-strategy=index "
-                      "--device-name-strategy=uuid --output=" + visible.front()->path});
+                      "--device-name-strategy=uuid --output=" +
+                          visible.front()->path});
     } else {
       out->push_back({GpuCheck::kFix, "CDI spec " + named_in + " does not name " + GpuLabel(g),
                       "regenerate it after a driver update or a GPU change: " + Generate(visible.front()->path)});
@@ -195,16 +201,17 @@ void CheckCdi(const GpuChainFacts& f, std::vector<GpuCheck>* out) {
   }
   if (all_named) out->push_back({GpuCheck::kPass, "CDI spec " + named_in + " names every GPU by UUID", ""});
   // attempt_runner.cc gives a job a GPU only once one of these files exists.
-  const bool agent_sees_one = std::any_of(f.agent_cdi_paths.begin(), f.agent_cdi_paths.end(), [&](const std::string& p) {
-    return std::any_of(f.cdi_specs.begin(), f.cdi_specs.end(), [&](const CdiSpec& s) { return s.path == p; });
-  });
+  const bool agent_sees_one =
+      std::any_of(f.agent_cdi_paths.begin(), f.agent_cdi_paths.end(), [&](const std::string& p) {
+        return std::any_of(f.cdi_specs.begin(), f.cdi_specs.end(), [&](const CdiSpec& s) { return s.path == p; });
+      });
   if (!agent_sees_one) {
-    out->push_back({GpuCheck::kFix,
-                    "the agent gives a job a GPU only when " + Joined(f.agent_cdi_paths, " or ") +
-                        " exists, and none does",
-                    "generate the spec there (" + Generate(f.agent_cdi_paths.empty() ? kDefaultCdiOutput
-                                                                                     : f.agent_cdi_paths.front()) +
-                        "), or run the agent with --cdi-spec " + visible.front()->path});
+    out->push_back(
+        {GpuCheck::kFix,
+         "the agent gives a job a GPU only when " + Joined(f.agent_cdi_paths, " or ") + " exists, and none does",
+         "generate the spec there (" +
+             Generate(f.agent_cdi_paths.empty() ? kDefaultCdiOutput : f.agent_cdi_paths.front()) +
+             "), or run the agent with --cdi-spec " + visible.front()->path});
   }
 }
 

@@ -59,11 +59,11 @@ struct GpuIdentity {
 
 // What the join saw of the GPU chain on this host.
 struct GpuChainFacts {
-  std::string nvml_library;      // what was loaded (AgentConfig.nvml_library)
+  std::string nvml_library;  // what was loaded (AgentConfig.nvml_library)
   NvmlState nvml = NvmlState::kAbsent;
-  std::string nvml_detail;       // discovery's reason when not kReady
-  int nvidia_pci_devices = 0;    // NVIDIA display/3D controllers on the PCI bus, driver or not
-  std::string driver_version;    // "550.54.15"; "" when unknown
+  std::string nvml_detail;          // discovery's reason when not kReady
+  int nvidia_pci_devices = 0;       // NVIDIA display/3D controllers on the PCI bus, driver or not
+  std::string driver_version;       // "550.54.15"; "" when unknown
   std::string cuda_driver_version;  // "12.4"; "" when unknown
   std::vector<GpuIdentity> gpus;
   // Where podman reads CDI specs (its default cdi_spec_dirs), and every spec

@@ -39,9 +39,12 @@ std::string UnitWord(const std::string& s) {
   const bool home = s.rfind("%h/", 0) == 0;
   if (home) out = "%h";
   for (char ch : home ? s.substr(2) : s) {
-    if (ch == '%') out += "%%";
-    else if (ch == '$') out += "$$";
-    else out += ch;
+    if (ch == '%')
+      out += "%%";
+    else if (ch == '$')
+      out += "$$";
+    else
+      out += ch;
     if (ch == ' ' || ch == '"' || ch == '\\' || ch == '\'') plain = false;
   }
   if (plain) return out;
@@ -94,8 +97,9 @@ Result<AgentPaths> AgentPathsFromEnv(const std::map<std::string, std::string>& e
   if (!Absolute(config_home)) config_home = Absolute(home) ? home + "/.config" : "";
   if (!Absolute(data_home)) data_home = Absolute(home) ? home + "/.local/share" : "";
   if (config_home.empty() || data_home.empty()) {
-    return Status::InvalidArgument("HOME is not an absolute path (nor are XDG_CONFIG_HOME and XDG_DATA_HOME): "
-                                   "run agent join as the user who will lend the machine, from a login shell");
+    return Status::InvalidArgument(
+        "HOME is not an absolute path (nor are XDG_CONFIG_HOME and XDG_DATA_HOME): "
+        "run agent join as the user who will lend the machine, from a login shell");
   }
   AgentPaths p;
   p.config_dir = config_home + "/idlegrid";
@@ -139,16 +143,26 @@ Status ApplyAgentConfig(const std::string& yaml_text, const std::set<std::string
     if (given.count(flag) > 0) continue;
     try {
       const YAML::Node& v = kv.second;
-      if (key == "coordinator") c->coordinator = v.as<std::string>();
-      else if (key == "data_dir") c->data_dir = v.as<std::string>();
-      else if (key == "name") c->name = v.as<std::string>();
-      else if (key == "cpus") c->cpus = v.as<double>();
-      else if (key == "memory_mib") c->memory_bytes = v.as<uint64_t>() << 20;
-      else if (key == "region") c->region = v.as<std::string>();
-      else if (key == "driver") c->driver = v.as<std::string>();
-      else if (key == "untrusted_runtime") c->untrusted_runtime = v.as<std::string>();
-      else if (key == "policy") c->policy_file = v.as<std::string>();
-      else return Status::InvalidArgument("agent config: unknown setting '" + key + "'");
+      if (key == "coordinator")
+        c->coordinator = v.as<std::string>();
+      else if (key == "data_dir")
+        c->data_dir = v.as<std::string>();
+      else if (key == "name")
+        c->name = v.as<std::string>();
+      else if (key == "cpus")
+        c->cpus = v.as<double>();
+      else if (key == "memory_mib")
+        c->memory_bytes = v.as<uint64_t>() << 20;
+      else if (key == "region")
+        c->region = v.as<std::string>();
+      else if (key == "driver")
+        c->driver = v.as<std::string>();
+      else if (key == "untrusted_runtime")
+        c->untrusted_runtime = v.as<std::string>();
+      else if (key == "policy")
+        c->policy_file = v.as<std::string>();
+      else
+        return Status::InvalidArgument("agent config: unknown setting '" + key + "'");
     } catch (const YAML::Exception&) {
       return Status::InvalidArgument("agent config: '" + key + "' has a value of the wrong type");
     }
@@ -171,8 +185,9 @@ std::string RenderUserUnit(const std::string& binary, const std::string& config_
       << "Documentation=man:idlegrid-agent(1)\n"
       << "\n[Service]\n"
       << "Type=simple\n"
-      << "ExecStart=" << UnitWord(binary) << " agent --config " << UnitWord(config_file)
-      << " --shutdown-grace " << grace_seconds << "\n"
+      << "ExecStart=" << UnitWord(binary) << " agent --config " << UnitWord(config_file) << " --shutdown-grace "
+      << grace_seconds
+      << "\n"
       // The agent drains on SIGTERM: only it gets the signal, not the
       // containers it supervises (they would die before being handed back).
       << "KillMode=mixed\n"
@@ -250,20 +265,23 @@ std::vector<Finding> CheckHost(const HostFacts& f) {
   if (!runc) out.push_back({true, "runc is not installed: no job can start", "sudo apt-get install runc"});
   if (f.has_podman && !f.podman_works) {
     out.push_back({true, "rootless podman does not work for " + f.user + ": " + f.podman_error,
-                   "run `podman info` as " + f.user + " and fix what it reports (often: subordinate ids, then "
-                   "`podman system migrate`)"});
+                   "run `podman info` as " + f.user +
+                       " and fix what it reports (often: subordinate ids, then "
+                       "`podman system migrate`)"});
   }
   const v1::Enforcement& e = f.enforcement;
   const bool v2 = e.cgroup_version() == "" || e.cgroup_version() == "v2";
-  const std::string cgroup_v2 = "boot with cgroup v2: add systemd.unified_cgroup_hierarchy=1 to the kernel command line";
+  const std::string cgroup_v2 =
+      "boot with cgroup v2: add systemd.unified_cgroup_hierarchy=1 to the kernel command line";
   const std::string delegate =
       "sudo mkdir -p /etc/systemd/system/user@.service.d && printf '[Service]\\nDelegate=cpu cpuset io memory "
       "pids\\n' | sudo tee /etc/systemd/system/user@.service.d/delegate.conf && sudo systemctl daemon-reload, "
       "then log out and in (or reboot)";
   if (!v2) {
     out.push_back({false,
-                   "cgroup " + e.cgroup_version() + ": rootless containers get no cgroup limits (memory, pids and "
-                   "cpu fall back to rlimits or nothing)",
+                   "cgroup " + e.cgroup_version() +
+                       ": rootless containers get no cgroup limits (memory, pids and "
+                       "cpu fall back to rlimits or nothing)",
                    cgroup_v2});
   } else {
     std::vector<std::string> missing;
@@ -280,7 +298,8 @@ std::vector<Finding> CheckHost(const HostFacts& f) {
     }
   }
   if (!runsc) {
-    out.push_back({false, "runsc (gVisor) is not installed: tenants' jobs run under runc, or are refused where "
+    out.push_back({false,
+                   "runsc (gVisor) is not installed: tenants' jobs run under runc, or are refused where "
                    "their policy asks for gVisor",
                    "sudo apt-get install runsc"});
   } else if (!e.runsc_unavailable().empty()) {

@@ -26,12 +26,12 @@ Result<std::string> CoordinatorAddressFromUrl(const std::string& url);
 // HOME/.config, XDG_DATA_HOME or HOME/.local/share (relative values are
 // ignored, as the spec says).
 struct AgentPaths {
-  std::string config_dir;   // .../idlegrid
-  std::string config_file;  // .../idlegrid/agent.yaml
+  std::string config_dir;          // .../idlegrid
+  std::string config_file;         // .../idlegrid/agent.yaml
   std::string client_config_file;  // .../idlegrid/config.yaml (what the CLI reads by default)
-  std::string data_dir;     // .../idlegrid/agent
-  std::string unit_dir;     // .../systemd/user
-  std::string unit_file;    // .../systemd/user/idlegrid-agent.service
+  std::string data_dir;            // .../idlegrid/agent
+  std::string unit_dir;            // .../systemd/user
+  std::string unit_file;           // .../systemd/user/idlegrid-agent.service
 };
 // InvalidArgument when neither HOME nor the XDG variables give an absolute path.
 Result<AgentPaths> AgentPathsFromEnv(const std::map<std::string, std::string>& env);
@@ -63,7 +63,7 @@ struct HostFacts {
   std::string subuid_text;  // /etc/subuid ("" when missing)
   std::string subgid_text;  // /etc/subgid
   bool has_podman = false;
-  bool has_newuidmap = false;  // newuidmap and newgidmap (package uidmap)
+  bool has_newuidmap = false;         // newuidmap and newgidmap (package uidmap)
   std::vector<std::string> runtimes;  // runtime::ProbeRuntimes()
   v1::Enforcement enforcement;        // runtime::ProbeEnforcement()
   bool podman_works = true;           // `podman info` as this user succeeded
@@ -73,7 +73,7 @@ struct HostFacts {
 struct Finding {
   bool blocking = false;  // the agent cannot run jobs until it is fixed
   std::string what;
-  std::string fix;        // a command or a step, exact enough to paste
+  std::string fix;  // a command or a step, exact enough to paste
 };
 
 // Every problem HostFacts shows, blocking ones first. Empty: all is well.

@@ -65,8 +65,8 @@ Status ParseOwnerGpu(const YAML::Node& v, const std::string& file, PausePolicy* 
         out->owner_gpu_ignore.push_back(program);
       }
     } else {
-      return At(kv.first, file, "pauseWhen.ownerGpu: unknown setting \"" + key +
-                                    "\" (processes, utilizationAbove, ignoreProcesses)");
+      return At(kv.first, file,
+                "pauseWhen.ownerGpu: unknown setting \"" + key + "\" (processes, utilizationAbove, ignoreProcesses)");
     }
   }
   return Status::Ok();
@@ -111,8 +111,10 @@ Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy*
       } else if (value.Scalar() == "handBack") {
         out->gpu_jobs = PauseAction::kHandBack;
       } else {
-        return At(value, file, name + ": expected handBack (a GPU job with a checkpoint directory is handed back at "
-                                      "once, freeing its VRAM) or freeze");
+        return At(value, file,
+                  name +
+                      ": expected handBack (a GPU job with a checkpoint directory is handed back at "
+                      "once, freeing its VRAM) or freeze");
       }
     } else if (key == "action") {
       if (value.Scalar() == "freeze") {
@@ -123,9 +125,10 @@ Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy*
         return At(value, file, name + ": expected freeze or handBack");
       }
     } else {
-      return At(kv.first, file, "pauseWhen: unknown setting \"" + key +
-                                    "\" (ownerGpu, processes, userActive, onBattery, hours, resumeAfter, action, "
-                                    "handBackAfter, gpuJobs)");
+      return At(kv.first, file,
+                "pauseWhen: unknown setting \"" + key +
+                    "\" (ownerGpu, processes, userActive, onBattery, hours, resumeAfter, action, "
+                    "handBackAfter, gpuJobs)");
     }
   }
   return Status::Ok();
@@ -165,14 +168,16 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         if (!v.IsSequence()) return At(v, file, "allowedRuntimes: expected a list such as [runc, runsc]");
         for (const auto& r : v) {
           std::string name = r.as<std::string>();
-          if (name != "runc" && name != "runsc") return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
+          if (name != "runc" && name != "runsc")
+            return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
           out.policy.add_allowed_runtimes(name);
         }
       } else if (key == "allowedJobClasses") {
         if (!v.IsSequence()) return At(v, file, "allowedJobClasses: expected a list such as [io-uring]");
         for (const auto& c : v) {
           std::string name = c.as<std::string>();
-          if (name != "io-uring") return At(c, file, "allowedJobClasses: unknown job class \"" + name + "\" (known: io-uring)");
+          if (name != "io-uring")
+            return At(c, file, "allowedJobClasses: unknown job class \"" + name + "\" (known: io-uring)");
           out.policy.add_allowed_job_classes(name);
         }
       } else if (key == "reservedGpuMemory") {
@@ -193,7 +198,8 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
       } else if (key == "inputCache") {
         auto bytes = manifest::ParseBytes(v.Scalar());
         if (!bytes.ok()) {
-          return At(v, file, "inputCache: expected a size such as 10Gi (the disk the node's cached job inputs may use)");
+          return At(v, file,
+                    "inputCache: expected a size such as 10Gi (the disk the node's cached job inputs may use)");
         }
         out.input_cache_bytes = *bytes;
         out.input_cache_set = true;
@@ -203,8 +209,9 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         out.policy.set_reserved_cpu(cpu);
       } else if (key == "trustedImageKeys") {
         if (!v.IsSequence() || v.size() == 0) {
-          return At(v, file, "trustedImageKeys: expected a list of public-key files or lines (an empty list "
-                             "would trust nothing; remove the setting to run unsigned images)");
+          return At(v, file,
+                    "trustedImageKeys: expected a list of public-key files or lines (an empty list "
+                    "would trust nothing; remove the setting to run unsigned images)");
         }
         for (const auto& entry : v) {
           const std::string text = entry.as<std::string>();
@@ -221,7 +228,8 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
         }
         AddTrustedImageKeys(&out, {});
       } else if (key == "allowedRegistries") {
-        if (!v.IsSequence()) return At(v, file, "allowedRegistries: expected a list such as [ghcr.io, \"127.0.0.1:5000\"]");
+        if (!v.IsSequence())
+          return At(v, file, "allowedRegistries: expected a list such as [ghcr.io, \"127.0.0.1:5000\"]");
         for (const auto& r : v) {
           Result<std::string> host = manifest::ParseRegistryHost(r.as<std::string>());
           if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());

@@ -59,7 +59,8 @@ void LogShipper::TakeRequest(v1::AppendLogsRequest* req) {
   while (taken < pending_.size() && (taken == 0 || bytes + pending_[taken].data().size() <= kMaxRequestBytes)) {
     const size_t size = pending_[taken].data().size();
     bytes += size;
-    if (auto it = pending_of_.find(pending_[taken].attempt_id()); it != pending_of_.end() && (it->second -= size) == 0) {
+    if (auto it = pending_of_.find(pending_[taken].attempt_id());
+        it != pending_of_.end() && (it->second -= size) == 0) {
       pending_of_.erase(it);
     }
     *req->add_chunks() = std::move(pending_[taken]);
@@ -89,7 +90,8 @@ void LogShipper::SendPending(std::unique_lock<std::mutex>& lock) {
     for (int attempt = 0; attempt < 5 && !(sent = send_(req)); ++attempt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));  // backoff on a flaky link
     }
-    if (!sent) spdlog::warn("dropped {} log chunk(s): the coordinator did not take them after 5 tries", req.chunks_size());
+    if (!sent)
+      spdlog::warn("dropped {} log chunk(s): the coordinator did not take them after 5 tries", req.chunks_size());
     lock.lock();
     sending_ = false;
     sent_cv_.notify_all();

@@ -45,15 +45,15 @@ class LogShipper {
   const size_t max_pending_bytes_;  // per attempt
   // Only the shipper thread sends, so batches stay in order; Flush waits for it.
   std::mutex mu_;
-  std::condition_variable cv_;         // work for the shipper thread
-  std::condition_variable sent_cv_;    // a batch went out
-  std::vector<v1::LogChunk> pending_;  // guarded by mu_
-  size_t pending_bytes_ = 0;           // guarded by mu_
+  std::condition_variable cv_;                // work for the shipper thread
+  std::condition_variable sent_cv_;           // a batch went out
+  std::vector<v1::LogChunk> pending_;         // guarded by mu_
+  size_t pending_bytes_ = 0;                  // guarded by mu_
   std::map<std::string, size_t> pending_of_;  // attempt id -> its bytes in pending_; guarded by mu_
-  std::map<std::string, uint64_t> dropped_;  // attempt id -> bytes dropped, not yet noted; guarded by mu_
-  bool flush_requested_ = false;       // guarded by mu_
-  bool sending_ = false;               // guarded by mu_
-  bool stopping_ = false;              // guarded by mu_
+  std::map<std::string, uint64_t> dropped_;   // attempt id -> bytes dropped, not yet noted; guarded by mu_
+  bool flush_requested_ = false;              // guarded by mu_
+  bool sending_ = false;                      // guarded by mu_
+  bool stopping_ = false;                     // guarded by mu_
   std::thread thread_;
 };
 

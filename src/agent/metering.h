@@ -14,15 +14,15 @@ namespace idlegrid::agent {
 
 // What the agent observed of one run, in plain values.
 struct MeterInputs {
-  int64_t started_ms = 0;      // the container started (agent's wall clock)
-  int64_t finished_ms = 0;     // its Run returned
-  uint32_t gpus = 0;           // devices assigned
-  uint32_t gpu_milli = 0;      // compute share of each (0 or 1000: whole)
-  uint64_t cpu_usec = 0;       // from the runtime (runtime::ExitInfo)
-  std::string cpu_source;      // "" when not measured
+  int64_t started_ms = 0;   // the container started (agent's wall clock)
+  int64_t finished_ms = 0;  // its Run returned
+  uint32_t gpus = 0;        // devices assigned
+  uint32_t gpu_milli = 0;   // compute share of each (0 or 1000: whole)
+  uint64_t cpu_usec = 0;    // from the runtime (runtime::ExitInfo)
+  std::string cpu_source;   // "" when not measured
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
-  int64_t paused_ms = 0;       // frozen for the owner in between (runtime::ExitInfo)
+  int64_t paused_ms = 0;  // frozen for the owner in between (runtime::ExitInfo)
   // What NVML read of each real GPU held while the job ran (GpuSampler).
   std::vector<v1::GpuUsage> gpu_usage;
 };

@@ -18,11 +18,11 @@ namespace idlegrid::agent {
 inline constexpr size_t kMaxOutputFiles = 10000;
 
 struct RunFacts {
-  bool cancelled = false;              // the coordinator stopped it (cancel, drain, lease)
+  bool cancelled = false;                                // the coordinator stopped it (cancel, drain, lease)
   Result<runtime::ExitInfo> exit = runtime::ExitInfo{};  // what the runtime returned
-  uint32_t run_timeout_seconds = 0;    // the job's runTimeout
-  uint64_t memory_bytes = 0;           // the job's memory limit
-  size_t output_files = 0;             // regular files the job left in its output directory
+  uint32_t run_timeout_seconds = 0;                      // the job's runTimeout
+  uint64_t memory_bytes = 0;                             // the job's memory limit
+  size_t output_files = 0;                               // regular files the job left in its output directory
   // Set when what it wrote passed its total disk cap (OutputCapBreach's
   // message): while it ran (the watcher killed it) or at collect.
   std::optional<std::string> output_breach;
@@ -32,8 +32,8 @@ struct Outcome {
   v1::AttemptEvent event = v1::EXITED;  // EXITED, STOPPED or ERRORED
   v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED;
   std::string message;
-  int exit_code = 0;            // EXITED only
-  bool collect_outputs = false; // upload the output files with the report
+  int exit_code = 0;             // EXITED only
+  bool collect_outputs = false;  // upload the output files with the report
 };
 
 // The rules, in order: a cancelled attempt is STOPPED whatever happened

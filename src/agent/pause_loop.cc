@@ -82,8 +82,8 @@ std::optional<OwnerCommand> Agent::ReadOwnerCommand(int64_t now_ms, std::string*
 
 void Agent::PauseLoop() {
   PauseState state;
-  std::set<std::string> frozen;            // attempts whose containers this loop froze
-  std::set<std::string> unknown_logged;    // sources already said to be unreadable
+  std::set<std::string> frozen;          // attempts whose containers this loop froze
+  std::set<std::string> unknown_logged;  // sources already said to be unreadable
   std::string last_reason, last_command, command_error;
   while (!stopping_) {
     PausePolicy policy;
@@ -194,8 +194,10 @@ void Agent::PauseLoop() {
         continue;
       }
       Status st = runtime_->Thaw(ContainerName(*it));
-      if (st.ok()) spdlog::info("attempt {} resumed", *it);
-      else if (st.code() != Code::kNotFound) spdlog::warn("attempt {} not thawed: {}", *it, st.message());
+      if (st.ok())
+        spdlog::info("attempt {} resumed", *it);
+      else if (st.code() != Code::kNotFound)
+        spdlog::warn("attempt {} not thawed: {}", *it, st.message());
       it = frozen.erase(it);
     }
     // Ended attempts are no longer frozen (or waiting for their stop message).
@@ -227,8 +229,7 @@ void Agent::PauseLoop() {
     }
     state = d.next;
     MutexLock lock(&mu_);
-    cv_.WaitFor(&mu_, std::chrono::milliseconds(std::max(config_.pause_poll_ms, 50)),
-                 [&] { return stopping_.load(); });
+    cv_.WaitFor(&mu_, std::chrono::milliseconds(std::max(config_.pause_poll_ms, 50)), [&] { return stopping_.load(); });
   }
 }
 

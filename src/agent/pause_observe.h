@@ -18,7 +18,7 @@ struct ObserveInputs {
   // not the owner's); called only when some GPU lists a process.
   std::function<std::set<int>()> own_pids;
   std::set<std::string> held_gpu_uuids;  // devices the agent's attempts hold
-  int64_t now_ms = 0;                     // the agent's clock, for the owner's hours (0: the system's)
+  int64_t now_ms = 0;                    // the agent's clock, for the owner's hours (0: the system's)
 };
 
 // One poll. `unknown` receives "what: why" for each source the policy asks

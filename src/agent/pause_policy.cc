@@ -69,10 +69,9 @@ std::optional<PauseCondition> OwnerGpu(const PausePolicy& policy, const PauseObs
 
 std::vector<std::string> DefaultOwnerGpuIgnore() {
   // As /proc/PID/comm names them (cut at 15 characters).
-  return {"Xorg",         "X",          "Xwayland",      "gnome-shell",     "kwin_wayland", "kwin_x11",
-          "kwin",         "plasmashell", "mutter",        "weston",          "sway",         "Hyprland",
-          "cinnamon",     "muffin",     "xfwm4",         "marco",           "compiz",       "picom",
-          "labwc",      "wayfire",       "enlightenment"};
+  return {"Xorg",        "X",      "Xwayland", "gnome-shell", "kwin_wayland", "kwin_x11", "kwin",
+          "plasmashell", "mutter", "weston",   "sway",        "Hyprland",     "cinnamon", "muffin",
+          "xfwm4",       "marco",  "compiz",   "picom",       "labwc",        "wayfire",  "enlightenment"};
 }
 
 PauseAction ActionForAttempt(const PausePolicy& policy, bool holds_gpu, bool has_checkpoint) {
@@ -81,8 +80,8 @@ PauseAction ActionForAttempt(const PausePolicy& policy, bool holds_gpu, bool has
 }
 
 bool PausePolicy::Enabled() const {
-  return owner_gpu_processes || owner_gpu_utilization_above >= 0 || !processes.empty() || user_active ||
-         on_battery || !hours.empty() || max_gpu_temp_c > 0 || max_gpu_power_w > 0;
+  return owner_gpu_processes || owner_gpu_utilization_above >= 0 || !processes.empty() || user_active || on_battery ||
+         !hours.empty() || max_gpu_temp_c > 0 || max_gpu_power_w > 0;
 }
 
 Result<HoursWindow> ParseHoursWindow(const std::string& text) {
@@ -128,8 +127,8 @@ std::optional<PauseCondition> FindPauseCondition(const PausePolicy& policy, cons
     for (const auto& w : policy.hours) {
       if (InWindow(w, seen.minute_of_day)) {
         char text[64];
-        std::snprintf(text, sizeof text, "owner's hours %02d:%02d-%02d:%02d", w.start_minute / 60,
-                      w.start_minute % 60, w.end_minute / 60, w.end_minute % 60);
+        std::snprintf(text, sizeof text, "owner's hours %02d:%02d-%02d:%02d", w.start_minute / 60, w.start_minute % 60,
+                      w.end_minute / 60, w.end_minute % 60);
         return PauseCondition{"hours", text, 0};
       }
     }
@@ -180,9 +179,9 @@ std::string DescribeThrottleReasons(uint64_t reasons) {
   static const struct {
     uint64_t bit;
     const char* name;
-  } kNames[] = {{0x1, "gpu-idle"},         {0x2, "applications-clocks"}, {0x4, "sw-power-cap"},
-                {0x8, "hw-slowdown"},      {0x10, "sync-boost"},         {0x20, "sw-thermal"},
-                {0x40, "hw-thermal"},      {0x80, "hw-power-brake"},     {0x100, "display-clocks"}};
+  } kNames[] = {{0x1, "gpu-idle"},    {0x2, "applications-clocks"}, {0x4, "sw-power-cap"},
+                {0x8, "hw-slowdown"}, {0x10, "sync-boost"},         {0x20, "sw-thermal"},
+                {0x40, "hw-thermal"}, {0x80, "hw-power-brake"},     {0x100, "display-clocks"}};
   std::string out;
   uint64_t rest = reasons;
   for (const auto& n : kNames) {

@@ -93,7 +93,7 @@ struct PauseObservation {
   std::vector<HostProcess> named_processes;  // running processes whose name the policy lists
   std::optional<bool> user_idle;             // logind IdleHint
   std::optional<bool> on_battery;
-  int minute_of_day = -1;                    // local time; < 0 unknown
+  int minute_of_day = -1;  // local time; < 0 unknown
 };
 
 // Why the node is the owner's now.
@@ -110,11 +110,11 @@ std::optional<PauseCondition> FindPauseCondition(const PausePolicy& policy, cons
 // The pause as it stands between polls.
 struct PauseState {
   bool paused = false;
-  PauseCondition condition;   // while paused: the latest condition seen
-  int64_t since_ms = 0;       // while paused: when it began
-  int64_t clear_since_ms = 0; // while paused: when the condition last cleared (0: it holds)
-  bool handed_back = false;   // this pause's attempts were handed back
-  uint32_t pauses = 0;        // since the agent started
+  PauseCondition condition;     // while paused: the latest condition seen
+  int64_t since_ms = 0;         // while paused: when it began
+  int64_t clear_since_ms = 0;   // while paused: when the condition last cleared (0: it holds)
+  bool handed_back = false;     // this pause's attempts were handed back
+  uint32_t pauses = 0;          // since the agent started
   int64_t paused_ms_total = 0;  // ended pauses' lengths
 };
 
@@ -128,8 +128,8 @@ struct PauseDecision {
 // The next state from the previous one and this poll's condition at `now_ms`.
 // A pause begins at once; it ends only after the condition has been clear
 // for resume_after_ms (hysteresis: a game's loading screen, a flickering
-// sensor), except one the owner commanded, which ends when they resume. The hand back comes once per pause, when it has lasted
-// hand_back_after_ms (at once for action kHandBack).
+// sensor), except one the owner commanded, which ends when they resume. The hand back comes once per pause, when it has
+// lasted hand_back_after_ms (at once for action kHandBack).
 PauseDecision DecidePause(const PausePolicy& policy, const PauseState& previous,
                           const std::optional<PauseCondition>& condition, int64_t now_ms);
 

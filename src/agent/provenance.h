@@ -15,8 +15,8 @@ namespace idlegrid::agent {
 // What a node says about itself in each of its attempts' provenance.
 struct NodeFacts {
   std::string node_id;
-  std::string key_fingerprint;      // advert::KeyFingerprint of the node's key
-  std::string kernel_release;       // uname(2); "" if it could not be read
+  std::string key_fingerprint;  // advert::KeyFingerprint of the node's key
+  std::string kernel_release;   // uname(2); "" if it could not be read
   std::string agent_version;
   std::vector<v1::GpuDevice> gpus;  // as last discovered, simulated devices included
 };

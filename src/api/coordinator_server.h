@@ -15,7 +15,7 @@ struct CoordinatorConfig {
   std::string policy_file;
   // PKI, artifacts and secrets; coordinators sharing one PostgreSQL database
   // point this at one shared directory. Default: data_dir.
-  std::string shared_dir;             // scheduling policies (docs/scheduling.md); default: the built-ins
+  std::string shared_dir;  // scheduling policies (docs/scheduling.md); default: the built-ins
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
   std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate

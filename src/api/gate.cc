@@ -63,77 +63,77 @@ TargetOf Gate::None() {
 TargetOf Gate::Job(std::string job_id) {
   std::string what = "job " + job_id;
   return {what, [this, id = std::move(job_id)](const auth::Caller&) -> Result<auth::Target> {
-    auto account = c_->store()->JobAccount(id);
-    if (!account.ok()) return account.status();
-    if (!*account) return auth::Target{};
-    return auth::Target{true, **account, "", true};
-  }};
+            auto account = c_->store()->JobAccount(id);
+            if (!account.ok()) return account.status();
+            if (!*account) return auth::Target{};
+            return auth::Target{true, **account, "", true};
+          }};
 }
 
 TargetOf Gate::Workflow(std::string workflow_id) {
   std::string what = "workflow " + workflow_id;
   return {what, [this, id = std::move(workflow_id)](const auth::Caller&) -> Result<auth::Target> {
-    auto wf = c_->store()->GetWorkflow(id);
-    if (!wf.ok()) {
-      if (wf.status().code() == Code::kNotFound) return auth::Target{};
-      return wf.status();
-    }
-    return auth::Target{true, wf->account(), "", true};
-  }};
+            auto wf = c_->store()->GetWorkflow(id);
+            if (!wf.ok()) {
+              if (wf.status().code() == Code::kNotFound) return auth::Target{};
+              return wf.status();
+            }
+            return auth::Target{true, wf->account(), "", true};
+          }};
 }
 
 TargetOf Gate::Node(std::string node_id) {
   std::string what = "node " + node_id;
   return {what, [this, id = std::move(node_id)](const auth::Caller&) -> Result<auth::Target> {
-    IG_ASSIGN_OR_RETURN(auto node, c_->store()->GetNode(id));
-    if (!node) return auth::Target{};
-    return auth::Target{true, node->provider, node->id, true};
-  }};
+            IG_ASSIGN_OR_RETURN(auto node, c_->store()->GetNode(id));
+            if (!node) return auth::Target{};
+            return auth::Target{true, node->provider, node->id, true};
+          }};
 }
 
 TargetOf Gate::Account(std::string name) {
   std::string what = name.empty() ? "account" : "account " + name;
   return {what, [this, name = std::move(name)](const auth::Caller& caller) -> Result<auth::Target> {
-    const std::string& who = name.empty() ? caller.account : name;
-    IG_ASSIGN_OR_RETURN(auto acc, c_->store()->GetAccount(who));
-    if (!acc) return auth::Target{};
-    return auth::Target{true, acc->name, "", true};
-  }};
+            const std::string& who = name.empty() ? caller.account : name;
+            IG_ASSIGN_OR_RETURN(auto acc, c_->store()->GetAccount(who));
+            if (!acc) return auth::Target{};
+            return auth::Target{true, acc->name, "", true};
+          }};
 }
 
 TargetOf Gate::Token(std::string token_id) {
   std::string what = "token " + token_id;
   return {what, [this, id = std::move(token_id)](const auth::Caller&) -> Result<auth::Target> {
-    auto account = c_->tenancy().AccountOfToken(id);
-    if (!account.ok()) {
-      if (account.status().code() == Code::kNotFound) return auth::Target{};
-      return account.status();
-    }
-    return auth::Target{true, *account, "", true};
-  }};
+            auto account = c_->tenancy().AccountOfToken(id);
+            if (!account.ok()) {
+              if (account.status().code() == Code::kNotFound) return auth::Target{};
+              return account.status();
+            }
+            return auth::Target{true, *account, "", true};
+          }};
 }
 
 TargetOf Gate::Artifact(std::string digest) {
   std::string what = "artifact " + digest;
   return {what, [this, d = std::move(digest)](const auth::Caller& caller) -> Result<auth::Target> {
-    IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(d));
-    if (!access.exists) return auth::Target{};
-    // Owned for this purpose when public or held by the caller's account.
-    bool mine = access.is_public || access.accounts.count(caller.account) > 0;
-    return auth::Target{true, mine ? caller.account : std::string(), "", true};
-  }};
+            IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(d));
+            if (!access.exists) return auth::Target{};
+            // Owned for this purpose when public or held by the caller's account.
+            bool mine = access.is_public || access.accounts.count(caller.account) > 0;
+            return auth::Target{true, mine ? caller.account : std::string(), "", true};
+          }};
 }
 
 TargetOf Gate::Image(std::string image) {
   std::string what = "image " + image;
   return {what, [this, ref = std::move(image)](const auth::Caller& caller) -> Result<auth::Target> {
-    IG_ASSIGN_OR_RETURN(auto stored, c_->store()->GetImage(manifest::ImageDigestOf(ref)));
-    if (!stored) return auth::Target{};
-    IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(stored->archive_digest));
-    // Owned for this purpose when the caller may run it (an operator may run any).
-    bool mine = access.is_public || access.accounts.count(caller.account) > 0;
-    return auth::Target{true, mine ? caller.account : std::string(), "", true};
-  }};
+            IG_ASSIGN_OR_RETURN(auto stored, c_->store()->GetImage(manifest::ImageDigestOf(ref)));
+            if (!stored) return auth::Target{};
+            IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, c_->store()->ArtifactAccessOf(stored->archive_digest));
+            // Owned for this purpose when the caller may run it (an operator may run any).
+            bool mine = access.is_public || access.accounts.count(caller.account) > 0;
+            return auth::Target{true, mine ? caller.account : std::string(), "", true};
+          }};
 }
 
 }  // namespace idlegrid::api

@@ -35,11 +35,10 @@ Status TooManyDigests(int n) {
 
 // Admits the call through the gate (one rule table for both front doors) or
 // returns its refusal from the handler.
-#define IG_ADMIT(name, target)                                                                          \
-  auto admitted =                                                                                        \
-      gate_.Admit(RequesterMethod(name), Metadata(ctx, "authorization"), (target), PeerHost(ctx->peer()));  \
-  if (!admitted.ok()) return ToGrpc(admitted.status());                                                  \
-  const auth::Caller& caller = *admitted;                                                                \
+#define IG_ADMIT(name, target)                                                                                         \
+  auto admitted = gate_.Admit(RequesterMethod(name), Metadata(ctx, "authorization"), (target), PeerHost(ctx->peer())); \
+  if (!admitted.ok()) return ToGrpc(admitted.status());                                                                \
+  const auth::Caller& caller = *admitted;                                                                              \
   (void)caller
 
 class RequesterServiceImpl : public v1::RequesterService::Service {
@@ -113,8 +112,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     IG_ADMIT("ListWorkflows", Gate::None());
     return Reply(c_->ListWorkflows(ListingAccount(caller)), out);
   }
-  grpc::Status CancelWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req,
-                              v1::Workflow* out) override {
+  grpc::Status CancelWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req, v1::Workflow* out) override {
     IG_ADMIT("CancelWorkflow", gate_.Workflow(req->workflow_id()));
     return Reply(c_->CancelWorkflow(req->workflow_id()), out);
   }
@@ -253,8 +251,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->AddImageSignature(*req, caller.account), out);
   }
 
-  grpc::Status CreateAccount(grpc::ServerContext* ctx, const v1::CreateAccountRequest* req,
-                             v1::Account* out) override {
+  grpc::Status CreateAccount(grpc::ServerContext* ctx, const v1::CreateAccountRequest* req, v1::Account* out) override {
     IG_ADMIT("CreateAccount", Gate::None());
     return Reply(c_->tenancy().CreateAccount(req->account()), out);
   }
@@ -301,9 +298,9 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status LedgerHistory(grpc::ServerContext* ctx, const v1::LedgerHistoryRequest* req,
                              v1::LedgerHistoryResponse* out) override {
     IG_ADMIT("LedgerHistory", gate_.Account(req->account()));
-    return Reply(c_->LedgerHistory(req->account().empty() ? caller.account : req->account(), req->after_seq(),
-                                   req->limit()),
-                 out);
+    return Reply(
+        c_->LedgerHistory(req->account().empty() ? caller.account : req->account(), req->after_seq(), req->limit()),
+        out);
   }
 
   grpc::Status LedgerDeposit(grpc::ServerContext* ctx, const v1::LedgerTransferRequest* req,
@@ -430,9 +427,7 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
   }
 
  private:
-  Result<std::string> Auth(grpc::ServerContext* ctx) {
-    return c_->AuthenticateAgent(Metadata(ctx, "authorization"));
-  }
+  Result<std::string> Auth(grpc::ServerContext* ctx) { return c_->AuthenticateAgent(Metadata(ctx, "authorization")); }
   coordinator::Coordinator* c_;
 };
 

@@ -275,8 +275,8 @@ std::vector<ArtifactStore::PartialFile> ArtifactStore::ListPartials(const std::s
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (!suffix.empty() && (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(),
-                                                                        suffix) != 0)) {
+    if (!suffix.empty() &&
+        (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)) {
       continue;
     }
     struct stat st;
@@ -326,9 +326,7 @@ Status ArtifactStore::Remove(const std::string& digest) {
   return Status::Ok();
 }
 
-bool ArtifactStore::Has(const std::string& digest) const {
-  return IsValidDigest(digest) && PathExists(PathOf(digest));
-}
+bool ArtifactStore::Has(const std::string& digest) const { return IsValidDigest(digest) && PathExists(PathOf(digest)); }
 
 Result<uint64_t> ArtifactStore::SizeOf(const std::string& digest) const {
   struct stat st;

@@ -131,7 +131,7 @@ class ArtifactStore {
   const Clock* const clock_;
 
   mutable Mutex mu_;
-  mutable CondVar released_;                                   // a partial left busy_partials_
+  mutable CondVar released_;                                // a partial left busy_partials_
   std::set<std::string> busy_partials_ IG_GUARDED_BY(mu_);  // paths a writer holds
 };
 

@@ -114,11 +114,11 @@ Status Authorize(const Caller& caller, std::string_view method, const Target& ta
   switch (rule->owner) {
     case Owner::kNone:
       return Status::Ok();
-    case Owner::kJob:      // the job's account
-    case Owner::kNode:     // the node's provider
-    case Owner::kAccount:  // the account itself
-    case Owner::kImage:    // an account that may use it (Gate::Image names the caller's when so)
-    case Owner::kWorkflow: // the workflow's account
+    case Owner::kJob:       // the job's account
+    case Owner::kNode:      // the node's provider
+    case Owner::kAccount:   // the account itself
+    case Owner::kImage:     // an account that may use it (Gate::Image names the caller's when so)
+    case Owner::kWorkflow:  // the workflow's account
       if (!target.exists) return not_found;
       if (caller.role == Role::kOperator) return Status::Ok();
       return target.account == caller.account ? Status::Ok() : not_found;

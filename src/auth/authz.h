@@ -27,14 +27,14 @@ enum Scope : uint32_t {
 
 // Whose object the call touches, and so what ownership check applies.
 enum class Owner {
-  kNone,     // no one's: the call makes a new object or reads public state
-  kJob,      // a job: its account, or an operator
-  kNode,     // a node: its provider, or an operator
-  kAttempt,  // an attempt: only the node it is assigned to, under a live lease
-  kSelf,     // the calling agent's own node record and stream
-  kAccount,  // an account, or its tokens: itself, or an operator
-  kImage,    // an image: the accounts that may use its archive (all, when public), or an operator
-  kWorkflow, // a workflow: its account, or an operator
+  kNone,      // no one's: the call makes a new object or reads public state
+  kJob,       // a job: its account, or an operator
+  kNode,      // a node: its provider, or an operator
+  kAttempt,   // an attempt: only the node it is assigned to, under a live lease
+  kSelf,      // the calling agent's own node record and stream
+  kAccount,   // an account, or its tokens: itself, or an operator
+  kImage,     // an image: the accounts that may use its archive (all, when public), or an operator
+  kWorkflow,  // a workflow: its account, or an operator
 };
 
 struct Rule {
@@ -55,9 +55,9 @@ const Rule* RuleFor(std::string_view method);
 struct Caller {
   Role role = Role::kRequester;
   uint32_t scopes = kNoScope;
-  std::string account;  // requester's or provider's account
-  std::string node_id;  // for agents
-  std::string token_id; // the API token it called with (rate limits)
+  std::string account;   // requester's or provider's account
+  std::string node_id;   // for agents
+  std::string token_id;  // the API token it called with (rate limits)
 };
 
 // The object the call names, as the store knows it.

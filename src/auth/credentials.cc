@@ -30,10 +30,14 @@ Result<Role> ParseRole(std::string_view name) {
 
 std::string_view RoleName(Role role) {
   switch (role) {
-    case Role::kOperator: return "operator";
-    case Role::kRequester: return "requester";
-    case Role::kProvider: return "provider";
-    case Role::kAgent: return "agent";
+    case Role::kOperator:
+      return "operator";
+    case Role::kRequester:
+      return "requester";
+    case Role::kProvider:
+      return "provider";
+    case Role::kAgent:
+      return "agent";
   }
   return "unknown";
 }
@@ -45,8 +49,8 @@ Result<uint32_t> ParseScopes(const std::vector<std::string>& names) {
     size_t start = 0;
     while (start <= raw.size()) {
       size_t comma = raw.find(',', start);
-      std::string_view name = std::string_view(raw).substr(start, comma == std::string::npos ? std::string::npos
-                                                                                              : comma - start);
+      std::string_view name =
+          std::string_view(raw).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       start = comma == std::string::npos ? raw.size() + 1 : comma + 1;
       if (name.empty()) continue;
       bool known = false;
@@ -75,10 +79,14 @@ std::vector<std::string> ScopeNames(uint32_t scopes) {
 
 uint32_t ScopesOfRole(Role role) {
   switch (role) {
-    case Role::kOperator: return kSubmit | kRead | kCancel | kDrain;
-    case Role::kRequester: return kSubmit | kRead | kCancel;
-    case Role::kProvider: return kRead | kDrain;
-    case Role::kAgent: return kNoScope;
+    case Role::kOperator:
+      return kSubmit | kRead | kCancel | kDrain;
+    case Role::kRequester:
+      return kSubmit | kRead | kCancel;
+    case Role::kProvider:
+      return kRead | kDrain;
+    case Role::kAgent:
+      return kNoScope;
   }
   return kNoScope;
 }
@@ -97,9 +105,7 @@ std::string TokenIdOf(std::string_view token_hash) {
   return std::string(token_hash.substr(0, 16));
 }
 
-int64_t ExpiryOf(int64_t now_ms, uint32_t seconds) {
-  return seconds == 0 ? 0 : now_ms + int64_t{seconds} * 1000;
-}
+int64_t ExpiryOf(int64_t now_ms, uint32_t seconds) { return seconds == 0 ? 0 : now_ms + int64_t{seconds} * 1000; }
 
 bool SameHash(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
@@ -138,19 +144,18 @@ Quota EffectiveQuota(const Quota& account, const Quota& defaults) {
 Status CheckSubmitQuota(const std::string& account, const Quota& quota, const Usage& usage, uint32_t new_tasks) {
   if (quota.max_queued_tasks == 0) return Status::Ok();
   if (uint64_t{usage.queued_tasks} + new_tasks <= quota.max_queued_tasks) return Status::Ok();
-  return Status::ResourceExhausted("over quota: account " + account + " may have " +
-                                   std::to_string(quota.max_queued_tasks) + " queued tasks, has " +
-                                   std::to_string(usage.queued_tasks) + " and this job adds " +
-                                   std::to_string(new_tasks) + "; wait for some to start, cancel some, or ask the "
-                                   "operator for a larger quota");
+  return Status::ResourceExhausted(
+      "over quota: account " + account + " may have " + std::to_string(quota.max_queued_tasks) + " queued tasks, has " +
+      std::to_string(usage.queued_tasks) + " and this job adds " + std::to_string(new_tasks) +
+      "; wait for some to start, cancel some, or ask the "
+      "operator for a larger quota");
 }
 
 Status CheckStoreQuota(const std::string& account, const Quota& quota, const Usage& usage, uint64_t new_bytes) {
   if (quota.max_stored_bytes == 0) return Status::Ok();
   if (usage.stored_bytes + new_bytes <= quota.max_stored_bytes) return Status::Ok();
-  return Status::ResourceExhausted("over quota: account " + account + " may store " +
-                                   Bytes(quota.max_stored_bytes) + ", stores " +
-                                   Bytes(usage.stored_bytes) + " and this adds " + Bytes(new_bytes) +
+  return Status::ResourceExhausted("over quota: account " + account + " may store " + Bytes(quota.max_stored_bytes) +
+                                   ", stores " + Bytes(usage.stored_bytes) + " and this adds " + Bytes(new_bytes) +
                                    "; delete finished jobs (idlegrid delete JOB) or ask the operator for more");
 }
 

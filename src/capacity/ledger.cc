@@ -114,9 +114,9 @@ Status NodeLedger::Check(const Claim& c, std::span<const uint32_t> devices,
     if (devices[k] >= devices_.size() || Repeated(devices, k)) continue;
     const DeviceLedger& d = devices_[devices[k]];
     if (d.Fits(c.device)) continue;
-    const std::string gpu = "GPU " + (device_names != nullptr && devices[k] < device_names->size()
-                                          ? (*device_names)[devices[k]]
-                                          : std::to_string(devices[k]));
+    const std::string gpu =
+        "GPU " + (device_names != nullptr && devices[k] < device_names->size() ? (*device_names)[devices[k]]
+                                                                               : std::to_string(devices[k]));
     if (c.device.whole && d.HasTenant()) return Status::FailedPrecondition(gpu + " has another tenant");
     if (d.FreeMilli() < c.device.milli) {
       return Status::FailedPrecondition(gpu + ": needs " + std::to_string(c.device.milli) + " milli, " +

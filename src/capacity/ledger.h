@@ -102,9 +102,9 @@ class NodeLedger {
 
   double cpu_capacity() const { return cpu_capacity_; }
   uint64_t memory_capacity() const { return memory_capacity_; }  // kUnlimited: not checked
-  double FreeCpu() const;       // capacity - held, floored at 0
-  uint64_t FreeMemory() const;  // floored at 0; kUnlimited if not checked
-  uint64_t FreeDisk() const;    // floored at 0; kUnlimited if not checked
+  double FreeCpu() const;                                        // capacity - held, floored at 0
+  uint64_t FreeMemory() const;                                   // floored at 0; kUnlimited if not checked
+  uint64_t FreeDisk() const;                                     // floored at 0; kUnlimited if not checked
   bool CpuFits(double cores) const;
   bool MemoryFits(uint64_t bytes) const;
   bool DiskFits(uint64_t bytes) const;

@@ -5,9 +5,7 @@
 namespace idlegrid::capacity {
 namespace {
 
-Claim ClaimOfAttempt(const AttemptHold& h) {
-  return Claim{h.cpu, h.memory, 0, ClaimOf(h.gpu_milli, h.gpu_memory)};
-}
+Claim ClaimOfAttempt(const AttemptHold& h) { return Claim{h.cpu, h.memory, 0, ClaimOf(h.gpu_milli, h.gpu_memory)}; }
 
 }  // namespace
 
@@ -32,8 +30,8 @@ AttemptHold HoldOf(const v1::JobSpec& spec, std::vector<std::string> devices) {
 template <class Devices>
 NodeCapacity NodeCapacity::Build(const v1::NodeInfo& info, const v1::LocalPolicy& policy, const Devices& devices) {
   NodeCapacity n;
-  n.ledger_ = NodeLedger(static_cast<double>(info.cpu_cores()) - std::max(policy.reserved_cpu(), 0.0),
-                         info.memory_bytes());
+  n.ledger_ =
+      NodeLedger(static_cast<double>(info.cpu_cores()) - std::max(policy.reserved_cpu(), 0.0), info.memory_bytes());
   for (const auto& d : devices) {
     n.ledger_.AddDevice(DeviceLedger(UsableVram(d.memory_total_bytes(), policy.reserved_gpu_memory_bytes())));
     n.uuids_.push_back(d.uuid());
@@ -74,15 +72,11 @@ std::vector<uint32_t> NodeCapacity::AddIndices(const AttemptHold& h) {
   return Indices(h);
 }
 
-Status NodeCapacity::Check(const AttemptHold& h) const {
-  return ledger_.Check(ClaimOfAttempt(h), Indices(h), &uuids_);
-}
+Status NodeCapacity::Check(const AttemptHold& h) const { return ledger_.Check(ClaimOfAttempt(h), Indices(h), &uuids_); }
 
 void NodeCapacity::Hold(const AttemptHold& h) { ledger_.Take(ClaimOfAttempt(h), AddIndices(h)); }
 
-void NodeCapacity::Release(const AttemptHold& h) {
-  ledger_.Release(ClaimOfAttempt(h), Indices(h));
-}
+void NodeCapacity::Release(const AttemptHold& h) { ledger_.Release(ClaimOfAttempt(h), Indices(h)); }
 
 Status NodeCapacity::TryHold(const AttemptHold& h) {
   IG_RETURN_IF_ERROR(Check(h));

@@ -30,8 +30,8 @@ uint32_t PlacedMilli(const v1::JobSpec& spec);
 struct AttemptHold {
   double cpu = 0;
   uint64_t memory = 0;
-  uint64_t gpu_memory = 0;  // the job's per device; with gpu_milli 0: a VRAM slice
-  uint32_t gpu_milli = 0;   // the placement's per device (ClaimOf says what it means)
+  uint64_t gpu_memory = 0;           // the job's per device; with gpu_milli 0: a VRAM slice
+  uint32_t gpu_milli = 0;            // the placement's per device (ClaimOf says what it means)
   std::vector<std::string> devices;  // uuids
 };
 // The hold of an attempt of `spec` placed on `devices`: what the agent checks

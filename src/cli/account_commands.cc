@@ -50,8 +50,10 @@ int AccountCreate(const CommonFlags& f, const AccountFlags& a) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->CreateAccount(ctx.get(), req, &out));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(out);
-  else std::cout << "account " << out.name() << " (" << out.role() << ") created\n";
+  if (f.json)
+    PrintJson(out);
+  else
+    std::cout << "account " << out.name() << " (" << out.role() << ") created\n";
   return 0;
 }
 
@@ -126,8 +128,10 @@ int TokenRevoke(const CommonFlags& f, const std::string& token_id) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->RevokeToken(ctx.get(), req, &out));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(out);
-  else std::cout << "token " << out.id() << " of " << out.account() << " revoked\n";
+  if (f.json)
+    PrintJson(out);
+  else
+    std::cout << "token " << out.id() << " of " << out.account() << " revoked\n";
   return 0;
 }
 
@@ -159,9 +163,11 @@ int Delete(const CommonFlags& f, const std::string& job_id) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->DeleteJob(ctx.get(), req, &out));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(out);
-  else std::cout << "job " << out.job_id() << " deleted; " << out.artifacts_removed() << " artifact(s), "
-                 << FormatGiB(out.bytes_freed()) << " freed\n";
+  if (f.json)
+    PrintJson(out);
+  else
+    std::cout << "job " << out.job_id() << " deleted; " << out.artifacts_removed() << " artifact(s), "
+              << FormatGiB(out.bytes_freed()) << " freed\n";
   return 0;
 }
 

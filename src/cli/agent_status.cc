@@ -27,11 +27,12 @@ std::string Ago(int64_t then_ms, int64_t now_ms) {
 
 std::string FormatNodePause(const v1::NodePause& pause, int64_t now_ms) {
   if (pause.pauses() == 0 && !pause.paused()) return "";
-  const std::string total = std::to_string(pause.pauses()) + " pause(s), " +
-                            std::to_string(pause.paused_ms_total() / 1000) + " s in all";
+  const std::string total =
+      std::to_string(pause.pauses()) + " pause(s), " + std::to_string(pause.paused_ms_total() / 1000) + " s in all";
   if (!pause.paused()) return "not paused (" + total + ")";
   std::string out = pause.cause() + " since " + Ago(pause.since_ms(), now_ms) + ": " + pause.reason();
-  if (pause.frozen_attempts_size() > 0) out += "; " + std::to_string(pause.frozen_attempts_size()) + " attempt(s) frozen";
+  if (pause.frozen_attempts_size() > 0)
+    out += "; " + std::to_string(pause.frozen_attempts_size()) + " attempt(s) frozen";
   if (pause.until_ms() > 0) {
     const int64_t left_s = std::max<int64_t>(0, (pause.until_ms() - now_ms + 999) / 1000);
     out += "; ends by itself in " + (left_s < 120 ? std::to_string(left_s) + "s" : std::to_string(left_s / 60) + "m");
@@ -142,8 +143,8 @@ std::string FormatHandshake(const v1::ReliabilityComponents& c) {
   std::snprintf(buf, sizeof buf,
                 "heartbeat jitter %.0f ms, %.0f%% late, %.0f%% lost; round trip %.0f ms; %u stall(s); %u throttle "
                 "report(s)",
-                c.heartbeat_jitter_ms(), c.heartbeat_lateness() * 100, c.heartbeat_loss() * 100, c.rtt_ms(),
-                c.stalls(), c.throttle_reports());
+                c.heartbeat_jitter_ms(), c.heartbeat_lateness() * 100, c.heartbeat_loss() * 100, c.rtt_ms(), c.stalls(),
+                c.throttle_reports());
   std::string out = buf;
   if (c.owner_pauses() > 0) {
     std::snprintf(buf, sizeof buf, "; owner pauses %u (%lld s, not held against it)", c.owner_pauses(),
@@ -188,15 +189,19 @@ int AgentStatus(const CommonFlags& f, const std::string& node_id, const std::str
     }
     auto lctx = (*client)->Context();
     st = FromGrpc((*client)->stub()->LedgerBalance(lctx.get(), v1::LedgerAccountRequest{}, &balance));
-    if (st.ok()) view.balance = &balance;
-    else view.balance_error = st.message();
+    if (st.ok())
+      view.balance = &balance;
+    else
+      view.balance_error = st.message();
     auto ectx = (*client)->Context();
     if (FromGrpc((*client)->stub()->ProviderEarnings(ectx.get(), v1::ProviderEarningsRequest{}, &earnings)).ok()) {
       view.earnings = &earnings;
     }
   }
-  if (f.json && view.node != nullptr) PrintJson(*view.node);
-  else std::fputs(FormatAgentStatus(view).c_str(), stdout);
+  if (f.json && view.node != nullptr)
+    PrintJson(*view.node);
+  else
+    std::fputs(FormatAgentStatus(view).c_str(), stdout);
   return view.node != nullptr ? 0 : 1;
 }
 

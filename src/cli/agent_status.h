@@ -11,11 +11,11 @@ namespace idlegrid::cli {
 
 struct AgentStatusView {
   std::string node_id;
-  std::string coordinator;   // host:port from the agent's config
-  std::string service;       // UserUnitState()
-  std::string image_cache;   // FormatImageCache of the agent's data dir; "" to leave the line out
+  std::string coordinator;         // host:port from the agent's config
+  std::string service;             // UserUnitState()
+  std::string image_cache;         // FormatImageCache of the agent's data dir; "" to leave the line out
   const v1::Node* node = nullptr;  // the coordinator's record; null when not read
-  std::string node_error;    // why it was not read
+  std::string node_error;          // why it was not read
   const v1::LedgerBalanceResponse* balance = nullptr;  // the provider's; null when not read
   std::string balance_error;
   const v1::ProviderEarningsResponse* earnings = nullptr;  // null when not read
@@ -23,7 +23,8 @@ struct AgentStatusView {
 };
 
 // Pure: the physical-work handshake in one line, for `nodes` and `agent status`:
-// "jitter 12 ms, 1% late, 0% lost, round trip 3 ms, 0 stalls, 0 throttle reports; owner pauses 2 (65 s, not held against it)".
+// "jitter 12 ms, 1% late, 0% lost, round trip 3 ms, 0 stalls, 0 throttle reports; owner pauses 2 (65 s, not held
+// against it)".
 std::string FormatHandshake(const v1::ReliabilityComponents& c);
 
 // Pure: the owner's pause in one line, "owner-gpu since 12s ago: process

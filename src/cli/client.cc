@@ -64,8 +64,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
   args.SetMaxReceiveMessageSize(64 << 20);
   auto client = std::make_unique<Client>();
   client->token_ = config.token;
-  client->stub_ = v1::RequesterService::NewStub(
-      grpc::CreateCustomChannel(config.address, grpc::SslCredentials(tls), args));
+  client->stub_ =
+      v1::RequesterService::NewStub(grpc::CreateCustomChannel(config.address, grpc::SslCredentials(tls), args));
   return client;
 }
 
@@ -117,14 +117,16 @@ Result<v1::ArtifactRef> Client::UploadFile(const std::string& path, const std::s
   TransferScope scope;
   scope.make_public = make_public;
   return WithResumes(stats, [&](TransferStats* one) {
-    return UploadArtifactFile(stub_.get(), [this] { return Context(0); }, path, kind, scope, progress, one);
+    return UploadArtifactFile(
+        stub_.get(), [this] { return Context(0); }, path, kind, scope, progress, one);
   });
 }
 
 Status Client::DownloadTo(const std::string& digest, const std::string& path, const TransferProgress& progress,
                           TransferStats* stats) {
   return WithResumes(stats, [&](TransferStats* one) {
-    return DownloadArtifactFile(stub_.get(), [this] { return Context(0); }, digest, path, {}, progress, one);
+    return DownloadArtifactFile(
+        stub_.get(), [this] { return Context(0); }, digest, path, {}, progress, one);
   });
 }
 

@@ -11,9 +11,9 @@
 namespace idlegrid::cli {
 
 struct ClientConfig {
-  std::string address;   // host:port of the gRPC API
-  std::string ca_file;   // PEM of the coordinator's CA
-  std::string token;     // API token
+  std::string address;  // host:port of the gRPC API
+  std::string ca_file;  // PEM of the coordinator's CA
+  std::string token;    // API token
 };
 
 // Resolution order: explicit values, then IDLEGRID_ADDR / IDLEGRID_CA_FILE /

@@ -100,8 +100,10 @@ std::string ProvenanceLine(const v1::Provenance& p) {
 void PrintArrayProgress(const v1::Job& job) {
   if (job.tasks_size() < 2) return;
   const JobTally t = TallyOf(job);
-  if (isatty(STDOUT_FILENO) == 1) std::cout << "  " << Bar(t.ended, t.total, 30) << " ";
-  else std::cout << "  progress: ";
+  if (isatty(STDOUT_FILENO) == 1)
+    std::cout << "  " << Bar(t.ended, t.total, 30) << " ";
+  else
+    std::cout << "  progress: ";
   std::cout << JobProgressText(job) << "\n";
 }
 
@@ -139,9 +141,10 @@ void PrintJob(const v1::Job& job) {
     }
     if (a && a->has_provenance()) std::cout << "    ran with " << ProvenanceLine(a->provenance()) << "\n";
     if (a && a->placement().price_per_hour() > 0) {
-      std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
-                  a->placement().price_per_hour(), a->placement().pricing_rule().c_str(),
-                  a->placement().ask_per_gpu_hour(), a->placement().bid_per_gpu_hour(), t.cost());
+      std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n",
+                  a->placement().policy().c_str(), a->placement().price_per_hour(),
+                  a->placement().pricing_rule().c_str(), a->placement().ask_per_gpu_hour(),
+                  a->placement().bid_per_gpu_hour(), t.cost());
     }
     if (t.has_checkpoint() && t.checkpoint().files_size() > 0) {
       std::printf("    checkpoint: %d file(s) from attempt %s (epoch %llu); work redone %.1f s\n",
@@ -185,8 +188,10 @@ int Validate(const CommonFlags& f, const std::string& path) {
   // A `dir:` input is packed to learn its digest, and not uploaded.
   auto spec = manifest::LoadManifestFile(path, DirectoryDigest);
   if (!spec.ok()) return Fail(spec.status());
-  if (f.json) PrintJson(*spec);
-  else std::cout << path << ": ok\n";
+  if (f.json)
+    PrintJson(*spec);
+  else
+    std::cout << path << ": ok\n";
   return 0;
 }
 
@@ -210,15 +215,19 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   Status st = FromGrpc((*client)->stub()->SubmitJob(ctx.get(), req, &resp));
   if (!st.ok()) return Fail(st);
   if (!wait) {
-    if (f.json) PrintJson(resp.job());
-    else std::cout << resp.job().id() << "\n";
+    if (f.json)
+      PrintJson(resp.job());
+    else
+      std::cout << resp.job().id() << "\n";
     return 0;
   }
   if (!f.json) std::cerr << "submitted " << resp.job().id() << "\n";
   auto job = WaitJob(client->get(), resp.job().id(), f.json);
   if (!job.ok()) return Fail(job.status());
-  if (f.json) PrintJson(*job);
-  else PrintJob(*job);
+  if (f.json)
+    PrintJson(*job);
+  else
+    PrintJob(*job);
   return JobExit(*job);
 }
 
@@ -247,8 +256,10 @@ int Market(const CommonFlags& f) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->GetMarket(ctx.get(), v1::GetMarketRequest(), &resp));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(resp);
-  else std::cout << "pricing rule: " << resp.pricing_rule() << "\n" << resp.text();
+  if (f.json)
+    PrintJson(resp);
+  else
+    std::cout << "pricing rule: " << resp.pricing_rule() << "\n" << resp.text();
   return 0;
 }
 
@@ -268,8 +279,10 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
     Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
     if (!st.ok()) return Fail(st);
   }
-  if (f.json) PrintJson(job);
-  else PrintJob(job);
+  if (f.json)
+    PrintJson(job);
+  else
+    PrintJob(job);
   return wait ? JobExit(job) : 0;
 }
 
@@ -292,8 +305,11 @@ namespace {
 
 std::string Age(int64_t ms) {
   if (ms <= 0) return "never";
-  int64_t age = (std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch()).count() - ms) / 1000;
+  int64_t age =
+      (std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+           .count() -
+       ms) /
+      1000;
   return std::to_string(age) + "s ago";
 }
 
@@ -356,13 +372,16 @@ int Nodes(const CommonFlags& f) {
               << "\n    heartbeat " << Age(n.last_heartbeat_ms()) << "  cpu " << n.cpu_allocated() << "/"
               << n.info().cpu_cores() << " allocated";
     if (n.measurement().passed()) std::cout << " (measured " << n.measurement().cpu_score() / 1e6 << " M rounds/s)";
-    std::cout << "  mem " << (n.memory_allocated() >> 20) << "/" << (n.info().memory_bytes() >> 20)
-              << " MiB  runtimes " << runtimes << "  limits memory=" << n.info().enforcement().memory()
+    std::cout << "  mem " << (n.memory_allocated() >> 20) << "/" << (n.info().memory_bytes() >> 20) << " MiB  runtimes "
+              << runtimes << "  limits memory=" << n.info().enforcement().memory()
               << " cpu=" << (n.info().enforcement().cpu().empty() ? "none" : n.info().enforcement().cpu()) << "\n";
     std::printf("    reliability %.2f (%s)  trust tier %u\n", n.reliability(), n.reliability_detail().c_str(),
                 n.trust_tier());
     std::printf("    handshake: %s\n", FormatHandshake(n.reliability_components()).c_str());
-    if (std::string pause = FormatNodePause(n.pause(), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()); !pause.empty()) {
+    if (std::string pause = FormatNodePause(n.pause(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                           std::chrono::system_clock::now().time_since_epoch())
+                                                           .count());
+        !pause.empty()) {
       std::printf("    owner pause: %s\n", pause.c_str());
     }
     std::fflush(stdout);
@@ -391,8 +410,10 @@ int Drain(const CommonFlags& f, const std::string& node_id, const std::string& d
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->DrainNode(ctx.get(), req, &node));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(node);
-  else std::cout << node.id() << "  " << node.name() << "  " << (undo ? "takes work again" : "draining") << "\n";
+  if (f.json)
+    PrintJson(node);
+  else
+    std::cout << node.id() << "  " << node.name() << "  " << (undo ? "takes work again" : "draining") << "\n";
   return 0;
 }
 
@@ -517,8 +538,10 @@ int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tas
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->CancelJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(job);
-  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  if (f.json)
+    PrintJson(job);
+  else
+    std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
   return 0;
 }
 
@@ -532,8 +555,10 @@ int ResolveLost(const CommonFlags& f, const std::string& job_id, bool retry) {
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->ResolveLost(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(job);
-  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  if (f.json)
+    PrintJson(job);
+  else
+    std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
   return 0;
 }
 
@@ -552,14 +577,18 @@ int Retry(const CommonFlags& f, const std::string& job_id, const TaskFlags& task
   auto ctx = (*client)->Context();
   Status st = FromGrpc((*client)->stub()->RetryJob(ctx.get(), req, &job));
   if (!st.ok()) return Fail(st);
-  if (f.json) PrintJson(job);
-  else std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
+  if (f.json)
+    PrintJson(job);
+  else
+    std::cout << "job " << job.id() << ": " << Counts(job) << "\n";
   return 0;
 }
 
 void PrintPushedImage(const CommonFlags& f, const v1::PushImageResponse& pushed, const std::string& reference) {
-  if (f.json) PrintJson(pushed);
-  else std::cout << reference << "\n";
+  if (f.json)
+    PrintJson(pushed);
+  else
+    std::cout << reference << "\n";
 }
 
 int ImagePush(const CommonFlags& f, const std::string& archive, bool make_public, const std::string& sign_key) {
@@ -591,8 +620,10 @@ int ArtifactPush(const CommonFlags& f, const std::string& file, bool make_public
   auto ref = std::filesystem::is_directory(file, ec) ? PushDirectory(**client, file, make_public)
                                                      : (*client)->UploadFile(file, "input", make_public);
   if (!ref.ok()) return Fail(ref.status());
-  if (f.json) PrintJson(*ref);
-  else std::cout << ref->digest() << "\n";
+  if (f.json)
+    PrintJson(*ref);
+  else
+    std::cout << ref->digest() << "\n";
   return 0;
 }
 

@@ -85,8 +85,8 @@ Result<PreparedBuild> Prepare(const ImageBuildOptions& given) {
       return Status::InvalidArgument("Containerfile \"" + given.containerfile + "\" does not exist or is not a file");
     }
     const std::vector<std::string> looked = ContainerfileCandidates(given);
-    return Status::InvalidArgument("no Containerfile in \"" + given.context_dir + "\": neither " + looked[0] +
-                                   " nor " + looked[1] + " exists (name one with --file)");
+    return Status::InvalidArgument("no Containerfile in \"" + given.context_dir + "\": neither " + looked[0] + " nor " +
+                                   looked[1] + " exists (name one with --file)");
   }
   prepared.options.context_dir = fs::absolute(given.context_dir, ec).string();
   return prepared;

@@ -40,7 +40,7 @@ Status ExtractRange(int from, uint64_t offset, uint64_t size, const std::string&
 // Digest -> whether the coordinator already holds it for this caller; nullopt
 // from a coordinator that predates layered pushes.
 Result<std::optional<std::map<std::string, bool>>> HeldBlobs(Client& client,
-                                                            const std::vector<image::LocatedBlob>& blobs) {
+                                                             const std::vector<image::LocatedBlob>& blobs) {
   v1::StatArtifactsRequest req;
   for (const auto& b : blobs) req.add_digests(b.ref.digest);
   v1::StatArtifactsResponse resp;

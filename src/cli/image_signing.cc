@@ -38,8 +38,8 @@ int ImageKeygen(const std::string& name) {
   if (!key.ok()) return Fail(key.status());
   if (Status st = image::WriteKeyFiles(*key, name); !st.ok()) return Fail(st);
   std::cout << image::FormatPublicKey(key->public_key());
-  std::cerr << "wrote " << name << ".key (secret, mode 0600) and " << name << ".pub; key id "
-            << key->public_key().id() << "\n";
+  std::cerr << "wrote " << name << ".key (secret, mode 0600) and " << name << ".pub; key id " << key->public_key().id()
+            << "\n";
   return 0;
 }
 
@@ -50,8 +50,10 @@ int ImageSign(const CommonFlags& f, const std::string& image, const std::string&
   if (!client.ok()) return Fail(client.status());
   auto stored = SignImage(**client, image, *key);
   if (!stored.ok()) return Fail(stored.status());
-  if (f.json) PrintJson(*stored);
-  else std::cout << DescribeSignature(*stored) << "\n";
+  if (f.json)
+    PrintJson(*stored);
+  else
+    std::cout << DescribeSignature(*stored) << "\n";
   return 0;
 }
 

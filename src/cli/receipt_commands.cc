@@ -29,8 +29,8 @@ void PrintReceipt(const v1::Receipt& r) {
   const v1::Metering& m = s.metering();
   std::cout << "receipt: job " << s.job_id() << " task " << s.task_index() << " attempt " << s.attempt_id()
             << " (lease epoch " << s.lease_epoch() << ")\n"
-            << "  node      " << s.node_id() << " (key " << receipt::Fingerprint(r.node_public_key())
-            << "), provider " << r.provider() << "\n"
+            << "  node      " << s.node_id() << " (key " << receipt::Fingerprint(r.node_public_key()) << "), provider "
+            << r.provider() << "\n"
             << "  ended     " << r.state() << (r.failure_reason().empty() ? "" : " (" + r.failure_reason() + ")")
             << ", exit code " << s.exit_code() << "\n"
             << "  times     assigned " << r.assigned_at_ms() << ", started " << r.started_at_ms() << ", finished "
@@ -41,9 +41,8 @@ void PrintReceipt(const v1::Receipt& r) {
   for (const auto& g : m.gpus()) std::cout << "  gpu       " << FormatGpuUsage(g) << "\n";
   std::cout << "  price     " << r.pricing_rule() << " " << r.price_per_hour_micro() << " micro-credits/h, charge "
             << r.charge_micro() << " micro-credits\n"
-            << "  ran       image " << s.provenance().image_config_digest() << " with "
-            << s.provenance().driver() << "/" << s.provenance().runtime() << ", spec "
-            << s.provenance().job_spec_digest() << "\n";
+            << "  ran       image " << s.provenance().image_config_digest() << " with " << s.provenance().driver()
+            << "/" << s.provenance().runtime() << ", spec " << s.provenance().job_spec_digest() << "\n";
   for (const auto& in : s.input_digests()) std::cout << "  input     " << in << "\n";
   for (const auto& out : s.outputs()) {
     std::cout << "  output    " << out.path() << " " << out.digest() << " (" << out.size() << " bytes)\n";

@@ -21,8 +21,7 @@ Result<std::unique_ptr<Client>> Open(const CommonFlags& f);
 // Uploads an OCI archive and registers it as an image: the coordinator checks
 // every digest in it. What `image push` and `image build` both do. Shows the
 // upload's progress on stderr (cli/progress.h; nothing with `json`).
-Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public,
-                                               bool json);
+Result<v1::PushImageResponse> PushImageArchive(Client& client, const std::string& archive, bool make_public, bool json);
 // How progress shows on stderr: nothing with --json, a bar on a terminal.
 ProgressStyle StderrProgressStyle(bool json);
 // Prints a pushed image: the response as JSON with --json, else `reference`.

@@ -35,8 +35,10 @@ Result<v1::Workflow> WaitWorkflow(Client& client, const std::string& id) {
 }
 
 int PrintWorkflow(const CommonFlags& f, const v1::Workflow& wf, bool exit_by_state) {
-  if (f.json) PrintJson(wf);
-  else std::cout << WorkflowTree(wf);
+  if (f.json)
+    PrintJson(wf);
+  else
+    std::cout << WorkflowTree(wf);
   return exit_by_state && wf.state() != workflow::kSucceeded ? 1 : 0;
 }
 
@@ -52,8 +54,10 @@ Result<bool> IsWorkflowFile(const std::string& path) {
 int WorkflowValidate(const CommonFlags& f, const std::string& path) {
   auto spec = manifest::LoadWorkflowFile(path);
   if (!spec.ok()) return Fail(spec.status());
-  if (f.json) PrintJson(*spec);
-  else std::cout << path << ": ok (workflow of " << spec->steps_size() << " steps)\n";
+  if (f.json)
+    PrintJson(*spec);
+  else
+    std::cout << path << ": ok (workflow of " << spec->steps_size() << " steps)\n";
   return 0;
 }
 
@@ -69,8 +73,10 @@ int WorkflowSubmit(const CommonFlags& f, const std::string& path, bool wait) {
   Status st = FromGrpc((*client)->stub()->SubmitWorkflow(ctx.get(), req, &wf));
   if (!st.ok()) return Fail(st);
   if (!wait) {
-    if (f.json) PrintJson(wf);
-    else std::cout << wf.id() << "\n";
+    if (f.json)
+      PrintJson(wf);
+    else
+      std::cout << wf.id() << "\n";
     return 0;
   }
   if (!f.json) std::cerr << "submitted " << wf.id() << "\n";

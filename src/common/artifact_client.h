@@ -140,8 +140,8 @@ Result<v1::ArtifactRef> SendFrom(Stub* stub, grpc::ClientContext* ctx, const std
 // does not hash to `digest`.
 template <typename Stub>
 Status ReceiveInto(Stub* stub, grpc::ClientContext* ctx, const std::string& digest, const std::string& part,
-                   uint64_t offset, const TransferScope& scope, const TransferProgress& progress,
-                   TransferStats* stats, bool* mismatch) {
+                   uint64_t offset, const TransferScope& scope, const TransferProgress& progress, TransferStats* stats,
+                   bool* mismatch) {
   *mismatch = false;
   Sha256 hash;
   if (offset > 0) IG_RETURN_IF_ERROR(HashPrefix(part, offset, &hash));
@@ -198,10 +198,9 @@ Status ReceiveInto(Stub* stub, grpc::ClientContext* ctx, const std::string& dige
 // StatArtifacts, or a token that may upload but not read, gets a whole
 // upload. `stats` (may be null) is filled in.
 template <typename Stub, typename NewContext>
-  requires std::is_invocable_v<NewContext&>
-Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, NewContext&& new_context, const std::string& path,
-                                           const std::string& kind, const TransferScope& scope = {},
-                                           const TransferProgress& progress = {}, TransferStats* stats = nullptr) {
+requires std::is_invocable_v<NewContext&> Result<v1::ArtifactRef> UploadArtifactFile(
+    Stub* stub, NewContext&& new_context, const std::string& path, const std::string& kind,
+    const TransferScope& scope = {}, const TransferProgress& progress = {}, TransferStats* stats = nullptr) {
   TransferStats own;
   if (stats == nullptr) stats = &own;
   *stats = {};
@@ -254,10 +253,9 @@ Result<v1::ArtifactRef> UploadArtifactFile(Stub* stub, NewContext&& new_context,
 // discarded and the download runs once more from 0. `new_context` and
 // `stats` as for UploadArtifactFile.
 template <typename Stub, typename NewContext>
-  requires std::is_invocable_v<NewContext&>
-Status DownloadArtifactFile(Stub* stub, NewContext&& new_context, const std::string& digest, const std::string& path,
-                            const TransferScope& scope = {}, const TransferProgress& progress = {},
-                            TransferStats* stats = nullptr) {
+requires std::is_invocable_v<NewContext&> Status DownloadArtifactFile(
+    Stub* stub, NewContext&& new_context, const std::string& digest, const std::string& path,
+    const TransferScope& scope = {}, const TransferProgress& progress = {}, TransferStats* stats = nullptr) {
   TransferStats own;
   if (stats == nullptr) stats = &own;
   *stats = {};

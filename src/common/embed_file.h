@@ -10,18 +10,23 @@
 #include <cstddef>
 #include <string_view>
 
-#define IDLEGRID_EMBED_FILE(name, path)             \
-  asm(".section .rodata\n"                          \
-      ".balign 16\n"                                \
-      ".global idlegrid_embed_" #name "_start\n"    \
-      "idlegrid_embed_" #name "_start:\n"           \
-      ".incbin \"" path "\"\n"                      \
-      ".global idlegrid_embed_" #name "_end\n"      \
-      "idlegrid_embed_" #name "_end:\n"             \
-      ".previous\n");                               \
+#define IDLEGRID_EMBED_FILE(name, path)                  \
+  asm(".section .rodata\n"                               \
+      ".balign 16\n"                                     \
+      ".global idlegrid_embed_" #name                    \
+      "_start\n"                                         \
+      "idlegrid_embed_" #name                            \
+      "_start:\n"                                        \
+      ".incbin \"" path                                  \
+      "\"\n"                                             \
+      ".global idlegrid_embed_" #name                    \
+      "_end\n"                                           \
+      "idlegrid_embed_" #name                            \
+      "_end:\n"                                          \
+      ".previous\n");                                    \
   extern "C" const char idlegrid_embed_##name##_start[]; \
   extern "C" const char idlegrid_embed_##name##_end[]
 
-#define IDLEGRID_EMBEDDED(name)               \
+#define IDLEGRID_EMBEDDED(name)                   \
   std::string_view(idlegrid_embed_##name##_start, \
                    static_cast<std::size_t>(idlegrid_embed_##name##_end - idlegrid_embed_##name##_start))

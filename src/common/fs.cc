@@ -73,8 +73,7 @@ Result<FileLock> FileLock::Acquire(const std::string& path) {
     char buf[32] = {0};
     if (::pread(fd, buf, sizeof(buf) - 1, 0) > 0) holder = std::string(" (pid ") + buf + ")";
     ::close(fd);
-    return Status::FailedPrecondition("data directory is in use by another process" + holder +
-                                      "; lock file " + path);
+    return Status::FailedPrecondition("data directory is in use by another process" + holder + "; lock file " + path);
   }
   std::string pid = std::to_string(::getpid());
   if (::ftruncate(fd, 0) == 0) {

@@ -4,17 +4,28 @@ namespace idlegrid {
 
 const char* CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kPermissionDenied: return "PermissionDenied";
-    case Code::kUnauthenticated: return "Unauthenticated";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDataLoss: return "DataLoss";
-    case Code::kResourceExhausted: return "ResourceExhausted";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDataLoss:
+      return "DataLoss";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

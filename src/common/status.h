@@ -77,10 +77,10 @@ class [[nodiscard]] Result {
 
 }  // namespace idlegrid
 
-#define IG_RETURN_IF_ERROR(expr)          \
-  do {                                    \
-    ::idlegrid::Status _st = (expr);      \
-    if (!_st.ok()) return _st;            \
+#define IG_RETURN_IF_ERROR(expr)     \
+  do {                               \
+    ::idlegrid::Status _st = (expr); \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define IG_CONCAT_INNER(a, b) a##b

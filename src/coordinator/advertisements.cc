@@ -179,8 +179,7 @@ std::string Coordinator::GpuUnavailableReasonLocked(const NodeLive& node, const 
   return "readiness benchmark pending";
 }
 
-capacity::NodeCapacity Coordinator::HeldCapacity(const NodeLive& node,
-                                                 const std::vector<store::ActiveAttempt>& mine) {
+capacity::NodeCapacity Coordinator::HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine) {
   capacity::NodeCapacity held = capacity::NodeCapacity::Offered(node.info, node.ad);
   for (const auto& a : mine) held.Hold({a.cpu, a.memory, a.gpu_memory_bytes, a.gpu_milli, a.device_uuids});
   return held;
@@ -258,7 +257,8 @@ void Coordinator::EnsureReadiness() {
     gpu_image = gpu_bench_image_;
     if (cpu_image.empty()) return;
     for (auto& [id, n] : nodes_) {
-      if (!n.online || !sessions_.Connected(id) || n.draining || n.ad.sequence() == 0 || !n.readiness_job.empty()) continue;
+      if (!n.online || !sessions_.Connected(id) || n.draining || n.ad.sequence() == 0 || !n.readiness_job.empty())
+        continue;
       bool current = n.measurement.measured_at_ms() > 0 && n.measurement.agent_version() == StackOf(n.ad);
       if (!current || !n.measurement.passed()) {
         if (current && now - n.readiness_failed_ms < options_.bench_retry_ms) continue;
@@ -434,10 +434,11 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
     spdlog::warn("node {}: GPU measurement not stored: {}", node_id, st.message());
   }
   if (gm.passed()) {
-    spdlog::info("node {} GPU {} measured: {:.0f} GFLOP/s FP32, {:.0f} GB/s device, {:.1f}/{:.1f} GB/s to/from host, "
-                 "{} allocatable; schedulable",
-                 node_id, uuid, gm.fp32_gflops(), gm.bandwidth_gbps(), gm.h2d_gbps(), gm.d2h_gbps(),
-                 FormatGiB(gm.allocatable_bytes()));
+    spdlog::info(
+        "node {} GPU {} measured: {:.0f} GFLOP/s FP32, {:.0f} GB/s device, {:.1f}/{:.1f} GB/s to/from host, "
+        "{} allocatable; schedulable",
+        node_id, uuid, gm.fp32_gflops(), gm.bandwidth_gbps(), gm.h2d_gbps(), gm.d2h_gbps(),
+        FormatGiB(gm.allocatable_bytes()));
   } else {
     spdlog::warn("node {} GPU {} failed its readiness benchmark: {}", node_id, uuid, gm.reason());
   }

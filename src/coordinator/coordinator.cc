@@ -242,7 +242,8 @@ Result<v1::Job> Coordinator::StoreJob(const PreparedJob& job, const std::string&
   // The job holds its image and inputs while it exists (artifact GC).
   std::vector<store::ArtifactRef> refs;
   if (!image_archive.empty()) refs.push_back({image_archive, "job:" + job_id, account, 0});
-  for (const std::string& digest : manifest::InputArtifacts(spec)) refs.push_back({digest, "job:" + job_id, account, 0});
+  for (const std::string& digest : manifest::InputArtifacts(spec))
+    refs.push_back({digest, "job:" + job_id, account, 0});
   if (!refs.empty()) IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
   Notify();
@@ -392,7 +393,8 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
 
 Status Coordinator::HoldUpload(const std::string& digest, const std::string& account, bool make_public) {
   constexpr int64_t kUploadGraceMs = 24 * 3600 * 1000;
-  IG_RETURN_IF_ERROR(store_->AddArtifactRefs({{digest, "upload:" + account, account, clock_->NowMs() + kUploadGraceMs}}));
+  IG_RETURN_IF_ERROR(
+      store_->AddArtifactRefs({{digest, "upload:" + account, account, clock_->NowMs() + kUploadGraceMs}}));
   if (make_public) IG_RETURN_IF_ERROR(store_->SetArtifactPublic(digest));
   return Status::Ok();
 }
@@ -417,10 +419,9 @@ Result<v1::PushImageResponse> Coordinator::RegisterImage(const std::string& arch
   }
   // Verify the archive ourselves: never trust the pusher's claim of what it holds.
   IG_ASSIGN_OR_RETURN(image::OciImageInfo info, image::InspectOciArchive(artifacts_->PathOf(archive_digest)));
-  IG_RETURN_IF_ERROR(store_->RegisterImage({info.manifest_digest, info.config_digest, archive_digest},
-                                           clock_->NowMs()));
-  spdlog::info("image {} registered (config {}, archive {})", info.manifest_digest, info.config_digest,
-               archive_digest);
+  IG_RETURN_IF_ERROR(
+      store_->RegisterImage({info.manifest_digest, info.config_digest, archive_digest}, clock_->NowMs()));
+  spdlog::info("image {} registered (config {}, archive {})", info.manifest_digest, info.config_digest, archive_digest);
   v1::PushImageResponse out;
   out.set_image(info.manifest_digest);
   out.set_config_digest(info.config_digest);
@@ -607,8 +608,10 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     } else if (made) {
       return read.status();  // its outputs must be held before the report is taken
     } else {
-      spdlog::warn("attempt {}: job {} not read after its report ({}): no receipt is issued; readiness and the "
-                   "ledger wait for their sweeps", request.attempt_id(), result->job_id, read.status().message());
+      spdlog::warn(
+          "attempt {}: job {} not read after its report ({}): no receipt is issued; readiness and the "
+          "ledger wait for their sweeps",
+          request.attempt_id(), result->job_id, read.status().message());
     }
   }
   if (made) {
@@ -617,7 +620,8 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     std::vector<store::ArtifactRef> refs;
     for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account, 0});
     for (const auto& f : request.checkpoint()) {
-      for (const std::string& blob : jobs::CheckpointBlobs(f)) refs.push_back({blob, "job:" + result->job_id, account, 0});
+      for (const std::string& blob : jobs::CheckpointBlobs(f))
+        refs.push_back({blob, "job:" + result->job_id, account, 0});
     }
     IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
   }
@@ -718,10 +722,10 @@ Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
     live.drain_handed_back = false;
   }
   spdlog::info("node {} {}", request.node_id(),
-               request.undo() ? "takes work again"
-                              : "draining" + (deadline ? " (deadline in " + std::to_string(request.deadline_seconds()) +
-                                                             " s)"
-                                                       : std::string()));
+               request.undo()
+                   ? "takes work again"
+                   : "draining" + (deadline ? " (deadline in " + std::to_string(request.deadline_seconds()) + " s)"
+                                            : std::string()));
   Notify();
   IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
   for (const auto& n : nodes.nodes()) {

@@ -30,10 +30,10 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', AccountTermsCache's and history_mu_ are leaves,
-// taken with nothing else held by them. No lock is held across a store write except where a
-// method says so (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too,
-// held across store reads of jobs (StandingStateOf) but never with another lock.
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', AccountTermsCache's and history_mu_ are
+// leaves, taken with nothing else held by them. No lock is held across a store write except where a method says so
+// (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too, held across store reads of jobs
+// (StandingStateOf) but never with another lock.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -85,8 +85,8 @@ namespace idlegrid::coordinator {
 
 struct Options {
   int heartbeat_interval_ms = 5000;
-  int heartbeat_margin = 3;         // offline after interval * margin of silence
-  int dispatch_period_ms = 1000;    // timeouts are checked at least this often
+  int heartbeat_margin = 3;           // offline after interval * margin of silence
+  int dispatch_period_ms = 1000;      // timeouts are checked at least this often
   bool allow_simulated_gpus = false;  // accept advertisements with simulated devices (tests, demos)
   // Readiness benchmark: kernel rounds per run, and the slowest score (rounds/s)
   // still taken as an honest CPU; a slower one is implausible.
@@ -95,12 +95,12 @@ struct Options {
   // GPU readiness benchmark: rounds per device thread (see
   // readiness::kDefaultGpuBenchRounds); tests lower it for the fake driver.
   uint64_t gpu_bench_rounds = readiness::kDefaultGpuBenchRounds;
-  int bench_retry_ms = 300'000;  // a failed benchmark is retried after this long
-  int ack_timeout_ms = 10'000;    // an assignment not acknowledged by then goes elsewhere
-  sched::PolicyConfig policies;   // scheduling policies (built-ins unless a policy file replaced them)
-  sched::DataPolicy data_policy;  // data classes and trusted nodes (built-ins unless the policy file has them)
-  jobs::LogCap log_cap;           // per task: the first and last bytes of output kept
-  auth::Quota default_quota;      // per account, where its own is 0 (0 here: no limit)
+  int bench_retry_ms = 300'000;       // a failed benchmark is retried after this long
+  int ack_timeout_ms = 10'000;        // an assignment not acknowledged by then goes elsewhere
+  sched::PolicyConfig policies;       // scheduling policies (built-ins unless a policy file replaced them)
+  sched::DataPolicy data_policy;      // data classes and trusted nodes (built-ins unless the policy file has them)
+  jobs::LogCap log_cap;               // per task: the first and last bytes of output kept
+  auth::Quota default_quota;          // per account, where its own is 0 (0 here: no limit)
   auth::RateLimitConfig rate_limits;  // per API token, and failed authentications per peer
   uint32_t default_retention_seconds = 7 * 24 * 3600;  // jobs that name none
   // Fair share between accounts (docs/scheduling.md): account -> weight; a
@@ -238,8 +238,7 @@ class Coordinator : private StepJobs {
   // verifying it: NotFound for an image that is missing or not the
   // account's to use (the same answer), InvalidArgument for a malformed
   // request or a signature that does not verify. Returns the stored record.
-  Result<v1::ImageSignature> AddImageSignature(const v1::AddImageSignatureRequest& request,
-                                               const std::string& account);
+  Result<v1::ImageSignature> AddImageSignature(const v1::AddImageSignatureRequest& request, const std::string& account);
   // The image's signatures that verify (any key), ordered by key id.
   std::vector<v1::ImageSignature> ImageSignaturesOf(const std::string& image) const;
   // The uploading account holds a fresh upload for a grace period (a job
@@ -314,8 +313,8 @@ class Coordinator : private StepJobs {
     uint64_t last_sequence = 0;
     v1::Advertisement ad;
     v1::Measurement measurement;
-    std::string readiness_job;       // in flight, if any
-    int64_t readiness_failed_ms = 0;  // when the last benchmark failed
+    std::string readiness_job;                              // in flight, if any
+    int64_t readiness_failed_ms = 0;                        // when the last benchmark failed
     std::map<std::string, std::string> gpu_readiness_jobs;  // device uuid -> job in flight
     // RUNNING attempts the agent's heartbeats did not list, and how many
     // heartbeats in a row did not. Two in a row means the agent lost them
@@ -389,8 +388,7 @@ class Coordinator : private StepJobs {
       IG_REQUIRES(mu_);
 
   // placement.cc: snapshot building, dispatch, explain, market.
-  std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const
-      IG_REQUIRES(mu_);
+  std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const IG_REQUIRES(mu_);
   sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent, const sched::DataPolicy& data) const;
   // Active attempts by node id, so per-node work does not rescan them all.
   static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
@@ -507,7 +505,7 @@ class Coordinator : private StepJobs {
   // Clearing prices of recent placements (earnings.cc), guarded by mu_.
   market::RecentPrices recent_prices_;
   void RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms);
-  std::unique_ptr<LedgerShell> ledger_;   // null unless options_.ledger.enabled; its own lock (a leaf)
+  std::unique_ptr<LedgerShell> ledger_;         // null unless options_.ledger.enabled; its own lock (a leaf)
   std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
 
   // Thread-safe pieces with locks of their own (see the lock order above).
@@ -519,7 +517,7 @@ class Coordinator : private StepJobs {
   Mutex mu_;
   CondVar cv_;  // with mu_: loop wake-ups and watchers
   std::map<std::string, NodeLive> nodes_ IG_GUARDED_BY(mu_);
-  std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);       // task key -> why it waits
+  std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);  // task key -> why it waits
   // Replaced whole by SetDataPolicy; readers copy the pointer under mu_.
   std::shared_ptr<const sched::DataPolicy> data_policy_ IG_GUARDED_BY(mu_);
   std::string bench_image_ IG_GUARDED_BY(mu_);  // manifest digest, once prepared
@@ -530,9 +528,7 @@ class Coordinator : private StepJobs {
   int64_t heartbeats_persisted_ms_ IG_GUARDED_BY(mu_) = 0;
   bool dirty_ IG_GUARDED_BY(mu_) = true;
   bool stopping_ IG_GUARDED_BY(mu_) = false;
-  jobs::LivenessParams LivenessParamsOf() const {
-    return {options_.heartbeat_interval_ms, options_.heartbeat_margin};
-  }
+  jobs::LivenessParams LivenessParamsOf() const { return {options_.heartbeat_interval_ms, options_.heartbeat_margin}; }
 
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
@@ -570,8 +566,7 @@ class Coordinator : private StepJobs {
   // `attempts`: the provider's agreeing votes stop counting, and a task left
   // short of its quorum is reopened for another run.
   void Demote(const std::string& provider, const std::string& caught_on,
-              const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts,
-              int64_t now);
+              const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts, int64_t now);
   // Challenge: sends `provider` a task of `job` with a known answer it never
   // ran; WithdrawStaleChecks returns those not taken within a minute.
   void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);
@@ -596,7 +591,7 @@ class Coordinator : private StepJobs {
   // load_history.cc: takes a load sample when one is due (the loop's).
   void SampleLoad();
   static constexpr size_t kLoadHistorySize = 720;  // an hour of samples
-  Mutex history_mu_;  // a leaf
+  Mutex history_mu_;                               // a leaf
   metrics::LoadHistory load_history_ IG_GUARDED_BY(history_mu_){kLoadHistorySize};
   std::thread loop_;
 };

@@ -20,9 +20,8 @@ int64_t MtimeNs(const std::string& path) {
 }
 
 bool IsKeyId(const std::string& id) {
-  return id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return id.size() == 16 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace
@@ -34,7 +33,8 @@ std::string ImageSignatureFiles::DirOf(const std::string& image) const {
 Status ImageSignatureFiles::Put(const v1::ImageSignature& signature) {
   const std::string dir = DirOf(signature.image());
   if (dir.empty()) return Status::InvalidArgument("image \"" + signature.image() + "\" is not a digest");
-  if (!IsKeyId(signature.key_id())) return Status::InvalidArgument("key id \"" + signature.key_id() + "\" is malformed");
+  if (!IsKeyId(signature.key_id()))
+    return Status::InvalidArgument("key id \"" + signature.key_id() + "\" is malformed");
   IG_RETURN_IF_ERROR(MakeDirs(dir, 0755));
   IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + signature.key_id() + ".sig", signature.SerializeAsString(), 0644));
   MutexLock lock(&mu_);

@@ -27,11 +27,20 @@ Result<v1::LedgerBalanceResponse> Coordinator::LedgerBalance(const std::string& 
   out.set_account(account);
   for (const auto& [key, micros] : balances) {
     switch (key.kind) {
-      case ledger::Kind::kAvailable: out.set_available_micros(out.available_micros() + micros); break;
-      case ledger::Kind::kEscrow: out.set_escrow_micros(out.escrow_micros() + micros); break;
-      case ledger::Kind::kPending: out.set_pending_micros(out.pending_micros() + micros); break;
-      case ledger::Kind::kStake: out.set_stake_micros(out.stake_micros() + micros); break;
-      default: break;  // the grid's accounts have owner "", never an account name
+      case ledger::Kind::kAvailable:
+        out.set_available_micros(out.available_micros() + micros);
+        break;
+      case ledger::Kind::kEscrow:
+        out.set_escrow_micros(out.escrow_micros() + micros);
+        break;
+      case ledger::Kind::kPending:
+        out.set_pending_micros(out.pending_micros() + micros);
+        break;
+      case ledger::Kind::kStake:
+        out.set_stake_micros(out.stake_micros() + micros);
+        break;
+      default:
+        break;  // the grid's accounts have owner "", never an account name
     }
     if (micros == 0) continue;
     auto* row = out.add_accounts();
@@ -67,8 +76,7 @@ Result<v1::LedgerHistoryResponse> Coordinator::LedgerHistory(const std::string& 
   return out;
 }
 
-Result<v1::LedgerBalanceResponse> Coordinator::LedgerTransfer(const v1::LedgerTransferRequest& request,
-                                                              bool deposit) {
+Result<v1::LedgerBalanceResponse> Coordinator::LedgerTransfer(const v1::LedgerTransferRequest& request, bool deposit) {
   IG_RETURN_IF_ERROR(CheckLedgerAccount(request.account()));
   IG_RETURN_IF_ERROR(
       ledger_->Transfer(request.account(), request.micros(), request.request_id(), deposit, clock_->NowMs()));

@@ -71,7 +71,8 @@ Result<v1::Job> LedgerShell::Requeue(const std::string& account, const std::stri
   auto escrow = mine.find(ledger::Escrow(account, job_id));
   if (escrow != mine.end() && escrow->second <= 0) {
     return Status::FailedPrecondition(
-        "job " + job_id + " has no escrow left (refunded when it ended, or spent): with the ledger on, its tasks "
+        "job " + job_id +
+        " has no escrow left (refunded when it ended, or spent): with the ledger on, its tasks "
         "would run again unpaid; submit them again as a new job (escrow and refund are once per job, "
         "docs/ledger.md)");
   }
@@ -127,8 +128,9 @@ Status LedgerShell::SettleJob(const v1::Job& read_before, int64_t now_ms) {
       if (theirs.count(ledger::Pending(provider, attempt.id()))) continue;
       IG_ASSIGN_OR_RETURN(ledger::Micros price_per_hour,
                           ledger::MicrosFromCredits(attempt.placement().price_per_hour()));
-      IG_ASSIGN_OR_RETURN(ledger::Micros price, ledger::ChargeFor(price_per_hour, ledger::BilledRunMs(
-                                                                    attempt.started_at_ms(), attempt.finished_at_ms())));
+      IG_ASSIGN_OR_RETURN(
+          ledger::Micros price,
+          ledger::ChargeFor(price_per_hour, ledger::BilledRunMs(attempt.started_at_ms(), attempt.finished_at_ms())));
       ledger::ChargeRequest request{requester, job.id(), provider, attempt.id(), price, escrow_left, end};
       request.verification = verified;
       request.slashed_left = slashed_left;
@@ -196,8 +198,8 @@ Status LedgerShell::Stake(const std::string& provider, ledger::Micros micros, bo
   };
   ledger::Posting posting;
   if (unstake) {
-    IG_ASSIGN_OR_RETURN(posting, ledger::Unstake(provider, micros, balance_of(ledger::Stake(provider)), pending,
-                                                 request_id));
+    IG_ASSIGN_OR_RETURN(posting,
+                        ledger::Unstake(provider, micros, balance_of(ledger::Stake(provider)), pending, request_id));
   } else {
     IG_ASSIGN_OR_RETURN(posting,
                         ledger::StakeFunds(provider, micros, balance_of(ledger::Available(provider)), request_id));

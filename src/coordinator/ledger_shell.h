@@ -50,8 +50,7 @@ class LedgerShell {
   // Escrows `cost_cap` of `account`'s available funds for `job_id` (before
   // the job is stored). FailedPrecondition "insufficient funds: ..." when
   // short.
-  Status EscrowAtSubmit(const std::string& account, const std::string& job_id, ledger::Micros cost_cap,
-                        int64_t now_ms);
+  Status EscrowAtSubmit(const std::string& account, const std::string& job_id, ledger::Micros cost_cap, int64_t now_ms);
   // Gives back the escrow of a job that was never stored (its CreateJob failed).
   Status Unescrow(const std::string& account, const std::string& job_id, int64_t now_ms);
   // Charges the job's accepted attempts not charged yet (succeeded, and for

@@ -33,8 +33,9 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     }
     if (connected) live.online = true;
     if (live.pause.paused() != request.pause().paused()) {
-      spdlog::info("node {} {}", node_id,
-                   request.pause().paused() ? "paused by its owner: " + request.pause().reason() : "resumed by its owner");
+      spdlog::info(
+          "node {} {}", node_id,
+          request.pause().paused() ? "paused by its owner: " + request.pause().reason() : "resumed by its owner");
       paused_changed = true;
     }
     live.pause = request.pause();
@@ -274,8 +275,8 @@ void Coordinator::CheckHeartbeats() {
       report.set_attempt_id(a.attempt_id);
       report.set_event(v1::ERRORED);
       report.set_failure_reason(v1::ACK_TIMEOUT);
-      report.set_message("node did not acknowledge the assignment within " +
-                         std::to_string(options_.ack_timeout_ms) + " ms");
+      report.set_message("node did not acknowledge the assignment within " + std::to_string(options_.ack_timeout_ms) +
+                         " ms");
       spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
       if (Status st = ReportAttempt(a.node_id, report); !st.ok()) {
         spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());

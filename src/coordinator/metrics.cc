@@ -14,7 +14,9 @@ namespace {
 using metrics::Family;
 using metrics::Type;
 
-Family Gauge(std::string name, std::string help) { return Family{std::move(name), std::move(help), Type::kGauge, {}, {}}; }
+Family Gauge(std::string name, std::string help) {
+  return Family{std::move(name), std::move(help), Type::kGauge, {}, {}};
+}
 Family Counter(std::string name, std::string help) {
   return Family{std::move(name), std::move(help), Type::kCounter, {}, {}};
 }
@@ -42,12 +44,14 @@ Result<std::string> Coordinator::Metrics() {
 
   const EventCounters::Snapshot counted = counters_.Read();
   out.push_back(Histogram("idlegrid_queue_wait_seconds",
-                          "Time a task waited in the queue before an attempt was committed for it.", counted.queue_wait));
+                          "Time a task waited in the queue before an attempt was committed for it.",
+                          counted.queue_wait));
   out.push_back(Histogram("idlegrid_attempt_run_seconds",
                           "Time an attempt ran, from the report that started it to the one that ended it.",
                           counted.run_time));
-  Family ended = Counter("idlegrid_attempts_ended_total",
-                         "Attempts that ended since this coordinator started, by outcome (succeeded or failure class).");
+  Family ended =
+      Counter("idlegrid_attempts_ended_total",
+              "Attempts that ended since this coordinator started, by outcome (succeeded or failure class).");
   ended.samples.push_back({{{"reason", "succeeded"}}, static_cast<double>(counted.attempts_succeeded)});
   for (int r = v1::FailureReason_MIN; r <= v1::FailureReason_MAX; ++r) {
     const auto reason = static_cast<v1::FailureReason>(r);
@@ -62,8 +66,9 @@ Result<std::string> Coordinator::Metrics() {
                           counted.dispatch));
   out.push_back(Histogram("idlegrid_dispatch_commit_seconds",
                           "Time the store took to commit a dispatch pass's placements.", counted.commit));
-  Family artifacts = Counter("idlegrid_artifact_bytes_total",
-                             "Artifact bytes moved through the coordinator since it started (in: uploads, out: downloads).");
+  Family artifacts =
+      Counter("idlegrid_artifact_bytes_total",
+              "Artifact bytes moved through the coordinator since it started (in: uploads, out: downloads).");
   artifacts.samples.push_back({{{"direction", "in"}}, static_cast<double>(counted.artifact_bytes_in)});
   artifacts.samples.push_back({{{"direction", "out"}}, static_cast<double>(counted.artifact_bytes_out)});
   out.push_back(std::move(artifacts));
@@ -84,9 +89,10 @@ Result<std::string> Coordinator::Metrics() {
   out.push_back(std::move(node_states));
 
   Family lag = Gauge("idlegrid_node_heartbeat_age_seconds", "Time since each node's last heartbeat.");
-  Family cpu = Gauge("idlegrid_node_cpu_cores", "CPU cores per node: allocatable (advertised) and allocated to attempts.");
-  Family memory = Gauge("idlegrid_node_memory_bytes",
-                        "Memory per node: allocatable (advertised) and allocated to attempts.");
+  Family cpu =
+      Gauge("idlegrid_node_cpu_cores", "CPU cores per node: allocatable (advertised) and allocated to attempts.");
+  Family memory =
+      Gauge("idlegrid_node_memory_bytes", "Memory per node: allocatable (advertised) and allocated to attempts.");
   Family vram = Gauge("idlegrid_node_gpu_memory_bytes",
                       "GPU memory per device: allocatable (total less the owner's reserve) and allocated to attempts.");
   for (const auto& n : nodes.nodes()) {
@@ -100,7 +106,8 @@ Result<std::string> Coordinator::Metrics() {
     };
     cpu.samples.push_back({with(node, "allocatable"), n.advertisement().allocatable_cpu()});
     cpu.samples.push_back({with(node, "allocated"), n.cpu_allocated()});
-    memory.samples.push_back({with(node, "allocatable"), static_cast<double>(n.advertisement().allocatable_memory_bytes())});
+    memory.samples.push_back(
+        {with(node, "allocatable"), static_cast<double>(n.advertisement().allocatable_memory_bytes())});
     memory.samples.push_back({with(node, "allocated"), static_cast<double>(n.memory_allocated())});
     for (const auto& g : n.gpus()) {
       const uint64_t usable = capacity::UsableVram(g.memory_total_bytes(), g.reserved_memory_bytes());
@@ -110,7 +117,8 @@ Result<std::string> Coordinator::Metrics() {
       vram.samples.push_back({with(device, "allocated"), static_cast<double>(held)});
     }
   }
-  Family gap = Gauge("idlegrid_heartbeat_gap_max_seconds", "Longest time between two heartbeats of a node while online.");
+  Family gap =
+      Gauge("idlegrid_heartbeat_gap_max_seconds", "Longest time between two heartbeats of a node while online.");
   {
     MutexLock lock(&mu_);
     for (const auto& [id, live] : nodes_) {

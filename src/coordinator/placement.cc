@@ -397,7 +397,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   for (auto& task : *job.mutable_tasks()) {
     if (task.state() != v1::QUEUED) continue;
     auto it = mine.find(task.index());
-    store::QueuedTask q = it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0, job.account()};
+    store::QueuedTask q =
+        it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0, job.account()};
     const sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
     sched::Explanation e = sched::Explain(views, view, options_.policies, 3, 0, queue);
     e.fair_share = sched::FormatFairShare(standings.Of(view));

@@ -26,13 +26,12 @@ Status Coordinator::CheckReceiptStatement(const std::string& node_id, const v1::
   const v1::ReceiptStatement& s = report.receipt_statement();
   // Job and task follow from the attempt id; IssueReceipt compares them with
   // the stored attempt once the report has been applied.
-  return receipt::CheckStatement(s, report.receipt_signature(),
-                                 {s.job_id(), s.task_index(), report.attempt_id(), report.lease_epoch(), node_id,
-                                  node->first});
+  return receipt::CheckStatement(
+      s, report.receipt_signature(),
+      {s.job_id(), s.task_index(), report.attempt_id(), report.lease_epoch(), node_id, node->first});
 }
 
-void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job,
-                               const v1::ReportAttemptRequest& report) {
+void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job, const v1::ReportAttemptRequest& report) {
   if (!options_.receipt_key) return;
   const std::string& job_id = job.id();
   Status issued = [&]() -> Status {
@@ -46,8 +45,7 @@ void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job,
                                           std::to_string(s.task_index()) + ", not " + job_id + "/" +
                                           std::to_string(task.index()));
         }
-        v1::Receipt r =
-            receipt::AssembleReceipt(s, report.receipt_signature(), node.first, attempt, node.second);
+        v1::Receipt r = receipt::AssembleReceipt(s, report.receipt_signature(), node.first, attempt, node.second);
         IG_RETURN_IF_ERROR(receipt::Countersign(*options_.receipt_key, &r));
         return store_->PutReceipt(attempt.id(), r);
       }

@@ -13,7 +13,7 @@ RunningIndex RunningIndexCache::Build(const std::vector<store::ActiveAttempt>& a
 }
 
 Result<std::shared_ptr<const RunningIndex>> RunningIndexCache::Get(store::Store& store, int64_t now_ms,
-                                                                     int64_t max_age_ms) {
+                                                                   int64_t max_age_ms) {
   {
     MutexLock lock(&mu_);
     bool fresh = index_ && now_ms - built_ms_ <= max_age_ms;

@@ -96,8 +96,7 @@ std::string Coordinator::ReadinessKeyUntrusted(const v1::Advertisement& ad) cons
                               ? "the coordinator's readiness key " + options_.readiness_image_key->public_key().id() +
                                     " (readiness-image.pub in its shared directory)"
                               : "a key the coordinator signs its benchmark with (it has none)";
-  return "its owner's trustedImageKeys do not include " + key +
-         ", so it cannot run the readiness benchmark";
+  return "its owner's trustedImageKeys do not include " + key + ", so it cannot run the readiness benchmark";
 }
 
 }  // namespace idlegrid::coordinator

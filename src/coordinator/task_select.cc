@@ -20,8 +20,7 @@ Result<v1::Job> Coordinator::CancelJob(const v1::CancelJobRequest& request) {
   jobs::TaskSelection selection;
   selection.indices.assign(request.task_indices().begin(), request.task_indices().end());
   for (int s : request.states()) selection.states.push_back(static_cast<v1::TaskState>(s));
-  IG_ASSIGN_OR_RETURN(store::CancelResult result,
-                      store_->CancelTasks(request.job_id(), selection, clock_->NowMs()));
+  IG_ASSIGN_OR_RETURN(store::CancelResult result, store_->CancelTasks(request.job_id(), selection, clock_->NowMs()));
   StopCancelled(result.stopped);
   spdlog::info("job {}: tasks cancelled; stopping {} attempt(s)", request.job_id(), result.stopped.size());
   // Refunds only once the job has ended, as a whole cancel does.

@@ -98,7 +98,8 @@ Result<v1::ListAccountsResponse> Tenancy::ListAccounts(const auth::Caller& calle
   return out;
 }
 
-Result<v1::CreateTokenResponse> Tenancy::CreateToken(const auth::Caller& caller, const v1::CreateTokenRequest& request) {
+Result<v1::CreateTokenResponse> Tenancy::CreateToken(const auth::Caller& caller,
+                                                     const v1::CreateTokenRequest& request) {
   const std::string account = request.account().empty() ? caller.account : request.account();
   IG_ASSIGN_OR_RETURN(auto acc, store_->GetAccount(account));
   if (!acc) return Status::NotFound("no such account: " + account);

@@ -100,8 +100,7 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   if (task == nullptr) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
   bool known_answer = false;
   for (const auto& t : job.tasks()) known_answer = known_answer || (t.index() != index && KnownAnswer(t));
-  IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec,
-                      verify::Resolve(job.spec().verification(), options_.verification));
+  IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec, verify::Resolve(job.spec().verification(), options_.verification));
   const std::string image = manifest::ImageDigestOf(job.spec().image());
 
   verify::TaskVerdictInput in;
@@ -179,9 +178,8 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
     IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* found, records_of(p));
     const std::vector<store::TrustRecord>& records = *found;
     store::TrustRecord self = RecordFor(records, p, "");
-    const verify::CaughtOutcome caught =
-        verify::OnCaught(p, self.reliability, self.caught, options_.verification,
-                         verify::Backtrack::kSinceLastVerified, {});
+    const verify::CaughtOutcome caught = verify::OnCaught(p, self.reliability, self.caught, options_.verification,
+                                                          verify::Backtrack::kSinceLastVerified, {});
     for (store::TrustRecord r : records) {
       if (r.image.empty()) continue;
       r.consecutive = caught.consecutive_valid;
@@ -300,7 +298,8 @@ void Coordinator::WithdrawStaleChecks() {
     w.task.message = w.verification;
     w.reset_exclusions = true;
     auto applied = store_->ApplyVerdict(w, now);
-    if (applied.ok() && *applied) spdlog::info("verification: known-answer check {}/{} withdrawn", key.job_id, key.index);
+    if (applied.ok() && *applied)
+      spdlog::info("verification: known-answer check {}/{} withdrawn", key.job_id, key.index);
   }
 }
 
@@ -314,11 +313,11 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
   }
   std::vector<verify::AcceptedResult> history;
   for (const auto& r : *results) {
-    history.push_back({r.attempt_id, provider,
-                       r.vote == "unverified" ? verify::Check::kUnverified : verify::Check::kReplicated, {}});
+    history.push_back(
+        {r.attempt_id, provider, r.vote == "unverified" ? verify::Check::kUnverified : verify::Check::kReplicated, {}});
   }
-  const verify::CaughtOutcome caught = verify::OnCaught(provider, 0, 0, options_.verification,
-                                                        verify::Backtrack::kSinceLastVerified, history);
+  const verify::CaughtOutcome caught =
+      verify::OnCaught(provider, 0, 0, options_.verification, verify::Backtrack::kSinceLastVerified, history);
   for (const std::string& attempt : caught.reverify) {
     auto it = std::find_if(results->begin(), results->end(),
                            [&](const store::ProviderResult& r) { return r.attempt_id == attempt; });
@@ -339,8 +338,8 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
     if (!applied.ok()) {
       spdlog::warn("verification: {} not reopened: {}", attempt, applied.status().ToString());
     } else if (*applied) {
-      spdlog::info("verification: {}/{} re-verified (attempt {} of caught provider {})", it->job_id, it->index,
-                   attempt, provider);
+      spdlog::info("verification: {}/{} re-verified (attempt {} of caught provider {})", it->job_id, it->index, attempt,
+                   provider);
     }
   }
   Demote(provider, caught_on, *results, caught.demote, now);

@@ -53,8 +53,7 @@ class WorkflowService {
   // job as a submit would, stores it for `account` and submits its first
   // steps (or reuses earlier runs with the same cache key). Nothing is stored
   // when a check fails; the error names the step.
-  Result<v1::Workflow> Submit(const v1::SubmitWorkflowRequest& request, const std::string& account)
-      IG_EXCLUDES(mu_);
+  Result<v1::Workflow> Submit(const v1::SubmitWorkflowRequest& request, const std::string& account) IG_EXCLUDES(mu_);
   // NotFound for an unknown workflow.
   Result<v1::Workflow> Get(const std::string& workflow_id);
   // Workflows of `account` ("": all accounts'), newest first.
@@ -75,8 +74,8 @@ class WorkflowService {
   Status StartStep(const v1::Workflow& wf, const workflow::StepToSubmit& next, bool* again) IG_REQUIRES(mu_);
   // Submits a ready step's job under the id it claimed; a refusal that will
   // not pass later fails the step.
-  Status SubmitStep(const v1::Workflow& wf, const std::string& step, const std::string& job_id,
-                    const v1::JobSpec& spec) IG_REQUIRES(mu_);
+  Status SubmitStep(const v1::Workflow& wf, const std::string& step, const std::string& job_id, const v1::JobSpec& spec)
+      IG_REQUIRES(mu_);
 
   store::Store* const store_;
   const Clock* const clock_;

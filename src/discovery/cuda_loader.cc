@@ -69,8 +69,7 @@ CudaDevice ReadDevice(const CudaApi& api, int ordinal) {
   return device;
 }
 
-void NoteMismatch(const std::string& field, const std::string& nvml, const std::string& cuda,
-                  v1::GpuDevice* device) {
+void NoteMismatch(const std::string& field, const std::string& nvml, const std::string& cuda, v1::GpuDevice* device) {
   device->add_query_errors(field + ": NVML reports " + nvml + ", CUDA reports " + cuda);
 }
 
@@ -90,11 +89,9 @@ std::string FormatCudaVersion(int version) {
 
 std::string FormatGpuUuid(const unsigned char bytes[16]) {
   char text[64];
-  std::snprintf(text, sizeof(text),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14],
-                bytes[15]);
+  std::snprintf(text, sizeof(text), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
   return text;
 }
 
@@ -131,8 +128,7 @@ void MergeCudaInfo(const CudaDriverInfo& cuda, v1::GpuDiscovery* discovery) {
       if (device.cuda_driver_version().empty()) {
         device.set_cuda_driver_version(cuda.driver_version);
       } else if (device.cuda_driver_version() != cuda.driver_version) {
-        NoteMismatch("cuda_driver_version", device.cuda_driver_version(), cuda.driver_version,
-                     &device);
+        NoteMismatch("cuda_driver_version", device.cuda_driver_version(), cuda.driver_version, &device);
       }
     }
     const CudaDevice* match = FindByUuid(cuda, device.uuid());
@@ -141,8 +137,7 @@ void MergeCudaInfo(const CudaDriverInfo& cuda, v1::GpuDiscovery* discovery) {
       if (device.compute_capability().empty()) {
         device.set_compute_capability(match->compute_capability);
       } else if (device.compute_capability() != match->compute_capability) {
-        NoteMismatch("compute_capability", device.compute_capability(), match->compute_capability,
-                     &device);
+        NoteMismatch("compute_capability", device.compute_capability(), match->compute_capability, &device);
       }
     }
     if (device.memory_total_bytes() == 0 && match->memory_total_bytes > 0) {

@@ -165,8 +165,7 @@ Result<MemoryInfo> ParseMemInfo(std::string_view meminfo) {
   if (!total) return Status::InvalidArgument("meminfo: no MemTotal");
   MemoryInfo memory;
   memory.total_bytes = *total;
-  memory.available_bytes =
-      available ? *available : free.value_or(0) + buffers.value_or(0) + cached.value_or(0);
+  memory.available_bytes = available ? *available : free.value_or(0) + buffers.value_or(0) + cached.value_or(0);
   return memory;
 }
 
@@ -203,8 +202,8 @@ Result<std::string> ReadKernelRelease() {
   return std::string(names.release);
 }
 
-v1::HostInventory DiscoverHost(const std::vector<std::string>& disk_paths,
-                               const std::string& nvml_path, const std::string& cuda_path) {
+v1::HostInventory DiscoverHost(const std::vector<std::string>& disk_paths, const std::string& nvml_path,
+                               const std::string& cuda_path) {
   v1::HostInventory inventory;
   if (Result<v1::CpuInfo> cpu = ReadCpuInfo(); cpu.ok()) *inventory.mutable_cpu() = *cpu;
   if (Result<MemoryInfo> memory = ReadMemInfo(); memory.ok()) {

@@ -107,9 +107,8 @@ std::string BindNvmlApi(const DynamicLibrary& lib, NvmlApi* api) {
   BindFirst(lib, &api->device_get_temperature, {"nvmlDeviceGetTemperature"});
   BindFirst(lib, &api->device_get_clock_info, {"nvmlDeviceGetClockInfo"});
   // Renamed "clocks event reasons" in NVML 12.2; newer drivers may drop the old name.
-  BindFirst(
-      lib, &api->device_get_throttle_reasons,
-      {"nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetCurrentClocksEventReasons"});
+  BindFirst(lib, &api->device_get_throttle_reasons,
+            {"nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetCurrentClocksEventReasons"});
   BindFirst(lib, &api->device_get_utilization, {"nvmlDeviceGetUtilizationRates"});
   BindFirst(lib, &api->device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
   BindFirst(lib, &api->device_get_mig_mode, {"nvmlDeviceGetMigMode"});
@@ -132,8 +131,7 @@ std::string DescribeError(const NvmlApi& api, const char* function, NvmlReturn r
 // Calls an NVML query for one field of `device`. Returns true when it succeeded;
 // otherwise records "field: why" in the device's query_errors.
 template <typename Fn, typename... Args>
-bool Query(const NvmlApi& api, v1::GpuDevice* device, const char* field, const char* function,
-           Fn fn, Args... args) {
+bool Query(const NvmlApi& api, v1::GpuDevice* device, const char* field, const char* function, Fn fn, Args... args) {
   if (fn == nullptr) {
     device->add_query_errors(std::string(field) + ": symbol " + function + " missing");
     return false;
@@ -163,8 +161,8 @@ SystemInfo ReadSystemInfo(const NvmlApi& api) {
   SystemInfo info;
   v1::GpuDevice errors;  // collects query errors to copy into each device
   char version[kNvmlSystemDriverVersionBufferSize] = {};
-  if (Query(api, &errors, "driver_version", "nvmlSystemGetDriverVersion",
-            api.system_get_driver_version, version, kNvmlSystemDriverVersionBufferSize)) {
+  if (Query(api, &errors, "driver_version", "nvmlSystemGetDriverVersion", api.system_get_driver_version, version,
+            kNvmlSystemDriverVersionBufferSize)) {
     info.driver_version = FromBuffer(version, sizeof(version));
   }
   int cuda_version = 0;
@@ -178,58 +176,53 @@ SystemInfo ReadSystemInfo(const NvmlApi& api) {
 
 void ReadIdentity(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* device) {
   char name[kNvmlDeviceNameBufferSize] = {};
-  if (Query(api, device, "name", "nvmlDeviceGetName", api.device_get_name, handle, name,
-            kNvmlDeviceNameBufferSize)) {
+  if (Query(api, device, "name", "nvmlDeviceGetName", api.device_get_name, handle, name, kNvmlDeviceNameBufferSize)) {
     device->set_name(FromBuffer(name, sizeof(name)));
   }
   char uuid[kNvmlDeviceUuidBufferSize] = {};
-  if (Query(api, device, "uuid", "nvmlDeviceGetUUID", api.device_get_uuid, handle, uuid,
-            kNvmlDeviceUuidBufferSize)) {
+  if (Query(api, device, "uuid", "nvmlDeviceGetUUID", api.device_get_uuid, handle, uuid, kNvmlDeviceUuidBufferSize)) {
     device->set_uuid(FromBuffer(uuid, sizeof(uuid)));
   }
   NvmlMemory memory{};
-  if (Query(api, device, "memory", "nvmlDeviceGetMemoryInfo", api.device_get_memory_info, handle,
-            &memory)) {
+  if (Query(api, device, "memory", "nvmlDeviceGetMemoryInfo", api.device_get_memory_info, handle, &memory)) {
     device->set_memory_total_bytes(memory.total);
     device->set_memory_free_bytes(memory.free);
     device->set_memory_used_bytes(memory.used);
   }
   int major = 0;
   int minor = 0;
-  if (Query(api, device, "compute_capability", "nvmlDeviceGetCudaComputeCapability",
-            api.device_get_compute_capability, handle, &major, &minor)) {
+  if (Query(api, device, "compute_capability", "nvmlDeviceGetCudaComputeCapability", api.device_get_compute_capability,
+            handle, &major, &minor)) {
     device->set_compute_capability(std::to_string(major) + "." + std::to_string(minor));
   }
 }
 
 void ReadLinkAndPower(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* device) {
   unsigned int value = 0;
-  if (Query(api, device, "pcie_generation", "nvmlDeviceGetCurrPcieLinkGeneration",
-            api.device_get_pcie_generation, handle, &value)) {
+  if (Query(api, device, "pcie_generation", "nvmlDeviceGetCurrPcieLinkGeneration", api.device_get_pcie_generation,
+            handle, &value)) {
     device->set_pcie_generation(value);
   }
-  if (Query(api, device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", api.device_get_pcie_width,
-            handle, &value)) {
+  if (Query(api, device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", api.device_get_pcie_width, handle, &value)) {
     device->set_pcie_width(value);
   }
-  if (Query(api, device, "power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit",
-            api.device_get_power_limit, handle, &value)) {
+  if (Query(api, device, "power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit", api.device_get_power_limit, handle,
+            &value)) {
     device->set_power_limit_mw(value);
   }
-  if (Query(api, device, "power_draw_mw", "nvmlDeviceGetPowerUsage", api.device_get_power_usage,
-            handle, &value)) {
+  if (Query(api, device, "power_draw_mw", "nvmlDeviceGetPowerUsage", api.device_get_power_usage, handle, &value)) {
     device->set_power_draw_mw(value);
   }
-  if (Query(api, device, "temperature_c", "nvmlDeviceGetTemperature", api.device_get_temperature,
-            handle, kNvmlTemperatureGpu, &value)) {
+  if (Query(api, device, "temperature_c", "nvmlDeviceGetTemperature", api.device_get_temperature, handle,
+            kNvmlTemperatureGpu, &value)) {
     device->set_temperature_c(value);
   }
-  if (Query(api, device, "sm_clock_mhz", "nvmlDeviceGetClockInfo", api.device_get_clock_info,
-            handle, kNvmlClockSm, &value)) {
+  if (Query(api, device, "sm_clock_mhz", "nvmlDeviceGetClockInfo", api.device_get_clock_info, handle, kNvmlClockSm,
+            &value)) {
     device->set_sm_clock_mhz(value);
   }
-  if (Query(api, device, "memory_clock_mhz", "nvmlDeviceGetClockInfo", api.device_get_clock_info,
-            handle, kNvmlClockMem, &value)) {
+  if (Query(api, device, "memory_clock_mhz", "nvmlDeviceGetClockInfo", api.device_get_clock_info, handle, kNvmlClockMem,
+            &value)) {
     device->set_memory_clock_mhz(value);
   }
 }
@@ -241,20 +234,18 @@ void ReadLoadAndHealth(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* dev
     device->set_throttle_reasons(reasons);
   }
   NvmlUtilization utilization{};
-  if (Query(api, device, "utilization", "nvmlDeviceGetUtilizationRates", api.device_get_utilization,
-            handle, &utilization)) {
+  if (Query(api, device, "utilization", "nvmlDeviceGetUtilizationRates", api.device_get_utilization, handle,
+            &utilization)) {
     device->set_utilization_gpu_pct(utilization.gpu);
     device->set_utilization_memory_pct(utilization.memory);
   }
   unsigned long long count = 0;
-  if (Query(api, device, "ecc_errors_corrected", "nvmlDeviceGetTotalEccErrors",
-            api.device_get_total_ecc_errors, handle, kNvmlMemoryErrorCorrected, kNvmlAggregateEcc,
-            &count)) {
+  if (Query(api, device, "ecc_errors_corrected", "nvmlDeviceGetTotalEccErrors", api.device_get_total_ecc_errors, handle,
+            kNvmlMemoryErrorCorrected, kNvmlAggregateEcc, &count)) {
     device->set_ecc_errors_corrected(count);
   }
-  if (Query(api, device, "ecc_errors_uncorrected", "nvmlDeviceGetTotalEccErrors",
-            api.device_get_total_ecc_errors, handle, kNvmlMemoryErrorUncorrected, kNvmlAggregateEcc,
-            &count)) {
+  if (Query(api, device, "ecc_errors_uncorrected", "nvmlDeviceGetTotalEccErrors", api.device_get_total_ecc_errors,
+            handle, kNvmlMemoryErrorUncorrected, kNvmlAggregateEcc, &count)) {
     device->set_ecc_errors_uncorrected(count);
   }
 }
@@ -262,9 +253,8 @@ void ReadLoadAndHealth(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* dev
 void ReadMigMode(const NvmlApi& api, NvmlDevice handle, v1::GpuDevice* device) {
   unsigned int current = 0;
   unsigned int pending = 0;
-  NvmlReturn rc = api.device_get_mig_mode != nullptr
-                      ? api.device_get_mig_mode(handle, &current, &pending)
-                      : kNvmlErrorNotSupported;
+  NvmlReturn rc =
+      api.device_get_mig_mode != nullptr ? api.device_get_mig_mode(handle, &current, &pending) : kNvmlErrorNotSupported;
   if (rc == kNvmlErrorNotSupported) {
     // Also what a driver too old to know MIG means.
     device->set_mig_mode("unsupported");
@@ -282,8 +272,7 @@ v1::GpuDevice ReadDevice(const NvmlApi& api, const SystemInfo& system, unsigned 
   device.set_cuda_driver_version(system.cuda_driver_version);
   for (const std::string& error : system.errors) device.add_query_errors(error);
   NvmlDevice handle = nullptr;
-  if (!Query(api, &device, "handle", "nvmlDeviceGetHandleByIndex_v2",
-             api.device_get_handle_by_index, index, &handle)) {
+  if (!Query(api, &device, "handle", "nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index, index, &handle)) {
     return device;
   }
   ReadIdentity(api, handle, &device);

@@ -54,12 +54,10 @@ Result<uint64_t> ParseMemory(std::string_view memory) {
       break;
     }
   }
-  if (unit == nullptr)
-    return BadMemory(memory, "needs a unit: KiB, MiB, GiB or TiB (or K, M, G, T)");
+  if (unit == nullptr) return BadMemory(memory, "needs a unit: KiB, MiB, GiB or TiB (or K, M, G, T)");
   std::string_view number = memory.substr(0, memory.size() - unit->suffix.size());
   std::string_view whole = number.substr(0, number.find('.'));
-  std::string_view fraction =
-      whole.size() < number.size() ? number.substr(whole.size() + 1) : std::string_view();
+  std::string_view fraction = whole.size() < number.size() ? number.substr(whole.size() + 1) : std::string_view();
   bool has_point = whole.size() < number.size();
   if (!IsDigits(whole) || (has_point && !IsDigits(fraction))) {
     return BadMemory(memory, "expected a number such as 24GiB or 1.5TiB");
@@ -82,10 +80,9 @@ Result<uint64_t> ParseMemory(std::string_view memory) {
 Result<std::string> ParseComputeCapability(std::string_view cc) {
   size_t point = cc.find('.');
   std::string_view major = cc.substr(0, point);
-  std::string_view minor =
-      point == std::string_view::npos ? std::string_view() : cc.substr(point + 1);
-  if (point == std::string_view::npos || !IsDigits(major) || !IsDigits(minor) || major.size() > 2 ||
-      minor.size() > 1 || *ToUnsigned(major) == 0) {
+  std::string_view minor = point == std::string_view::npos ? std::string_view() : cc.substr(point + 1);
+  if (point == std::string_view::npos || !IsDigits(major) || !IsDigits(minor) || major.size() > 2 || minor.size() > 1 ||
+      *ToUnsigned(major) == 0) {
     return Status::InvalidArgument("compute capability \"" + std::string(cc) +
                                    "\": expected MAJOR.MINOR such as 8.9 or 10.0");
   }
@@ -103,9 +100,8 @@ uint64_t Fnv1a64(std::string_view data) {
 
 std::string SimulatedUuid(const std::string& canonical_spec, uint32_t index) {
   char text[32];
-  std::snprintf(
-      text, sizeof(text), "SIM-%016llx",
-      static_cast<unsigned long long>(Fnv1a64(canonical_spec + "#" + std::to_string(index))));
+  std::snprintf(text, sizeof(text), "SIM-%016llx",
+                static_cast<unsigned long long>(Fnv1a64(canonical_spec + "#" + std::to_string(index))));
   return text;
 }
 
@@ -134,8 +130,7 @@ Result<v1::GpuDevice> ParseSimulatedGpu(const std::string& spec, uint32_t index)
   v1::GpuDevice device;
   device.set_index(index);
   device.set_name(std::string(model));
-  device.set_uuid(
-      SimulatedUuid(std::string(model) + ":" + std::to_string(*bytes) + ":" + *capability, index));
+  device.set_uuid(SimulatedUuid(std::string(model) + ":" + std::to_string(*bytes) + ":" + *capability, index));
   device.set_memory_total_bytes(*bytes);
   device.set_memory_free_bytes(*bytes);
   device.set_compute_capability(*capability);
@@ -148,8 +143,7 @@ Result<v1::GpuDevice> ParseSimulatedGpu(const std::string& spec, uint32_t index)
 Result<v1::GpuDiscovery> SimulatedGpus(const std::vector<std::string>& specs, uint32_t first_index) {
   v1::GpuDiscovery discovery;
   for (size_t i = 0; i < specs.size(); ++i) {
-    IG_ASSIGN_OR_RETURN(*discovery.add_devices(),
-                        ParseSimulatedGpu(specs[i], first_index + static_cast<uint32_t>(i)));
+    IG_ASSIGN_OR_RETURN(*discovery.add_devices(), ParseSimulatedGpu(specs[i], first_index + static_cast<uint32_t>(i)));
   }
   discovery.set_available(!specs.empty());
   if (specs.empty()) discovery.set_reason("no device");

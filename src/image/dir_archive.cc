@@ -63,7 +63,10 @@ std::string Header(const std::string& path, uint64_t size, uint32_t mode, char t
   PutOctal(h + 124, 12, size);
   PutOctal(h + 136, 12, 0);
   h[156] = type;
-  std::memcpy(h + 257, "ustar\0" "00", 8);
+  std::memcpy(h + 257,
+              "ustar\0"
+              "00",
+              8);
   PutOctal(h + 329, 8, 0);
   PutOctal(h + 337, 8, 0);
   std::memcpy(h + 345, prefix.data(), prefix.size());
@@ -130,7 +133,8 @@ class TreeWriter {
     const std::string member = is_dir ? rel + "/" : rel;
     std::string prefix, name;
     if (!SplitName(member, &prefix, &name)) {
-      return Status::InvalidArgument(path + ": the path is too long for a ustar header (at most 100 bytes of name "
+      return Status::InvalidArgument(path +
+                                     ": the path is too long for a ustar header (at most 100 bytes of name "
                                      "after a 155-byte directory prefix)");
     }
     if (is_dir) {
@@ -154,7 +158,8 @@ class TreeWriter {
       left -= static_cast<uint64_t>(n);
     }
     char probe;
-    if (::read(in.get(), &probe, 1) > 0) return Status::InvalidArgument(path + " grew while it was packed; pack it again");
+    if (::read(in.get(), &probe, 1) > 0)
+      return Status::InvalidArgument(path + " grew while it was packed; pack it again");
     const size_t pad = (kBlock - size % kBlock) % kBlock;
     return WriteAll(out_, std::string(pad, '\0'), out_path_);
   }

@@ -60,7 +60,9 @@ bool ChecksumOk(const Block& b) {
   return *stored == usum || static_cast<int64_t>(*stored) == ssum;
 }
 
-bool IsZero(const Block& b) { return std::all_of(b.begin(), b.end(), [](char c) { return c == 0; }); }
+bool IsZero(const Block& b) {
+  return std::all_of(b.begin(), b.end(), [](char c) { return c == 0; });
+}
 
 // "./a//b/." -> "a/b"; refuses absolute paths, ".." and NUL bytes.
 Result<std::string> Normalize(std::string_view raw) {

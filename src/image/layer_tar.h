@@ -21,10 +21,10 @@ enum class LayerEntryType { kRegular, kDirectory, kSymlink, kHardLink, kOther };
 struct LayerEntry {
   std::string path;  // normalised: no "./", no empty or "." parts; "" is the layer's root
   LayerEntryType type = LayerEntryType::kOther;
-  char typeflag = '0';       // the raw tar type ('3' char device, '6' FIFO, ...)
-  uint32_t mode = 0;         // permission bits with setuid/setgid/sticky (07777)
-  std::string link_target;   // kSymlink: the text as stored; kHardLink: a normalised path
-  uint64_t size = 0;         // content bytes (kRegular only)
+  char typeflag = '0';          // the raw tar type ('3' char device, '6' FIFO, ...)
+  uint32_t mode = 0;            // permission bits with setuid/setgid/sticky (07777)
+  std::string link_target;      // kSymlink: the text as stored; kHardLink: a normalised path
+  uint64_t size = 0;            // content bytes (kRegular only)
   uint64_t content_offset = 0;  // where the content starts in the file
   int64_t mtime = 0;
 };

@@ -60,8 +60,7 @@ Result<Descriptor> ParseDescriptor(const Value& value, const std::string& where)
                                    "\"; only sha256:<64 lowercase hex> is supported");
   }
   const Value* size = Field(object, "size");
-  if (!size || !size->has_number_value() || size->number_value() < 0 ||
-      size->number_value() > kMaxExactSize ||
+  if (!size || !size->has_number_value() || size->number_value() < 0 || size->number_value() > kMaxExactSize ||
       std::floor(size->number_value()) != size->number_value()) {
     return Status::InvalidArgument(where + " has no valid size");
   }
@@ -77,24 +76,20 @@ std::string BlobPath(const std::string& digest) { return "blobs/sha256/" + Diges
 
 // Finds the blob for `descriptor` and checks its size; `what` names it in
 // errors ("layer 2", "config").
-Result<const TarMember*> FindBlob(const TarReader& tar, const Descriptor& descriptor,
-                                  const std::string& what) {
+Result<const TarMember*> FindBlob(const TarReader& tar, const Descriptor& descriptor, const std::string& what) {
   const TarMember* member = tar.Find(BlobPath(descriptor.digest));
   if (!member) {
     return Status::NotFound(what + " blob " + descriptor.digest + " is missing from the archive");
   }
   if (member->size != descriptor.size) {
-    return Status::DataLoss(what + " blob " + descriptor.digest + " is " +
-                            std::to_string(member->size) + " bytes; its descriptor says " +
-                            std::to_string(descriptor.size));
+    return Status::DataLoss(what + " blob " + descriptor.digest + " is " + std::to_string(member->size) +
+                            " bytes; its descriptor says " + std::to_string(descriptor.size));
   }
   return member;
 }
 
-Status DigestMismatch(const std::string& what, const std::string& expected,
-                      const std::string& actual) {
-  return Status::DataLoss(what + " blob is corrupt: expected " + expected + ", content hashes to " +
-                          actual);
+Status DigestMismatch(const std::string& what, const std::string& expected, const std::string& actual) {
+  return Status::DataLoss(what + " blob is corrupt: expected " + expected + ", content hashes to " + actual);
 }
 
 Status VerifyBlob(const TarReader& tar, const Descriptor& descriptor, const std::string& what) {
@@ -131,16 +126,14 @@ Result<std::vector<Descriptor>> ReadIndex(const TarReader& tar) {
   }
   std::vector<Descriptor> descriptors;
   for (int i = 0; i < manifests->list_value().values_size(); ++i) {
-    IG_ASSIGN_OR_RETURN(Descriptor d,
-                        ParseDescriptor(manifests->list_value().values(i),
-                                        "index.json manifests[" + std::to_string(i) + "]"));
+    IG_ASSIGN_OR_RETURN(Descriptor d, ParseDescriptor(manifests->list_value().values(i),
+                                                      "index.json manifests[" + std::to_string(i) + "]"));
     descriptors.push_back(std::move(d));
   }
   return descriptors;
 }
 
-Result<Descriptor> ChooseManifest(const std::vector<Descriptor>& listed,
-                                  const std::string& expected) {
+Result<Descriptor> ChooseManifest(const std::vector<Descriptor>& listed, const std::string& expected) {
   std::set<std::string> digests;
   std::string all;
   for (const Descriptor& d : listed) {
@@ -150,13 +143,13 @@ Result<Descriptor> ChooseManifest(const std::vector<Descriptor>& listed,
     for (const Descriptor& d : listed) {
       if (d.digest == expected) return d;
     }
-    return Status::NotFound("manifest " + expected + " is not listed in index.json (it lists: " +
-                            (all.empty() ? "nothing" : all) + ")");
+    return Status::NotFound("manifest " + expected +
+                            " is not listed in index.json (it lists: " + (all.empty() ? "nothing" : all) + ")");
   }
   if (digests.empty()) return Status::InvalidArgument("index.json lists no manifests");
   if (digests.size() > 1) {
-    return Status::InvalidArgument("index.json lists " + std::to_string(digests.size()) +
-                                   " manifests (" + all + "); say which one to use");
+    return Status::InvalidArgument("index.json lists " + std::to_string(digests.size()) + " manifests (" + all +
+                                   "); say which one to use");
   }
   return listed.front();
 }
@@ -187,8 +180,7 @@ Result<Manifest> ParseManifest(const std::string& text, const std::string& what)
   }
   for (int i = 0; i < layers->list_value().values_size(); ++i) {
     IG_ASSIGN_OR_RETURN(Descriptor layer,
-                        ParseDescriptor(layers->list_value().values(i),
-                                        what + " layers[" + std::to_string(i) + "]"));
+                        ParseDescriptor(layers->list_value().values(i), what + " layers[" + std::to_string(i) + "]"));
     manifest.layers.push_back(std::move(layer));
   }
   return manifest;
@@ -253,8 +245,7 @@ Result<OciArchiveBlobs> LocateOciArchiveBlobs(const std::string& path, const std
   return out;
 }
 
-Result<OciImageInfo> InspectOciArchive(const std::string& path,
-                                       const std::string& expected_manifest_digest) {
+Result<OciImageInfo> InspectOciArchive(const std::string& path, const std::string& expected_manifest_digest) {
   if (!expected_manifest_digest.empty() && !IsValidDigest(expected_manifest_digest)) {
     return Status::InvalidArgument("expected manifest digest \"" + expected_manifest_digest +
                                    "\" is not of the form sha256:<64 lowercase hex>");

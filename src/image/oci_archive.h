@@ -33,8 +33,7 @@ struct OciImageInfo {
 // DataLoss if a blob's size or digest differs from its descriptor (the
 // message names the blob, expected and actual). Thread-compatible; reads the
 // file only.
-Result<OciImageInfo> InspectOciArchive(const std::string& path,
-                                       const std::string& expected_manifest_digest = "");
+Result<OciImageInfo> InspectOciArchive(const std::string& path, const std::string& expected_manifest_digest = "");
 
 // The config digest a single-platform OCI image manifest names, from the
 // manifest's bytes alone (as a registry serves them), checked as

@@ -15,7 +15,7 @@ namespace idlegrid::image {
 struct BlobFile {
   std::string digest;  // "sha256:<hex>"
   uint64_t size = 0;
-  std::string path;    // where its bytes are
+  std::string path;  // where its bytes are
 };
 
 // Writes oci-layout, an index.json naming `manifest` (annotated with

@@ -47,8 +47,7 @@ struct UstarName {
 std::optional<UstarName> SplitUstarName(const std::string& path) {
   if (path.size() <= kNameFieldSize) return UstarName{"", path};
   // The split must fall on a "/", which neither field stores.
-  for (size_t slash = path.find('/'); slash != std::string::npos;
-       slash = path.find('/', slash + 1)) {
+  for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     size_t name_size = path.size() - slash - 1;
     if (slash <= kPrefixFieldSize && name_size > 0 && name_size <= kNameFieldSize) {
       return UstarName{path.substr(0, slash), path.substr(slash + 1)};
@@ -59,18 +58,14 @@ std::optional<UstarName> SplitUstarName(const std::string& path) {
 
 // A directory's member name: with the customary trailing "/" when that still
 // fits a ustar header; the type flag alone marks it a directory otherwise.
-std::string DirectoryMemberName(const std::string& path) {
-  return SplitUstarName(path + "/") ? path + "/" : path;
-}
+std::string DirectoryMemberName(const std::string& path) { return SplitUstarName(path + "/") ? path + "/" : path; }
 
 // Writes a tar whose members all belong to 0:0 and have mtime 0, so the bytes
 // depend on the members alone. Callers check names with SplitUstarName and
 // sizes against kMaxUstarSize first.
 class TarWriter {
  public:
-  void AddDirectory(const std::string& path, uint32_t mode) {
-    AppendHeader(DirectoryMemberName(path), 0, mode, '5');
-  }
+  void AddDirectory(const std::string& path, uint32_t mode) { AppendHeader(DirectoryMemberName(path), 0, mode, '5'); }
 
   void AddFile(const std::string& path, std::string_view content, uint32_t mode) {
     AppendHeader(path, content.size(), mode, '0');
@@ -86,8 +81,7 @@ class TarWriter {
 
  private:
   static void PutOctal(char* field, size_t width, uint64_t value) {
-    std::snprintf(field, width, "%0*llo", static_cast<int>(width - 1),
-                  static_cast<unsigned long long>(value));
+    std::snprintf(field, width, "%0*llo", static_cast<int>(width - 1), static_cast<unsigned long long>(value));
   }
 
   void AppendHeader(const std::string& path, uint64_t size, uint32_t mode, char type) {
@@ -120,16 +114,13 @@ class TarWriter {
 // Strips one leading "/" and checks the rest is a clean relative path.
 Result<std::string> NormalizeImagePath(const std::string& path) {
   std::string relative = !path.empty() && path[0] == '/' ? path.substr(1) : path;
-  auto bad = [&path](const std::string& why) {
-    return Status::InvalidArgument("image path \"" + path + "\" " + why);
-  };
+  auto bad = [&path](const std::string& why) { return Status::InvalidArgument("image path \"" + path + "\" " + why); };
   if (relative.empty()) return bad("is empty");
   if (relative.find('\0') != std::string::npos) return bad("contains a NUL byte");
   size_t start = 0;
   while (true) {
     size_t end = relative.find('/', start);
-    std::string_view component(relative.data() + start,
-                               (end == std::string::npos ? relative.size() : end) - start);
+    std::string_view component(relative.data() + start, (end == std::string::npos ? relative.size() : end) - start);
     if (component.empty() || component == "." || component == "..") {
       return bad("has an empty, \".\" or \"..\" component");
     }
@@ -140,9 +131,7 @@ Result<std::string> NormalizeImagePath(const std::string& path) {
   return relative;
 }
 
-bool IsAlphanumeric(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+bool IsAlphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 // The OCI image-spec grammar for org.opencontainers.image.ref.name:
 // component ("/" component)*, component = alphanum (separator alphanum)*,
@@ -152,8 +141,7 @@ bool IsValidRefName(std::string_view ref) {
   size_t start = 0;
   while (true) {
     size_t end = ref.find('/', start);
-    std::string_view component =
-        ref.substr(start, end == std::string_view::npos ? end : end - start);
+    std::string_view component = ref.substr(start, end == std::string_view::npos ? end : end - start);
     if (component.empty() || !IsAlphanumeric(component[0])) return false;
     for (size_t i = 0; i < component.size();) {
       if (IsAlphanumeric(component[i])) {
@@ -199,8 +187,7 @@ bool IsValidUtf8(std::string_view text) {
       code_point = (code_point << 6) | (next & 0x3F);
     }
     static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code_point < kMinForLength[length] || code_point > 0x10FFFF ||
-        (code_point >= 0xD800 && code_point <= 0xDFFF)) {
+    if (code_point < kMinForLength[length] || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) {
       return false;  // overlong, out of range, or a surrogate
     }
     i += length;
@@ -215,8 +202,7 @@ Status ValidateEntrypoint(const std::vector<std::string>& entrypoint) {
   for (size_t i = 0; i < entrypoint.size(); ++i) {
     const std::string& arg = entrypoint[i];
     if (arg.find('\0') != std::string::npos || !IsValidUtf8(arg)) {
-      return Status::InvalidArgument("entrypoint[" + std::to_string(i) +
-                                     "] has a NUL byte or is not valid UTF-8");
+      return Status::InvalidArgument("entrypoint[" + std::to_string(i) + "] has a NUL byte or is not valid UTF-8");
     }
   }
   return Status::Ok();
@@ -230,8 +216,7 @@ Result<std::vector<std::string>> ValidateFiles(const std::vector<ImageFile>& fil
   for (const ImageFile& file : files) {
     IG_ASSIGN_OR_RETURN(std::string path, NormalizeImagePath(file.path_in_image));
     if (file.mode > kMaxMode) {
-      return Status::InvalidArgument("image file " + file.path_in_image +
-                                     " has a mode above 07777");
+      return Status::InvalidArgument("image file " + file.path_in_image + " has a mode above 07777");
     }
     if (file.content.size() > kMaxUstarSize) {
       return Status::InvalidArgument("image file " + file.path_in_image +
@@ -240,27 +225,23 @@ Result<std::vector<std::string>> ValidateFiles(const std::vector<ImageFile>& fil
     if (!file_set.insert(path).second) {
       return Status::InvalidArgument("image path /" + path + " is given twice");
     }
-    for (size_t slash = path.find('/'); slash != std::string::npos;
-         slash = path.find('/', slash + 1)) {
+    for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
       directory_set.insert(path.substr(0, slash));
     }
     paths.push_back(std::move(path));
   }
   for (const std::string& directory : directory_set) {
     if (file_set.count(directory)) {
-      return Status::InvalidArgument("image path /" + directory +
-                                     " is a file and also the directory of another file");
+      return Status::InvalidArgument("image path /" + directory + " is a file and also the directory of another file");
     }
     if (!SplitUstarName(DirectoryMemberName(directory))) {
-      return Status::InvalidArgument("image directory /" + directory +
-                                     " is too long for a ustar header");
+      return Status::InvalidArgument("image directory /" + directory + " is too long for a ustar header");
     }
   }
   return paths;
 }
 
 // --- JSON documents (fixed key order, so digests are stable) ---------------------
-
 
 // A blob of the layout and its digest, hashed once.
 struct Blob {
@@ -269,10 +250,8 @@ struct Blob {
   std::string digest;
 };
 
-std::string DescriptorJson(const char* media_type, const Blob& blob,
-                           const std::string& annotations_json = "") {
-  std::string out = "{\"mediaType\":" + JsonString(media_type) +
-                    ",\"digest\":" + JsonString(blob.digest) +
+std::string DescriptorJson(const char* media_type, const Blob& blob, const std::string& annotations_json = "") {
+  std::string out = "{\"mediaType\":" + JsonString(media_type) + ",\"digest\":" + JsonString(blob.digest) +
                     ",\"size\":" + std::to_string(blob.bytes.size());
   if (!annotations_json.empty()) out += ",\"annotations\":" + annotations_json;
   return out + "}";
@@ -283,8 +262,8 @@ std::string ConfigJson(const std::vector<std::string>& entrypoint, const Blob& l
   std::string args;
   for (const std::string& arg : entrypoint) args += (args.empty() ? "" : ",") + JsonString(arg);
   return std::string("{\"architecture\":") + JsonString(kArchitecture) +
-         ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[" + args +
-         "]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[" + JsonString(layer.digest) + "]}}";
+         ",\"os\":\"linux\",\"config\":{\"Entrypoint\":[" + args + "]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[" +
+         JsonString(layer.digest) + "]}}";
 }
 
 std::string ManifestJson(const Blob& config, const Blob& layer) {
@@ -298,8 +277,8 @@ std::string IndexJson(const Blob& manifest, const std::string& ref_name) {
   if (!ref_name.empty()) {
     annotations = "{" + JsonString(kRefNameAnnotation) + ":" + JsonString(ref_name) + "}";
   }
-  return std::string("{\"schemaVersion\":2,\"mediaType\":") + JsonString(kIndexMediaType) +
-         ",\"manifests\":[" + DescriptorJson(kManifestMediaType, manifest, annotations) + "]}";
+  return std::string("{\"schemaVersion\":2,\"mediaType\":") + JsonString(kIndexMediaType) + ",\"manifests\":[" +
+         DescriptorJson(kManifestMediaType, manifest, annotations) + "]}";
 }
 
 std::string LayerTar(const std::vector<ImageFile>& files, const std::vector<std::string>& paths) {
@@ -307,8 +286,7 @@ std::string LayerTar(const std::vector<ImageFile>& files, const std::vector<std:
   std::set<std::string> written_directories;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& path = paths[i];
-    for (size_t slash = path.find('/'); slash != std::string::npos;
-         slash = path.find('/', slash + 1)) {
+    for (size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
       std::string directory = path.substr(0, slash);
       if (written_directories.insert(directory).second) tar.AddDirectory(directory, 0755);
     }
@@ -324,8 +302,7 @@ void AddBlob(TarWriter& archive, const Blob& blob) {
 }  // namespace
 
 Result<OciArchiveContent> RenderOciArchive(const std::vector<ImageFile>& files,
-                                           const std::vector<std::string>& entrypoint,
-                                           const std::string& ref_name) {
+                                           const std::vector<std::string>& entrypoint, const std::string& ref_name) {
   IG_ASSIGN_OR_RETURN(std::vector<std::string> paths, ValidateFiles(files));
   IG_RETURN_IF_ERROR(ValidateEntrypoint(entrypoint));
   if (!ref_name.empty() && !IsValidRefName(ref_name)) {
@@ -348,8 +325,7 @@ Result<OciArchiveContent> RenderOciArchive(const std::vector<ImageFile>& files,
   return OciArchiveContent{std::move(archive).Finish(), manifest.digest, config.digest};
 }
 
-Result<BuiltImage> BuildOciArchive(const std::vector<ImageFile>& files,
-                                   const std::vector<std::string>& entrypoint,
+Result<BuiltImage> BuildOciArchive(const std::vector<ImageFile>& files, const std::vector<std::string>& entrypoint,
                                    const std::string& ref_name, const std::string& out_path) {
   IG_ASSIGN_OR_RETURN(OciArchiveContent content, RenderOciArchive(files, entrypoint, ref_name));
   IG_RETURN_IF_ERROR(WriteFileAtomic(out_path, content.bytes, 0644));

@@ -49,15 +49,13 @@ struct BuiltImage {
 // runs of alphanumerics joined by one of "-", ".", "_", ":", "@", "+" or "--".
 // Pure: no I/O, thread-safe.
 Result<OciArchiveContent> RenderOciArchive(const std::vector<ImageFile>& files,
-                                           const std::vector<std::string>& entrypoint,
-                                           const std::string& ref_name);
+                                           const std::vector<std::string>& entrypoint, const std::string& ref_name);
 
 // RenderOciArchive, then writes the archive to `out_path` atomically (a temp
 // file renamed into place, mode 0644), replacing any file there. Errors are
 // RenderOciArchive's, or Internal if the file cannot be written (e.g. the
 // directory does not exist).
-Result<BuiltImage> BuildOciArchive(const std::vector<ImageFile>& files,
-                                   const std::vector<std::string>& entrypoint,
+Result<BuiltImage> BuildOciArchive(const std::vector<ImageFile>& files, const std::vector<std::string>& entrypoint,
                                    const std::string& ref_name, const std::string& out_path);
 
 }  // namespace idlegrid::image

@@ -58,7 +58,8 @@ Result<std::vector<LayerRef>> ManifestLayers(const std::string& manifest_json) {
     return Status::InvalidArgument("manifest is not JSON");
   }
   auto it = doc.fields().find("layers");
-  if (it == doc.fields().end() || !it->second.has_list_value()) return Status::InvalidArgument("manifest has no layers");
+  if (it == doc.fields().end() || !it->second.has_list_value())
+    return Status::InvalidArgument("manifest has no layers");
   std::vector<LayerRef> layers;
   for (const auto& v : it->second.list_value().values()) {
     const auto& f = v.struct_value().fields();

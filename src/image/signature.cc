@@ -33,8 +33,8 @@ Result<std::string> FromBase64(std::string_view text, size_t want, std::string_v
   std::string out(want + 3, '\0');  // room to notice a longer key
   size_t decoded = 0;
   const char* end = nullptr;
-  const int rc = sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
-                                   text.size(), nullptr, &decoded, &end, kBase64);
+  const int rc = sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(), text.size(),
+                                   nullptr, &decoded, &end, kBase64);
   if (rc != 0 || end != text.data() + text.size()) {
     return Status::InvalidArgument(std::string(source) + ": the " + what + " is not valid base64");
   }
@@ -65,9 +65,7 @@ std::vector<std::string_view> Fields(std::string_view text, bool* several_lines)
   return out;
 }
 
-std::string Shown(std::string_view s) {
-  return s.size() <= 40 ? std::string(s) : std::string(s.substr(0, 40)) + "...";
-}
+std::string Shown(std::string_view s) { return s.size() <= 40 ? std::string(s) : std::string(s.substr(0, 40)) + "..."; }
 
 }  // namespace
 
@@ -97,11 +95,12 @@ Result<ImagePublicKey> ParsePublicKey(std::string_view text, std::string_view so
   const auto fields = Fields(text, &several);
   const std::string where(source);
   if (several) return Status::InvalidArgument(where + ": a public key is one line; found several");
-  if (fields.empty()) return Status::InvalidArgument(where + ": empty; expected \"" + kPublicKeyTag + " <base64> NAME\"");
+  if (fields.empty())
+    return Status::InvalidArgument(where + ": empty; expected \"" + kPublicKeyTag + " <base64> NAME\"");
   if (fields[0] != kPublicKeyTag) {
     const std::string hint = fields[0] == kSecretKeyTag ? " (this is a secret key: use the .pub file)" : "";
-    return Status::InvalidArgument(where + ": starts with \"" + Shown(fields[0]) + "\", not \"" + kPublicKeyTag +
-                                   "\"" + hint);
+    return Status::InvalidArgument(where + ": starts with \"" + Shown(fields[0]) + "\", not \"" + kPublicKeyTag + "\"" +
+                                   hint);
   }
   if (fields.size() < 2) return Status::InvalidArgument(where + ": the public key is missing after " + kPublicKeyTag);
   if (fields.size() > 3) return Status::InvalidArgument(where + ": unexpected text after the key name");
@@ -244,8 +243,8 @@ std::string UntrustedImageReason(std::string_view image_digest, const SignatureV
   std::string signers;
   for (const std::string& id : verdict.valid_signers) signers += (signers.empty() ? "" : ", ") + id;
   std::string out = "image " + std::string(image_digest) + " is not signed by a key " + std::string(who) +
-                    " trusts (trusted: " + DescribeKeys(trusted) + "; valid signatures by: " +
-                    (signers.empty() ? "none" : signers);
+                    " trusts (trusted: " + DescribeKeys(trusted) +
+                    "; valid signatures by: " + (signers.empty() ? "none" : signers);
   if (verdict.invalid > 0) out += "; " + std::to_string(verdict.invalid) + " that do not verify";
   return out + ")";
 }

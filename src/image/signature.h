@@ -84,8 +84,7 @@ std::string SignedMessage(std::string_view image_digest);
 // Ok if `signature` is `public_key`'s signature over the image; otherwise
 // InvalidArgument saying what is wrong (a malformed digest, a key that is not
 // 32 bytes, a signature that is not 64 bytes, or one that does not verify).
-Status VerifyImageSignature(std::string_view image_digest, std::string_view public_key,
-                            std::string_view signature);
+Status VerifyImageSignature(std::string_view image_digest, std::string_view public_key, std::string_view signature);
 
 // What an image's signatures say under a list of trusted keys.
 struct SignatureVerdict {

@@ -226,8 +226,8 @@ Status TarReader::ReadAt(uint64_t offset, char* out, size_t size) const {
 
 Status TarReader::Index() {
   auto malformed = [this](uint64_t offset, const std::string& why) {
-    return Status::InvalidArgument("archive " + path_ + " is not a valid tar: " + why +
-                                   " (header at offset " + std::to_string(offset) + ")");
+    return Status::InvalidArgument("archive " + path_ + " is not a valid tar: " + why + " (header at offset " +
+                                   std::to_string(offset) + ")");
   };
   std::optional<std::string> long_name;
   PaxOverrides pax;
@@ -235,8 +235,7 @@ Status TarReader::Index() {
   Block block;
   while (true) {
     if (pos > file_size_ || file_size_ - pos < kBlockSize) {
-      return malformed(pos,
-                       pos == 0 ? "too short to be a tar archive" : "no end-of-archive marker");
+      return malformed(pos, pos == 0 ? "too short to be a tar archive" : "no end-of-archive marker");
     }
     IG_RETURN_IF_ERROR(ReadAt(pos, block.data(), kBlockSize));
     if (IsZeroBlock(block)) {
@@ -321,17 +320,15 @@ Status TarReader::Index() {
 
 Result<std::string> TarReader::ReadAll(const TarMember& member, uint64_t max_size) const {
   if (member.size > max_size) {
-    return Status::InvalidArgument(member.path + " in " + path_ + " is " +
-                                   std::to_string(member.size) + " bytes; at most " +
-                                   std::to_string(max_size) + " are allowed");
+    return Status::InvalidArgument(member.path + " in " + path_ + " is " + std::to_string(member.size) +
+                                   " bytes; at most " + std::to_string(max_size) + " are allowed");
   }
   std::string data(member.size, '\0');
   IG_RETURN_IF_ERROR(ReadAt(member.offset, data.data(), data.size()));
   return data;
 }
 
-Status TarReader::ReadChunks(const TarMember& member,
-                             const std::function<Status(std::string_view)>& sink) const {
+Status TarReader::ReadChunks(const TarMember& member, const std::function<Status(std::string_view)>& sink) const {
   std::vector<char> buffer(std::min<uint64_t>(kChunkSize, std::max<uint64_t>(member.size, 1)));
   uint64_t done = 0;
   while (done < member.size) {

@@ -46,12 +46,10 @@ class TarReader {
   Result<std::string> ReadAll(const TarMember& member, uint64_t max_size) const;
   // Streams the content of `member` to `sink` in chunks of at most 1 MiB,
   // stopping at the first error `sink` returns.
-  Status ReadChunks(const TarMember& member,
-                    const std::function<Status(std::string_view)>& sink) const;
+  Status ReadChunks(const TarMember& member, const std::function<Status(std::string_view)>& sink) const;
 
  private:
-  TarReader(std::string path, int fd, uint64_t file_size)
-      : path_(std::move(path)), fd_(fd), file_size_(file_size) {}
+  TarReader(std::string path, int fd, uint64_t file_size) : path_(std::move(path)), fd_(fd), file_size_(file_size) {}
   Status Index();
   Status ReadAt(uint64_t offset, char* out, size_t size) const;
 

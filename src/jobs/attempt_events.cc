@@ -45,15 +45,15 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   if (ended_badly) out.task_reason = reason;
   out.task_message = out.message;
   if (out.task_state == v1::LOST) {
-    out.task_message += "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
+    out.task_message +=
+        "; the job is not idempotent: `idlegrid retry JOB` runs it again, `idlegrid abandon JOB` fails it";
   }
   return out;
 }
 
 }  // namespace
 
-Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
-                                         const v1::ReportAttemptRequest& report) {
+Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
   // A cancelled task's attempt holds its node until the agent confirms the
   // container is gone (or it exits anyway); only then is it cancelled too.
   if (ctx.task_state == v1::CANCELLED && !IsTerminal(ctx.attempt_state)) {
@@ -79,8 +79,8 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
       same.changed = false;
       return same;
     }
-    return Status::FailedPrecondition(std::string("attempt is already ") +
-                                      StateName(ctx.attempt_state) + "; report ignored");
+    return Status::FailedPrecondition(std::string("attempt is already ") + StateName(ctx.attempt_state) +
+                                      "; report ignored");
   }
   AttemptOutcome out{ctx.task_state, ctx.attempt_state};
   switch (report.event()) {
@@ -123,22 +123,17 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
         }
         return out;
       }
-      AttemptOutcome failed = Failure(ctx,
-                                      report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
-                                          ? v1::NONZERO_EXIT
-                                          : report.failure_reason(),
-                                      report.message().empty()
-                                          ? "exited with code " + std::to_string(report.exit_code())
-                                          : report.message());
+      AttemptOutcome failed = Failure(
+          ctx, report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED ? v1::NONZERO_EXIT : report.failure_reason(),
+          report.message().empty() ? "exited with code " + std::to_string(report.exit_code()) : report.message());
       failed.implied_start = implied_start;
       return failed;
     }
     case v1::ERRORED:
-      return Failure(ctx,
-                     report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED
-                         ? v1::PLATFORM_FAILURE
-                         : report.failure_reason(),
-                     report.message());
+      return Failure(
+          ctx,
+          report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED ? v1::PLATFORM_FAILURE : report.failure_reason(),
+          report.message());
     case v1::STOPPED:
       // The node stopped it on its own account (drain deadline, shutdown):
       // handed back to the queue without using a retry.

@@ -38,9 +38,9 @@ struct AttemptOutcome {
   v1::TaskState attempt_state;
   v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED;  // set when the attempt failed
   std::string message;
-  bool retried = false;        // the task went back to the queue
-  bool exclude_node = false;   // do not place this task on that node again
-  bool changed = true;         // false for a harmless duplicate report
+  bool retried = false;       // the task went back to the queue
+  bool exclude_node = false;  // do not place this task on that node again
+  bool changed = true;        // false for a harmless duplicate report
   // EXITED arrived for an attempt still ASSIGNED (its STARTED report was lost):
   // the container ran, so the attempt and task pass through RUNNING first.
   bool implied_start = false;
@@ -73,8 +73,7 @@ inline constexpr int64_t kBusyRetryMs = 500;
 
 // FailedPrecondition for a report that does not fit the current state (e.g. a
 // late EXITED for an attempt that was cancelled): such reports change nothing.
-Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx,
-                                         const v1::ReportAttemptRequest& report);
+Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx, const v1::ReportAttemptRequest& report);
 
 // The attempt's node went away (or its lease expired) while it was active.
 AttemptOutcome NodeLostOutcome(const AttemptContext& ctx);

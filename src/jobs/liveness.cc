@@ -6,10 +6,10 @@
 namespace idlegrid::jobs {
 
 namespace {
-constexpr double kAlpha = 0.1;          // EWMA weight of a new gap
-constexpr uint32_t kMinSamples = 8;     // before the node's own jitter is trusted
-constexpr double kDeviations = 6;       // mean + 6σ: a false alarm is rare, a real loss still quick
-constexpr int64_t kMaxStretch = 2;      // never more than twice the base timeout
+constexpr double kAlpha = 0.1;       // EWMA weight of a new gap
+constexpr uint32_t kMinSamples = 8;  // before the node's own jitter is trusted
+constexpr double kDeviations = 6;    // mean + 6σ: a false alarm is rare, a real loss still quick
+constexpr int64_t kMaxStretch = 2;   // never more than twice the base timeout
 }  // namespace
 
 void ObserveHeartbeatGap(HeartbeatStats& stats, double gap_ms) {
@@ -37,10 +37,14 @@ int64_t ConfirmPeriodMs(const LivenessParams& params) { return std::max<int64_t>
 
 const char* LivenessName(Liveness l) {
   switch (l) {
-    case Liveness::kOnline: return "online";
-    case Liveness::kLate: return "late";
-    case Liveness::kSuspect: return "suspect";
-    case Liveness::kOffline: return "offline";
+    case Liveness::kOnline:
+      return "online";
+    case Liveness::kLate:
+      return "late";
+    case Liveness::kSuspect:
+      return "suspect";
+    case Liveness::kOffline:
+      return "offline";
   }
   return "unknown";
 }

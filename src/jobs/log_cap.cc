@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 
-
 namespace idlegrid::jobs {
 
 bool LogAppendReachesTail(const LogCap& cap, const LogUsage& usage, uint64_t incoming_bytes) {

@@ -9,8 +9,8 @@ namespace idlegrid::jobs {
 namespace {
 
 // The writes that carry `outcome` out. `report` is empty for a lost node.
-Result<OutcomePlan> PlanOutcome(const AttemptRow& row, AttemptOutcome outcome,
-                                const v1::ReportAttemptRequest& report, int64_t now_ms) {
+Result<OutcomePlan> PlanOutcome(const AttemptRow& row, AttemptOutcome outcome, const v1::ReportAttemptRequest& report,
+                                int64_t now_ms) {
   OutcomePlan plan;
   plan.record_checkpoint = outcome.record_checkpoint;
   if (!outcome.changed) {

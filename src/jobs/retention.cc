@@ -4,8 +4,7 @@
 
 namespace idlegrid::jobs {
 
-Status CheckDeletable(const std::string& job_id, const std::map<v1::TaskState, int>& task_counts,
-                      int active_attempts) {
+Status CheckDeletable(const std::string& job_id, const std::map<v1::TaskState, int>& task_counts, int active_attempts) {
   int total = 0;
   for (const auto& [state, n] : task_counts) {
     total += n;

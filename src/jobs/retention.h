@@ -14,8 +14,7 @@ namespace idlegrid::jobs {
 // attempt still holds a node (a cancelled task's container may still be
 // stopping: deleting its attempt would free capacity that is still in use).
 // FailedPrecondition saying what to do otherwise; NotFound for no tasks.
-Status CheckDeletable(const std::string& job_id, const std::map<v1::TaskState, int>& task_counts,
-                      int active_attempts);
+Status CheckDeletable(const std::string& job_id, const std::map<v1::TaskState, int>& task_counts, int active_attempts);
 
 // Whether retention has run out: the job settled (its last task change) at
 // `settled_ms` and keeps `retention_ms` (0: forever).

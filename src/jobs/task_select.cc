@@ -69,8 +69,8 @@ Result<std::vector<IndexedWrite>> PlanRetryTasks(const std::string& job_id, cons
   std::set<uint32_t> chosen;
   for (uint32_t i : selection.indices) {
     if (!UserRetryable(by_index[i])) {
-      return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(i) + " is " +
-                                        StateName(by_index[i]) + ": only failed or cancelled tasks are retried");
+      return Status::FailedPrecondition("task " + job_id + "/" + std::to_string(i) + " is " + StateName(by_index[i]) +
+                                        ": only failed or cancelled tasks are retried");
     }
     chosen.insert(i);
   }

@@ -8,40 +8,61 @@ namespace idlegrid::jobs {
 
 const char* StateName(TaskState state) {
   switch (state) {
-    case v1::QUEUED: return "queued";
-    case v1::ASSIGNED: return "assigned";
-    case v1::RUNNING: return "running";
-    case v1::SUCCEEDED: return "succeeded";
-    case v1::FAILED: return "failed";
-    case v1::CANCELLED: return "cancelled";
-    case v1::LOST: return "lost";
-    default: return "unspecified";
+    case v1::QUEUED:
+      return "queued";
+    case v1::ASSIGNED:
+      return "assigned";
+    case v1::RUNNING:
+      return "running";
+    case v1::SUCCEEDED:
+      return "succeeded";
+    case v1::FAILED:
+      return "failed";
+    case v1::CANCELLED:
+      return "cancelled";
+    case v1::LOST:
+      return "lost";
+    default:
+      return "unspecified";
   }
 }
 
 const char* ReasonName(FailureReason reason) {
   switch (reason) {
-    case v1::NONZERO_EXIT: return "nonzero_exit";
-    case v1::PLATFORM_FAILURE: return "platform_failure";
-    case v1::RUN_TIMEOUT: return "run_timeout";
-    case v1::QUEUE_TIMEOUT: return "queue_timeout";
-    case v1::USER_CANCEL: return "user_cancel";
-    case v1::NODE_LOST: return "node_lost";
-    case v1::POLICY_REJECTED: return "policy_rejected";
-    case v1::OUT_OF_MEMORY: return "out_of_memory";
-    case v1::ACK_TIMEOUT: return "ack_timeout";
-    case v1::HANDED_BACK: return "handed_back";
-    case v1::COST_CAP_REACHED: return "cost_cap_reached";
-    case v1::NODE_BUSY: return "node_busy";
-    case v1::DISK_LIMIT: return "disk_limit";
-    case v1::VERIFICATION_FAILED: return "verification_failed";
-    default: return "";
+    case v1::NONZERO_EXIT:
+      return "nonzero_exit";
+    case v1::PLATFORM_FAILURE:
+      return "platform_failure";
+    case v1::RUN_TIMEOUT:
+      return "run_timeout";
+    case v1::QUEUE_TIMEOUT:
+      return "queue_timeout";
+    case v1::USER_CANCEL:
+      return "user_cancel";
+    case v1::NODE_LOST:
+      return "node_lost";
+    case v1::POLICY_REJECTED:
+      return "policy_rejected";
+    case v1::OUT_OF_MEMORY:
+      return "out_of_memory";
+    case v1::ACK_TIMEOUT:
+      return "ack_timeout";
+    case v1::HANDED_BACK:
+      return "handed_back";
+    case v1::COST_CAP_REACHED:
+      return "cost_cap_reached";
+    case v1::NODE_BUSY:
+      return "node_busy";
+    case v1::DISK_LIMIT:
+      return "disk_limit";
+    case v1::VERIFICATION_FAILED:
+      return "verification_failed";
+    default:
+      return "";
   }
 }
 
-bool IsTerminal(TaskState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
+bool IsTerminal(TaskState state) { return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED; }
 
 namespace {
 
@@ -61,8 +82,8 @@ bool TaskEdge(TaskState from, TaskState to) {
 }
 
 Status Illegal(const char* what, TaskState from, TaskState to) {
-  return Status::FailedPrecondition(std::string("illegal ") + what + " transition " +
-                                    StateName(from) + " -> " + StateName(to));
+  return Status::FailedPrecondition(std::string("illegal ") + what + " transition " + StateName(from) + " -> " +
+                                    StateName(to));
 }
 
 }  // namespace

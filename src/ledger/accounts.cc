@@ -12,9 +12,8 @@ struct KindNameRow {
   const char* name;
 };
 constexpr KindNameRow kKindNames[] = {
-    {Kind::kAvailable, "available"}, {Kind::kEscrow, "escrow"}, {Kind::kPending, "pending"},
-    {Kind::kStake, "stake"},         {Kind::kFees, "fees"},     {Kind::kSlashed, "slashed"},
-    {Kind::kWorld, "world"},
+    {Kind::kAvailable, "available"}, {Kind::kEscrow, "escrow"},   {Kind::kPending, "pending"}, {Kind::kStake, "stake"},
+    {Kind::kFees, "fees"},           {Kind::kSlashed, "slashed"}, {Kind::kWorld, "world"},
 };
 
 }  // namespace

@@ -34,9 +34,12 @@ Posting Nothing(std::string key, Reason reason, std::string job_id, std::string 
 }
 
 // from -> to, one amount.
-Posting Move(std::string key, Reason reason, std::string job_id, std::string memo, AccountKey from,
-             AccountKey to, Micros amount) {
-  return Posting{std::move(key), reason, std::move(job_id), std::move(memo),
+Posting Move(std::string key, Reason reason, std::string job_id, std::string memo, AccountKey from, AccountKey to,
+             Micros amount) {
+  return Posting{std::move(key),
+                 reason,
+                 std::move(job_id),
+                 std::move(memo),
                  {{std::move(from), -amount}, {std::move(to), amount}}};
 }
 
@@ -126,11 +129,16 @@ Result<Posting> Charge(const ChargeRequest& request) {
     return Nothing(key, Reason::kCharge, request.job_id, "attempt " + request.attempt_id + " not charged: " + why);
   };
   switch (request.end) {
-    case AttemptEnd::kVerified: break;
-    case AttemptEnd::kUnverified: return skip("its result is not verified yet");
-    case AttemptEnd::kFailedVerification: return skip("its result failed verification");
-    case AttemptEnd::kJobFailure: return skip("it failed (failed attempts are not charged)");
-    case AttemptEnd::kPlatformFailure: return skip("a platform failure is never charged");
+    case AttemptEnd::kVerified:
+      break;
+    case AttemptEnd::kUnverified:
+      return skip("its result is not verified yet");
+    case AttemptEnd::kFailedVerification:
+      return skip("its result failed verification");
+    case AttemptEnd::kJobFailure:
+      return skip("it failed (failed attempts are not charged)");
+    case AttemptEnd::kPlatformFailure:
+      return skip("a platform failure is never charged");
   }
   IG_RETURN_IF_ERROR(RequireNonNegative(request.slashed_left, "slashed balance"));
   IG_RETURN_IF_ERROR(RequireNonNegative(request.fees_left, "fees balance"));
@@ -167,8 +175,8 @@ Result<Posting> Charge(const ChargeRequest& request) {
   return posting;
 }
 
-Result<Posting> Release(const std::string& provider, const std::string& attempt_id, Micros pending,
-                        int64_t charged_ms, int64_t now_ms, const LedgerPolicy& policy) {
+Result<Posting> Release(const std::string& provider, const std::string& attempt_id, Micros pending, int64_t charged_ms,
+                        int64_t now_ms, const LedgerPolicy& policy) {
   IG_RETURN_IF_ERROR(RequireName(provider, "provider"));
   IG_RETURN_IF_ERROR(RequireName(attempt_id, "attempt id"));
   IG_RETURN_IF_ERROR(RequireNonNegative(pending, "pending balance"));
@@ -181,8 +189,12 @@ Result<Posting> Release(const std::string& provider, const std::string& attempt_
                                       std::to_string((due_ms - now_ms + 999) / 1000) + " s");
   }
   Micros fee = PartsPerMillion(pending, policy.fee_ppm);
-  Posting posting{key, Reason::kRelease, "", "attempt " + attempt_id + " released: " +
-                  FormatCredits(pending - fee) + " to " + provider + ", fee " + FormatCredits(fee), {}};
+  Posting posting{key,
+                  Reason::kRelease,
+                  "",
+                  "attempt " + attempt_id + " released: " + FormatCredits(pending - fee) + " to " + provider +
+                      ", fee " + FormatCredits(fee),
+                  {}};
   AddEntry(posting, Pending(provider, attempt_id), -pending);
   AddEntry(posting, Available(provider), pending - fee);
   AddEntry(posting, Fees(), fee);
@@ -254,7 +266,9 @@ Result<Posting> Slash(const std::string& provider, const std::string& harmed_req
   Micros amount = std::min(policy.slash_micro, stake);
   if (amount == 0) return Nothing(key, Reason::kSlash, job_id, provider + " has no stake to slash for " + ref);
   Micros to_requester = harmed_requester.empty() ? 0 : PartsPerMillion(amount, policy.slash_to_requester_ppm);
-  Posting posting{key, Reason::kSlash, job_id,
+  Posting posting{key,
+                  Reason::kSlash,
+                  job_id,
                   provider + " slashed " + FormatCredits(amount) + " for " + ref +
                       (to_requester > 0 ? ", " + FormatCredits(to_requester) + " to " + harmed_requester : ""),
                   {}};

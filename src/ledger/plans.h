@@ -21,10 +21,10 @@ namespace idlegrid::ledger {
 
 // The operator's money rules. Parts per million keep them integral.
 struct LedgerPolicy {
-  int64_t fee_ppm = 0;                            // operator's share of each released charge
-  int64_t dispute_window_ms = 24 * 3600 * 1000;   // charge -> release delay
-  Micros slash_micro = 10 * kMicrosPerCredit;     // taken from stake per proven misbehaviour
-  int64_t slash_to_requester_ppm = 500'000;       // share of a slash paid to the harmed requester
+  int64_t fee_ppm = 0;                           // operator's share of each released charge
+  int64_t dispute_window_ms = 24 * 3600 * 1000;  // charge -> release delay
+  Micros slash_micro = 10 * kMicrosPerCredit;    // taken from stake per proven misbehaviour
+  int64_t slash_to_requester_ppm = 500'000;      // share of a slash paid to the harmed requester
 };
 
 // InvalidArgument naming the field when a ppm is outside [0, 1e6] or a
@@ -50,8 +50,7 @@ Micros PartsPerMillion(Micros amount, int64_t ppm);
 Result<Posting> Deposit(const std::string& owner, Micros amount, const std::string& request_id);
 
 // owner's available -> world; FailedPrecondition when `available` < amount.
-Result<Posting> Withdraw(const std::string& owner, Micros amount, Micros available,
-                         const std::string& request_id);
+Result<Posting> Withdraw(const std::string& owner, Micros amount, Micros available, const std::string& request_id);
 
 // At submission: requester's available -> escrow(job), the job's whole cost
 // cap. FailedPrecondition "insufficient funds: alice has 1.500000 credits
@@ -106,8 +105,8 @@ Result<Posting> Charge(const ChargeRequest& request);
 // the policy's fee, which goes to fees. FailedPrecondition while now_ms <
 // charged_ms + window. Empty when pending is 0 (already released or clawed
 // back). Key "release:<attempt id>".
-Result<Posting> Release(const std::string& provider, const std::string& attempt_id, Micros pending,
-                        int64_t charged_ms, int64_t now_ms, const LedgerPolicy& policy);
+Result<Posting> Release(const std::string& provider, const std::string& attempt_id, Micros pending, int64_t charged_ms,
+                        int64_t now_ms, const LedgerPolicy& policy);
 
 // A dispute upheld inside the window: pending(attempt) -> requester's
 // available, all of it (fees are only taken at release). Empty when pending
@@ -120,8 +119,7 @@ Result<Posting> Clawback(const std::string& requester, const std::string& job_id
 Result<Posting> Refund(const std::string& requester, const std::string& job_id, Micros escrow_left);
 
 // available -> stake; FailedPrecondition when short.
-Result<Posting> StakeFunds(const std::string& provider, Micros amount, Micros available,
-                           const std::string& request_id);
+Result<Posting> StakeFunds(const std::string& provider, Micros amount, Micros available, const std::string& request_id);
 
 // stake -> available. FailedPrecondition when the stake is short, or while
 // the provider still has earnings inside a dispute window (`pending_total` >

@@ -38,10 +38,10 @@ struct Entry {
 };
 
 struct Posting {
-  std::string key;       // unique per event; see above
+  std::string key;  // unique per event; see above
   Reason reason = Reason::kDeposit;
-  std::string job_id;    // the job it concerns, "" if none (history filters on it)
-  std::string memo;      // why, in words, for `ledger history`
+  std::string job_id;          // the job it concerns, "" if none (history filters on it)
+  std::string memo;            // why, in words, for `ledger history`
   std::vector<Entry> entries;  // empty: nothing moves (memo says why); applying it is a no-op
 
   bool empty() const { return entries.empty(); }

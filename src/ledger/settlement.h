@@ -32,8 +32,8 @@ struct BookedPosting {
 };
 
 struct SettledBatch {
-  int64_t after_seq = 0;  // the cursor this batch starts after
-  int64_t last_seq = 0;   // the cursor after it (the last posting's seq; after_seq if empty)
+  int64_t after_seq = 0;                // the cursor this batch starts after
+  int64_t last_seq = 0;                 // the cursor after it (the last posting's seq; after_seq if empty)
   std::vector<BookedPosting> postings;  // settlement postings only, in seq order
   // Net movement per owner account (world and grid accounts included) over
   // the batch: what an adapter pays out or collects.
@@ -44,8 +44,7 @@ struct SettledBatch {
 // after `after_seq`), at most `max_postings` of them. The cursor advances
 // past non-settlement postings it skips, so they are never looked at again.
 // Internal if `booked` is out of order or at/before the cursor.
-Result<SettledBatch> MakeSettledBatch(int64_t after_seq, const std::vector<BookedPosting>& booked,
-                                      size_t max_postings);
+Result<SettledBatch> MakeSettledBatch(int64_t after_seq, const std::vector<BookedPosting>& booked, size_t max_postings);
 
 class SettlementSink {
  public:

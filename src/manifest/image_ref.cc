@@ -48,7 +48,8 @@ std::optional<std::string> HostNameProblem(std::string_view host, std::string_vi
   size_t start = 0;
   while (true) {
     const size_t dot = name.find('.', start);
-    const std::string_view label = name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    const std::string_view label =
+        name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     if (label.empty() || label.front() == '-' || label.back() == '-' ||
         !std::all_of(label.begin(), label.end(), [](char c) { return IsLowerAlnum(c) || c == '-'; })) {
       return "registry host " + Quote(host) +
@@ -138,8 +139,8 @@ Result<ImageRef> ParseImageRef(std::string_view image) {
   const std::string_view name = image.substr(0, at);
   const size_t slash = name.find('/');
   const std::string_view first = name.substr(0, slash);
-  const bool registry =
-      slash != std::string_view::npos && (first.find_first_of(".:") != std::string_view::npos || first.starts_with('['));
+  const bool registry = slash != std::string_view::npos &&
+                        (first.find_first_of(".:") != std::string_view::npos || first.starts_with('['));
   if (!registry) return ParsePushed(image, at);
 
   if (name.size() > kMaxNameLength) return Status::InvalidArgument("image name is too long");

@@ -148,8 +148,8 @@ std::optional<ItemProblem> FindItemProblem(const v1::JobSpec& spec) {
   const int items = spec.items_size();
   if (items > 0 && spec.array_count() != static_cast<uint32_t>(items)) {
     return ItemProblem{"array.count", "array_count",
-                       "is " + std::to_string(spec.array_count()) + " but array.items has " +
-                           std::to_string(items) + " items (give one or the other)"};
+                       "is " + std::to_string(spec.array_count()) + " but array.items has " + std::to_string(items) +
+                           " items (give one or the other)"};
   }
   for (int i = 0; i < items; ++i) {
     for (const auto& [name, value] : spec.items(i).values()) {
@@ -160,9 +160,9 @@ std::optional<ItemProblem> FindItemProblem(const v1::JobSpec& spec) {
                            "key " + Quote(name) + " is not a placeholder name (letters, digits and _)"};
       }
       if (value.size() > kMaxItemValueBytes) {
-        return ItemProblem{at, "items[" + std::to_string(i) + "]",
-                           "value of " + Quote(name) + " is longer than " + std::to_string(kMaxItemValueBytes) +
-                               " bytes"};
+        return ItemProblem{
+            at, "items[" + std::to_string(i) + "]",
+            "value of " + Quote(name) + " is longer than " + std::to_string(kMaxItemValueBytes) + " bytes"};
       }
     }
   }
@@ -200,7 +200,9 @@ Result<std::vector<v1::ArrayItem>> ParseItemsJsonl(const std::string& text, cons
       if (end == text.size()) break;
       continue;
     }
-    auto where = [&](int column) { return filename + ":" + std::to_string(line) + ":" + std::to_string(column) + ": "; };
+    auto where = [&](int column) {
+      return filename + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+    };
     YAML::Node node;
     try {
       node = YAML::Load(row);

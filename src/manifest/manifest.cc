@@ -42,7 +42,6 @@ struct FieldRule {
   std::function<Status(const Value&)> read;
 };
 
-
 std::string JoinPath(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
@@ -90,14 +89,12 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 std::string Normalize(std::string_view key) {
   std::string out;
   for (char c : key) {
-    if (c != '_' && c != '-')
-      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (c != '_' && c != '-') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   return out;
 }
 
-std::optional<std::string_view> ClosestKey(const std::string& key,
-                                           const std::vector<FieldRule>& rules) {
+std::optional<std::string_view> ClosestKey(const std::string& key, const std::vector<FieldRule>& rules) {
   std::optional<std::string_view> best;
   size_t best_distance = kMaxEditDistanceForSuggestion + 1;
   for (const FieldRule& rule : rules) {
@@ -125,8 +122,7 @@ class ManifestParser {
 
  private:
   using FieldReader = std::function<Status(const Value&)>;
-  using EntryVisitor =
-      std::function<Status(const std::string& key, const YAML::Mark& key_mark, const Value& value)>;
+  using EntryVisitor = std::function<Status(const std::string& key, const YAML::Mark& key_mark, const Value& value)>;
 
   Status Error(const YAML::Mark& mark, const std::string& message) const;
   // "<path>: expected <what>, got <description of the value>".
@@ -187,14 +183,14 @@ class ManifestParser {
   v1::WorkflowStepSpec* step_ = nullptr;
   std::vector<std::vector<int>> job_input_at_;   // per step
   std::vector<std::vector<int>> from_input_at_;  // per step
-  std::map<std::string, YAML::Mark> marks_;  // manifest path -> where it is written
+  std::map<std::string, YAML::Mark> marks_;      // manifest path -> where it is written
 };
 
 Status ManifestParser::Error(const YAML::Mark& mark, const std::string& message) const {
   int line = mark.is_null() ? 1 : mark.line + 1;
   int column = mark.is_null() ? 1 : mark.column + 1;
-  return Status::InvalidArgument(filename_ + ":" + std::to_string(line) + ":" +
-                                 std::to_string(column) + ": " + message);
+  return Status::InvalidArgument(filename_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+                                 message);
 }
 
 Status ManifestParser::Expected(const Value& value, const std::string& what) const {
@@ -240,8 +236,8 @@ Result<Value> ManifestParser::LoadRoot(const std::string& text, const char* exam
   const YAML::Node& node = documents[0];
   Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
   if (!root.node.IsMap()) {
-    return Error(root.mark,
-                 std::string("a manifest must be a map of fields (") + example_fields + "), got " + Describe(root.node));
+    return Error(root.mark, std::string("a manifest must be a map of fields (") + example_fields + "), got " +
+                                Describe(root.node));
   }
   marks_[""] = root.mark;
   return root;
@@ -321,8 +317,7 @@ Result<v1::JobSpec> ManifestParser::ParseDocument(const std::string& text) {
   ApplyDefaults(&spec);
   IG_RETURN_IF_ERROR(ReadJob(root, &spec));
   if (std::optional<FieldViolation> violation = FindViolation(spec)) {
-    return Error(MarkFor(violation->manifest_field),
-                 violation->manifest_field + ": " + violation->description);
+    return Error(MarkFor(violation->manifest_field), violation->manifest_field + ": " + violation->description);
   }
   return spec;
 }
@@ -352,10 +347,9 @@ Status ManifestParser::ReadFields(const Value& map, const std::vector<FieldRule>
                                   const std::vector<std::string_view>& required) {
   if (!map.node.IsMap()) return Expected(map, "a map");
   std::set<std::string, std::less<>> present;
-  IG_RETURN_IF_ERROR(ForEachEntry(
-      map, [&](const std::string& key, const YAML::Mark& key_mark, const Value& value) -> Status {
-        auto rule = std::find_if(rules.begin(), rules.end(),
-                                 [&key](const FieldRule& r) { return r.key == key; });
+  IG_RETURN_IF_ERROR(
+      ForEachEntry(map, [&](const std::string& key, const YAML::Mark& key_mark, const Value& value) -> Status {
+        auto rule = std::find_if(rules.begin(), rules.end(), [&key](const FieldRule& r) { return r.key == key; });
         if (rule == rules.end()) {
           std::string message = "unknown field " + Quote(key) + InContext(map.path);
           if (key == "<<") {
@@ -388,8 +382,7 @@ Result<std::vector<std::string>> ManifestParser::ReadStringList(const Value& val
   std::vector<std::string> out;
   for (size_t i = 0; i < value.node.size(); ++i) {
     const YAML::Node& node = value.node[i];
-    Value item{node, value.path + "[" + std::to_string(i) + "]",
-               node.IsNull() ? value.mark : node.Mark()};
+    Value item{node, value.path + "[" + std::to_string(i) + "]", node.IsNull() ? value.mark : node.Mark()};
     marks_[item.path] = item.mark;
     IG_ASSIGN_OR_RETURN(std::string text, ReadString(item));
     out.push_back(std::move(text));
@@ -470,8 +463,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
   };
   const std::vector<FieldRule> checkpoint_rules = {
       {"path", Bind(&P::ReadString, [spec](std::string s) { spec->set_checkpoint_path(s); })},
-      {"interval",
-       Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_checkpoint_interval_seconds(s); })},
+      {"interval", Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_checkpoint_interval_seconds(s); })},
   };
   auto c = [spec] { return spec->mutable_constraints(); };
   const std::vector<FieldRule> constraint_rules = {
@@ -593,15 +585,13 @@ Status ManifestParser::ReadResources(const Value& value, v1::Resources* r) {
 
 Status ManifestParser::ReadEnv(const Value& value, v1::JobSpec* spec) {
   if (!value.node.IsMap()) return Expected(value, "a map of variable names to values");
-  return ForEachEntry(value,
-                      [&](const std::string& key, const YAML::Mark& key_mark, const Value& entry) {
-                        if (!entry.node.IsScalar())
-                          return Expected(entry, "a string, number or boolean");
-                        // Violations of env rules are about the name, so they point at the key.
-                        marks_[entry.path] = key_mark;
-                        (*spec->mutable_env())[key] = entry.node.Scalar();
-                        return Status::Ok();
-                      });
+  return ForEachEntry(value, [&](const std::string& key, const YAML::Mark& key_mark, const Value& entry) {
+    if (!entry.node.IsScalar()) return Expected(entry, "a string, number or boolean");
+    // Violations of env rules are about the name, so they point at the key.
+    marks_[entry.path] = key_mark;
+    (*spec->mutable_env())[key] = entry.node.Scalar();
+    return Status::Ok();
+  });
 }
 
 Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
@@ -611,8 +601,7 @@ Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
   }
   for (size_t i = 0; i < value.node.size(); ++i) {
     const YAML::Node& node = value.node[i];
-    Value item{node, value.path + "[" + std::to_string(i) + "]",
-               node.IsNull() ? value.mark : node.Mark()};
+    Value item{node, value.path + "[" + std::to_string(i) + "]", node.IsNull() ? value.mark : node.Mark()};
     marks_[item.path] = item.mark;
     if (step_ != nullptr && node.IsMap() && node["fromStep"]) {
       // An upstream step's output, wired by digest when that step succeeds.
@@ -656,8 +645,9 @@ Status ManifestParser::ReadInputs(const Value& value, v1::JobSpec* spec) {
       return Error(dir->mark, item.path + ": give artifact or dir, not both");
     }
     if (!resolve_dir_) {
-      return Error(dir->mark, item.path + ".dir: a local directory is uploaded by `idlegrid submit`; "
-                                          "push it with `idlegrid artifact push DIR` and name its digest here");
+      return Error(dir->mark, item.path +
+                                  ".dir: a local directory is uploaded by `idlegrid submit`; "
+                                  "push it with `idlegrid artifact push DIR` and name its digest here");
     }
     Result<std::string> digest = resolve_dir_(dir->node.Scalar());
     if (!digest.ok()) return Error(dir->mark, item.path + ".dir: " + digest.status().message());
@@ -694,7 +684,8 @@ Status ManifestParser::ReadVerification(const Value& value, v1::Verification* v)
            const std::vector<FieldRule> rules = {
                {"output", Bind(&P::ReadString, [t](std::string s) { t->set_output(s); })},
                {"format", Bind(&P::ReadString, [t](std::string s) { t->set_format(s); })},
-               {"fields", Bind(&P::ReadStringList, [t](Strings l) { t->mutable_fields()->Assign(l.begin(), l.end()); })},
+               {"fields",
+                Bind(&P::ReadStringList, [t](Strings l) { t->mutable_fields()->Assign(l.begin(), l.end()); })},
                {"relative", Bind(&P::ReadNumber, [t](double x) { t->set_relative(x); })},
                {"absolute", Bind(&P::ReadNumber, [t](double x) { t->set_absolute(x); })},
            };
@@ -742,8 +733,8 @@ Status ManifestParser::ReadItems(const Value& value, v1::JobSpec* spec) {
 
 }  // namespace
 
-Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename,
-                                  ItemsFileReader read_items, DirInputResolver resolve_dir) {
+Result<v1::JobSpec> ParseManifest(const std::string& yaml_text, const std::string& filename, ItemsFileReader read_items,
+                                  DirInputResolver resolve_dir) {
   return ManifestParser(filename, std::move(read_items), std::move(resolve_dir)).Parse(yaml_text);
 }
 
@@ -765,7 +756,8 @@ namespace {
 ItemsFileReader ItemsBeside(const std::string& path) {
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   return [dir](const std::string& name) -> Result<std::string> {
-    const std::filesystem::path file = std::filesystem::path(name).is_absolute() ? std::filesystem::path(name) : dir / name;
+    const std::filesystem::path file =
+        std::filesystem::path(name).is_absolute() ? std::filesystem::path(name) : dir / name;
     std::ifstream items(file, std::ios::binary);
     if (!items) return Status::InvalidArgument("cannot read " + file.string() + ": " + std::strerror(errno));
     std::string content(kMaxItemsFileBytes + 1, '\0');

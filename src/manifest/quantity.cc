@@ -104,8 +104,7 @@ Result<uint64_t> ParseBytes(const std::string& s) {
     if (rest == candidate.suffix) unit = &candidate;
   }
   if (unit == nullptr) {
-    return BadBytes(s, "unknown unit " + Quote(rest) +
-                           " (use k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei)");
+    return BadBytes(s, "unknown unit " + Quote(rest) + " (use k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei)");
   }
 
   std::optional<Wide> whole_value = DigitsToInt(whole, kMax);

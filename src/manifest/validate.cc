@@ -24,10 +24,7 @@ constexpr size_t kMaxPathLength = 4096;
 using Violation = std::optional<FieldViolation>;
 
 // A field whose proto and manifest paths are the same.
-FieldViolation Bad(const std::string& path, std::string description) {
-  return {path, path, std::move(description)};
-}
-
+FieldViolation Bad(const std::string& path, std::string description) { return {path, path, std::move(description)}; }
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -40,9 +37,7 @@ bool IsValidName(std::string_view name) {
 }
 
 bool IsValidEnvKey(std::string_view key) {
-  auto is_start = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
+  auto is_start = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   if (key.empty() || !is_start(key.front())) return false;
   for (char c : key) {
     if (!is_start(c) && !(c >= '0' && c <= '9')) return false;
@@ -92,11 +87,9 @@ bool IsWithin(std::string_view path, std::string_view dir) {
   return path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
 }
 
-Violation CheckStrings(const google::protobuf::RepeatedPtrField<std::string>& list,
-                       const std::string& name) {
+Violation CheckStrings(const google::protobuf::RepeatedPtrField<std::string>& list, const std::string& name) {
   for (int i = 0; i < list.size(); ++i) {
-    if (HasNul(list[i]))
-      return Bad(name + "[" + std::to_string(i) + "]", "must not contain NUL characters");
+    if (HasNul(list[i])) return Bad(name + "[" + std::to_string(i) + "]", "must not contain NUL characters");
   }
   return std::nullopt;
 }
@@ -112,8 +105,7 @@ Violation CheckIdentity(const v1::JobSpec& spec) {
                "digit, got " +
                    Quote(spec.name()));
   }
-  if (std::optional<std::string> problem = ImageProblem(spec.image()))
-    return Bad("image", *problem);
+  if (std::optional<std::string> problem = ImageProblem(spec.image())) return Bad("image", *problem);
   return std::nullopt;
 }
 
@@ -144,32 +136,28 @@ Violation CheckResources(const v1::Resources& r) {
                           std::move(description)};
   };
   if (r.gpus() > kMaxGpus) {
-    return bad("gpus", "gpus",
-               "must be at most " + std::to_string(kMaxGpus) + ", got " + std::to_string(r.gpus()));
+    return bad("gpus", "gpus", "must be at most " + std::to_string(kMaxGpus) + ", got " + std::to_string(r.gpus()));
   }
   if (r.gpu_memory_bytes() > 0 && r.gpus() == 0) {
     return bad("gpu_memory_bytes", "gpuMemory", "is only allowed when gpus is at least 1");
   }
   if (!std::isfinite(r.cpu()) || r.cpu() <= 0 || r.cpu() > kMaxCpu) {
     return bad("cpu", "cpu",
-               "must be greater than 0 and at most " + FormatNumber(kMaxCpu) + " cores, got " +
-                   FormatNumber(r.cpu()));
+               "must be greater than 0 and at most " + FormatNumber(kMaxCpu) + " cores, got " + FormatNumber(r.cpu()));
   }
   if (r.memory_bytes() < kMinMemoryBytes) {
     return bad("memory_bytes", "memory",
-               "must be at least " + std::to_string(kMinMemoryBytes) + " (" +
-                   FormatBytes(kMinMemoryBytes) + ")");
+               "must be at least " + std::to_string(kMinMemoryBytes) + " (" + FormatBytes(kMinMemoryBytes) + ")");
   }
   // 0 leaves the total to the node's default.
   if (r.output_bytes() > 0 && r.output_bytes() < kMinDiskBytes) {
     return bad("output_bytes", "disk",
-               "must be at least " + std::to_string(kMinDiskBytes) + " (" + FormatBytes(kMinDiskBytes) +
-                   "), got " + FormatBytes(r.output_bytes()));
+               "must be at least " + std::to_string(kMinDiskBytes) + " (" + FormatBytes(kMinDiskBytes) + "), got " +
+                   FormatBytes(r.output_bytes()));
   }
   if (r.disk_bytes() < kMinDiskBytes) {
     return bad("disk_bytes", "maxFileSize",
-               "must be at least " + std::to_string(kMinDiskBytes) + " (" +
-                   FormatBytes(kMinDiskBytes) + ")");
+               "must be at least " + std::to_string(kMinDiskBytes) + " (" + FormatBytes(kMinDiskBytes) + ")");
   }
   // A file larger than the total could never be written whole: the cap
   // would be a promise the node does not keep.
@@ -178,8 +166,8 @@ Violation CheckResources(const v1::Resources& r) {
                "must be at most resources.disk, the total the job may write (" + FormatBytes(r.output_bytes()) +
                    "), got " + FormatBytes(r.disk_bytes()));
   }
-  for (const auto& [proto, manifest, bytes] : {std::tuple{"shm_bytes", "shm", r.shm_bytes()},
-                                               std::tuple{"tmp_bytes", "tmp", r.tmp_bytes()}}) {
+  for (const auto& [proto, manifest, bytes] :
+       {std::tuple{"shm_bytes", "shm", r.shm_bytes()}, std::tuple{"tmp_bytes", "tmp", r.tmp_bytes()}}) {
     if (bytes < kMinTmpfsBytes) {
       return bad(proto, manifest,
                  "must be at least " + std::to_string(kMinTmpfsBytes) + " (" + FormatBytes(kMinTmpfsBytes) + ")");
@@ -196,9 +184,8 @@ Violation CheckResources(const v1::Resources& r) {
                    ") together");
   }
   if (r.pids() < 1 || r.pids() > kMaxPids) {
-    return bad(
-        "pids", "pids",
-        "must be between 1 and " + std::to_string(kMaxPids) + ", got " + std::to_string(r.pids()));
+    return bad("pids", "pids",
+               "must be between 1 and " + std::to_string(kMaxPids) + ", got " + std::to_string(r.pids()));
   }
   return std::nullopt;
 }
@@ -209,8 +196,7 @@ Violation CheckCheckpoint(const v1::JobSpec& spec, const std::vector<v1::InputSp
   const std::string& dir = spec.checkpoint_path();
   if (dir.empty()) {
     if (spec.checkpoint_interval_seconds() != 0) {
-      return FieldViolation{"checkpoint_interval_seconds", "checkpoint.interval",
-                            "is set but checkpoint.path is not"};
+      return FieldViolation{"checkpoint_interval_seconds", "checkpoint.interval", "is set but checkpoint.path is not"};
     }
     return std::nullopt;
   }
@@ -248,8 +234,7 @@ Violation CheckInputs(const v1::JobSpec& spec, const std::vector<v1::InputSpec>&
     const std::string at = "inputs[" + std::to_string(i) + "]";
     if (!IsValidDigest(input.artifact())) {
       return Bad(at + ".artifact",
-                 "expected \"sha256:\" followed by 64 lowercase hex characters, got " +
-                     Quote(input.artifact()));
+                 "expected \"sha256:\" followed by 64 lowercase hex characters, got " + Quote(input.artifact()));
     }
     const std::string& path = input.path();
     if (std::optional<std::string> problem = PathProblem(path)) return Bad(at + ".path", *problem);
@@ -260,16 +245,13 @@ Violation CheckInputs(const v1::JobSpec& spec, const std::vector<v1::InputSpec>&
       return Bad(at + ".path", Quote(path) + " contains the output directory " + Quote(output));
     }
     if (size_t first = first_input_at.at(path); first != i) {
-      return Bad(at + ".path", "duplicate path " + Quote(path) + " (also inputs[" +
-                                   std::to_string(first) + "].path)");
+      return Bad(at + ".path", "duplicate path " + Quote(path) + " (also inputs[" + std::to_string(first) + "].path)");
     }
     // Any input at an ancestor directory of this one would shadow it.
-    for (size_t slash = path.find('/', 1); slash != std::string::npos;
-         slash = path.find('/', slash + 1)) {
+    for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
       auto ancestor = first_input_at.find(std::string_view(path).substr(0, slash));
       if (ancestor != first_input_at.end()) {
-        return Bad(at + ".path", Quote(path) + " is inside inputs[" +
-                                     std::to_string(ancestor->second) + "].path " +
+        return Bad(at + ".path", Quote(path) + " is inside inputs[" + std::to_string(ancestor->second) + "].path " +
                                      Quote(ancestor->first));
       }
     }
@@ -328,24 +310,21 @@ Violation CheckPlacement(const v1::JobSpec& spec) {
 Violation CheckExecution(const v1::JobSpec& spec) {
   if (spec.run_timeout_seconds() == 0 || spec.run_timeout_seconds() > kMaxRunTimeoutSeconds) {
     return FieldViolation{"run_timeout_seconds", "runTimeout",
-                          "must be more than 0 and at most " +
-                              FormatDuration(kMaxRunTimeoutSeconds) + ", got " +
+                          "must be more than 0 and at most " + FormatDuration(kMaxRunTimeoutSeconds) + ", got " +
                               FormatDuration(spec.run_timeout_seconds())};
   }
   if (spec.queue_timeout_seconds() == 0 || spec.queue_timeout_seconds() > kMaxQueueTimeoutSeconds) {
     return FieldViolation{"queue_timeout_seconds", "queueTimeout",
-                          "must be more than 0 and at most " +
-                              FormatDuration(kMaxQueueTimeoutSeconds) + ", got " +
+                          "must be more than 0 and at most " + FormatDuration(kMaxQueueTimeoutSeconds) + ", got " +
                               FormatDuration(spec.queue_timeout_seconds())};
   }
   if (spec.retries() > kMaxRetries) {
-    return Bad("retries", "must be at most " + std::to_string(kMaxRetries) + ", got " +
-                              std::to_string(spec.retries()));
+    return Bad("retries", "must be at most " + std::to_string(kMaxRetries) + ", got " + std::to_string(spec.retries()));
   }
   if (spec.array_count() < 1 || spec.array_count() > kMaxArrayCount) {
-    return FieldViolation{"array_count", "array.count",
-                          "must be between 1 and " + std::to_string(kMaxArrayCount) + ", got " +
-                              std::to_string(spec.array_count())};
+    return FieldViolation{
+        "array_count", "array.count",
+        "must be between 1 and " + std::to_string(kMaxArrayCount) + ", got " + std::to_string(spec.array_count())};
   }
   if (!spec.job_class().empty() && spec.job_class() != "io-uring") {
     return Bad("jobClass", "must be \"io-uring\" or absent, got " + Quote(spec.job_class()));

@@ -32,8 +32,7 @@ WorkflowViolation AtStep(int step, const std::string& field, const std::string& 
 
 // A placeholder digest: a step's upstream inputs are checked as inputs
 // before the digests they will have exist.
-constexpr char kPendingDigest[] =
-    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+constexpr char kPendingDigest[] = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 // The step's job with its upstream inputs appended, checked as one spec: a
 // violation at inputs[k] past the job's own is about from_steps[k - own].
@@ -54,7 +53,8 @@ Violation CheckStepJob(int index, const v1::WorkflowStepSpec& step) {
     out.tail = v->field.substr(close + 1);
     out.input = k < own ? WorkflowViolation::Input::kJob : WorkflowViolation::Input::kFromStep;
     out.input_index = k < own ? k : k - own;
-    if (k >= own) out.field = "steps[" + std::to_string(index) + "].from_steps[" + std::to_string(k - own) + "]" + out.tail;
+    if (k >= own)
+      out.field = "steps[" + std::to_string(index) + "].from_steps[" + std::to_string(k - own) + "]" + out.tail;
   }
   return out;
 }
@@ -106,9 +106,9 @@ std::optional<WorkflowViolation> FindWorkflowViolation(const v1::WorkflowSpec& s
                       "must be " + Quote(kApiVersion) + ", got " + Quote(spec.api_version()));
   }
   if (!IsValidObjectName(spec.name())) {
-    return AtWorkflow("name", "name",
-                      "must be 1 to 63 characters of a-z 0-9 - _ . starting with a letter or digit, got " +
-                          Quote(spec.name()));
+    return AtWorkflow(
+        "name", "name",
+        "must be 1 to 63 characters of a-z 0-9 - _ . starting with a letter or digit, got " + Quote(spec.name()));
   }
   if (spec.on_failure() != kOnFailureStop && spec.on_failure() != kOnFailureContinue) {
     return AtWorkflow("on_failure", "onFailure", "must be \"stop\" or \"continue\", got " + Quote(spec.on_failure()));
@@ -122,8 +122,7 @@ std::optional<WorkflowViolation> FindWorkflowViolation(const v1::WorkflowSpec& s
     const std::string& name = spec.steps(i).name();
     if (!IsValidObjectName(name)) {
       return AtStep(i, "name", "name",
-                    "must be 1 to 63 characters of a-z 0-9 - _ . starting with a letter or digit, got " +
-                        Quote(name));
+                    "must be 1 to 63 characters of a-z 0-9 - _ . starting with a letter or digit, got " + Quote(name));
     }
     if (auto [it, fresh] = index_of.emplace(name, i); !fresh) {
       return AtStep(i, "name", "name",
@@ -147,9 +146,11 @@ std::optional<WorkflowViolation> FindWorkflowViolation(const v1::WorkflowSpec& s
         v = AtStep(i, "", "", "a step cannot take an input from itself");
       } else if (!index_of.contains(from.step())) {
         v = AtStep(i, "", "", "no step named " + Quote(from.step()) + " in this workflow");
-      } else if (from.output().empty() || from.output().starts_with("/") || from.output().find("..") != std::string::npos) {
-        v = AtStep(i, "", "", "output: expected a file's path relative to the upstream step's output directory, got " +
-                                  Quote(from.output()));
+      } else if (from.output().empty() || from.output().starts_with("/") ||
+                 from.output().find("..") != std::string::npos) {
+        v = AtStep(i, "", "",
+                   "output: expected a file's path relative to the upstream step's output directory, got " +
+                       Quote(from.output()));
       } else {
         continue;
       }

@@ -106,8 +106,9 @@ std::string FormatEarnings(const v1::ProviderEarningsResponse& e) {
   out << "provider " << e.provider() << "\n";
   out << "metered work accepted: " << Money(e.metered_credits()) << " credits\n";
   if (e.ledger()) {
-    out << "ledger: " << ledger::FormatCredits(e.available_micros()) << " available, " << ledger::FormatCredits(e.pending_micros())
-        << " pending release, " << ledger::FormatCredits(e.stake_micros()) << " staked\n";
+    out << "ledger: " << ledger::FormatCredits(e.available_micros()) << " available, "
+        << ledger::FormatCredits(e.pending_micros()) << " pending release, " << ledger::FormatCredits(e.stake_micros())
+        << " staked\n";
   } else {
     out << "ledger: not kept by this coordinator (the metered figure is what the work was worth)\n";
   }
@@ -115,8 +116,8 @@ std::string FormatEarnings(const v1::ProviderEarningsResponse& e) {
   for (const auto& n : e.nodes()) {
     out << "  " << n.node_id() << (n.name().empty() ? "" : " (" + n.name() + ")") << ": " << n.attempts()
         << " accepted attempt(s), " << Money(n.metered_credits()) << " credits, cpu " << n.cpu_millis() / 1000
-        << " s, gpu " << n.gpu_millis() / 1000 << " s; " << Money(n.estimate_per_hour()) << "/h "
-        << n.estimate_basis() << "\n";
+        << " s, gpu " << n.gpu_millis() / 1000 << " s; " << Money(n.estimate_per_hour()) << "/h " << n.estimate_basis()
+        << "\n";
   }
   if (e.market_size() > 0) {
     out << "recent clearing prices (per unit-hour, last hour):\n";

@@ -131,7 +131,8 @@ std::string GpuBidShortfall(double ask, const Bid& bid) {
 
 std::string CpuBidShortfall(double ask, const Bid& bid) {
   if (bid.max_price_per_cpu_core_hour <= 0 || ask <= bid.max_price_per_cpu_core_hour + 1e-12) return "";
-  return "over max price (ask " + FormatCredits(ask) + "/core-h, bid " + FormatCredits(bid.max_price_per_cpu_core_hour) + ")";
+  return "over max price (ask " + FormatCredits(ask) + "/core-h, bid " +
+         FormatCredits(bid.max_price_per_cpu_core_hour) + ")";
 }
 
 std::string CostCapExceeded(double price_per_hour, const Bid& bid) {

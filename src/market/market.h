@@ -70,8 +70,8 @@ Asks UnmatchedAsks(const Asks& asks, const std::vector<std::string>& device_name
 struct Bid {
   double max_price_per_gpu_hour = 0;
   double max_price_per_cpu_core_hour = 0;
-  double max_cost = 0;    // cap on the estimated cost of one task's run
-  double run_hours = 0;   // run-time bound; 0: unbounded
+  double max_cost = 0;   // cap on the estimated cost of one task's run
+  double run_hours = 0;  // run-time bound; 0: unbounded
 };
 
 // pay-as-ask price per hour of holding `gpu_share` of each of the devices
@@ -102,7 +102,7 @@ struct OrderBookRow {
   uint32_t providers = 0;  // offers with free units
   double free_units = 0;
   double min_ask = 0;
-  double median_ask = 0;   // over free units: half of them ask at most this
+  double median_ask = 0;  // over free units: half of them ask at most this
   double max_ask = 0;
 };
 

@@ -46,10 +46,14 @@ std::string FormatValue(double v) {
 std::string Escape(const std::string& s, bool quote) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (quote && c == '"') out += "\\\"";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (quote && c == '"')
+      out += "\\\"";
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -66,9 +70,12 @@ std::string LabelText(const Labels& labels) {
 
 const char* TypeName(Type t) {
   switch (t) {
-    case Type::kCounter: return "counter";
-    case Type::kHistogram: return "histogram";
-    default: return "gauge";
+    case Type::kCounter:
+      return "counter";
+    case Type::kHistogram:
+      return "histogram";
+    default:
+      return "gauge";
   }
 }
 

@@ -48,7 +48,7 @@ struct Family {
     Labels labels;
     double value = 0;
   };
-  std::vector<Sample> samples;                             // gauges and counters
+  std::vector<Sample> samples;                           // gauges and counters
   std::vector<std::pair<Labels, Histogram>> histograms;  // histograms
 };
 

@@ -6,7 +6,9 @@
 namespace idlegrid::metrics {
 namespace {
 
-Family Gauge(std::string name, std::string help) { return Family{std::move(name), std::move(help), Type::kGauge, {}, {}}; }
+Family Gauge(std::string name, std::string help) {
+  return Family{std::move(name), std::move(help), Type::kGauge, {}, {}};
+}
 
 // Whether the agent's NVML failed to read `field` (nvml_loader.cc lists each
 // failure as "field: why").
@@ -34,8 +36,9 @@ const std::vector<std::pair<uint64_t, std::string>>& ThrottleReasonNames() {
 }
 
 std::vector<Family> GpuTelemetryFamilies(const google::protobuf::RepeatedPtrField<v1::Node>& nodes, int64_t now_ms) {
-  Family age = Gauge("idlegrid_node_advertisement_age_seconds",
-                     "Time since the node's latest advertisement was made (the agent's clock): how old its GPU readings are.");
+  Family age =
+      Gauge("idlegrid_node_advertisement_age_seconds",
+            "Time since the node's latest advertisement was made (the agent's clock): how old its GPU readings are.");
   Family utilization = Gauge("idlegrid_gpu_utilization_ratio",
                              "GPU busy (SM utilisation, 0..1) per device, from its node's latest advertisement.");
   Family used = Gauge("idlegrid_gpu_memory_used_bytes",

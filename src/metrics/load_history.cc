@@ -54,12 +54,18 @@ std::string LoadHistoryJson(const std::vector<LoadSample>& samples, int64_t peri
   w.BeginObject().Key("periodMs").SignedNumber(period_ms).Key("samples").BeginArray();
   for (const LoadSample& s : samples) {
     w.BeginObject()
-        .Key("atMs").SignedNumber(s.at_ms)
-        .Key("queuedTasks").Number(s.queued_tasks)
-        .Key("runningTasks").Number(s.running_tasks)
-        .Key("gpusAllocated").Number(s.gpus_allocated)
-        .Key("gpusTotal").Number(s.gpus_total)
-        .Key("lowestAskMicros").BeginObject();
+        .Key("atMs")
+        .SignedNumber(s.at_ms)
+        .Key("queuedTasks")
+        .Number(s.queued_tasks)
+        .Key("runningTasks")
+        .Number(s.running_tasks)
+        .Key("gpusAllocated")
+        .Number(s.gpus_allocated)
+        .Key("gpusTotal")
+        .Number(s.gpus_total)
+        .Key("lowestAskMicros")
+        .BeginObject();
     for (const auto& [device_class, micros] : s.lowest_ask_micros) w.Key(device_class).SignedNumber(micros);
     w.EndObject().EndObject();
   }

@@ -16,8 +16,8 @@ namespace idlegrid::metrics {
 // One sample of the fleet's load at `at_ms`.
 struct LoadSample {
   int64_t at_ms = 0;
-  uint64_t queued_tasks = 0;   // waiting for a node
-  uint64_t running_tasks = 0;  // assigned or running
+  uint64_t queued_tasks = 0;    // waiting for a node
+  uint64_t running_tasks = 0;   // assigned or running
   uint32_t gpus_allocated = 0;  // devices with memory held by attempts
   uint32_t gpus_total = 0;      // devices the online nodes advertise
   // The market's price then: per device class, the lowest ask per hour in

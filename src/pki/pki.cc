@@ -68,9 +68,7 @@ std::string OpenSslError() {
   return out.empty() ? "unknown OpenSSL error" : out;
 }
 
-Status OpenSslFailure(const std::string& what) {
-  return Status::Internal(what + ": " + OpenSslError());
-}
+Status OpenSslFailure(const std::string& what) { return Status::Internal(what + ": " + OpenSslError()); }
 
 // Never prompts on a terminal for an encrypted key; such a key just fails.
 int NoPassword(char*, int, int, void*) { return 0; }
@@ -139,9 +137,8 @@ bool IsIpAddress(const std::string& name) {
 
 bool IsPlausibleDnsName(const std::string& name) {
   if (name.empty() || name.size() > 253 || name.front() == '.' || name.front() == '-') return false;
-  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '-' || c == '.' || c == '_';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '.' || c == '_'; });
 }
 
 // A comparable key per SAN: DNS names compare case-insensitively and IPs by
@@ -149,8 +146,7 @@ bool IsPlausibleDnsName(const std::string& name) {
 std::string SanKey(int type, const unsigned char* data, int len) {
   std::string value(reinterpret_cast<const char*>(data), static_cast<size_t>(len));
   if (type == GEN_DNS) {
-    std::transform(value.begin(), value.end(), value.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
+    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
     return "DNS:" + value;
   }
   return "IP:" + value;
@@ -158,8 +154,7 @@ std::string SanKey(int type, const unsigned char* data, int len) {
 
 std::set<std::string> SansOf(X509* cert) {
   std::set<std::string> keys;
-  auto* names =
-      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (!names) return keys;
   for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
     GENERAL_NAME* gen = sk_GENERAL_NAME_value(names, i);
@@ -192,8 +187,7 @@ GENERAL_NAME* MakeGeneralName(const std::string& name) {
 
 std::string WantedSanKey(const std::string& name) {
   if (!IsIpAddress(name)) {
-    return SanKey(GEN_DNS, reinterpret_cast<const unsigned char*>(name.data()),
-                  static_cast<int>(name.size()));
+    return SanKey(GEN_DNS, reinterpret_cast<const unsigned char*>(name.data()), static_cast<int>(name.size()));
   }
   ASN1_OCTET_STRING* ip = a2i_IPADDRESS(name.c_str());
   std::string key = SanKey(GEN_IPADD, ASN1_STRING_get0_data(ip), ASN1_STRING_length(ip));
@@ -205,12 +199,10 @@ Result<std::vector<std::string>> ServerNames(const std::vector<std::string>& ext
   std::vector<std::string> names(std::begin(kDefaultServerNames), std::end(kDefaultServerNames));
   for (std::string name : extra_names) {
     if (!IsIpAddress(name) && !IsPlausibleDnsName(name)) {
-      return Status::InvalidArgument("server name \"" + name +
-                                     "\" is neither an IP address nor a DNS name");
+      return Status::InvalidArgument("server name \"" + name + "\" is neither an IP address nor a DNS name");
     }
     if (!IsIpAddress(name)) {
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return std::tolower(c); });
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     }
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
@@ -258,10 +250,8 @@ Result<X509Ptr> NewCert(const char* common_name, EVP_PKEY* key, int validity_day
 Result<X509Ptr> IssueCa(EVP_PKEY* ca_key) {
   IG_ASSIGN_OR_RETURN(X509Ptr cert, NewCert("idlegrid coordinator CA", ca_key, kCaValidityDays));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get()));
-  IG_RETURN_IF_ERROR(
-      AddExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0"));
-  IG_RETURN_IF_ERROR(
-      AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign"));
+  IG_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0"));
+  IG_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign"));
   IG_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_subject_key_identifier, "hash"));
   if (X509_sign(cert.get(), ca_key, EVP_sha256()) <= 0) return OpenSslFailure("sign CA");
   return cert;
@@ -269,8 +259,7 @@ Result<X509Ptr> IssueCa(EVP_PKEY* ca_key) {
 
 Result<X509Ptr> IssueServerCert(X509* ca, EVP_PKEY* ca_key, EVP_PKEY* server_key,
                                 const std::vector<std::string>& names) {
-  IG_ASSIGN_OR_RETURN(X509Ptr cert,
-                      NewCert("idlegrid-coordinator", server_key, kServerValidityDays));
+  IG_ASSIGN_OR_RETURN(X509Ptr cert, NewCert("idlegrid-coordinator", server_key, kServerValidityDays));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(ca));
   // A leaf that outlives its CA would fail verification anyway; cap it.
   if (ASN1_TIME_compare(X509_get0_notAfter(ca), X509_get0_notAfter(cert.get())) < 0) {
@@ -341,19 +330,16 @@ Result<Ca> LoadOrCreateCa(const std::string& dir) {
     return Status::FailedPrecondition(cert_path + " is not a CA certificate");
   }
   if (X509_cmp_current_time(X509_get0_notAfter(cert->get())) <= 0) {
-    return Status::FailedPrecondition(
-        cert_path +
-        " has expired; move the directory aside to create a new CA, then re-enroll "
-        "every agent with the new fingerprint");
+    return Status::FailedPrecondition(cert_path +
+                                      " has expired; move the directory aside to create a new CA, then re-enroll "
+                                      "every agent with the new fingerprint");
   }
   return Ca{std::move(cert).value(), std::move(key).value(), std::move(cert_pem)};
 }
 
 // True if the stored server certificate can be served as is.
-bool ServerCertUsable(const Ca& ca, X509* cert, EVP_PKEY* key,
-                      const std::vector<std::string>& names) {
-  bool usable = X509_check_private_key(cert, key) == 1 &&
-                X509_check_issued(ca.cert.get(), cert) == X509_V_OK &&
+bool ServerCertUsable(const Ca& ca, X509* cert, EVP_PKEY* key, const std::vector<std::string>& names) {
+  bool usable = X509_check_private_key(cert, key) == 1 && X509_check_issued(ca.cert.get(), cert) == X509_V_OK &&
                 X509_verify(cert, X509_get0_pubkey(ca.cert.get())) == 1;
   ERR_clear_error();
   if (!usable) return false;
@@ -369,8 +355,7 @@ struct ServerMaterial {
   std::string key_pem;
 };
 
-Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca,
-                                         const std::vector<std::string>& names) {
+Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, const std::vector<std::string>& names) {
   const std::string cert_path = dir + "/server.crt";
   const std::string key_path = dir + "/server.key";
   if (PathExists(cert_path) && PathExists(key_path)) {
@@ -420,14 +405,12 @@ Result<HostPort> SplitAddress(const std::string& address) {
     }
     hp.host = address.substr(0, colon);
     if (hp.host.find(':') != std::string::npos) {
-      return Status::InvalidArgument("IPv6 address \"" + address +
-                                     "\" must be written [host]:port");
+      return Status::InvalidArgument("IPv6 address \"" + address + "\" must be written [host]:port");
     }
   }
   hp.port = address.substr(colon + 1);
   bool numeric = !hp.port.empty() && hp.port.size() <= 5 &&
-                 std::all_of(hp.port.begin(), hp.port.end(),
-                             [](unsigned char c) { return c >= '0' && c <= '9'; });
+                 std::all_of(hp.port.begin(), hp.port.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
   if (hp.host.empty() || !numeric || std::stoi(hp.port) == 0 || std::stoi(hp.port) > 65535) {
     return Status::InvalidArgument("address \"" + address + "\" is not host:port");
   }
@@ -488,8 +471,7 @@ class ScopedSigpipeBlock {
 
 // Non-blocking connect to one resolved address, bounded by `deadline`.
 Result<Socket> ConnectOne(const addrinfo* ai, Clock::time_point deadline) {
-  Socket sock(
-      ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+  Socket sock(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
   if (sock.fd() < 0) return Status::Unavailable(std::strerror(errno));
   if (::connect(sock.fd(), ai->ai_addr, ai->ai_addrlen) == 0) return sock;
   if (errno != EINPROGRESS) return Status::Unavailable(std::strerror(errno));
@@ -556,16 +538,14 @@ Status VerifyLeaf(X509* leaf, X509* ca, const std::string& address, const std::s
     const char* why = X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get()));
     ERR_clear_error();
     return Status::PermissionDenied("coordinator at " + address + " presented leaf " + leaf_name +
-                                    " that does not verify against the pinned CA " + pin + ": " +
-                                    why);
+                                    " that does not verify against the pinned CA " + pin + ": " + why);
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-Result<CoordinatorPki> LoadOrCreate(const std::string& dir,
-                                    const std::vector<std::string>& extra_names) {
+Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names) {
   IG_ASSIGN_OR_RETURN(std::vector<std::string> names, ServerNames(extra_names));
   IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
   IG_ASSIGN_OR_RETURN(Ca ca, LoadOrCreateCa(dir));
@@ -585,11 +565,9 @@ Result<std::string> CertFingerprint(const std::string& cert_pem) {
   return digest;
 }
 
-Result<std::string> FetchPinnedCa(const std::string& address,
-                                  const std::string& pinned_fingerprint) {
+Result<std::string> FetchPinnedCa(const std::string& address, const std::string& pinned_fingerprint) {
   std::string pin = pinned_fingerprint;
-  std::transform(pin.begin(), pin.end(), pin.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
+  std::transform(pin.begin(), pin.end(), pin.begin(), [](unsigned char c) { return std::tolower(c); });
   if (!IsValidDigest(pin)) {
     return Status::InvalidArgument("CA fingerprint \"" + pinned_fingerprint +
                                    "\" is not of the form sha256:<64 hex digits>");
@@ -627,13 +605,12 @@ Result<std::string> FetchPinnedCa(const std::string& address,
   SSL_shutdown(ssl.get());  // Best effort close_notify; the session is done either way.
   ERR_clear_error();
   if (!pinned) {
-    return Status::PermissionDenied("coordinator at " + address +
-                                    " did not present a CA with fingerprint " + pin +
+    return Status::PermissionDenied("coordinator at " + address + " did not present a CA with fingerprint " + pin +
                                     "; it presented: " + presented);
   }
   if (X509_check_ca(pinned) != 1) {
-    return Status::PermissionDenied("certificate " + SubjectLine(pinned) + " with fingerprint " +
-                                    pin + " presented by " + address + " is not a CA");
+    return Status::PermissionDenied("certificate " + SubjectLine(pinned) + " with fingerprint " + pin +
+                                    " presented by " + address + " is not a CA");
   }
   IG_RETURN_IF_ERROR(VerifyLeaf(leaf, pinned, address, pin));
   return CertToPem(pinned);

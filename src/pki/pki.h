@@ -35,8 +35,7 @@ struct CoordinatorPki {
 //
 // Not safe to call concurrently for the same `dir` (callers hold the data
 // directory lock).
-Result<CoordinatorPki> LoadOrCreate(const std::string& dir,
-                                    const std::vector<std::string>& extra_names);
+Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names);
 
 // "sha256:<hex>" of the DER encoding of the first certificate in `cert_pem`.
 // InvalidArgument if no certificate can be parsed.
@@ -56,7 +55,6 @@ Result<std::string> CertFingerprint(const std::string& cert_pem);
 // certificate has the pinned fingerprint (the message lists what was
 // presented), when the pinned certificate is not a CA, or when the leaf is not
 // signed by it. Blocking; thread-safe.
-Result<std::string> FetchPinnedCa(const std::string& address,
-                                  const std::string& pinned_fingerprint);
+Result<std::string> FetchPinnedCa(const std::string& address, const std::string& pinned_fingerprint);
 
 }  // namespace idlegrid::pki

@@ -20,8 +20,7 @@ inline constexpr char kBenchPathInImage[] = "/bench";
 // InvalidArgument if it is empty, otherwise image::BuildOciArchive's errors.
 // The binary is not checked to be static: the image holds nothing else, so a
 // dynamic one fails when run. Thread-compatible (writes `out_path`).
-Result<image::BuiltImage> BuildBenchImage(const std::string& bench_binary_path,
-                                          const std::string& out_path);
+Result<image::BuiltImage> BuildBenchImage(const std::string& bench_binary_path, const std::string& out_path);
 
 inline constexpr char kGpuBenchImageRefName[] = "idlegrid/readiness-gpu-bench:1";
 inline constexpr char kGpuBenchPathInImage[] = "/gpu-bench";

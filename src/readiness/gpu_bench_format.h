@@ -54,10 +54,10 @@ static inline void IgFormatGpuBenchReport(const struct IgGpuBenchReport* r, char
   snprintf(text, size,
            "checksum=%016" PRIx64 "\nrounds=%" PRIu64
            "\nthreads=%u\nkernel_seconds=%.9f\nfp32_gflops=%.3f\nbandwidth_gbps=%.3f\n"
-           "h2d_gbps=%.3f\nd2h_gbps=%.3f\ndevice_name=%s\nmemory_bytes=%" PRIu64
-           "\nallocatable_bytes=%" PRIu64 "\ncompute_capability=%d.%d\n",
-           r->checksum, r->rounds, IG_GPU_THREADS, r->kernel_seconds, r->fp32_gflops, r->bandwidth_gbps,
-           r->h2d_gbps, r->d2h_gbps, name, r->memory_bytes, r->allocatable_bytes, r->compute_capability_major,
+           "h2d_gbps=%.3f\nd2h_gbps=%.3f\ndevice_name=%s\nmemory_bytes=%" PRIu64 "\nallocatable_bytes=%" PRIu64
+           "\ncompute_capability=%d.%d\n",
+           r->checksum, r->rounds, IG_GPU_THREADS, r->kernel_seconds, r->fp32_gflops, r->bandwidth_gbps, r->h2d_gbps,
+           r->d2h_gbps, name, r->memory_bytes, r->allocatable_bytes, r->compute_capability_major,
            r->compute_capability_minor);
 }
 

@@ -39,8 +39,7 @@ static inline IG_HOST_DEVICE uint64_t ig_gpu_thread_seed(uint64_t seed, uint32_t
 
 /* What thread `thread_index` (0 .. IG_GPU_THREADS-1) of the benchmark
  * computes. The benchmark's checksum is the XOR of all threads' results. */
-static inline IG_HOST_DEVICE uint64_t ig_gpu_thread_result(uint64_t seed, uint32_t thread_index,
-                                                           uint64_t rounds) {
+static inline IG_HOST_DEVICE uint64_t ig_gpu_thread_result(uint64_t seed, uint32_t thread_index, uint64_t rounds) {
   return ig_gpu_kernel(ig_gpu_thread_seed(seed, thread_index), rounds);
 }
 

@@ -24,9 +24,7 @@ constexpr size_t kMaxDeviceNameSize = 255;
 constexpr double kMemoryRelativeTolerance = 0.05;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-constexpr uint64_t Gib(double gib) {
-  return static_cast<uint64_t>(gib * static_cast<double>(kGiB));
-}
+constexpr uint64_t Gib(double gib) { return static_cast<uint64_t>(gib * static_cast<double>(kGiB)); }
 
 // Bandwidth figures in GB/s (1e9 bytes/s). The minimums are about 40-52% of
 // spec_bandwidth_gbps (the test pins that), see GpuClass for why.
@@ -50,7 +48,6 @@ constexpr GpuClass kGpuClasses[] = {
 };
 
 // --- Parsing -------------------------------------------------------------------
-
 
 bool ParseInto(std::optional<uint64_t> parsed, uint64_t& out) {
   if (parsed) out = *parsed;
@@ -81,45 +78,26 @@ struct Field {
 };
 
 constexpr Field kFields[] = {
-    {"checksum",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseUnsigned(v, 16, 16), r.checksum);
-     },
+    {"checksum", [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseUnsigned(v, 16, 16), r.checksum); },
      "1 to 16 hex digits"},
-    {"rounds",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseUnsigned(v, 10, 20), r.rounds);
-     },
+    {"rounds", [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseUnsigned(v, 10, 20), r.rounds); },
      "a decimal integer below 2^64"},
-    {"threads",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseUnsigned(v, 10, 20), r.threads);
-     },
+    {"threads", [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseUnsigned(v, 10, 20), r.threads); },
      "a decimal integer below 2^64"},
     {"kernel_seconds",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseNonNegativeDecimal(v), r.kernel_seconds);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseNonNegativeDecimal(v), r.kernel_seconds); },
      "a finite, non-negative decimal number"},
     {"fp32_gflops",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseNonNegativeDecimal(v), r.fp32_gflops);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseNonNegativeDecimal(v), r.fp32_gflops); },
      "a finite, non-negative decimal number"},
     {"bandwidth_gbps",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseNonNegativeDecimal(v), r.bandwidth_gbps);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseNonNegativeDecimal(v), r.bandwidth_gbps); },
      "a finite, non-negative decimal number"},
     {"h2d_gbps",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseNonNegativeDecimal(v), r.h2d_gbps);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseNonNegativeDecimal(v), r.h2d_gbps); },
      "a finite, non-negative decimal number"},
     {"d2h_gbps",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseNonNegativeDecimal(v), r.d2h_gbps);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseNonNegativeDecimal(v), r.d2h_gbps); },
      "a finite, non-negative decimal number"},
     {"device_name",
      [](std::string_view v, GpuBenchResult& r) {
@@ -129,14 +107,10 @@ constexpr Field kFields[] = {
      },
      "1 to 255 printable ASCII characters"},
     {"memory_bytes",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseUnsigned(v, 10, 20), r.memory_bytes);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseUnsigned(v, 10, 20), r.memory_bytes); },
      "a decimal integer below 2^64"},
     {"allocatable_bytes",
-     [](std::string_view v, GpuBenchResult& r) {
-       return ParseInto(ParseUnsigned(v, 10, 20), r.allocatable_bytes);
-     },
+     [](std::string_view v, GpuBenchResult& r) { return ParseInto(ParseUnsigned(v, 10, 20), r.allocatable_bytes); },
      "a decimal integer below 2^64"},
     {"compute_capability",
      [](std::string_view v, GpuBenchResult& r) {
@@ -185,9 +159,7 @@ std::string Short(double value) {
 
 char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool IsAlnumAscii(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+bool IsAlnumAscii(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 // Lower-case alphanumeric words, without a "nvidia" word: "NVIDIA GeForce
 // RTX 4090" and "nvidia geforce rtx-4090" both give {geforce, rtx, 4090}.
@@ -213,8 +185,7 @@ bool ContainsWord(std::string_view text, std::string_view pattern) {
     size_t end = start + pattern.size();
     bool equal = std::equal(pattern.begin(), pattern.end(), text.begin() + start,
                             [](char a, char b) { return LowerAscii(a) == LowerAscii(b); });
-    if (equal && (start == 0 || !IsAlnumAscii(text[start - 1])) &&
-        (end == text.size() || !IsAlnumAscii(text[end]))) {
+    if (equal && (start == 0 || !IsAlnumAscii(text[start - 1])) && (end == text.size() || !IsAlnumAscii(text[end]))) {
       return true;
     }
   }
@@ -223,27 +194,24 @@ bool ContainsWord(std::string_view text, std::string_view pattern) {
 
 bool MemoryAgrees(uint64_t measured, uint64_t claimed) {
   double larger = static_cast<double>(std::max(measured, claimed));
-  double difference =
-      static_cast<double>(measured > claimed ? measured - claimed : claimed - measured);
+  double difference = static_cast<double>(measured > claimed ? measured - claimed : claimed - measured);
   return difference <= kMemoryRelativeTolerance * larger;
 }
 
 // The first reason the result does not show the claimed device, or "".
 std::string IdentityMismatch(const GpuBenchResult& result, const v1::GpuDevice& claimed) {
   if (NameWords(result.device_name) != NameWords(claimed.name())) {
-    return "device name mismatch: the benchmark ran on " + Quote(result.device_name) +
-           ", the node claims " + Quote(claimed.name());
+    return "device name mismatch: the benchmark ran on " + Quote(result.device_name) + ", the node claims " +
+           Quote(claimed.name());
   }
   if (!MemoryAgrees(result.memory_bytes, claimed.memory_total_bytes())) {
-    return "device memory mismatch: the benchmark saw " + std::to_string(result.memory_bytes) +
-           " bytes (" + FormatGiB(result.memory_bytes) + "), the node claims " +
-           std::to_string(claimed.memory_total_bytes()) + " bytes (" +
-           FormatGiB(claimed.memory_total_bytes()) + "); they must agree within 5%";
+    return "device memory mismatch: the benchmark saw " + std::to_string(result.memory_bytes) + " bytes (" +
+           FormatGiB(result.memory_bytes) + "), the node claims " + std::to_string(claimed.memory_total_bytes()) +
+           " bytes (" + FormatGiB(claimed.memory_total_bytes()) + "); they must agree within 5%";
   }
-  if (!claimed.compute_capability().empty() &&
-      result.compute_capability != claimed.compute_capability()) {
-    return "compute capability mismatch: the benchmark saw " + result.compute_capability +
-           ", the node claims " + Quote(claimed.compute_capability());
+  if (!claimed.compute_capability().empty() && result.compute_capability != claimed.compute_capability()) {
+    return "compute capability mismatch: the benchmark saw " + result.compute_capability + ", the node claims " +
+           Quote(claimed.compute_capability());
   }
   return "";
 }
@@ -265,20 +233,18 @@ uint64_t ExpectedGpuChecksum(uint64_t seed, uint64_t rounds) {
 
 Result<GpuBenchResult> ParseGpuBenchResult(const std::string& text) {
   if (text.size() > kMaxResultSize) {
-    return Status::InvalidArgument("GPU benchmark result is " + std::to_string(text.size()) +
-                                   " bytes; at most " + std::to_string(kMaxResultSize) +
-                                   " are expected");
+    return Status::InvalidArgument("GPU benchmark result is " + std::to_string(text.size()) + " bytes; at most " +
+                                   std::to_string(kMaxResultSize) + " are expected");
   }
   int seen_on_line[kFieldCount] = {};
   GpuBenchResult result;
   size_t start = 0;
   for (int line_number = 1; start < text.size(); ++line_number) {
     size_t newline = text.find('\n', start);
-    std::string_view line(text.data() + start,
-                          (newline == std::string::npos ? text.size() : newline) - start);
+    std::string_view line(text.data() + start, (newline == std::string::npos ? text.size() : newline) - start);
     auto bad = [&](const std::string& why) {
-      return Status::InvalidArgument("GPU benchmark result line " + std::to_string(line_number) +
-                                     " " + Quote(line) + ": " + why);
+      return Status::InvalidArgument("GPU benchmark result line " + std::to_string(line_number) + " " + Quote(line) +
+                                     ": " + why);
     };
     if (newline == std::string::npos) return bad("not ended by a newline");
     start = newline + 1;
@@ -303,8 +269,7 @@ Result<GpuBenchResult> ParseGpuBenchResult(const std::string& text) {
   }
   for (size_t i = 0; i < kFieldCount; ++i) {
     if (seen_on_line[i] == 0) {
-      return Status::InvalidArgument("GPU benchmark result has no " + std::string(kFields[i].key) +
-                                     " line");
+      return Status::InvalidArgument("GPU benchmark result has no " + std::string(kFields[i].key) + " line");
     }
   }
   return result;
@@ -329,8 +294,7 @@ const GpuClass* FindGpuClass(std::string_view model) {
   return nullptr;
 }
 
-GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t rounds,
-                      const v1::GpuDevice& claimed) {
+GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t rounds, const v1::GpuDevice& claimed) {
   GpuJudgement judgement;
   judgement.bandwidth_gbps = result.bandwidth_gbps;
   judgement.kernel_seconds = result.kernel_seconds;
@@ -344,8 +308,7 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
     return judgement;
   };
   if (result.rounds != rounds) {
-    return fail("wrong round count: got " + std::to_string(result.rounds) + ", expected " +
-                std::to_string(rounds));
+    return fail("wrong round count: got " + std::to_string(result.rounds) + ", expected " + std::to_string(rounds));
   }
   if (result.threads != kGpuBenchThreads) {
     return fail("wrong thread count: got " + std::to_string(result.threads) + ", expected " +
@@ -377,25 +340,23 @@ GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t roun
   // claim is false) is not what the node advertised.
   const uint64_t promised = capacity::UsableVram(claimed.memory_total_bytes(), claimed.reserved_memory_bytes());
   if (result.allocatable_bytes < promised / 2) {
-    return fail("only " + FormatGiB(result.allocatable_bytes) + " of device memory could be allocated; the node offers " +
-                FormatGiB(promised));
+    return fail("only " + FormatGiB(result.allocatable_bytes) +
+                " of device memory could be allocated; the node offers " + FormatGiB(promised));
   }
   const GpuClass* gpu_class = FindGpuClass(claimed.name());
   if (gpu_class == nullptr) {
     judgement.passed = true;
-    judgement.reason = "no plausibility figures for " + Quote(claimed.name()) +
-                       "; passed on checksum and device identity alone";
+    judgement.reason =
+        "no plausibility figures for " + Quote(claimed.name()) + "; passed on checksum and device identity alone";
     return judgement;
   }
   if (!(result.bandwidth_gbps >= gpu_class->min_bandwidth_gbps)) {
-    return fail("implausible for " + std::string(gpu_class->name_pattern) + ": " +
-                Short(result.bandwidth_gbps) + " GB/s device bandwidth, expected at least " +
-                Short(gpu_class->min_bandwidth_gbps));
+    return fail("implausible for " + std::string(gpu_class->name_pattern) + ": " + Short(result.bandwidth_gbps) +
+                " GB/s device bandwidth, expected at least " + Short(gpu_class->min_bandwidth_gbps));
   }
   if (result.memory_bytes < gpu_class->min_memory_bytes) {
-    return fail("implausible for " + std::string(gpu_class->name_pattern) + ": " +
-                FormatGiB(result.memory_bytes) + " of device memory, expected at least " +
-                FormatGiB(gpu_class->min_memory_bytes));
+    return fail("implausible for " + std::string(gpu_class->name_pattern) + ": " + FormatGiB(result.memory_bytes) +
+                " of device memory, expected at least " + FormatGiB(gpu_class->min_memory_bytes));
   }
   judgement.passed = true;
   return judgement;

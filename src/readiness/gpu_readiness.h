@@ -137,7 +137,6 @@ struct GpuJudgement {
 // GpuClass passes on the other checks alone, with a reason saying so.
 // Recomputes the checksum, so it costs what ExpectedGpuChecksum costs.
 // Thread-safe.
-GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t rounds,
-                      const v1::GpuDevice& claimed);
+GpuJudgement JudgeGpu(const GpuBenchResult& result, uint64_t seed, uint64_t rounds, const v1::GpuDevice& claimed);
 
 }  // namespace idlegrid::readiness

@@ -26,7 +26,6 @@ constexpr std::string_view kIterationsKey = "iterations";
 constexpr std::string_view kSecondsKey = "seconds";
 constexpr std::string_view kScoreKey = "score";
 
-
 std::string QuoteLine(std::string_view line) {
   if (line.size() <= kMaxQuotedLine) return "\"" + std::string(line) + "\"";
   return "\"" + std::string(line.substr(0, kMaxQuotedLine)) + "...\"";
@@ -63,20 +62,16 @@ std::string Fixed(double value, int fraction_digits) {
 
 }  // namespace
 
-std::vector<std::string> BenchArgs(uint64_t iterations, uint64_t seed,
-                                   const std::string& output_dir) {
+std::vector<std::string> BenchArgs(uint64_t iterations, uint64_t seed, const std::string& output_dir) {
   return {std::to_string(iterations), std::to_string(seed), output_dir};
 }
 
-uint64_t ExpectedChecksum(uint64_t seed, uint64_t iterations) {
-  return ig_cpu_kernel(seed, iterations);
-}
+uint64_t ExpectedChecksum(uint64_t seed, uint64_t iterations) { return ig_cpu_kernel(seed, iterations); }
 
 Result<BenchResult> ParseBenchResult(const std::string& text) {
   if (text.size() > kMaxResultSize) {
-    return Status::InvalidArgument("benchmark result is " + std::to_string(text.size()) +
-                                   " bytes; at most " + std::to_string(kMaxResultSize) +
-                                   " are expected");
+    return Status::InvalidArgument("benchmark result is " + std::to_string(text.size()) + " bytes; at most " +
+                                   std::to_string(kMaxResultSize) + " are expected");
   }
   std::map<std::string_view, int> seen_on_line = {
       {kChecksumKey, 0}, {kIterationsKey, 0}, {kSecondsKey, 0}, {kScoreKey, 0}};
@@ -84,11 +79,10 @@ Result<BenchResult> ParseBenchResult(const std::string& text) {
   size_t start = 0;
   for (int line_number = 1; start < text.size(); ++line_number) {
     size_t newline = text.find('\n', start);
-    std::string_view line(text.data() + start,
-                          (newline == std::string::npos ? text.size() : newline) - start);
+    std::string_view line(text.data() + start, (newline == std::string::npos ? text.size() : newline) - start);
     auto bad = [&](const std::string& why) {
-      return Status::InvalidArgument("benchmark result line " + std::to_string(line_number) + " " +
-                                     QuoteLine(line) + ": " + why);
+      return Status::InvalidArgument("benchmark result line " + std::to_string(line_number) + " " + QuoteLine(line) +
+                                     ": " + why);
     };
     if (newline == std::string::npos) return bad("not ended by a newline");
     start = newline + 1;
@@ -100,15 +94,13 @@ Result<BenchResult> ParseBenchResult(const std::string& text) {
       return bad("unknown key; expected checksum, iterations, seconds or score");
     }
     if (seen->second != 0) {
-      return bad("repeats " + std::string(key) + " (first on line " + std::to_string(seen->second) +
-                 ")");
+      return bad("repeats " + std::string(key) + " (first on line " + std::to_string(seen->second) + ")");
     }
     seen->second = line_number;
     if (!ParseValue(key, line.substr(equals + 1), result)) {
-      return bad(key == kChecksumKey ? "checksum must be 1 to 16 hex digits"
-                 : key == kIterationsKey
-                     ? "iterations must be a decimal integer below 2^64"
-                     : std::string(key) + " must be a finite, non-negative decimal number");
+      return bad(key == kChecksumKey     ? "checksum must be 1 to 16 hex digits"
+                 : key == kIterationsKey ? "iterations must be a decimal integer below 2^64"
+                                         : std::string(key) + " must be a finite, non-negative decimal number");
     }
   }
   for (const auto& [key, line_number] : seen_on_line) {
@@ -119,8 +111,7 @@ Result<BenchResult> ParseBenchResult(const std::string& text) {
   return result;
 }
 
-v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterations,
-                      double min_plausible_score) {
+v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterations, double min_plausible_score) {
   v1::Measurement measurement;
   measurement.set_cpu_score(result.score);
   auto fail = [&measurement](const std::string& reason) {
@@ -137,14 +128,13 @@ v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterati
     return fail("wrong checksum: got " + Hex(result.checksum) + ", expected " + Hex(expected));
   }
   if (!(result.seconds > 0) || !std::isfinite(result.seconds)) {
-    return fail("no plausible duration: seconds is " + Fixed(result.seconds, 9) +
-                "; it must be above 0");
+    return fail("no plausible duration: seconds is " + Fixed(result.seconds, 9) + "; it must be above 0");
   }
   double computed = static_cast<double>(iterations) / result.seconds;
   double tolerance = std::max(kScoreAbsoluteTolerance, kScoreRelativeTolerance * computed);
   if (!(std::fabs(result.score - computed) <= tolerance)) {
-    return fail("inconsistent score: reported " + Fixed(result.score, 3) +
-                " but iterations / seconds is " + Fixed(computed, 3));
+    return fail("inconsistent score: reported " + Fixed(result.score, 3) + " but iterations / seconds is " +
+                Fixed(computed, 3));
   }
   if (!(result.score >= min_plausible_score)) {
     return fail("implausibly slow: score " + Fixed(result.score, 3) + " below minimum " +

@@ -20,8 +20,7 @@ struct BenchResult {
 };
 
 // The benchmark's arguments after its entrypoint: ITERATIONS SEED OUTDIR.
-std::vector<std::string> BenchArgs(uint64_t iterations, uint64_t seed,
-                                   const std::string& output_dir);
+std::vector<std::string> BenchArgs(uint64_t iterations, uint64_t seed, const std::string& output_dir);
 
 // The checksum an honest run of `iterations` rounds from `seed` reports. Runs
 // the same kernel as the benchmark (readiness/kernel.h), so it costs the same
@@ -44,7 +43,6 @@ Result<BenchResult> ParseBenchResult(const std::string& text);
 // cpu_score is the reported score either way; measured_at_ms and
 // agent_version are left for the caller. Recomputes the checksum, so it costs
 // what ExpectedChecksum costs. Thread-safe.
-v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterations,
-                      double min_plausible_score);
+v1::Measurement Judge(const BenchResult& result, uint64_t seed, uint64_t iterations, double min_plausible_score);
 
 }  // namespace idlegrid::readiness

@@ -23,8 +23,8 @@ v1::Receipt AssembleReceipt(const v1::ReceiptStatement& statement, const std::st
   }
   r.set_pricing_rule(recorded.placement().pricing_rule());
   r.set_price_per_hour_micro(MicroFromCredits(recorded.placement().price_per_hour()));
-  r.set_charge_micro(ChargeMicro(r.price_per_hour_micro(),
-                                 ledger::BilledRunMs(recorded.started_at_ms(), recorded.finished_at_ms())));
+  r.set_charge_micro(
+      ChargeMicro(r.price_per_hour_micro(), ledger::BilledRunMs(recorded.started_at_ms(), recorded.finished_at_ms())));
   return r;
 }
 

@@ -113,7 +113,8 @@ Status AppendMessage(const Message& m, std::string& out) {
   bool first = true;
   for (size_t i = 0; i < fields.size(); ++i) {
     const FieldDescriptor* f = fields[i];
-    if (f->is_map()) return Status::InvalidArgument("field " + f->full_name() + " is a map: it has no canonical encoding");
+    if (f->is_map())
+      return Status::InvalidArgument("field " + f->full_name() + " is a map: it has no canonical encoding");
     if (AddedAfterV1(f) && IsUnset(m, f)) continue;
     if (!first) out.push_back(',');
     first = false;

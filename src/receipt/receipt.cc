@@ -84,9 +84,8 @@ Status CheckStatement(const v1::ReceiptStatement& s, const std::string& signatur
   }
   IG_ASSIGN_OR_RETURN(std::string bytes, StatementBytes(s));
   if (!SignatureVerifies(e.enrolled_public_key, bytes, signature)) {
-    return Status::PermissionDenied("receipt signature for attempt " + e.attempt_id +
-                                    " does not verify with node " + e.node_id + "'s enrolled key " +
-                                    Short(fingerprint));
+    return Status::PermissionDenied("receipt signature for attempt " + e.attempt_id + " does not verify with node " +
+                                    e.node_id + "'s enrolled key " + Short(fingerprint));
   }
   return Status::Ok();
 }
@@ -117,8 +116,7 @@ Result<std::vector<std::string>> VerifyReceipt(const v1::Receipt& r, std::string
                                     ", but the statement names node " + s.node_id().substr(0, 80));
   }
   if (s.has_provenance() && s.provenance().node_key_fingerprint() != node_fp) {
-    return Status::PermissionDenied("provenance names node key " +
-                                    s.provenance().node_key_fingerprint().substr(0, 80) +
+    return Status::PermissionDenied("provenance names node key " + s.provenance().node_key_fingerprint().substr(0, 80) +
                                     ", not the receipt's node key " + node_fp);
   }
   checked.push_back("node key " + node_fp + " is node " + key_node_id);
@@ -149,9 +147,9 @@ Result<std::vector<std::string>> VerifyReceipt(const v1::Receipt& r, std::string
                                     std::to_string(r.price_per_hour_micro()) + "/h x " + std::to_string(run_ms) +
                                     " ms = " + std::to_string(charge));
   }
-  checked.push_back("charge " + std::to_string(charge) + " micro-credits = " +
-                    std::to_string(r.price_per_hour_micro()) + " micro-credits/h x " + std::to_string(run_ms) +
-                    " ms, rounded down");
+  checked.push_back("charge " + std::to_string(charge) +
+                    " micro-credits = " + std::to_string(r.price_per_hour_micro()) + " micro-credits/h x " +
+                    std::to_string(run_ms) + " ms, rounded down");
   return checked;
 }
 

@@ -15,7 +15,8 @@ Status CheckOperatorAllows(const manifest::ImageRef& ref, const OperatorRegistri
   if (ref.digest.empty() && !settings.allow_tags) {
     return Status::InvalidArgument("image \"" + ref.Named() +
                                    "\" names a tag, and this coordinator runs registry images by digest only: "
-                                   "name it as " + ref.registry + "/" + ref.repository +
+                                   "name it as " +
+                                   ref.registry + "/" + ref.repository +
                                    "@sha256:<64 hex>, or the operator lets tags be resolved at submit with "
                                    "`idlegrid coordinator --allow-registry-tags`");
   }

@@ -21,19 +21,23 @@ Result<std::string> RunnableManifestConfig(const std::string& manifest_json, con
   }
   const auto& fields = object.fields();
   auto media = fields.find("mediaType");
-  const std::string media_type = media != fields.end() && media->second.has_string_value() ? media->second.string_value() : "";
+  const std::string media_type =
+      media != fields.end() && media->second.has_string_value() ? media->second.string_value() : "";
   auto schema = fields.find("schemaVersion");
   if (schema != fields.end() && schema->second.has_number_value() && schema->second.number_value() == 1) {
-    return Status::FailedPrecondition(reference + " is a Docker schema 1 manifest; idlegrid runs OCI image manifests: "
+    return Status::FailedPrecondition(reference +
+                                      " is a Docker schema 1 manifest; idlegrid runs OCI image manifests: "
                                       "convert it with `skopeo copy --format oci` and name the new digest");
   }
   if (media_type == kOciIndex || media_type == kDockerList || fields.count("manifests") > 0) {
-    return Status::FailedPrecondition(reference + " is an image index (one manifest per platform); name one "
+    return Status::FailedPrecondition(reference +
+                                      " is an image index (one manifest per platform); name one "
                                       "platform's manifest by its digest (`skopeo inspect --raw docker://" +
                                       reference + "` lists them)");
   }
   if (media_type == kDockerManifest) {
-    return Status::FailedPrecondition(reference + " is a Docker schema 2 manifest; idlegrid runs OCI image manifests, "
+    return Status::FailedPrecondition(reference +
+                                      " is a Docker schema 2 manifest; idlegrid runs OCI image manifests, "
                                       "whose digest the copy to a node keeps: convert it with `skopeo copy "
                                       "--format oci` and name the new digest");
   }

@@ -73,8 +73,8 @@ class SkopeoClient : public RegistryClient {
     ResolvedImage resolved;
     resolved.manifest_digest = Sha256Digest(out.stdout_text);
     if (!ref.digest.empty() && resolved.manifest_digest != ref.digest) {
-      return Status::DataLoss("registry " + ref.registry + " served a manifest for " + reference +
-                              " that hashes to " + resolved.manifest_digest);
+      return Status::DataLoss("registry " + ref.registry + " served a manifest for " + reference + " that hashes to " +
+                              resolved.manifest_digest);
     }
     IG_ASSIGN_OR_RETURN(resolved.config_digest, RunnableManifestConfig(out.stdout_text, reference));
     return resolved;
@@ -87,7 +87,8 @@ class SkopeoClient : public RegistryClient {
       return Status::InvalidArgument("image archive path \"" + archive_path + "\" contains \":\"");
     }
     IG_ASSIGN_OR_RETURN(std::vector<std::string> argv, Command(ref.registry, "copy"));
-    argv.insert(argv.end(), {"--quiet", "--preserve-digests", "docker://" + ref.Pinned(), "oci-archive:" + archive_path});
+    argv.insert(argv.end(),
+                {"--quiet", "--preserve-digests", "docker://" + ref.Pinned(), "oci-archive:" + archive_path});
     std::remove(archive_path.c_str());  // skopeo adds to an existing archive
     Result<runtime::CommandOutput> out = runtime::RunCommand(argv, options_.pull_timeout);
     if (out.ok() && out->exit_code == 0) return Status::Ok();

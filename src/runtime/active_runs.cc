@@ -38,7 +38,8 @@ void ActiveRuns::MarkFrozen(const std::string& name, bool frozen) {
   if (frozen && !e.frozen_since_) {
     e.frozen_since_ = RunControl::Clock::now();
   } else if (!frozen && e.frozen_since_) {
-    e.paused_total_ += std::chrono::duration_cast<std::chrono::milliseconds>(RunControl::Clock::now() - *e.frozen_since_);
+    e.paused_total_ +=
+        std::chrono::duration_cast<std::chrono::milliseconds>(RunControl::Clock::now() - *e.frozen_since_);
     e.frozen_since_.reset();
   }
 }

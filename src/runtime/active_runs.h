@@ -55,7 +55,7 @@ class ActiveRuns {
     ActiveRuns* const owner_;
     const std::string name_;
     const UniqueFd wake_;
-    bool kill_requested_ = false;  // guarded by owner_->mu_
+    bool kill_requested_ = false;                                // guarded by owner_->mu_
     std::optional<RunControl::Clock::time_point> frozen_since_;  // guarded by owner_->mu_
     std::chrono::milliseconds paused_total_{0};                  // guarded by owner_->mu_; ended freezes
   };

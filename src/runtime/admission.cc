@@ -77,8 +77,9 @@ RuntimeChoice ChooseGpuRuntime(const std::string& asked, bool untrusted_tenant, 
   }
   if (asked == "runsc" && !(no_gvisor.empty() && no_nvproxy.empty())) {
     // The requester chose gVisor; a weaker sandbox is not ours to pick.
-    return {"", false, "", whose + " asks for runsc (gVisor), which cannot pass this host's GPUs in: " +
-                               (no_gvisor.empty() ? no_nvproxy : no_gvisor) + "; ask for runtime runc to use this host",
+    return {"", false, "",
+            whose + " asks for runsc (gVisor), which cannot pass this host's GPUs in: " +
+                (no_gvisor.empty() ? no_nvproxy : no_gvisor) + "; ask for runtime runc to use this host",
             true};
   }
   RuntimeChoice runc{"runc", false, kGpuIsolationRunc, whose + " runs " + kHardenedRunc};
@@ -92,8 +93,8 @@ RuntimeChoice ChooseGpuRuntime(const std::string& asked, bool untrusted_tenant, 
 
 }  // namespace
 
-RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
-                            bool passes_gpus, const v1::Enforcement& enforcement) {
+RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants, bool passes_gpus,
+                            const v1::Enforcement& enforcement) {
   const std::string runtime = asked.empty() ? "runc" : asked;
   if (passes_gpus) return ChooseGpuRuntime(runtime, untrusted_tenant, gvisor_for_tenants, enforcement);
   if (runtime != "runc" || !untrusted_tenant) return {runtime, false, "", ""};

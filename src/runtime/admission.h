@@ -50,7 +50,7 @@ struct RuntimeChoice {
 // job that names runsc, refused; for the rest runc, with the sandbox every
 // runc job gets (seccomp_hardening.h, podman_args.h) and the GPUs' CDI
 // devices; never runsc without nvproxy (which cannot pass a GPU in). Pure.
-RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants,
-                            bool passes_gpus, const v1::Enforcement& enforcement);
+RuntimeChoice ChooseRuntime(const std::string& asked, bool untrusted_tenant, bool gvisor_for_tenants, bool passes_gpus,
+                            const v1::Enforcement& enforcement);
 
 }  // namespace idlegrid::runtime

@@ -52,11 +52,11 @@ struct ExitInfo {
 // What a driver runs a given attempt with, for the attempt's provenance record
 // (docs/provenance.md): enough to say later which sandbox produced a result.
 struct SandboxFacts {
-  std::string driver;            // "runc" (started directly) or "podman"
-  std::string runtime;           // the OCI runtime: "runc" or "runsc"
-  std::string runtime_version;   // first line of `<runtime> --version`, or ""
-  std::string seccomp_digest;    // "sha256:<hex>" of the profile passed, or "" when none
-  std::string job_user;          // "uid:gid" inside, and what it maps to, e.g. "1000:1000 (host 100999)"
+  std::string driver;           // "runc" (started directly) or "podman"
+  std::string runtime;          // the OCI runtime: "runc" or "runsc"
+  std::string runtime_version;  // first line of `<runtime> --version`, or ""
+  std::string seccomp_digest;   // "sha256:<hex>" of the profile passed, or "" when none
+  std::string job_user;         // "uid:gid" inside, and what it maps to, e.g. "1000:1000 (host 100999)"
 };
 
 // Receives output as it arrives: stream is "stdout" or "stderr".

@@ -93,7 +93,8 @@ namespace {
 
 Status OpenEntries(int dir, const std::string& path, int depth) {
   if (depth > kMaxDepth) return Status::Internal(path + " is nested too deep");
-  if (::fchmod(dir, 0777) != 0) return Status::Internal("cannot open " + path + " to the job user: " + std::strerror(errno));
+  if (::fchmod(dir, 0777) != 0)
+    return Status::Internal("cannot open " + path + " to the job user: " + std::strerror(errno));
   DIR* stream = ::fdopendir(dir);
   if (stream == nullptr) {
     ::close(dir);

@@ -17,16 +17,15 @@ constexpr uint64_t kCpuPeriodMicros = 100000;
 constexpr int64_t kMinCpuQuotaMicros = 1000;
 
 // podman's (and runc's) defaults for `--security-opt` unset.
-const char* const kMaskedPaths[] = {"/proc/acpi",         "/proc/kcore",     "/proc/keys",  "/proc/latency_stats",
-                                    "/proc/timer_list",   "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-                                    "/sys/firmware",      "/sys/fs/selinux", "/sys/dev/block"};
-const char* const kReadonlyPaths[] = {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
-                                      "/proc/sysrq-trigger"};
+const char* const kMaskedPaths[] = {"/proc/acpi",       "/proc/kcore",       "/proc/keys",        "/proc/latency_stats",
+                                    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+                                    "/sys/firmware",    "/sys/fs/selinux",   "/sys/dev/block"};
+const char* const kReadonlyPaths[] = {"/proc/asound", "/proc/bus", "/proc/fs",
+                                      "/proc/irq",    "/proc/sys", "/proc/sysrq-trigger"};
 
 bool Mapped(const std::vector<IdMapping>& mappings, uint32_t id) {
-  return std::any_of(mappings.begin(), mappings.end(), [id](const IdMapping& m) {
-    return id >= m.container_id && id - m.container_id < m.size;
-  });
+  return std::any_of(mappings.begin(), mappings.end(),
+                     [id](const IdMapping& m) { return id >= m.container_id && id - m.container_id < m.size; });
 }
 
 std::optional<uint32_t> ParseId(std::string_view text) {
@@ -259,8 +258,8 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
   }
   std::optional<std::pair<uint32_t, uint32_t>> user = ImageUserIds(image.user);
   if (host.job_user) {
-    const bool image_user_fits = user && user->first != 0 && Mapped(host.uid_mappings, user->first) &&
-                                 Mapped(host.gid_mappings, user->second);
+    const bool image_user_fits =
+        user && user->first != 0 && Mapped(host.uid_mappings, user->first) && Mapped(host.gid_mappings, user->second);
     if (!image_user_fits) user = host.job_user;
   }
   if (!user || !Mapped(host.uid_mappings, user->first) || !Mapped(host.gid_mappings, user->second)) {
@@ -269,7 +268,8 @@ Result<std::string> BuildOciConfig(const RunSpec& spec, const v1::Enforcement& e
         "\"; the runc runtime runs root, or numeric UID:GID ids that the agent user's subordinate ranges map");
   }
   const std::vector<std::string> argv = ContainerArgv(spec, image);
-  if (argv.empty()) return Status::InvalidArgument("no command: the job sets none and the image has no entrypoint or cmd");
+  if (argv.empty())
+    return Status::InvalidArgument("no command: the job sets none and the image has no entrypoint or cmd");
   const std::string hostname = ContainerHostname(spec.container_name);
 
   JsonWriter w;

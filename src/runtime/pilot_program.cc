@@ -13,8 +13,6 @@ IDLEGRID_EMBED_FILE(pilot_program, IDLEGRID_PILOT_PATH);
 
 namespace idlegrid::runtime {
 
-std::string_view PilotProgram() {
-  return IDLEGRID_EMBEDDED(pilot_program);
-}
+std::string_view PilotProgram() { return IDLEGRID_EMBEDDED(pilot_program); }
 
 }  // namespace idlegrid::runtime

@@ -19,8 +19,8 @@ inline constexpr char kPilotProgram[] = "/.idlegrid/pilot";
 // Writable tmpfs directories of the sandbox (oci_config.cc) that the pilot
 // clears before each task; the job's own writable mounts are emptied by the
 // agent instead (their contents are the task's outputs).
-inline const std::vector<std::string> kPilotClearedDirs = {"/tmp", "/var/tmp", "/run", "/dev/shm", "/dev/mqueue",
-                                                           "/dev"};
+inline const std::vector<std::string> kPilotClearedDirs = {"/tmp",     "/var/tmp",    "/run",
+                                                           "/dev/shm", "/dev/mqueue", "/dev"};
 // Frames larger than this are refused both ways.
 inline constexpr uint32_t kMaxPilotFrame = 1 << 20;
 

@@ -51,7 +51,6 @@ std::string FormatCpus(double cpus) {
   return s == "0" ? "0.001" : s;  // a tiny request must not become 0, which podman reads as "no cap"
 }
 
-
 // podman's "--tmpfs DEST:OPTIONS": writable by every user (the job runs as
 // one of its own), sized.
 std::string TmpfsFlag(const std::string& destination, uint64_t bytes) {
@@ -113,9 +112,10 @@ Status ValidateRunSpec(const RunSpec& spec) {
     bool ok = !uuid.empty() && uuid.size() <= 96 && std::all_of(uuid.begin(), uuid.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
     });
-    if (!ok) return Status::InvalidArgument("GPU uuid \"" + uuid +
-                                           "\" is not a device identifier: 1-96 characters of A-Z a-z 0-9 . _ - "
-                                           "(as `nvidia-smi -L` prints it)");
+    if (!ok)
+      return Status::InvalidArgument("GPU uuid \"" + uuid +
+                                     "\" is not a device identifier: 1-96 characters of A-Z a-z 0-9 . _ - "
+                                     "(as `nvidia-smi -L` prints it)");
   }
   for (const auto& [name, value] : spec.env) {
     if (!IsValidEnvName(name)) {

@@ -96,7 +96,8 @@ class ProfileFiles {
   Status Write(const std::map<std::string, JobProfile>& profiles) {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/idlegrid-seccomp-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) return Status::Internal("cannot create " + tmpl + ": " + std::strerror(errno));
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      return Status::Internal("cannot create " + tmpl + ": " + std::strerror(errno));
     dir_ = tmpl;
     for (const auto& [job_class, p] : profiles) {
       const std::string path = dir_ + "/" + (job_class.empty() ? "default" : job_class) + ".json";
@@ -211,9 +212,9 @@ class PodmanRuntime final : public ContainerRuntime {
   // Host pid of the container's first process; NotFound when it does not run.
   Result<int> InitPid(const std::string& container_name) {
     IG_RETURN_IF_ERROR(ValidateContainerName(container_name));
-    IG_ASSIGN_OR_RETURN(CommandOutput out, RunCommand({podman_, "inspect", "--format", "{{.State.Pid}}", "--",
-                                                       container_name},
-                                                      kCommandTimeout));
+    IG_ASSIGN_OR_RETURN(
+        CommandOutput out,
+        RunCommand({podman_, "inspect", "--format", "{{.State.Pid}}", "--", container_name}, kCommandTimeout));
     const int pid = out.exit_code == 0 ? std::atoi(out.stdout_text.c_str()) : 0;
     if (pid <= 0) return Status::NotFound("container " + container_name + " is not running");
     return pid;

@@ -18,8 +18,7 @@ namespace idlegrid::runtime {
 // of a new image goes on in the background from a hard link there while a
 // job on the fast driver starts; "" keeps every load synchronous.
 std::unique_ptr<ContainerRuntime> NewRoutingRuntime(std::unique_ptr<ContainerRuntime> reference,
-                                                    std::unique_ptr<ContainerRuntime> fast,
-                                                    std::string load_dir = "");
+                                                    std::unique_ptr<ContainerRuntime> fast, std::string load_dir = "");
 
 // Pure: whether an attempt goes to the fast driver, given what it offers.
 bool UseFastDriver(const RunSpec& spec, const v1::Enforcement& fast_enforcement,

@@ -138,7 +138,8 @@ std::string RuncLogErrors(std::string_view log_text) {
       const auto level = f.find("level");
       const auto msg = f.find("msg");
       if (level != f.end() && (level->second.string_value() == "error" || level->second.string_value() == "fatal")) {
-        errors += (errors.empty() ? "" : "; ") + (msg == f.end() ? std::string("(no message)") : msg->second.string_value());
+        errors +=
+            (errors.empty() ? "" : "; ") + (msg == f.end() ? std::string("(no message)") : msg->second.string_value());
       }
     }
     log_text.remove_prefix(std::min(nl + 1, log_text.size()));

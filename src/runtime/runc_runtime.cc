@@ -99,9 +99,10 @@ class RuncRuntime final : public ContainerRuntime {
         problem_(std::move(problem)),
         nproc_per_userns_(nproc_per_userns) {
     if (problem_.empty() && !job_user_) {
-      spdlog::warn("runc driver: jobs run as the agent's own uid ({}); give the agent's user subordinate ids "
-                   "(/etc/subuid, /etc/subgid) so that they run as a user that owns nothing of the agent's",
-                   ::geteuid());
+      spdlog::warn(
+          "runc driver: jobs run as the agent's own uid ({}); give the agent's user subordinate ids "
+          "(/etc/subuid, /etc/subgid) so that they run as a user that owns nothing of the agent's",
+          ::geteuid());
     }
     if (problem_.empty() && options_.pilots && nproc_per_userns_) StartPilots();
   }
@@ -165,14 +166,14 @@ class RuncRuntime final : public ContainerRuntime {
   const std::string runc_version_;
   const v1::Enforcement enforcement_;
   const std::map<std::string, ClassProfile> seccomp_;  // by job class
-  const std::string problem_;  // why this runtime cannot run anything; "" when it can
+  const std::string problem_;                          // why this runtime cannot run anything; "" when it can
   const bool nproc_per_userns_;
   std::unique_ptr<PilotPool> pilots_;  // null when pilots are off or unusable
 
   ActiveRuns active_runs_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<std::mutex>> loads_;   // guarded by mu_; one unpack per image at a time
-  std::map<std::string, image::ImageConfig> image_configs_;    // guarded by mu_; parsed once per image
+  std::map<std::string, std::shared_ptr<std::mutex>> loads_;  // guarded by mu_; one unpack per image at a time
+  std::map<std::string, image::ImageConfig> image_configs_;   // guarded by mu_; parsed once per image
 };
 
 Status RuncRuntime::LoadImage(const std::string& archive_path, const std::string& image_id) {
@@ -258,7 +259,8 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
   const std::string hostname = ContainerHostname(spec.container_name);
   RunSpec effective = spec;
   effective.host_user_processes = nproc_per_userns_ ? 0 : spec.host_user_processes + kRuncTaskAllowance;
-  IG_ASSIGN_OR_RETURN(std::string config_json, BuildOciConfig(effective, enforcement_, config, profile->second.profile, host));
+  IG_ASSIGN_OR_RETURN(std::string config_json,
+                      BuildOciConfig(effective, enforcement_, config, profile->second.profile, host));
   IG_RETURN_IF_ERROR(WriteBundleFile(host.hosts_file, ContainerHostsFile(hostname)));
   IG_RETURN_IF_ERROR(WriteBundleFile(host.hostname_file, hostname + "\n"));
   IG_RETURN_IF_ERROR(WriteBundleFile(dir + "/config.json", config_json));
@@ -268,7 +270,8 @@ Result<std::string> RuncRuntime::WriteBundle(const RunSpec& spec, const image::I
 Status RuncRuntime::ForceDelete(const std::string& name) {
   IG_ASSIGN_OR_RETURN(CommandOutput rm, RunCommand(Runc({"delete", "--force", name}), kCommandTimeout));
   if (rm.exit_code != 0) {
-    return Status::Internal("runc delete --force " + name + " failed: " + Trimmed(Tail(rm.stderr_text, kStderrTailBytes)));
+    return Status::Internal("runc delete --force " + name +
+                            " failed: " + Trimmed(Tail(rm.stderr_text, kStderrTailBytes)));
   }
   return Status::Ok();
 }
@@ -331,8 +334,8 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
     started = true;
   };
   if (pilots_ && PilotEligible(spec).ok()) {
-    std::optional<Result<ExitInfo>> piloted = pilots_->Run(
-        spec, config, sink, timeout, started_once, active->Control());
+    std::optional<Result<ExitInfo>> piloted =
+        pilots_->Run(spec, config, sink, timeout, started_once, active->Control());
     if (piloted) {
       if (piloted->ok()) (*piloted)->paused_ms = active->paused_for().count();
       return *piloted;
@@ -351,8 +354,8 @@ Result<ExitInfo> RuncRuntime::Run(const RunSpec& spec, const OutputSink& sink, m
   };
 
   ExitInfo info;
-  const Supervised run =
-      Supervise(child, active->Control(), timeout, forward, [&] { SendKill(name); }, {kKillRetryInterval, kForceKillAfter});
+  const Supervised run = Supervise(child, active->Control(), timeout, forward, [&] { SendKill(name); },
+                                   {kKillRetryInterval, kForceKillAfter});
   info.killed = run.killed;
   info.timed_out = run.timed_out;
   // runc run waits for the container's init, which reaps the job's processes.
@@ -443,8 +446,9 @@ std::unique_ptr<ContainerRuntime> NewRuncRuntime(RuncRuntimeOptions options) {
   const std::string runc = ResolveExecutable(options.runc_binary);
   if (runc.empty()) problem = "runc (" + options.runc_binary + ") is not installed";
   v1::Enforcement enforcement = options.enforcement ? *options.enforcement
-                                : ::geteuid() == 0 ? ProbeEnforcement()
-                                                   : DecideEnforcement({ProbeCgroupFacts(::geteuid()).cgroup_version, {}});
+                                : ::geteuid() == 0
+                                    ? ProbeEnforcement()
+                                    : DecideEnforcement({ProbeCgroupFacts(::geteuid()).cgroup_version, {}});
   enforcement.set_runsc_unavailable("the runc driver does not run gVisor (agent --driver auto or podman does)");
   enforcement.set_runsc_gpu_unavailable(enforcement.runsc_unavailable());
   const KernelVersion kernel = HostKernel();

@@ -73,8 +73,8 @@ struct RuncRuntimeOptions {
 
 // Never null. Resolves runc, reads and converts the seccomp profile, creates
 // the two directories and removes what a crash left there (interrupted
-// unpacks, bundles of containers runc no longer knows), once, now. If any of that fails, Runtimes() is empty and Run returns
-// FailedPrecondition saying why, so an agent can fall back to podman.
+// unpacks, bundles of containers runc no longer knows), once, now. If any of that fails, Runtimes() is empty and Run
+// returns FailedPrecondition saying why, so an agent can fall back to podman.
 //
 // Contracts beyond ContainerRuntime's:
 //   LoadImage  verifies the OCI archive (digests) and unpacks it; Ok at once

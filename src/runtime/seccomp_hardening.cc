@@ -160,8 +160,7 @@ const std::vector<std::string>& DeniedSyscalls() {
 
 Result<std::string> HardenSeccompProfile(std::string_view base, std::string_view job_class) {
   if (!job_class.empty() && job_class != kJobClassIoUring) {
-    return Status::InvalidArgument("unknown job class \"" + std::string(job_class) + "\"; known: " +
-                                   kJobClassIoUring);
+    return Status::InvalidArgument("unknown job class \"" + std::string(job_class) + "\"; known: " + kJobClassIoUring);
   }
   Struct profile;
   auto parsed = google::protobuf::util::JsonStringToMessage(std::string(base), &profile);
@@ -204,9 +203,7 @@ Result<std::string> HardenSeccompProfile(std::string_view base, std::string_view
   return w.Take();
 }
 
-std::string_view BuiltInBaseSeccompProfile() {
-  return IDLEGRID_EMBEDDED(seccomp_base);
-}
+std::string_view BuiltInBaseSeccompProfile() { return IDLEGRID_EMBEDDED(seccomp_base); }
 
 std::string SeccompDigest(std::string_view profile_json) { return Sha256Digest(profile_json); }
 

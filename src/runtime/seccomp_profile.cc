@@ -120,13 +120,15 @@ Result<std::vector<SeccompArg>> ParseArgs(const Struct& rule, const std::string&
 
 Result<std::vector<std::string>> Architectures(const Struct& profile, std::string_view go_arch) {
   const std::string host = ScmpArchForGoArch(go_arch);
-  if (host.empty()) return Status::InvalidArgument("no seccomp architecture is known for \"" + std::string(go_arch) + "\"");
+  if (host.empty())
+    return Status::InvalidArgument("no seccomp architecture is known for \"" + std::string(go_arch) + "\"");
   const Value* arch_map = Field(profile, "archMap");
   if (arch_map && arch_map->has_list_value()) {
     for (const Value& entry : arch_map->list_value().values()) {
       if (!entry.has_struct_value() || StringField(entry.struct_value(), "architecture") != host) continue;
       std::vector<std::string> out = {host};
-      IG_ASSIGN_OR_RETURN(std::vector<std::string> subs, StringList(entry.struct_value(), "subArchitectures", "archMap"));
+      IG_ASSIGN_OR_RETURN(std::vector<std::string> subs,
+                          StringList(entry.struct_value(), "subArchitectures", "archMap"));
       out.insert(out.end(), subs.begin(), subs.end());
       return out;
     }
@@ -140,8 +142,8 @@ Result<std::vector<std::string>> Architectures(const Struct& profile, std::strin
 
 std::string ScmpArchForGoArch(std::string_view go_arch) {
   static const std::pair<const char*, const char*> kArches[] = {
-      {"amd64", "SCMP_ARCH_X86_64"},  {"386", "SCMP_ARCH_X86"},         {"arm64", "SCMP_ARCH_AARCH64"},
-      {"arm", "SCMP_ARCH_ARM"},       {"ppc64le", "SCMP_ARCH_PPC64LE"}, {"s390x", "SCMP_ARCH_S390X"},
+      {"amd64", "SCMP_ARCH_X86_64"},    {"386", "SCMP_ARCH_X86"},           {"arm64", "SCMP_ARCH_AARCH64"},
+      {"arm", "SCMP_ARCH_ARM"},         {"ppc64le", "SCMP_ARCH_PPC64LE"},   {"s390x", "SCMP_ARCH_S390X"},
       {"riscv64", "SCMP_ARCH_RISCV64"}, {"mips64le", "SCMP_ARCH_MIPSEL64"}, {"mips64", "SCMP_ARCH_MIPS64"},
   };
   for (const auto& [go, scmp] : kArches) {

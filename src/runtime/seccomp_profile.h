@@ -27,7 +27,7 @@ struct SeccompArg {
 
 struct SeccompRule {
   std::vector<std::string> names;
-  std::string action;                // "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ...
+  std::string action;                 // "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ...
   std::optional<uint32_t> errno_ret;  // only when the profile gives one
   std::vector<SeccompArg> args;
 };

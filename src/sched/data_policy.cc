@@ -93,9 +93,7 @@ class DataPolicyParser {
   }
 
  private:
-  Status Error(const YAML::Mark& mark, const std::string& message) const {
-    return YamlError(filename_, mark, message);
-  }
+  Status Error(const YAML::Mark& mark, const std::string& message) const { return YamlError(filename_, mark, message); }
 
   static std::string ScalarOf(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : ""; }
 
@@ -110,8 +108,8 @@ class DataPolicyParser {
         IG_RETURN_IF_ERROR(ParseClasses(value, &policy.classes));
       } else if (key == "defaultDataClass") {
         if (!value.IsScalar() || !IsKnownDataClass(value.Scalar())) {
-          return Error(value.Mark(), "defaultDataClass: unknown data class \"" + ScalarOf(value) + "\" (known: " +
-                                         Join(KnownDataClasses()) + ")");
+          return Error(value.Mark(), "defaultDataClass: unknown data class \"" + ScalarOf(value) +
+                                         "\" (known: " + Join(KnownDataClasses()) + ")");
         }
         policy.default_class = value.Scalar();
       } else if (key == "trustedNodes") {

@@ -6,8 +6,8 @@
 
 namespace idlegrid::sched {
 
-Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, const PolicyConfig& config,
-                    size_t top_n, uint64_t seed, const std::vector<TaskView>& queue) {
+Explanation Explain(const std::vector<NodeView>& nodes, const TaskView& task, const PolicyConfig& config, size_t top_n,
+                    uint64_t seed, const std::vector<TaskView>& queue) {
   Explanation out;
   out.task_key = TaskKey(task.job_id, task.index);
   out.total_nodes = static_cast<uint32_t>(nodes.size());

@@ -49,8 +49,8 @@ double WeightOf(const AccountState& accounts, const std::string& account) {
 DominantShare DominantShareOf(const ResourceAmounts& held, const ResourceAmounts& fleet) {
   DominantShare out;
   // GPUs first: on equal fractions the scarcer resource names the share.
-  const std::pair<double, double> parts[] = {{held.gpus, fleet.gpus}, {held.cpu, fleet.cpu},
-                                             {held.memory_bytes, fleet.memory_bytes}};
+  const std::pair<double, double> parts[] = {
+      {held.gpus, fleet.gpus}, {held.cpu, fleet.cpu}, {held.memory_bytes, fleet.memory_bytes}};
   const char* names[] = {"gpu", "cpu", "memory"};
   for (size_t i = 0; i < std::size(parts); ++i) {
     const auto [amount, total] = parts[i];
@@ -130,8 +130,7 @@ std::vector<size_t> FairShareOrder(const std::vector<TaskView>& tasks, const Acc
   return order;
 }
 
-FairShareStandings::FairShareStandings(const std::vector<TaskView>& queue, AccountState accounts,
-                                       ResourceAmounts fleet)
+FairShareStandings::FairShareStandings(const std::vector<TaskView>& queue, AccountState accounts, ResourceAmounts fleet)
     : accounts_(std::move(accounts)), fleet_(fleet), queued_(queue.size()) {
   const std::vector<size_t> order = FairShareOrder(queue, accounts_, fleet_);
   for (size_t k = 0; k < order.size(); ++k) {

@@ -72,15 +72,13 @@ class FairShareQueue {
     double key;        // dominant share / weight
     uint32_t account;  // index into accounts_, which are sorted by name
   };
-  static bool Later(const Turn& a, const Turn& b) {
-    return a.key != b.key ? a.key > b.key : a.account > b.account;
-  }
+  static bool Later(const Turn& a, const Turn& b) { return a.key != b.key ? a.key > b.key : a.account > b.account; }
   void Push(uint32_t account);
 
   const ResourceAmounts fleet_;
   std::vector<Account> accounts_;
-  std::vector<Turn> heap_;     // accounts with tasks left, lowest key on top
-  int64_t current_ = -1;       // the account Next() served last, out of heap_
+  std::vector<Turn> heap_;  // accounts with tasks left, lowest key on top
+  int64_t current_ = -1;    // the account Next() served last, out of heap_
   size_t remaining_ = 0;
 };
 
@@ -92,11 +90,11 @@ std::vector<size_t> FairShareOrder(const std::vector<TaskView>& tasks, const Acc
 // Where one queued task stands, for `status --explain`.
 struct FairShareStanding {
   std::string account;
-  DominantShare dominant;          // of what the account holds now
+  DominantShare dominant;  // of what the account holds now
   double weight = 1;
-  uint32_t accounts_waiting = 0;   // accounts with tasks in the queue
-  int64_t position = -1;           // 0: next in line; -1: not in the queue given
-  size_t queued = 0;               // tasks in the queue
+  uint32_t accounts_waiting = 0;  // accounts with tasks in the queue
+  int64_t position = -1;          // 0: next in line; -1: not in the queue given
+  size_t queued = 0;              // tasks in the queue
 };
 
 // Fair-share standings of a queue, computed once (FairShareOrder) and looked

@@ -89,7 +89,8 @@ bool Enforcement(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   if (e.memory().empty()) return Reject(why, "enforcement", "cannot enforce a memory limit");
   // gVisor ignores RLIMIT_DATA, so runsc jobs need a cgroup memory cap.
   if (d.runtime == "runsc" && e.memory() != "cgroup") {
-    return Reject(why, "enforcement", "runsc needs cgroup memory limits", [&] { return std::string("memory enforced by " + e.memory()); });
+    return Reject(why, "enforcement", "runsc needs cgroup memory limits",
+                  [&] { return std::string("memory enforced by " + e.memory()); });
   }
   // A job naming runsc gets gVisor or nothing: its real GPUs need nvproxy
   // (the agent refuses rather than fall back to runc).
@@ -109,12 +110,15 @@ bool Region(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (allowed.empty() || allowed.count(n.view->region)) return true;
   std::string list;
   for (const auto& r : allowed) list += (list.empty() ? "" : "|") + r;
-  return Reject(why, "region", "outside allowed regions (" + list + ")", [&] { return std::string("node is in " + (n.view->region.empty() ? std::string("no region") : n.view->region)); });
+  return Reject(why, "region", "outside allowed regions (" + list + ")", [&] {
+    return std::string("node is in " + (n.view->region.empty() ? std::string("no region") : n.view->region));
+  });
 }
 
 bool TrustTier(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.view->trust_tier >= d.task->min_trust_tier) return true;
-  return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier), [&] { return std::string("node has tier " + std::to_string(n.view->trust_tier)); });
+  return Reject(why, "trust", "trust tier below " + std::to_string(d.task->min_trust_tier),
+                [&] { return std::string("node has tier " + std::to_string(n.view->trust_tier)); });
 }
 
 // The job's data class: the node's trust tier, region and reliability, and no
@@ -150,8 +154,10 @@ bool OwnerPolicy(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   const uint32_t limit = n.view->max_run_seconds;
   const uint32_t run = d.task->run_timeout_seconds;
   if (limit > 0 && (run == 0 || run > limit)) {
-    return Reject(why, "owner-policy", "run time over the owner's limit", [&] { return std::string("owner allows " + std::to_string(limit) + " s, task needs " +
-                      (run == 0 ? std::string("unbounded") : std::to_string(run) + " s")); });
+    return Reject(why, "owner-policy", "run time over the owner's limit", [&] {
+      return std::string("owner allows " + std::to_string(limit) + " s, task needs " +
+                         (run == 0 ? std::string("unbounded") : std::to_string(run) + " s"));
+    });
   }
   const std::string& registry = d.task->registry;
   if (!registry.empty() && !n.view->allowed_registries.count(registry)) {
@@ -178,21 +184,21 @@ bool ImageSigned(const NodeState& n, const Demand& d, DeviceMask*, Rejection* wh
   for (const std::string& id : signers) {
     if (trusted.count(id)) return true;
   }
-  return Reject(why, "image-signature", "image not signed by a key the node's owner trusts (idlegrid image sign)",
-                [&] {
-                  auto join = [](const std::set<std::string>& ids) {
-                    std::string out;
-                    for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
-                    return out.empty() ? std::string("none") : out;
-                  };
-                  return "owner trusts " + join(trusted) + "; image signed by " + join(signers);
-                });
+  return Reject(why, "image-signature", "image not signed by a key the node's owner trusts (idlegrid image sign)", [&] {
+    auto join = [](const std::set<std::string>& ids) {
+      std::string out;
+      for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
+      return out.empty() ? std::string("none") : out;
+    };
+    return "owner trusts " + join(trusted) + "; image signed by " + join(signers);
+  });
 }
 
 bool GpuCount(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   *eligible = AllDevices(n);
   if (n.devices.size() >= d.gpus) return true;
-  return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")", [&] { return std::string("node has " + std::to_string(n.devices.size())); });
+  return Reject(why, "gpu-count", "insufficient GPUs (need " + std::to_string(d.gpus) + ")",
+                [&] { return std::string("node has " + std::to_string(n.devices.size())); });
 }
 
 // A real GPU takes ordinary work once the coordinator has measured it, and
@@ -223,9 +229,8 @@ bool GpuReady(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejecti
 
 bool GpuModel(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   if (d.gpus == 0 || d.any_model) return true;
-  if (Narrow(n, d, eligible, [&](const DeviceState& dev) {
-        return std::binary_search(d.models.begin(), d.models.end(), dev.model);
-      })) {
+  if (Narrow(n, d, eligible,
+             [&](const DeviceState& dev) { return std::binary_search(d.models.begin(), d.models.end(), dev.model); })) {
     return true;
   }
   std::string want;
@@ -242,7 +247,8 @@ bool ComputeCapability(const NodeState& n, const Demand& d, DeviceMask* eligible
       })) {
     return true;
   }
-  return Reject(why, "compute-capability", "compute capability below " + Version(d.min_cc, 10), [&] { return std::string("best device has " + Version(best, 10)); });
+  return Reject(why, "compute-capability", "compute capability below " + Version(d.min_cc, 10),
+                [&] { return std::string("best device has " + Version(best, 10)); });
 }
 
 bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
@@ -254,7 +260,8 @@ bool CudaDriver(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejec
       })) {
     return true;
   }
-  return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000), [&] { return std::string("best device has " + Version(best, 1000)); });
+  return Reject(why, "cuda-driver", "CUDA driver below " + Version(d.min_cuda, 1000),
+                [&] { return std::string("best device has " + Version(best, 1000)); });
 }
 
 // Simulated GPUs never count as measured, whatever the node's tier. The tier
@@ -280,8 +287,8 @@ bool PinnedDevice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rej
 
 bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejection* why) {
   if (std::string cpu = market::CpuBidShortfall(n.cpu_ask, d.bid); !cpu.empty() && d.cpu > 0) {
-    return Reject(why, "max-price",
-                  "over max price (bid " + Money(d.bid.max_price_per_cpu_core_hour) + "/core-h)", [&] { return std::string(cpu); });
+    return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_cpu_core_hour) + "/core-h)",
+                  [&] { return std::string(cpu); });
   }
   if (d.gpus == 0 || d.bid.max_price_per_gpu_hour <= 0) return true;
   double lowest = -1;
@@ -291,24 +298,28 @@ bool MaxPrice(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejecti
       })) {
     return true;
   }
-  return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_gpu_hour) + "/GPU-h)", [&] { return std::string("lowest ask here " + Money(lowest)); });
+  return Reject(why, "max-price", "over max price (bid " + Money(d.bid.max_price_per_gpu_hour) + "/GPU-h)",
+                [&] { return std::string("lowest ask here " + Money(lowest)); });
 }
 
 // --- dynamic stages ---------------------------------------------------------
 
 bool HostCpu(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.ledger.CpuFits(d.cpu)) return true;
-  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)", [&] { return std::string(Num(n.cpu_free()) + " free"); });
+  return Reject(why, "cpu", "insufficient CPU (need " + Num(d.cpu) + " cores)",
+                [&] { return std::string(Num(n.cpu_free()) + " free"); });
 }
 
 bool HostMemory(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.ledger.MemoryFits(d.memory)) return true;
-  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")", [&] { return std::string(FormatGiB(n.memory_free()) + " free"); });
+  return Reject(why, "memory", "insufficient memory (need " + FormatGiB(d.memory) + ")",
+                [&] { return std::string(FormatGiB(n.memory_free()) + " free"); });
 }
 
 bool Disk(const NodeState& n, const Demand& d, DeviceMask*, Rejection* why) {
   if (n.ledger.DiskFits(d.disk)) return true;
-  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")", [&] { return std::string(FormatGiB(n.disk_free()) + " free"); });
+  return Reject(why, "disk", "insufficient disk (need " + FormatGiB(d.disk) + ")",
+                [&] { return std::string(FormatGiB(n.disk_free()) + " free"); });
 }
 
 // Free compute and VRAM, per device (a hard filter: VRAM never pools across devices).
@@ -334,12 +345,15 @@ bool GpuFree(const NodeState& n, const Demand& d, DeviceMask* eligible, Rejectio
   }
   const std::string eligible_count = std::to_string(std::popcount(*eligible));
   if (compute_ok < d.gpus && d.share) {
-    return Reject(why, "gpu-free", "insufficient GPU share (need " + std::to_string(d.milli) + " milli)", [&] { return std::string("best device has " + std::to_string(best_milli) + " free"); });
+    return Reject(why, "gpu-free", "insufficient GPU share (need " + std::to_string(d.milli) + " milli)",
+                  [&] { return std::string("best device has " + std::to_string(best_milli) + " free"); });
   }
   if (compute_ok < d.gpus) {
-    return Reject(why, "gpu-free", "no free GPU (need " + std::to_string(d.gpus) + ")", [&] { return std::string(std::to_string(in_use) + " of " + eligible_count + " in use"); });
+    return Reject(why, "gpu-free", "no free GPU (need " + std::to_string(d.gpus) + ")",
+                  [&] { return std::string(std::to_string(in_use) + " of " + eligible_count + " in use"); });
   }
-  return Reject(why, "gpu-free", "insufficient VRAM (need " + FormatGiB(d.vram) + ")", [&] { return std::string("best device has " + FormatGiB(best_vram) + " free"); });
+  return Reject(why, "gpu-free", "insufficient VRAM (need " + FormatGiB(d.vram) + ")",
+                [&] { return std::string("best device has " + FormatGiB(best_vram) + " free"); });
 }
 
 }  // namespace

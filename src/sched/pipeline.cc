@@ -107,8 +107,8 @@ class Run {
     const NodeState& node = snap_.nodes[i];
     Ranking r;
     if (!Evaluate(snap_, node, s->demand, *s->policy, s->eligible[i], workload_, &r, nullptr, nullptr)) return;
-    const Entry e{r.primary,       r.score, node.tiebreak, i, node.version, r.choice.devices, r.choice.price_per_hour,
-                  r.choice.max_ask};
+    const Entry e{r.primary,    r.score,          node.tiebreak,           i,
+                  node.version, r.choice.devices, r.choice.price_per_hour, r.choice.max_ask};
     s->heap.push_back(e);
     if (heapify) std::push_heap(s->heap.begin(), s->heap.end(), Worse);
     if (s->proven_heap_built && s->proven[i]) {
@@ -425,15 +425,16 @@ std::vector<market::Offer> MarketOffers(const std::vector<NodeView>& nodes) {
     if (!n.online || !n.unschedulable_reason.empty()) continue;
     std::map<std::string, double> free_by_class;
     for (size_t i = 0; i < n.gpus.size(); ++i) {
-      const uint32_t milli = i < n.gpu_free_milli.size()                   ? n.gpu_free_milli[i]
+      const uint32_t milli = i < n.gpu_free_milli.size()                ? n.gpu_free_milli[i]
                              : n.gpus[i].allocatable_memory_bytes() > 0 ? kWholeGpuMilli
-                                                                         : 0;
+                                                                        : 0;
       free_by_class[n.gpus[i].name()] += milli == kWholeGpuMilli ? 1 : 0;
     }
     for (const auto& [device_class, free] : free_by_class) {
       out.push_back({n.id, device_class, free, market::AskFor(n.asks, device_class)});
     }
-    if (n.cpu_free > 0) out.push_back({n.id, market::kCpuCoreClass, n.cpu_free, market::AskFor(n.asks, market::kCpuCoreClass)});
+    if (n.cpu_free > 0)
+      out.push_back({n.id, market::kCpuCoreClass, n.cpu_free, market::AskFor(n.asks, market::kCpuCoreClass)});
   }
   return out;
 }

@@ -42,15 +42,15 @@ std::unique_ptr<Scheduler> NewPipelineScheduler(PipelineOptions options = {});
 
 struct FilterTally {
   std::string stage;
-  std::string reason;         // "insufficient VRAM (need 20 GiB)"
+  std::string reason;  // "insufficient VRAM (need 20 GiB)"
   uint32_t nodes = 0;
-  std::string example_node;   // the first such node (by id)
-  std::string example_detail; // "best device has 8 GiB free"
+  std::string example_node;    // the first such node (by id)
+  std::string example_detail;  // "best device has 8 GiB free"
 };
 
 struct ScoreTerm {
   std::string scorer;
-  double value = 0;   // the scorer's own number
+  double value = 0;  // the scorer's own number
   double weight = 0;
   double contribution = 0;  // value x weight
 };
@@ -66,11 +66,11 @@ struct RankedCandidate {
 
 struct Explanation {
   std::string task_key;
-  std::string policy;        // the policy used ("" if the task named an unknown one)
+  std::string policy;  // the policy used ("" if the task named an unknown one)
   uint32_t total_nodes = 0;
   uint32_t feasible_nodes = 0;
-  std::vector<FilterTally> filtered;   // most nodes first
-  std::vector<RankedCandidate> top;    // best first, at most top_n
+  std::vector<FilterTally> filtered;  // most nodes first
+  std::vector<RankedCandidate> top;   // best first, at most top_n
   // "12 nodes: 9 insufficient VRAM (need 20 GiB), 2 offline, 1 over max price
   // (bid 1.00/GPU-h); waiting" or "12 nodes: 3 feasible, best n7; 9 ...".
   std::string summary;

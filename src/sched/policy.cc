@@ -13,8 +13,8 @@
 namespace idlegrid::sched {
 
 const std::vector<std::string>& KnownScorers() {
-  static const std::vector<std::string> kNames = {kScoreCache,   kScoreEnergy,      kScoreFragmentation,
-                                                  kScorePacking, kScorePrice,       kScoreReliability};
+  static const std::vector<std::string> kNames = {kScoreCache,   kScoreEnergy, kScoreFragmentation,
+                                                  kScorePacking, kScorePrice,  kScoreReliability};
   return kNames;
 }
 
@@ -24,15 +24,13 @@ PolicyRegistry BuiltinPolicies() {
   // (a packing term on top of it lowered the trace replay's saturation, see
   // docs/PERFORMANCE.md); reliability and cache locality next; price as a
   // mild preference.
-  out["balanced"] = {"balanced",
-                     {{kScoreFragmentation, 4}, {kScoreReliability, 1}, {kScoreCache, 0.5}, {kScorePrice, 0.5},
-                      {kScoreEnergy, 0.25}},
-                     Packing::kPack,
-                     false};
-  out["cheapest"] = {"cheapest",
-                     {{kScoreFragmentation, 1}, {kScoreReliability, 1}, {kScoreCache, 0.5}},
-                     Packing::kPack,
-                     true};
+  out["balanced"] = {
+      "balanced",
+      {{kScoreFragmentation, 4}, {kScoreReliability, 1}, {kScoreCache, 0.5}, {kScorePrice, 0.5}, {kScoreEnergy, 0.25}},
+      Packing::kPack,
+      false};
+  out["cheapest"] = {
+      "cheapest", {{kScoreFragmentation, 1}, {kScoreReliability, 1}, {kScoreCache, 0.5}}, Packing::kPack, true};
   out["binpack"] = {"binpack", {{kScorePacking, 1}}, Packing::kPack, false};
   out["spread"] = {"spread", {{kScorePacking, 1}, {kScoreReliability, 0.25}}, Packing::kSpread, false};
   return out;
@@ -65,9 +63,7 @@ class PolicyParser {
   }
 
  private:
-  Status Error(const YAML::Mark& mark, const std::string& message) const {
-    return YamlError(filename_, mark, message);
-  }
+  Status Error(const YAML::Mark& mark, const std::string& message) const { return YamlError(filename_, mark, message); }
 
   Result<PolicyConfig> ParseRoot(const YAML::Node& root) {
     PolicyConfig config;

@@ -27,8 +27,8 @@ struct NodeView {
   std::string id;
   std::string provider;  // the provider account that owns it (verification: one vote per provider)
   bool online = false;
-  double cpu_free = 0;        // cores not held by active attempts
-  uint64_t memory_free = 0;   // bytes not held by active attempts
+  double cpu_free = 0;       // cores not held by active attempts
+  uint64_t memory_free = 0;  // bytes not held by active attempts
   // Devices with allocatable_memory_bytes already net of the owner's reserve
   // and of what active attempts hold.
   std::vector<v1::GpuDevice> gpus;
@@ -41,19 +41,19 @@ struct NodeView {
 
   // --- Used by the pipeline scheduler (pipeline.h). The defaults keep callers
   // that fill only the fields above working and never make a node infeasible.
-  double cpu_total = 0;  // offered cores, for spread/pack (0: cpu_free is taken as the total)
-  uint64_t memory_total = 0;  // offered bytes, for fair share's fleet total (0: memory_free is taken)
-  uint64_t disk_free = kDiskUnknown;  // scratch bytes free; kDiskUnknown: not checked
-  std::string region;                 // data-residency region ("eu-west", ...)
-  int trust_tier = 0;                 // see kTrust* in pipeline.h
-  double reliability = 0.5;           // 0..1, share of attempts that ended well; 0.5: no history
+  double cpu_total = 0;                 // offered cores, for spread/pack (0: cpu_free is taken as the total)
+  uint64_t memory_total = 0;            // offered bytes, for fair share's fleet total (0: memory_free is taken)
+  uint64_t disk_free = kDiskUnknown;    // scratch bytes free; kDiskUnknown: not checked
+  std::string region;                   // data-residency region ("eu-west", ...)
+  int trust_tier = 0;                   // see kTrust* in pipeline.h
+  double reliability = 0.5;             // 0..1, share of attempts that ended well; 0.5: no history
   std::set<std::string> cached_images;  // image digests verified and loaded on the node
   std::set<std::string> cached_inputs;  // input artifact digests in the node's input cache
   std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
-  bool allows_sharing = false;        // owner lets several tasks share one GPU
-  uint32_t max_run_seconds = 0;       // owner's limit on one run; 0: none
-  std::set<std::string> allowed_registries;  // OCI registries the owner lets it pull from; empty: none
-  double energy_headroom = -1;        // 0..1 thermal/power headroom; < 0: unknown
+  bool allows_sharing = false;                      // owner lets several tasks share one GPU
+  uint32_t max_run_seconds = 0;                     // owner's limit on one run; 0: none
+  std::set<std::string> allowed_registries;         // OCI registries the owner lets it pull from; empty: none
+  double energy_headroom = -1;                      // 0..1 thermal/power headroom; < 0: unknown
   // Parallel to `gpus`: free compute share of each device in milli-GPUs
   // (1000 = no tenant). Empty: 1000 for a device with allocatable memory, 0
   // for one without (held whole).
@@ -81,8 +81,8 @@ struct TaskView {
   // Nodes that rejected or lost it before, and "provider:NAME" for providers
   // that already ran a replica of it (verification: distinct providers).
   std::set<std::string> excluded_nodes;
-  std::string pinned_node;  // only this node may run it (readiness benchmarks)
-  bool readiness = false;   // a benchmark: runs on nodes not yet schedulable
+  std::string pinned_node;    // only this node may run it (readiness benchmarks)
+  bool readiness = false;     // a benchmark: runs on nodes not yet schedulable
   std::string pinned_device;  // only this GPU (a GPU benchmark measures one device)
 
   // --- Used by the pipeline scheduler; the defaults ask for nothing extra.
@@ -92,23 +92,23 @@ struct TaskView {
   // A VRAM slice of one device: resources.gpu_memory_bytes() of it and
   // gpu_milli of its compute (may be 0), co-located with other tenants.
   bool vram_slice = false;
-  bool co_tenancy_allowed = true;       // the job's data class lets it share a GPU
-  std::string policy;                   // scheduling policy name; "": the default
-  std::set<std::string> gpu_models;     // allowed GPU models (device names); empty: any
-  std::string min_compute_capability;   // "8.0"; "": any
-  std::string min_cuda_version;         // driver's CUDA version, "12.2"; "": any
-  std::set<std::string> regions;        // allowed regions; empty: any
+  bool co_tenancy_allowed = true;      // the job's data class lets it share a GPU
+  std::string policy;                  // scheduling policy name; "": the default
+  std::set<std::string> gpu_models;    // allowed GPU models (device names); empty: any
+  std::string min_compute_capability;  // "8.0"; "": any
+  std::string min_cuda_version;        // driver's CUDA version, "12.2"; "": any
+  std::set<std::string> regions;       // allowed regions; empty: any
   int min_trust_tier = 0;
   // The job's data class as the coordinator's data policy resolves it
   // (data_policy.h); checked by the `data-class` stage. No name: no class applies.
   DataClassRule data_class;
-  std::string image;                    // manifest digest, for cache locality
-  std::vector<std::string> inputs;      // this task's input digests (placeholders filled), for input locality
-  std::string registry;                 // OCI registry the image is pulled from; "": pushed to the coordinator
-  double max_price_per_gpu_hour = 0;    // bid; 0: no limit
+  std::string image;                  // manifest digest, for cache locality
+  std::vector<std::string> inputs;    // this task's input digests (placeholders filled), for input locality
+  std::string registry;               // OCI registry the image is pulled from; "": pushed to the coordinator
+  double max_price_per_gpu_hour = 0;  // bid; 0: no limit
   double max_price_per_cpu_core_hour = 0;
-  double max_cost = 0;                  // cap on one run's estimated cost; 0: none
-  uint32_t run_timeout_seconds = 0;     // run-time bound (cost estimate, owner limits); 0: none
+  double max_cost = 0;               // cap on one run's estimated cost; 0: none
+  uint32_t run_timeout_seconds = 0;  // run-time bound (cost estimate, owner limits); 0: none
   // Ids of the keys with a valid signature over `image` (the coordinator
   // verified them), for nodes that require signed images.
   std::set<std::string> image_signers;
@@ -123,14 +123,14 @@ struct Placement {
   std::string node_id;
   std::vector<std::string> device_uuids;  // GPUs reserved for it
 
-  uint32_t gpu_milli = 0;          // held of each device (1000: whole)
-  uint64_t gpu_memory_bytes = 0;   // VRAM held of each device
-  std::string policy;              // the policy that ranked it
-  std::string pricing_rule;        // market::kPayAsAsk
-  double ask_per_gpu_hour = 0;     // highest ask among its devices
-  double bid_per_gpu_hour = 0;     // the task's bid (0: none)
-  double price_per_hour = 0;       // what the placement costs under pricing_rule
-  double estimated_cost = 0;       // price_per_hour x run-time bound (0 if unbounded)
+  uint32_t gpu_milli = 0;         // held of each device (1000: whole)
+  uint64_t gpu_memory_bytes = 0;  // VRAM held of each device
+  std::string policy;             // the policy that ranked it
+  std::string pricing_rule;       // market::kPayAsAsk
+  double ask_per_gpu_hour = 0;    // highest ask among its devices
+  double bid_per_gpu_hour = 0;    // the task's bid (0: none)
+  double price_per_hour = 0;      // what the placement costs under pricing_rule
+  double estimated_cost = 0;      // price_per_hour x run-time bound (0 if unbounded)
 };
 
 // Why a task was not placed this round, as the nodes stand after the plan:
@@ -150,9 +150,9 @@ struct Plan {
 
 // The three resources fair share weighs between accounts.
 struct ResourceAmounts {
-  double cpu = 0;           // cores
+  double cpu = 0;  // cores
   double memory_bytes = 0;
-  double gpus = 0;          // devices; a share of one counts as milli / 1000
+  double gpus = 0;  // devices; a share of one counts as milli / 1000
 
   ResourceAmounts& operator+=(const ResourceAmounts& o) {
     cpu += o.cpu;
@@ -168,7 +168,7 @@ struct ResourceAmounts {
 struct StandingState {
   double unproven_share = 1;
   std::map<std::string, std::set<std::string>, std::less<>> proven;  // image digest -> provider accounts
-  uint64_t verified_in_flight = 0;  // active attempts of verified tasks
+  uint64_t verified_in_flight = 0;                                   // active attempts of verified tasks
   uint64_t unproven_in_flight = 0;  // ... of them on an account not proven for their image
 };
 

@@ -80,8 +80,9 @@ DeviceChoice ChooseDevices(const NodeState& node, const Demand& d, DeviceMask fr
     if (!workload.empty() && !node.devices.empty()) {
       // A CPU task can strand a node's GPUs by taking the cores their tasks need.
       const uint32_t none[kMaxDevicesPerNode] = {};
-      choice.fragmentation = (NodeFragmentation(node, workload, none, d.cpu, d.memory) -
-                              NodeFragmentation(node, workload, none, 0, 0)) / 1000.0;
+      choice.fragmentation =
+          (NodeFragmentation(node, workload, none, d.cpu, d.memory) - NodeFragmentation(node, workload, none, 0, 0)) /
+          1000.0;
     }
     return choice;
   }

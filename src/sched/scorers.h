@@ -28,9 +28,9 @@ Workload BuildWorkload(const std::vector<TaskView>& tasks, size_t max_classes = 
 // Which devices a placement would hold, and what it would cost.
 struct DeviceChoice {
   DeviceMask devices = 0;
-  double price_per_hour = 0;   // pay-as-ask
-  double max_ask = 0;          // highest per-GPU-hour ask among the devices
-  double fragmentation = 0;    // GPUs' worth of fragmentation the placement adds (FGD)
+  double price_per_hour = 0;  // pay-as-ask
+  double max_ask = 0;         // highest per-GPU-hour ask among the devices
+  double fragmentation = 0;   // GPUs' worth of fragmentation the placement adds (FGD)
 };
 
 // Picks `d.gpus` devices of `free` (FreeDevices): the cheapest first; among

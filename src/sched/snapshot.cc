@@ -101,9 +101,9 @@ Snapshot BuildSnapshot(std::vector<NodeView> nodes, uint64_t seed) {
     const size_t count = std::min(v.gpus.size(), kMaxDevicesPerNode);
     n.devices.reserve(count);
     for (size_t d = 0; d < count; ++d) {
-      uint32_t milli = d < v.gpu_free_milli.size() ? v.gpu_free_milli[d]
+      uint32_t milli = d < v.gpu_free_milli.size()                ? v.gpu_free_milli[d]
                        : v.gpus[d].allocatable_memory_bytes() > 0 ? kWholeGpuMilli
-                                                                   : 0;
+                                                                  : 0;
       n.ledger.AddDevice(DeviceCapacity(v.gpus[d], milli));
       n.devices.push_back(MakeDevice(v.gpus[d], v, &snap));
       snap.max_gpu_ask = std::max(snap.max_gpu_ask, n.devices.back().ask);
@@ -147,8 +147,8 @@ Demand MakeDemand(const TaskView& task, const SchedulingPolicy& policy, const Sn
   d.bid.max_price_per_cpu_core_hour = task.max_price_per_cpu_core_hour;
   d.bid.max_cost = task.max_cost;
   d.bid.run_hours = task.run_timeout_seconds / 3600.0;
-  d.price_first = policy.price_first || task.max_price_per_gpu_hour > 0 ||
-                  task.max_price_per_cpu_core_hour > 0 || task.max_cost > 0;
+  d.price_first = policy.price_first || task.max_price_per_gpu_hour > 0 || task.max_price_per_cpu_core_hour > 0 ||
+                  task.max_cost > 0;
   return d;
 }
 
@@ -186,8 +186,7 @@ std::string ShapeKey(const Demand& d) {
   AppendRaw(&key, d.bid.max_cost);
   AppendRaw(&key, t.run_timeout_seconds);
   const uint8_t flags = (d.share ? 1 : 0) | (t.readiness ? 2 : 0) | (t.co_tenancy_allowed ? 4 : 0) |
-                        (t.resources.strict_cpu() ? 8 : 0) | (d.any_model ? 16 : 0) |
-                        (t.untrusted_tenant ? 32 : 0);
+                        (t.resources.strict_cpu() ? 8 : 0) | (d.any_model ? 16 : 0) | (t.untrusted_tenant ? 32 : 0);
   AppendRaw(&key, flags);
   AppendRaw(&key, d.models.size());
   for (uint32_t m : d.models) AppendRaw(&key, m);

@@ -29,17 +29,17 @@ using DeviceMask = uint64_t;
 // What does not change while a plan is made; what is free lives in the
 // node's ledger (NodeState::ledger), device for device.
 struct DeviceState {
-  int compute_capability = -1; // major*10 + minor; -1 unknown
-  int cuda_version = -1;       // major*1000 + minor; -1 unknown
-  bool trusted = false;        // measured and not simulated
+  int compute_capability = -1;  // major*10 + minor; -1 unknown
+  int cuda_version = -1;        // major*1000 + minor; -1 unknown
+  bool trusted = false;         // measured and not simulated
   // Offered for ordinary work (GpuDevice.unavailable_reason empty); when not,
   // whether a readiness benchmark may still use it (it awaits measurement,
   // its owner does not hold it back).
   bool ready = true;
   bool benchmark_may_use = false;
-  uint32_t model = 0;          // index into Snapshot::models
-  double ask = 0;              // per GPU-hour
-  double headroom = -1;        // 1 - power draw / limit; < 0 unknown
+  uint32_t model = 0;    // index into Snapshot::models
+  double ask = 0;        // per GPU-hour
+  double headroom = -1;  // 1 - power draw / limit; < 0 unknown
 };
 
 struct NodeState {
@@ -65,8 +65,8 @@ struct Snapshot {
   Snapshot(Snapshot&&) = default;
   Snapshot& operator=(Snapshot&&) = default;
   Snapshot(const Snapshot&) = delete;  // nodes point into views
-  std::vector<NodeView> views;  // sorted by id
-  std::vector<NodeState> nodes; // parallel to views
+  std::vector<NodeView> views;         // sorted by id
+  std::vector<NodeState> nodes;        // parallel to views
   std::vector<std::string> models;
   std::map<std::string, uint32_t, std::less<>> model_ids;
   std::map<std::string, uint32_t, std::less<>> node_ids;
@@ -90,10 +90,10 @@ struct Demand {
   double cpu = 0;
   uint64_t memory = 0;
   uint64_t disk = 0;
-  uint32_t gpus = 0;    // devices held
-  bool share = false;   // a fraction of one device, co-located with others
-  uint32_t milli = 0;   // held of each device (1000 whole)
-  uint64_t vram = 0;    // needed free on each device (held, for a share)
+  uint32_t gpus = 0;   // devices held
+  bool share = false;  // a fraction of one device, co-located with others
+  uint32_t milli = 0;  // held of each device (1000 whole)
+  uint64_t vram = 0;   // needed free on each device (held, for a share)
   int min_cc = -1;
   int min_cuda = -1;
   bool any_model = true;

@@ -103,8 +103,8 @@ struct ActiveAttempt {
   std::vector<std::string> device_uuids;  // GPUs held
   uint64_t gpu_memory_bytes = 0;          // per held GPU; 0 = the whole device
   uint64_t lease_epoch = 0;
-  uint32_t gpu_milli = 0;                 // compute share of each held GPU; 0 or 1000 = whole
-  std::string account;                    // the job's requester account (fair share)
+  uint32_t gpu_milli = 0;  // compute share of each held GPU; 0 or 1000 = whole
+  std::string account;     // the job's requester account (fair share)
 };
 
 struct NewAttempt {
@@ -120,19 +120,28 @@ struct NewAttempt {
 
 // Per-node outcomes of attempts that ended in a time window (reliability).
 struct NodeOutcomes {
-  uint32_t succeeded = 0;     // attempts that ran to success
-  uint32_t job_failed = 0;    // the job's own failures (not the node's fault)
-  uint32_t node_lost = 0;     // leases lost: the node vanished mid-attempt
-  uint32_t node_failed = 0;   // platform failures, ack timeouts on this node
+  uint32_t succeeded = 0;    // attempts that ran to success
+  uint32_t job_failed = 0;   // the job's own failures (not the node's fault)
+  uint32_t node_lost = 0;    // leases lost: the node vanished mid-attempt
+  uint32_t node_failed = 0;  // platform failures, ack timeouts on this node
 
   // Counts `n` attempts that ended so (see jobs::FaultOf).
   void Add(v1::TaskState attempt_state, v1::FailureReason reason, uint32_t n) {
     switch (jobs::FaultOf(attempt_state, reason)) {
-      case jobs::AttemptFault::kSucceeded: succeeded += n; break;
-      case jobs::AttemptFault::kJob: job_failed += n; break;
-      case jobs::AttemptFault::kNodeLost: node_lost += n; break;
-      case jobs::AttemptFault::kNode: node_failed += n; break;
-      case jobs::AttemptFault::kUncounted: break;
+      case jobs::AttemptFault::kSucceeded:
+        succeeded += n;
+        break;
+      case jobs::AttemptFault::kJob:
+        job_failed += n;
+        break;
+      case jobs::AttemptFault::kNodeLost:
+        node_lost += n;
+        break;
+      case jobs::AttemptFault::kNode:
+        node_failed += n;
+        break;
+      case jobs::AttemptFault::kUncounted:
+        break;
     }
   }
 };
@@ -154,12 +163,12 @@ struct NodeRecord {
   v1::NodeInfo info;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;
-  std::string public_key;        // Ed25519; the node id derives from it
-  uint64_t last_sequence = 0;    // highest advertisement sequence accepted
+  std::string public_key;      // Ed25519; the node id derives from it
+  uint64_t last_sequence = 0;  // highest advertisement sequence accepted
   v1::Advertisement advertisement;
   v1::Measurement measurement;
   bool draining = false;
-  int64_t drain_deadline_ms = 0;  // 0: none
+  int64_t drain_deadline_ms = 0;            // 0: none
   std::string provider = kOperatorAccount;  // the account whose join token enrolled it
 };
 
@@ -175,8 +184,8 @@ struct AccountRecord {
   std::string name;
   std::string role;  // "operator" | "requester" | "provider"
   int64_t created_ms = 0;
-  double weight = 1;  // fair share
-  uint32_t max_queued_tasks = 0;   // 0: no account limit (the coordinator's default applies)
+  double weight = 1;              // fair share
+  uint32_t max_queued_tasks = 0;  // 0: no account limit (the coordinator's default applies)
   uint32_t max_running_tasks = 0;
   uint64_t max_stored_bytes = 0;
 };
@@ -188,10 +197,10 @@ struct AccountUsage {
 };
 
 struct TokenRecord {
-  std::string id;       // not secret: 16 hex digits of the hash, names it for revoke
-  std::string hash;     // Sha256Digest of the token; the token itself is never stored
+  std::string id;    // not secret: 16 hex digits of the hash, names it for revoke
+  std::string hash;  // Sha256Digest of the token; the token itself is never stored
   std::string account;
-  std::string role;     // the account's role (read back joined; ignored on insert)
+  std::string role;  // the account's role (read back joined; ignored on insert)
   std::string name;
   uint32_t scopes = 0;  // auth::Scope bits
   int64_t created_ms = 0;
@@ -258,8 +267,7 @@ class Store {
   // Inserts the job and `spec.array_count` QUEUED tasks. AlreadyExists if the id is taken.
   virtual Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
                            int64_t now_ms, const std::string& account) = 0;
-  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                   int64_t now_ms) {
+  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest, int64_t now_ms) {
     return CreateJob(job_id, spec, spec_digest, now_ms, kOperatorAccount);
   }
   // The job with its tasks, their attempts and outputs. NotFound if absent.
@@ -301,8 +309,7 @@ class Store {
   // attempt's, or a newer attempt of the task superseded it. CHECKPOINTED
   // reports replace the task's checkpoint (every file must be a stored
   // artifact: NotFound otherwise).
-  virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id,
-                                                 const v1::ReportAttemptRequest& report,
+  virtual Result<EventResult> ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
                                                  int64_t now_ms) = 0;
   // Stores `receipt` as the attempt's receipt (docs/receipts.md; the caller
   // passes the countersigned one), replacing any: it is not checked here.
@@ -359,7 +366,7 @@ class Store {
   virtual Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) = 0;
   // Artifacts held only by expired upload holds: removed as DeleteJob does.
   virtual Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) = 0;
-  // Fails a QUEUED task that can never run (e.g. unknown image). 
+  // Fails a QUEUED task that can never run (e.g. unknown image).
   virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
                                 const std::string& message, int64_t now_ms) = 0;
 
@@ -479,8 +486,7 @@ class Store {
   // QUEUED tasks whose excluded list has an entry starting with `prefix`
   // (known-answer checks waiting for their provider), oldest change first,
   // with when they last changed.
-  virtual Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix,
-                                                                          size_t limit) = 0;
+  virtual Result<std::vector<std::pair<TaskKey, int64_t>>> TasksExcluding(const std::string& prefix, size_t limit) = 0;
   // Every record of `provider` (its images, and "" for itself).
   virtual Result<std::vector<TrustRecord>> TrustOf(const std::string& provider) = 0;
   // Its SUCCEEDED attempts voted "agreed" or "unverified" that finished at or

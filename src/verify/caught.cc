@@ -31,8 +31,8 @@ CaughtOutcome OnCaught(const std::string& provider, uint32_t reliability, uint32
   // A quorum the provider was part of rests on the others' word alone now.
   for (const AcceptedResult& r : history) {
     if (r.check != Check::kReplicated) continue;
-    const bool voted = r.provider == provider ||
-                       std::find(r.vouched_by.begin(), r.vouched_by.end(), provider) != r.vouched_by.end();
+    const bool voted =
+        r.provider == provider || std::find(r.vouched_by.begin(), r.vouched_by.end(), provider) != r.vouched_by.end();
     if (voted) out.demote.push_back(r.result_id);
   }
   return out;

@@ -3,7 +3,7 @@
 namespace idlegrid::verify {
 
 Result<ChallengeVerdict> JudgeChallenge(const CompareSpec& compare, const std::vector<OutputFile>& known_answer,
-                                const std::vector<OutputFile>& answer) {
+                                        const std::vector<OutputFile>& answer) {
   Status known = CheckComparable(compare, known_answer);
   if (!known.ok()) return known.WithContext("known answer");
   Status comparable = CheckComparable(compare, answer);

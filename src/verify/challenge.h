@@ -35,6 +35,6 @@ struct ChallengeVerdict {
 // under `compare`; a malformed answer fails. InvalidArgument when the known
 // answer itself cannot be compared: the operator's error, not the provider's.
 Result<ChallengeVerdict> JudgeChallenge(const CompareSpec& compare, const std::vector<OutputFile>& known_answer,
-                                const std::vector<OutputFile>& answer);
+                                        const std::vector<OutputFile>& answer);
 
 }  // namespace idlegrid::verify

@@ -4,10 +4,14 @@ namespace idlegrid::verify {
 
 const char* FailureName(VerificationFailure failure) {
   switch (failure) {
-    case VerificationFailure::kOutvoted: return "outvoted";
-    case VerificationFailure::kNoQuorum: return "no_quorum";
-    case VerificationFailure::kChallengeFailed: return "challenge_failed";
-    case VerificationFailure::kMalformedOutput: return "malformed_output";
+    case VerificationFailure::kOutvoted:
+      return "outvoted";
+    case VerificationFailure::kNoQuorum:
+      return "no_quorum";
+    case VerificationFailure::kChallengeFailed:
+      return "challenge_failed";
+    case VerificationFailure::kMalformedOutput:
+      return "malformed_output";
   }
   return "";
 }

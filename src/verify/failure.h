@@ -7,10 +7,10 @@
 namespace idlegrid::verify {
 
 enum class VerificationFailure {
-  kOutvoted,          // this run's result disagreed with the quorum's: wrong
-  kNoQuorum,          // the runs allowed ended without enough matching results
-  kChallengeFailed,   // a known-answer task came back with another answer: wrong
-  kMalformedOutput,   // an output the comparison needs is missing or unparsable: wrong
+  kOutvoted,         // this run's result disagreed with the quorum's: wrong
+  kNoQuorum,         // the runs allowed ended without enough matching results
+  kChallengeFailed,  // a known-answer task came back with another answer: wrong
+  kMalformedOutput,  // an output the comparison needs is missing or unparsable: wrong
 };
 
 // "outvoted", "no_quorum", "challenge_failed", "malformed_output".

@@ -14,17 +14,20 @@ struct Group {
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kAccept: return "accept";
-    case Verdict::kNeedMoreRuns: return "need_more_runs";
-    case Verdict::kWait: return "wait";
-    case Verdict::kFail: return "fail";
+    case Verdict::kAccept:
+      return "accept";
+    case Verdict::kNeedMoreRuns:
+      return "need_more_runs";
+    case Verdict::kWait:
+      return "wait";
+    case Verdict::kFail:
+      return "fail";
   }
   return "";
 }
 
 QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& compare,
-                            const std::vector<ReplicaResult>& results, uint32_t runs_started,
-                            uint32_t runs_running) {
+                            const std::vector<ReplicaResult>& results, uint32_t runs_started, uint32_t runs_running) {
   QuorumDecision d;
   std::set<std::string> providers;
   std::vector<Group> groups;
@@ -75,8 +78,8 @@ QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& comp
       }
     }
     d.wrong.insert(d.wrong.end(), malformed.begin(), malformed.end());
-    d.reason = std::to_string(best_size) + " of " + std::to_string(providers.size()) +
-               " providers agree (quorum " + std::to_string(rule.quorum) + ")";
+    d.reason = std::to_string(best_size) + " of " + std::to_string(providers.size()) + " providers agree (quorum " +
+               std::to_string(rule.quorum) + ")";
     return d;
   }
 

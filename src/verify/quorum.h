@@ -33,10 +33,10 @@ struct ReplicationRule {
 };
 
 enum class Verdict {
-  kAccept,          // `agreeing` hold the result; `wrong` are proven wrong
-  kNeedMoreRuns,    // start `more_runs` runs, each on a provider not yet used
-  kWait,            // runs in flight can still decide it
-  kFail,            // no quorum is possible within max_replicas (VerificationFailure::kNoQuorum)
+  kAccept,        // `agreeing` hold the result; `wrong` are proven wrong
+  kNeedMoreRuns,  // start `more_runs` runs, each on a provider not yet used
+  kWait,          // runs in flight can still decide it
+  kFail,          // no quorum is possible within max_replicas (VerificationFailure::kNoQuorum)
 };
 
 const char* VerdictName(Verdict verdict);
@@ -63,7 +63,6 @@ struct QuorumDecision {
 // by CompareOutputs against each group's first member; a group of `quorum`
 // distinct providers that leads every other by `margin` wins.
 QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& compare,
-                            const std::vector<ReplicaResult>& results, uint32_t runs_started,
-                            uint32_t runs_running);
+                            const std::vector<ReplicaResult>& results, uint32_t runs_started, uint32_t runs_running);
 
 }  // namespace idlegrid::verify

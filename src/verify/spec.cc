@@ -98,8 +98,9 @@ std::optional<Violation> CheckRates(const v1::Verification& v, Mode mode) {
     return Bad("trust_threshold", "trustThreshold", std::string("has no meaning for mode ") + ModeName(mode));
   }
   if (v.trust_threshold() > kMaxTrustThreshold) {
-    return Bad("trust_threshold", "trustThreshold",
-               "must be at most " + std::to_string(kMaxTrustThreshold) + ", got " + std::to_string(v.trust_threshold()));
+    return Bad(
+        "trust_threshold", "trustThreshold",
+        "must be at most " + std::to_string(kMaxTrustThreshold) + ", got " + std::to_string(v.trust_threshold()));
   }
   if (!(std::isfinite(v.audit_floor()) && v.audit_floor() >= 0 && v.audit_floor() <= 1)) {
     return Bad("audit_floor", "auditFloor", "must be a fraction between 0 and 1");
@@ -117,10 +118,14 @@ std::optional<Violation> CheckRates(const v1::Verification& v, Mode mode) {
 
 const char* ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kNone: return "none";
-    case Mode::kReplicate: return "replicate";
-    case Mode::kAdaptive: return "adaptive";
-    case Mode::kChallenge: return "challenge";
+    case Mode::kNone:
+      return "none";
+    case Mode::kReplicate:
+      return "replicate";
+    case Mode::kAdaptive:
+      return "adaptive";
+    case Mode::kChallenge:
+      return "challenge";
   }
   return "none";
 }

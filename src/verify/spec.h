@@ -26,7 +26,7 @@ enum class TableFormat { kJson, kCsv };
 
 // One output compared by its numbers rather than its bytes (tolerance.h).
 struct ToleranceRule {
-  std::string output;               // path under the output directory
+  std::string output;  // path under the output directory
   TableFormat format = TableFormat::kJson;
   std::vector<std::string> fields;  // json: dotted paths; csv: column names; empty: every number
   double relative = 0;

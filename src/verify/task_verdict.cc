@@ -49,10 +49,14 @@ bool Matches(const CompareSpec& compare, const RunRecord& accepted, const RunRec
 
 const char* TaskOutcomeName(TaskOutcome outcome) {
   switch (outcome) {
-    case TaskOutcome::kAccept: return "accept";
-    case TaskOutcome::kMoreRuns: return "more_runs";
-    case TaskOutcome::kFail: return "fail";
-    case TaskOutcome::kNothing: return "nothing";
+    case TaskOutcome::kAccept:
+      return "accept";
+    case TaskOutcome::kMoreRuns:
+      return "more_runs";
+    case TaskOutcome::kFail:
+      return "fail";
+    case TaskOutcome::kNothing:
+      return "nothing";
   }
   return "?";
 }
@@ -171,8 +175,8 @@ TaskVerdict DecideTask(const TaskVerdictInput& in) {
       for (const RunRecord& run : in.runs) {
         if (Started(run) && !run.provider.empty()) AddOnce(out.exclude_providers, run.provider);
       }
-      out.line = "verifying: " + std::to_string(voters.size()) + " result(s) so far, " +
-                 std::to_string(rule.quorum) + " must agree; another run on a provider not yet used";
+      out.line = "verifying: " + std::to_string(voters.size()) + " result(s) so far, " + std::to_string(rule.quorum) +
+                 " must agree; another run on a provider not yet used";
       if (!d.reason.empty()) out.line += " (" + d.reason + ")";
       return out;
     }
@@ -212,9 +216,9 @@ DemoteDecision DecideDemote(const VerificationSpec& spec, const std::string& cau
   }
   out.reopen = true;
   for (const RunRecord* run : others) {
-    out.votes.push_back({run->attempt_id, "pending",
-                         "re-verifying: it agreed with provider " + caught + ", proven wrong (attempt " + caught_on + ")",
-                         false});
+    out.votes.push_back(
+        {run->attempt_id, "pending",
+         "re-verifying: it agreed with provider " + caught + ", proven wrong (attempt " + caught_on + ")", false});
   }
   for (const RunRecord& run : runs) {
     if (Started(run) && !run.provider.empty()) AddOnce(out.exclude_providers, run.provider);

@@ -33,7 +33,7 @@ struct RunRecord {
   std::string attempt_id;
   std::string provider;  // the provider account owning the attempt's node
   v1::TaskState state = v1::QUEUED;
-  std::string vote;      // v1::Attempt.vote
+  std::string vote;  // v1::Attempt.vote
   std::vector<OutputFile> outputs;
 };
 
@@ -61,9 +61,9 @@ struct TaskVerdictInput {
 // What the verdict writes on one attempt.
 struct VoteWrite {
   std::string attempt_id;
-  std::string vote;    // v1::Attempt.vote
-  std::string reason;  // v1::Attempt.vote_reason
-  bool failed = false; // the attempt becomes FAILED with VERIFICATION_FAILED (a wrong result)
+  std::string vote;     // v1::Attempt.vote
+  std::string reason;   // v1::Attempt.vote_reason
+  bool failed = false;  // the attempt becomes FAILED with VERIFICATION_FAILED (a wrong result)
 };
 
 enum class TaskOutcome {

@@ -82,8 +82,7 @@ Status CheckJsonFields(const ToleranceRule& rule, const Value& root) {
 
 class JsonWalk {
  public:
-  explicit JsonWalk(const ToleranceRule& rule)
-      : rule_(rule), listed_(rule.fields.begin(), rule.fields.end()) {}
+  explicit JsonWalk(const ToleranceRule& rule) : rule_(rule), listed_(rule.fields.begin(), rule.fields.end()) {}
 
   // The first difference under `path`, or "" when a and b match.
   std::string Diff(const std::string& path, const Value& a, const Value& b) const {
@@ -92,8 +91,8 @@ class JsonWalk {
     switch (a.kind_case()) {
       case Value::kNumberValue: {
         const bool tolerant = listed_.empty() || listed_.contains(path);
-        const bool equal = tolerant ? WithinBounds(rule_, a.number_value(), b.number_value())
-                                    : a.number_value() == b.number_value();
+        const bool equal =
+            tolerant ? WithinBounds(rule_, a.number_value(), b.number_value()) : a.number_value() == b.number_value();
         return equal ? "" : NumberDifference(where, a.number_value(), b.number_value(), tolerant, rule_);
       }
       case Value::kStringValue:

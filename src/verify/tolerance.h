@@ -29,7 +29,6 @@ Status CheckWellFormed(const ToleranceRule& rule, std::string_view content);
 
 // Compares two contents of rule.output. InvalidArgument (prefixed "first: "
 // or "second: ") when either is malformed.
-Result<Comparison> CompareWithTolerance(const ToleranceRule& rule, std::string_view first,
-                                        std::string_view second);
+Result<Comparison> CompareWithTolerance(const ToleranceRule& rule, std::string_view first, std::string_view second);
 
 }  // namespace idlegrid::verify

@@ -26,10 +26,14 @@ const v1::OutputFile* FindOutput(const v1::Attempt& attempt, const std::string& 
 
 std::string StepStateOfJob(const v1::Job& job) {
   switch (job.state()) {
-    case v1::SUCCEEDED: return kSucceeded;
-    case v1::FAILED: return kFailed;
-    case v1::CANCELLED: return kCancelled;
-    default: return kRunning;
+    case v1::SUCCEEDED:
+      return kSucceeded;
+    case v1::FAILED:
+      return kFailed;
+    case v1::CANCELLED:
+      return kCancelled;
+    default:
+      return kRunning;
   }
 }
 
@@ -37,8 +41,8 @@ std::string StepStateOfJob(const v1::Job& job) {
 std::string FailureOf(const v1::Job& job) {
   for (const v1::Task& t : job.tasks()) {
     if (t.state() != v1::FAILED) continue;
-    std::string line = "job " + job.id() + " task " + std::to_string(t.index()) + " " +
-                       jobs::ReasonName(t.failure_reason());
+    std::string line =
+        "job " + job.id() + " task " + std::to_string(t.index()) + " " + jobs::ReasonName(t.failure_reason());
     if (!t.message().empty()) line += ": " + t.message();
     return line;
   }

@@ -52,10 +52,10 @@ struct StepToSubmit {
 };
 
 struct Plan {
-  std::vector<v1::WorkflowStep> steps;  // every step's row after the plan, in spec order
-  std::vector<StepToSubmit> submit;     // steps ready to run (or to take from the cache)
-  std::vector<std::string> cancel_jobs; // running steps' jobs to cancel
-  std::string state;                    // the workflow's state after the plan
+  std::vector<v1::WorkflowStep> steps;   // every step's row after the plan, in spec order
+  std::vector<StepToSubmit> submit;      // steps ready to run (or to take from the cache)
+  std::vector<std::string> cancel_jobs;  // running steps' jobs to cancel
+  std::string state;                     // the workflow's state after the plan
 };
 
 // The next move of `workflow` (spec, state, steps as stored; a step without

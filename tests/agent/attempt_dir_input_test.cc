@@ -139,7 +139,10 @@ TEST_F(DirInputAttemptTest, AHostileArchiveFailsBeforeTheRunNamingTheEntry) {
   std::snprintf(&h[136], 12, "%011o", 0);
   h[156] = '2';
   std::memcpy(&h[157], "/etc", 4);
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;

@@ -52,8 +52,7 @@ bool FakeRuntime::HasImage(const std::string& image_id) {
 }
 
 Result<runtime::ExitInfo> FakeRuntime::Run(const runtime::RunSpec& spec, const runtime::OutputSink& sink,
-                                           std::chrono::milliseconds timeout,
-                                           const std::function<void()>& on_started) {
+                                           std::chrono::milliseconds timeout, const std::function<void()>& on_started) {
   runs.push_back(spec);
   timeouts.push_back(timeout);
   if (!start) return exit;

@@ -51,10 +51,10 @@ class FakeRuntime : public runtime::ContainerRuntime {
 
   // What Run does (set before the attempt).
   Result<runtime::ExitInfo> exit = Exit(0);
-  std::map<std::string, std::string> outputs;  // relative path -> contents, in the output mount
-  std::map<std::string, std::string> checkpoint_files;  // the same, in the checkpoint mount
-  size_t extra_output_files = 0;               // this many more empty files, "f<i>"
-  bool start = true;                           // false: fails before on_started
+  std::map<std::string, std::string> outputs;                  // relative path -> contents, in the output mount
+  std::map<std::string, std::string> checkpoint_files;         // the same, in the checkpoint mount
+  size_t extra_output_files = 0;                               // this many more empty files, "f<i>"
+  bool start = true;                                           // false: fails before on_started
   std::function<void(const runtime::RunSpec&)> while_running;  // after on_started, before the files
   bool has_image = true;
 
@@ -80,9 +80,7 @@ class FakeHost : public AttemptHost {
  public:
   // `policy` as the test set it; with `owner` set, the owner's real rules
   // (agent/local_policy.h) on that policy instead.
-  Status CheckLocalPolicy(const v1::Assignment& a) override {
-    return owner ? CheckOwnerPolicy(a, *owner) : policy;
-  }
+  Status CheckLocalPolicy(const v1::Assignment& a) override { return owner ? CheckOwnerPolicy(a, *owner) : policy; }
   // The agent's own rule (local_policy.h) over `trusted_image_keys`.
   Status CheckImageSignatures(const v1::Assignment& a) override { return CheckImageTrust(a, trusted_image_keys); }
   Status ReserveCapacity(const v1::Assignment& a) override;
@@ -100,7 +98,7 @@ class FakeHost : public AttemptHost {
   std::optional<v1::LocalPolicy> owner;
   Status capacity;
   std::vector<v1::GpuDevice> gpus;
-  NodeFacts facts;  // what Facts answers
+  NodeFacts facts;   // what Facts answers
   int releases = 0;  // ReleaseCapacity calls for a held attempt
 
  private:

@@ -44,8 +44,7 @@ TEST_F(OutputCapTest, AJobWritingPastItsTotalWhileRunningIsKilledAsOutputLimit) 
     // Three files of 1 MiB each, under the per-file cap, past the 2 MiB total;
     // then it would run on until stopped.
     for (int i = 0; i < 3; ++i) {
-      std::ofstream(spec.mounts[0].host_path + "/part" + std::to_string(i), std::ios::binary)
-          << std::string(kMiB, 'x');
+      std::ofstream(spec.mounts[0].host_path + "/part" + std::to_string(i), std::ios::binary) << std::string(kMiB, 'x');
     }
     killed = runtime_.WaitForKill(std::chrono::seconds(10));
     runtime::ExitInfo gone = Exit(137);

@@ -233,8 +233,7 @@ TEST_F(AttemptRunnerTest, ARegistryTheOwnerDoesNotAllowIsRejectedBeforeAnyPull) 
   // Not node_busy: the coordinator counts it as the owner's refusal (no retry
   // used) and offers the task to this node no more.
   EXPECT_EQ(Last().failure_reason(), v1::FAILURE_REASON_UNSPECIFIED);
-  EXPECT_NE(Last().message().find("registry 127.0.0.1:5000 is not in this node's allowedRegistries"),
-            std::string::npos)
+  EXPECT_NE(Last().message().find("registry 127.0.0.1:5000 is not in this node's allowedRegistries"), std::string::npos)
       << Last().message();
   EXPECT_EQ(images_.ensure_calls, 0);
   EXPECT_TRUE(runtime_.runs.empty());

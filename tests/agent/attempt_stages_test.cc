@@ -28,12 +28,11 @@ TEST(BuildRunSpecTest, TheJobsEnvComesFirstThenWhatIdlegridTellsIt) {
   layout.checkpoint_dir = "/s/checkpoint";
   EXPECT_EQ(BuildRunSpec(Task(0, ""), layout).env,
             (Env{{"A", "1"}, {"IDLEGRID_TASK_INDEX", "3"}, {"IDLEGRID_TASK_COUNT", "1"}, {"IDLEGRID_JOB_ID", "j1"}}));
-  EXPECT_EQ(BuildRunSpec(Task(8, "/ckpt"), layout).env,
-            (Env{{"A", "1"},
-                 {"IDLEGRID_TASK_INDEX", "3"},
-                 {"IDLEGRID_TASK_COUNT", "8"},
-                 {"IDLEGRID_JOB_ID", "j1"},
-                 {"IDLEGRID_CHECKPOINT_DIR", "/ckpt"}}));
+  EXPECT_EQ(BuildRunSpec(Task(8, "/ckpt"), layout).env, (Env{{"A", "1"},
+                                                             {"IDLEGRID_TASK_INDEX", "3"},
+                                                             {"IDLEGRID_TASK_COUNT", "8"},
+                                                             {"IDLEGRID_JOB_ID", "j1"},
+                                                             {"IDLEGRID_CHECKPOINT_DIR", "/ckpt"}}));
 }
 
 TEST(BuildRunSpecTest, OnlyArrayTasksWithoutCheckpointsShareASandbox) {

@@ -222,8 +222,8 @@ TEST_F(GpuTelemetryAttemptTest, TheSignedReceiptStatementCarriesTheRealGpusUsage
   EXPECT_EQ(m.gpus(0).samples(), 2u);  // at the start, at the exit
   EXPECT_EQ(m.gpus(0).utilization_pct_max(), 87u);
   EXPECT_EQ(m.gpus(0).memory_used_bytes_max(), kH200MemoryUsed);
-  receipt::StatementExpectation expected{a.job_id(), a.task_index(), a.attempt_id(), a.lease_epoch(),
-                                         key_.node_id(), key_.public_key()};
+  receipt::StatementExpectation expected{a.job_id(),      a.task_index(), a.attempt_id(),
+                                         a.lease_epoch(), key_.node_id(), key_.public_key()};
   const Status genuine = receipt::CheckStatement(done.receipt_statement(), done.receipt_signature(), expected);
   EXPECT_TRUE(genuine.ok()) << genuine.message();
   v1::ReceiptStatement edited = done.receipt_statement();

@@ -118,9 +118,11 @@ TEST(SamplesOf, TakesTheAskedDevicesInTheirOrderWithFailedFieldsUnset) {
   reading.available = true;
   reading.devices.push_back({Device("GPU-x"), true, "", {}});
   reading.devices.push_back({Device("GPU-b", {"power_draw_mw: nvmlDeviceGetPowerUsage returned 3 (Not Supported)",
-                                             "utilization: symbol nvmlDeviceGetUtilizationRates missing",
-                                             "memory_clock_mhz: nvmlDeviceGetClockInfo returned 999 (Unknown Error)"}),
-                             true, "", {}});
+                                              "utilization: symbol nvmlDeviceGetUtilizationRates missing",
+                                              "memory_clock_mhz: nvmlDeviceGetClockInfo returned 999 (Unknown Error)"}),
+                             true,
+                             "",
+                             {}});
   reading.devices.push_back({Device("GPU-a"), true, "", {}});
   const auto samples = SamplesOf(reading, {"GPU-a", "GPU-b", "GPU-gone"});
   ASSERT_EQ(samples.size(), 2u);

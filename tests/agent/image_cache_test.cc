@@ -90,7 +90,8 @@ TEST_F(ImageCacheTest, AVerifiedManifestIsNotTakenForAnotherConfig) {
   swapped.set_image_config_digest("sha256:" + std::string(64, 'e'));
   auto id = cache.Ensure(swapped);
   ASSERT_FALSE(id.ok()) << "served image " << *id;
-  EXPECT_EQ(id.status().message().rfind("image archive:", 0), 0u) << "fetched and verified anew: " << id.status().message();
+  EXPECT_EQ(id.status().message().rfind("image archive:", 0), 0u)
+      << "fetched and verified anew: " << id.status().message();
   EXPECT_EQ(runtime_.load_image_calls, 0);
 }
 
@@ -102,8 +103,8 @@ class RegistryImageCacheTest : public ImageCacheTest {
     auto registry = idlegrid::testing::TestRegistry::Start(dir_);
     ASSERT_TRUE(registry.ok()) << registry.status().ToString();
     registry_ = std::move(*registry);
-    auto built = image::BuildOciArchive({{"/hello", "hello\n", 0644}}, {"/hello"}, "igtest/hello:v1",
-                                        dir_ + "/built.tar");
+    auto built =
+        image::BuildOciArchive({{"/hello", "hello\n", 0644}}, {"/hello"}, "igtest/hello:v1", dir_ + "/built.tar");
     ASSERT_TRUE(built.ok()) << built.status().ToString();
     built_ = *built;
     ASSERT_TRUE(registry_->Push(built_.archive_path, "igtest/hello:v1").ok());

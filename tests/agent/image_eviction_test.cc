@@ -32,16 +32,16 @@ TEST(PlanImageEvictionTest, LeastRecentlyUsedGoesFirstAndSharedBaseStays) {
 }
 
 TEST(PlanImageEvictionTest, AnImageInUseIsNeverEvictedNorItsLayers) {
-  auto plan = PlanImageEviction({Image("A", {kBase, kA}, 1, /*in_use=*/true), Image("B", {kBase, kB}, 2)},
-                                {kBase, kA, kB}, 50);
+  auto plan =
+      PlanImageEviction({Image("A", {kBase, kA}, 1, /*in_use=*/true), Image("B", {kBase, kB}, 2)}, {kBase, kA, kB}, 50);
   EXPECT_EQ(plan.images, Strings{"B"});
   EXPECT_EQ(plan.blobs, Strings{"b"});  // never "base" or "a": A runs on them
   EXPECT_EQ(plan.bytes_kept, 110u);     // above budget, and the plan says so
 }
 
 TEST(PlanImageEvictionTest, AllInUseEvictsNothing) {
-  auto plan = PlanImageEviction({Image("A", {kBase, kA}, 1, true), Image("B", {kBase, kB}, 2, true)},
-                                {kBase, kA, kB}, 0);
+  auto plan =
+      PlanImageEviction({Image("A", {kBase, kA}, 1, true), Image("B", {kBase, kB}, 2, true)}, {kBase, kA, kB}, 0);
   EXPECT_TRUE(plan.images.empty());
   EXPECT_TRUE(plan.blobs.empty());
 }

@@ -145,7 +145,10 @@ TEST_F(InputCacheTest, AHostileDirectoryArchiveFailsTheAttemptNamingTheEntry) {
   std::snprintf(&h[136], 12, "%011o", 0);
   h[156] = '2';
   std::memcpy(&h[157], "/etc", 4);
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;
@@ -196,7 +199,8 @@ TEST_F(InputCacheTest, ARestartedAgentKeepsWhatWasCachedAndDropsPartialDownloads
   }
   ASSERT_TRUE(WriteFileAtomic(root_ + "/inputs/" + DigestHex(digest) + ".download.part", "half").ok());
   InputCache again(root_ + "/inputs", 1 << 20, &artifacts_);
-  EXPECT_EQ(again.CachedDigests(), (std::vector<std::string>{std::min(digest, dir_digest), std::max(digest, dir_digest)}));
+  EXPECT_EQ(again.CachedDigests(),
+            (std::vector<std::string>{std::min(digest, dir_digest), std::max(digest, dir_digest)}));
   EXPECT_FALSE(PathExists(root_ + "/inputs/" + DigestHex(digest) + ".download.part"));
   ASSERT_TRUE(again.Provide("a2", Input(digest), Dest("a2")).ok());
   ASSERT_TRUE(again.Provide("a2", Input(dir_digest, true), Dest("a2", 1)).ok());

@@ -92,14 +92,20 @@ TEST(CheckGpuChain, EachMissingLinkIsNamedWithItsFix) {
        "install nvidia-container-toolkit (NVIDIA's apt repository: https://docs.nvidia.com/datacenter/"
        "cloud-native/container-toolkit/latest/install-guide.html), then run: sudo nvidia-ctk cdi generate "
        "--output=/etc/cdi/nvidia.yaml"},
-      {"another vendor's spec only", [](GpuChainFacts* f) { f->cdi_specs = {Spec("/etc/cdi/amd.yaml", {"0"}, "amd.com/gpu")}; },
+      {"another vendor's spec only",
+       [](GpuChainFacts* f) { f->cdi_specs = {Spec("/etc/cdi/amd.yaml", {"0"}, "amd.com/gpu")}; },
        "no CDI spec of kind nvidia.com/gpu", "nvidia-ctk cdi generate"},
-      {"spec misses a UUID", [](GpuChainFacts* f) { f->cdi_specs = {Spec("/etc/cdi/nvidia.yaml", {"0", kUuid0, "all"})}; },
+      {"spec misses a UUID",
+       [](GpuChainFacts* f) {
+         f->cdi_specs = {Spec("/etc/cdi/nvidia.yaml", {"0", kUuid0, "all"})};
+       },
        "CDI spec /etc/cdi/nvidia.yaml does not name GPU 1 (NVIDIA GeForce RTX 3090, GPU-10111213",
        "regenerate it after a driver update or a GPU change: sudo nvidia-ctk cdi generate "
        "--output=/etc/cdi/nvidia.yaml"},
       {"spec names by index only",
-       [](GpuChainFacts* f) { f->cdi_specs = {Spec("/var/run/cdi/nvidia.yaml", {"0", "1", "all", kUuid0})}; },
+       [](GpuChainFacts* f) {
+         f->cdi_specs = {Spec("/var/run/cdi/nvidia.yaml", {"0", "1", "all", kUuid0})};
+       },
        "names GPU 1 (NVIDIA GeForce RTX 3090, GPU-10111213-1415-1617-1819-1a1b1c1d1e1f) by index only",
        "--device-name-strategy=uuid --output=/var/run/cdi/nvidia.yaml"},
       {"UUIDs split over two specs",
@@ -114,10 +120,13 @@ TEST(CheckGpuChain, EachMissingLinkIsNamedWithItsFix) {
        },
        "no CDI spec of kind nvidia.com/gpu", "nvidia-ctk cdi generate"},
       {"spec the agent does not look for",
-       [](GpuChainFacts* f) { f->cdi_specs = {Spec("/etc/cdi/gpus.yaml", {kUuid0, kUuid1})}; },
+       [](GpuChainFacts* f) {
+         f->cdi_specs = {Spec("/etc/cdi/gpus.yaml", {kUuid0, kUuid1})};
+       },
        "the agent gives a job a GPU only when /etc/cdi/nvidia.yaml or /var/run/cdi/nvidia.yaml exists",
        "or run the agent with --cdi-spec /etc/cdi/gpus.yaml"},
-      {"spec the agent is pointed at", [](GpuChainFacts* f) {
+      {"spec the agent is pointed at",
+       [](GpuChainFacts* f) {
          f->cdi_specs = {Spec("/etc/cdi/gpus.yaml", {kUuid0, kUuid1})};
          f->agent_cdi_paths = {"/etc/cdi/gpus.yaml"};
        },
@@ -192,9 +201,10 @@ TEST(VersionAtLeast, ComparesPartsAsNumbers) {
 }
 
 TEST(ParseCdiSpec, ReadsKindAndDeviceNamesFromYamlAndJson) {
-  CdiSpec yaml = ParseCdiSpec("cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits: {}\n"
-                              "- name: GPU-abc\n  containerEdits: {}\n- containerEdits: {}\n",
-                              "/etc/cdi/nvidia.yaml");
+  CdiSpec yaml = ParseCdiSpec(
+      "cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits: {}\n"
+      "- name: GPU-abc\n  containerEdits: {}\n- containerEdits: {}\n",
+      "/etc/cdi/nvidia.yaml");
   EXPECT_EQ(yaml.error, "");
   EXPECT_EQ(yaml.kind, "nvidia.com/gpu");
   EXPECT_EQ(yaml.device_names, (std::vector<std::string>{"0", "GPU-abc"}));
@@ -203,7 +213,8 @@ TEST(ParseCdiSpec, ReadsKindAndDeviceNamesFromYamlAndJson) {
   EXPECT_EQ(json.error, "");
   EXPECT_EQ(json.device_names, (std::vector<std::string>{"GPU-abc"}));
   CdiSpec mounts = ParseCdiSpec(
-      "kind: nvidia.com/gpu\ndevices:\n- name: GPU-abc\n  containerEdits:\n    mounts: [{hostPath: /a, containerPath: /a}]\n"
+      "kind: nvidia.com/gpu\ndevices:\n- name: GPU-abc\n  containerEdits:\n    mounts: [{hostPath: /a, containerPath: "
+      "/a}]\n"
       "    deviceNodes: [{path: /dev/nvidia0}]\ncontainerEdits:\n  mounts:\n  - {hostPath: /b, containerPath: /b}\n"
       "  - {hostPath: /a, containerPath: /a}\n",
       "x");
@@ -246,8 +257,9 @@ class ReadGpuChainTest : public ::testing::Test {
     for (const std::string& n : names) {
       text += "- name: \"" + n + "\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia-absent-in-tests\n";
     }
-    text += "containerEdits:\n  mounts:\n  - hostPath: " + library +
-            "\n    containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n    options: [ro, nosuid, nodev, bind]\n";
+    text +=
+        "containerEdits:\n  mounts:\n  - hostPath: " + library +
+        "\n    containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n    options: [ro, nosuid, nodev, bind]\n";
     ASSERT_TRUE(WriteFileAtomic(dir_.path() + "/" + rel, text, 0644).ok());
   }
   void WritePciDevice(const std::string& slot, const std::string& vendor, const std::string& device_class) {
@@ -264,7 +276,7 @@ class ReadGpuChainTest : public ::testing::Test {
 
 TEST_F(ReadGpuChainTest, NoNvmlIsACpuOnlyNode) {
   sources_.nvml_library = dir_.path() + "/libnvidia-ml.so.1";  // absent
-  WritePciDevice("0000:00:02.0", "0x8086", "0x030000");          // an Intel iGPU is no NVIDIA GPU
+  WritePciDevice("0000:00:02.0", "0x8086", "0x030000");        // an Intel iGPU is no NVIDIA GPU
   const GpuChainFacts facts = ReadGpuChainFacts(sources_);
   EXPECT_EQ(facts.nvml, NvmlState::kAbsent);
   EXPECT_EQ(facts.nvidia_pci_devices, 0);
@@ -302,7 +314,8 @@ TEST_F(ReadGpuChainTest, NvmlButNoCdiSpecNamesTheNvidiaCtkFix) {
   EXPECT_EQ(facts.gpus[1].uuid, kUuid1);
   const std::vector<GpuCheck> fixes = Fixes(CheckGpuChain(facts));
   ASSERT_EQ(fixes.size(), 1u);
-  EXPECT_NE(fixes[0].what.find("no CDI spec of kind nvidia.com/gpu in " + dir_.path() + "/etc-cdi or "), std::string::npos)
+  EXPECT_NE(fixes[0].what.find("no CDI spec of kind nvidia.com/gpu in " + dir_.path() + "/etc-cdi or "),
+            std::string::npos)
       << fixes[0].what;
   EXPECT_NE(fixes[0].fix.find("install nvidia-container-toolkit"), std::string::npos) << fixes[0].fix;
   EXPECT_NE(fixes[0].fix.find("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"), std::string::npos);
@@ -312,10 +325,12 @@ TEST_F(ReadGpuChainTest, ASpecMissingOneUuidNamesThatUuid) {
   WriteSpec("run-cdi/nvidia.yaml", {"0", kUuid0, "all"});
   const std::vector<GpuCheck> fixes = Fixes(Check());
   ASSERT_EQ(fixes.size(), 1u);
-  EXPECT_EQ(fixes[0].what, "CDI spec " + dir_.path() + "/run-cdi/nvidia.yaml does not name GPU 1 (NVIDIA GeForce RTX 4090, " +
+  EXPECT_EQ(fixes[0].what, "CDI spec " + dir_.path() +
+                               "/run-cdi/nvidia.yaml does not name GPU 1 (NVIDIA GeForce RTX 4090, " +
                                std::string(kUuid1) + ")");
-  EXPECT_EQ(fixes[0].fix, "regenerate it after a driver update or a GPU change: sudo nvidia-ctk cdi generate --output=" +
-                              dir_.path() + "/run-cdi/nvidia.yaml");
+  EXPECT_EQ(fixes[0].fix,
+            "regenerate it after a driver update or a GPU change: sudo nvidia-ctk cdi generate --output=" +
+                dir_.path() + "/run-cdi/nvidia.yaml");
 }
 
 TEST_F(ReadGpuChainTest, AllPresentPasses) {
@@ -337,7 +352,8 @@ TEST_F(ReadGpuChainTest, ASpecForAnotherDriverNamesTheFileThatIsGone) {
   const std::vector<GpuCheck> fixes = Fixes(Check());
   ASSERT_EQ(fixes.size(), 1u);
   EXPECT_EQ(fixes[0].what, "CDI spec " + dir_.path() + "/etc-cdi/nvidia.yaml mounts 1 file(s) that no longer exist (" +
-                               dir_.path() + "/libcuda.so.535.104.05): it was generated for another driver, and a "
+                               dir_.path() +
+                               "/libcuda.so.535.104.05): it was generated for another driver, and a "
                                "job given a GPU by it fails to start");
   EXPECT_EQ(fixes[0].fix, "regenerate it after a driver update: sudo nvidia-ctk cdi generate --output=" + dir_.path() +
                               "/etc-cdi/nvidia.yaml");

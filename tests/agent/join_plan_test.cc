@@ -28,8 +28,8 @@ TEST(CoordinatorAddressFromUrl, AcceptsTheFormsProvidersPaste) {
 }
 
 TEST(CoordinatorAddressFromUrl, RefusesWhatIsNotAGrpcTlsAddress) {
-  for (const char* url : {"http://grid:7443", "https://grid:7443/api", "https://", "https://:7443",
-                          "https://grid:port", "https://[::1", "https://[::1]x"}) {
+  for (const char* url : {"http://grid:7443", "https://grid:7443/api", "https://", "https://:7443", "https://grid:port",
+                          "https://[::1", "https://[::1]x"}) {
     auto got = CoordinatorAddressFromUrl(url);
     EXPECT_EQ(got.status().code(), Code::kInvalidArgument) << url;
   }

@@ -130,7 +130,7 @@ TEST_F(LayeredImageCacheTest, AnAssignmentWithoutItsManifestIsRefused) {
 
 TEST_F(LayeredImageCacheTest, EvictionUnderASmallBudgetNeverRemovesALayerInUse) {
   ImageCache cache(dir_, &runtime_, &artifacts_, nullptr, &clock_);
-  cache.SetBudget(base_.size() + 1000);  // room for one image
+  cache.SetBudget(base_.size() + 1000);                  // room for one image
   cache.SetEvictionGrace(std::chrono::milliseconds(0));  // the images here were all used just now
   TestImage a = MakeImage({base_, "a"}, "a");
   TestImage b = MakeImage({std::string(150000, 'b')}, "b");

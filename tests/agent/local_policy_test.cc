@@ -76,8 +76,7 @@ TEST(OwnerPolicyRegistriesTest, NoneAllowedByDefault) {
 }
 
 TEST(OwnerPolicyRegistriesTest, ListedRegistriesAreFoldedAndAllowed) {
-  Result<OwnerPolicy> policy =
-      ParseOwnerPolicy("allowedRegistries: [GHCR.io, \"127.0.0.1:5000\"]\n", "policy.yaml");
+  Result<OwnerPolicy> policy = ParseOwnerPolicy("allowedRegistries: [GHCR.io, \"127.0.0.1:5000\"]\n", "policy.yaml");
   ASSERT_TRUE(policy.ok()) << policy.status().ToString();
   ASSERT_EQ(policy->policy.allowed_registries_size(), 2);
   EXPECT_EQ(policy->policy.allowed_registries(0), "ghcr.io");
@@ -87,8 +86,8 @@ TEST(OwnerPolicyRegistriesTest, ListedRegistriesAreFoldedAndAllowed) {
 }
 
 TEST(OwnerPolicyRegistriesTest, ABadEntryIsRefusedWhereItIs) {
-  Result<OwnerPolicy> policy = ParseOwnerPolicy("acceptJobs: true\nallowedRegistries: [ghcr.io, \"r.io:0\"]\n",
-                                                "policy.yaml");
+  Result<OwnerPolicy> policy =
+      ParseOwnerPolicy("acceptJobs: true\nallowedRegistries: [ghcr.io, \"r.io:0\"]\n", "policy.yaml");
   ASSERT_FALSE(policy.ok());
   EXPECT_EQ(policy.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(policy.status().message().rfind("policy.yaml:2:30: allowedRegistries: ", 0), 0u)

@@ -38,12 +38,15 @@ TEST(OutputCapBreachTest, TheMessageSaysWhatWasPassedWhereAndWhatHappened) {
     std::string want;
   };
   const Case kCases[] = {
-      {{kGiB, true}, OutputCheck::kWhileRunning,
+      {{kGiB, true},
+       OutputCheck::kWhileRunning,
        "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed"},
-      {{kGiB, true}, OutputCheck::kBeforeUpload,
+      {{kGiB, true},
+       OutputCheck::kBeforeUpload,
        "left more than 1Gi (resources.disk) in its home, output and checkpoint directories; no output was "
        "uploaded"},
-      {{10 * kGiB, false}, OutputCheck::kWhileRunning,
+      {{10 * kGiB, false},
+       OutputCheck::kWhileRunning,
        "wrote more than 10Gi (this node's default for jobs that set no resources.disk) to its home, output and "
        "checkpoint directories; killed"},
   };
@@ -55,9 +58,8 @@ TEST(OutputCapBreachTest, TheMessageSaysWhatWasPassedWhereAndWhatHappened) {
 }
 
 TEST(OutputCapBreachTest, WhatCannotBeMeasuredCannotBeTrusted) {
-  std::optional<std::string> why =
-      OutputCapBreach(Status::Internal("cannot read /x/out/locked: Permission denied"), OutputCap{kGiB, true},
-                      OutputCheck::kWhileRunning);
+  std::optional<std::string> why = OutputCapBreach(Status::Internal("cannot read /x/out/locked: Permission denied"),
+                                                   OutputCap{kGiB, true}, OutputCheck::kWhileRunning);
   ASSERT_TRUE(why);
   EXPECT_EQ(*why,
             "could not measure what it wrote to its home, output and checkpoint directories (cannot read "

@@ -17,9 +17,7 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr auto kPatience = std::chrono::seconds(10);
 
-void WriteBytes(const std::string& path, uint64_t n) {
-  std::ofstream(path, std::ios::binary) << std::string(n, 'x');
-}
+void WriteBytes(const std::string& path, uint64_t n) { std::ofstream(path, std::ios::binary) << std::string(n, 'x'); }
 
 // Counts the watch's rounds (it asks for the live directories once a round)
 // and its kills, so a test can wait for either.
@@ -70,8 +68,11 @@ class OutputWatchTest : public ::testing::Test {
     for (const auto& d : {out_, checkpoint_, pilot_}) std::filesystem::create_directory(d);
   }
   OutputWatch::Options Options(uint64_t cap_bytes, std::vector<std::string> live = {}) {
-    return {{out_, checkpoint_}, probe_.LiveDirs(std::move(live)), OutputCap{cap_bytes, true},
-            std::chrono::milliseconds(5), probe_.Kill()};
+    return {{out_, checkpoint_},
+            probe_.LiveDirs(std::move(live)),
+            OutputCap{cap_bytes, true},
+            std::chrono::milliseconds(5),
+            probe_.Kill()};
   }
   testing::TempDir tmp_{"output-watch"};
   std::string out_, checkpoint_, pilot_;

@@ -37,7 +37,8 @@ TEST(OwnerGpuIgnoreTest, DisplayServersDoNotPauseAGameDoes) {
 }
 
 TEST(OwnerGpuIgnoreTest, TheOwnerExtendsTheListInPolicyYaml) {
-  auto parsed = ParseOwnerPolicy("pauseWhen:\n  ownerGpu: {processes: true, ignoreProcesses: [my-wm, obs]}\n", "p.yaml");
+  auto parsed =
+      ParseOwnerPolicy("pauseWhen:\n  ownerGpu: {processes: true, ignoreProcesses: [my-wm, obs]}\n", "p.yaml");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   PauseObservation seen;
   seen.gpus.push_back(GpuWith({{1, "Xorg"}, {2, "my-wm"}, {3, "obs"}}));

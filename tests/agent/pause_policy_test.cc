@@ -65,7 +65,8 @@ std::vector<ConditionCase> ConditionCases() {
     PauseObservation s;
     s.gpus.push_back(Gpu(0));
     s.gpus[0].utilization_pct = 80;
-    cases.push_back({"utilisation above the threshold pauses", busy, s, "owner-gpu", "GPU 0 80% busy, utilizationAbove 50"});
+    cases.push_back(
+        {"utilisation above the threshold pauses", busy, s, "owner-gpu", "GPU 0 80% busy, utilizationAbove 50"});
     s.gpus[0].held_by_agent = true;
     cases.push_back({"a job's own device's utilisation does not", busy, s, "", nullptr});
     s.gpus[0].held_by_agent = false;
@@ -89,7 +90,8 @@ std::vector<ConditionCase> ConditionCases() {
     cases.push_back({"at the limit is not too hot", hot, s, "", nullptr});
     s.gpus[0].power_draw_mw = 350'000;
     s.gpus[0].throttle_reasons = 0x4;
-    cases.push_back({"too much power", hot, s, "power", "GPU 0 draws 350 W, maxGpuPower 300 W; throttled: sw-power-cap"});
+    cases.push_back(
+        {"too much power", hot, s, "power", "GPU 0 draws 350 W, maxGpuPower 300 W; throttled: sw-power-cap"});
   }
   PausePolicy games;
   games.processes = {"steam"};

@@ -61,9 +61,8 @@ class ArtifactTransferTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts");
     ASSERT_TRUE(artifacts->Init().ok());
-    c_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
-                                                    sched::NewPipelineScheduler(), "join-secret",
-                                                    coordinator::Options{});
+    c_ = std::make_unique<coordinator::Coordinator>(
+        std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(), "join-secret", coordinator::Options{});
     auth::Caller op{auth::Role::kOperator, ~0u, store::kOperatorAccount, "", ""};
     for (const char* name : {"alice", "bob", "carol"}) {
       v1::Account a;

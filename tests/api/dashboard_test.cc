@@ -64,7 +64,8 @@ TEST(Dashboard, PageHasNoInlineScriptOrStyleAndNamesOnlyServedAssets) {
 
 TEST(Dashboard, ScriptInsertsServerDataAsTextOnly) {
   std::string js = Asset("/dashboard/app.js");
-  for (const char* banned : {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"}) {
+  for (const char* banned :
+       {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"}) {
     EXPECT_EQ(js.find(banned), std::string::npos) << banned;
   }
   // Only this origin's API, with the token from the tab's session storage

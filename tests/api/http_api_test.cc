@@ -34,11 +34,21 @@ struct Route {
 
 // Every route HttpApi serves (kept by hand: httplib cannot list its routes).
 const std::vector<Route> kRoutes = {
-    {"POST", "/v1/jobs"},  {"GET", "/v1/jobs"},           {"GET", "/v1/jobs/j-1"},
-    {"GET", "/v1/nodes"},  {"POST", "/v1/jobs/j-1/cancel"}, {"GET", "/v1/jobs/j-1/explain"},
-    {"GET", "/metrics"},   {"GET", "/v1/market"},           {"DELETE", "/v1/jobs/j-1"},
-    {"GET", "/v1/accounts"},  {"POST", "/v1/jobs/j-1/retry"}, {"GET", "/v1/jobs/j-1/receipt?task=0"},
-    {"POST", "/v1/workflows"}, {"GET", "/v1/workflows"},     {"GET", "/v1/workflows/w-1"},
+    {"POST", "/v1/jobs"},
+    {"GET", "/v1/jobs"},
+    {"GET", "/v1/jobs/j-1"},
+    {"GET", "/v1/nodes"},
+    {"POST", "/v1/jobs/j-1/cancel"},
+    {"GET", "/v1/jobs/j-1/explain"},
+    {"GET", "/metrics"},
+    {"GET", "/v1/market"},
+    {"DELETE", "/v1/jobs/j-1"},
+    {"GET", "/v1/accounts"},
+    {"POST", "/v1/jobs/j-1/retry"},
+    {"GET", "/v1/jobs/j-1/receipt?task=0"},
+    {"POST", "/v1/workflows"},
+    {"GET", "/v1/workflows"},
+    {"GET", "/v1/workflows/w-1"},
     {"POST", "/v1/workflows/w-1/cancel"},
 };
 
@@ -70,19 +80,18 @@ class HttpApiTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     auto artifacts = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts");
     ASSERT_TRUE(artifacts->Init().ok());
-    ASSERT_TRUE((*store)->RegisterImage({kImage, "sha256:" + std::string(64, 'c'), "sha256:" + std::string(64, 'd')},
-                                        1000)
+    ASSERT_TRUE((*store)
+                    ->RegisterImage({kImage, "sha256:" + std::string(64, 'c'), "sha256:" + std::string(64, 'd')}, 1000)
                     .ok());
-    coordinator_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
-                                                              sched::NewPipelineScheduler(), "join-secret",
-                                                              Options(), &clock_);
+    coordinator_ = std::make_unique<coordinator::Coordinator>(
+        std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(), "join-secret", Options(), &clock_);
     auto token = coordinator_->tenancy().CreateOperatorToken("test");
     ASSERT_TRUE(token.ok()) << token.status().ToString();
     token_ = *token;
     auto pki = pki::LoadOrCreate(dir_.path() + "/pki", {});
     ASSERT_TRUE(pki.ok()) << pki.status().ToString();
-    http_ = std::make_unique<HttpApi>(coordinator_.get(), dir_.path() + "/pki/server.crt",
-                                      dir_.path() + "/pki/server.key");
+    http_ =
+        std::make_unique<HttpApi>(coordinator_.get(), dir_.path() + "/pki/server.crt", dir_.path() + "/pki/server.key");
     auto port = http_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status().ToString();
     client_ = std::make_unique<httplib::SSLClient>("127.0.0.1", *port);
@@ -168,11 +177,14 @@ TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAn
 }
 
 TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
-  const std::string step = R"({"apiVersion": "idlegrid/v1", "name": "s", "image": ")" + kImage +
-                           R"(", "command": ["/sim"]})";
+  const std::string step =
+      R"({"apiVersion": "idlegrid/v1", "name": "s", "image": ")" + kImage + R"(", "command": ["/sim"]})";
   const std::string body = R"({"spec": {"apiVersion": "idlegrid/v1", "name": "pipe", "steps": [)"
-                           R"({"name": "a", "job": )" + step + R"(},)"
-                           R"({"name": "b", "dependsOn": ["a"], "job": )" + step + R"(}]}})";
+                           R"({"name": "a", "job": )" +
+                           step +
+                           R"(},)"
+                           R"({"name": "b", "dependsOn": ["a"], "job": )" +
+                           step + R"(}]}})";
   auto res = Call("POST", "/v1/workflows", body);
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 201) << res->body;
@@ -210,7 +222,8 @@ TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
   // A malformed workflow is refused with what is wrong, and nothing is kept.
   auto bad = Call("POST", "/v1/workflows",
                   R"({"spec": {"apiVersion": "idlegrid/v1", "name": "bad", "steps": [{"name": "a", )"
-                  R"("dependsOn": ["nope"], "job": )" + step + R"(}]}})");
+                  R"("dependsOn": ["nope"], "job": )" +
+                      step + R"(}]}})");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400) << bad->body;
   EXPECT_NE(bad->body.find("nope"), std::string::npos) << bad->body;

@@ -72,8 +72,8 @@ class TenancyBatteryTest : public ::testing::Test {
     c_ = std::make_unique<coordinator::Coordinator>(std::move(*store), std::move(artifacts),
                                                     sched::NewPipelineScheduler(), "join-secret", options, &clock_);
     auto& t = c_->tenancy();
-    for (auto [name, role] : {std::pair{"alice", "requester"}, {"bob", "requester"}, {"prov", "provider"},
-                              {"prov2", "provider"}}) {
+    for (auto [name, role] :
+         {std::pair{"alice", "requester"}, {"bob", "requester"}, {"prov", "provider"}, {"prov2", "provider"}}) {
       v1::Account a;
       a.set_name(name);
       a.set_role(role);
@@ -125,9 +125,11 @@ class TenancyBatteryTest : public ::testing::Test {
     ASSERT_TRUE(c_->store()->RegisterImage({kAliceImage, "sha256:" + std::string(64, 'f'), kAliceBlob}, 1).ok());
 
     clock_.AdvanceMs(61'000);  // the 60 s token has expired
-    creds_ = {{"another tenant", bob},          {"another provider", prov2},
+    creds_ = {{"another tenant", bob},
+              {"another provider", prov2},
               {"an agent's credential", kAgentCredential, true},
-              {"an expired token", expired},     {"a revoked token", revoked.token()},
+              {"an expired token", expired},
+              {"a revoked token", revoked.token()},
               {"no token", ""}};
 
     grpc::ServerBuilder builder;
@@ -181,8 +183,8 @@ class TenancyBatteryTest : public ::testing::Test {
     const auto* refl = m->GetReflection();
     const auto* desc = m->GetDescriptor();
     auto set = [&](const char* field, const std::string& value) {
-      if (const FieldDescriptor* f = desc->FindFieldByName(field); f && f->type() == FieldDescriptor::TYPE_STRING &&
-                                                                   !f->is_repeated()) {
+      if (const FieldDescriptor* f = desc->FindFieldByName(field);
+          f && f->type() == FieldDescriptor::TYPE_STRING && !f->is_repeated()) {
         refl->SetString(m.get(), f, value);
       }
     };
@@ -221,8 +223,7 @@ class TenancyBatteryTest : public ::testing::Test {
 
   // Any method over the wire as a stream (unary calls are one message each
   // way); reads at most `max_reads` responses (watches never end by themselves).
-  CallResult Call(const std::string& method, const std::string& request, const std::string& token,
-                  int max_reads = 3) {
+  CallResult Call(const std::string& method, const std::string& request, const std::string& token, int max_reads = 3) {
     grpc::GenericStub stub(channel_);
     grpc::CompletionQueue cq;
     grpc::ClientContext ctx;
@@ -293,9 +294,9 @@ class TenancyBatteryTest : public ::testing::Test {
 
 // Calls a tenant may make whatever objects exist, because they name none of
 // anyone else's: they must then answer without the victim's data.
-const std::set<std::string> kOpenToTenants = {"SubmitJob", "ListJobs", "ListNodes", "WatchNodes", "GetMarket",
-                                              "UploadArtifact", "StatArtifacts", "ListAccounts", "SubmitWorkflow",
-                                              "ListWorkflows"};
+const std::set<std::string> kOpenToTenants = {"SubmitJob",      "ListJobs",       "ListNodes",     "WatchNodes",
+                                              "GetMarket",      "UploadArtifact", "StatArtifacts", "ListAccounts",
+                                              "SubmitWorkflow", "ListWorkflows"};
 // An agent acting as itself (its own stream and heartbeat).
 const std::set<std::string> kOpenToAgents = {"Connect", "Heartbeat"};
 
@@ -322,15 +323,16 @@ TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
         ++calls;
         const bool tenant_may = !agent_call && !cred.agent && kOpenToTenants.count(method->name()) &&
                                 (cred.name == "another tenant" || cred.name == "another provider");
-        const bool answered = r.code == grpc::StatusCode::OK ||
-                              (r.code == grpc::StatusCode::CANCELLED && r.messages > 0);
+        const bool answered =
+            r.code == grpc::StatusCode::OK || (r.code == grpc::StatusCode::CANCELLED && r.messages > 0);
         if (tenant_may && answered) {
           EXPECT_EQ(Leak(r.responses, request), "") << full << " with " << cred.name << " answered with alice's data";
           continue;
         }
         EXPECT_TRUE(Refused(r.code)) << full << " with " << cred.name << " was not refused: " << r.code << " "
                                      << r.message;
-        EXPECT_EQ(Leak(r.message, request), "") << full << " with " << cred.name << " leaked in its error: " << r.message;
+        EXPECT_EQ(Leak(r.message, request), "")
+            << full << " with " << cred.name << " leaked in its error: " << r.message;
       }
     }
   }
@@ -384,18 +386,27 @@ struct Route {
 
 TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
   const std::vector<Route> routes = {
-      {"GET", "/v1/jobs/" + alice_job_},           {"DELETE", "/v1/jobs/" + alice_job_},
-      {"POST", "/v1/jobs/" + alice_job_ + "/cancel"}, {"GET", "/v1/jobs/" + alice_job_ + "/explain"},
-      {"GET", "/v1/jobs"},                          {"GET", "/v1/nodes"},
-      {"GET", "/v1/market"},                        {"GET", "/metrics"},
-      {"GET", "/v1/accounts"},                      {"POST", "/v1/jobs"},
-      {"GET", "/v1/jobs/" + alice_job_ + "/logs"}, {"GET", "/v1/history"},
-      {"POST", "/v1/jobs/" + alice_job_ + "/retry"}, {"GET", "/v1/jobs/" + alice_job_ + "/receipt?task=0"},
-      {"GET", "/v1/workflows/" + alice_workflow_},  {"POST", "/v1/workflows/" + alice_workflow_ + "/cancel"},
-      {"GET", "/v1/workflows"},                     {"POST", "/v1/workflows"},
+      {"GET", "/v1/jobs/" + alice_job_},
+      {"DELETE", "/v1/jobs/" + alice_job_},
+      {"POST", "/v1/jobs/" + alice_job_ + "/cancel"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/explain"},
+      {"GET", "/v1/jobs"},
+      {"GET", "/v1/nodes"},
+      {"GET", "/v1/market"},
+      {"GET", "/metrics"},
+      {"GET", "/v1/accounts"},
+      {"POST", "/v1/jobs"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/logs"},
+      {"GET", "/v1/history"},
+      {"POST", "/v1/jobs/" + alice_job_ + "/retry"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/receipt?task=0"},
+      {"GET", "/v1/workflows/" + alice_workflow_},
+      {"POST", "/v1/workflows/" + alice_workflow_ + "/cancel"},
+      {"GET", "/v1/workflows"},
+      {"POST", "/v1/workflows"},
   };
-  const std::set<std::string> open = {"/v1/jobs", "/v1/nodes", "/v1/market", "/v1/accounts", "/v1/history",
-                                      "/v1/workflows"};
+  const std::set<std::string> open = {"/v1/jobs",     "/v1/nodes",   "/v1/market",
+                                      "/v1/accounts", "/v1/history", "/v1/workflows"};
   for (const Route& r : routes) {
     for (const Credential& cred : creds_) {
       httplib::Headers headers;
@@ -434,8 +445,8 @@ TEST(RateLimitTest, FloodsAreAnsweredCheaplyAndOthersKeepBeingServed) {
   coordinator::Options options;
   options.rate_limits.per_token = {10, 20};
   options.rate_limits.failed_auth_per_peer = {5, 10};
-  coordinator::Coordinator c(std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(), "join",
-                             options, &clock);
+  coordinator::Coordinator c(std::move(*store), std::move(artifacts), sched::NewPipelineScheduler(), "join", options,
+                             &clock);
   auto flooder = c.tenancy().CreateOperatorToken("flooder");
   auto other = c.tenancy().CreateOperatorToken("other");
   ASSERT_TRUE(flooder.ok() && other.ok());
@@ -445,8 +456,10 @@ TEST(RateLimitTest, FloodsAreAnsweredCheaplyAndOthersKeepBeingServed) {
   Status last;
   for (int i = 0; i < 100; ++i) {
     auto r = gate.Admit(method, "Bearer " + *flooder, Gate::None(), "10.0.0.1");
-    if (r.ok()) ++admitted;
-    else last = r.status();
+    if (r.ok())
+      ++admitted;
+    else
+      last = r.status();
   }
   EXPECT_EQ(admitted, 20) << "the burst, then nothing in the same instant";
   EXPECT_EQ(last.code(), Code::kResourceExhausted);

@@ -22,7 +22,8 @@ std::set<std::string> DeclaredMethods() {
     const auto* desc = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service);
     EXPECT_NE(desc, nullptr) << service;
     if (desc == nullptr) continue;
-    for (int i = 0; i < desc->method_count(); ++i) out.insert("/" + std::string(service) + "/" + desc->method(i)->name());
+    for (int i = 0; i < desc->method_count(); ++i)
+      out.insert("/" + std::string(service) + "/" + desc->method(i)->name());
   }
   return out;
 }
@@ -68,7 +69,8 @@ TEST(AuthorizeTest, ScopesAndRolesLimitWhatATokenMayCall) {
   const Caller read_only{Role::kRequester, kRead, "alice", ""};
   EXPECT_EQ(Authorize(read_only, kSubmitMethod, {}).code(), Code::kPermissionDenied);
   EXPECT_TRUE(Authorize(read_only, kGetJobMethod, {true, "alice"}).ok());
-  EXPECT_EQ(Authorize(kAlice, kDrainMethod, {true, "carol"}).code(), Code::kPermissionDenied) << "tenants drain nothing";
+  EXPECT_EQ(Authorize(kAlice, kDrainMethod, {true, "carol"}).code(), Code::kPermissionDenied)
+      << "tenants drain nothing";
   EXPECT_TRUE(Authorize(kCarol, kDrainMethod, {true, "carol"}).ok());
   EXPECT_EQ(Authorize(kCarol, kDrainMethod, {true, "dave"}).code(), Code::kNotFound) << "another provider's node";
   EXPECT_EQ(Authorize(kCarol, kSubmitMethod, {}).code(), Code::kPermissionDenied) << "providers do not submit";

@@ -25,12 +25,12 @@ TEST(ClaimOfTest, StoredFormsTable) {
     bool whole;
     uint32_t held_milli;
   } kCases[] = {
-      {1000, 0, true, 1000},        // a whole device
-      {0, 0, true, 1000},           // a whole device, stored before milli was
-      {1000, 8 * kGiB, true, 1000}, // whole with VRAM named (exclusive, or several GPUs)
-      {300, 0, false, 300},         // a compute share
-      {300, 4 * kGiB, false, 300},  // a share with a VRAM slice
-      {0, 4 * kGiB, false, 0},      // a VRAM slice without compute
+      {1000, 0, true, 1000},         // a whole device
+      {0, 0, true, 1000},            // a whole device, stored before milli was
+      {1000, 8 * kGiB, true, 1000},  // whole with VRAM named (exclusive, or several GPUs)
+      {300, 0, false, 300},          // a compute share
+      {300, 4 * kGiB, false, 300},   // a share with a VRAM slice
+      {0, 4 * kGiB, false, 0},       // a VRAM slice without compute
   };
   for (const auto& c : kCases) {
     DeviceClaim got = ClaimOf(c.milli, c.memory);

@@ -51,8 +51,11 @@ TEST(UsableVramTest, TotalLessTheReserveFlooredAtZero) {
     uint64_t total, reserve, want;
   };
   const std::vector<Case> cases = {
-      {24 * kGiB, 0, 24 * kGiB}, {24 * kGiB, 4 * kGiB, 20 * kGiB}, {8 * kGiB, 12 * kGiB, 0},
-      {8 * kGiB, 8 * kGiB, 0},   {0, 0, 0},
+      {24 * kGiB, 0, 24 * kGiB},
+      {24 * kGiB, 4 * kGiB, 20 * kGiB},
+      {8 * kGiB, 12 * kGiB, 0},
+      {8 * kGiB, 8 * kGiB, 0},
+      {0, 0, 0},
   };
   for (const Case& c : cases) EXPECT_EQ(UsableVram(c.total, c.reserve), c.want) << c.total << " - " << c.reserve;
 }
@@ -173,9 +176,12 @@ TEST(NodeCapacityAgentSideTest, TheAgentsAndTheCoordinatorsLedgersAgree) {
     EXPECT_EQ(agent.ledger().devices()[i].FreeVram(), coordinator.ledger().devices()[i].FreeVram());
     EXPECT_EQ(agent.ledger().devices()[i].FreeMilli(), coordinator.ledger().devices()[i].FreeMilli());
   }
-  const std::vector<AttemptHold> probes = {{12, 0, 0, 0, {}},           {12.5, 0, 0, 0, {}},
-                                           {0, 57 * kGiB, 0, 0, {}},    {0, 0, 1, 1000, {"GPU-a"}},
-                                           {0, 0, 69 * kGiB, 0, {"GPU-b"}}, {0, 0, 0, 700, {"GPU-b"}},
+  const std::vector<AttemptHold> probes = {{12, 0, 0, 0, {}},
+                                           {12.5, 0, 0, 0, {}},
+                                           {0, 57 * kGiB, 0, 0, {}},
+                                           {0, 0, 1, 1000, {"GPU-a"}},
+                                           {0, 0, 69 * kGiB, 0, {"GPU-b"}},
+                                           {0, 0, 0, 700, {"GPU-b"}},
                                            {0, 0, 0, 701, {"GPU-b"}}};
   for (const auto& p : probes) {
     EXPECT_EQ(agent.Check(p).ok(), coordinator.Check(p).ok()) << p.cpu << " " << p.memory << " " << p.gpu_milli;

@@ -120,8 +120,7 @@ TEST(FormatImageCache, CountsBytesAndBudgetAndTheStatusShowsIt) {
   v.node_id = "n-1";
   v.node_error = "not read";
   v.image_cache = FormatImageCache(0, 0, 0, 1ull << 30);
-  EXPECT_NE(FormatAgentStatus(v).find("images       0 image(s), 0 blob(s), 0 GiB of a 1 GiB budget"),
-            std::string::npos)
+  EXPECT_NE(FormatAgentStatus(v).find("images       0 image(s), 0 blob(s), 0 GiB of a 1 GiB budget"), std::string::npos)
       << FormatAgentStatus(v);
   v.image_cache.clear();
   EXPECT_EQ(FormatAgentStatus(v).find("images "), std::string::npos) << "no line when not given";

@@ -109,8 +109,8 @@ TEST(PrintedReferenceTest, AManifestTakesTheReferenceOfEveryAcceptedName) {
     ASSERT_TRUE(name.empty() || CheckImageName(name).ok()) << name;
     ImageBuildOptions options = InDir("d");
     options.name = name;
-    const std::string yaml = "apiVersion: idlegrid/v1\nname: x\nimage: " + PrintedReference(options, kDigest) +
-                             "\ncommand: [\"/sim\"]\n";
+    const std::string yaml =
+        "apiVersion: idlegrid/v1\nname: x\nimage: " + PrintedReference(options, kDigest) + "\ncommand: [\"/sim\"]\n";
     auto spec = manifest::ParseManifest(yaml, "job.yaml");
     EXPECT_TRUE(spec.ok()) << name << ": " << spec.status().message();
   }
@@ -141,10 +141,10 @@ TEST(BuildFailureTest, ShowsTheExitCodeAndOnlyPodmansLastLines) {
 }
 
 TEST(BuildFailureTest, ANetworkErrorWithoutTheNetworkSuggestsAllowNetwork) {
-  for (const std::string said : {"connect: Network is unreachable", "curl: (6) Could not resolve host: example.org",
-                                 "Temporary failure resolving 'deb.debian.org'",
-                                 "[Errno -3] Temporary failure in name resolution",
-                                 "npm ERR! request failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org"}) {
+  for (const std::string said :
+       {"connect: Network is unreachable", "curl: (6) Could not resolve host: example.org",
+        "Temporary failure resolving 'deb.debian.org'", "[Errno -3] Temporary failure in name resolution",
+        "npm ERR! request failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org"}) {
     Status st = BuildFailure(1, "STEP 3/3: RUN fetch\n" + said + "\nError: building at STEP \"RUN fetch\"\n", false);
     EXPECT_NE(st.message().find("--allow-network"), std::string::npos) << said << ": " << st.message();
     EXPECT_NE(st.message().find(said), std::string::npos) << "the tool's own words are shown: " << st.message();
@@ -158,8 +158,9 @@ TEST(BuildFailureTest, NoNetworkHintWhenTheNetworkWasAllowed) {
 
 TEST(BuildFailureTest, AMissingBaseImageSaysNothingIsPulled) {
   Status st = BuildFailure(
-      125, "STEP 1/2: FROM docker.io/library/alpine:3\nError: creating build container: docker.io/library/alpine:3: "
-           "image not known\n",
+      125,
+      "STEP 1/2: FROM docker.io/library/alpine:3\nError: creating build container: docker.io/library/alpine:3: "
+      "image not known\n",
       false);
   EXPECT_NE(st.message().find("never pulls"), std::string::npos) << st.message();
   EXPECT_EQ(st.message().find("--allow-network"), std::string::npos) << st.message();

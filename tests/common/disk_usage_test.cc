@@ -23,9 +23,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 // deliberate MiB allows this much beside it.
 constexpr uint64_t kSlack = 64 * 1024;
 
-void WriteBytes(const std::string& path, uint64_t n) {
-  std::ofstream(path, std::ios::binary) << std::string(n, 'x');
-}
+void WriteBytes(const std::string& path, uint64_t n) { std::ofstream(path, std::ios::binary) << std::string(n, 'x'); }
 
 class MeasureTreeTest : public ::testing::Test {
  protected:

@@ -136,7 +136,8 @@ class AdvertisementTest : public ::testing::Test {
 
   // Registers `key` with a valid advertisement of sequence 5.
   void RegisterNode(const NodeKey& key, const std::string& name = "node-a") {
-    auto response = coordinator_->RegisterNode(RegisterRequestFor(advert::SignAdvertisement(BaseAd(5), key), name), kPeer);
+    auto response =
+        coordinator_->RegisterNode(RegisterRequestFor(advert::SignAdvertisement(BaseAd(5), key), name), kPeer);
     ASSERT_TRUE(response.ok()) << response.status().ToString();
     ASSERT_EQ(response->node_id(), key.node_id());
   }
@@ -166,11 +167,14 @@ class AdvertisementTest : public ::testing::Test {
     EXPECT_EQ(after->last_sequence, before.last_sequence);
     EXPECT_EQ(after->public_key, before.public_key);
     EXPECT_TRUE(MessageDifferencer::Equals(after->advertisement, before.advertisement))
-        << "stored:\n" << after->advertisement.DebugString() << "before:\n" << before.advertisement.DebugString();
+        << "stored:\n"
+        << after->advertisement.DebugString() << "before:\n"
+        << before.advertisement.DebugString();
     auto listed = Listed(before.id);
     ASSERT_TRUE(listed.has_value());
     EXPECT_TRUE(MessageDifferencer::Equals(listed->advertisement(), before.advertisement))
-        << "live view:\n" << listed->advertisement().DebugString();
+        << "live view:\n"
+        << listed->advertisement().DebugString();
   }
 
   void ExpectNothingStored(const std::string& node_id) {

@@ -100,8 +100,8 @@ store::ActiveAttempt Active(const std::string& id, const std::string& node, v1::
 }
 
 TEST(RunningIndexTest, BuildSeparatesRunningFromAssigned) {
-  RunningIndex index = RunningIndexCache::Build({Active("a1", "n1", v1::RUNNING), Active("a2", "n1", v1::ASSIGNED),
-                                                 Active("a3", "n2", v1::ASSIGNED)});
+  RunningIndex index = RunningIndexCache::Build(
+      {Active("a1", "n1", v1::RUNNING), Active("a2", "n1", v1::ASSIGNED), Active("a3", "n2", v1::ASSIGNED)});
   ASSERT_EQ(index.size(), 2u);
   EXPECT_EQ(index["n1"].running, std::vector<std::string>{"a1"});
   EXPECT_EQ(index["n1"].active, (std::vector<std::string>{"a1", "a2"}));

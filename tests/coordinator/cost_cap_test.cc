@@ -67,16 +67,15 @@ TEST_P(CostCapTest, FailedAttemptIsPlacedAgainOnlyWithinTheCap) {
   EXPECT_NE(task->message().find(c.message_part), std::string::npos) << task->message();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Spending, CostCapTest,
-    ::testing::Values(
-        // 3 spent, 12 left: another 10-credit run fits.
-        CostCase{"RoomForAnotherRun", 3, true, ""},
-        // 8 spent, 7 left: under the cap, but no offer fits what is left.
-        CostCase{"LeftCannotPay", 8, false, "left cannot pay for another run"},
-        // 20 spent: over the cap already, never planned again.
-        CostCase{"CapSpent", 20, false, "not run again"}),
-    [](const ::testing::TestParamInfo<CostCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Spending, CostCapTest,
+                         ::testing::Values(
+                             // 3 spent, 12 left: another 10-credit run fits.
+                             CostCase{"RoomForAnotherRun", 3, true, ""},
+                             // 8 spent, 7 left: under the cap, but no offer fits what is left.
+                             CostCase{"LeftCannotPay", 8, false, "left cannot pay for another run"},
+                             // 20 spent: over the cap already, never planned again.
+                             CostCase{"CapSpent", 20, false, "not run again"}),
+                         [](const ::testing::TestParamInfo<CostCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace idlegrid::coordinator::testing

@@ -73,7 +73,7 @@ v1::NodeInfo InfoOf(const std::string& name) {
 }
 
 v1::RegisterRequest RegisterRequestOf(const std::string& name, const v1::SignedAdvertisement& ad,
-                                     const std::string& join_secret = kJoinSecret) {
+                                      const std::string& join_secret = kJoinSecret) {
   v1::RegisterRequest request;
   request.set_join_secret(join_secret);
   request.set_name(name);

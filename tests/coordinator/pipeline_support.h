@@ -60,8 +60,7 @@ class PipelineHarness {
   // readiness benchmark and asks `cpu_ask` per core-hour, connects it and
   // sends its first heartbeat. Returns its id. `policy` is merged over the
   // advertised owner policy (which accepts jobs).
-  Result<std::string> AddNode(const std::string& name, double cpu_ask = 0,
-                              const std::string& join_secret = kJoinSecret,
+  Result<std::string> AddNode(const std::string& name, double cpu_ask = 0, const std::string& join_secret = kJoinSecret,
                               const v1::LocalPolicy& policy = v1::LocalPolicy());
 
   Result<std::string> Submit(const v1::JobSpec& spec, const std::string& account = "operator");
@@ -94,8 +93,7 @@ class PipelineHarness {
   const advert::NodeKey& KeyOf(const std::string& node_id) const { return keys_.at(node_id); }
 
  private:
-  Status Report(const std::string& node_id, const std::string& attempt_id, v1::AttemptEvent event,
-                int exit_code = 0);
+  Status Report(const std::string& node_id, const std::string& attempt_id, v1::AttemptEvent event, int exit_code = 0);
 
   TempDir dir_;  // declared first: outlives the coordinator's open files
   ManualClock clock_;

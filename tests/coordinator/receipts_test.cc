@@ -113,8 +113,7 @@ TEST_F(ReceiptsTest, AStatementSignedByAnotherKeyFailsTheAttemptAsThePlatformsFa
 }
 
 TEST_F(ReceiptsTest, AStatementForAnotherLeaseIsRefused) {
-  ASSERT_TRUE(
-      h_.coordinator().ReportAttempt(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch() + 1)).ok());
+  ASSERT_TRUE(h_.coordinator().ReportAttempt(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch() + 1)).ok());
   auto task = h_.Task(job_);
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->attempts(0).failure_reason(), v1::PLATFORM_FAILURE);

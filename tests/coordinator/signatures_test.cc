@@ -215,7 +215,8 @@ TEST(ImageSignatureFilesTest, AFileChangedOnDiskNoLongerCounts) {
   clock.AdvanceMs(ImageSignatureFiles::kRecheckMs);
   EXPECT_TRUE(files.Of(image).empty());
 
-  EXPECT_EQ(files.Put([&] {
+  EXPECT_EQ(files
+                .Put([&] {
                   v1::ImageSignature bad = s;
                   bad.set_key_id("../x");
                   return bad;

@@ -20,10 +20,14 @@ namespace {
 const std::string kImage = "sim@sha256:" + std::string(64, 'a');
 
 v1::SubmitWorkflowRequest Chain() {
-  auto spec = manifest::ParseWorkflowManifest("apiVersion: idlegrid/v1\nkind: Workflow\nname: chain\nsteps:\n"
-                                              "  - name: a\n    image: " + kImage + "\n    args: [a]\n"
-                                              "  - name: b\n    dependsOn: [a]\n    image: " + kImage + "\n",
-                                              "wf.yaml");
+  auto spec = manifest::ParseWorkflowManifest(
+      "apiVersion: idlegrid/v1\nkind: Workflow\nname: chain\nsteps:\n"
+      "  - name: a\n    image: " +
+          kImage +
+          "\n    args: [a]\n"
+          "  - name: b\n    dependsOn: [a]\n    image: " +
+          kImage + "\n",
+      "wf.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   v1::SubmitWorkflowRequest request;
   if (spec.ok()) *request.mutable_spec() = *spec;

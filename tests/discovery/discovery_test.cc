@@ -41,10 +41,9 @@ class GpuDiscoveryTest : public ::testing::Test {
   void TearDown() override { ClearSwitches(); }
 
   static void ClearSwitches() {
-    for (const char* name : {"FAKE_NVML_INIT_ERROR", "FAKE_NVML_COUNT",
-                             "FAKE_NVML_FAIL_MEMINFO_DEVICE", "FAKE_NVML_FAIL_HANDLE_DEVICE",
-                             "FAKE_NVML_FAIL_CC", "FAKE_CUDA_INIT_ERROR", "FAKE_CUDA_VERSION",
-                             "FAKE_NVML_STATE_FILE"}) {
+    for (const char* name :
+         {"FAKE_NVML_INIT_ERROR", "FAKE_NVML_COUNT", "FAKE_NVML_FAIL_MEMINFO_DEVICE", "FAKE_NVML_FAIL_HANDLE_DEVICE",
+          "FAKE_NVML_FAIL_CC", "FAKE_CUDA_INIT_ERROR", "FAKE_CUDA_VERSION", "FAKE_NVML_STATE_FILE"}) {
       unsetenv(name);
     }
   }
@@ -108,11 +107,9 @@ TEST_F(GpuDiscoveryTest, ReadsEveryFieldOfBothDevices) {
   EXPECT_EQ(rtx.ecc_errors_uncorrected(), 0u);
   EXPECT_EQ(rtx.mig_mode(), "unsupported");
   EXPECT_EQ(rtx.query_errors_size(), 2) << Errors(rtx);
-  EXPECT_TRUE(
-      HasError(rtx, "ecc_errors_corrected: nvmlDeviceGetTotalEccErrors returned 3 (Not Supported)"))
+  EXPECT_TRUE(HasError(rtx, "ecc_errors_corrected: nvmlDeviceGetTotalEccErrors returned 3 (Not Supported)"))
       << Errors(rtx);
-  EXPECT_TRUE(HasError(
-      rtx, "ecc_errors_uncorrected: nvmlDeviceGetTotalEccErrors returned 3 (Not Supported)"))
+  EXPECT_TRUE(HasError(rtx, "ecc_errors_uncorrected: nvmlDeviceGetTotalEccErrors returned 3 (Not Supported)"))
       << Errors(rtx);
 }
 
@@ -136,8 +133,7 @@ TEST_F(GpuDiscoveryTest, AbsentLibraryIsReportedNotFatal) {
   v1::GpuDiscovery gpus = DiscoverNvidiaGpus("/nonexistent/libnvidia-ml.so.1", kNoCuda);
   EXPECT_FALSE(gpus.available());
   EXPECT_EQ(gpus.devices_size(), 0);
-  EXPECT_TRUE(gpus.reason().starts_with("library absent: /nonexistent/libnvidia-ml.so.1 ("))
-      << gpus.reason();
+  EXPECT_TRUE(gpus.reason().starts_with("library absent: /nonexistent/libnvidia-ml.so.1 (")) << gpus.reason();
   EXPECT_NE(gpus.reason().find("No such file"), std::string::npos) << gpus.reason();
 }
 
@@ -181,8 +177,7 @@ TEST_F(GpuDiscoveryTest, FailingMemoryQueryKeepsDeviceListedAndOthersIntact) {
   EXPECT_EQ(rtx.memory_free_bytes(), 0u);
   EXPECT_EQ(rtx.memory_used_bytes(), 0u);
   EXPECT_EQ(rtx.temperature_c(), 41u);  // queries after the failing one still ran
-  EXPECT_TRUE(HasError(rtx, "memory: nvmlDeviceGetMemoryInfo returned 999 (Unknown Error)"))
-      << Errors(rtx);
+  EXPECT_TRUE(HasError(rtx, "memory: nvmlDeviceGetMemoryInfo returned 999 (Unknown Error)")) << Errors(rtx);
 }
 
 TEST_F(GpuDiscoveryTest, DeviceWithoutHandleIsListedWithTheReason) {
@@ -191,9 +186,7 @@ TEST_F(GpuDiscoveryTest, DeviceWithoutHandleIsListedWithTheReason) {
   ASSERT_EQ(gpus.devices_size(), 2);
   EXPECT_EQ(gpus.devices(0).index(), 0u);
   EXPECT_EQ(gpus.devices(0).name(), "");
-  EXPECT_TRUE(
-      HasError(gpus.devices(0),
-               "handle: nvmlDeviceGetHandleByIndex_v2 returned 4 (Insufficient Permissions)"))
+  EXPECT_TRUE(HasError(gpus.devices(0), "handle: nvmlDeviceGetHandleByIndex_v2 returned 4 (Insufficient Permissions)"))
       << Errors(gpus.devices(0));
   EXPECT_EQ(gpus.devices(1).name(), "NVIDIA GeForce RTX 4090");
 }
@@ -204,16 +197,14 @@ TEST_F(GpuDiscoveryTest, MissingOptionalSymbolsLeaveFieldsEmptyWithReasons) {
   ASSERT_EQ(gpus.devices_size(), 2);
   const v1::GpuDevice& h200 = gpus.devices(0);
   EXPECT_EQ(h200.power_draw_mw(), 0u);
-  EXPECT_TRUE(HasError(h200, "power_draw_mw: symbol nvmlDeviceGetPowerUsage missing"))
-      << Errors(h200);
+  EXPECT_TRUE(HasError(h200, "power_draw_mw: symbol nvmlDeviceGetPowerUsage missing")) << Errors(h200);
   EXPECT_EQ(h200.mig_mode(), "unsupported");  // a driver that predates MIG
   EXPECT_EQ(h200.power_limit_mw(), 700000u);
   // Found under the name NVML 12.2 gave it.
   EXPECT_EQ(h200.throttle_reasons(), 0x1u);
   EXPECT_EQ(h200.query_errors_size(), 1) << Errors(h200);
   // Without nvmlErrorString the bare code is reported.
-  EXPECT_TRUE(
-      HasError(gpus.devices(1), "ecc_errors_corrected: nvmlDeviceGetTotalEccErrors returned 3"))
+  EXPECT_TRUE(HasError(gpus.devices(1), "ecc_errors_corrected: nvmlDeviceGetTotalEccErrors returned 3"))
       << Errors(gpus.devices(1));
 }
 
@@ -233,8 +224,10 @@ TEST_F(GpuDiscoveryTest, GpuLoadReadsProcessesAndLiveValues) {
 
   FILE* f = fopen(state.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  fputs("graphics 0 4242 1024\nprocess 0 5000 10\nprocess 1 6000 0\ntemperature 0 91\npower 1 350000\n"
-        "utilization 0 80\nthrottle 0 0x40\n", f);
+  fputs(
+      "graphics 0 4242 1024\nprocess 0 5000 10\nprocess 1 6000 0\ntemperature 0 91\npower 1 350000\n"
+      "utilization 0 80\nthrottle 0 0x40\n",
+      f);
   fclose(f);
   GpuLoadReading busy = ReadGpuLoad(FAKE_NVML_PATH);
   ASSERT_TRUE(busy.available) << busy.reason;
@@ -288,8 +281,7 @@ TEST_F(GpuDiscoveryTest, CudaDisagreementIsRecordedAndNvmlKept) {
   v1::GpuDiscovery gpus = DiscoverNvidiaGpus(FAKE_NVML_PATH, FAKE_CUDA_PATH);
   ASSERT_EQ(gpus.devices_size(), 2);
   EXPECT_EQ(gpus.devices(0).cuda_driver_version(), "12.4");
-  EXPECT_TRUE(
-      HasError(gpus.devices(0), "cuda_driver_version: NVML reports 12.4, CUDA reports 12.2"))
+  EXPECT_TRUE(HasError(gpus.devices(0), "cuda_driver_version: NVML reports 12.4, CUDA reports 12.2"))
       << Errors(gpus.devices(0));
 }
 
@@ -318,8 +310,7 @@ TEST_F(GpuDiscoveryTest, QueryCudaDriverReadsTheFake) {
 TEST_F(GpuDiscoveryTest, QueryCudaDriverErrors) {
   Result<CudaDriverInfo> absent = QueryCudaDriver(kNoCuda);
   EXPECT_EQ(absent.status().code(), Code::kNotFound);
-  EXPECT_TRUE(absent.status().message().starts_with("library absent: "))
-      << absent.status().message();
+  EXPECT_TRUE(absent.status().message().starts_with("library absent: ")) << absent.status().message();
 
   setenv("FAKE_CUDA_INIT_ERROR", "100", 1);
   Result<CudaDriverInfo> failed = QueryCudaDriver(FAKE_CUDA_PATH);

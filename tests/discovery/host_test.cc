@@ -14,9 +14,7 @@
 namespace idlegrid::discovery {
 namespace {
 
-std::vector<std::string> Flags(const v1::CpuInfo& cpu) {
-  return {cpu.flags().begin(), cpu.flags().end()};
-}
+std::vector<std::string> Flags(const v1::CpuInfo& cpu) { return {cpu.flags().begin(), cpu.flags().end()}; }
 
 // One processor block as an Intel host prints it.
 std::string XeonProcessor(int processor, int physical_id, int core_id) {
@@ -45,16 +43,15 @@ std::string XeonProcessor(int processor, int physical_id, int core_id) {
 
 TEST(ParseCpuInfoTest, Avx512HostWithHyperthreads) {
   // Two cores, two hyperthreads each: processors 0,2 share core 0.
-  std::string text = XeonProcessor(0, 0, 0) + XeonProcessor(1, 0, 1) + XeonProcessor(2, 0, 0) +
-                     XeonProcessor(3, 0, 1);
+  std::string text = XeonProcessor(0, 0, 0) + XeonProcessor(1, 0, 1) + XeonProcessor(2, 0, 0) + XeonProcessor(3, 0, 1);
   Result<v1::CpuInfo> cpu = ParseCpuInfo(text);
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
   EXPECT_EQ(cpu->model(), "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz");
   EXPECT_EQ(cpu->logical_cores(), 4u);
   EXPECT_EQ(cpu->physical_cores(), 2u);
-  EXPECT_EQ(Flags(*cpu), (std::vector<std::string>{"sse4_2", "avx", "avx2", "fma", "f16c",
-                                                   "avx512f", "avx512dq", "avx512cd", "avx512bw",
-                                                   "avx512vl", "avx512_vnni", "aes", "sha_ni"}));
+  EXPECT_EQ(Flags(*cpu),
+            (std::vector<std::string>{"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512cd",
+                                      "avx512bw", "avx512vl", "avx512_vnni", "aes", "sha_ni"}));
 }
 
 TEST(ParseCpuInfoTest, TwoSocketsCountCoresPerSocket) {
@@ -124,8 +121,7 @@ TEST(ParseMemInfoTest, TotalAndAvailableInBytes) {
 }
 
 TEST(ParseMemInfoTest, OldKernelsEstimateAvailable) {
-  Result<MemoryInfo> memory =
-      ParseMemInfo("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 300 kB\n");
+  Result<MemoryInfo> memory = ParseMemInfo("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 300 kB\n");
   ASSERT_TRUE(memory.ok());
   EXPECT_EQ(memory->available_bytes, 420ull * 1024);
 }
@@ -171,8 +167,7 @@ TEST_F(HostReadTest, ReadFailuresAreStatuses) {
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/meminfo", "nothing useful\n").ok());
   Result<MemoryInfo> memory = ReadMemInfo(dir_ + "/meminfo");
   EXPECT_EQ(memory.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(memory.status().message().starts_with(dir_ + "/meminfo"))
-      << memory.status().message();
+  EXPECT_TRUE(memory.status().message().starts_with(dir_ + "/meminfo")) << memory.status().message();
 }
 
 TEST_F(HostReadTest, DiskSpace) {
@@ -185,8 +180,8 @@ TEST_F(HostReadTest, DiskSpace) {
 }
 
 TEST_F(HostReadTest, DiscoverHostListsEveryRequestedDisk) {
-  v1::HostInventory host = DiscoverHost({dir_, dir_ + "/missing"}, "/nonexistent/libnvidia-ml.so.1",
-                                        "/nonexistent/libcuda.so.1");
+  v1::HostInventory host =
+      DiscoverHost({dir_, dir_ + "/missing"}, "/nonexistent/libnvidia-ml.so.1", "/nonexistent/libcuda.so.1");
   EXPECT_GE(host.cpu().logical_cores(), 1u);
   EXPECT_GT(host.memory_total_bytes(), 0u);
   EXPECT_FALSE(host.kernel().empty());

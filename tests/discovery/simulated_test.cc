@@ -82,10 +82,8 @@ TEST(ParseSimulatedGpuTest, InvalidSpecs) {
     Result<v1::GpuDevice> gpu = ParseSimulatedGpu(c.spec, 0);
     ASSERT_FALSE(gpu.ok());
     EXPECT_EQ(gpu.status().code(), Code::kInvalidArgument);
-    EXPECT_NE(gpu.status().message().find(c.expected_in_message), std::string::npos)
-        << gpu.status().message();
-    EXPECT_NE(gpu.status().message().find("MODEL:MEMORY:CC"), std::string::npos)
-        << gpu.status().message();
+    EXPECT_NE(gpu.status().message().find(c.expected_in_message), std::string::npos) << gpu.status().message();
+    EXPECT_NE(gpu.status().message().find("MODEL:MEMORY:CC"), std::string::npos) << gpu.status().message();
   }
 }
 

@@ -32,7 +32,8 @@ class Capacity : public ::testing::Test {
     grid_ = std::make_unique<Grid>(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   // A manifest for the test image with explicit resources; gpu_memory "": a whole GPU.
-  std::string GpuManifest(const std::string& name, const std::vector<std::string>& args, const std::string& gpu_memory) {
+  std::string GpuManifest(const std::string& name, const std::vector<std::string>& args,
+                          const std::string& gpu_memory) {
     std::string image = grid_->PushTestImage();
     std::string argv;
     for (const auto& a : args) argv += (argv.empty() ? "\"" : ", \"") + a + "\"";
@@ -51,8 +52,8 @@ class Capacity : public ::testing::Test {
 
 TEST_F(Capacity, SimulatedGpusAreAdvertisedAsSuchAndCpuIsMeasured) {
   ASSERT_TRUE(grid_->StartCoordinator({"--allow-simulated-gpus", "--heartbeat-interval-ms", "1000"}).ok());
-  ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9", "--simulate-gpu", "RTX 3060:12GiB:8.6"})
-                  .ok());
+  ASSERT_TRUE(
+      grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9", "--simulate-gpu", "RTX 3060:12GiB:8.6"}).ok());
   auto nodes = grid_->WaitNodes(Schedulable);
   ASSERT_TRUE(nodes.ok()) << nodes.status().message();
   const v1::Node* n = OnlyNode(*nodes);
@@ -83,10 +84,12 @@ TEST_F(Capacity, SimulatedGpusAreAdvertisedAsSuchAndCpuIsMeasured) {
   uint64_t before = n->advertisement().sequence();
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(grid_->WriteOwnerPolicy(1, "acceptJobs: false\nasks:\n  RTX 4090: 0.35\n").ok());
-  auto paused = grid_->WaitNodes([&](const v1::ListNodesResponse& l) {
-    auto* m = OnlyNode(l);
-    return m && m->advertisement().sequence() > before && !m->advertisement().policy().accept_jobs();
-  }, 10000);
+  auto paused = grid_->WaitNodes(
+      [&](const v1::ListNodesResponse& l) {
+        auto* m = OnlyNode(l);
+        return m && m->advertisement().sequence() > before && !m->advertisement().policy().accept_jobs();
+      },
+      10000);
   auto elapsed_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(paused.ok());
@@ -115,9 +118,8 @@ TEST_F(Capacity, NodeWhoseBenchmarkIsImplausibleGetsNoWork) {
   EXPECT_NE(n->unschedulable_reason().find("implausibly slow"), std::string::npos) << n->unschedulable_reason();
   auto text = grid_->Cli({"nodes"});
   EXPECT_NE(text.out.find("implausibly slow"), std::string::npos) << text.out;
-  auto job = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).message().find("implausibly slow") != std::string::npos;
-  }, 30000);
+  auto job = grid_->WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).message().find("implausibly slow") != std::string::npos; }, 30000);
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->tasks(0).state(), v1::QUEUED);
   EXPECT_EQ(job->tasks(0).attempts_size(), 0) << "an unmeasured node must not get work";
@@ -128,10 +130,12 @@ TEST_F(Capacity, DeviceWithEighteenOfTwentyFourGibHeldTakesSixNotTwenty) {
   ASSERT_TRUE(grid_->StartAgent(1, {"--simulate-gpu", "RTX 4090:24GiB:8.9"}).ok());
   // VRAM slices share a device: only where its owner allows that.
   ASSERT_TRUE(grid_->WriteOwnerPolicy(1, "allowGpuSharing: true\n").ok());
-  ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& nodes) {
-                      auto* n = OnlyNode(nodes);
-                      return n && n->schedulable() && n->advertisement().policy().allow_gpu_sharing();
-                    }).ok());
+  ASSERT_TRUE(grid_
+                  ->WaitNodes([](const v1::ListNodesResponse& nodes) {
+                    auto* n = OnlyNode(nodes);
+                    return n && n->schedulable() && n->advertisement().policy().allow_gpu_sharing();
+                  })
+                  .ok());
 
   std::string holder = Submit(GpuManifest("holder", {"sleep", "120"}, "18Gi"));
   auto running = grid_->WaitJob(holder, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING; });
@@ -184,14 +188,16 @@ TEST_F(Capacity, AGpuNodeRunsCpuWorkWhileItsGpusCannotBeMeasured) {
   ASSERT_EQ(RunCommand({"install", "-m", "755", FAKE_NVML_PATH, nvml}).exit_code, 0);
   ASSERT_TRUE(grid_->StartCoordinator().ok());
   ASSERT_TRUE(grid_->StartAgent(1, {"--nvml-library", nvml}).ok());
-  auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
-    auto* n = OnlyNode(l);
-    if (n == nullptr || !n->schedulable() || n->gpus_size() != 2) return false;
-    for (const auto& g : n->gpus()) {
-      if (g.unavailable_reason().find("failed its readiness benchmark") == std::string::npos) return false;
-    }
-    return true;
-  }, 180000);
+  auto nodes = grid_->WaitNodes(
+      [](const v1::ListNodesResponse& l) {
+        auto* n = OnlyNode(l);
+        if (n == nullptr || !n->schedulable() || n->gpus_size() != 2) return false;
+        for (const auto& g : n->gpus()) {
+          if (g.unavailable_reason().find("failed its readiness benchmark") == std::string::npos) return false;
+        }
+        return true;
+      },
+      180000);
   ASSERT_TRUE(nodes.ok()) << nodes.status().message();
   const v1::Node* n = OnlyNode(*nodes);
   EXPECT_TRUE(n->measurement().passed()) << n->measurement().reason();
@@ -205,14 +211,14 @@ TEST_F(Capacity, AGpuNodeRunsCpuWorkWhileItsGpusCannotBeMeasured) {
   EXPECT_NE(listed.out.find("not offered: failed its readiness benchmark"), std::string::npos) << listed.out;
 
   std::string cpu = Submit(grid_->Manifest("cpu", {"write", "x"}));
-  auto done = grid_->WaitJob(cpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      cpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().message();
   EXPECT_EQ(done->tasks(0).state(), v1::SUCCEEDED) << done->tasks(0).message();
 
   std::string gpu = Submit(GpuManifest("gpu", {"write", "y"}, ""));
-  auto waiting = grid_->WaitJob(gpu, [](const v1::Job& j) {
-    return j.tasks(0).message().find("GPU not ready") != std::string::npos;
-  }, 30000);
+  auto waiting = grid_->WaitJob(
+      gpu, [](const v1::Job& j) { return j.tasks(0).message().find("GPU not ready") != std::string::npos; }, 30000);
   ASSERT_TRUE(waiting.ok()) << waiting.status().message() << "\n" << grid_->Cli({"status", gpu, "--explain"}).out;
   EXPECT_EQ(waiting->tasks(0).attempts_size(), 0);
   EXPECT_NE(waiting->tasks(0).message().find("failed its readiness benchmark"), std::string::npos)
@@ -252,8 +258,8 @@ class CapacityWithCdi : public Capacity {
                               "        options: [ro, nosuid, nodev, bind]\n";
     const std::string text = std::string("cdiVersion: \"0.5.0\"\nkind: nvidia.com/gpu\ndevices:\n") +
                              "- name: GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\n  containerEdits:\n" +
-                             "      env: [\"FAKE_CUDA_DEVICE_NAME=" + kFakeName + "\", \"FAKE_CUDA_DEVICE_MEMORY=" +
-                             kFakeMemory + "\"]\n" + mount +
+                             "      env: [\"FAKE_CUDA_DEVICE_NAME=" + kFakeName +
+                             "\", \"FAKE_CUDA_DEVICE_MEMORY=" + kFakeMemory + "\"]\n" + mount +
                              "- name: GPU-10111213-1415-1617-1819-1a1b1c1d1e1f\n  containerEdits:\n" +
                              "      env: [\"FAKE_CUDA_INIT_ERROR=100\"]\n" + mount;
     ASSERT_EQ(RunCommand({"mkdir", "-p", "/var/run/cdi"}).exit_code, 0);
@@ -270,11 +276,13 @@ TEST_F(CapacityWithCdi, AFakeGpuIsMeasuredThroughCdiThenTakesGpuWork) {
   // Few rounds: the fake's JIT interprets 65536 threads on one CPU core.
   ASSERT_TRUE(grid_->StartCoordinator({"--gpu-bench-rounds", "8"}).ok());
   ASSERT_TRUE(grid_->StartAgent(1, {"--nvml-library", nvml, "--cdi-spec", kSpec}).ok());
-  auto nodes = grid_->WaitNodes([](const v1::ListNodesResponse& l) {
-    auto* n = OnlyNode(l);
-    return n && n->gpus_size() == 2 && n->gpus(0).measured() &&
-           n->gpus(1).unavailable_reason().find("failed") != std::string::npos;
-  }, 240000);
+  auto nodes = grid_->WaitNodes(
+      [](const v1::ListNodesResponse& l) {
+        auto* n = OnlyNode(l);
+        return n && n->gpus_size() == 2 && n->gpus(0).measured() &&
+               n->gpus(1).unavailable_reason().find("failed") != std::string::npos;
+      },
+      240000);
   ASSERT_TRUE(nodes.ok()) << nodes.status().message();
   const v1::Node* n = OnlyNode(*nodes);
   EXPECT_TRUE(n->schedulable()) << n->unschedulable_reason();
@@ -293,7 +301,8 @@ TEST_F(CapacityWithCdi, AFakeGpuIsMeasuredThroughCdiThenTakesGpuWork) {
   EXPECT_EQ(gm->allocatable_bytes(), std::stoull(kFakeMemory));
 
   std::string gpu = Submit(GpuManifest("gpu", {"write", "y"}, ""));
-  auto done = grid_->WaitJob(gpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      gpu, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().message() << "\n" << grid_->Cli({"status", gpu, "--explain"}).out;
   const v1::Task& task = done->tasks(0);
   ASSERT_EQ(task.state(), v1::SUCCEEDED) << task.message();
@@ -319,7 +328,8 @@ TEST_F(Capacity, DiscoverPrintsThisHostAndSaysWhyThereIsNoGpu) {
     EXPECT_NE(text.out.find("no GPU: "), std::string::npos) << text.out;
   }
   auto sim = grid_->Cli({"agent", "--discover", "--json", "--data-dir", grid_->root + "/discover", "--simulate-gpu",
-                         "H100 80GB HBM3:80GiB:9.0"}, false);
+                         "H100 80GB HBM3:80GiB:9.0"},
+                        false);
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NE(sim.out.find("\"simulated\": true"), std::string::npos) << sim.out;
   auto bad = grid_->Cli({"agent", "--discover", "--simulate-gpu", "nonsense"}, false);

@@ -40,9 +40,8 @@ TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninte
     ASSERT_TRUE(grid.StartAgent(n).ok());
     agent_of_node[grid.node_ids[n - 1]] = n;
   }
-  std::string manifest =
-      grid.Manifest("counter", {"count", std::to_string(kSteps), std::to_string(kStepMs)},
-                    "retries: 3\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n");
+  std::string manifest = grid.Manifest("counter", {"count", std::to_string(kSteps), std::to_string(kStepMs)},
+                                       "retries: 3\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n");
   auto sub = grid.Cli({"submit", manifest});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
@@ -67,7 +66,8 @@ TEST(Checkpoint, TaskKilledTwiceOnDifferentAgentsResumesAndFinishesWithTheUninte
     grid.StopAgent(agent_of_node[attempt.node_id()], SIGKILL);
   }
 
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   const auto& task = done->tasks(0);
@@ -168,11 +168,12 @@ TEST(Checkpoint, ALargeFileMovesOnlyItsChangedChunksAndRestoresWhole) {
   const double sent = bytes_in() - before;
   const double checkpoints = saved->tasks(0).attempts(0).checkpoints();
   EXPECT_GE(sent, kFileMiB * kMiB);
-  EXPECT_LE(sent, (kFileMiB + 16 * checkpoints + 1) * kMiB) << sent / kMiB << " MiB for " << checkpoints
-                                                             << " checkpoints";
+  EXPECT_LE(sent, (kFileMiB + 16 * checkpoints + 1) * kMiB)
+      << sent / kMiB << " MiB for " << checkpoints << " checkpoints";
   grid.StopAgent(agent_of_node[saved->tasks(0).attempts(0).node_id()], SIGKILL);
 
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   ASSERT_EQ(done->tasks(0).attempts_size(), 2);

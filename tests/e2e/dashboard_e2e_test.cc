@@ -40,8 +40,13 @@ std::string BrowserMissing() {
 }
 
 CmdResult Curl(const Grid& grid, const std::string& path, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {"curl", "-sS", "--fail-with-body", "--cacert", grid.coordinator_dir + "/pki/ca.crt",
-                                   "-H", "Authorization: Bearer " + grid.admin_token};
+  std::vector<std::string> argv = {"curl",
+                                   "-sS",
+                                   "--fail-with-body",
+                                   "--cacert",
+                                   grid.coordinator_dir + "/pki/ca.crt",
+                                   "-H",
+                                   "Authorization: Bearer " + grid.admin_token};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back("https://" + grid.http_addr + path);
   return RunCommand(argv);
@@ -61,9 +66,9 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_TRUE(grid.StartCoordinator().ok());
   Status started = grid.StartAgent(1);
   ASSERT_TRUE(started.ok()) << started.message();
-  ASSERT_TRUE(grid.WaitNodes([](const v1::ListNodesResponse& l) {
-                    return l.nodes_size() == 1 && l.nodes(0).schedulable();
-                  }).ok());
+  ASSERT_TRUE(
+      grid.WaitNodes([](const v1::ListNodesResponse& l) { return l.nodes_size() == 1 && l.nodes(0).schedulable(); })
+          .ok());
 
   // The page and its assets: served with their types and a policy that
   // forbids inline script.
@@ -82,10 +87,10 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_EQ(running.exit_code, 0) << running.err;
   const std::string running_id = Trim(running.out.substr(0, running.out.find('\n')));
   const std::string image = grid.PushTestImage();
-  const std::string waiting_manifest = grid.WriteFile(
-      "dash-waiting.yaml", "apiVersion: idlegrid/v1\nname: dash-waiting\nimage: igtest@" + image +
-                               "\ncommand: [\"/sim\"]\nargs: [\"write\", \"never\"]\n"
-                               "resources:\n  cpu: 512\n  memory: 256Mi\n  pids: 64\noutput: /out\n");
+  const std::string waiting_manifest =
+      grid.WriteFile("dash-waiting.yaml", "apiVersion: idlegrid/v1\nname: dash-waiting\nimage: igtest@" + image +
+                                              "\ncommand: [\"/sim\"]\nargs: [\"write\", \"never\"]\n"
+                                              "resources:\n  cpu: 512\n  memory: 256Mi\n  pids: 64\noutput: /out\n");
   auto waiting = grid.Cli({"submit", waiting_manifest});
   ASSERT_EQ(waiting.exit_code, 0) << waiting.err;
   const std::string waiting_id = Trim(waiting.out.substr(0, waiting.out.find('\n')));
@@ -115,12 +120,18 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   const std::string artifacts = ArtifactsDir();
   std::vector<std::string> argv = {kPython,
                                    std::string(IDLEGRID_SOURCE_DIR) + "/tests/e2e/dashboard_test.py",
-                                   "--url", "https://" + grid.http_addr,
-                                   "--token", grid.admin_token,
-                                   "--running-job", running_id,
-                                   "--waiting-job", waiting_id,
-                                   "--explain-contains", "insufficient CPU (need 512 cores)",
-                                   "--artifacts", artifacts};
+                                   "--url",
+                                   "https://" + grid.http_addr,
+                                   "--token",
+                                   grid.admin_token,
+                                   "--running-job",
+                                   running_id,
+                                   "--waiting-job",
+                                   waiting_id,
+                                   "--explain-contains",
+                                   "insufficient CPU (need 512 cores)",
+                                   "--artifacts",
+                                   artifacts};
   for (const auto& node : grid.node_ids) {
     argv.push_back("--node");
     argv.push_back(node);

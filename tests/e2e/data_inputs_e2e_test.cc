@@ -27,8 +27,9 @@ class DataInputsE2E : public ::testing::Test {
   // The coordinator's idlegrid_artifact_bytes_total{direction="out"}.
   double BytesOut() {
     const std::string ca = grid_->coordinator_dir + "/pki/ca.crt";
-    auto metrics = RunCommand({"curl", "-sS", "--fail", "--cacert", ca, "-H",
-                               "Authorization: Bearer " + grid_->admin_token, "https://" + grid_->http_addr + "/metrics"});
+    auto metrics =
+        RunCommand({"curl", "-sS", "--fail", "--cacert", ca, "-H", "Authorization: Bearer " + grid_->admin_token,
+                    "https://" + grid_->http_addr + "/metrics"});
     EXPECT_EQ(metrics.exit_code, 0) << metrics.err;
     const std::string key = "idlegrid_artifact_bytes_total{direction=\"out\"} ";
     const size_t at = metrics.out.find(key);
@@ -85,10 +86,10 @@ TEST_F(DataInputsE2E, ADirectoryInputIsReadableAndReadOnly) {
 TEST_F(DataInputsE2E, EachTaskReadsItsOwnShard) {
   const std::string shard0 = Push(grid_->WriteFile("shard0.bin", "shard number zero\n"));
   const std::string shard1 = Push(grid_->WriteFile("shard1.bin", "shard number one\n"));
-  const std::string manifest = grid_->Manifest(
-      "shards", {"copy", "/data/shard.bin"},
-      "inputs:\n  - {artifact: \"{{.shard}}\", path: /data/shard.bin}\n"
-      "array:\n  items:\n    - {shard: \"" + shard0 + "\"}\n    - {shard: \"" + shard1 + "\"}\n");
+  const std::string manifest = grid_->Manifest("shards", {"copy", "/data/shard.bin"},
+                                               "inputs:\n  - {artifact: \"{{.shard}}\", path: /data/shard.bin}\n"
+                                               "array:\n  items:\n    - {shard: \"" +
+                                                   shard0 + "\"}\n    - {shard: \"" + shard1 + "\"}\n");
   auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const v1::Job job = ParseJson<v1::Job>(r.out);
@@ -100,8 +101,8 @@ TEST_F(DataInputsE2E, EachTaskReadsItsOwnShard) {
 
   auto bad = grid_->Cli({"submit", grid_->Manifest("bad-shards", {"copy", "/data/shard.bin"},
                                                    "inputs:\n  - {artifact: \"{{.shard}}\", path: /data/shard.bin}\n"
-                                                   "array:\n  items:\n    - {shard: \"" + shard0 +
-                                                       "\"}\n    - {shard: nonsense}\n")});
+                                                   "array:\n  items:\n    - {shard: \"" +
+                                                       shard0 + "\"}\n    - {shard: nonsense}\n")});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("inputs[0].artifact: with array.items[1]: expected \"sha256:\""), std::string::npos)
       << bad.err;
@@ -114,8 +115,9 @@ TEST_F(DataInputsE2E, TwoTasksOnOneAgentFetchTheirInputOnce) {
   const std::string input = Push(grid_->WriteFile("big.bin", std::string(3 << 20, 'd')));
   const double before = BytesOut();
   const std::string manifest = grid_->Manifest("twice", {"copy", "/data/big.bin"},
-                                               "inputs:\n  - {artifact: \"" + input + "\", path: /data/big.bin}\n"
-                                               "array: {count: 2}\n");
+                                               "inputs:\n  - {artifact: \"" + input +
+                                                   "\", path: /data/big.bin}\n"
+                                                   "array: {count: 2}\n");
   auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const v1::Job job = ParseJson<v1::Job>(r.out);
@@ -124,14 +126,16 @@ TEST_F(DataInputsE2E, TwoTasksOnOneAgentFetchTheirInputOnce) {
   EXPECT_GE(moved, 3 << 20) << "the input was fetched";
   EXPECT_LT(moved, 2 * (3 << 20)) << "and only once for both tasks";
   // The node says it holds it.
-  auto nodes = grid_->WaitNodes([&](const v1::ListNodesResponse& list) {
-    for (const auto& n : list.nodes()) {
-      for (const auto& d : n.advertisement().cached_inputs()) {
-        if (d == input) return true;
-      }
-    }
-    return false;
-  }, 30000);
+  auto nodes = grid_->WaitNodes(
+      [&](const v1::ListNodesResponse& list) {
+        for (const auto& n : list.nodes()) {
+          for (const auto& d : n.advertisement().cached_inputs()) {
+            if (d == input) return true;
+          }
+        }
+        return false;
+      },
+      30000);
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
   bool advertised = false;
   for (const auto& n : nodes->nodes()) {

@@ -42,9 +42,8 @@ TEST_F(Drain, RunningWorkFinishesAndNoNewWorkArrivesUntilUndrained) {
   ASSERT_NE(mid.out.find("\"RUNNING\""), std::string::npos) << "the job ended before the drain: " << mid.out;
 
   std::string waiting_job = Submit("later", {"write", "later"});
-  auto waiting = grid_->WaitJob(waiting_job, [](const v1::Job& j) {
-    return j.tasks(0).message().find("draining") != std::string::npos;
-  }, 30000);
+  auto waiting = grid_->WaitJob(
+      waiting_job, [](const v1::Job& j) { return j.tasks(0).message().find("draining") != std::string::npos; }, 30000);
   ASSERT_TRUE(waiting.ok());
   EXPECT_EQ(waiting->tasks(0).state(), v1::QUEUED);
   auto finished = grid_->WaitJob(running_job, [](const v1::Job& j) { return jobs::IsSettled(j); });
@@ -66,9 +65,8 @@ TEST_F(Drain, AtTheDeadlineRunningWorkIsHandedBackAndRunsElsewhere) {
   ASSERT_TRUE(running.ok());
   std::string node = running->tasks(0).attempts(0).node_id();
   ASSERT_EQ(grid_->Cli({"nodes", "drain", node, "--deadline", "1s"}).exit_code, 0);
-  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts(0).state() == v1::FAILED;
-  }, 60000);
+  auto handed = grid_->WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 60000);
   ASSERT_TRUE(handed.ok());
   EXPECT_EQ(handed->tasks(0).attempts(0).failure_reason(), v1::HANDED_BACK);
   EXPECT_EQ(handed->tasks(0).state(), v1::QUEUED) << "handed back work must not count as a failure";

@@ -99,15 +99,16 @@ TEST_F(E2E, SubmitRunsInPodmanAndFetchVerifiesOutputs) {
   for (int n = 1; n <= 2; ++n) {
     const std::filesystem::path attempts = grid_->AgentDataDir(n) + "/state/attempts";
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(attempts, ec)) ADD_FAILURE() << "left: " << entry.path();
+    for (const auto& entry : std::filesystem::directory_iterator(attempts, ec))
+      ADD_FAILURE() << "left: " << entry.path();
     EXPECT_TRUE(!ec || ec == std::errc::no_such_file_or_directory) << attempts << ": " << ec.message();
   }
 }
 
 TEST_F(E2E, ArrayJobOfTwentyTasksSpreadsOverBothAgents) {
   StartAgents(2);
-  auto r = grid_->Cli({"submit", grid_->Manifest("sweep", {"write", "sweep"}, "array: {count: 20}\n"), "--wait",
-                       "--json"});
+  auto r =
+      grid_->Cli({"submit", grid_->Manifest("sweep", {"write", "sweep"}, "array: {count: 20}\n"), "--wait", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::Job job = ParseJob(r.out);
   ASSERT_EQ(job.tasks_size(), 20);
@@ -127,8 +128,8 @@ TEST_F(E2E, ArrayJobOfTwentyTasksSpreadsOverBothAgents) {
 TEST_F(E2E, CancelKillsTheRunningContainer) {
   StartAgents(1);
   std::string id = Submit(grid_->Manifest("sleepy", {"sleep", "300"}));
-  auto running = grid_->WaitJob(id, [](const v1::Job& j) { return j.state() == v1::RUNNING &&
-                                                                  j.tasks(0).state() == v1::RUNNING; });
+  auto running = grid_->WaitJob(
+      id, [](const v1::Job& j) { return j.state() == v1::RUNNING && j.tasks(0).state() == v1::RUNNING; });
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
   std::string attempt = running->tasks(0).attempts(0).id();
@@ -141,7 +142,8 @@ TEST_F(E2E, CancelKillsTheRunningContainer) {
   auto c = grid_->Cli({"cancel", id});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   // The watch ends once the job is settled: the agent confirmed the stop.
-  auto stopped = grid_->WaitJob(id, [](const v1::Job&) { return false; }, 60000);
+  auto stopped = grid_->WaitJob(
+      id, [](const v1::Job&) { return false; }, 60000);
   ASSERT_TRUE(stopped.ok());
   EXPECT_EQ(stopped->state(), v1::CANCELLED);
   EXPECT_NE(stopped->tasks(0).attempts(0).message().find("container stopped"), std::string::npos);
@@ -166,8 +168,9 @@ TEST_F(E2E, InputsArriveVerifiedAndReadOnly) {
   EXPECT_EQ(*ReadFile(grid_->root + "/out/task-0/copy.txt"), "the input data\n");
 
   // An input the coordinator does not hold is refused at submission.
-  std::string missing = grid_->Manifest("noinput", {"copy", "/data/x"}, "inputs:\n  - artifact: sha256:" +
-                                                                            std::string(64, 'c') + "\n    path: /data/x\n");
+  std::string missing =
+      grid_->Manifest("noinput", {"copy", "/data/x"},
+                      "inputs:\n  - artifact: sha256:" + std::string(64, 'c') + "\n    path: /data/x\n");
   auto bad = grid_->Cli({"submit", missing});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("upload it first"), std::string::npos) << bad.err;
@@ -176,7 +179,8 @@ TEST_F(E2E, InputsArriveVerifiedAndReadOnly) {
 TEST_F(CoordinatorOnly, HelpListsTheSubcommands) {
   auto r = grid_->Cli({"--help"}, false);
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* sub : {"coordinator", "agent", "submit", "status", "jobs", "nodes", "logs", "fetch", "cancel", "image"}) {
+  for (const char* sub :
+       {"coordinator", "agent", "submit", "status", "jobs", "nodes", "logs", "fetch", "cancel", "image"}) {
     EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
   }
   EXPECT_EQ(grid_->Cli({"frobnicate"}, false).exit_code, 2);
@@ -184,8 +188,8 @@ TEST_F(CoordinatorOnly, HelpListsTheSubcommands) {
 
 TEST_F(CoordinatorOnly, UnknownImageDigestFailsWithAClearReason) {
   std::string bad = "sha256:" + std::string(64, 'a');
-  std::string manifest = grid_->WriteFile("ghost.yaml", "apiVersion: idlegrid/v1\nname: ghost\nimage: " + bad +
-                                                            "\ncommand: [\"/sim\"]\n");
+  std::string manifest =
+      grid_->WriteFile("ghost.yaml", "apiVersion: idlegrid/v1\nname: ghost\nimage: " + bad + "\ncommand: [\"/sim\"]\n");
   auto r = grid_->Cli({"submit", manifest});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
@@ -195,9 +199,9 @@ TEST_F(CoordinatorOnly, UnknownImageDigestFailsWithAClearReason) {
 }
 
 TEST_F(CoordinatorOnly, MalformedManifestExitsTwoWithFileLineColumn) {
-  std::string manifest = grid_->WriteFile("bad.yaml",
-                                          "apiVersion: idlegrid/v1\nname: bad\nimage: sha256:" + std::string(64, 'b') +
-                                              "\nresources:\n  memroy: 1Gi\n");
+  std::string manifest =
+      grid_->WriteFile("bad.yaml", "apiVersion: idlegrid/v1\nname: bad\nimage: sha256:" + std::string(64, 'b') +
+                                       "\nresources:\n  memroy: 1Gi\n");
   auto r = grid_->Cli({"submit", manifest});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.yaml:5:3:"), std::string::npos) << r.err;
@@ -236,15 +240,14 @@ TEST_F(E2E, HttpJsonSubmissionTakesTheSamePath) {
                      R"(", "command": ["/sim"], "args": ["write", "curl"]}})";
   std::string url = "https://" + grid_->http_addr + "/v1/jobs";
   std::string ca = grid_->coordinator_dir + "/pki/ca.crt";
-  auto unauth = RunCommand({"curl", "-sS", "--cacert", ca, "--resolve",
-                            "idlegrid-coordinator:" + grid_->http_addr.substr(grid_->http_addr.rfind(':') + 1) +
-                                ":127.0.0.1",
-                            "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", body,
-                            "https://idlegrid-coordinator:" + grid_->http_addr.substr(grid_->http_addr.rfind(':') + 1) +
-                                "/v1/jobs"});
+  auto unauth = RunCommand(
+      {"curl", "-sS", "--cacert", ca, "--resolve",
+       "idlegrid-coordinator:" + grid_->http_addr.substr(grid_->http_addr.rfind(':') + 1) + ":127.0.0.1", "-o",
+       "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", body,
+       "https://idlegrid-coordinator:" + grid_->http_addr.substr(grid_->http_addr.rfind(':') + 1) + "/v1/jobs"});
   EXPECT_EQ(unauth.out, "401") << unauth.err;
-  auto r = RunCommand({"curl", "-sS", "--cacert", ca, "-H", "Authorization: Bearer " + grid_->admin_token, "-X",
-                       "POST", "-d", body, "-w", "\n%{http_code}", url});
+  auto r = RunCommand({"curl", "-sS", "--cacert", ca, "-H", "Authorization: Bearer " + grid_->admin_token, "-X", "POST",
+                       "-d", body, "-w", "\n%{http_code}", url});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_NE(r.out.find("\n201"), std::string::npos) << r.out;
   v1::SubmitJobResponse resp;
@@ -266,9 +269,10 @@ TEST_F(E2E, JobWhoseLimitsTheHostCannotEnforceIsNotRunUnbounded) {
   StartAgents(1);
   auto nodes = grid_->Cli({"nodes", "--json"});
   bool can_cap_cpu = nodes.out.find("\"cpu\": \"cgroup\"") != std::string::npos;
-  std::string manifest = grid_->WriteFile("strict.yaml", "apiVersion: idlegrid/v1\nname: strict\nimage: " +
-                                                            grid_->PushTestImage() + "\ncommand: [\"/sim\"]\n"
-                                                            "resources: {cpu: 1, strictCpu: true}\n");
+  std::string manifest =
+      grid_->WriteFile("strict.yaml", "apiVersion: idlegrid/v1\nname: strict\nimage: " + grid_->PushTestImage() +
+                                          "\ncommand: [\"/sim\"]\n"
+                                          "resources: {cpu: 1, strictCpu: true}\n");
   std::string id = Submit(manifest);
   if (can_cap_cpu) {
     auto done = grid_->WaitJob(id, Ended);
@@ -276,9 +280,8 @@ TEST_F(E2E, JobWhoseLimitsTheHostCannotEnforceIsNotRunUnbounded) {
     EXPECT_EQ(done->state(), v1::SUCCEEDED);
     return;
   }
-  auto waiting = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).message().find("cannot cap CPU") != std::string::npos;
-  }, 30000);
+  auto waiting = grid_->WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).message().find("cannot cap CPU") != std::string::npos; }, 30000);
   ASSERT_TRUE(waiting.ok());
   EXPECT_EQ(waiting->tasks(0).state(), v1::QUEUED);
   EXPECT_NE(waiting->tasks(0).message().find("cannot cap CPU"), std::string::npos) << waiting->tasks(0).message();
@@ -288,7 +291,8 @@ TEST_F(E2E, JobWhoseLimitsTheHostCannotEnforceIsNotRunUnbounded) {
 TEST_F(E2E, SecondCoordinatorOnTheSameDataDirFailsAndRestartKeepsJobs) {
   std::string id = Submit(grid_->Manifest("kept", {"write", "kept"}, "array: {count: 3}\n"));
   auto second = RunCommand({IDLEGRID_BINARY, "coordinator", "--data-dir", grid_->coordinator_dir, "--listen",
-                            "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}, 30);
+                            "127.0.0.1:0", "--http-listen", "127.0.0.1:0"},
+                           30);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
 

@@ -52,9 +52,8 @@ TEST(FairShareE2E, ASmallAccountsTasksStartAtTheNextSlotNotAfterTheBigQueue) {
   ASSERT_EQ(mine.exit_code, 0) << mine.err;
   v1::Job small_job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(mine.out, &small_job).ok());
-  auto started = grid.WaitJob(small_job.id(), [](const v1::Job& j) {
-    return Count(j, v1::RUNNING) + Count(j, v1::SUCCEEDED) >= 1;
-  });
+  auto started = grid.WaitJob(small_job.id(),
+                              [](const v1::Job& j) { return Count(j, v1::RUNNING) + Count(j, v1::SUCCEEDED) >= 1; });
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   auto big_now = grid.WaitJob(big_job.id(), [](const v1::Job&) { return true; });  // as it stands now
   ASSERT_TRUE(big_now.ok()) << big_now.status().ToString();

@@ -84,8 +84,8 @@ CmdResult RunCommand(const std::vector<std::string>& argv, int timeout_s) {
   int open_fds = 2;
   char buf[8192];
   while (open_fds > 0) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now()).count());
+    int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
     if (left <= 0) {
       ::kill(pid, SIGKILL);
       r.err += "\n[harness: timed out after " + std::to_string(timeout_s) + " s]";
@@ -237,8 +237,14 @@ Grid::~Grid() {
 }
 
 Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {bin_, "coordinator", "--data-dir", coordinator_dir, "--listen", listen_host + ":" + std::to_string(listen_port),
-                                   "--http-listen", "127.0.0.1:0"};
+  std::vector<std::string> argv = {bin_,
+                                   "coordinator",
+                                   "--data-dir",
+                                   coordinator_dir,
+                                   "--listen",
+                                   listen_host + ":" + std::to_string(listen_port),
+                                   "--http-listen",
+                                   "127.0.0.1:0"};
   if (!shared_dir.empty()) {
     argv.push_back("--shared-dir");
     argv.push_back(shared_dir);
@@ -288,9 +294,14 @@ std::vector<std::string> AsAgentUser(const Grid& grid, int n, std::vector<std::s
   std::string gid = pw ? std::to_string(pw->pw_gid) : "0";
   // setpriv execs in place (runuser would fork and keep a root parent), so the
   // pid we hold is the agent itself: signals reach it and kill -9 kills it.
-  std::vector<std::string> out = {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env",
+  std::vector<std::string> out = {"setpriv",
+                                  "--reuid=" + uid,
+                                  "--regid=" + gid,
+                                  "--init-groups",
+                                  "env",
                                   "HOME=" + std::string(pw ? pw->pw_dir : "/"),
-                                  "XDG_RUNTIME_DIR=/tmp/igtest-xdg-" + uid, "PATH=/usr/local/bin:/usr/bin:/bin"};
+                                  "XDG_RUNTIME_DIR=/tmp/igtest-xdg-" + uid,
+                                  "PATH=/usr/local/bin:/usr/bin:/bin"};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }
@@ -308,8 +319,8 @@ Result<std::vector<std::string>> AgentContainers(const Grid& grid, int n) {
       if (!Trim(line).empty()) names.push_back(Trim(line));
     }
   };
-  auto ps = RunCommand(AsAgentUser(grid, n, {"podman", "ps", "-a", "--format", "{{.Names}}", "--filter",
-                                             "label=idlegrid=1"}));
+  auto ps = RunCommand(
+      AsAgentUser(grid, n, {"podman", "ps", "-a", "--format", "{{.Names}}", "--filter", "label=idlegrid=1"}));
   if (ps.exit_code != 0) return Status::Internal("podman ps failed: " + ps.err);
   split(ps.out);
   const std::string runc = ::access("/usr/sbin/runc", X_OK) == 0 ? "/usr/sbin/runc" : "runc";
@@ -353,11 +364,11 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
       return Status::Internal("cannot chown agent directories");
     }
   }
-  std::vector<std::string> argv = AsAgentUser(
-      *this, n,
-      {bin_, "agent", "--coordinator", grpc_addr, "--join-token",
-       agent_join_tokens.count(n) ? agent_join_tokens.at(n) : join_token, "--ca-hash", ca_hash, "--data-dir",
-       dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
+  std::vector<std::string> argv =
+      AsAgentUser(*this, n,
+                  {bin_, "agent", "--coordinator", grpc_addr, "--join-token",
+                   agent_join_tokens.count(n) ? agent_join_tokens.at(n) : join_token, "--ca-hash", ca_hash,
+                   "--data-dir", dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (!agent_netns.empty()) argv.insert(argv.begin(), {"ip", "netns", "exec", agent_netns});
   auto& slot = agents[static_cast<size_t>(n - 1)];
@@ -448,7 +459,8 @@ std::string Grid::Manifest(const std::string& name, const std::vector<std::strin
 
 cli::Client* Grid::client() {
   if (!client_) {
-    auto c = cli::Client::Connect({grpc_addr, (shared_dir.empty() ? coordinator_dir : shared_dir) + "/pki/ca.crt", admin_token});
+    auto c = cli::Client::Connect(
+        {grpc_addr, (shared_dir.empty() ? coordinator_dir : shared_dir) + "/pki/ca.crt", admin_token});
     if (c.ok()) client_ = std::move(c).value();
   }
   return client_.get();

@@ -37,7 +37,6 @@ std::string HostileArchive() {
   return archive;
 }
 
-
 class HostileJobs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,8 +58,7 @@ class HostileJobs : public ::testing::Test {
   std::string Manifest(const std::string& name, const std::vector<std::string>& args, const std::string& extra = "",
                        const std::string& resources = "") {
     std::ostringstream y;
-    y << "apiVersion: idlegrid/v1\nname: " << name << "\nimage: hostile@" << image_
-      << "\ncommand: [\"/sim\"]\nargs: [";
+    y << "apiVersion: idlegrid/v1\nname: " << name << "\nimage: hostile@" << image_ << "\ncommand: [\"/sim\"]\nargs: [";
     for (size_t i = 0; i < args.size(); ++i) y << (i ? ", " : "") << "\"" << args[i] << "\"";
     y << "]\nresources:\n  cpu: 500m\n  memory: 256Mi\n  pids: 64\n" << resources << "output: /out\n" << extra;
     return grid_->WriteFile(name + ".yaml", y.str());
@@ -181,9 +179,9 @@ TEST_F(HostileJobs, FloodsBombsDaemonsAndOddOutputsEndContainedAndTheNodeStaysCl
   const v1::Job d = Finished(disk);
   EXPECT_EQ(d.state(), v1::FAILED);
   const std::string disk_logs = Logs(disk);
-  EXPECT_TRUE(d.tasks(0).failure_reason() == v1::DISK_LIMIT ||
-              disk_logs.find("File too large") != std::string::npos)
-      << jobs::ReasonName(d.tasks(0).failure_reason()) << "\n" << disk_logs;
+  EXPECT_TRUE(d.tasks(0).failure_reason() == v1::DISK_LIMIT || disk_logs.find("File too large") != std::string::npos)
+      << jobs::ReasonName(d.tasks(0).failure_reason()) << "\n"
+      << disk_logs;
 
   // A log flood is kept to the log cap (head and tail).
   const v1::Job l = Finished(log);

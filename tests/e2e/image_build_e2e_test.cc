@@ -116,10 +116,10 @@ TEST_F(ImageBuildE2E, BuildsPushesAndTheJobRunsFromThePrintedReference) {
   EXPECT_EQ(reference.size(), name.size() + 1 + 7 + 64) << reference;
   ExpectNothingLeft(name);
 
-  const std::string manifest = grid_->WriteFile(
-      "built.yaml", "apiVersion: idlegrid/v1\nname: built\nimage: " + reference +
-                        "\ncommand: [\"/sim\"]\nargs: [\"write\", \"built-by-image-build\"]\n"
-                        "resources:\n  cpu: 1\n  memory: 256Mi\n  pids: 64\noutput: /out\n");
+  const std::string manifest =
+      grid_->WriteFile("built.yaml", "apiVersion: idlegrid/v1\nname: built\nimage: " + reference +
+                                         "\ncommand: [\"/sim\"]\nargs: [\"write\", \"built-by-image-build\"]\n"
+                                         "resources:\n  cpu: 1\n  memory: 256Mi\n  pids: 64\noutput: /out\n");
   auto run = grid_->Cli({"submit", manifest, "--wait", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   v1::Job job;

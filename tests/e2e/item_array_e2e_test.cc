@@ -11,7 +11,6 @@
 namespace idlegrid::testing {
 namespace {
 
-
 class ItemArrayE2E : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -25,7 +24,9 @@ class ItemArrayE2E : public ::testing::Test {
 TEST_F(ItemArrayE2E, EachTaskRunsWithItsOwnItem) {
   Status started = grid_->StartAgent(1);
   ASSERT_TRUE(started.ok()) << started.message();
-  grid_->WriteFile("items.jsonl", "{\"seed\": 11, \"tag\": \"a\"}\n{\"seed\": 22, \"tag\": \"b b\"}\n{\"seed\": 33, \"tag\": \"c\"}\n");
+  grid_->WriteFile(
+      "items.jsonl",
+      "{\"seed\": 11, \"tag\": \"a\"}\n{\"seed\": 22, \"tag\": \"b b\"}\n{\"seed\": 33, \"tag\": \"c\"}\n");
   const std::string manifest = grid_->Manifest("items", {"write", "seed-{{.seed}}-{{ .tag }}"},
                                                "env: {RUN_TAG: \"run-{{.tag}}\"}\narray: {items: items.jsonl}\n");
   auto r = grid_->Cli({"submit", manifest, "--wait", "--json"});
@@ -49,8 +50,7 @@ TEST_F(ItemArrayE2E, EachTaskRunsWithItsOwnItem) {
 
 TEST_F(ItemArrayE2E, AnItemWithoutAPlaceholdersValueIsRefusedAtSubmitNamingIt) {
   grid_->WriteFile("bad.jsonl", "{\"seed\": 1}\n{\"seed\": 2}\n{\"sed\": 3}\n");
-  const std::string manifest =
-      grid_->Manifest("bad-items", {"write", "{{.seed}}"}, "array: {items: bad.jsonl}\n");
+  const std::string manifest = grid_->Manifest("bad-items", {"write", "{{.seed}}"}, "array: {items: bad.jsonl}\n");
   auto r = grid_->Cli({"submit", manifest});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("bad-items.yaml:5:17: args[1]: uses {{.seed}}, which array.items[2] does not have"),

@@ -43,8 +43,9 @@ class LayeredImageE2E : public ::testing::Test {
 
   // idlegrid_artifact_bytes_total{direction=...} on the coordinator.
   double Bytes(const std::string& direction) {
-    auto metrics = RunCommand({"curl", "-sS", "--fail", "--cacert", grid_->coordinator_dir + "/pki/ca.crt", "-H",
-                               "Authorization: Bearer " + grid_->admin_token, "https://" + grid_->http_addr + "/metrics"});
+    auto metrics =
+        RunCommand({"curl", "-sS", "--fail", "--cacert", grid_->coordinator_dir + "/pki/ca.crt", "-H",
+                    "Authorization: Bearer " + grid_->admin_token, "https://" + grid_->http_addr + "/metrics"});
     EXPECT_EQ(metrics.exit_code, 0) << metrics.err;
     const std::string key = "idlegrid_artifact_bytes_total{direction=\"" + direction + "\"} ";
     const size_t at = metrics.out.find(key);
@@ -56,8 +57,8 @@ class LayeredImageE2E : public ::testing::Test {
   std::string BuildApp(const std::string& data) {
     std::ofstream(context_ + "/data.txt") << data;
     std::ofstream(context_ + "/Containerfile") << "FROM " << base_ << "\nCOPY data.txt /data.txt\n";
-    auto built = RunCommand({grid_->binary(), "image", "build", context_, "--name", "igtest-app-" +
-                             std::to_string(::getpid()), "--config", grid_->client_yaml});
+    auto built = RunCommand({grid_->binary(), "image", "build", context_, "--name",
+                             "igtest-app-" + std::to_string(::getpid()), "--config", grid_->client_yaml});
     EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
     EXPECT_NE(built.err.find("blobs ("), std::string::npos) << "a layered push says what it uploaded: " << built.err;
     return Trim(built.out);

@@ -17,7 +17,6 @@ namespace {
 
 constexpr int64_t kMicros = 1000000;
 
-
 TEST(LedgerE2E, EscrowAtSubmitRefundAtTheEndAndShortFundsRefused) {
   if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("LedgerE2E");

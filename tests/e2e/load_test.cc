@@ -92,8 +92,8 @@ void ExpectEveryTaskSucceededOnce(const v1::Job& job, int count) {
     int succeeded = 0;
     for (const auto& a : t.attempts()) {
       succeeded += a.state() == v1::SUCCEEDED;
-      EXPECT_NE(a.failure_reason(), v1::NODE_LOST) << "task " << t.index() << " attempt " << a.id() << ": "
-                                                   << a.message();
+      EXPECT_NE(a.failure_reason(), v1::NODE_LOST)
+          << "task " << t.index() << " attempt " << a.id() << ": " << a.message();
     }
     EXPECT_EQ(succeeded, 1) << "task " << t.index();
   }
@@ -111,7 +111,8 @@ TEST(Load, FiveHundredTasksOnOversubscribedAgentsLoseNothing) {
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   auto start = std::chrono::steady_clock::now();
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 900000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 900000);
   ASSERT_TRUE(done.ok()) << done.status().message();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ info ] %d tasks in %.1f s: %.1f tasks/s\n", kTasks, seconds, kTasks / seconds);
@@ -142,7 +143,8 @@ TEST(Load, HeartbeatsKeepTheirRhythmOnASaturatedHostWithSlowPodman) {
   auto sub = grid.Cli({"submit", ArrayManifest(grid, "spin", kTasks, "250m", {"spin", "8"})});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 600000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 600000);
   ASSERT_TRUE(done.ok()) << done.status().message();
   ExpectEveryTaskSucceededOnce(*done, kTasks);
   std::string metrics = Metrics(grid);
@@ -167,9 +169,8 @@ TEST(Load, SigtermWithTheCoordinatorDownEndsTheAgentWithinItsGraceAndLeavesNoCon
   auto sub = grid.Cli({"submit", ArrayManifest(grid, "long", 2, "500m", {"sleep", "300"})});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
-  auto running = grid.WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).state() == v1::RUNNING && j.tasks(1).state() == v1::RUNNING;
-  });
+  auto running = grid.WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).state() == v1::RUNNING && j.tasks(1).state() == v1::RUNNING; });
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->tasks(0).state(), v1::RUNNING);
   // RUNNING is reported as the attempt starts; on a loaded host its

@@ -19,9 +19,9 @@ class LogCapE2E : public ::testing::Test {
   void SetUp() override {
     if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
     grid_ = std::make_unique<Grid>("LogCap");
-    ASSERT_TRUE(grid_->StartCoordinator({"--log-head-bytes", std::to_string(kCap), "--log-tail-bytes",
-                                         std::to_string(kCap)})
-                    .ok());
+    ASSERT_TRUE(
+        grid_->StartCoordinator({"--log-head-bytes", std::to_string(kCap), "--log-tail-bytes", std::to_string(kCap)})
+            .ok());
     Status st = grid_->StartAgent(1);
     ASSERT_TRUE(st.ok()) << st.message();
   }

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 
-
 #include "e2e/harness.h"
 #include "jobs/task_state.h"
 
@@ -34,10 +33,10 @@ class Market : public ::testing::Test {
   std::string Submit(const std::string& name, const std::vector<std::string>& args, const std::string& extra) {
     std::string argv;
     for (const auto& a : args) argv += (argv.empty() ? "\"" : ", \"") + a + "\"";
-    std::string manifest = grid_->WriteFile(
-        name + ".yaml", "apiVersion: idlegrid/v1\nname: " + name + "\nimage: igtest@" + grid_->PushTestImage() +
-                            "\ncommand: [\"/sim\"]\nargs: [" + argv +
-                            "]\nresources: {cpu: 0.5, memory: 64Mi, pids: 64, gpus: 1}\n" + extra);
+    std::string manifest =
+        grid_->WriteFile(name + ".yaml", "apiVersion: idlegrid/v1\nname: " + name + "\nimage: igtest@" +
+                                             grid_->PushTestImage() + "\ncommand: [\"/sim\"]\nargs: [" + argv +
+                                             "]\nresources: {cpu: 0.5, memory: 64Mi, pids: 64, gpus: 1}\n" + extra);
     auto r = grid_->Cli({"submit", manifest});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out.substr(0, r.out.find('\n'));
@@ -112,11 +111,13 @@ TEST_F(Market, RetriesStopWithCostCapReachedOnceWhatIsLeftCannotPayForAnotherRun
   for (int n = 1; n <= 2; ++n) {
     ASSERT_TRUE(grid_->WriteOwnerPolicy(n, "asks:\n  RTX 4090: 0.30\n  cpu-core: 7200\n").ok());
   }
-  ASSERT_TRUE(grid_->WaitNodes([](const v1::ListNodesResponse& list) {
-                      int priced = 0;
-                      for (const auto& n : list.nodes()) priced += n.advertisement().asks_size() == 2;
-                      return priced == 2;
-                    }).ok());
+  ASSERT_TRUE(grid_
+                  ->WaitNodes([](const v1::ListNodesResponse& list) {
+                    int priced = 0;
+                    for (const auto& n : list.nodes()) priced += n.advertisement().asks_size() == 2;
+                    return priced == 2;
+                  })
+                  .ok());
   // Each run is bounded at 2 s (an estimate of 2 credits); it fails and is
   // retried until what is left of the 2.15-credit cap cannot pay for a run
   // (after the first attempt or two: each one spends its run time).

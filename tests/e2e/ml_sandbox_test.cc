@@ -31,8 +31,8 @@ class MlSandboxE2E : public ::testing::TestWithParam<std::string> {
   std::string Manifest(const std::string& name, const std::vector<std::string>& args, const std::string& resources) {
     const std::string image = grid_->PushTestImage();
     EXPECT_FALSE(image.empty());
-    std::string y = "apiVersion: idlegrid/v1\nname: " + name + "\nimage: igtest@" + image +
-                    "\ncommand: [\"/sim\"]\nargs: [";
+    std::string y =
+        "apiVersion: idlegrid/v1\nname: " + name + "\nimage: igtest@" + image + "\ncommand: [\"/sim\"]\nargs: [";
     for (size_t i = 0; i < args.size(); ++i) y += (i ? ", \"" : "\"") + args[i] + "\"";
     y += "]\nresources:\n  cpu: 1\n  pids: 64\n" + resources + "output: /out\nrunTimeout: 5m\n";
     return grid_->WriteFile(name + ".yaml", y);
@@ -52,8 +52,7 @@ class MlSandboxE2E : public ::testing::TestWithParam<std::string> {
   void ExpectScratchGone(const v1::Job& job) {
     ASSERT_EQ(job.tasks_size(), 1);
     ASSERT_GE(job.tasks(0).attempts_size(), 1);
-    const std::string scratch =
-        grid_->AgentDataDir(1) + "/state/attempts/" + job.tasks(0).attempts(0).id();
+    const std::string scratch = grid_->AgentDataDir(1) + "/state/attempts/" + job.tasks(0).attempts(0).id();
     EXPECT_FALSE(std::filesystem::exists(scratch)) << scratch << " left behind";
   }
   std::unique_ptr<Grid> grid_;
@@ -75,8 +74,8 @@ TEST_P(MlSandboxE2E, HomeCacheAndAShmPast64MiBWork) {
 TEST_P(MlSandboxE2E, ArrayTasksSharingASandboxEachGetTheirHome) {
   // Under runc, tasks of an array job run one after another in one pilot
   // sandbox (runtime/pilot_pool.h): HOME moves in and out with each task.
-  const v1::Job job = SubmitAndWait(
-      Manifest("homes", {"home", "80"}, "  memory: 512Mi\n  shm: 128Mi\narray: {count: 3}\n"));
+  const v1::Job job =
+      SubmitAndWait(Manifest("homes", {"home", "80"}, "  memory: 512Mi\n  shm: 128Mi\narray: {count: 3}\n"));
   ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs(job.id());
   ASSERT_EQ(job.tasks_size(), 3);
   for (const v1::Task& task : job.tasks()) {
@@ -103,11 +102,9 @@ TEST_P(MlSandboxE2E, ManySmallCacheFilesPastTheDiskTotalFailAsDiskLimit) {
   ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString();
   ASSERT_EQ(job.tasks_size(), 1);
   const v1::Task& task = job.tasks(0);
-  EXPECT_EQ(task.failure_reason(), v1::DISK_LIMIT) << jobs::ReasonName(task.failure_reason()) << "\n"
-                                                   << Logs(job.id());
+  EXPECT_EQ(task.failure_reason(), v1::DISK_LIMIT) << jobs::ReasonName(task.failure_reason()) << "\n" << Logs(job.id());
   EXPECT_NE(task.message().find("more than 256Mi (resources.disk)"), std::string::npos) << task.message();
-  EXPECT_NE(task.message().find("its home, output and checkpoint directories"), std::string::npos)
-      << task.message();
+  EXPECT_NE(task.message().find("its home, output and checkpoint directories"), std::string::npos) << task.message();
   EXPECT_EQ(task.attempts(0).outputs_size(), 0);
   ExpectScratchGone(job);
 }

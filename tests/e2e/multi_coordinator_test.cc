@@ -21,8 +21,8 @@ Result<std::string> FreshDatabase(const std::string& dir) {
   if (const char* url = std::getenv("IDLEGRID_TEST_PG_URL"); url && *url) {
     server = url;
   } else {
-    auto started = RunCommand({std::string(IDLEGRID_SOURCE_DIR) + "/scripts/pg-test-cluster.sh", "start", dir,
-                               std::to_string(::getpid())});
+    auto started = RunCommand(
+        {std::string(IDLEGRID_SOURCE_DIR) + "/scripts/pg-test-cluster.sh", "start", dir, std::to_string(::getpid())});
     if (started.exit_code != 0) {
       return Status::FailedPrecondition("cannot start PostgreSQL (run scripts/install-deps.sh): " + started.err);
     }
@@ -49,8 +49,8 @@ TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersC
   ASSERT_TRUE(grid.StartCoordinator(common).ok());
 
   // The second coordinator: its own data dir and port, the same database and shared dir.
-  std::vector<std::string> argv = {grid.binary(), "coordinator", "--data-dir", grid.root + "/coordinator2",
-                                   "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+  std::vector<std::string> argv = {grid.binary(),  "coordinator",  "--data-dir",    grid.root + "/coordinator2",
+                                   "--listen",     "127.0.0.1:0",  "--http-listen", "127.0.0.1:0",
                                    "--shared-dir", grid.shared_dir};
   argv.insert(argv.end(), common.begin(), common.end());
   auto second = Process::Start(argv, grid.root + "/coordinator2.err");

@@ -107,7 +107,8 @@ TEST(Network, KilledAgentsTaskIsRetriedOnAnotherAgent) {
 
   grid.StopAgent(1, SIGKILL);
   ASSERT_TRUE(grid.StartAgent(2).ok());
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok());
   ASSERT_EQ(done->state(), v1::SUCCEEDED);
   const auto& attempts = done->tasks(0).attempts();
@@ -141,7 +142,8 @@ TEST(Network, RestartedAgentRemovesItsOrphanAndTheAttemptIsFailedAndRetried) {
   ASSERT_TRUE(orphan.ok()) << orphan.status().message();
   EXPECT_FALSE(*orphan) << "the restarted agent left its orphan running";
 
-  auto failed = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 60000);
+  auto failed = grid.WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 60000);
   ASSERT_TRUE(failed.ok());
   const auto& first = failed->tasks(0).attempts(0);
   EXPECT_EQ(first.failure_reason(), v1::NODE_LOST);
@@ -160,19 +162,21 @@ TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
   if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("unacked");
   // Heartbeat silence would take 12 s to count; the ack timeout is 1 s.
-  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "40", "--ack-timeout-ms",
-                                     "1000"}).ok());
+  ASSERT_TRUE(
+      grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "40", "--ack-timeout-ms", "1000"})
+          .ok());
   ASSERT_TRUE(grid.StartAgent(1).ok());
-  ASSERT_TRUE(grid.WaitNodes([](const v1::ListNodesResponse& l) {
-    return l.nodes_size() == 1 && l.nodes(0).schedulable();
-  }).ok());
+  ASSERT_TRUE(
+      grid.WaitNodes([](const v1::ListNodesResponse& l) { return l.nodes_size() == 1 && l.nodes(0).schedulable(); })
+          .ok());
   grid.agents[0]->Signal(SIGSTOP);  // frozen: it cannot acknowledge anything
   auto sub = grid.Cli({"submit", grid.Manifest("unacked", {"write", "once"})});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
-  auto timed_out = grid.WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() > 0 && j.tasks(0).attempts(0).state() == v1::FAILED;
-  }, 30000);
+  auto timed_out = grid.WaitJob(
+      id,
+      [](const v1::Job& j) { return j.tasks(0).attempts_size() > 0 && j.tasks(0).attempts(0).state() == v1::FAILED; },
+      30000);
   ASSERT_TRUE(timed_out.ok());
   const auto& first = timed_out->tasks(0).attempts(0);
   EXPECT_EQ(first.failure_reason(), v1::ACK_TIMEOUT);
@@ -189,15 +193,17 @@ TEST(Network, UnacknowledgedAssignmentGoesElsewhereAndTheLateAckIsRefused) {
   // its ACK is refused, it runs nothing, and the job stays as it was.
   grid.agents[0]->Signal(SIGCONT);
   std::string stale = first.id();
-  auto woke = grid.WaitNodes([&](const v1::ListNodesResponse& l) {
-    for (const auto& n : l.nodes()) {
-      if (n.id() == first.node_id() && n.advertisement().running_attempts_size() == 0 &&
-          n.last_heartbeat_ms() > done->tasks(0).attempts(1).finished_at_ms()) {
-        return true;
-      }
-    }
-    return false;
-  }, 30000);
+  auto woke = grid.WaitNodes(
+      [&](const v1::ListNodesResponse& l) {
+        for (const auto& n : l.nodes()) {
+          if (n.id() == first.node_id() && n.advertisement().running_attempts_size() == 0 &&
+              n.last_heartbeat_ms() > done->tasks(0).attempts(1).finished_at_ms()) {
+            return true;
+          }
+        }
+        return false;
+      },
+      30000);
   ASSERT_TRUE(woke.ok());
   auto after = grid.Cli({"status", id, "--json"});
   v1::Job job;
@@ -235,7 +241,8 @@ TEST(Network, CoordinatorKilledMidSweepLosesNothingAndRunsEveryTaskOnce) {
   // reconnect by themselves and report what finished in the meantime.
   grid.listen_port = std::stoi(grid.grpc_addr.substr(grid.grpc_addr.rfind(':') + 1));
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
-  auto done = grid.WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
+  auto done = grid.WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
   ASSERT_TRUE(done.ok()) << done.status().message();
   ASSERT_EQ(done->tasks_size(), 200);
   int retried = 0;
@@ -273,7 +280,8 @@ TEST(Network, NonIdempotentTaskOnALostNodeWaitsForTheUsersDecision) {
   }
   grid.StopAgent(1, SIGKILL);
   for (const auto& id : {keep, drop}) {
-    auto lost = grid.WaitJob(id, [](const v1::Job& j) { return j.state() == v1::LOST; }, 30000);
+    auto lost = grid.WaitJob(
+        id, [](const v1::Job& j) { return j.state() == v1::LOST; }, 30000);
     ASSERT_TRUE(lost.ok());
     ASSERT_EQ(lost->state(), v1::LOST) << "retries alone must not rerun a non-idempotent task";
     EXPECT_EQ(lost->tasks(0).failure_reason(), v1::NODE_LOST);
@@ -310,9 +318,9 @@ TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
   ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "300", "--heartbeat-margin", "3"}).ok());
   grid.agent_netns = net.home;
   ASSERT_TRUE(grid.StartAgent(1).ok());
-  ASSERT_TRUE(grid.WaitNodes([](const v1::ListNodesResponse& l) {
-    return l.nodes_size() == 1 && l.nodes(0).schedulable();
-  }).ok());
+  ASSERT_TRUE(
+      grid.WaitNodes([](const v1::ListNodesResponse& l) { return l.nodes_size() == 1 && l.nodes(0).schedulable(); })
+          .ok());
   auto sub = grid.Cli({"submit", grid.Manifest("cut", {"sleep", "300"}, "retries: 2\nidempotent: true\n")});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
@@ -323,7 +331,8 @@ TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
   std::string stale = running->tasks(0).attempts(0).id();
 
   ASSERT_TRUE(Sh({"ip", "-n", net.router, "link", "set", net.wan_rtr, "down"}));  // the home network is cut off
-  auto lost = grid.WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 30000);
+  auto lost = grid.WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).attempts(0).state() == v1::FAILED; }, 30000);
   ASSERT_TRUE(lost.ok());
   EXPECT_EQ(lost->tasks(0).attempts(0).failure_reason(), v1::NODE_LOST);
   grid.agent_netns.clear();
@@ -335,12 +344,15 @@ TEST(Network, CutOffAgentIsFencedAndStopsItsStaleContainerWhenItReturns) {
 
   ASSERT_TRUE(Sh({"ip", "-n", net.router, "link", "set", net.wan_rtr, "up"}));  // back online
   // The returning agent is told its attempt ended and stops the container.
-  auto stopped = grid.WaitNodes([&](const v1::ListNodesResponse& l) {
-    for (const auto& n : l.nodes()) {
-      if (n.id() == cut_node && n.state() == "online" && n.advertisement().running_attempts_size() == 0) return true;
-    }
-    return false;
-  }, 60000);
+  auto stopped = grid.WaitNodes(
+      [&](const v1::ListNodesResponse& l) {
+        for (const auto& n : l.nodes()) {
+          if (n.id() == cut_node && n.state() == "online" && n.advertisement().running_attempts_size() == 0)
+            return true;
+        }
+        return false;
+      },
+      60000);
   ASSERT_TRUE(stopped.ok());
   auto still = AgentRunsContainerOf(grid, 1, stale);
   ASSERT_TRUE(still.ok()) << still.status().message();

@@ -75,16 +75,14 @@ TEST_F(OutputCapE2E, AJobWriting100FilesOf100MiBUnderA1GiBCapFailsAndTheNodesDis
   for (size_t at = logs.out.find("writing "); at != std::string::npos; at = logs.out.find("writing ", at + 1)) {
     ++started;
   }
-  std::fprintf(stderr, "[output-cap] stopped while writing file %zu of %d (%d MiB each)\n", started, kFiles,
-               kFileMiB);
+  std::fprintf(stderr, "[output-cap] stopped while writing file %zu of %d (%d MiB each)\n", started, kFiles, kFileMiB);
 
   // The attempt's scratch is gone by the time its end is reported, and no
   // blob of its files reached the coordinator's artifact store.
   const std::string scratch = grid_->AgentDataDir(1) + "/state/attempts/" + attempt.id();
   EXPECT_FALSE(std::filesystem::exists(scratch)) << scratch << " left behind";
   std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::recursive_directory_iterator(grid_->coordinator_dir + "/artifacts", ec)) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(grid_->coordinator_dir + "/artifacts", ec)) {
     if (entry.is_regular_file()) {
       EXPECT_LT(entry.file_size(), uint64_t{kFileMiB} << 20) << entry.path() << " looks like an output";
     }

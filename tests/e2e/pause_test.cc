@@ -125,7 +125,7 @@ class Pause : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(policy, policy_yaml, 0644).ok());
     ::chmod(policy.c_str(), 0644);
     ::setenv("FAKE_NVML_STATE_FILE", state_.c_str(), 1);
-    std::vector<std::string> args = {"--nvml-library", nvml_, "--policy", policy, "--pause-poll-ms",
+    std::vector<std::string> args = {"--nvml-library",       nvml_, "--policy", policy, "--pause-poll-ms",
                                      std::to_string(kPollMs)};
     args.insert(args.end(), extra.begin(), extra.end());
     Status st = grid_->StartAgent(n, args);
@@ -157,10 +157,12 @@ class Pause : public ::testing::Test {
 
   Result<v1::ListNodesResponse> WaitNode(int n, const std::function<bool(const v1::Node&)>& pred, int timeout_ms) {
     const std::string id = grid_->node_ids[static_cast<size_t>(n - 1)];
-    return grid_->WaitNodes([&](const v1::ListNodesResponse& l) {
-      const v1::Node* node = NodeById(l, id);
-      return node != nullptr && pred(*node);
-    }, timeout_ms);
+    return grid_->WaitNodes(
+        [&](const v1::ListNodesResponse& l) {
+          const v1::Node* node = NodeById(l, id);
+          return node != nullptr && pred(*node);
+        },
+        timeout_ms);
   }
 
   std::unique_ptr<Grid> grid_;
@@ -191,17 +193,20 @@ TEST_F(Pause, OwnersGameFreezesTheJobWhichResumesAndFinishesWhenTheGameExits) {
   EXPECT_EQ(CpuTicks(job_pid), frozen_ticks) << "a frozen job burned CPU";
 
   const std::string reason = "process sleep (pid " + std::to_string(game->pid()) + ") uses GPU 0";
-  auto paused = WaitNode(1, [&](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  auto paused = WaitNode(
+      1, [&](const v1::Node& n) { return n.pause().paused(); }, 15000);
   ASSERT_TRUE(paused.ok()) << paused.status().message();
   const v1::Node* node = NodeById(*paused, grid_->node_ids[0]);
-  EXPECT_TRUE(node->state() == "online" || node->state() == "late") << node->state() << ": a paused node is not suspect or lost";
+  EXPECT_TRUE(node->state() == "online" || node->state() == "late")
+      << node->state() << ": a paused node is not suspect or lost";
   EXPECT_EQ(node->pause().cause(), "owner-gpu");
   EXPECT_EQ(node->pause().reason(), reason);
   EXPECT_FALSE(node->schedulable());
   EXPECT_EQ(node->unschedulable_reason(), "paused by its owner: " + reason);
   // The job's attempt is frozen (a readiness benchmark the appearing GPU
   // brought may be too).
-  auto running = grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks(0).attempts_size() == 1; }, 10000);
+  auto running = grid_->WaitJob(
+      id, [](const v1::Job& j) { return j.tasks(0).attempts_size() == 1; }, 10000);
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   const auto& frozen = node->pause().frozen_attempts();
   EXPECT_NE(std::find(frozen.begin(), frozen.end(), running->tasks(0).attempts(0).id()), frozen.end())
@@ -214,11 +219,13 @@ TEST_F(Pause, OwnersGameFreezesTheJobWhichResumesAndFinishesWhenTheGameExits) {
   game->Wait();
   SetGpuState("count 0\n");
   ASSERT_TRUE(Await([&] { return CpuTicks(job_pid) > frozen_ticks; }, 10000)) << "job not resumed";
-  auto resumed = WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 15000);
+  auto resumed = WaitNode(
+      1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 15000);
   ASSERT_TRUE(resumed.ok()) << resumed.status().message();
   EXPECT_GE(NodeById(*resumed, grid_->node_ids[0])->pause().paused_ms_total(), 1000);
 
-  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   EXPECT_EQ(done->tasks(0).attempts_size(), 1) << "frozen, not moved";
@@ -240,7 +247,8 @@ TEST_F(Pause, GpuAboveMaxTempPausesWithAThermalReasonAndResumesWhenCool) {
 
   SetGpuState("count 1\ntemperature 0 91\nthrottle 0 0x60\n");
   ASSERT_TRUE(Await([&] { return ProcState(job_pid) == 'T'; }, 10 * kPollMs + 3000)) << "not frozen when hot";
-  auto hot = WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  auto hot = WaitNode(
+      1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
   ASSERT_TRUE(hot.ok()) << hot.status().message();
   const v1::Node* node = NodeById(*hot, grid_->node_ids[0]);
   EXPECT_EQ(node->pause().cause(), "thermal");
@@ -250,20 +258,22 @@ TEST_F(Pause, GpuAboveMaxTempPausesWithAThermalReasonAndResumesWhenCool) {
   SetGpuState("count 1\ntemperature 0 70\n");
   ASSERT_TRUE(Await([&] { return ProcState(job_pid) != 'T'; }, 10000)) << "not resumed when cool";
   SetGpuState("count 0\n");
-  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
 }
 
 TEST_F(Pause, ALongPauseCheckpointsAndHandsBackAndTheTaskFinishesElsewhere) {
   StartAgentWithPolicy(1, "pauseWhen:\n  ownerGpu: true\n  handBackAfter: 2s\n");
-  auto before = WaitNode(1, [](const v1::Node& n) { return n.schedulable(); }, 120000);
+  auto before = WaitNode(
+      1, [](const v1::Node& n) { return n.schedulable(); }, 120000);
   ASSERT_TRUE(before.ok()) << before.status().message();
   const int faults_before = NodeFaults(*NodeById(*before, grid_->node_ids[0]));
   ASSERT_GE(faults_before, 0) << NodeById(*before, grid_->node_ids[0])->reliability_detail();
 
-  std::string id = Submit(grid_->Manifest("counter", {"count", "40", "150"},
-                                          "retries: 0\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n"));
+  std::string id = Submit(grid_->Manifest(
+      "counter", {"count", "40", "150"}, "retries: 0\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n"));
   auto saved = grid_->WaitJob(id, [](const v1::Job& j) {
     return j.tasks(0).attempts_size() == 1 && j.tasks(0).attempts(0).checkpoints() >= 1;
   });
@@ -272,16 +282,20 @@ TEST_F(Pause, ALongPauseCheckpointsAndHandsBackAndTheTaskFinishesElsewhere) {
   auto game = Process::Start({"sleep", "600"}, grid_->root + "/game.err");
   ASSERT_TRUE(game);
   SetGpuState("count 1\ngraphics 0 " + std::to_string(game->pid()) + " 2048\n");
-  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
-  }, 30000);
+  auto handed = grid_->WaitJob(
+      id,
+      [](const v1::Job& j) {
+        return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
+      },
+      30000);
   ASSERT_TRUE(handed.ok()) << handed.status().ToString();
   const auto& first = handed->tasks(0).attempts(0);
   EXPECT_NE(first.message().find("paused by its owner: process sleep"), std::string::npos) << first.message();
 
   // Another node takes it (the first stays paused), from the checkpoint.
   ASSERT_TRUE(grid_->StartAgent(2).ok());
-  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   const auto& task = done->tasks(0);
@@ -291,7 +305,8 @@ TEST_F(Pause, ALongPauseCheckpointsAndHandsBackAndTheTaskFinishesElsewhere) {
 
   // Not the node's fault: through a reliability refresh (every 10 s) no lost
   // or failed attempt may be counted against it. Waiting for one must time out.
-  auto fell = WaitNode(1, [&](const v1::Node& n) { return NodeFaults(n) != faults_before; }, 12000);
+  auto fell = WaitNode(
+      1, [&](const v1::Node& n) { return NodeFaults(n) != faults_before; }, 12000);
   EXPECT_FALSE(fell.ok()) << "counted against the node: " << NodeById(*fell, grid_->node_ids[0])->reliability_detail();
   game->Signal(SIGKILL);
   game->Wait();
@@ -312,16 +327,20 @@ TEST_F(Pause, AGpuJobWithACheckpointIsHandedBackAtOnceAndResumesElsewhere) {
   const auto appeared = Clock::now();
   SetGpuState("count 1\ngraphics 0 " + std::to_string(game->pid()) + " 2048\n");
   // handBackAfter is 10 min: a hand back inside this wait is the GPU rule's.
-  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
-  }, 60000);
+  auto handed = grid_->WaitJob(
+      id,
+      [](const v1::Job& j) {
+        return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
+      },
+      60000);
   ASSERT_TRUE(handed.ok()) << handed.status().ToString();
   const auto handed_after = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - appeared);
   const auto& first = handed->tasks(0).attempts(0);
   EXPECT_NE(first.message().find("paused by its owner: process sleep"), std::string::npos) << first.message();
 
   ASSERT_TRUE(grid_->StartAgent(2, gpu).ok());
-  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   const auto& task = done->tasks(0);
@@ -345,9 +364,10 @@ TEST_F(Pause, ADisplayServerOnTheGpuDoesNotPauseTheNode) {
   auto xorg = Process::Start({xorg_bin, "600"}, grid_->root + "/xorg.err");
   auto game = Process::Start({"sleep", "600"}, grid_->root + "/game.err");
   ASSERT_TRUE(xorg && game);
-  SetGpuState("count 1\ngraphics 0 " + std::to_string(xorg->pid()) + " 512\ngraphics 0 " +
-              std::to_string(game->pid()) + " 2048\n");
-  auto paused = WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  SetGpuState("count 1\ngraphics 0 " + std::to_string(xorg->pid()) + " 512\ngraphics 0 " + std::to_string(game->pid()) +
+              " 2048\n");
+  auto paused = WaitNode(
+      1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
   ASSERT_TRUE(paused.ok()) << paused.status().message();
   EXPECT_EQ(NodeById(*paused, grid_->node_ids[0])->pause().reason(),
             "process sleep (pid " + std::to_string(game->pid()) + ") uses GPU 0")
@@ -356,7 +376,8 @@ TEST_F(Pause, ADisplayServerOnTheGpuDoesNotPauseTheNode) {
   game->Signal(SIGKILL);
   game->Wait();
   SetGpuState("count 1\ngraphics 0 " + std::to_string(xorg->pid()) + " 512\n");
-  auto resumed = WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 15000);
+  auto resumed = WaitNode(
+      1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 15000);
   ASSERT_TRUE(resumed.ok()) << "Xorg alone kept the node paused: " << resumed.status().message();
   xorg->Signal(SIGKILL);
   xorg->Wait();
@@ -369,11 +390,14 @@ TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
   StartAgentWithPolicy(1, "{}\n", {"--simulate-gpu", "RTX 4090:24GiB:8.9", "--simulate-gpu", "RTX 3060:12GiB:8.6"});
   const std::string data_dir = grid_->AgentDataDir(1) + "/state";
   // Measured first (the CPU benchmark), so every reason below is the owner's.
-  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return n.schedulable(); }, 120000).ok());
+  ASSERT_TRUE(WaitNode(
+                  1, [](const v1::Node& n) { return n.schedulable(); }, 120000)
+                  .ok());
   auto p = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--for", "3s"}, false);
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("node paused until"), std::string::npos) << p.out;
-  auto paused = WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
+  auto paused = WaitNode(
+      1, [](const v1::Node& n) { return n.pause().paused(); }, 15000);
   ASSERT_TRUE(paused.ok()) << paused.status().message();
   const v1::Node* node = NodeById(*paused, grid_->node_ids[0]);
   EXPECT_EQ(node->pause().cause(), "owner-command");
@@ -381,16 +405,18 @@ TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
   EXPECT_GT(node->pause().until_ms(), node->pause().since_ms());
   EXPECT_FALSE(node->schedulable());
   // It ends by itself, and the file goes with it.
-  auto expired = WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 20000);
+  auto expired = WaitNode(
+      1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 1; }, 20000);
   ASSERT_TRUE(expired.ok()) << "--for did not expire: " << expired.status().message();
   EXPECT_FALSE(std::filesystem::exists(data_dir + "/owner-pause"));
 
   // One GPU: held back with its reason, the node and its other GPU still offered.
   p = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--gpu", "1"}, false);
   ASSERT_EQ(p.exit_code, 0) << p.err;
-  auto held = WaitNode(1, [](const v1::Node& n) {
-    return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().rfind("held back", 0) == 0;
-  }, 15000);
+  auto held = WaitNode(
+      1,
+      [](const v1::Node& n) { return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().rfind("held back", 0) == 0; },
+      15000);
   ASSERT_TRUE(held.ok()) << held.status().message();
   node = NodeById(*held, grid_->node_ids[0]);
   EXPECT_EQ(node->gpus(1).unavailable_reason(),
@@ -400,16 +426,19 @@ TEST_F(Pause, AgentPauseForExpiresAndPerGpuPauseHoldsOneDevice) {
   EXPECT_TRUE(node->schedulable()) << node->unschedulable_reason();
   auto r = grid_->Cli({"agent", "resume", "--data-dir", data_dir}, false);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto back = WaitNode(1, [](const v1::Node& n) {
-    return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().empty();
-  }, 15000);
+  auto back = WaitNode(
+      1, [](const v1::Node& n) { return n.gpus_size() == 2 && n.gpus(1).unavailable_reason().empty(); }, 15000);
   ASSERT_TRUE(back.ok()) << "GPU 1 still held after resume: " << back.status().message();
 
   // No --for: until resumed, then at once (no resumeAfter wait).
   ASSERT_EQ(grid_->Cli({"agent", "pause", "--data-dir", data_dir}, false).exit_code, 0);
-  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return n.pause().paused(); }, 15000).ok());
+  ASSERT_TRUE(WaitNode(
+                  1, [](const v1::Node& n) { return n.pause().paused(); }, 15000)
+                  .ok());
   ASSERT_EQ(grid_->Cli({"agent", "resume", "--data-dir", data_dir}, false).exit_code, 0);
-  ASSERT_TRUE(WaitNode(1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 2; }, 15000).ok());
+  ASSERT_TRUE(WaitNode(
+                  1, [](const v1::Node& n) { return !n.pause().paused() && n.pause().pauses() == 2; }, 15000)
+                  .ok());
   auto bad = grid_->Cli({"agent", "pause", "--data-dir", data_dir, "--for", "soon"}, false);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--for soon"), std::string::npos) << bad.err;
@@ -425,18 +454,24 @@ TEST_F(Pause, APerGpuPauseHandsBackTheJobOnThatGpu) {
   ASSERT_FALSE(HasFailure()) << "the GPU job saved no checkpoint";
   auto p = grid_->Cli({"agent", "pause", "--data-dir", grid_->AgentDataDir(1) + "/state", "--gpu", "0"}, false);
   ASSERT_EQ(p.exit_code, 0) << p.err;
-  auto handed = grid_->WaitJob(id, [](const v1::Job& j) {
-    return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
-  }, 60000);
+  auto handed = grid_->WaitJob(
+      id,
+      [](const v1::Job& j) {
+        return j.tasks(0).attempts_size() >= 1 && j.tasks(0).attempts(0).failure_reason() == v1::HANDED_BACK;
+      },
+      60000);
   ASSERT_TRUE(handed.ok()) << handed.status().ToString();
   const auto& first = handed->tasks(0).attempts(0);
-  EXPECT_EQ(first.message(), "handed back by the node: paused by its owner: the owner ran idlegrid agent pause --gpu 0");
-  auto nodes = WaitNode(1, [](const v1::Node&) { return true; }, 10000);
+  EXPECT_EQ(first.message(),
+            "handed back by the node: paused by its owner: the owner ran idlegrid agent pause --gpu 0");
+  auto nodes = WaitNode(
+      1, [](const v1::Node&) { return true; }, 10000);
   ASSERT_TRUE(nodes.ok()) << nodes.status().message();
   EXPECT_FALSE(NodeById(*nodes, grid_->node_ids[0])->pause().paused()) << "one GPU paused, not the node";
 
   ASSERT_TRUE(grid_->StartAgent(2, gpu).ok());
-  auto done = grid_->WaitJob(id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
+  auto done = grid_->WaitJob(
+      id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 120000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   ASSERT_EQ(done->tasks(0).attempts_size(), 2);

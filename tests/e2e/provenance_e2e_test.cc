@@ -19,7 +19,6 @@ namespace {
 
 constexpr char kSecret[] = "e2e-secret-5b7d0c31-value";
 
-
 std::string JsonOf(const v1::Provenance& p) {
   std::string json;
   EXPECT_TRUE(google::protobuf::util::MessageToJsonString(p, &json).ok());

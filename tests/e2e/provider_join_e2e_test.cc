@@ -61,17 +61,24 @@ class ProviderJoin : public ::testing::Test {
 
   // argv run as the joining user, with the environment a login gives it.
   std::vector<std::string> AsUser(std::vector<std::string> argv) const {
-    std::vector<std::string> out = {"setpriv", "--reuid=" + std::to_string(uid_), "--regid=" + std::to_string(gid_),
-                                    "--init-groups", "env", "-i", "HOME=" + home_, "USER=" + std::string(kUser),
-                                    "XDG_RUNTIME_DIR=" + xdg_runtime_, "PATH=/usr/local/bin:/usr/bin:/bin"};
+    std::vector<std::string> out = {"setpriv",
+                                    "--reuid=" + std::to_string(uid_),
+                                    "--regid=" + std::to_string(gid_),
+                                    "--init-groups",
+                                    "env",
+                                    "-i",
+                                    "HOME=" + home_,
+                                    "USER=" + std::string(kUser),
+                                    "XDG_RUNTIME_DIR=" + xdg_runtime_,
+                                    "PATH=/usr/local/bin:/usr/bin:/bin"};
     out.insert(out.end(), argv.begin(), argv.end());
     return out;
   }
 
   CmdResult Join() {
-    return RunCommand(AsUser({grid_->binary(), "agent", "join", "https://" + grid_->grpc_addr, "--token", join_token_,
-                              "--ca-hash", grid_->ca_hash, "--api-token", api_token_, "--name", "joiner", "--cpus",
-                              "2"}));
+    return RunCommand(
+        AsUser({grid_->binary(), "agent", "join", "https://" + grid_->grpc_addr, "--token", join_token_, "--ca-hash",
+                grid_->ca_hash, "--api-token", api_token_, "--name", "joiner", "--cpus", "2"}));
   }
 
   // Starts the unit's command line as the user; the node id it reports.
@@ -101,8 +108,8 @@ TEST_F(ProviderJoin, FreshUserJoinsAndKeepsItsIdentityAcrossARestart) {
   CmdResult refused = Join();
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   std::smatch fix;
-  ASSERT_TRUE(std::regex_search(refused.out, fix, std::regex("sudo (usermod --add-subuids [0-9-]+) " +
-                                                             std::string(kUser))))
+  ASSERT_TRUE(
+      std::regex_search(refused.out, fix, std::regex("sudo (usermod --add-subuids [0-9-]+) " + std::string(kUser))))
       << refused.out;
   EXPECT_NE(refused.out.find("--add-subgids"), std::string::npos) << refused.out;
   EXPECT_FALSE(PathExists(home_ + "/.config/idlegrid")) << "a refused join writes nothing";
@@ -131,8 +138,8 @@ TEST_F(ProviderJoin, FreshUserJoinsAndKeepsItsIdentityAcrossARestart) {
   const std::string config = home_ + "/.config/idlegrid/agent.yaml";
   const std::string data = home_ + "/.local/share/idlegrid/agent";
   const std::string unit_path = home_ + "/.config/systemd/user/idlegrid-agent.service";
-  for (const std::string& path : {config, data + "/credentials", data + "/coordinator-ca.crt",
-                                  home_ + "/.config/idlegrid/config.yaml"}) {
+  for (const std::string& path :
+       {config, data + "/credentials", data + "/coordinator-ca.crt", home_ + "/.config/idlegrid/config.yaml"}) {
     struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
     EXPECT_EQ(st.st_uid, uid_) << path;
@@ -172,7 +179,8 @@ TEST_F(ProviderJoin, FreshUserJoinsAndKeepsItsIdentityAcrossARestart) {
   auto submitted = grid_->Cli({"submit", grid_->Manifest("after-reboot", {"write", "after-reboot"})});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string job_id = submitted.out.substr(0, submitted.out.find('\n'));
-  auto done = grid_->WaitJob(job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);
+  auto done = grid_->WaitJob(
+      job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);
   ASSERT_TRUE(done.ok()) << done.status().message();
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   ASSERT_GT(done->tasks(0).attempts_size(), 0);

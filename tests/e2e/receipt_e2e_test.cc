@@ -70,9 +70,9 @@ TEST_F(ReceiptE2E, FetchedReceiptVerifiesOfflineAndAnyTamperingFails) {
   const bool sampled = m.cpu_source() == "proc";
   EXPECT_GE(m.cpu_millis(), sampled ? 300u : 800u) << "a 1-2 s spin";
   EXPECT_LE(m.cpu_millis(), m.run_ms() + 1000) << "one thread";
-  std::printf("spin metering: run %llu ms, cpu %llu ms (%s), driver %s\n",
-              static_cast<unsigned long long>(m.run_ms()), static_cast<unsigned long long>(m.cpu_millis()),
-              m.cpu_source().c_str(), spin.statement().provenance().driver().c_str());
+  std::printf("spin metering: run %llu ms, cpu %llu ms (%s), driver %s\n", static_cast<unsigned long long>(m.run_ms()),
+              static_cast<unsigned long long>(m.cpu_millis()), m.cpu_source().c_str(),
+              spin.statement().provenance().driver().c_str());
 
   auto submitted = grid_->Cli({"submit", grid_->Manifest("metered", {"write", "receipted"}), "--wait", "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
@@ -137,16 +137,18 @@ TEST_F(ReceiptE2E, FetchedReceiptVerifiesOfflineAndAnyTamperingFails) {
   const std::vector<Tamper> tampers = {
       {"CPU time halved", [](v1::Receipt& t) { t.mutable_statement()->mutable_metering()->set_cpu_millis(1); },
        "node signature does not verify"},
-      {"an output's digest", [](v1::Receipt& t) {
-         t.mutable_statement()->mutable_outputs(0)->set_digest("sha256:" + std::string(64, '0'));
-       }, "node signature does not verify"},
+      {"an output's digest",
+       [](v1::Receipt& t) { t.mutable_statement()->mutable_outputs(0)->set_digest("sha256:" + std::string(64, '0')); },
+       "node signature does not verify"},
       {"the charge", [](v1::Receipt& t) { t.set_charge_micro(t.charge_micro() + 1); },
        "coordinator signature does not verify"},
       {"the provider", [](v1::Receipt& t) { t.set_provider("mallory"); }, "coordinator signature does not verify"},
-      {"re-signed by another node's key", [&](v1::Receipt& t) {
+      {"re-signed by another node's key",
+       [&](v1::Receipt& t) {
          t.set_node_public_key(other.public_key());
          t.set_node_signature(*receipt::SignStatement(other, t.statement()));
-       }, "but the statement names node"},
+       },
+       "but the statement names node"},
   };
   for (const Tamper& t : tampers) {
     v1::Receipt edited = r;

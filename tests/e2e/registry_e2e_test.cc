@@ -281,8 +281,7 @@ TEST_F(RegistryE2E, AWorkflowStepNamedByTagIsCachedByTheDigestTheTagNames) {
   StartAgent(1, AllowThisRegistry());
   const std::string by_tag = Host() + "/igtest/prog:v1";
   const std::string wf_yaml = grid_->WriteFile(
-      "wf.yaml", "apiVersion: idlegrid/v1\nkind: Workflow\nname: tagged\nsteps:\n  - name: only\n    image: " +
-                     by_tag +
+      "wf.yaml", "apiVersion: idlegrid/v1\nkind: Workflow\nname: tagged\nsteps:\n  - name: only\n    image: " + by_tag +
                      "\n    command: [\"/sim\"]\n    args: [write, tagged]\n"
                      "    resources: {cpu: 1, memory: 256Mi, pids: 64}\n");
   auto step_of = [&](int want_exit) {

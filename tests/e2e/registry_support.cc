@@ -29,8 +29,8 @@ Result<runtime::CommandOutput> Run(const std::vector<std::string>& argv) {
 
 std::string RegistryToolsMissing() {
   for (const char* tool : {"docker-registry", "skopeo", "openssl", "curl"}) {
-    Result<runtime::CommandOutput> probe = runtime::RunCommand({"sh", "-c", std::string("command -v ") + tool},
-                                                               std::chrono::seconds(10));
+    Result<runtime::CommandOutput> probe =
+        runtime::RunCommand({"sh", "-c", std::string("command -v ") + tool}, std::chrono::seconds(10));
     if (!probe.ok() || probe->exit_code != 0) {
       return std::string(tool) + " is not installed (scripts/install-deps.sh installs it)";
     }
@@ -47,10 +47,10 @@ Result<std::unique_ptr<TestRegistry>> TestRegistry::Start(const std::string& par
   // A self-signed certificate for 127.0.0.1 is its own CA.
   const std::string key = r->dir_ + "/key.pem";
   r->ca_file_ = r->dir_ + "/cert.pem";
-  IG_RETURN_IF_ERROR(Run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                          "-nodes", "-keyout", key, "-out", r->ca_file_, "-days", "2", "-subj", "/CN=127.0.0.1",
-                          "-addext", "subjectAltName=IP:127.0.0.1"})
-                         .status());
+  IG_RETURN_IF_ERROR(
+      Run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+           key, "-out", r->ca_file_, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"})
+          .status());
   ::chmod(r->ca_file_.c_str(), 0644);
   r->cert_dir_ = r->dir_ + "/certs";
   IG_RETURN_IF_ERROR(MakeDirs(r->cert_dir_, 0755));
@@ -60,10 +60,13 @@ Result<std::unique_ptr<TestRegistry>> TestRegistry::Start(const std::string& par
   IG_RETURN_IF_ERROR(WriteFileAtomic(config,
                                      "version: 0.1\n"
                                      "log:\n  level: info\n"
-                                     "storage:\n  filesystem:\n    rootdirectory: " + r->dir_ + "/data\n"
-                                     "  delete:\n    enabled: true\n"
-                                     "http:\n  addr: 127.0.0.1:0\n  secret: igtest\n"
-                                     "  tls:\n    certificate: " + r->ca_file_ + "\n    key: " + key + "\n"));
+                                     "storage:\n  filesystem:\n    rootdirectory: " +
+                                         r->dir_ +
+                                         "/data\n"
+                                         "  delete:\n    enabled: true\n"
+                                         "http:\n  addr: 127.0.0.1:0\n  secret: igtest\n"
+                                         "  tls:\n    certificate: " +
+                                         r->ca_file_ + "\n    key: " + key + "\n"));
   IG_ASSIGN_OR_RETURN(runtime::Subprocess child, runtime::Subprocess::Spawn({"docker-registry", "serve", config}));
   r->pid_ = child.pid();
   r->pump_ = std::thread(&TestRegistry::PumpOutput, r.get(), std::move(child));
@@ -114,10 +117,10 @@ std::string TestRegistry::Log() {
 
 Result<std::string> TestRegistry::Push(const std::string& archive, const std::string& repo_tag) {
   const std::string digest_file = dir_ + "/pushed.digest";
-  IG_RETURN_IF_ERROR(Run({"skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=true",
-                          "--dest-cert-dir", cert_dir_, "--digestfile", digest_file, "oci-archive:" + archive,
-                          "docker://" + host_ + "/" + repo_tag})
-                         .status());
+  IG_RETURN_IF_ERROR(
+      Run({"skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=true", "--dest-cert-dir", cert_dir_,
+           "--digestfile", digest_file, "oci-archive:" + archive, "docker://" + host_ + "/" + repo_tag})
+          .status());
   IG_ASSIGN_OR_RETURN(std::string digest, ReadFile(digest_file));
   return runtime::Trimmed(digest);
 }

@@ -29,8 +29,8 @@ class TestRegistry {
   // Stops the registry (SIGTERM, then waits for it).
   ~TestRegistry();
 
-  const std::string& host() const { return host_; }        // "127.0.0.1:PORT"
-  const std::string& ca_file() const { return ca_file_; }  // its certificate, PEM, mode 0644
+  const std::string& host() const { return host_; }          // "127.0.0.1:PORT"
+  const std::string& ca_file() const { return ca_file_; }    // its certificate, PEM, mode 0644
   const std::string& cert_dir() const { return cert_dir_; }  // a skopeo --cert-dir holding ca.crt
 
   // Copies an OCI archive into the registry as `repo_tag` ("igtest/prog:v1")
@@ -54,8 +54,8 @@ class TestRegistry {
   std::thread pump_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::string log_;     // guarded by mu_
-  bool exited_ = false; // guarded by mu_
+  std::string log_;      // guarded by mu_
+  bool exited_ = false;  // guarded by mu_
 };
 
 }  // namespace idlegrid::testing

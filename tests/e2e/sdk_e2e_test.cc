@@ -51,10 +51,17 @@ class SdkE2E : public ::testing::Test {
   // Python with the SDK and its generated stubs, configured as the CLI is.
   CmdResult Python(std::vector<std::string> args) {
     // Only the grid's client.yaml: values in our own environment would win over it.
-    std::vector<std::string> argv = {"env", "-u", "IDLEGRID_ADDR", "-u", "IDLEGRID_CA_FILE", "-u", "IDLEGRID_TOKEN",
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "IDLEGRID_ADDR",
+                                     "-u",
+                                     "IDLEGRID_CA_FILE",
+                                     "-u",
+                                     "IDLEGRID_TOKEN",
                                      "IDLEGRID_CONFIG=" + grid_->client_yaml,
                                      "PYTHONPATH=" + std::string(IDLEGRID_PYTHONPATH),
-                                     "IDLEGRID_BIN=" + grid_->binary(), "IDLEGRID_TEST_IMAGE=" + image_,
+                                     "IDLEGRID_BIN=" + grid_->binary(),
+                                     "IDLEGRID_TEST_IMAGE=" + image_,
                                      IDLEGRID_PYTHON};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, 600);

@@ -16,9 +16,7 @@
 namespace idlegrid::testing {
 namespace {
 
-bool Schedulable(const v1::ListNodesResponse& nodes) {
-  return nodes.nodes_size() == 1 && nodes.nodes(0).schedulable();
-}
+bool Schedulable(const v1::ListNodesResponse& nodes) { return nodes.nodes_size() == 1 && nodes.nodes(0).schedulable(); }
 
 class SignaturesE2E : public ::testing::Test {
  protected:

@@ -48,7 +48,8 @@ TEST_F(TaskControlE2E, CancelTasksByIndexWhileTheOthersRunAndSucceed) {
   ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
   const std::string id = Trim(submitted.out);
 
-  auto running = grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks_size() == 10 && j.tasks(3).state() == v1::RUNNING; });
+  auto running =
+      grid_->WaitJob(id, [](const v1::Job& j) { return j.tasks_size() == 10 && j.tasks(3).state() == v1::RUNNING; });
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   ASSERT_EQ(running->tasks(3).state(), v1::RUNNING) << "task 3 never ran";
 

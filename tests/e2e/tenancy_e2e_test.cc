@@ -70,8 +70,10 @@ TEST_F(TenancyE2E, TenantsSeeAndTouchOnlyTheirOwnJobs) {
   EXPECT_EQ(fetched.exit_code, 0) << fetched.err;
 
   // bob: everything about alice's job reads as missing.
-  for (std::vector<std::string> cmd : {std::vector<std::string>{"status", job.id()}, {"logs", job.id()},
-                                       {"cancel", job.id()}, {"delete", job.id()},
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"status", job.id()},
+                                       {"logs", job.id()},
+                                       {"cancel", job.id()},
+                                       {"delete", job.id()},
                                        {"fetch", job.id(), grid_->root + "/bob-out"}}) {
     auto r = As(bob, cmd);
     EXPECT_EQ(r.exit_code, 1) << cmd[0] << ": " << r.out << r.err;

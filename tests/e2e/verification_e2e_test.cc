@@ -221,9 +221,9 @@ TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResu
 
 TEST_F(VerificationE2E, AdaptiveAuditCatchesTheLiarAndReverifiesWhatItAcceptedUnchecked) {
   // Trusted after 2 verified results; a trusted result is audited half the time.
-  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyAdaptive", {"--verification-trust-threshold", "2",
-                                                      "--verification-audit-floor", "0.5",
-                                                      "--verification-dispute-margin", "1"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartGrid("VerifyAdaptive", {"--verification-trust-threshold", "2", "--verification-audit-floor", "0.5",
+                                   "--verification-dispute-margin", "1"}));
   ASSERT_NO_FATAL_FAILURE(Start(kAlice));
   ASSERT_NO_FATAL_FAILURE(StartLiar());
   ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
@@ -397,9 +397,9 @@ TEST_F(VerificationE2E, AKnownAnswerCheckCatchesTheLiarAndItsUncheckedResultIsRe
 TEST_F(VerificationE2E, UnprovenProvidersHoldOnlyTheirShareWhileProvenOnesCouldTakeTheWork) {
   // Trusted after one verified result; no known-answer checks (one-task
   // jobs have none to send). The cap is the operator's default, 2%.
-  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyStanding", {"--verification-trust-threshold", "1",
-                                                       "--verification-dispute-margin", "1",
-                                                       "--verification-known-answer-rate", "0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartGrid("VerifyStanding", {"--verification-trust-threshold", "1", "--verification-dispute-margin", "1",
+                                   "--verification-known-answer-rate", "0"}));
   ASSERT_NO_FATAL_FAILURE(Start(kAlice));
   ASSERT_NO_FATAL_FAILURE(Start(kBob));
   ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
@@ -415,8 +415,8 @@ TEST_F(VerificationE2E, UnprovenProvidersHoldOnlyTheirShareWhileProvenOnesCouldT
   // so one task waits for alice or bob with the cap's reason.
   ASSERT_NO_FATAL_FAILURE(Start(kMallory));
   ASSERT_NO_FATAL_FAILURE(WaitSchedulable(3));
-  const std::string manifest = grid_->Manifest("capped", {"write", "honest", "8000"},
-                                               "array: {count: 6}\nverification: adaptive\n");
+  const std::string manifest =
+      grid_->Manifest("capped", {"write", "honest", "8000"}, "array: {count: 6}\nverification: adaptive\n");
   auto submitted = grid_->Cli({"submit", manifest, "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const std::string job_id = ParseJson<v1::Job>(submitted.out).id();
@@ -440,8 +440,7 @@ TEST_F(VerificationE2E, UnprovenProvidersHoldOnlyTheirShareWhileProvenOnesCouldT
   EXPECT_EQ(live_on(capped, kMallory), 1);
   for (const auto& t : capped.tasks()) {
     if (held(t)) {
-      EXPECT_NE(t.message().find("unproven providers hold 1 of 5 verified tasks in flight (cap 2%"),
-                std::string::npos)
+      EXPECT_NE(t.message().find("unproven providers hold 1 of 5 verified tasks in flight (cap 2%"), std::string::npos)
           << t.message();
     }
   }

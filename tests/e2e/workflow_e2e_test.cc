@@ -27,9 +27,9 @@ class WorkflowE2E : public ::testing::Test {
   }
 
   std::string StepYaml(const std::string& name, const std::string& args, const std::string& inputs) {
-    return "  - name: " + name + "\n    image: igtest@" + image_ +
-           "\n    command: [\"/sim\"]\n    args: " + args +
-           "\n    resources: {cpu: 1, memory: 256Mi, pids: 64}\n" + (inputs.empty() ? "" : "    inputs: " + inputs + "\n");
+    return "  - name: " + name + "\n    image: igtest@" + image_ + "\n    command: [\"/sim\"]\n    args: " + args +
+           "\n    resources: {cpu: 1, memory: 256Mi, pids: 64}\n" +
+           (inputs.empty() ? "" : "    inputs: " + inputs + "\n");
   }
 
   // a writes hello.txt; b and c each join a's file after their own line; d
@@ -198,9 +198,8 @@ TEST_F(WorkflowE2E, ARestartedCoordinatorFinishesTheWorkflowWithoutRunningAStepT
 }
 
 TEST_F(WorkflowE2E, AWorkflowWithAnUnknownStepIsRefusedNamingTheLine) {
-  const std::string bad = grid_->WriteFile(
-      "bad.yaml", "apiVersion: idlegrid/v1\nkind: Workflow\nname: bad\nsteps:\n" + StepYaml("a", "[write, A]", "") +
-                      "    dependsOn: [nope]\n");
+  const std::string bad = grid_->WriteFile("bad.yaml", "apiVersion: idlegrid/v1\nkind: Workflow\nname: bad\nsteps:\n" +
+                                                           StepYaml("a", "[write, A]", "") + "    dependsOn: [nope]\n");
   auto r = grid_->Cli({"submit", bad});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("bad.yaml:10:17: steps[0].dependsOn[0]: no step named \"nope\""), std::string::npos) << r.err;

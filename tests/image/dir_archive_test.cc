@@ -36,7 +36,10 @@ std::string Header(const Entry& e) {
   std::snprintf(&h[136], 12, "%011o", 0);
   h[156] = e.type;
   std::memcpy(&h[157], e.link.data(), std::min<size_t>(e.link.size(), 100));
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;

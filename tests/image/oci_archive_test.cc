@@ -40,8 +40,7 @@ class TempDir {
 
 using HeaderTweak = std::function<void(char* header)>;
 
-std::string TarHeader(const std::string& name, uint64_t size, char type,
-                      const HeaderTweak& tweak = nullptr) {
+std::string TarHeader(const std::string& name, uint64_t size, char type, const HeaderTweak& tweak = nullptr) {
   std::string h(512, '\0');
   std::memcpy(h.data(), name.data(), std::min<size_t>(name.size(), 100));
   std::snprintf(&h[100], 8, "%07o", 0644);
@@ -81,15 +80,12 @@ std::string Tar(const std::vector<std::pair<std::string, std::string>>& files) {
 
 // --- Synthetic OCI images ----------------------------------------------------
 
-std::string DescriptorJson(const std::string& media_type, const std::string& content,
-                           const std::string& extra = "") {
-  return R"({"mediaType":")" + media_type + R"(","digest":")" + Sha256Digest(content) +
-         R"(","size":)" + std::to_string(content.size()) + extra + "}";
+std::string DescriptorJson(const std::string& media_type, const std::string& content, const std::string& extra = "") {
+  return R"({"mediaType":")" + media_type + R"(","digest":")" + Sha256Digest(content) + R"(","size":)" +
+         std::to_string(content.size()) + extra + "}";
 }
 
-std::string BlobName(const std::string& content) {
-  return "blobs/sha256/" + DigestHex(Sha256Digest(content));
-}
+std::string BlobName(const std::string& content) { return "blobs/sha256/" + DigestHex(Sha256Digest(content)); }
 
 struct SyntheticImage {
   explicit SyntheticImage(const std::string& seed = "one") {
@@ -97,14 +93,12 @@ struct SyntheticImage {
     config = R"({"architecture":"amd64","os":"linux","seed":")" + seed + R"("})";
     manifest = R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
                R"("config":)" +
-               DescriptorJson("application/vnd.oci.image.config.v1+json", config) +
-               R"(,"layers":[)" + DescriptorJson("application/vnd.oci.image.layer.v1.tar", layer) +
-               "]}";
+               DescriptorJson("application/vnd.oci.image.config.v1+json", config) + R"(,"layers":[)" +
+               DescriptorJson("application/vnd.oci.image.layer.v1.tar", layer) + "]}";
   }
   std::string IndexEntry(const std::string& ref) const {
-    return DescriptorJson(
-        "application/vnd.oci.image.manifest.v1+json", manifest,
-        R"(,"annotations":{"org.opencontainers.image.ref.name":")" + ref + R"("})");
+    return DescriptorJson("application/vnd.oci.image.manifest.v1+json", manifest,
+                          R"(,"annotations":{"org.opencontainers.image.ref.name":")" + ref + R"("})");
   }
   std::vector<std::pair<std::string, std::string>> Blobs() const {
     return {{BlobName(layer), layer}, {BlobName(config), config}, {BlobName(manifest), manifest}};
@@ -115,8 +109,7 @@ struct SyntheticImage {
   std::string manifest;
 };
 
-const std::pair<std::string, std::string> kOciLayout{"oci-layout",
-                                                     R"({"imageLayoutVersion": "1.0.0"})"};
+const std::pair<std::string, std::string> kOciLayout{"oci-layout", R"({"imageLayoutVersion": "1.0.0"})"};
 
 std::pair<std::string, std::string> Index(const std::vector<std::string>& entries) {
   std::string list;
@@ -281,8 +274,7 @@ TEST(InspectOciArchiveTest, TruncatedArchiveIsInvalidArgument) {
   // Cut inside the first member's content, and exactly after a member.
   for (size_t cut : {size_t{700}, bytes.size() - kEndOfArchive.size()}) {
     auto info = InspectOciArchive(dir.Write("cut.tar", bytes.substr(0, cut)));
-    EXPECT_EQ(info.status().code(), Code::kInvalidArgument)
-        << cut << ": " << info.status().ToString();
+    EXPECT_EQ(info.status().code(), Code::kInvalidArgument) << cut << ": " << info.status().ToString();
   }
 }
 
@@ -324,21 +316,18 @@ TEST(InspectOciArchiveTest, MalformedManifestNamesTheManifest) {
   const std::string manifest = "[1, 2, 3]";  // Valid JSON, digest right, not a manifest.
   auto files = Layout(SyntheticImage());
   files.push_back({BlobName(manifest), manifest});
-  Replace(files, "index.json",
-          Index({DescriptorJson("application/vnd.oci.image.manifest.v1+json", manifest)}).second);
+  Replace(files, "index.json", Index({DescriptorJson("application/vnd.oci.image.manifest.v1+json", manifest)}).second);
   auto info = InspectOciArchive(dir.Write("a.tar", Tar(files)));
   EXPECT_EQ(info.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Mentions(info.status(), "manifest " + Sha256Digest(manifest)))
-      << info.status().message();
+  EXPECT_TRUE(Mentions(info.status(), "manifest " + Sha256Digest(manifest))) << info.status().message();
 }
 
 TEST(InspectOciArchiveTest, NestedIndexIsRejected) {
   TempDir dir;
   SyntheticImage image;
   auto files = Layout(image);
-  Replace(
-      files, "index.json",
-      Index({DescriptorJson("application/vnd.oci.image.index.v1+json", image.manifest)}).second);
+  Replace(files, "index.json",
+          Index({DescriptorJson("application/vnd.oci.image.index.v1+json", image.manifest)}).second);
   auto info = InspectOciArchive(dir.Write("a.tar", Tar(files)));
   EXPECT_EQ(info.status().code(), Code::kInvalidArgument);
   EXPECT_TRUE(Mentions(info.status(), "nested image index")) << info.status().message();
@@ -349,14 +338,13 @@ TEST(InspectOciArchiveTest, MalformedDescriptorsAreInvalidArgument) {
   SyntheticImage image;
   const std::string digest = Sha256Digest(image.manifest);
   for (const std::string& descriptor :
-       {R"({"digest":")" + digest + R"(","size":-1})",
-        R"({"digest":")" + digest + R"(","size":1.5})", R"({"digest":")" + digest + R"("})",
-        std::string(R"({"digest":"md5:abc","size":1})"), std::string(R"("not an object")")}) {
+       {R"({"digest":")" + digest + R"(","size":-1})", R"({"digest":")" + digest + R"(","size":1.5})",
+        R"({"digest":")" + digest + R"("})", std::string(R"({"digest":"md5:abc","size":1})"),
+        std::string(R"("not an object")")}) {
     auto files = Layout(image);
     Replace(files, "index.json", Index({descriptor}).second);
     auto info = InspectOciArchive(dir.Write("a.tar", Tar(files)));
-    EXPECT_EQ(info.status().code(), Code::kInvalidArgument)
-        << descriptor << ": " << info.status().ToString();
+    EXPECT_EQ(info.status().code(), Code::kInvalidArgument) << descriptor << ": " << info.status().ToString();
   }
 }
 
@@ -418,8 +406,8 @@ TEST(TarReaderTest, PaxPathAndSize) {
   TempDir dir;
   const std::string record = "30 path=blobs/sha256/from-pax\n";
   ASSERT_EQ(record.size(), 30u);
-  auto tar = OpenTar(dir, TarMemberBytes("PaxHeaders/x", record, 'x') +
-                              TarMemberBytes("short-name", "pax") + kEndOfArchive);
+  auto tar =
+      OpenTar(dir, TarMemberBytes("PaxHeaders/x", record, 'x') + TarMemberBytes("short-name", "pax") + kEndOfArchive);
   ASSERT_TRUE(tar.ok()) << tar.status().ToString();
   EXPECT_NE(tar->Find("blobs/sha256/from-pax"), nullptr);
 }
@@ -448,11 +436,9 @@ struct HostileCase {
 TEST(TarReaderTest, RejectsHostileArchives) {
   const std::vector<HostileCase> cases = {
       {"dot-dot path", Tar({{"blobs/../../etc/passwd", "x"}})},
-      {"dot-dot via long name",
-       TarMemberBytes("././@LongLink", "a/../../b", 'L') + Tar({{"b", "x"}})},
+      {"dot-dot via long name", TarMemberBytes("././@LongLink", "a/../../b", 'L') + Tar({{"b", "x"}})},
       {"dot-dot via prefix",
-       TarMemberBytes("f", "x", '0', [](char* h) { std::memcpy(&h[345], "..", 2); }) +
-           kEndOfArchive},
+       TarMemberBytes("f", "x", '0', [](char* h) { std::memcpy(&h[345], "..", 2); }) + kEndOfArchive},
       {"absolute path", Tar({{"/etc/passwd", "x"}})},
       {"bad checksum",
        [] {
@@ -469,26 +455,22 @@ TEST(TarReaderTest, RejectsHostileArchives) {
                                               }) +
                                         kEndOfArchive},
       {"non-octal size",
-       TarHeader("a", 0, '0', [](char* h) { std::memcpy(&h[124], "0000000001-", 11); }) +
-           kEndOfArchive},
+       TarHeader("a", 0, '0', [](char* h) { std::memcpy(&h[124], "0000000001-", 11); }) + kEndOfArchive},
       {"size past end of file", TarHeader("a", 1 << 20, '0') + kEndOfArchive},
       {"duplicate member", Tar({{"a", "1"}, {"./a", "2"}})},
       {"not ustar magic",
-       TarMemberBytes("a", "x", '0', [](char* h) { std::memcpy(&h[257], "abcdef", 6); }) +
-           kEndOfArchive},
+       TarMemberBytes("a", "x", '0', [](char* h) { std::memcpy(&h[257], "abcdef", 6); }) + kEndOfArchive},
       {"no end marker", TarMemberBytes("a", "x")},
       {"lone zero block before a member", std::string(512, '\0') + Tar({{"a", "x"}})},
       {"too short", "ustar"},
       {"long name without member", TarMemberBytes("././@LongLink", "name", 'L') + kEndOfArchive},
-      {"oversized long name",
-       TarHeader("././@LongLink", 1 << 20, 'L') + std::string(1 << 20, 'n') + kEndOfArchive},
+      {"oversized long name", TarHeader("././@LongLink", 1 << 20, 'L') + std::string(1 << 20, 'n') + kEndOfArchive},
       {"malformed pax record", TarMemberBytes("p", "99 path=x\n", 'x') + Tar({{"a", "x"}})},
   };
   TempDir dir;
   for (const HostileCase& c : cases) {
     auto tar = OpenTar(dir, c.bytes);
-    EXPECT_EQ(tar.status().code(), Code::kInvalidArgument)
-        << c.name << ": " << tar.status().ToString();
+    EXPECT_EQ(tar.status().code(), Code::kInvalidArgument) << c.name << ": " << tar.status().ToString();
   }
 }
 
@@ -511,8 +493,7 @@ TEST(InspectOciArchiveTest, RealPodmanArchive) {
   const std::string tag = "localhost/igtest-oci:" + std::to_string(::getpid());
   const std::string archive = dir.path() + "/image.tar";
   const std::string log = dir.path() + "/log";
-  const std::string build = "cd " + dir.path() +
-                            " && gcc -static -o hello hello.c && podman build -q -t " + tag +
+  const std::string build = "cd " + dir.path() + " && gcc -static -o hello hello.c && podman build -q -t " + tag +
                             " . && podman save --format oci-archive -o " + archive + " " + tag +
                             " && podman image inspect --format '{{.Id}}' " + tag + " > image-id";
   int rc = std::system(("(" + build + ") >" + log + " 2>&1").c_str());

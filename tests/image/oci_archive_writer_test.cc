@@ -90,8 +90,7 @@ TEST_F(OciArchiveWriterTest, TheManifestMustBeAmongTheBlobsAndNoneTwice) {
             Code::kInvalidArgument);
   std::vector<BlobFile> twice = files;
   twice.push_back(files[2]);
-  EXPECT_EQ(WriteOciArchiveFromBlobs(located->blobs[0].ref, twice, "", dir_ + "/o.tar").code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(WriteOciArchiveFromBlobs(located->blobs[0].ref, twice, "", dir_ + "/o.tar").code(), Code::kInvalidArgument);
 }
 
 TEST(ParseOciManifestBlobsTest, ListsConfigAndEachLayerOnce) {

@@ -28,7 +28,6 @@ using ::idlegrid::testing::kPodmanUlimitFlags;
 using ::idlegrid::testing::RunShell;
 using ::idlegrid::testing::TempDir;
 
-
 // One member of a tar, read straight from its ustar header.
 struct RawMember {
   std::string name;  // prefix + "/" + name when the prefix is set
@@ -179,20 +178,15 @@ TEST(OciBuilderTest, LayoutDocumentsHaveTheDocumentedContent) {
   google::protobuf::Struct index = ParseJson(FindMember(archive, "index.json")->content);
   const auto& entry = index.fields().at("manifests").list_value().values(0).struct_value();
   EXPECT_EQ(entry.fields().at("digest").string_value(), rendered->manifest_digest);
-  EXPECT_EQ(entry.fields()
-                .at("annotations")
-                .struct_value()
-                .fields()
-                .at("org.opencontainers.image.ref.name")
-                .string_value(),
-            kRefName);
+  EXPECT_EQ(
+      entry.fields().at("annotations").struct_value().fields().at("org.opencontainers.image.ref.name").string_value(),
+      kRefName);
 
   google::protobuf::Struct manifest = ParseJson(BlobOf(archive, rendered->manifest_digest));
   const auto& layers = manifest.fields().at("layers").list_value();
   ASSERT_EQ(layers.values_size(), 1);
   const auto& layer_descriptor = layers.values(0).struct_value().fields();
-  EXPECT_EQ(layer_descriptor.at("mediaType").string_value(),
-            "application/vnd.oci.image.layer.v1.tar");
+  EXPECT_EQ(layer_descriptor.at("mediaType").string_value(), "application/vnd.oci.image.layer.v1.tar");
   const std::string layer_digest = layer_descriptor.at("digest").string_value();
 
   const std::string config = BlobOf(archive, rendered->config_digest);
@@ -203,20 +197,13 @@ TEST(OciBuilderTest, LayoutDocumentsHaveTheDocumentedContent) {
 }
 
 TEST(OciBuilderTest, LayerHoldsTheFilesOwnedByRootWithMtimeZero) {
-  std::vector<ImageFile> files = {
-      {"/usr/bin/tool", "T", 0700}, {"usr/lib/x", "XX", 0644}, {"/top", "", 04755}};
+  std::vector<ImageFile> files = {{"/usr/bin/tool", "T", 0700}, {"usr/lib/x", "XX", 0644}, {"/top", "", 04755}};
   auto rendered = RenderOciArchive(files, {"/usr/bin/tool"}, "");
   ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
   std::vector<RawMember> archive = ReadRawTar(rendered->bytes);
   google::protobuf::Struct manifest = ParseJson(BlobOf(archive, rendered->manifest_digest));
-  std::string layer_digest = manifest.fields()
-                                 .at("layers")
-                                 .list_value()
-                                 .values(0)
-                                 .struct_value()
-                                 .fields()
-                                 .at("digest")
-                                 .string_value();
+  std::string layer_digest =
+      manifest.fields().at("layers").list_value().values(0).struct_value().fields().at("digest").string_value();
   std::vector<RawMember> layer = ReadRawTar(BlobOf(archive, layer_digest));
 
   struct Expected {
@@ -225,10 +212,9 @@ TEST(OciBuilderTest, LayerHoldsTheFilesOwnedByRootWithMtimeZero) {
     std::string mode;
     std::string content;
   };
-  const std::vector<Expected> expected = {
-      {"usr/", '5', "0000755", ""},          {"usr/bin/", '5', "0000755", ""},
-      {"usr/bin/tool", '0', "0000700", "T"}, {"usr/lib/", '5', "0000755", ""},
-      {"usr/lib/x", '0', "0000644", "XX"},   {"top", '0', "0004755", ""}};
+  const std::vector<Expected> expected = {{"usr/", '5', "0000755", ""},          {"usr/bin/", '5', "0000755", ""},
+                                          {"usr/bin/tool", '0', "0000700", "T"}, {"usr/lib/", '5', "0000755", ""},
+                                          {"usr/lib/x", '0', "0000644", "XX"},   {"top", '0', "0004755", ""}};
   ASSERT_EQ(layer.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     SCOPED_TRACE(expected[i].name);
@@ -245,8 +231,7 @@ TEST(OciBuilderTest, LayerHoldsTheFilesOwnedByRootWithMtimeZero) {
 
 TEST(OciBuilderTest, LongPathsUseTheUstarPrefixField) {
   // 182 bytes: the file and "aaa.../bbb.../" need the prefix field.
-  const std::string path =
-      "/" + std::string(60, 'a') + "/" + std::string(60, 'b') + "/" + std::string(60, 'f');
+  const std::string path = "/" + std::string(60, 'a') + "/" + std::string(60, 'b') + "/" + std::string(60, 'f');
   TempDir dir("oci_builder_test");
   auto built = BuildOciArchive({{path, "long", 0644}}, {"/x"}, "", dir.path() + "/image.tar");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
@@ -254,14 +239,8 @@ TEST(OciBuilderTest, LongPathsUseTheUstarPrefixField) {
   ASSERT_TRUE(rendered.ok());
   std::vector<RawMember> archive = ReadRawTar(rendered->bytes);
   google::protobuf::Struct manifest = ParseJson(BlobOf(archive, rendered->manifest_digest));
-  std::string layer_digest = manifest.fields()
-                                 .at("layers")
-                                 .list_value()
-                                 .values(0)
-                                 .struct_value()
-                                 .fields()
-                                 .at("digest")
-                                 .string_value();
+  std::string layer_digest =
+      manifest.fields().at("layers").list_value().values(0).struct_value().fields().at("digest").string_value();
   // The project's own tar reader (which joins prefix and name) finds it.
   const std::string layer_path = dir.path() + "/layer.tar";
   ASSERT_TRUE(WriteFileAtomic(layer_path, BlobOf(archive, layer_digest)).ok());
@@ -273,14 +252,13 @@ TEST(OciBuilderTest, LongPathsUseTheUstarPrefixField) {
 }
 
 TEST(OciBuilderTest, EntrypointIsEscapedAndRoundTripsThroughAJsonParser) {
-  const std::vector<std::string> entrypoint = {"/bin/x", "quote\" back\\slash",
-                                               "new\nline\ttab\x01", "caf\xc3\xa9 \xe2\x82\xac"};
+  const std::vector<std::string> entrypoint = {"/bin/x", "quote\" back\\slash", "new\nline\ttab\x01",
+                                               "caf\xc3\xa9 \xe2\x82\xac"};
   auto rendered = RenderOciArchive(kFiles, entrypoint, "");
   ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
   std::vector<RawMember> archive = ReadRawTar(rendered->bytes);
   google::protobuf::Struct config = ParseJson(BlobOf(archive, rendered->config_digest));
-  const auto& parsed =
-      config.fields().at("config").struct_value().fields().at("Entrypoint").list_value();
+  const auto& parsed = config.fields().at("config").struct_value().fields().at("Entrypoint").list_value();
   ASSERT_EQ(parsed.values_size(), static_cast<int>(entrypoint.size()));
   for (size_t i = 0; i < entrypoint.size(); ++i) {
     EXPECT_EQ(parsed.values(static_cast<int>(i)).string_value(), entrypoint[i]);
@@ -328,8 +306,7 @@ TEST(OciBuilderTest, RejectsBadInputs) {
   };
   for (const Case& c : cases) {
     auto rendered = RenderOciArchive(c.files, c.entrypoint, c.ref_name);
-    EXPECT_EQ(rendered.status().code(), Code::kInvalidArgument)
-        << c.name << ": " << rendered.status().ToString();
+    EXPECT_EQ(rendered.status().code(), Code::kInvalidArgument) << c.name << ": " << rendered.status().ToString();
   }
 }
 
@@ -347,9 +324,6 @@ TEST(OciBuilderTest, UnwritableOutputIsAnInternalError) {
 }
 
 // --- Loaded and run by real podman ------------------------------------------------
-
-
-
 
 // Removes the image, whatever the test's outcome.
 class ImageCleanup {
@@ -376,8 +350,7 @@ TEST(OciBuilderTest, PodmanLoadsAndRunsTheImage) {
                               "  return 0;\n"
                               "}\n")
                   .ok());
-  CommandResult compile =
-      RunShell("gcc -static -O1 -o " + dir.path() + "/hello " + dir.path() + "/hello.c");
+  CommandResult compile = RunShell("gcc -static -O1 -o " + dir.path() + "/hello " + dir.path() + "/hello.c");
   ASSERT_EQ(compile.exit_code, 0) << compile.output;
   auto binary = ReadFile(dir.path() + "/hello");
   ASSERT_TRUE(binary.ok());
@@ -386,8 +359,8 @@ TEST(OciBuilderTest, PodmanLoadsAndRunsTheImage) {
   // removing it cannot disturb a concurrent run of this test.
   const std::string nonce = std::to_string(::getpid()) + "-" + dir.path();
   const std::string ref = "igtest/oci-builder:" + std::to_string(::getpid());
-  auto built = BuildOciArchive({{"/bin/hello", *binary, 0755}, {"/nonce", nonce, 0644}},
-                               {"/bin/hello", "one"}, ref, dir.path() + "/image.tar");
+  auto built = BuildOciArchive({{"/bin/hello", *binary, 0755}, {"/nonce", nonce, 0644}}, {"/bin/hello", "one"}, ref,
+                               dir.path() + "/image.tar");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   const std::string id = DigestHex(built->config_digest);
   ImageCleanup cleanup(id);
@@ -399,8 +372,7 @@ TEST(OciBuilderTest, PodmanLoadsAndRunsTheImage) {
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_EQ(inspect.output, id + "\n");
 
-  CommandResult run =
-      RunShell("podman run --rm --network none " + kPodmanUlimitFlags + " " + id + " two");
+  CommandResult run = RunShell("podman run --rm --network none " + kPodmanUlimitFlags + " " + id + " two");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.output, "hello from /bin/hello, 3 args\n");
 }

@@ -41,7 +41,10 @@ std::string Header(const Entry& e, uint64_t size) {
   std::snprintf(&h[136], 12, "%011o", 0);
   h[156] = e.type;
   std::memcpy(&h[157], e.link.data(), std::min<size_t>(e.link.size(), 100));
-  std::memcpy(&h[257], "ustar\0" "00", 8);
+  std::memcpy(&h[257],
+              "ustar\0"
+              "00",
+              8);
   std::memset(&h[148], ' ', 8);
   unsigned sum = 0;
   for (unsigned char c : h) sum += c;
@@ -120,7 +123,8 @@ TEST_F(RootfsUnpackTest, WritesFilesDirsLinksAndModes) {
   EXPECT_EQ(Mode("etc/conf") & 07777, 0640u);
   EXPECT_TRUE(S_ISLNK(Mode("etc/link")));
   EXPECT_TRUE(S_ISLNK(Mode("etc/abs")));  // stored verbatim; only ever resolved inside the container
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(::stat((root_ + "/etc/conf").c_str(), &a), 0);
   ASSERT_EQ(::stat((root_ + "/etc/hard").c_str(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);
@@ -267,7 +271,9 @@ TEST_F(RootfsUnpackTest, AnImageSharingFirstLayersStartsFromTheirTreeByHardLinks
                                 {"usr/lib/link", '2', "", "big.so"},
                                 {"etc/conf", '0', "base"}});
   const std::string v1 = Tar({{"app/train.py", '0', "print(1)"}});
-  const std::string v2 = Tar({{"app/train.py", '0', "print(2)"}, {"etc/conf", '0', "v2"}, {"etc/.wh.gone", '0', ""},
+  const std::string v2 = Tar({{"app/train.py", '0', "print(2)"},
+                              {"etc/conf", '0', "v2"},
+                              {"etc/.wh.gone", '0', ""},
                               {"usr/lib/.wh.link", '0', ""}});
   const std::string config = R"({"architecture":"amd64","os":"linux","config":{"Entrypoint":["/x"]}})";
   ASSERT_TRUE(WriteFileAtomic(dir_ + "/v1.tar", ArchiveWithLayers({base, v1}, config)).ok());
@@ -283,7 +289,8 @@ TEST_F(RootfsUnpackTest, AnImageSharingFirstLayersStartsFromTheirTreeByHardLinks
 
   auto u = UnpackOciImage(dir_ + "/v2.tar", two, "", UnpackBase{one, 1});
   ASSERT_TRUE(u.ok()) << u.status().ToString();
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(::stat((one + "/rootfs/usr/lib/big.so").c_str(), &a), 0);
   ASSERT_EQ(::stat((two + "/rootfs/usr/lib/big.so").c_str(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino) << "the shared layer's file is one inode, not a copy";

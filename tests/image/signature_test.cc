@@ -55,9 +55,7 @@ TEST(ImageKeyTest, KeysRoundTripThroughTheirFilesAndSignAlike) {
   EXPECT_TRUE(VerifyImageSignature(kImage, pub->key, *secret->Sign(kImage)).ok());
 }
 
-TEST(ImageKeyTest, TwoGeneratedKeysDiffer) {
-  EXPECT_NE(NewKey("a").public_key().key, NewKey("a").public_key().key);
-}
+TEST(ImageKeyTest, TwoGeneratedKeysDiffer) { EXPECT_NE(NewKey("a").public_key().key, NewKey("a").public_key().key); }
 
 TEST(ImageKeyTest, TheKeyIdIsTheFirst16HexOfTheKeysSha256) {
   const ImageSigningKey key = NewKey("owner");
@@ -109,9 +107,9 @@ TEST(ImageSignatureTest, TheSignedBytesAreDomainSeparated) {
   const std::string b64 = formatted.substr(formatted.find(' ') + 1, 88);
   unsigned char sk[crypto_sign_SECRETKEYBYTES];
   size_t len = 0;
-  ASSERT_EQ(sodium_base642bin(sk, sizeof sk, b64.data(), b64.size(), nullptr, &len, nullptr,
-                              sodium_base64_VARIANT_ORIGINAL),
-            0);
+  ASSERT_EQ(
+      sodium_base642bin(sk, sizeof sk, b64.data(), b64.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL),
+      0);
   ASSERT_EQ(len, sizeof sk);
   std::string bare(crypto_sign_BYTES, '\0');
   crypto_sign_detached(reinterpret_cast<unsigned char*>(bare.data()), nullptr,
@@ -201,7 +199,8 @@ TEST(KeyFileTest, MalformedPublicKeysAreRefusedWithTheFileAndTheFault) {
     ASSERT_FALSE(parsed.ok()) << c.what;
     EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument) << c.what;
     EXPECT_EQ(parsed.status().message().rfind("keys/owner.pub", 0), 0u) << c.what << ": " << parsed.status().message();
-    EXPECT_NE(parsed.status().message().find(c.expect), std::string::npos) << c.what << ": " << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(c.expect), std::string::npos)
+        << c.what << ": " << parsed.status().message();
   }
 }
 
@@ -221,13 +220,15 @@ TEST(KeyFileTest, MalformedSecretKeysAreRefusedWithTheFileAndTheFault) {
     auto parsed = ImageSigningKey::Parse(c.text, "owner.key");
     ASSERT_FALSE(parsed.ok()) << c.what;
     EXPECT_EQ(parsed.status().message().rfind("owner.key", 0), 0u) << c.what << ": " << parsed.status().message();
-    EXPECT_NE(parsed.status().message().find(c.expect), std::string::npos) << c.what << ": " << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(c.expect), std::string::npos)
+        << c.what << ": " << parsed.status().message();
   }
   // The public half of another key spliced in after this key's seed.
   const ImageSigningKey other = NewKey("other");
   unsigned char mine[64], theirs[64];
   size_t len = 0;
-  ASSERT_EQ(sodium_base642bin(mine, 64, b64.data(), b64.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL), 0);
+  ASSERT_EQ(sodium_base642bin(mine, 64, b64.data(), b64.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL),
+            0);
   const std::string other_b64 = other.Format().substr(24, 88);
   ASSERT_EQ(sodium_base642bin(theirs, 64, other_b64.data(), other_b64.size(), nullptr, &len, nullptr,
                               sodium_base64_VARIANT_ORIGINAL),

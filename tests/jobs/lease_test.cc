@@ -58,10 +58,10 @@ TEST(CheckpointFiles, HostilePathsAndBadDigestsAreRefusedByName) {
   struct Case {
     std::string path, digest, expect;
   } cases[] = {
-      {"/etc/passwd", kDigest, "relative"},   {"../escape", kDigest, "relative"},
-      {"a/../../b", kDigest, "relative"},     {"a//b", kDigest, "relative"},
-      {"./state", kDigest, "relative"},       {"", kDigest, "relative"},
-      {"state", "sha256:xyz", "digest"},      {"state", "md5:" + std::string(64, 'a'), "digest"},
+      {"/etc/passwd", kDigest, "relative"}, {"../escape", kDigest, "relative"},
+      {"a/../../b", kDigest, "relative"},   {"a//b", kDigest, "relative"},
+      {"./state", kDigest, "relative"},     {"", kDigest, "relative"},
+      {"state", "sha256:xyz", "digest"},    {"state", "md5:" + std::string(64, 'a'), "digest"},
   };
   for (const auto& c : cases) {
     Status st = ValidateCheckpointFiles(Files({{c.path, c.digest}}));

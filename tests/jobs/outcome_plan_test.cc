@@ -220,13 +220,11 @@ TEST(OutcomePlanTest, RefusedReportsPlanNothing) {
     AttemptRow row;
     v1::AttemptEvent event;
   };
-  for (const Case& c : {Case{Row(v1::FAILED, v1::FAILED), v1::EXITED},
-                        Case{Row(v1::SUCCEEDED, v1::SUCCEEDED), v1::STOPPED},
-                        Case{Row(v1::RUNNING, v1::RUNNING), v1::ACCEPTED},
-                        Case{Row(v1::RUNNING, v1::RUNNING), v1::REJECTED},
-                        // A task that is not where its active attempt says: its move is refused.
-                        Case{Row(v1::ASSIGNED, v1::QUEUED), v1::STARTED},
-                        Case{Row(v1::ASSIGNED, v1::SUCCEEDED), v1::EXITED}}) {
+  for (const Case& c :
+       {Case{Row(v1::FAILED, v1::FAILED), v1::EXITED}, Case{Row(v1::SUCCEEDED, v1::SUCCEEDED), v1::STOPPED},
+        Case{Row(v1::RUNNING, v1::RUNNING), v1::ACCEPTED}, Case{Row(v1::RUNNING, v1::RUNNING), v1::REJECTED},
+        // A task that is not where its active attempt says: its move is refused.
+        Case{Row(v1::ASSIGNED, v1::QUEUED), v1::STARTED}, Case{Row(v1::ASSIGNED, v1::SUCCEEDED), v1::EXITED}}) {
     auto p = PlanReport(c.row, Report(c.event), kNow);
     ASSERT_FALSE(p.ok()) << v1::AttemptEvent_Name(c.event);
     EXPECT_EQ(p.status().code(), Code::kFailedPrecondition) << p.status().ToString();

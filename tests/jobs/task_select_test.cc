@@ -64,7 +64,9 @@ TEST(PlanCancelTasksTest, RefusesWhatItCannotDo) {
   const Case cases[] = {
       {"empty", {}, Code::kInvalidArgument, "no tasks selected"},
       {"unknown index", {{3, 10}, {}}, Code::kInvalidArgument, "job j has no task 10 (it has 10 task(s), 0-9)"},
-      {"ended state", {{}, {v1::SUCCEEDED}}, Code::kInvalidArgument,
+      {"ended state",
+       {{}, {v1::SUCCEEDED}},
+       Code::kInvalidArgument,
        "succeeded cannot be cancelled (cancellable: queued, assigned, running, lost)"},
   };
   for (const Case& c : cases) {
@@ -109,13 +111,22 @@ TEST(PlanRetryTasksTest, RefusesWhatItCannotDo) {
   };
   const Case cases[] = {
       {"empty", Job(), {}, Code::kInvalidArgument, "no tasks selected"},
-      {"running task", Job(), {true, {3}}, Code::kFailedPrecondition,
+      {"running task",
+       Job(),
+       {true, {3}},
+       Code::kFailedPrecondition,
        "task j/3 is running: only failed or cancelled tasks are retried"},
       {"succeeded task", Job(), {false, {0}}, Code::kFailedPrecondition, "task j/0 is succeeded"},
-      {"lost task (resolved by `retry` without flags)", Job(), {false, {8}}, Code::kFailedPrecondition,
+      {"lost task (resolved by `retry` without flags)",
+       Job(),
+       {false, {8}},
+       Code::kFailedPrecondition,
        "task j/8 is lost"},
       {"unknown index", Job(), {false, {42}}, Code::kInvalidArgument, "job j has no task 42"},
-      {"no failed task", {{0, v1::SUCCEEDED}, {1, v1::CANCELLED}}, {true, {}}, Code::kFailedPrecondition,
+      {"no failed task",
+       {{0, v1::SUCCEEDED}, {1, v1::CANCELLED}},
+       {true, {}},
+       Code::kFailedPrecondition,
        "job j has no failed tasks to retry"},
   };
   for (const Case& c : cases) {

@@ -48,19 +48,17 @@ std::vector<AttemptEvent> AllEvents() {
 // back to QUEUED").
 const std::set<std::pair<TaskState, TaskState>>& TaskEdges() {
   static const std::set<std::pair<TaskState, TaskState>> kEdges = {
-      {v1::QUEUED, v1::ASSIGNED},    {v1::QUEUED, v1::FAILED},      {v1::QUEUED, v1::CANCELLED},
-      {v1::ASSIGNED, v1::RUNNING},   {v1::ASSIGNED, v1::QUEUED},    {v1::ASSIGNED, v1::FAILED},
-      {v1::ASSIGNED, v1::CANCELLED}, {v1::RUNNING, v1::SUCCEEDED},  {v1::RUNNING, v1::FAILED},
-      {v1::RUNNING, v1::CANCELLED},  {v1::RUNNING, v1::QUEUED},
-      {v1::ASSIGNED, v1::LOST},      {v1::RUNNING, v1::LOST},
-      {v1::LOST, v1::QUEUED},        {v1::LOST, v1::FAILED},        {v1::LOST, v1::CANCELLED},
+      {v1::QUEUED, v1::ASSIGNED},    {v1::QUEUED, v1::FAILED},     {v1::QUEUED, v1::CANCELLED},
+      {v1::ASSIGNED, v1::RUNNING},   {v1::ASSIGNED, v1::QUEUED},   {v1::ASSIGNED, v1::FAILED},
+      {v1::ASSIGNED, v1::CANCELLED}, {v1::RUNNING, v1::SUCCEEDED}, {v1::RUNNING, v1::FAILED},
+      {v1::RUNNING, v1::CANCELLED},  {v1::RUNNING, v1::QUEUED},    {v1::ASSIGNED, v1::LOST},
+      {v1::RUNNING, v1::LOST},       {v1::LOST, v1::QUEUED},       {v1::LOST, v1::FAILED},
+      {v1::LOST, v1::CANCELLED},
   };
   return kEdges;
 }
 
-std::string Edge(TaskState from, TaskState to) {
-  return std::string(StateName(from)) + " -> " + StateName(to);
-}
+std::string Edge(TaskState from, TaskState to) { return std::string(StateName(from)) + " -> " + StateName(to); }
 
 TEST(TaskTransitionTest, AcceptsExactlyTheDiagramEdges) {
   int legal = 0;
@@ -102,8 +100,13 @@ TEST(AttemptTransitionTest, AcceptsTheTaskEdgesExceptBackToQueued) {
 
 TEST(TaskStateTest, TerminalStatesAreExactlySucceededFailedCancelled) {
   const std::map<TaskState, bool> kWant = {
-      {v1::TASK_STATE_UNSPECIFIED, false}, {v1::QUEUED, false}, {v1::ASSIGNED, false}, {v1::RUNNING, false},
-      {v1::SUCCEEDED, true},               {v1::FAILED, true},  {v1::CANCELLED, true},
+      {v1::TASK_STATE_UNSPECIFIED, false},
+      {v1::QUEUED, false},
+      {v1::ASSIGNED, false},
+      {v1::RUNNING, false},
+      {v1::SUCCEEDED, true},
+      {v1::FAILED, true},
+      {v1::CANCELLED, true},
       {v1::LOST, false},  // waits for the user's retry or abandon
   };
   for (TaskState s : AllStates()) {
@@ -226,8 +229,7 @@ TEST(ApplyAttemptEventTest, AcceptedIsAnAcknowledgementThatChangesNothing) {
   EXPECT_EQ(out->attempt_state, v1::ASSIGNED);
   EXPECT_FALSE(out->retried);
 
-  EXPECT_EQ(ApplyAttemptEvent(Ctx(v1::RUNNING), Report(v1::ACCEPTED)).status().code(),
-            Code::kFailedPrecondition);
+  EXPECT_EQ(ApplyAttemptEvent(Ctx(v1::RUNNING), Report(v1::ACCEPTED)).status().code(), Code::kFailedPrecondition);
 }
 
 TEST(ApplyAttemptEventTest, RejectedRequeuesExcludesTheNodeAndUsesNoRetry) {
@@ -301,8 +303,8 @@ TEST(ApplyAttemptEventTest, ExitedTable) {
       {"nonzero with retries spent fails", 3, 2, 1, v1::FAILURE_REASON_UNSPECIFIED, v1::FAILED, v1::FAILED,
        v1::NONZERO_EXIT, false},
       {"run timeout", 1, 0, 137, v1::RUN_TIMEOUT, v1::FAILED, v1::FAILED, v1::RUN_TIMEOUT, false},
-      {"run timeout with exit 0 is still a timeout", 1, 0, 0, v1::RUN_TIMEOUT, v1::FAILED, v1::FAILED,
-       v1::RUN_TIMEOUT, false},
+      {"run timeout with exit 0 is still a timeout", 1, 0, 0, v1::RUN_TIMEOUT, v1::FAILED, v1::FAILED, v1::RUN_TIMEOUT,
+       false},
       {"run timeout with retries left", 1, 1, 137, v1::RUN_TIMEOUT, v1::QUEUED, v1::FAILED, v1::RUN_TIMEOUT, true},
       {"out of memory", 1, 0, 137, v1::OUT_OF_MEMORY, v1::FAILED, v1::FAILED, v1::OUT_OF_MEMORY, false},
   };
@@ -372,8 +374,7 @@ TEST(ApplyAttemptEventTest, ErroredIsAPlatformFailureThatExcludesTheNode) {
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);
-    auto out = ApplyAttemptEvent(Ctx(c.state, c.used, c.retries),
-                                 Report(v1::ERRORED, 0, c.reported, "pull failed"));
+    auto out = ApplyAttemptEvent(Ctx(c.state, c.used, c.retries), Report(v1::ERRORED, 0, c.reported, "pull failed"));
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->attempt_state, v1::FAILED);
     EXPECT_EQ(out->task_state, c.want_task);
@@ -388,7 +389,8 @@ TEST(ApplyAttemptEventTest, ErroredIsAPlatformFailureThatExcludesTheNode) {
 // job's doing, as an out-of-memory kill is: it uses the retry budget, and
 // the node, which only enforced the job's own limit, is not excluded.
 TEST(ApplyAttemptEventTest, OutputLimitIsTheJobsFailureNotTheNodes) {
-  const std::string kWhy = "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed";
+  const std::string kWhy =
+      "wrote more than 1Gi (resources.disk) to its home, output and checkpoint directories; killed";
   struct Case {
     const char* name;
     uint32_t used, retries;
@@ -505,8 +507,7 @@ TEST(ApplyAttemptEventTest, OutcomesFollowTheStateMachine) {
                   from = v1::RUNNING;
                 }
                 if (out->attempt_state != from) {
-                  EXPECT_TRUE(CheckAttemptTransition(from, out->attempt_state).ok())
-                      << Edge(from, out->attempt_state);
+                  EXPECT_TRUE(CheckAttemptTransition(from, out->attempt_state).ok()) << Edge(from, out->attempt_state);
                 }
                 if (out->task_state != from) {
                   EXPECT_TRUE(CheckTaskTransition(from, out->task_state).ok()) << Edge(from, out->task_state);
@@ -561,9 +562,9 @@ TEST(NodeLostOutcomeTest, Table) {
 
 TEST(AttemptFaultTest, EveryReasonIsTheJobsTheNodesOrUncounted) {
   const std::map<FailureReason, AttemptFault> kWant = {
-      {v1::NONZERO_EXIT, AttemptFault::kJob},       {v1::OUT_OF_MEMORY, AttemptFault::kJob},
-      {v1::RUN_TIMEOUT, AttemptFault::kJob},        {v1::PLATFORM_FAILURE, AttemptFault::kNode},
-      {v1::ACK_TIMEOUT, AttemptFault::kNode},       {v1::NODE_LOST, AttemptFault::kNodeLost},
+      {v1::NONZERO_EXIT, AttemptFault::kJob}, {v1::OUT_OF_MEMORY, AttemptFault::kJob},
+      {v1::RUN_TIMEOUT, AttemptFault::kJob},  {v1::PLATFORM_FAILURE, AttemptFault::kNode},
+      {v1::ACK_TIMEOUT, AttemptFault::kNode}, {v1::NODE_LOST, AttemptFault::kNodeLost},
       {v1::DISK_LIMIT, AttemptFault::kJob},
   };
   for (FailureReason r : AllReasons()) {

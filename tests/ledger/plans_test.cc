@@ -21,11 +21,11 @@ TEST(LedgerAmountsTest, ChargeForRoundsDownInIntegers) {
     Micros want;
   };
   const Row rows[] = {
-      {3'600'000, 1, 1},                // exactly one micro per ms
-      {3'600'000, 0, 0},                // no run time, no charge
-      {2 * C, 3'600'000, 2 * C},        // an hour at 2/h
-      {2 * C, 1'800'000, C},            // half an hour
-      {1, 3'599'999, 0},                // under one micro: rounds down
+      {3'600'000, 1, 1},          // exactly one micro per ms
+      {3'600'000, 0, 0},          // no run time, no charge
+      {2 * C, 3'600'000, 2 * C},  // an hour at 2/h
+      {2 * C, 1'800'000, C},      // half an hour
+      {1, 3'599'999, 0},          // under one micro: rounds down
       {1'000'001, 3'600'000 * 3, 3'000'003},
       {std::numeric_limits<Micros>::max(), 3'600'000, std::numeric_limits<Micros>::max()},  // no overflow
       {std::numeric_limits<Micros>::max(), std::numeric_limits<int64_t>::max(),
@@ -238,9 +238,12 @@ TEST(LedgerPlansTest, CheckBalancedCatchesBrokenPlans) {
   keyless.key.clear();
   EXPECT_EQ(CheckBalanced(keyless).code(), Code::kInternal);
   // Sums that overflow int64 along the way still balance in 128 bits.
-  Posting big{"k", Reason::kDeposit, "", "",
-              {{World(), std::numeric_limits<Micros>::min() + 1},
-               {Available("a"), std::numeric_limits<Micros>::max()}}};
+  Posting big{
+      "k",
+      Reason::kDeposit,
+      "",
+      "",
+      {{World(), std::numeric_limits<Micros>::min() + 1}, {Available("a"), std::numeric_limits<Micros>::max()}}};
   EXPECT_TRUE(CheckBalanced(big).ok());
 }
 

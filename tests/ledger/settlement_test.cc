@@ -31,16 +31,13 @@ TEST(SettlementTest, BatchesHoldOnlySettledPostingsAndTheirNet) {
   EXPECT_EQ(batch->postings[0].posting.reason, Reason::kRelease);
   EXPECT_EQ(batch->postings[1].posting.reason, Reason::kRefund);
   EXPECT_EQ(batch->last_seq, 14);
-  std::map<AccountKey, Micros> want = {{Pending("bob", "a"), -3 * C},
-                                       {Available("bob"), 3 * C},
-                                       {Escrow("alice", "j"), -C},
-                                       {Available("alice"), C}};
+  std::map<AccountKey, Micros> want = {
+      {Pending("bob", "a"), -3 * C}, {Available("bob"), 3 * C}, {Escrow("alice", "j"), -C}, {Available("alice"), C}};
   EXPECT_EQ(batch->net, want);
 }
 
 TEST(SettlementTest, CursorStopsBeforeTheFirstSettledPostingThatDoesNotFit) {
-  auto booked = Booked({*Refund("a", "j1", C), *Deposit("a", C, "d"), *Refund("a", "j2", C),
-                        *Deposit("a", C, "e")});
+  auto booked = Booked({*Refund("a", "j1", C), *Deposit("a", C, "d"), *Refund("a", "j2", C), *Deposit("a", C, "e")});
   auto first = MakeSettledBatch(9, booked, 1);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->postings.size(), 1u);

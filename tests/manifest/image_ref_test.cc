@@ -40,8 +40,8 @@ INSTANTIATE_TEST_SUITE_P(
         Parsed{"LabelWithPath", "team/sim@" + kDigest, "", "", "", kDigest, "team/sim"},
         Parsed{"PodmanLocalhostStaysALabel", "localhost/sim@" + kDigest, "", "", "", kDigest, "localhost/sim"},
         Parsed{"LabelWithColonButNoSlash", "sim:v1@" + kDigest, "", "", "", kDigest, "sim:v1"},
-        Parsed{"RegistryByDigest", "registry.example.org/team/sim@" + kDigest, "registry.example.org", "team/sim",
-               "", kDigest, ""},
+        Parsed{"RegistryByDigest", "registry.example.org/team/sim@" + kDigest, "registry.example.org", "team/sim", "",
+               kDigest, ""},
         Parsed{"RegistryWithPort", "127.0.0.1:5000/igtest/prog@" + kDigest, "127.0.0.1:5000", "igtest/prog", "",
                kDigest, ""},
         Parsed{"LocalhostWithPort", "localhost:5000/prog@" + kDigest, "localhost:5000", "prog", "", kDigest, ""},
@@ -67,33 +67,32 @@ TEST_P(ParseImageRefRefuses, WithAReason) {
   EXPECT_NE(ref.status().message().find(GetParam().message_part), std::string::npos) << ref.status().message();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, ParseImageRefRefuses,
-    ::testing::Values(
-        // A pushed image still needs its digest; a tag means nothing there.
-        Refused{"PushedTag", "sim:latest", "is not pinned by digest"},
-        Refused{"PushedNameOnly", "sim", "is not pinned by digest"},
-        Refused{"Empty", "", "is not pinned by digest"},
-        Refused{"RegistryNeitherDigestNorTag", "r.io/team/sim", "by neither digest nor tag"},
-        Refused{"ShortDigest", "r.io/sim@sha256:abc", "invalid digest"},
-        Refused{"OtherAlgorithm", "r.io/sim@md5:" + std::string(32, 'a'), "invalid digest"},
-        Refused{"UppercaseHost", "Registry.io/sim@" + kDigest, "lowercase"},
-        Refused{"EmptyHostLabel", "r..io/sim@" + kDigest, "single dots"},
-        Refused{"HostLabelDash", "-r.io/sim@" + kDigest, "registry host"},
-        Refused{"PortZero", "r.io:0/sim@" + kDigest, "outside 1-65535"},
-        Refused{"PortTooBig", "r.io:65536/sim@" + kDigest, "outside 1-65535"},
-        Refused{"PortNotNumber", "r.io:http/sim@" + kDigest, "no valid port"},
-        Refused{"EmptyPort", "r.io:/sim@" + kDigest, "no valid port"},
-        Refused{"BadIPv6", "[zz]:5000/sim@" + kDigest, "bracketed IPv6"},
-        Refused{"UppercaseRepository", "r.io/Team/sim@" + kDigest, "repository"},
-        Refused{"EmptyRepositoryComponent", "r.io/team//sim@" + kDigest, "repository"},
-        Refused{"RepositoryEndsWithDot", "r.io/sim.@" + kDigest, "repository"},
-        Refused{"NoRepository", "r.io/@" + kDigest, "repository"},
-        Refused{"EmptyTag", "r.io/sim:", "tag"},
-        Refused{"TagStartsWithDot", "r.io/sim:.v1", "tag"},
-        Refused{"TagTooLong", "r.io/sim:" + std::string(129, 'a'), "tag"},
-        Refused{"NameTooLong", "r.io/" + std::string(260, 'a') + "@" + kDigest, "too long"}),
-    [](const ::testing::TestParamInfo<Refused>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cases, ParseImageRefRefuses,
+                         ::testing::Values(
+                             // A pushed image still needs its digest; a tag means nothing there.
+                             Refused{"PushedTag", "sim:latest", "is not pinned by digest"},
+                             Refused{"PushedNameOnly", "sim", "is not pinned by digest"},
+                             Refused{"Empty", "", "is not pinned by digest"},
+                             Refused{"RegistryNeitherDigestNorTag", "r.io/team/sim", "by neither digest nor tag"},
+                             Refused{"ShortDigest", "r.io/sim@sha256:abc", "invalid digest"},
+                             Refused{"OtherAlgorithm", "r.io/sim@md5:" + std::string(32, 'a'), "invalid digest"},
+                             Refused{"UppercaseHost", "Registry.io/sim@" + kDigest, "lowercase"},
+                             Refused{"EmptyHostLabel", "r..io/sim@" + kDigest, "single dots"},
+                             Refused{"HostLabelDash", "-r.io/sim@" + kDigest, "registry host"},
+                             Refused{"PortZero", "r.io:0/sim@" + kDigest, "outside 1-65535"},
+                             Refused{"PortTooBig", "r.io:65536/sim@" + kDigest, "outside 1-65535"},
+                             Refused{"PortNotNumber", "r.io:http/sim@" + kDigest, "no valid port"},
+                             Refused{"EmptyPort", "r.io:/sim@" + kDigest, "no valid port"},
+                             Refused{"BadIPv6", "[zz]:5000/sim@" + kDigest, "bracketed IPv6"},
+                             Refused{"UppercaseRepository", "r.io/Team/sim@" + kDigest, "repository"},
+                             Refused{"EmptyRepositoryComponent", "r.io/team//sim@" + kDigest, "repository"},
+                             Refused{"RepositoryEndsWithDot", "r.io/sim.@" + kDigest, "repository"},
+                             Refused{"NoRepository", "r.io/@" + kDigest, "repository"},
+                             Refused{"EmptyTag", "r.io/sim:", "tag"},
+                             Refused{"TagStartsWithDot", "r.io/sim:.v1", "tag"},
+                             Refused{"TagTooLong", "r.io/sim:" + std::string(129, 'a'), "tag"},
+                             Refused{"NameTooLong", "r.io/" + std::string(260, 'a') + "@" + kDigest, "too long"}),
+                         [](const ::testing::TestParamInfo<Refused>& info) { return info.param.name; });
 
 TEST(ImageRefTest, PinnedDropsTheTagAndKeepsTheDigest) {
   Result<ImageRef> ref = ParseImageRef("ghcr.io/org/app:v1@" + kDigest);

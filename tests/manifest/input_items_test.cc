@@ -15,8 +15,11 @@ const std::string kShard1 = "sha256:" + std::string(64, '1');
 TEST(InputItems, EachTaskGetsItsOwnShardAndPath) {
   auto spec = ParseManifest(kBase +
                                 "inputs:\n  - {artifact: \"{{.shard}}\", path: \"/data/{{.name}}.npz\"}\n"
-                                "array:\n  items:\n    - {shard: \"" + kShard0 + "\", name: a}\n"
-                                "    - {shard: \"" + kShard1 + "\", name: b}\n",
+                                "array:\n  items:\n    - {shard: \"" +
+                                kShard0 +
+                                "\", name: a}\n"
+                                "    - {shard: \"" +
+                                kShard1 + "\", name: b}\n",
                             "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_TRUE(InputsUsePlaceholders(*spec));
@@ -79,8 +82,8 @@ TEST(InputItems, ErrorsNameTheFieldAndTheItem) {
 }
 
 TEST(DirectoryInputs, UnpackIsReadAndADirIsResolvedToAnUnpackedArtifact) {
-  auto unpack = ParseManifest(kBase + "inputs: [{artifact: \"" + kShard0 + "\", path: /data, unpack: true}]\n",
-                              "job.yaml");
+  auto unpack =
+      ParseManifest(kBase + "inputs: [{artifact: \"" + kShard0 + "\", path: /data, unpack: true}]\n", "job.yaml");
   ASSERT_TRUE(unpack.ok()) << unpack.status().ToString();
   EXPECT_TRUE(unpack->inputs(0).unpack());
 
@@ -99,7 +102,8 @@ TEST(DirectoryInputs, UnpackIsReadAndADirIsResolvedToAnUnpackedArtifact) {
 
 TEST(DirectoryInputs, DirErrorsPointAtTheDir) {
   auto failing = [](const std::string& dir) -> Result<std::string> {
-    return Status::InvalidArgument(dir + "/link is a symlink: a directory input holds regular files and directories only");
+    return Status::InvalidArgument(dir +
+                                   "/link is a symlink: a directory input holds regular files and directories only");
   };
   auto bad = ParseManifest(kBase + "inputs:\n  - {dir: ./local, path: /data}\n", "job.yaml", nullptr, failing);
   ASSERT_FALSE(bad.ok());

@@ -15,11 +15,12 @@ namespace {
 const std::string kBase = "apiVersion: idlegrid/v1\nname: sweep\nimage: sim@sha256:" + std::string(64, 'a') + "\n";
 
 TEST(ItemsManifest, InlineItemsSetTheCountAndExpandPerTask) {
-  auto spec = ParseManifest(kBase +
-                                "args: [\"--seed\", \"{{.seed}}\", \"--lr={{ .lr }}\"]\n"
-                                "env: {RUN: \"r{{.seed}}\", PLAIN: x}\n"
-                                "array:\n  items:\n    - {seed: 1, lr: 0.1}\n    - {seed: 2, lr: 0.2}\n    - {seed: 3, lr: 0.3}\n",
-                            "job.yaml");
+  auto spec = ParseManifest(
+      kBase +
+          "args: [\"--seed\", \"{{.seed}}\", \"--lr={{ .lr }}\"]\n"
+          "env: {RUN: \"r{{.seed}}\", PLAIN: x}\n"
+          "array:\n  items:\n    - {seed: 1, lr: 0.1}\n    - {seed: 2, lr: 0.2}\n    - {seed: 3, lr: 0.3}\n",
+      "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->array_count(), 3u);
   ASSERT_EQ(spec->items_size(), 3);
@@ -74,7 +75,8 @@ TEST(ItemsManifest, ErrorsNameTheFieldLineAndItem) {
       {"array:\n  items:\n    - {seed: [1, 2]}\n", "job.yaml:6:14: array.items[0].seed: expected a string, number"},
       {"array: {items: []}\n", "array.items: expected a list of maps"},
       {"array: {}\n", "array: expected count or items"},
-      {"array:\n  items:\n    - {\"bad-key\": 1}\n", "job.yaml:6:7: array.items[0]: key \"bad-key\" is not a placeholder name"},
+      {"array:\n  items:\n    - {\"bad-key\": 1}\n",
+       "job.yaml:6:7: array.items[0]: key \"bad-key\" is not a placeholder name"},
   };
   for (const auto& c : cases) {
     auto spec = ParseManifest(kBase + c.extra, "job.yaml");

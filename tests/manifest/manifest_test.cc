@@ -189,12 +189,10 @@ TEST(ParseManifestTest, AcceptedSpellings) {
       {"args: []\n", [](const v1::JobSpec& s) { return s.args().empty(); }},
       {"env: {}\n", [](const v1::JobSpec& s) { return s.env().empty(); }},
       {"env: {EMPTY: \"\"}\n", [](const v1::JobSpec& s) { return s.env().at("EMPTY").empty(); }},
-      {"resources: {cpu: 250m}\n",
-       [](const v1::JobSpec& s) { return s.resources().cpu() == 0.25; }},
+      {"resources: {cpu: 250m}\n", [](const v1::JobSpec& s) { return s.resources().cpu() == 0.25; }},
       {"resources: {memory: \"1.5Gi\"}\n",
        [](const v1::JobSpec& s) { return s.resources().memory_bytes() == 1610612736ull; }},
-      {"resources: {gpus: 1, gpuMemory: 0}\n",
-       [](const v1::JobSpec& s) { return s.resources().gpus() == 1; }},
+      {"resources: {gpus: 1, gpuMemory: 0}\n", [](const v1::JobSpec& s) { return s.resources().gpus() == 1; }},
       {"runTimeout: 90\n", [](const v1::JobSpec& s) { return s.run_timeout_seconds() == 90; }},
       {"runTimeout: 7d\n", [](const v1::JobSpec& s) { return s.run_timeout_seconds() == 604800; }},
       {"retries: 100\n", [](const v1::JobSpec& s) { return s.retries() == 100; }},
@@ -243,8 +241,7 @@ TEST_P(ManifestErrorTest, PointsAtTheProblem) {
   ASSERT_FALSE(spec.ok()) << "parsed:\n" << c.yaml;
   EXPECT_EQ(spec.status().code(), Code::kInvalidArgument);
   const std::string& message = spec.status().message();
-  const std::string prefix =
-      "job.yaml:" + std::to_string(c.line) + ":" + std::to_string(c.column) + ": ";
+  const std::string prefix = "job.yaml:" + std::to_string(c.line) + ":" + std::to_string(c.column) + ": ";
   EXPECT_EQ(message.substr(0, prefix.size()), prefix) << message;
   EXPECT_NE(message.find(c.message), std::string::npos) << message;
 }
@@ -267,8 +264,7 @@ INSTANTIATE_TEST_SUITE_P(
         {"TopLevelList", "- name: x\n", 1, 1, "must be a map of fields"},
         {"TopLevelScalarAfterComment", "# job\nhello\n", 2, 1, "got \"hello\""},
         {"TwoDocuments", kBase + "---\n" + kBase, 5, 1, "single YAML document"},
-        {"TooLarge", kBase + "# " + std::string(kMaxManifestBytes, 'x') + "\n", 1, 1,
-         "larger than 1Mi"},
+        {"TooLarge", kBase + "# " + std::string(kMaxManifestBytes, 'x') + "\n", 1, 1, "larger than 1Mi"},
         {"NonStringKey", kBase + "[a]: 1\n", 4, 1, "keys must be strings, got a list"},
         // Unknown and duplicate keys.
         {"UnknownTopLevel", kBase + "foo: 1\n", 4, 1, "unknown field \"foo\""},
@@ -279,69 +275,48 @@ INSTANTIATE_TEST_SUITE_P(
          "unknown field \"memroy\" in resources (did you mean \"memory\"?)"},
         {"UnknownInInput", kInputsHeader + "    path: /a\n    mode: ro\n" + kBase, 4, 5,
          "unknown field \"mode\" in inputs[0]"},
-        {"UnknownInArray", kBase + "array: {count: 2, size: 3}\n", 4, 19,
-         "unknown field \"size\" in array"},
-        {"MergeKey", kBase + "<<: {retries: 1}\n", 4, 1,
-         "unknown field \"<<\" (YAML merge keys are not supported)"},
+        {"UnknownInArray", kBase + "array: {count: 2, size: 3}\n", 4, 19, "unknown field \"size\" in array"},
+        {"MergeKey", kBase + "<<: {retries: 1}\n", 4, 1, "unknown field \"<<\" (YAML merge keys are not supported)"},
         {"DuplicateTopLevel", kBase + "name: other\n", 4, 1, "duplicate key \"name\""},
         {"DuplicateInResources", kBase + "resources:\n  cpu: 1\n  cpu: 2\n", 6, 3,
          "duplicate key \"cpu\" in resources"},
         {"DuplicateEnv", kBase + "env:\n  A: 1\n  A: 2\n", 6, 3, "duplicate key \"A\" in env"},
         // Missing fields.
-        {"MissingImage", "apiVersion: idlegrid/v1\nname: sweep\n", 1, 1,
-         "missing required field \"image\""},
-        {"MissingNameAfterComment", "# job\n\napiVersion: idlegrid/v1\nimage: " + kDigestA + "\n",
-         3, 1, "missing required field \"name\""},
+        {"MissingImage", "apiVersion: idlegrid/v1\nname: sweep\n", 1, 1, "missing required field \"image\""},
+        {"MissingNameAfterComment", "# job\n\napiVersion: idlegrid/v1\nimage: " + kDigestA + "\n", 3, 1,
+         "missing required field \"name\""},
         {"MissingInputPath", kBase + "inputs:\n  - artifact: " + kDigestB + "\n", 5, 5,
          "inputs[0]: missing required field \"path\""},
-        {"MissingArrayCount", kBase + "array: {}\n", 4, 8,
-         "array: expected count or items"},
+        {"MissingArrayCount", kBase + "array: {}\n", 4, 8, "array: expected count or items"},
         // Wrong types.
-        {"RetriesNotANumber", kBase + "retries: abc\n", 4, 10,
-         "retries: expected a non-negative integer, got \"abc\""},
-        {"RetriesNegative", kBase + "retries: -1\n", 4, 10,
-         "expected a non-negative integer, got \"-1\""},
-        {"RetriesFloat", kBase + "retries: 1.5\n", 4, 10,
-         "expected a non-negative integer, got \"1.5\""},
+        {"RetriesNotANumber", kBase + "retries: abc\n", 4, 10, "retries: expected a non-negative integer, got \"abc\""},
+        {"RetriesNegative", kBase + "retries: -1\n", 4, 10, "expected a non-negative integer, got \"-1\""},
+        {"RetriesFloat", kBase + "retries: 1.5\n", 4, 10, "expected a non-negative integer, got \"1.5\""},
         {"RetriesQuoted", kBase + "retries: \"2\"\n", 4, 10, "got the quoted string \"2\""},
-        {"RetriesOverflow", kBase + "retries: 4294967296\n", 4, 10,
-         "retries: \"4294967296\" is too large"},
-        {"GpusHex", kBase + "resources: {gpus: 0x10}\n", 4, 19,
-         "resources.gpus: expected a non-negative integer"},
-        {"CommandMap", kBase + "command: {a: 1}\n", 4, 10,
-         "command: expected a list of strings, got a map"},
-        {"CommandNestedList", kBase + "command: [a, [b]]\n", 4, 14,
-         "command[1]: expected a string, got a list"},
+        {"RetriesOverflow", kBase + "retries: 4294967296\n", 4, 10, "retries: \"4294967296\" is too large"},
+        {"GpusHex", kBase + "resources: {gpus: 0x10}\n", 4, 19, "resources.gpus: expected a non-negative integer"},
+        {"CommandMap", kBase + "command: {a: 1}\n", 4, 10, "command: expected a list of strings, got a map"},
+        {"CommandNestedList", kBase + "command: [a, [b]]\n", 4, 14, "command[1]: expected a string, got a list"},
         {"ArgsNull", kBase + "args:\n", 4, 1, "args: expected a list of strings, got null"},
         {"NameNull", kBase.substr(0, kBase.find("name")) + "name:\nimage: " + kDigestA + "\n", 2, 1,
          "name: expected a string, got null"},
-        {"ImageList", "apiVersion: idlegrid/v1\nname: a\nimage: [x]\n", 3, 8,
-         "image: expected a string, got a list"},
-        {"BoolYes", kBase + "idempotent: yes\n", 4, 13,
-         "idempotent: expected true or false, got \"yes\""},
-        {"BoolQuoted", kBase + "resources: {strictCpu: \"true\"}\n", 4, 24,
-         "expected true or false"},
-        {"ResourcesScalar", kBase + "resources: 5\n", 4, 12,
-         "resources: expected a map, got \"5\""},
+        {"ImageList", "apiVersion: idlegrid/v1\nname: a\nimage: [x]\n", 3, 8, "image: expected a string, got a list"},
+        {"BoolYes", kBase + "idempotent: yes\n", 4, 13, "idempotent: expected true or false, got \"yes\""},
+        {"BoolQuoted", kBase + "resources: {strictCpu: \"true\"}\n", 4, 24, "expected true or false"},
+        {"ResourcesScalar", kBase + "resources: 5\n", 4, 12, "resources: expected a map, got \"5\""},
         {"EnvList", kBase + "env: [A]\n", 4, 6, "env: expected a map of variable names to values"},
-        {"EnvValueMap", kBase + "env:\n  A: {b: 1}\n", 5, 6,
-         "env.A: expected a string, number or boolean, got a map"},
+        {"EnvValueMap", kBase + "env:\n  A: {b: 1}\n", 5, 6, "env.A: expected a string, number or boolean, got a map"},
         {"InputsMap", kBase + "inputs: {path: /a}\n", 4, 9, "inputs: expected a list"},
         {"InputNotMap", kBase + "inputs:\n  - /a\n", 5, 5, "inputs[0]: expected a map, got \"/a\""},
         {"MemoryUnit", kBase + "resources:\n  memory: 12XB\n", 5, 11, "unknown unit \"XB\""},
-        {"MemoryNull", kBase + "resources:\n  memory:\n", 5, 3,
-         "resources.memory: expected a byte quantity"},
-        {"MemoryFraction", kBase + "resources: {memory: 1.5}\n", 4, 21,
-         "not a whole number of bytes"},
-        {"CpuNegative", kBase + "resources: {cpu: -1}\n", 4, 18,
-         "resources.cpu: invalid CPU amount \"-1\""},
-        {"DurationUnit", kBase + "runTimeout: 10x\n", 4, 13,
-         "runTimeout: invalid duration \"10x\""},
+        {"MemoryNull", kBase + "resources:\n  memory:\n", 5, 3, "resources.memory: expected a byte quantity"},
+        {"MemoryFraction", kBase + "resources: {memory: 1.5}\n", 4, 21, "not a whole number of bytes"},
+        {"CpuNegative", kBase + "resources: {cpu: -1}\n", 4, 18, "resources.cpu: invalid CPU amount \"-1\""},
+        {"DurationUnit", kBase + "runTimeout: 10x\n", 4, 13, "runTimeout: invalid duration \"10x\""},
         // Impossible values (from validation, mapped back to the node).
         {"MemoryZero", kBase + "resources:\n  cpu: 1\n  memory: 0\n", 6, 11,
          "resources.memory: must be at least 4194304 (4Mi)"},
-        {"MemoryTooSmall", kBase + "resources: {memory: 4095Ki}\n", 4, 21,
-         "must be at least 4194304 (4Mi)"},
+        {"MemoryTooSmall", kBase + "resources: {memory: 4095Ki}\n", 4, 21, "must be at least 4194304 (4Mi)"},
         {"DiskZero", kBase + "resources: {disk: 0}\n", 4, 19,
          "resources.disk: must be at least 1048576 (1Mi); leave it out for the node's default"},
         {"DiskTooSmall", kBase + "resources: {disk: 512Ki}\n", 4, 19,
@@ -364,53 +339,38 @@ INSTANTIATE_TEST_SUITE_P(
         {"ShmAndTmpPastMemory", kBase + "resources:\n  memory: 512Mi\n  shm: 384Mi\n  tmp: 256Mi\n", 7, 8,
          "resources.tmp: resources.shm (384Mi) and resources.tmp (256Mi) are held in memory and must fit in "
          "resources.memory (512Mi) together"},
-        {"CpuZero", kBase + "resources: {cpu: 0}\n", 4, 18,
-         "resources.cpu: must be greater than 0"},
+        {"CpuZero", kBase + "resources: {cpu: 0}\n", 4, 18, "resources.cpu: must be greater than 0"},
         {"CpuTooMany", kBase + "resources: {cpu: 1025}\n", 4, 18, "at most 1024 cores, got 1025"},
-        {"GpusTooMany", kBase + "resources:\n  gpus: 65\n", 5, 9,
-         "resources.gpus: must be at most 64, got 65"},
+        {"GpusTooMany", kBase + "resources:\n  gpus: 65\n", 5, 9, "resources.gpus: must be at most 64, got 65"},
         {"GpuMemoryWithoutGpus", kBase + "resources:\n  gpus: 0\n  gpuMemory: 20Gi\n", 6, 14,
          "resources.gpuMemory: is only allowed when gpus is at least 1"},
-        {"PidsZero", kBase + "resources: {pids: 0}\n", 4, 19,
-         "resources.pids: must be between 1 and 65536"},
-        {"PidsTooMany", kBase + "resources: {pids: 65537}\n", 4, 19,
-         "must be between 1 and 65536, got 65537"},
-        {"ArrayCountZero", kBase + "array:\n  count: 0\n", 5, 10,
-         "array.count: must be between 1 and 100000, got 0"},
+        {"PidsZero", kBase + "resources: {pids: 0}\n", 4, 19, "resources.pids: must be between 1 and 65536"},
+        {"PidsTooMany", kBase + "resources: {pids: 65537}\n", 4, 19, "must be between 1 and 65536, got 65537"},
+        {"ArrayCountZero", kBase + "array:\n  count: 0\n", 5, 10, "array.count: must be between 1 and 100000, got 0"},
         {"ArrayCountTooMany", kBase + "array: {count: 100001}\n", 4, 16, "got 100001"},
-        {"RetriesTooMany", kBase + "retries: 101\n", 4, 10,
-         "retries: must be at most 100, got 101"},
+        {"RetriesTooMany", kBase + "retries: 101\n", 4, 10, "retries: must be at most 100, got 101"},
         {"RunTimeoutZero", kBase + "runTimeout: 0s\n", 4, 13, "runTimeout: must be more than 0"},
-        {"RunTimeoutTooLong", kBase + "runTimeout: 8d\n", 4, 13,
-         "must be more than 0 and at most 7d, got 8d"},
-        {"QueueTimeoutZero", kBase + "queueTimeout: 0\n", 4, 15,
-         "queueTimeout: must be more than 0"},
+        {"RunTimeoutTooLong", kBase + "runTimeout: 8d\n", 4, 13, "must be more than 0 and at most 7d, got 8d"},
+        {"QueueTimeoutZero", kBase + "queueTimeout: 0\n", 4, 15, "queueTimeout: must be more than 0"},
         {"WrongApiVersion", "apiVersion: idlegrid/v2\nname: a\nimage: " + kDigestA + "\n", 1, 13,
          "apiVersion: must be \"idlegrid/v1\", got \"idlegrid/v2\""},
-        {"BadName", "apiVersion: idlegrid/v1\nname: Sweep\nimage: " + kDigestA + "\n", 2, 7,
+        {"BadName", "apiVersion: idlegrid/v1\nname: Sweep\nimage: " + kDigestA + "\n", 2, 7, "name: must be 1 to 63"},
+        {"NameTooLong", "apiVersion: idlegrid/v1\nname: " + std::string(64, 'a') + "\nimage: " + kDigestA + "\n", 2, 7,
          "name: must be 1 to 63"},
-        {"NameTooLong",
-         "apiVersion: idlegrid/v1\nname: " + std::string(64, 'a') + "\nimage: " + kDigestA + "\n",
-         2, 7, "name: must be 1 to 63"},
-        {"ImageTag", "apiVersion: idlegrid/v1\nname: a\nimage: sim:latest\n", 3, 8,
-         "images must be pinned by digest"},
-        {"ImageNoDigest", "apiVersion: idlegrid/v1\nname: a\nimage: sim\n", 3, 8,
-         "not pinned by digest"},
+        {"ImageTag", "apiVersion: idlegrid/v1\nname: a\nimage: sim:latest\n", 3, 8, "images must be pinned by digest"},
+        {"ImageNoDigest", "apiVersion: idlegrid/v1\nname: a\nimage: sim\n", 3, 8, "not pinned by digest"},
         {"ImageShortDigest", "apiVersion: idlegrid/v1\nname: a\nimage: sim@sha256:abc\n", 3, 8,
          "image: invalid digest \"sha256:abc\""},
-        {"ImageUppercaseDigest",
-         "apiVersion: idlegrid/v1\nname: a\nimage: sha256:" + std::string(64, 'A') + "\n", 3, 8,
+        {"ImageUppercaseDigest", "apiVersion: idlegrid/v1\nname: a\nimage: sha256:" + std::string(64, 'A') + "\n", 3, 8,
          "64 lowercase hex characters"},
         {"ImageEmptyName", "apiVersion: idlegrid/v1\nname: a\nimage: \"@" + kDigestA + "\"\n", 3, 8,
          "expected an image name before \"@\""},
-        {"ImageOtherAlgorithm", "apiVersion: idlegrid/v1\nname: a\nimage: sim@md5:abc\n", 3, 8,
-         "invalid digest"},
+        {"ImageOtherAlgorithm", "apiVersion: idlegrid/v1\nname: a\nimage: sim@md5:abc\n", 3, 8, "invalid digest"},
         {"EnvReserved", kBase + "env:\n  SEED: 1\n  IDLEGRID_TASK_INDEX: 3\n", 6, 3,
          "env.IDLEGRID_TASK_INDEX: names starting with IDLEGRID_ are reserved"},
         {"EnvBadName", kBase + "env:\n  1X: a\n", 5, 3, "variable names must match"},
         {"EnvDashName", kBase + "env: {MY-VAR: a}\n", 4, 7, "got \"MY-VAR\""},
-        {"UnknownRuntime", kBase + "runtime: kata\n", 4, 10,
-         "runtime: must be \"runc\" or \"runsc\", got \"kata\""},
+        {"UnknownRuntime", kBase + "runtime: kata\n", 4, 10, "runtime: must be \"runc\" or \"runsc\", got \"kata\""},
         {"EmptyRuntime", kBase + "runtime: \"\"\n", 4, 10, "runtime: must be"},
         {"UnknownJobClass", kBase + "jobClass: privileged\n", 4, 11,
          "jobClass: must be \"io-uring\" or absent, got \"privileged\""},
@@ -419,22 +379,21 @@ INSTANTIATE_TEST_SUITE_P(
         {"OutputTrailingSlash", kBase + "output: /out/\n", 4, 9, "must be a normalized path"},
         {"InputRelative", kBase + kInputsHeader + "    path: data/in.bin\n", 6, 11,
          "inputs[0].path: must be an absolute path, got \"data/in.bin\""},
-        {"InputDotDot", kBase + kInputsHeader + "    path: /data/../etc\n", 6, 11,
-         "must not contain \"..\""},
+        {"InputDotDot", kBase + kInputsHeader + "    path: /data/../etc\n", 6, 11, "must not contain \"..\""},
         {"InputRoot", kBase + kInputsHeader + "    path: /\n", 6, 11, "must not be \"/\""},
         {"InputInsideOutput", kBase + kInputsHeader + "    path: /out/x\n", 6, 11,
          "inputs[0].path: \"/out/x\" is inside the output directory \"/out\""},
         {"InputIsOutput", kBase + "output: /data\n" + kInputsHeader + "    path: /data\n", 7, 11,
          "is inside the output directory"},
-        {"InputContainsOutput", kBase + "output: /data/out\n" + kInputsHeader + "    path: /data\n",
-         7, 11, "contains the output directory \"/data/out\""},
+        {"InputContainsOutput", kBase + "output: /data/out\n" + kInputsHeader + "    path: /data\n", 7, 11,
+         "contains the output directory \"/data/out\""},
         {"InputDuplicate",
-         kBase + "inputs:\n  - {artifact: " + kDigestB +
-             ", path: /in/a}\n  - {artifact: " + kDigestC + ", path: /in/a}\n",
+         kBase + "inputs:\n  - {artifact: " + kDigestB + ", path: /in/a}\n  - {artifact: " + kDigestC +
+             ", path: /in/a}\n",
          6, 15 + 71 + 8 + 1, "inputs[1].path: duplicate path \"/in/a\" (also inputs[0].path)"},
         {"InputNested",
-         kBase + "inputs:\n  - {artifact: " + kDigestB +
-             ", path: /in/a/b}\n  - {artifact: " + kDigestC + ", path: /in/a}\n",
+         kBase + "inputs:\n  - {artifact: " + kDigestB + ", path: /in/a/b}\n  - {artifact: " + kDigestC +
+             ", path: /in/a}\n",
          5, 15 + 71 + 8 + 1, "inputs[0].path: \"/in/a/b\" is inside inputs[1].path \"/in/a\""},
         {"InputBadArtifact", kBase + "inputs:\n  - artifact: sha256:xyz\n    path: /a\n", 5, 15,
          "inputs[0].artifact: expected \"sha256:\" followed by 64 lowercase hex characters"},
@@ -444,8 +403,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ParseManifestTest, ErrorUsesTheGivenFilename) {
   Result<v1::JobSpec> spec = ParseManifest("- x\n", "jobs/sweep.yaml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message().rfind("jobs/sweep.yaml:1:1: ", 0), 0u)
-      << spec.status().message();
+  EXPECT_EQ(spec.status().message().rfind("jobs/sweep.yaml:1:1: ", 0), 0u) << spec.status().message();
 }
 
 TEST(ParseManifestTest, UnknownFieldWithoutCloseMatchHasNoSuggestion) {
@@ -457,8 +415,7 @@ TEST(ParseManifestTest, UnknownFieldWithoutCloseMatchHasNoSuggestion) {
 TEST(ParseManifestTest, ValidationErrorHasExactFormat) {
   Result<v1::JobSpec> spec = ParseManifest(kBase + "resources:\n  memory: 0\n", "job.yaml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(),
-            "job.yaml:5:11: resources.memory: must be at least 4194304 (4Mi)");
+  EXPECT_EQ(spec.status().message(), "job.yaml:5:11: resources.memory: must be at least 4194304 (4Mi)");
 }
 
 TEST(ParseManifestTest, AHugeBadValueIsEchoedCutWithItsLength) {
@@ -474,8 +431,7 @@ TEST(ParseManifestTest, AHugeBadValueIsEchoedCutWithItsLength) {
 }
 
 TEST(ParseManifestTest, DeeplyNestedInputDoesNotCrash) {
-  Result<v1::JobSpec> spec =
-      ParseManifest(kBase + "args: " + Repeat("[", 5000) + Repeat("]", 5000) + "\n", "job.yaml");
+  Result<v1::JobSpec> spec = ParseManifest(kBase + "args: " + Repeat("[", 5000) + Repeat("]", 5000) + "\n", "job.yaml");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), Code::kInvalidArgument);
 }
@@ -510,8 +466,7 @@ TEST_F(LoadManifestFileTest, ErrorsNameThePath) {
   std::ofstream(path) << kBase << "retries: x\n";
   Result<v1::JobSpec> spec = LoadManifestFile(path);
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message().rfind(path + ":4:10: retries:", 0), 0u)
-      << spec.status().message();
+  EXPECT_EQ(spec.status().message().rfind(path + ":4:10: retries:", 0), 0u) << spec.status().message();
 }
 
 TEST_F(LoadManifestFileTest, MissingFile) {
@@ -519,15 +474,13 @@ TEST_F(LoadManifestFileTest, MissingFile) {
   Result<v1::JobSpec> spec = LoadManifestFile(path);
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(spec.status().message().rfind(path + ": cannot read: ", 0), 0u)
-      << spec.status().message();
+  EXPECT_EQ(spec.status().message().rfind(path + ": cannot read: ", 0), 0u) << spec.status().message();
 }
 
 TEST_F(LoadManifestFileTest, Directory) {
   Result<v1::JobSpec> spec = LoadManifestFile(dir_);
   ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message().rfind(dir_ + ": cannot read: ", 0), 0u)
-      << spec.status().message();
+  EXPECT_EQ(spec.status().message().rfind(dir_ + ": cannot read: ", 0), 0u) << spec.status().message();
 }
 
 // ---------------------------------------------------------------------------
@@ -606,14 +559,11 @@ INSTANTIATE_TEST_SUITE_P(
         {"Memory", [](v1::JobSpec* s) { s->mutable_resources()->set_memory_bytes(4194303); },
          "spec.resources.memory_bytes: must be at least 4194304 (4Mi)", "resources.memory"},
         {"GpuMemory", [](v1::JobSpec* s) { s->mutable_resources()->set_gpu_memory_bytes(1); },
-         "spec.resources.gpu_memory_bytes: is only allowed when gpus is at least 1",
-         "resources.gpuMemory"},
+         "spec.resources.gpu_memory_bytes: is only allowed when gpus is at least 1", "resources.gpuMemory"},
         {"CpuNaN", [](v1::JobSpec* s) { s->mutable_resources()->set_cpu(std::nan("")); },
-         "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got nan",
-         "resources.cpu"},
+         "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got nan", "resources.cpu"},
         {"CpuNegative", [](v1::JobSpec* s) { s->mutable_resources()->set_cpu(-0.5); },
-         "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got -0.5",
-         "resources.cpu"},
+         "spec.resources.cpu: must be greater than 0 and at most 1024 cores, got -0.5", "resources.cpu"},
         {"MaxFileSizeAboveTheTotal",
          [](v1::JobSpec* s) {
            s->mutable_resources()->set_disk_bytes(2ull << 20);
@@ -637,14 +587,13 @@ INSTANTIATE_TEST_SUITE_P(
         {"RunTimeout", [](v1::JobSpec* s) { s->set_run_timeout_seconds(604801); },
          "spec.run_timeout_seconds: must be more than 0 and at most 7d, got 7d1s", "runTimeout"},
         {"QueueTimeout", [](v1::JobSpec* s) { s->set_queue_timeout_seconds(31 * 86400); },
-         "spec.queue_timeout_seconds: must be more than 0 and at most 30d, got 31d",
-         "queueTimeout"},
+         "spec.queue_timeout_seconds: must be more than 0 and at most 30d, got 31d", "queueTimeout"},
         {"Output", [](v1::JobSpec* s) { s->set_output_path("/out/./x"); },
          "spec.output_path: must be a normalized path (no \"//\", \"/./\" or trailing \"/\"), got "
          "\"/out/./x\"",
          "output"},
-        {"OutputEmpty", [](v1::JobSpec* s) { s->set_output_path(""); },
-         "spec.output_path: must not be empty", "output"},
+        {"OutputEmpty", [](v1::JobSpec* s) { s->set_output_path(""); }, "spec.output_path: must not be empty",
+         "output"},
         {"EnvReserved", [](v1::JobSpec* s) { (*s->mutable_env())["IDLEGRID_TASK_COUNT"] = "1"; },
          "spec.env[\"IDLEGRID_TASK_COUNT\"]: names starting with IDLEGRID_ are reserved for the "
          "platform",
@@ -666,8 +615,7 @@ INSTANTIATE_TEST_SUITE_P(
            c->set_artifact(kDigestC);
            c->set_path("/data/in/c");
          },
-         "spec.inputs[2].path: \"/data/in/c\" is inside inputs[0].path \"/data/in\"",
-         "inputs[2].path"},
+         "spec.inputs[2].path: \"/data/in/c\" is inside inputs[0].path \"/data/in\"", "inputs[2].path"},
         {"DataClass", [](v1::JobSpec* s) { s->set_data_class("Private"); },
          "spec.data_class: must be public, private or regulated, got \"Private\"", "dataClass"},
         {"Runtime", [](v1::JobSpec* s) { s->set_runtime("docker"); },
@@ -752,8 +700,7 @@ TEST(ParseBytesTest, Invalid) {
     Result<uint64_t> result = ParseBytes(text);
     ASSERT_FALSE(result.ok()) << text << " parsed as " << *result;
     EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
-    EXPECT_NE(result.status().message().find(message), std::string::npos)
-        << result.status().message();
+    EXPECT_NE(result.status().message().find(message), std::string::npos) << result.status().message();
   }
 }
 
@@ -791,8 +738,7 @@ TEST(ParseDurationSecondsTest, Invalid) {
     Result<uint32_t> result = ParseDurationSeconds(text);
     ASSERT_FALSE(result.ok()) << text << " parsed as " << *result;
     EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
-    EXPECT_NE(result.status().message().find(message), std::string::npos)
-        << result.status().message();
+    EXPECT_NE(result.status().message().find(message), std::string::npos) << result.status().message();
   }
 }
 
@@ -805,8 +751,7 @@ TEST(ParseCpuTest, ValidAndInvalid) {
     ASSERT_TRUE(result.ok()) << text << ": " << result.status().ToString();
     EXPECT_DOUBLE_EQ(*result, cores) << text;
   }
-  for (const std::string text :
-       {"", "-1", ".5", "1.", "1e3", "nan", "inf", "0.5m", "1 m", "m", "+1"}) {
+  for (const std::string text : {"", "-1", ".5", "1.", "1e3", "nan", "inf", "0.5m", "1 m", "m", "+1"}) {
     Result<double> result = ParseCpu(text);
     EXPECT_FALSE(result.ok()) << text << " parsed";
   }

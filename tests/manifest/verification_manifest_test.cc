@@ -73,7 +73,8 @@ TEST(VerificationManifest, ErrorsNameTheFieldAndLine) {
        "job.yaml:8:15: verification.tolerances[0].format: must be \"json\" or \"csv\""},
       {"verification:\n  mode: replicate\n  tolerances:\n    - output: r.json\n",
        "verification.tolerances[0]: missing required field \"format\""},
-      {"verification:\n  mode: adaptive\n  auditFloor: lots\n", "job.yaml:6:15: verification.auditFloor: expected a number"},
+      {"verification:\n  mode: adaptive\n  auditFloor: lots\n",
+       "job.yaml:6:15: verification.auditFloor: expected a number"},
       {"verification:\n  mode: replicate\n  outputs: [../x]\n",
        "job.yaml:6:13: verification.outputs[0]: must be a plain path inside the output directory"},
   };

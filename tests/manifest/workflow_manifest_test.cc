@@ -14,25 +14,38 @@ std::string Diamond(const std::string& d_extra = "", const std::string& on_failu
   return "apiVersion: idlegrid/v1\n"
          "kind: Workflow\n"
          "name: diamond\n"
-         "onFailure: " + on_failure + "\n"
+         "onFailure: " +
+         on_failure +
+         "\n"
          "steps:\n"
          "  - name: a\n"
-         "    image: " + kImage + "\n"
+         "    image: " +
+         kImage +
+         "\n"
          "    args: [write, a]\n"
          "  - name: b\n"
          "    dependsOn: [a]\n"
-         "    image: " + kImage + "\n"
+         "    image: " +
+         kImage +
+         "\n"
          "    array: {items: [{x: 1}, {x: 2}]}\n"
          "    args: [\"{{.x}}\"]\n"
          "  - name: c\n"
          "    dependsOn: [a]\n"
-         "    image: " + kImage + "\n"
+         "    image: " +
+         kImage +
+         "\n"
          "  - name: d\n"
-         "    image: " + kImage + "\n"
+         "    image: " +
+         kImage +
+         "\n"
          "    inputs:\n"
-         "      - {artifact: sha256:" + std::string(64, '1') + ", path: /data}\n"
+         "      - {artifact: sha256:" +
+         std::string(64, '1') +
+         ", path: /data}\n"
          "      - {fromStep: b, output: hello.txt, path: /in/b}\n"
-         "      - {fromStep: c, output: hello.txt, path: /in/c}\n" + d_extra;
+         "      - {fromStep: c, output: hello.txt, path: /in/c}\n" +
+         d_extra;
 }
 
 TEST(WorkflowManifest, AStepsTmpfsSizesFollowItsOwnMemory) {
@@ -129,8 +142,7 @@ TEST(WorkflowManifest, AStepsJobFieldsKeepTheJobManifestsRules) {
   text.replace(text.find("args: [write, a]"), 16, "resources: {memory: 1Mi}");
   auto wf = ParseWorkflowManifest(text, "wf.yaml");
   ASSERT_FALSE(wf.ok());
-  EXPECT_NE(wf.status().message().find("wf.yaml:8:25: steps[0].resources.memory: must be at least"),
-            std::string::npos)
+  EXPECT_NE(wf.status().message().find("wf.yaml:8:25: steps[0].resources.memory: must be at least"), std::string::npos)
       << wf.status().message();
   std::string typo = Diamond();
   typo.replace(typo.find("dependsOn: [a]"), 9, "dependOn");

@@ -40,7 +40,7 @@ TEST(MarketRulesTest, AsksBidsAndCosts) {
 
 TEST(MarketRulesTest, OrderBookSummarisesEachClass) {
   std::vector<Offer> offers = {
-      {"n1", "A100", 4, 2.0}, {"n2", "A100", 1, 1.0}, {"n3", "A100", 2, 3.0},
+      {"n1", "A100", 4, 2.0}, {"n2", "A100", 1, 1.0},       {"n3", "A100", 2, 3.0},
       {"n4", "T4", 0, 0.1},   {"n5", "cpu-core", 16, 0.02},
   };
   std::vector<OrderBookRow> rows = OrderBook(offers);
@@ -112,7 +112,7 @@ TEST(MarketRulesTest, AsksApplyByNormalisedModelName) {
       {{{"T4", 0.1}}, "Tesla T4", "T4"},
       {{{"RTX 6000", 1}}, "NVIDIA RTX 6000 Ada Generation", ""},
       {{{"RTX 6000", 1}}, "Quadro RTX 6000", "RTX 6000"},
-      {{{"A6000", 1}}, "NVIDIA RTX A6000", ""},  // NVML's model is "RTX A6000"
+      {{{"A6000", 1}}, "NVIDIA RTX A6000", ""},      // NVML's model is "RTX A6000"
       {{{"80GB", 1}}, "NVIDIA A100-SXM4-80GB", ""},  // a variant alone names no model
       {{{"NVIDIA", 1}}, "NVIDIA A100-SXM4-80GB", ""},
       {{{"cpu-core", 0.01}}, "NVIDIA GeForce RTX 4090", ""},  // never prices a GPU
@@ -137,8 +137,9 @@ TEST(MarketRulesTest, AsksApplyByNormalisedModelName) {
 }
 
 TEST(MarketRulesTest, UnmatchedAsksAreThoseThatPriceNoDevice) {
-  const Asks asks = {{"RTX 4090", 0.35}, {"A6000", 0.5}, {"A100", 1}, {"A100 80GB", 2},
-                     {"NVIDIA GeForce RTX 4080", 0.3}, {kCpuCoreClass, 0.01}};
+  const Asks asks = {
+      {"RTX 4090", 0.35},   {"A6000", 0.5}, {"A100", 1}, {"A100 80GB", 2}, {"NVIDIA GeForce RTX 4080", 0.3},
+      {kCpuCoreClass, 0.01}};
   const std::vector<std::string> devices = {"NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB"};
   // "A100" applies to the A100 but loses to "A100 80GB": it is not reported.
   EXPECT_EQ(UnmatchedAsks(asks, devices), (Asks{{"A6000", 0.5}, {"NVIDIA GeForce RTX 4080", 0.3}}));

@@ -34,8 +34,7 @@ v1::GpuDevice H200() {
   return g;
 }
 
-const std::string kH200Labels =
-    R"(node="n-1",gpu="0",uuid="GPU-aaaa",model="NVIDIA H200",simulated="false")";
+const std::string kH200Labels = R"(node="n-1",gpu="0",uuid="GPU-aaaa",model="NVIDIA H200",simulated="false")";
 
 std::string Rendered(const google::protobuf::RepeatedPtrField<v1::Node>& nodes) {
   return Render(GpuTelemetryFamilies(nodes, kNow));

@@ -81,8 +81,7 @@ bool VerifiesAgainst(const std::string& leaf_pem, const std::string& ca_pem) {
 
 bool HasDns(const std::string& pem, const std::string& name) {
   X509Ptr cert = ParsePem(pem);
-  return X509_check_host(cert.get(), name.data(), name.size(), X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
-                         nullptr) == 1;
+  return X509_check_host(cert.get(), name.data(), name.size(), X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, nullptr) == 1;
 }
 
 bool HasIp(const std::string& pem, const std::string& ip) {
@@ -95,8 +94,8 @@ bool HasIp(const std::string& pem, const std::string& ip) {
 // `speak_tls` false it answers every connection with plain text instead.
 class TestTlsServer {
  public:
-  TestTlsServer(const std::string& leaf_pem, const std::string& key_pem,
-                const std::vector<std::string>& chain_pems, bool speak_tls = true) {
+  TestTlsServer(const std::string& leaf_pem, const std::string& key_pem, const std::vector<std::string>& chain_pems,
+                bool speak_tls = true) {
     ctx_ = SSL_CTX_new(TLS_server_method());
     X509Ptr leaf = ParsePem(leaf_pem);
     EVP_PKEY* key = ParseKey(key_pem);
@@ -234,8 +233,7 @@ TEST(LoadOrCreateTest, ExtraNameReissuesServerCertFromSameCa) {
 
 TEST(LoadOrCreateTest, RejectsBadExtraName) {
   TempDir dir;
-  EXPECT_EQ(LoadOrCreate(dir.path(), {"bad name,DNS:evil"}).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(LoadOrCreate(dir.path(), {"bad name,DNS:evil"}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(LoadOrCreate(dir.path(), {""}).status().code(), Code::kInvalidArgument);
 }
 
@@ -245,8 +243,7 @@ TEST(LoadOrCreateTest, NeverReplacesCaWhoseKeyIsMissing) {
   ASSERT_EQ(::unlink((dir.path() + "/ca.key").c_str()), 0);
   auto result = LoadOrCreate(dir.path(), {});
   EXPECT_EQ(result.status().code(), Code::kFailedPrecondition);
-  EXPECT_NE(result.status().message().find("ca.key"), std::string::npos)
-      << result.status().message();
+  EXPECT_NE(result.status().message().find("ca.key"), std::string::npos) << result.status().message();
 }
 
 TEST(LoadOrCreateTest, CorruptCaIsAnErrorNotANewCa) {
@@ -310,8 +307,7 @@ TEST(FetchPinnedCaTest, WrongPinIsPermissionDenied) {
   EXPECT_EQ(ca.status().code(), Code::kPermissionDenied);
   // The message names both the pin and what was presented instead.
   EXPECT_NE(ca.status().message().find(wrong), std::string::npos) << ca.status().message();
-  EXPECT_NE(ca.status().message().find(pki->ca_fingerprint), std::string::npos)
-      << ca.status().message();
+  EXPECT_NE(ca.status().message().find(pki->ca_fingerprint), std::string::npos) << ca.status().message();
 }
 
 TEST(FetchPinnedCaTest, LeafFromAnotherCaWithPinnedCaAppendedIsPermissionDenied) {
@@ -352,8 +348,7 @@ TEST(FetchPinnedCaTest, NothingListeningIsUnavailable) {
   auto ca = FetchPinnedCa(address, Sha256Digest("x"));
   ::close(fd);
   EXPECT_EQ(ca.status().code(), Code::kUnavailable);
-  EXPECT_NE(ca.status().message().find("cannot connect to " + address), std::string::npos)
-      << ca.status().message();
+  EXPECT_NE(ca.status().message().find("cannot connect to " + address), std::string::npos) << ca.status().message();
 }
 
 TEST(FetchPinnedCaTest, NonTlsPeerIsUnavailable) {

@@ -32,15 +32,13 @@ using ::idlegrid::testing::TempDir;
 
 // --- The kernel: the device's copy is the CPU's ---------------------------------------
 
-
 // Every thread runs kernel.h's kernel from its own seed, whatever the seed.
 TEST(GpuKernelTest, EveryThreadRunsTheCpuKernelFromItsOwnSeed) {
   for (uint64_t seed : {uint64_t{0}, uint64_t{7}, std::numeric_limits<uint64_t>::max()}) {
     for (uint32_t thread = 0; thread < IG_GPU_THREADS; ++thread) {
       uint64_t thread_seed = seed + thread * 0xD6E8FEB86659FD93u;
       ASSERT_EQ(ig_gpu_thread_seed(seed, thread), thread_seed) << seed << " " << thread;
-      ASSERT_EQ(ig_gpu_thread_result(seed, thread, 3), ig_cpu_kernel(thread_seed, 3))
-          << seed << " " << thread;
+      ASSERT_EQ(ig_gpu_thread_result(seed, thread, 3), ig_cpu_kernel(thread_seed, 3)) << seed << " " << thread;
     }
   }
 }
@@ -68,8 +66,7 @@ TEST(ExpectedGpuChecksumTest, KnownAnswers) {
       {7u, kDefaultGpuBenchRounds, 0x25b1d8725f062402u},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(ExpectedGpuChecksum(c.seed, c.rounds), c.checksum)
-        << "seed " << c.seed << ", rounds " << c.rounds;
+    EXPECT_EQ(ExpectedGpuChecksum(c.seed, c.rounds), c.checksum) << "seed " << c.seed << ", rounds " << c.rounds;
   }
 }
 
@@ -168,8 +165,7 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
       {"missing bandwidth", WithLine("bandwidth_gbps", ""), "has no bandwidth_gbps line"},
       {"missing device_name", WithLine("device_name", ""), "has no device_name line"},
       {"missing memory_bytes", WithLine("memory_bytes", ""), "has no memory_bytes line"},
-      {"missing compute_capability", WithLine("compute_capability", ""),
-       "has no compute_capability line"},
+      {"missing compute_capability", WithLine("compute_capability", ""), "has no compute_capability line"},
       {"missing fp32_gflops", WithLine("fp32_gflops", ""), "has no fp32_gflops line"},
       {"missing h2d_gbps", WithLine("h2d_gbps", ""), "has no h2d_gbps line"},
       {"missing d2h_gbps", WithLine("d2h_gbps", ""), "has no d2h_gbps line"},
@@ -178,13 +174,10 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
        "line 9 \"fp32_gflops=-1\": fp32_gflops must be a finite, non-negative decimal"},
       {"allocatable in GiB", WithLine("allocatable_bytes", "allocatable_bytes=139.0\n"),
        "line 12 \"allocatable_bytes=139.0\": allocatable_bytes must be a decimal integer"},
-      {"duplicate key", kH200Text + "rounds=2000\n",
-       "line 13 \"rounds=2000\": repeats rounds (first on line 2)"},
+      {"duplicate key", kH200Text + "rounds=2000\n", "line 13 \"rounds=2000\": repeats rounds (first on line 2)"},
       {"unknown key", kH200Text + "score=1\n", "line 13 \"score=1\": unknown key"},
-      {"CPU benchmark's key", WithLine("rounds", "iterations=2000\n"),
-       "line 2 \"iterations=2000\": unknown key"},
-      {"no equals sign", WithLine("threads", "threads 65536\n"),
-       "line 3 \"threads 65536\": expected key=value"},
+      {"CPU benchmark's key", WithLine("rounds", "iterations=2000\n"), "line 2 \"iterations=2000\": unknown key"},
+      {"no equals sign", WithLine("threads", "threads 65536\n"), "line 3 \"threads 65536\": expected key=value"},
       {"blank line", "\n" + kH200Text, "line 1 \"\": expected key=value"},
       {"no final newline", kH200Text.substr(0, kH200Text.size() - 1),
        "line 12 \"allocatable_bytes=149250113536\": not ended by a newline"},
@@ -209,21 +202,16 @@ TEST(ParseGpuBenchResultTest, RejectsMalformedResultsNamingTheLine) {
       {"plus sign", WithLine("bandwidth_gbps", "bandwidth_gbps=+4000\n"), "line 5"},
       {"empty device name", WithLine("device_name", "device_name=\n"),
        "line 6 \"device_name=\": device_name must be 1 to 255 printable ASCII characters"},
-      {"control character in name", WithLine("device_name", "device_name=NVIDIA\tH200\n"),
-       "line 6"},
+      {"control character in name", WithLine("device_name", "device_name=NVIDIA\tH200\n"), "line 6"},
       {"non-ASCII name", WithLine("device_name", "device_name=NVIDIA H200 \xc2\xb5\n"), "line 6"},
-      {"256-character name", WithLine("device_name", "device_name=" + std::string(256, 'x') + "\n"),
-       "line 6"},
+      {"256-character name", WithLine("device_name", "device_name=" + std::string(256, 'x') + "\n"), "line 6"},
       {"memory in GiB", WithLine("memory_bytes", "memory_bytes=140.4\n"),
        "line 7 \"memory_bytes=140.4\": memory_bytes must be a decimal integer"},
       {"capability without minor", WithLine("compute_capability", "compute_capability=9\n"),
        "line 8 \"compute_capability=9\": compute_capability must be MAJOR.MINOR"},
-      {"capability with three parts", WithLine("compute_capability", "compute_capability=9.0.1\n"),
-       "line 8"},
-      {"capability with letters", WithLine("compute_capability", "compute_capability=sm_90\n"),
-       "line 8"},
-      {"capability with empty major", WithLine("compute_capability", "compute_capability=.9\n"),
-       "line 8"},
+      {"capability with three parts", WithLine("compute_capability", "compute_capability=9.0.1\n"), "line 8"},
+      {"capability with letters", WithLine("compute_capability", "compute_capability=sm_90\n"), "line 8"},
+      {"capability with empty major", WithLine("compute_capability", "compute_capability=.9\n"), "line 8"},
       {"too large", kH200Text + std::string(5000, 'x'), "at most 4096"},
   };
   for (const Case& c : cases) {
@@ -412,8 +400,7 @@ constexpr uint64_t kChecksum = 0x63231353333fb65du;  // ExpectedGpuChecksum(kSee
 constexpr uint64_t kH200Memory = 150754820096u;  // 143771 MiB
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-GpuBenchResult Reading(const std::string& name, uint64_t memory, const std::string& capability,
-                       double bandwidth_gbps) {
+GpuBenchResult Reading(const std::string& name, uint64_t memory, const std::string& capability, double bandwidth_gbps) {
   GpuBenchResult r;
   r.checksum = kChecksum;
   r.rounds = kRounds;
@@ -457,49 +444,44 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
   };
   const std::vector<Case> cases = {
       {"plausible H200", h200, h200_claim, true, ""},
-      {"H200 exactly at the minimum", with([](GpuBenchResult& r) { r.bandwidth_gbps = 2500; }),
-       h200_claim, true, ""},
+      {"H200 exactly at the minimum", with([](GpuBenchResult& r) { r.bandwidth_gbps = 2500; }), h200_claim, true, ""},
       {"wrong checksum", with([](GpuBenchResult& r) { r.checksum = 1; }), h200_claim, false,
        "wrong checksum: got 0x0000000000000001, expected 0x63231353333fb65d"},
       {"checksum of another seed",
-       with([](GpuBenchResult& r) { r.checksum = ExpectedGpuChecksum(kSeed + 1, kRounds); }),
+       with([](GpuBenchResult& r) { r.checksum = ExpectedGpuChecksum(kSeed + 1, kRounds); }), h200_claim, false,
+       "wrong checksum"},
+      {"CPU kernel's single-thread answer", with([](GpuBenchResult& r) { r.checksum = ig_cpu_kernel(kSeed, kRounds); }),
        h200_claim, false, "wrong checksum"},
-      {"CPU kernel's single-thread answer",
-       with([](GpuBenchResult& r) { r.checksum = ig_cpu_kernel(kSeed, kRounds); }), h200_claim,
-       false, "wrong checksum"},
       {"wrong rounds", with([](GpuBenchResult& r) { r.rounds = 49; }), h200_claim, false,
        "wrong round count: got 49, expected 50"},
       {"wrong threads", with([](GpuBenchResult& r) { r.threads = 32768; }), h200_claim, false,
        "wrong thread count: got 32768, expected 65536"},
       {"zero kernel time", with([](GpuBenchResult& r) { r.kernel_seconds = 0; }), h200_claim, false,
        "no plausible kernel time: kernel_seconds is 0.000000000; it must be above 0"},
-      {"infinite kernel time", with([inf](GpuBenchResult& r) { r.kernel_seconds = inf; }),
-       h200_claim, false, "no plausible kernel time"},
+      {"infinite kernel time", with([inf](GpuBenchResult& r) { r.kernel_seconds = inf; }), h200_claim, false,
+       "no plausible kernel time"},
       {"zero bandwidth", with([](GpuBenchResult& r) { r.bandwidth_gbps = 0; }), h200_claim, false,
        "no plausible bandwidth: bandwidth_gbps is 0.000; it must be above 0"},
-      {"NaN bandwidth", with([nan](GpuBenchResult& r) { r.bandwidth_gbps = nan; }), h200_claim,
-       false, "no plausible bandwidth"},
-      {"name mismatch", with([](GpuBenchResult& r) { r.device_name = "NVIDIA GeForce RTX 3060"; }),
-       h200_claim, false,
+      {"NaN bandwidth", with([nan](GpuBenchResult& r) { r.bandwidth_gbps = nan; }), h200_claim, false,
+       "no plausible bandwidth"},
+      {"name mismatch", with([](GpuBenchResult& r) { r.device_name = "NVIDIA GeForce RTX 3060"; }), h200_claim, false,
        "device name mismatch: the benchmark ran on \"NVIDIA GeForce RTX 3060\", the node claims "
        "\"NVIDIA H200\""},
       {"names compared loosely", with([](GpuBenchResult& r) { r.device_name = "h200"; }),
        Claim("NVIDIA  H200", kH200Memory, "9.0"), true, ""},
-      {"a word more is a different name",
-       with([](GpuBenchResult& r) { r.device_name = "NVIDIA H200 NVL"; }), h200_claim, false,
-       "device name mismatch"},
+      {"a word more is a different name", with([](GpuBenchResult& r) { r.device_name = "NVIDIA H200 NVL"; }),
+       h200_claim, false, "device name mismatch"},
       {"memory mismatch", h200, Claim("NVIDIA H200", 80 * kGiB, "9.0"), false,
        "device memory mismatch: the benchmark saw 150754820096 bytes (140.4 GiB), the node claims "
        "85899345920 bytes (80 GiB); they must agree within 5%"},
       {"memory 4.9% below the claim",
-       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.951); }),
-       h200_claim, true, ""},
+       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.951); }), h200_claim, true,
+       ""},
       {"memory 5.1% below the claim",
-       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.949); }),
-       h200_claim, false, "device memory mismatch"},
+       with([](GpuBenchResult& r) { r.memory_bytes = static_cast<uint64_t>(kH200Memory * 0.949); }), h200_claim, false,
+       "device memory mismatch"},
       {"no memory claimed", h200, Claim("NVIDIA H200", 0, "9.0"), false, "device memory mismatch"},
-      {"compute capability mismatch", with([](GpuBenchResult& r) { r.compute_capability = "8.0"; }),
-       h200_claim, false,
+      {"compute capability mismatch", with([](GpuBenchResult& r) { r.compute_capability = "8.0"; }), h200_claim, false,
        "compute capability mismatch: the benchmark saw 8.0, the node claims \"9.0\""},
       {"no compute capability claimed", h200, Claim("NVIDIA H200", kH200Memory, ""), true, ""},
       {"zero FP32 throughput", with([](GpuBenchResult& r) { r.fp32_gflops = 0; }), h200_claim, false,
@@ -508,20 +490,17 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
        "no plausible throughput: h2d_gbps"},
       {"zero device-to-host copy", with([](GpuBenchResult& r) { r.d2h_gbps = 0; }), h200_claim, false,
        "no plausible throughput: d2h_gbps"},
-      {"another process holds most of the memory",
-       with([](GpuBenchResult& r) { r.allocatable_bytes = 40 * kGiB; }), h200_claim, false,
-       "only 40 GiB of device memory could be allocated; the node offers 140.4 GiB"},
-      {"the owner's reserve is not promised",
-       with([](GpuBenchResult& r) { r.allocatable_bytes = 60 * kGiB; }),
+      {"another process holds most of the memory", with([](GpuBenchResult& r) { r.allocatable_bytes = 40 * kGiB; }),
+       h200_claim, false, "only 40 GiB of device memory could be allocated; the node offers 140.4 GiB"},
+      {"the owner's reserve is not promised", with([](GpuBenchResult& r) { r.allocatable_bytes = 60 * kGiB; }),
        [&h200_claim] {
          v1::GpuDevice c = h200_claim;
          c.set_reserved_memory_bytes(30 * kGiB);
          return c;
        }(),
        true, ""},
-      {"H200 name but 80 GiB", Reading("NVIDIA H200", 80 * kGiB, "9.0", 4000),
-       Claim("NVIDIA H200", 80 * kGiB, "9.0"), false,
-       "implausible for H200: 80 GiB of device memory, expected at least 119 GiB"},
+      {"H200 name but 80 GiB", Reading("NVIDIA H200", 80 * kGiB, "9.0", 4000), Claim("NVIDIA H200", 80 * kGiB, "9.0"),
+       false, "implausible for H200: 80 GiB of device memory, expected at least 119 GiB"},
       {"RTX 4090 like a laptop", Reading("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9", 310),
        Claim("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9"), false,
        "implausible for RTX 4090: 310 GB/s device bandwidth, expected at least 400"},
@@ -530,16 +509,15 @@ TEST(JudgeGpuTest, PassesOnlyHonestPlausibleResults) {
        "implausible for RTX 4090: 399.9 GB/s device bandwidth, expected at least 400"},
       {"plausible RTX 4090", Reading("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9", 905.5),
        Claim("NVIDIA GeForce RTX 4090", 24 * kGiB, "8.9"), true, ""},
-      {"honest RTX 4090 Laptop GPU",
-       Reading("NVIDIA GeForce RTX 4090 Laptop GPU", 16 * kGiB, "8.9", 480),
+      {"honest RTX 4090 Laptop GPU", Reading("NVIDIA GeForce RTX 4090 Laptop GPU", 16 * kGiB, "8.9", 480),
        Claim("NVIDIA GeForce RTX 4090 Laptop GPU", 16 * kGiB, "8.9"), true, ""},
       {"H100 like a consumer card", Reading("NVIDIA H100 80GB HBM3", 80 * kGiB, "9.0", 800),
        Claim("NVIDIA H100 80GB HBM3", 80 * kGiB, "9.0"), false,
        "implausible for H100: 800 GB/s device bandwidth, expected at least 1500"},
       {"plausible H100 PCIe", Reading("NVIDIA H100 PCIe", 80 * kGiB, "9.0", 1650),
        Claim("NVIDIA H100 PCIe", 80 * kGiB, "9.0"), true, ""},
-      {"unknown model", Reading("NVIDIA RTX A6000", 48 * kGiB, "8.6", 5),
-       Claim("NVIDIA RTX A6000", 48 * kGiB, "8.6"), true,
+      {"unknown model", Reading("NVIDIA RTX A6000", 48 * kGiB, "8.6", 5), Claim("NVIDIA RTX A6000", 48 * kGiB, "8.6"),
+       true,
        "no plausibility figures for \"NVIDIA RTX A6000\"; passed on checksum and device identity "
        "alone"},
       {"unknown model, wrong checksum",
@@ -696,10 +674,12 @@ TEST(GpuBenchProgramTest, ItsPtxComputesWhatTheCoordinatorRecomputes) {
 // GPU and the driver's own JIT compiles the PTX: the result must pass.
 TEST(GpuBenchProgramTest, OnThisHostsRealDriverPassesJudge) {
   CommandResult probe = RunShell("ldconfig -p | grep -q 'libcuda.so.1 '");
-  if (probe.exit_code != 0) GTEST_SKIP() << "no NVIDIA driver (libcuda.so.1) on this host: the real JIT is not tried here";
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "no NVIDIA driver (libcuda.so.1) on this host: the real JIT is not tried here";
   TempDir out("gpu_readiness_test");
   constexpr uint64_t kRunSeed = 0x5eed;
-  CommandResult run = RunShell(IDLEGRID_GPU_BENCH_PATH " " + Join(GpuBenchArgs(kDefaultGpuBenchRounds, kRunSeed, out.path())));
+  CommandResult run =
+      RunShell(IDLEGRID_GPU_BENCH_PATH " " + Join(GpuBenchArgs(kDefaultGpuBenchRounds, kRunSeed, out.path())));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::cout << "[ NOTE     ] gpu_bench on this host's GPU:\n" << run.output;
   auto result = ParseGpuBenchResult(ReadWholeFile(out.path() + "/result.txt"));
@@ -718,8 +698,8 @@ TEST(GpuBenchProgramTest, NvidiasAssemblerAcceptsThePtx) {
   if (ptxas.empty()) GTEST_SKIP() << "no ptxas (CUDA toolkit) here; the fake driver's JIT checked the PTX instead";
   TempDir out("gpu_ptxas");
   for (const char* arch : {"sm_75", "sm_86", "sm_89", "sm_90"}) {
-    CommandResult run = RunShell(ptxas + " -arch=" + arch + " -o " + out.path() + "/k.cubin " IDLEGRID_SOURCE_DIR
-                                 "/src/readiness/gpu_kernels.ptx");
+    CommandResult run = RunShell(ptxas + " -arch=" + arch + " -o " + out.path() +
+                                 "/k.cubin " IDLEGRID_SOURCE_DIR "/src/readiness/gpu_kernels.ptx");
     EXPECT_EQ(run.exit_code, 0) << arch << ": " << run.output;
   }
 }

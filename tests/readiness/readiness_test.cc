@@ -79,10 +79,8 @@ TEST(ParseBenchResultTest, AcceptsWellFormedResults) {
        "score=245386864.969\n",
        {0x5b8ab6f9fc22539du, 100000000u, 0.407519775, 245386864.969}},
       {"score=2\nseconds=0.5\niterations=1\nchecksum=A\n", {0xau, 1u, 0.5, 2}},
-      {"checksum=0\niterations=18446744073709551615\nseconds=3\nscore=0\n",
-       {0u, 18446744073709551615u, 3, 0}},
-      {"checksum=ffffffffffffffff\niterations=0\nseconds=1e-9\nscore=0.000\n",
-       {0xffffffffffffffffu, 0u, 1e-9, 0}},
+      {"checksum=0\niterations=18446744073709551615\nseconds=3\nscore=0\n", {0u, 18446744073709551615u, 3, 0}},
+      {"checksum=ffffffffffffffff\niterations=0\nseconds=1e-9\nscore=0.000\n", {0xffffffffffffffffu, 0u, 1e-9, 0}},
   };
   for (const Case& c : cases) {
     auto result = ParseBenchResult(c.text);
@@ -110,13 +108,11 @@ TEST(ParseBenchResultTest, RejectsMalformedResultsNamingTheLine) {
       {"empty", "", "no checksum line"},
       {"missing score", checksum + iterations + seconds, "no score line"},
       {"missing iterations", checksum + seconds + score, "no iterations line"},
-      {"duplicate key", valid + "seconds=0.5\n",
-       "line 5 \"seconds=0.5\": repeats seconds (first on line 3)"},
+      {"duplicate key", valid + "seconds=0.5\n", "line 5 \"seconds=0.5\": repeats seconds (first on line 3)"},
       {"unknown key", valid + "extra=1\n", "line 5 \"extra=1\": unknown key"},
       {"no equals sign", checksum + "iterations 100\n" + seconds + score,
        "line 2 \"iterations 100\": expected key=value"},
-      {"blank line", checksum + "\n" + iterations + seconds + score,
-       "line 2 \"\": expected key=value"},
+      {"blank line", checksum + "\n" + iterations + seconds + score, "line 2 \"\": expected key=value"},
       {"no final newline", checksum + iterations + seconds + "score=200.000",
        "line 4 \"score=200.000\": not ended by a newline"},
       {"carriage return", checksum + iterations + seconds + "score=200.000\r\n", "line 4"},
@@ -128,8 +124,7 @@ TEST(ParseBenchResultTest, RejectsMalformedResultsNamingTheLine) {
       {"non-hex checksum", "checksum=5g\n" + iterations + seconds + score, "line 1"},
       {"negative iterations", checksum + "iterations=-1\n" + seconds + score,
        "line 2 \"iterations=-1\": iterations must be a decimal"},
-      {"iterations overflow", checksum + "iterations=18446744073709551616\n" + seconds + score,
-       "line 2"},
+      {"iterations overflow", checksum + "iterations=18446744073709551616\n" + seconds + score, "line 2"},
       {"fractional iterations", checksum + "iterations=1.5\n" + seconds + score, "line 2"},
       {"hex iterations", checksum + "iterations=ff\n" + seconds + score, "line 2"},
       {"negative seconds", checksum + iterations + "seconds=-0.5\n" + score,
@@ -175,24 +170,19 @@ TEST(JudgeTest, PassesOnlyHonestPlausibleResults) {
       {"score exactly at minimum", honest, 2000, true, ""},
       {"wrong checksum", with([](BenchResult& r) { r.checksum = 1; }), kMinScore, false,
        "wrong checksum: got 0x0000000000000001, expected 0xe8c3afd76c5aef09"},
-      {"checksum of another seed",
-       with([](BenchResult& r) { r.checksum = ExpectedChecksum(43, 1000); }), kMinScore, false,
-       "wrong checksum"},
+      {"checksum of another seed", with([](BenchResult& r) { r.checksum = ExpectedChecksum(43, 1000); }), kMinScore,
+       false, "wrong checksum"},
       {"wrong iteration count", with([](BenchResult& r) { r.iterations = 999; }), kMinScore, false,
        "wrong iteration count: got 999, expected 1000"},
-      {"implausibly slow", honest, 3000, false,
-       "implausibly slow: score 2000.000 below minimum 3000.000"},
+      {"implausibly slow", honest, 3000, false, "implausibly slow: score 2000.000 below minimum 3000.000"},
       {"zero seconds", with([](BenchResult& r) { r.seconds = 0; }), kMinScore, false,
        "no plausible duration: seconds is 0.000000000"},
-      {"negative seconds", with([](BenchResult& r) { r.seconds = -1; }), kMinScore, false,
-       "no plausible duration"},
-      {"infinite seconds",
-       with([](BenchResult& r) { r.seconds = std::numeric_limits<double>::infinity(); }), kMinScore,
+      {"negative seconds", with([](BenchResult& r) { r.seconds = -1; }), kMinScore, false, "no plausible duration"},
+      {"infinite seconds", with([](BenchResult& r) { r.seconds = std::numeric_limits<double>::infinity(); }), kMinScore,
        false, "no plausible duration"},
-      {"score not iterations / seconds", with([](BenchResult& r) { r.score = 1e9; }), kMinScore,
-       false, "inconsistent score: reported 1000000000.000 but iterations / seconds is 2000.000"},
-      {"NaN score", with([nan](BenchResult& r) { r.score = nan; }), kMinScore, false,
-       "inconsistent score"},
+      {"score not iterations / seconds", with([](BenchResult& r) { r.score = 1e9; }), kMinScore, false,
+       "inconsistent score: reported 1000000000.000 but iterations / seconds is 2000.000"},
+      {"NaN score", with([nan](BenchResult& r) { r.score = nan; }), kMinScore, false, "inconsistent score"},
   };
   for (const Case& c : cases) {
     v1::Measurement m = Judge(c.result, kSeed, kIterations, c.min_score);
@@ -210,14 +200,11 @@ TEST(JudgeTest, PassesOnlyHonestPlausibleResults) {
 
 // --- The real benchmark program ---------------------------------------------------------
 
-
-
 std::string Join(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
 }
-
 
 constexpr uint64_t kSeed = 7;
 constexpr uint64_t kIterations = 2000000;
@@ -230,8 +217,8 @@ class BenchProgramTest : public ::testing::Test {
     build_dir_ = new TempDir();
     binary_ = build_dir_->path() + "/bench";
     const std::string src = std::string(IDLEGRID_SOURCE_DIR) + "/src";
-    CommandResult compile = RunShell("gcc -std=c11 -O2 -Wall -Wextra -Werror -static -I" + src +
-                                     " -o " + binary_ + " " + src + "/readiness/bench_main.c");
+    CommandResult compile = RunShell("gcc -std=c11 -O2 -Wall -Wextra -Werror -static -I" + src + " -o " + binary_ +
+                                     " " + src + "/readiness/bench_main.c");
     if (compile.exit_code != 0) compile_error_ = new std::string(compile.output);
   }
   static void TearDownTestSuite() {
@@ -240,9 +227,7 @@ class BenchProgramTest : public ::testing::Test {
     build_dir_ = nullptr;
     compile_error_ = nullptr;
   }
-  void SetUp() override {
-    ASSERT_EQ(compile_error_, nullptr) << "gcc -static failed:\n" << *compile_error_;
-  }
+  void SetUp() override { ASSERT_EQ(compile_error_, nullptr) << "gcc -static failed:\n" << *compile_error_; }
 
   static TempDir* build_dir_;
   static std::string binary_;
@@ -317,8 +302,7 @@ TEST(BenchImageTest, MissingOrEmptyBinaryIsAnError) {
 TEST_F(BenchProgramTest, PodmanRunsTheBenchImageAndJudgePassesItsResult) {
   if (RunShell("command -v podman").exit_code != 0) GTEST_SKIP() << "needs podman";
   TempDir dir("readiness_test");
-  const std::string podman =
-      "podman --root " + dir.path() + "/storage --runroot " + dir.path() + "/run";
+  const std::string podman = "podman --root " + dir.path() + "/storage --runroot " + dir.path() + "/run";
   if (RunShell(podman + " info").exit_code != 0) {
     GTEST_SKIP() << "podman is installed but not usable here (podman info fails)";
   }
@@ -329,9 +313,8 @@ TEST_F(BenchProgramTest, PodmanRunsTheBenchImageAndJudgePassesItsResult) {
 
   const std::string out = dir.path() + "/out";
   ASSERT_TRUE(MakeDirs(out).ok());
-  CommandResult run =
-      RunShell(podman + " run --rm --network none " + kPodmanUlimitFlags + " -v " + out + ":/out " +
-               DigestHex(built->config_digest) + " " + Join(BenchArgs(kIterations, kSeed, "/out")));
+  CommandResult run = RunShell(podman + " run --rm --network none " + kPodmanUlimitFlags + " -v " + out + ":/out " +
+                               DigestHex(built->config_digest) + " " + Join(BenchArgs(kIterations, kSeed, "/out")));
   (void)RunShell(podman + " rmi -f " + DigestHex(built->config_digest));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto text = ReadFile(out + "/result.txt");

@@ -253,8 +253,7 @@ TEST(VerifyReceipt, AnEditInAnyFieldFailsNamingWhatFailed) {
     const std::string& why = verdict.status().message();
     const bool named = why.find("node signature") != std::string::npos ||
                        why.find("coordinator signature") != std::string::npos ||
-                       why.find("node key") != std::string::npos ||
-                       why.find("coordinator key") != std::string::npos ||
+                       why.find("node key") != std::string::npos || why.find("coordinator key") != std::string::npos ||
                        why.find("receipt version") != std::string::npos;
     EXPECT_TRUE(named) << field << ": " << why;
   });
@@ -326,9 +325,9 @@ TEST(VerifyReceipt, CountersignedByAnotherCoordinatorKeyFails) {
   ASSERT_TRUE(Countersign(rogue, &recountersigned).ok());
   auto verdict = VerifyReceipt(recountersigned, t.pinned);
   ASSERT_FALSE(verdict.ok());
-  EXPECT_NE(verdict.status().message().find("coordinator key " + Fingerprint(rogue.public_key()) +
-                                            " is not the pinned key"),
-            std::string::npos)
+  EXPECT_NE(
+      verdict.status().message().find("coordinator key " + Fingerprint(rogue.public_key()) + " is not the pinned key"),
+      std::string::npos)
       << verdict.status().message();
   // The rogue's signature under the pinned key's name.
   recountersigned.set_coordinator_public_key(t.coordinator.public_key());
@@ -372,10 +371,9 @@ TEST(CheckStatement, AcceptsTheEnrolledNodesStatementForItsLeaseOnly) {
       {"another job", [](auto& e, auto&) { e.job_id = "j-2"; }, "names job j-1, not j-2"},
       {"another task", [](auto& e, auto&) { e.task_index = 4; }, "names task 3, not 4"},
       {"another node", [&](auto& e, auto&) { e.node_id = other.node_id(); }, "names node"},
-      {"another enrolled key",
-       [&](auto& e, auto&) { e.enrolled_public_key = other.public_key(); }, "names node key"},
-      {"a signature by another key",
-       [&](auto&, auto& signature) { signature = *SignStatement(other, s); }, "does not verify with node"},
+      {"another enrolled key", [&](auto& e, auto&) { e.enrolled_public_key = other.public_key(); }, "names node key"},
+      {"a signature by another key", [&](auto&, auto& signature) { signature = *SignStatement(other, s); },
+       "does not verify with node"},
       {"no signature", [](auto&, auto& signature) { signature.clear(); }, "does not verify with node"},
   };
   for (const Case& c : cases) {
@@ -413,8 +411,8 @@ TEST(ChargeMicro, PriceTimesRunTimeRoundedDown) {
       {1'000'000, 0, 0},
       {-5, 1'000'000, 0},
       {1'000'000, -5, 0},
-      {kMax, 3'600'000, kMax},            // 128-bit intermediate: exact, no overflow
-      {kMax, 3'600'001, kMax},            // saturates
+      {kMax, 3'600'000, kMax},  // 128-bit intermediate: exact, no overflow
+      {kMax, 3'600'001, kMax},  // saturates
       {1'000'000'000'000, 86'400'000LL * 365 * 10, 87'600'000'000'000'000LL},  // 10 years at 1e6 credits/h
   };
   for (const Case& c : cases) {

@@ -13,9 +13,13 @@ const std::string kConfig = "sha256:" + std::string(64, '1');
 const std::string kLayer = "sha256:" + std::string(64, '2');
 
 std::string OciManifest(const std::string& media_type_field) {
-  return "{\"schemaVersion\":2," + media_type_field + "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
-         "\"digest\":\"" + kConfig + "\",\"size\":10},\"layers\":[{\"mediaType\":"
-         "\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"" + kLayer + "\",\"size\":20}]}";
+  return "{\"schemaVersion\":2," + media_type_field +
+         "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+         "\"digest\":\"" +
+         kConfig +
+         "\",\"size\":10},\"layers\":[{\"mediaType\":"
+         "\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"" +
+         kLayer + "\",\"size\":20}]}";
 }
 
 TEST(RunnableManifestConfigTest, AnOciImageManifestGivesItsConfig) {
@@ -58,8 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest.list.v2+json\","
                 "\"manifests\":[]}",
                 Code::kFailedPrecondition, "image index"},
-        Refused{"DockerSchema2",
-                OciManifest("\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","),
+        Refused{"DockerSchema2", OciManifest("\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","),
                 Code::kFailedPrecondition, "skopeo copy --format oci"},
         Refused{"DockerSchema1", "{\"schemaVersion\":1,\"name\":\"a\",\"fsLayers\":[]}", Code::kFailedPrecondition,
                 "schema 1"},

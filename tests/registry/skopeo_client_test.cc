@@ -37,7 +37,8 @@ class SkopeoClientTest : public ::testing::Test {
     auto registry = TestRegistry::Start(dir_);
     ASSERT_TRUE(registry.ok()) << registry.status().ToString();
     registry_ = std::move(*registry);
-    auto built = image::BuildOciArchive({{"/hello", "hello v1\n", 0644}}, {"/hello"}, "igtest/hello:v1", dir_ + "/v1.tar");
+    auto built =
+        image::BuildOciArchive({{"/hello", "hello v1\n", 0644}}, {"/hello"}, "igtest/hello:v1", dir_ + "/v1.tar");
     ASSERT_TRUE(built.ok()) << built.status().ToString();
     image_ = *built;
     auto pushed = registry_->Push(image_.archive_path, "igtest/hello:v1");
@@ -162,10 +163,10 @@ TEST_F(SkopeoClientTest, APullOfAMissingDigestLeavesNoFile) {
 TEST_F(SkopeoClientTest, ADockerManifestIsRefusedWithWhatToDo) {
   // The same image stored as a Docker schema 2 manifest: its digest would
   // not survive the copy into an OCI archive.
-  Result<runtime::CommandOutput> copy = runtime::RunCommand(
-      {"skopeo", "copy", "--quiet", "--format", "v2s2", "--dest-cert-dir", registry_->cert_dir(),
-       "oci-archive:" + image_.archive_path, "docker://" + registry_->host() + "/igtest/docker:v1"},
-      std::chrono::seconds(120));
+  Result<runtime::CommandOutput> copy =
+      runtime::RunCommand({"skopeo", "copy", "--quiet", "--format", "v2s2", "--dest-cert-dir", registry_->cert_dir(),
+                           "oci-archive:" + image_.archive_path, "docker://" + registry_->host() + "/igtest/docker:v1"},
+                          std::chrono::seconds(120));
   ASSERT_TRUE(copy.ok() && copy->exit_code == 0) << (copy.ok() ? copy->stderr_text : copy.status().ToString());
   Result<ResolvedImage> resolved = Client()->Resolve(Ref(Image("igtest/docker:v1")));
   ASSERT_FALSE(resolved.ok());

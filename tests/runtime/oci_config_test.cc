@@ -148,7 +148,8 @@ TEST(BuildOciConfigTest, HardeningMatchesPodman) {
     EXPECT_TRUE(Has(masked, p)) << p;
   }
   const std::vector<std::string> readonly = Strings(At(doc, "linux.readonlyPaths"));
-  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) EXPECT_TRUE(Has(readonly, p)) << p;
+  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"})
+    EXPECT_TRUE(Has(readonly, p)) << p;
   EXPECT_EQ(At(doc, "linux.seccomp.defaultAction").string_value(), "SCMP_ACT_ERRNO");
   EXPECT_EQ(At(doc, "linux.seccomp.defaultErrnoRet").number_value(), 38);
   EXPECT_EQ(At(doc, "linux.seccomp.syscalls").list_value().values_size(), 2);
@@ -183,7 +184,8 @@ TEST(BuildOciConfigTest, CgroupHostGetsResources) {
   EXPECT_EQ(At(doc, "linux.resources.cpu.quota").number_value(), 150000);
   EXPECT_EQ(At(doc, "linux.resources.cpu.period").number_value(), 100000);
   EXPECT_EQ(At(doc, "linux.cgroupsPath").string_value(), "/idlegrid/idlegrid-a-1");
-  EXPECT_FALSE(At(doc, "linux.resources.devices").list_value().values(0).struct_value().fields().at("allow").bool_value());
+  EXPECT_FALSE(
+      At(doc, "linux.resources.devices").list_value().values(0).struct_value().fields().at("allow").bool_value());
 }
 
 TEST(BuildOciConfigTest, ZeroLimitsEmitNoCaps) {
@@ -213,7 +215,8 @@ TEST(BuildOciConfigTest, MountsMatchPodmansReadOnlyContainer) {
   auto mounts = Mounts(Build(Spec(), Enforcement("rlimit", "rlimit", "")));
   EXPECT_EQ(mounts["/tmp"].type, "tmpfs");
   // The spec gives no sizes (a coordinator older than resources.shm/tmp): 64 MiB, as before.
-  for (const char* o : {"rw", "size=65536k", "mode=1777", "nosuid", "nodev"}) EXPECT_TRUE(Has(mounts["/tmp"].options, o)) << o;
+  for (const char* o : {"rw", "size=65536k", "mode=1777", "nosuid", "nodev"})
+    EXPECT_TRUE(Has(mounts["/tmp"].options, o)) << o;
   EXPECT_TRUE(Has(mounts["/var/tmp"].options, "size=65536k"));
   EXPECT_TRUE(Has(mounts["/dev/shm"].options, "size=65536k"));
   EXPECT_EQ(mounts["/proc"].type, "proc");
@@ -405,10 +408,10 @@ TEST(ConvertSeccompProfileTest, RejectsMalformedProfiles) {
   EXPECT_EQ(ConvertSeccompProfile(R"({"syscalls": []})", "amd64", {6, 1}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(ConvertSeccompProfile(R"({"defaultAction": "SCMP_ACT_ALLOW"})", "vax", {6, 1}).status().code(),
             Code::kInvalidArgument);
-  Status bad = ConvertSeccompProfile(
-                   R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["x"], "action": "ALLOW"}]})", "amd64",
-                   {6, 1})
-                   .status();
+  Status bad =
+      ConvertSeccompProfile(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["x"], "action": "ALLOW"}]})",
+                            "amd64", {6, 1})
+          .status();
   EXPECT_NE(bad.message().find("syscalls[0]"), std::string::npos) << bad.ToString();
   EXPECT_EQ(ConvertSeccompProfile(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["x"],
              "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 1e300, "op": "SCMP_CMP_EQ"}]}]})",

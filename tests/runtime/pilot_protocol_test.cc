@@ -65,7 +65,11 @@ TEST(PilotKeyTest, SameSandboxSameKeyAnyDifferenceAnotherKey) {
 TEST(PilotRequestTest, EncodesFramedNulSeparatedFields) {
   auto frame = EncodePilotRequest("/w", {"/bin/x", "a b"}, {"A=1"});
   ASSERT_TRUE(frame.ok()) << frame.status().ToString();
-  const std::string payload = std::string("run\0/w\0" "2\0/bin/x\0a b\0" "1\0A=1\0", 26);
+  const std::string payload = std::string(
+      "run\0/w\0"
+      "2\0/bin/x\0a b\0"
+      "1\0A=1\0",
+      26);
   ASSERT_EQ(frame->size(), 4 + payload.size());
   EXPECT_EQ(static_cast<unsigned char>((*frame)[0]), payload.size());
   EXPECT_EQ((*frame)[1], 0);
@@ -75,8 +79,7 @@ TEST(PilotRequestTest, EncodesFramedNulSeparatedFields) {
 TEST(PilotRequestTest, RefusesNulBytesEmptyArgvAndHugeFrames) {
   EXPECT_EQ(EncodePilotRequest("/", {}, {}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(EncodePilotRequest("/", {std::string("a\0b", 3)}, {}).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(EncodePilotRequest("/", {"x"}, {std::string(kMaxPilotFrame, 'e')}).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(EncodePilotRequest("/", {"x"}, {std::string(kMaxPilotFrame, 'e')}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(EncodePilotRequest("/", {"x"}, std::vector<std::string>(kMaxPilotFrame / 64, "A=1")).status().code(),
             Code::kInvalidArgument);
 }
@@ -88,7 +91,10 @@ std::string Frame(const std::string& payload) {
 }
 
 TEST(PilotReplyReaderTest, ReadsTheThreeKindsEvenByteByByte) {
-  const std::string exit = Frame(std::string("exit\0" "42\0", 8));
+  const std::string exit =
+      Frame(std::string("exit\0"
+                        "42\0",
+                        8));
   PilotReplyReader reader;
   std::optional<Result<PilotReply>> got;
   for (size_t i = 0; i < exit.size(); ++i) {
@@ -102,7 +108,11 @@ TEST(PilotReplyReaderTest, ReadsTheThreeKindsEvenByteByByte) {
   EXPECT_FALSE((*got)->cpu_usec.has_value()) << "a pilot that does not say measured nothing";
 
   // The task's CPU time, as the pilot measured it.
-  auto timed = PilotReplyReader().Feed(Frame(std::string("exit\0" "0\0" "1250000\0", 15)));
+  auto timed =
+      PilotReplyReader().Feed(Frame(std::string("exit\0"
+                                                "0\0"
+                                                "1250000\0",
+                                                15)));
   ASSERT_TRUE(timed && timed->ok()) << (timed ? timed->status().ToString() : "incomplete");
   EXPECT_EQ((*timed)->exit_code, 0);
   ASSERT_TRUE((*timed)->cpu_usec.has_value());
@@ -119,15 +129,52 @@ TEST(PilotReplyReaderTest, ReadsTheThreeKindsEvenByteByByte) {
 
 TEST(PilotReplyReaderTest, AnythingButOneWellFormedFrameIsDataLoss) {
   const std::vector<std::string> bad = {
-      Frame(std::string("exit\0" "256\0", 9)),          Frame(std::string("exit\0-1\0", 8)),
-      Frame(std::string("exit\0" "4x\0", 8)),           Frame(std::string("exit\0", 5)),
-      Frame(std::string("boom\0" "1\0", 7)),            Frame(std::string("exit\0" "1\0extra\0", 14)),
-      Frame(std::string("exit\0" "1", 6)),              Frame(std::string("exit\0" "1\0", 7)) + "x",
+      Frame(std::string("exit\0"
+                        "256\0",
+                        9)),
+      Frame(std::string("exit\0-1\0", 8)),
+      Frame(std::string("exit\0"
+                        "4x\0",
+                        8)),
+      Frame(std::string("exit\0", 5)),
+      Frame(std::string("boom\0"
+                        "1\0",
+                        7)),
+      Frame(std::string("exit\0"
+                        "1\0extra\0",
+                        14)),
+      Frame(std::string("exit\0"
+                        "1",
+                        6)),
+      Frame(std::string("exit\0"
+                        "1\0",
+                        7)) +
+          "x",
       std::string("\xff\xff\xff\x7f", 4) + "exit",
       // CPU time: only on "exit", a plain decimal, not past kMaxPilotCpuUsec.
-      Frame(std::string("exit\0" "0\0" "-5\0", 10)),  Frame(std::string("exit\0" "0\0\0", 8)),
-      Frame(std::string("exit\0" "0\0" "12x\0", 11)), Frame(std::string("exit\0" "0\0" "9999999999999999999\0", 27)),
-      Frame(std::string("execfail\0no\0" "5\0", 14)),   Frame(std::string("exit\0" "0\0" "1\0" "2\0", 11)),
+      Frame(std::string("exit\0"
+                        "0\0"
+                        "-5\0",
+                        10)),
+      Frame(std::string("exit\0"
+                        "0\0\0",
+                        8)),
+      Frame(std::string("exit\0"
+                        "0\0"
+                        "12x\0",
+                        11)),
+      Frame(std::string("exit\0"
+                        "0\0"
+                        "9999999999999999999\0",
+                        27)),
+      Frame(std::string("execfail\0no\0"
+                        "5\0",
+                        14)),
+      Frame(std::string("exit\0"
+                        "0\0"
+                        "1\0"
+                        "2\0",
+                        11)),
   };
   for (const std::string& bytes : bad) {
     auto got = PilotReplyReader().Feed(bytes);

@@ -39,8 +39,8 @@ class PilotTest : public ::testing::Test {
       skip_reason_ = "the sandbox probe was not built: " + probe.status().message();
       return;
     }
-    Result<image::BuiltImage> built = image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"},
-                                                             "idlegrid-pilot-test", work_dir_ + "/image.tar");
+    Result<image::BuiltImage> built =
+        image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"}, "idlegrid-pilot-test", work_dir_ + "/image.tar");
     if (!built.ok()) {
       skip_reason_ = "cannot build the probe image: " + built.status().ToString();
       return;

@@ -23,7 +23,8 @@ TEST(ProcessFreezeTest, DescendantsAreTheWholeTreeRootFirst) {
 }
 
 TEST(ProcessFreezeTest, InitPidFromRuncState) {
-  auto pid = InitPidOfRuncState("{\n  \"ociVersion\": \"1.0.2\",\n  \"id\": \"x\",\n  \"pid\": 4242,\n  \"status\": \"running\"}");
+  auto pid = InitPidOfRuncState(
+      "{\n  \"ociVersion\": \"1.0.2\",\n  \"id\": \"x\",\n  \"pid\": 4242,\n  \"status\": \"running\"}");
   ASSERT_TRUE(pid.ok());
   EXPECT_EQ(*pid, 4242);
   EXPECT_FALSE(InitPidOfRuncState("{\"pid\": 0, \"status\": \"stopped\"}").ok());
@@ -43,8 +44,11 @@ TEST(ProcessFreezeTest, StopsAndContinuesAProcessAndItsChild) {
   if (root == 0) {
     // A child that forks a grandchild; both spin until killed.
     ::setpgid(0, 0);
-    if (::fork() == 0) for (;;) {}
-    for (;;) {}
+    if (::fork() == 0)
+      for (;;) {
+      }
+    for (;;) {
+    }
   }
   std::vector<int> tree;
   for (int i = 0; i < 200 && tree.size() < 2; ++i) {

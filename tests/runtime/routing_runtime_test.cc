@@ -21,9 +21,7 @@ RunSpec Plain() {
   return s;
 }
 
-TEST(RoutingRuntime, PlainRuncJobsTakeTheFastDriver) {
-  EXPECT_TRUE(UseFastDriver(Plain(), RlimitsOnly(), {"runc"}));
-}
+TEST(RoutingRuntime, PlainRuncJobsTakeTheFastDriver) { EXPECT_TRUE(UseFastDriver(Plain(), RlimitsOnly(), {"runc"})); }
 
 TEST(RoutingRuntime, WhatOnlyPodmanCanDoGoesToPodman) {
   RunSpec gvisor = Plain();

@@ -80,8 +80,8 @@ class RuncRuntimeTest : public ::testing::Test {
     if (!MakeDirs(work_dir_, 0755).ok()) return "cannot create " + work_dir_;
     Result<std::string> probe = ReadFile(SandboxProbePath());
     if (!probe.ok()) return "the sandbox probe was not built: " + probe.status().message();
-    Result<image::BuiltImage> built = image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"},
-                                                             "idlegrid-runc-test", work_dir_ + "/image.tar");
+    Result<image::BuiltImage> built =
+        image::BuildOciArchive({{"/probe", *probe, 0755}}, {"/probe"}, "idlegrid-runc-test", work_dir_ + "/image.tar");
     if (!built.ok()) return "cannot build the probe image: " + built.status().ToString();
     archive_ = built->archive_path;
     image_id_ = built->config_digest.substr(7);
@@ -101,8 +101,8 @@ class RuncRuntimeTest : public ::testing::Test {
 
   RunSpec Spec(std::vector<std::string> args) {
     RunSpec spec;
-    spec.container_name = std::string(kRuncContainerPrefix) + "t" + std::to_string(::getpid()) + "-" +
-                          std::to_string(next_id_++);
+    spec.container_name =
+        std::string(kRuncContainerPrefix) + "t" + std::to_string(::getpid()) + "-" + std::to_string(next_id_++);
     spec.image_id = image_id_;
     spec.args = std::move(args);
     spec.mounts = {{out_dir_, "/out", false, ""}, {in_dir_, "/in", true, ""}};
@@ -234,13 +234,9 @@ TEST_F(RuncRuntimeTest, MemoryBombFailsUnderTheHostsEnforcement) {
   }
 }
 
-TEST_F(RuncRuntimeTest, TimeoutKillsTheContainer) {
-  ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"}));
-}
+TEST_F(RuncRuntimeTest, TimeoutKillsTheContainer) { ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"})); }
 
-TEST_F(RuncRuntimeTest, FrozenTimeIsNotRunTime) {
-  ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"}));
-}
+TEST_F(RuncRuntimeTest, FrozenTimeIsNotRunTime) { ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"})); }
 
 TEST_F(RuncRuntimeTest, KillFromAnotherThreadStopsARunningContainer) {
   ExpectKillFromAnotherThreadStops(runtime_, Spec({"sleep", "60"}));
@@ -314,7 +310,8 @@ TEST_F(RuncRuntimeTest, RunsAPodmanSavedImage) {
   ASSERT_TRUE(id.ok() && id->exit_code == 0);
   const std::string saved_id = id->stdout_text.substr(0, 64);
   const std::string archive = work_dir_ + "/saved.tar";
-  Result<CommandOutput> save = RunCommand({"podman", "save", "--format", "oci-archive", "-o", archive, tag}, seconds(120));
+  Result<CommandOutput> save =
+      RunCommand({"podman", "save", "--format", "oci-archive", "-o", archive, tag}, seconds(120));
   (void)RunCommand({"podman", "rmi", "-f", tag}, seconds(60));
   ASSERT_TRUE(save.ok() && save->exit_code == 0) << (save.ok() ? save->stderr_text : save.status().ToString());
 
@@ -340,7 +337,8 @@ const std::map<std::string, std::string> kAllowedDifferences = {
     {"rlimit.NPROC", "podman adds the agent uid's tasks (shared user namespace); runc's container has its own"},
     {"forks", "follows rlimit.NPROC when not root"},
     {"id.groups", "rootless runc never calls setgroups: the job keeps the agent user's groups (checked below)"},
-    {"sys.setuid_1", "both refuse: runc maps only uid 0 (EINVAL), podman maps more ids but grants no CAP_SETUID (EPERM)"},
+    {"sys.setuid_1",
+     "both refuse: runc maps only uid 0 (EINVAL), podman maps more ids but grants no CAP_SETUID (EPERM)"},
 };
 
 // Runs the probe under both runtimes and compares every line.
@@ -387,7 +385,6 @@ TEST_F(RuncRuntimeTest, SameSandboxAsPodman) {
   (void)RunCommand({"podman", "rmi", "-f", image_id_}, seconds(60));
 }
 
-
 // The whole suite again as an unprivileged user with subordinate ids (how the
 // agent runs): rootless runc and rootless podman. Root starts it; the child
 // run is this binary under setpriv.
@@ -422,11 +419,12 @@ TEST_F(RuncRuntimeTest, RootlessRunOfThisSuite) {
   ASSERT_FALSE(ec) << "copy the sandbox probe: " << ec.message();
   ASSERT_EQ(::chmod(exe.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(probe.c_str(), 0755), 0);
-  Result<CommandOutput> child = RunCommand(
-      {"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env", "--chdir=/", "HOME=" + std::string(pw->pw_dir),
-       "XDG_RUNTIME_DIR=" + xdg, "PATH=/usr/local/bin:/usr/bin:/bin", std::string(kAsUserEnv) + "=1",
-       std::string(kSandboxProbeEnv) + "=" + probe, exe, "--gtest_filter=RuncRuntimeTest.*:PilotTest.*"},
-      std::chrono::minutes(5));
+  Result<CommandOutput> child =
+      RunCommand({"setpriv", "--reuid=" + uid, "--regid=" + gid, "--init-groups", "env", "--chdir=/",
+                  "HOME=" + std::string(pw->pw_dir), "XDG_RUNTIME_DIR=" + xdg, "PATH=/usr/local/bin:/usr/bin:/bin",
+                  std::string(kAsUserEnv) + "=1", std::string(kSandboxProbeEnv) + "=" + probe, exe,
+                  "--gtest_filter=RuncRuntimeTest.*:PilotTest.*"},
+                 std::chrono::minutes(5));
   std::filesystem::remove_all(copies, ec);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   const std::string output = child->stdout_text + child->stderr_text;
@@ -442,12 +440,14 @@ TEST_F(RuncRuntimeTest, RootlessRunOfThisSuite) {
     const std::string kept = "/tmp/igtest-rootless-" + std::to_string(::getpid()) + ".log";
     std::ofstream(kept) << output;
     ADD_FAILURE() << "the rootless run failed (exit " << child->exit_code << "; its output is also in " << kept
-                  << "):\n" << shown;
+                  << "):\n"
+                  << shown;
   }
   // Only this test may skip there; anything else skipped is a tool that failed.
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
-    if ((line.find("[  SKIPPED ] RuncRuntimeTest.") != std::string::npos || line.find("[  SKIPPED ] PilotTest.") != std::string::npos) &&
+    if ((line.find("[  SKIPPED ] RuncRuntimeTest.") != std::string::npos ||
+         line.find("[  SKIPPED ] PilotTest.") != std::string::npos) &&
         line.find("RootlessRunOfThisSuite") == std::string::npos) {
       ADD_FAILURE() << "skipped in the rootless run: " << line.substr(12) << "\n" << shown;
     }

@@ -713,13 +713,9 @@ TEST_F(PodmanRuntimeTest, RunscRunsAndCapsMemoryWithCgroups) {
   EXPECT_EQ(o.out.find("allocated 1 GiB"), std::string::npos) << o.out;
 }
 
-TEST_F(PodmanRuntimeTest, TimeoutKillsTheContainer) {
-  ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"}));
-}
+TEST_F(PodmanRuntimeTest, TimeoutKillsTheContainer) { ExpectTimeoutStopsAndRemoves(runtime_, Spec({"sleep", "60"})); }
 
-TEST_F(PodmanRuntimeTest, FrozenTimeIsNotRunTime) {
-  ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"}));
-}
+TEST_F(PodmanRuntimeTest, FrozenTimeIsNotRunTime) { ExpectFrozenTimeIsNotRunTime(runtime_, Spec({"sleep", "3"})); }
 
 TEST_F(PodmanRuntimeTest, MetersTheContainersCpuFromProc) {
   // 700 ms in a child the job waits for, then 700 ms of its own: sampled

@@ -65,9 +65,9 @@ TEST(SeccompHardeningTest, TheBaseIsPodmansDefaultAndAllowsWhatWeDeny) {
   // process in a user namespace.
   const std::vector<Rule> base = Rules(std::string(BuiltInBaseSeccompProfile()));
   for (const char* name : {"unshare", "keyctl", "mount", "ptrace", "setns", "clone"}) {
-    EXPECT_TRUE(std::any_of(base.begin(), base.end(),
-                            [&](const Rule& r) { return r.action == "SCMP_ACT_ALLOW" && Names(r, name); }))
-        << name;
+    EXPECT_TRUE(std::any_of(base.begin(), base.end(), [&](const Rule& r) {
+      return r.action == "SCMP_ACT_ALLOW" && Names(r, name);
+    })) << name;
   }
 }
 
@@ -77,9 +77,10 @@ TEST(SeccompHardeningTest, NoAllowingRuleNamesADeniedSyscallAndEachIsRefusedWith
     for (const Rule& r : rules) {
       EXPECT_FALSE(r.action == "SCMP_ACT_ALLOW" && Names(r, name)) << name << " is still allowed";
     }
-    EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [&](const Rule& r) {
-      return r.action == "SCMP_ACT_ERRNO" && r.errno_ret == 1 && Names(r, name);
-    })) << name << " is not refused with EPERM";
+    EXPECT_TRUE(
+        std::any_of(rules.begin(), rules.end(),
+                    [&](const Rule& r) { return r.action == "SCMP_ACT_ERRNO" && r.errno_ret == 1 && Names(r, name); }))
+        << name << " is not refused with EPERM";
   }
   EXPECT_GE(DeniedSyscalls().size(), 40u);
 }
@@ -101,18 +102,18 @@ TEST(SeccompHardeningTest, CloneIsAllowedOnlyWithoutNamespaceFlagsAndClone3Falls
   }));
   // Everything else the base allowed stays allowed (read, write, ioctl for GPUs).
   for (const char* kept : {"read", "write", "ioctl", "openat", "mmap", "futex", "execve"}) {
-    EXPECT_TRUE(std::any_of(rules.begin(), rules.end(),
-                            [&](const Rule& r) { return r.action == "SCMP_ACT_ALLOW" && Names(r, kept); }))
-        << kept;
+    EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [&](const Rule& r) {
+      return r.action == "SCMP_ACT_ALLOW" && Names(r, kept);
+    })) << kept;
   }
 }
 
 TEST(SeccompHardeningTest, TheIoUringClassAllowsIoUringAndNothingElseMore) {
   const std::vector<Rule> rules = Rules(Hardened(kJobClassIoUring));
   for (const char* name : {"io_uring_setup", "io_uring_enter", "io_uring_register"}) {
-    EXPECT_TRUE(std::any_of(rules.begin(), rules.end(),
-                            [&](const Rule& r) { return r.action == "SCMP_ACT_ALLOW" && Names(r, name); }))
-        << name;
+    EXPECT_TRUE(std::any_of(rules.begin(), rules.end(), [&](const Rule& r) {
+      return r.action == "SCMP_ACT_ALLOW" && Names(r, name);
+    })) << name;
   }
   for (const char* still : {"unshare", "keyctl", "bpf", "mount", "ptrace"}) {
     for (const Rule& r : rules) EXPECT_FALSE(r.action == "SCMP_ACT_ALLOW" && Names(r, still)) << still;

@@ -15,11 +15,9 @@ TEST(CapSpentReasonTest, OnlyACapReachedStopsTheTask) {
     double spent, max_cost;
     bool stops;
   } cases[] = {
-      {0, 0, false},    // uncapped
-      {100, 0, false},  // uncapped, however much spent
-      {0, 10, false},
-      {9.99, 10, false},
-      {10, 10, true},  // reached counts
+      {0, 0, false},                                        // uncapped
+      {100, 0, false},                                      // uncapped, however much spent
+      {0, 10, false},   {9.99, 10, false}, {10, 10, true},  // reached counts
       {12.5, 10, true},
   };
   for (const auto& c : cases) {

@@ -52,8 +52,7 @@ TEST(DataPolicyTest, AnUnknownClassFailsClosed) {
 }
 
 TEST(DataPolicyTest, ManifestsAndPolicyKnowTheSameClasses) {
-  const std::vector<std::string> manifest_classes(std::begin(manifest::kDataClasses),
-                                                  std::end(manifest::kDataClasses));
+  const std::vector<std::string> manifest_classes(std::begin(manifest::kDataClasses), std::end(manifest::kDataClasses));
   EXPECT_EQ(manifest_classes, KnownDataClasses());
   EXPECT_EQ(BuiltinDataClasses().size(), KnownDataClasses().size());
   for (const auto& name : KnownDataClasses()) EXPECT_EQ(BuiltinDataClasses().at(name).name, name);

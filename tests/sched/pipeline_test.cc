@@ -118,7 +118,8 @@ TEST(PipelineTest, VramSlicesNeverExceedAllocatable) {
   Plan plan = NewPipelineScheduler()->Schedule({n}, tasks);
   EXPECT_EQ(plan.placements.size(), 2u);
   EXPECT_EQ(plan.placements[0].gpu_memory_bytes, 10 * kGiB);
-  EXPECT_NE(plan.waiting["v/2"].summary.find("insufficient VRAM (need 10 GiB)"), std::string::npos) << plan.waiting["v/2"].summary;
+  EXPECT_NE(plan.waiting["v/2"].summary.find("insufficient VRAM (need 10 GiB)"), std::string::npos)
+      << plan.waiting["v/2"].summary;
 }
 
 TEST(PipelineTest, SharesOnlyWhereTheOwnerAllowsAndNeverNextToAWholeTask) {
@@ -135,7 +136,8 @@ TEST(PipelineTest, SharesOnlyWhereTheOwnerAllowsAndNeverNextToAWholeTask) {
   auto where = NodeOf(plan);
   if (where["w/0"] == "open") {
     EXPECT_EQ(where.count("s/0"), 0u);
-    EXPECT_NE(plan.waiting["s/0"].summary.find("does not allow GPU sharing"), std::string::npos) << plan.waiting["s/0"].summary;
+    EXPECT_NE(plan.waiting["s/0"].summary.find("does not allow GPU sharing"), std::string::npos)
+        << plan.waiting["s/0"].summary;
   } else {
     EXPECT_EQ(where["s/0"], "open");
   }
@@ -274,14 +276,15 @@ TEST(PipelinePropertyTest, RandomFleetsNeverOverAllocateOrPlaceInfeasibly) {
     for (const auto& t : tasks) by_key[TaskKey(t.job_id, t.index)] = &t;
     // Independent accounting: milli and VRAM per device, cores and memory per node.
     std::map<std::string, std::pair<int64_t, int64_t>> device_left;  // uuid -> milli, vram
-    std::map<std::string, bool> tenant;  // a device with a tenant is never whole again
+    std::map<std::string, bool> tenant;                              // a device with a tenant is never whole again
     std::map<std::string, std::pair<double, int64_t>> node_left;
     for (const auto& n : fleet) {
       node_left[n.id] = {n.cpu_free, static_cast<int64_t>(n.memory_free)};
       for (size_t d = 0; d < n.gpus.size(); ++d) {
         // 999 free: a tenant holding no compute (capacity/ledger.h).
         const uint32_t free = n.gpu_free_milli[d];
-        device_left[n.gpus[d].uuid()] = {free == 999 ? 1000 : free, static_cast<int64_t>(n.gpus[d].allocatable_memory_bytes())};
+        device_left[n.gpus[d].uuid()] = {free == 999 ? 1000 : free,
+                                         static_cast<int64_t>(n.gpus[d].allocatable_memory_bytes())};
         tenant[n.gpus[d].uuid()] = free < 1000;
       }
     }

@@ -77,7 +77,8 @@ TEST(PolicyTest, ErrorsNameTheFieldAndLine) {
       {"policies:\n  - name: a\n  - name: a\n", "policy.yaml:3: policies[1].name: duplicate policy \"a\""},
       {"defaultPolicy: nope\n", "policy.yaml:1: defaultPolicy: no policy named \"nope\""},
       {"policies: {name: a}\n", "policies: expected a list"},
-      {"policies:\n  - name: a\n    priceFirst: maybe\n", "policy.yaml:3: policies[0].priceFirst: expected true or false"},
+      {"policies:\n  - name: a\n    priceFirst: maybe\n",
+       "policy.yaml:3: policies[0].priceFirst: expected true or false"},
       {"policies: [\n", "policy.yaml:"},
       {"polices: []\n", "policy.yaml:1: polices: unknown field"},
   };

@@ -64,8 +64,8 @@ TEST(Reliability, OwnerPausesAreShownButNeverHeldAgainstTheNode) {
 }
 
 TEST(Reliability, DetailNamesEveryHandshakeComponentThatWeighs) {
-  auto r = ScoreReliability({.succeeded = 3, .heartbeat_jitter = 0.25, .heartbeat_loss = 0.04, .rtt_ms = 250,
-                             .stalls = 1});
+  auto r =
+      ScoreReliability({.succeeded = 3, .heartbeat_jitter = 0.25, .heartbeat_loss = 0.04, .rtt_ms = 250, .stalls = 1});
   EXPECT_EQ(r.detail,
             "3 ok, 0 lost, 0 failed; heartbeats 0% late; 0 throttled; 4% of heartbeats lost; jitter 25% of the "
             "interval; round trip 250 ms; 1 stall(s)");

@@ -30,64 +30,75 @@ struct ScorerCase {
 
 TEST(ScorersTest, Table) {
   const ScorerCase kCases[] = {
-      {"price: cheapest of two asks", [](auto& n, auto&, auto&) {
+      {"price: cheapest of two asks",
+       [](auto& n, auto&, auto&) {
          n[0].asks["NVIDIA A100"] = 1;
          n[1].asks["NVIDIA A100"] = 4;
        },
        ScorePrice, 0.75},
-      {"price: dearest scores 0", [](auto& n, auto&, auto&) {
+      {"price: dearest scores 0",
+       [](auto& n, auto&, auto&) {
          n[0].asks["NVIDIA A100"] = 4;
          n[1].asks["NVIDIA A100"] = 1;
        },
        ScorePrice, 0.0},
       {"price: nobody asks anything", [](auto&, auto&, auto&) {}, ScorePrice, 1.0},
-      {"price: CPU task by core ask", [](auto& n, auto& t, auto&) {
+      {"price: CPU task by core ask",
+       [](auto& n, auto& t, auto&) {
          t.resources.set_gpus(0);
          n[0].asks["cpu-core"] = 0.05;
          n[1].asks["cpu-core"] = 0.1;
        },
        ScorePrice, 0.5},
-      {"cache: image cached", [](auto& n, auto& t, auto&) {
+      {"cache: image cached",
+       [](auto& n, auto& t, auto&) {
          t.image = "sha256:x";
          n[0].cached_images = {"sha256:x"};
        },
        ScoreCache, 1.0},
-      {"cache: image elsewhere", [](auto& n, auto& t, auto&) {
+      {"cache: image elsewhere",
+       [](auto& n, auto& t, auto&) {
          t.image = "sha256:x";
          n[1].cached_images = {"sha256:x"};
        },
        ScoreCache, 0.0},
-      {"cache: image and one of two inputs held", [](auto& n, auto& t, auto&) {
+      {"cache: image and one of two inputs held",
+       [](auto& n, auto& t, auto&) {
          t.image = "sha256:x";
          t.inputs = {"sha256:in1", "sha256:in2"};
          n[0].cached_images = {"sha256:x"};
          n[0].cached_inputs = {"sha256:in1"};
        },
        ScoreCache, 0.75},
-      {"cache: every input held, image not", [](auto& n, auto& t, auto&) {
+      {"cache: every input held, image not",
+       [](auto& n, auto& t, auto&) {
          t.image = "sha256:x";
          t.inputs = {"sha256:in1"};
          n[0].cached_inputs = {"sha256:in1", "sha256:other"};
        },
        ScoreCache, 0.5},
-      {"cache: inputs held elsewhere", [](auto& n, auto& t, auto&) {
+      {"cache: inputs held elsewhere",
+       [](auto& n, auto& t, auto&) {
          t.inputs = {"sha256:in1"};
          n[1].cached_inputs = {"sha256:in1"};
        },
        ScoreCache, 0.0},
       {"reliability", [](auto& n, auto&, auto&) { n[0].reliability = 0.8; }, ScoreReliability, 0.8},
       {"reliability clamped", [](auto& n, auto&, auto&) { n[0].reliability = 3; }, ScoreReliability, 1.0},
-      {"packing: pack likes a node that fills up", [](auto& n, auto&, auto& p) {
+      {"packing: pack likes a node that fills up",
+       [](auto& n, auto&, auto& p) {
          p.packing = Packing::kPack;
          n[0].gpu_free_milli = {0, 1000};  // 2 GPUs, one taken: full after
        },
        ScorePacking, 1.0},
-      {"packing: spread likes an empty node", [](auto& n, auto&, auto& p) {
+      {"packing: spread likes an empty node",
+       [](auto& n, auto&, auto& p) {
          p.packing = Packing::kSpread;
          n[0].gpu_free_milli = {1000, 1000};
        },
        ScorePacking, 0.5},
-      {"packing: CPU task by cores", [](auto& n, auto& t, auto& p) {
+      {"packing: CPU task by cores",
+       [](auto& n, auto& t, auto& p) {
          p.packing = Packing::kPack;
          t.resources.set_gpus(0);
          t.resources.set_cpu(4);
@@ -95,7 +106,8 @@ TEST(ScorersTest, Table) {
        },
        ScorePacking, 0.5},
       {"energy: node headroom", [](auto& n, auto&, auto&) { n[0].energy_headroom = 0.7; }, ScoreEnergy, 0.7},
-      {"energy: from the chosen device's power", [](auto& n, auto&, auto&) {
+      {"energy: from the chosen device's power",
+       [](auto& n, auto&, auto&) {
          for (auto& g : n[0].gpus) {
            g.set_power_limit_mw(200000);
            g.set_power_draw_mw(50000);

@@ -21,8 +21,8 @@ using testing::PTask;
 struct StageCase {
   const char* name;
   std::function<void(NodeView&, TaskView&)> change;
-  std::string stage;   // "" = feasible
-  std::string reason;  // part of the reason
+  std::string stage;        // "" = feasible
+  std::string reason;       // part of the reason
   std::string detail = "";  // part of the node's detail
 };
 
@@ -387,10 +387,27 @@ TEST(PipelineStagesTest, TenantAndOperatorTasksOfOneShapeAreJudgedApart) {
 
 TEST(PipelineStagesTest, EveryStageIsCovered) {
   // The table above names each stage; a new stage must get cases.
-  std::set<std::string> covered = {"node", "pinned", "runtime", "enforcement", "region", "trust", "data-class",
-                                   "owner-policy", "image-signature",
-                                   "gpu-count", "gpu-ready", "gpu-model", "compute-capability", "cuda-driver", "gpu-trust",
-                                   "pinned-device", "max-price", "cpu", "memory", "disk", "gpu-free"};
+  std::set<std::string> covered = {"node",
+                                   "pinned",
+                                   "runtime",
+                                   "enforcement",
+                                   "region",
+                                   "trust",
+                                   "data-class",
+                                   "owner-policy",
+                                   "image-signature",
+                                   "gpu-count",
+                                   "gpu-ready",
+                                   "gpu-model",
+                                   "compute-capability",
+                                   "cuda-driver",
+                                   "gpu-trust",
+                                   "pinned-device",
+                                   "max-price",
+                                   "cpu",
+                                   "memory",
+                                   "disk",
+                                   "gpu-free"};
   for (const auto& stage : FeasibilityStages()) EXPECT_TRUE(covered.count(stage.name)) << stage.name;
 }
 

@@ -121,8 +121,7 @@ class CapacityGuardTest : public StoreFixture, public ::testing::TestWithParam<B
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Backends, CapacityGuardTest,
-                         ::testing::Values(BackendKind::kSqlite, BackendKind::kPostgres),
+INSTANTIATE_TEST_SUITE_P(Backends, CapacityGuardTest, ::testing::Values(BackendKind::kSqlite, BackendKind::kPostgres),
                          [](const auto& info) { return backends::BackendName(info.param); });
 
 using Ids = std::vector<std::string>;
@@ -231,8 +230,7 @@ TEST_P(CapacityGuardTest, VramSlicesStayWithinTheDeviceLessTheOwnersReserve) {
                     Attempt("v2", "slice", 2, "g", {"GPU-0"})}),
             (Ids{"v0", "v1"}));
   // 24 GiB held: another 8 GiB fits exactly, then nothing.
-  EXPECT_EQ(Commit({Attempt("t0", "thin", 0, "g", {"GPU-0"}), Attempt("t1", "thin", 1, "g", {"GPU-0"})}),
-            (Ids{"t0"}));
+  EXPECT_EQ(Commit({Attempt("t0", "thin", 0, "g", {"GPU-0"}), Attempt("t1", "thin", 1, "g", {"GPU-0"})}), (Ids{"t0"}));
 }
 
 // --- races: coordinators planning from stale snapshots ------------------------------
@@ -388,8 +386,10 @@ void ExpectNothingGrantedTwice(TestDatabase& db, const RaceFleet& fleet, int64_t
               "gpu_milli WHEN gpu_memory > 0 THEN 0 ELSE 1000 END) > 1000) x"),
             0)
       << "a device's compute shares add up to more than one GPU";
-  EXPECT_EQ(q("SELECT COUNT(*) FROM (SELECT devices " + active + " AND devices <> '' GROUP BY devices "
-              "HAVING SUM(gpu_memory) > " + std::to_string(40 * kGiB) + ") x"),
+  EXPECT_EQ(q("SELECT COUNT(*) FROM (SELECT devices " + active +
+              " AND devices <> '' GROUP BY devices "
+              "HAVING SUM(gpu_memory) > " +
+              std::to_string(40 * kGiB) + ") x"),
             0)
       << "a device's VRAM slices add up to more than the device";
   EXPECT_EQ(q("SELECT COUNT(*) FROM tasks WHERE state NOT IN (" + std::to_string(v1::QUEUED) + ", " +
@@ -398,8 +398,7 @@ void ExpectNothingGrantedTwice(TestDatabase& db, const RaceFleet& fleet, int64_t
   const int64_t assigned = q("SELECT COUNT(*) FROM tasks WHERE state = " + std::to_string(v1::ASSIGNED));
   EXPECT_EQ(q("SELECT COUNT(*) " + active), assigned);
   EXPECT_EQ(q("SELECT COUNT(*) FROM attempts"), assigned) << "an attempt of a task not assigned";
-  EXPECT_EQ(q("SELECT COUNT(*) FROM (SELECT job_id, idx FROM attempts GROUP BY job_id, idx HAVING COUNT(*) > 1) x"),
-            0);
+  EXPECT_EQ(q("SELECT COUNT(*) FROM (SELECT job_id, idx FROM attempts GROUP BY job_id, idx HAVING COUNT(*) > 1) x"), 0);
   EXPECT_EQ(told_committed, assigned) << "what the coordinators were told differs from the database";
   // Nobody stopped early: every slot is taken.
   EXPECT_EQ(q("SELECT COUNT(DISTINCT node_id) " + active), fleet.cpu_nodes + fleet.gpu_nodes);
@@ -427,8 +426,10 @@ TEST(CapacityRaceTest, SqliteEightStaleCoordinatorThreadsNeverGrantASlotTwice) {
         return;
       }
       int64_t n = StaleCoordinator(**store, fleet, "t" + std::to_string(t), 1000 + t);
-      if (n < 0) ++failed;
-      else told += n;
+      if (n < 0)
+        ++failed;
+      else
+        told += n;
     });
   }
   for (auto& t : threads) t.join();
@@ -475,8 +476,10 @@ TEST(CapacityRaceTest, PostgresThreeStaleCoordinatorProcessesNeverGrantASlotOrDe
           threads.emplace_back([&, t] {
             int64_t k = StaleCoordinator(**store, fleet, "p" + std::to_string(p) + "t" + std::to_string(t),
                                          100 * p + t + 1000 * trial);
-            if (k < 0) bad = true;
-            else n += k;
+            if (k < 0)
+              bad = true;
+            else
+              n += k;
           });
         }
         for (auto& t : threads) t.join();
@@ -599,8 +602,10 @@ TEST_P(CapacityGuardTest, KilledInTheMiddleOfALargeBatchCommitLeavesNoHalfApplie
     EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM attempts WHERE state IN " + kActive + of_job), assigned);
     EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM attempts WHERE 1 = 1" + of_job), assigned);
     EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM tasks t WHERE t.state = " + std::to_string(v1::ASSIGNED) +
-                       " AND t.job_id = '" + job + "' AND (SELECT COUNT(*) FROM attempts a WHERE a.job_id = t.job_id "
-                       "AND a.idx = t.idx AND a.state IN " + kActive + ") <> 1"),
+                       " AND t.job_id = '" + job +
+                       "' AND (SELECT COUNT(*) FROM attempts a WHERE a.job_id = t.job_id "
+                       "AND a.idx = t.idx AND a.state IN " +
+                       kActive + ") <> 1"),
               0)
         << "an assigned task without exactly one active attempt";
     if (assigned == 0) ++killed_before_commit;

@@ -39,7 +39,7 @@ TEST_P(EarningsStoreTest, AProvidersSucceededAttemptsNewestFirstWithTheirPlaceme
   AddNode("n3", "bob");
   RunPriced("j1", "a1", "n1", 2000);
   RunPriced("j2", "a2", "n2", 5000);
-  RunPriced("j3", "a3", "n3", 6000);            // bob's
+  RunPriced("j3", "a3", "n3", 6000);              // bob's
   RunPriced("j4", "a4", "n1", 7000, /*exit=*/1);  // failed: earns nothing
   auto got = store_->ProviderAttempts("alice", 0, 10);
   ASSERT_TRUE(got.ok()) << got.status().ToString();

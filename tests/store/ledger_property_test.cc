@@ -97,8 +97,7 @@ class LedgerPropertyTest : public StoreFixture, public ::testing::TestWithParam<
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Backends, LedgerPropertyTest,
-                         ::testing::Values(BackendKind::kSqlite, BackendKind::kPostgres),
+INSTANTIATE_TEST_SUITE_P(Backends, LedgerPropertyTest, ::testing::Values(BackendKind::kSqlite, BackendKind::kPostgres),
                          [](const auto& info) { return backends::BackendName(info.param); });
 
 TEST_P(LedgerPropertyTest, AnySequenceKeepsTheBooksBalanced) {
@@ -162,8 +161,8 @@ TEST_P(LedgerPropertyTest, AnySequenceKeepsTheBooksBalanced) {
         }
         case 2: {  // submit: escrow the cost cap, refused when short
           std::string requester = pick(requesters);
-          auto plan = ledger::EscrowForJob(requester, "j" + id, amount(40 * C),
-                                           BalanceOf(ledger::Available(requester)));
+          auto plan =
+              ledger::EscrowForJob(requester, "j" + id, amount(40 * C), BalanceOf(ledger::Available(requester)));
           if (plan.ok() && apply({*plan})) {
             job_requester["j" + id] = requester;
             open_jobs.push_back("j" + id);
@@ -178,8 +177,8 @@ TEST_P(LedgerPropertyTest, AnySequenceKeepsTheBooksBalanced) {
           auto price = ledger::ChargeFor(amount(20 * C), std::uniform_int_distribution<int64_t>(0, 7'200'000)(rng));
           ASSERT_TRUE(price.ok());
           auto end = static_cast<ledger::AttemptEnd>(std::uniform_int_distribution<int>(0, 4)(rng));
-          auto plan = ledger::Charge({requester, job, pick(providers), "a" + id, *price,
-                                      BalanceOf(ledger::Escrow(requester, job)), end});
+          auto plan = ledger::Charge(
+              {requester, job, pick(providers), "a" + id, *price, BalanceOf(ledger::Escrow(requester, job)), end});
           ASSERT_TRUE(plan.ok()) << plan.status().ToString();
           if (end != ledger::AttemptEnd::kVerified) {
             EXPECT_TRUE(plan->empty());
@@ -323,8 +322,8 @@ TEST_P(LedgerPropertyTest, KilledInTheMiddleOfSettlementLeavesTheBooksBalanced) 
     // Open jobs with charged attempts, the state settlement starts from.
     std::vector<Posting> setup;
     for (int r = 0; r < 4; ++r) {
-      setup.push_back(*ledger::Deposit("r" + std::to_string(r), 1000 * C, "t" + std::to_string(trial) + "-d" +
-                                                                             std::to_string(r)));
+      setup.push_back(
+          *ledger::Deposit("r" + std::to_string(r), 1000 * C, "t" + std::to_string(trial) + "-d" + std::to_string(r)));
       net_deposits += 1000 * C;
     }
     ASSERT_TRUE(store_->ApplyPostings(setup, 1000).ok());
@@ -332,9 +331,9 @@ TEST_P(LedgerPropertyTest, KilledInTheMiddleOfSettlementLeavesTheBooksBalanced) 
       std::vector<Posting> plan = {*ledger::EscrowForJob(SettleRequester(j), SettleJob(trial, j), 5 * C, 1000 * C)};
       Micros escrow_left = 5 * C;
       for (int a = 0; a < kAttemptsPerJob; ++a) {
-        plan.push_back(*ledger::Charge({SettleRequester(j), SettleJob(trial, j), SettleProvider(j, a),
-                                        SettleAttempt(trial, j, a), C + a, escrow_left,
-                                        ledger::AttemptEnd::kVerified}));
+        plan.push_back(
+            *ledger::Charge({SettleRequester(j), SettleJob(trial, j), SettleProvider(j, a), SettleAttempt(trial, j, a),
+                             C + a, escrow_left, ledger::AttemptEnd::kVerified}));
         escrow_left -= C + a;
       }
       auto r = store_->ApplyPostings(plan, 1000);
@@ -364,8 +363,8 @@ TEST_P(LedgerPropertyTest, KilledInTheMiddleOfSettlementLeavesTheBooksBalanced) 
     if (trial == 0) {
       ASSERT_EQ(::read(fds[0], &mark, 1), 1);  // the first trial measures a whole settlement
       ASSERT_EQ(mark, 2);
-      settle_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
-                      .count();
+      settle_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
     } else {
       std::this_thread::sleep_for(
           std::chrono::microseconds(std::uniform_int_distribution<int64_t>(0, settle_us * 8 / 10)(rng)));
@@ -386,8 +385,7 @@ TEST_P(LedgerPropertyTest, KilledInTheMiddleOfSettlementLeavesTheBooksBalanced) 
     for (int j = 0; j < kSettleJobs; ++j) {
       const std::string job = SettleJob(trial, j);
       const bool refunded = QueryInt("SELECT COUNT(*) FROM ledger_postings WHERE key = 'refund:" + job + "'") == 1;
-      const int64_t released =
-          QueryInt("SELECT COUNT(*) FROM ledger_postings WHERE key LIKE 'release:" + job + "-a%'");
+      const int64_t released = QueryInt("SELECT COUNT(*) FROM ledger_postings WHERE key LIKE 'release:" + job + "-a%'");
       EXPECT_EQ(released, refunded ? kAttemptsPerJob : 0) << job;
       settled += refunded ? 1 : 0;
     }

@@ -77,8 +77,8 @@ TEST_P(LedgerStoreTest, PostingsMoveBalancesOnceAndKeepEveryEntry) {
 TEST_P(LedgerStoreTest, ARefusedPostingAppliesNothingOfItsBatch) {
   ASSERT_EQ(Apply({*ledger::Deposit("alice", 5 * C, "r1")}), 1);
   // Planned from a stale balance: the store's own check refuses the overdraft.
-  auto r = store_->ApplyPostings({*ledger::Deposit("alice", C, "r2"), *ledger::Withdraw("alice", 7 * C, 7 * C, "w1")},
-                                 2000);
+  auto r =
+      store_->ApplyPostings({*ledger::Deposit("alice", C, "r2"), *ledger::Withdraw("alice", 7 * C, 7 * C, "w1")}, 2000);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(r.status().message().find("alice/available"), std::string::npos) << r.status().message();

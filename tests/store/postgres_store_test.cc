@@ -76,17 +76,20 @@ TEST_F(PostgresStoreTest, DatabaseFromTheOwnNumberingOpensAtTheSharedVersion) {
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->Exec(kUndoV15).ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN receipt").ok());
-  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE ledger_settlement").ok());
-  ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
-  ASSERT_TRUE(db_->Exec("DROP TABLE artifact_refs; DROP TABLE join_tokens; DROP TABLE accounts; "
-                        "DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; "
-                        "ALTER TABLE jobs DROP COLUMN account; ALTER TABLE jobs DROP COLUMN retention_ms; "
-                        "ALTER TABLE nodes DROP COLUMN provider; ALTER TABLE artifacts DROP COLUMN public; "
-                        "ALTER TABLE api_tokens DROP COLUMN id; ALTER TABLE api_tokens DROP COLUMN account; "
-                        "ALTER TABLE api_tokens DROP COLUMN scopes; ALTER TABLE api_tokens DROP COLUMN expires_ms; "
-                        "ALTER TABLE api_tokens DROP COLUMN revoked_ms; ALTER TABLE api_tokens DROP COLUMN name; "
-                        "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
+  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE "
+                        "ledger_settlement")
                   .ok());
+  ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
+  ASSERT_TRUE(
+      db_->Exec("DROP TABLE artifact_refs; DROP TABLE join_tokens; DROP TABLE accounts; "
+                "DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; "
+                "ALTER TABLE jobs DROP COLUMN account; ALTER TABLE jobs DROP COLUMN retention_ms; "
+                "ALTER TABLE nodes DROP COLUMN provider; ALTER TABLE artifacts DROP COLUMN public; "
+                "ALTER TABLE api_tokens DROP COLUMN id; ALTER TABLE api_tokens DROP COLUMN account; "
+                "ALTER TABLE api_tokens DROP COLUMN scopes; ALTER TABLE api_tokens DROP COLUMN expires_ms; "
+                "ALTER TABLE api_tokens DROP COLUMN revoked_ms; ALTER TABLE api_tokens DROP COLUMN name; "
+                "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
+          .ok());
   ASSERT_TRUE(db_->Exec("DROP TABLE log_usage; DROP INDEX logs_by_task_part; ALTER TABLE logs DROP COLUMN part").ok());
   ASSERT_TRUE(db_->SetSchemaVersion(2).ok());
   Open();
@@ -192,8 +195,7 @@ TEST_F(PostgresStoreTest, CoordinatorsCommittingTheSameTasksNeverGrantOneTwice) 
                      "HAVING COUNT(*) > 1) twice"),
             0);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM attempts"), total);
-  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM tasks WHERE state = " + std::to_string(v1::ASSIGNED) +
-                     " AND attempts = 1"),
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM tasks WHERE state = " + std::to_string(v1::ASSIGNED) + " AND attempts = 1"),
             total);
   EXPECT_EQ(told_committed, total);
   // The work really was spread: more than one process won tasks.

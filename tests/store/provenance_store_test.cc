@@ -109,7 +109,9 @@ TEST_P(ProvenanceStoreTest, UpgradingFromV11KeepsOldAttemptsWithEmptyProvenance)
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->Exec(kUndoV15).ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN receipt").ok());
-  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE ledger_settlement").ok());
+  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE "
+                        "ledger_settlement")
+                  .ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
   ASSERT_TRUE(db_->SetSchemaVersion(11).ok());
 
@@ -117,8 +119,9 @@ TEST_P(ProvenanceStoreTest, UpgradingFromV11KeepsOldAttemptsWithEmptyProvenance)
   EXPECT_EQ(*db_->SchemaVersion(), LatestSchemaVersion(GetParam()));
   EXPECT_GE(LatestSchemaVersion(GetParam()), 12);
   const v1::Job after = Job("j1");
-  EXPECT_TRUE(MessageDifferencer::Equals(after, before)) << "before:\n" << before.DebugString() << "after:\n"
-                                                          << after.DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(after, before)) << "before:\n"
+                                                         << before.DebugString() << "after:\n"
+                                                         << after.DebugString();
   EXPECT_FALSE(after.tasks(0).attempts(0).has_provenance());
   EXPECT_EQ(after.tasks(0).attempts(0).outputs_size(), 1);
   // An attempt stored before the upgrade records a provenance when it starts.

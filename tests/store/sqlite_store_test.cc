@@ -36,17 +36,20 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
   ASSERT_TRUE(db_->Exec(kUndoV15).ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN receipt").ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN provenance").ok());
-  ASSERT_TRUE(db_->Exec("DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; DROP INDEX artifact_refs_by_holder; "
-                        "DROP INDEX artifact_refs_by_account; DROP TABLE artifact_refs; DROP TABLE join_tokens; "
-                        "DROP TABLE accounts; ALTER TABLE jobs DROP COLUMN account; "
-                        "ALTER TABLE jobs DROP COLUMN retention_ms; ALTER TABLE nodes DROP COLUMN provider; "
-                        "ALTER TABLE artifacts DROP COLUMN public; ALTER TABLE api_tokens DROP COLUMN id; "
-                        "ALTER TABLE api_tokens DROP COLUMN account; ALTER TABLE api_tokens DROP COLUMN scopes; "
-                        "ALTER TABLE api_tokens DROP COLUMN expires_ms; ALTER TABLE api_tokens DROP COLUMN revoked_ms; "
-                        "ALTER TABLE api_tokens DROP COLUMN name; "
-                        "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
-                  .ok());
-  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE ledger_settlement").ok());  // v13: the ledger
+  ASSERT_TRUE(
+      db_->Exec("DROP INDEX jobs_by_account; DROP INDEX api_tokens_by_id; DROP INDEX artifact_refs_by_holder; "
+                "DROP INDEX artifact_refs_by_account; DROP TABLE artifact_refs; DROP TABLE join_tokens; "
+                "DROP TABLE accounts; ALTER TABLE jobs DROP COLUMN account; "
+                "ALTER TABLE jobs DROP COLUMN retention_ms; ALTER TABLE nodes DROP COLUMN provider; "
+                "ALTER TABLE artifacts DROP COLUMN public; ALTER TABLE api_tokens DROP COLUMN id; "
+                "ALTER TABLE api_tokens DROP COLUMN account; ALTER TABLE api_tokens DROP COLUMN scopes; "
+                "ALTER TABLE api_tokens DROP COLUMN expires_ms; ALTER TABLE api_tokens DROP COLUMN revoked_ms; "
+                "ALTER TABLE api_tokens DROP COLUMN name; "
+                "INSERT INTO api_tokens(hash, role, created_ms) VALUES('sha256:0123456789abcdef99', 'admin', 1)")
+          .ok());
+  ASSERT_TRUE(db_->Exec("DROP TABLE ledger_entries; DROP TABLE ledger_postings; DROP TABLE ledger_balances; DROP TABLE "
+                        "ledger_settlement")
+                  .ok());  // v13: the ledger
   ASSERT_TRUE(db_->Exec("DROP INDEX logs_by_task_part; DROP TABLE log_usage; ALTER TABLE logs DROP COLUMN part; "
                         "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
                         "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "

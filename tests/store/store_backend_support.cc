@@ -47,8 +47,8 @@ class SqliteDatabase : public TestDatabase {
   Result<int64_t> SchemaVersion() override { return QueryInt("PRAGMA user_version"); }
   Status SetSchemaVersion(int64_t version) override { return Exec("PRAGMA user_version = " + std::to_string(version)); }
   Result<bool> HasTable(const std::string& table) override {
-    IG_ASSIGN_OR_RETURN(int64_t n, QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '" +
-                                            table + "'"));
+    IG_ASSIGN_OR_RETURN(int64_t n,
+                        QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '" + table + "'"));
     return n == 1;
   }
   Result<bool> IntegrityOk() override {
@@ -208,11 +208,11 @@ class PgConn {
 class PostgresDatabase : public TestDatabase {
  public:
   PostgresDatabase(std::string server_url, std::string schema, PgConn conn)
-      : server_url_(std::move(server_url)), schema_(std::move(schema)), url_(InSchema(server_url_, schema_)),
+      : server_url_(std::move(server_url)),
+        schema_(std::move(schema)),
+        url_(InSchema(server_url_, schema_)),
         conn_(std::move(conn)) {}
-  ~PostgresDatabase() override {
-    (void)conn_->Query("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE");
-  }
+  ~PostgresDatabase() override { (void)conn_->Query("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE"); }
   const std::string& location() const override { return url_; }
 
   Result<int64_t> QueryInt(const std::string& sql) override {
@@ -245,8 +245,12 @@ class PostgresDatabase : public TestDatabase {
   std::string SchemaOutlineQuery() const override {
     return "SELECT string_agg(x, E'\\n') FROM ("
            "SELECT table_name || '.' || column_name AS x FROM information_schema.columns "
-           "WHERE table_schema = '" + schema_ + "' AND table_name <> 'idlegrid_schema' "
-           "UNION ALL SELECT 'index ' || i.indexname FROM pg_indexes i WHERE i.schemaname = '" + schema_ + "' "
+           "WHERE table_schema = '" +
+           schema_ +
+           "' AND table_name <> 'idlegrid_schema' "
+           "UNION ALL SELECT 'index ' || i.indexname FROM pg_indexes i WHERE i.schemaname = '" +
+           schema_ +
+           "' "
            "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)) s";
   }
 

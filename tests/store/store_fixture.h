@@ -55,7 +55,7 @@ inline v1::JobSpec Spec(const SpecOptions& o = {}) {
 }
 
 inline v1::ReportAttemptRequest Report(const std::string& attempt_id, v1::AttemptEvent event, int32_t exit_code = 0,
-                                v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED) {
+                                       v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED) {
   v1::ReportAttemptRequest r;
   r.set_attempt_id(attempt_id);
   r.set_event(event);

@@ -195,9 +195,7 @@ TEST_P(StoreTest, CreateJobWithATakenIdIsAlreadyExistsAndChangesNothing) {
   EXPECT_EQ(job.spec_digest(), "sha256:spec-j1");
 }
 
-TEST_P(StoreTest, GetJobOfAnUnknownIdIsNotFound) {
-  EXPECT_EQ(store_->GetJob("nope").status().code(), Code::kNotFound);
-}
+TEST_P(StoreTest, GetJobOfAnUnknownIdIsNotFound) { EXPECT_EQ(store_->GetJob("nope").status().code(), Code::kNotFound); }
 
 TEST_P(StoreTest, ListJobsIsNewestFirstWithCounts) {
   CreateJob("b", {.array_count = 2});
@@ -236,9 +234,8 @@ TEST_P(StoreTest, QueuedTasksComeInSubmissionOrder) {
 TEST_P(StoreTest, CommitAssignmentsAssignsOnlyStillQueuedTasks) {
   CreateJob("j", {.array_count = 3, .cpu = 1.5, .memory = 3 << 20, .gpus = 1});
   // The same task twice in one batch: only the first one takes it.
-  auto first = store_->CommitAssignments({{"att-1", "j", 0, "n1", 2000},
-                                          {"att-2", "j", 0, "n2", 2000},
-                                          {"att-3", "j", 1, "n2", 2000}});
+  auto first = store_->CommitAssignments(
+      {{"att-1", "j", 0, "n1", 2000}, {"att-2", "j", 0, "n2", 2000}, {"att-3", "j", 1, "n2", 2000}});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->size(), 2u);
   EXPECT_EQ((*first)[0].attempt_id, "att-1");
@@ -790,7 +787,8 @@ TEST_P(StoreTest, LogCapKeepsTheHeadAndTheTailAndCountsWhatItDropped) {
   auto all = store_->ReadLogs("j", 0, 100);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   std::vector<std::string> rows;
-  for (const auto& c : *all) rows.push_back(std::to_string(c.task_index()) + ":" + c.stream() + ":" + c.data().substr(0, 12));
+  for (const auto& c : *all)
+    rows.push_back(std::to_string(c.task_index()) + ":" + c.stream() + ":" + c.data().substr(0, 12));
   EXPECT_EQ(rows, (std::vector<std::string>{"0:stdout:0123456789", "1:stdout:small", "0:idlegrid:[idlegrid] t",
                                             "0:stderr:ghij"}));
   v1::Job job = Job("j");
@@ -999,8 +997,8 @@ TEST_P(StoreTest, ArtifactsAndImagesRoundTrip) {
     std::vector<NewAttempt> batch;
     for (size_t k = i; k < std::min(i + kBatch, queued->size()); ++k) {
       const QueuedTask& t = (*queued)[k];
-      batch.push_back({"r" + std::to_string(round) + "-" + t.job_id + "-" + std::to_string(t.index), t.job_id,
-                       t.index, "n" + std::to_string(k % 4), 1000 + static_cast<int64_t>(k)});
+      batch.push_back({"r" + std::to_string(round) + "-" + t.job_id + "-" + std::to_string(t.index), t.job_id, t.index,
+                       "n" + std::to_string(k % 4), 1000 + static_cast<int64_t>(k)});
     }
     auto r = store.CommitAssignments(batch);
     if (!r.ok() || r->size() != batch.size()) _exit(4);

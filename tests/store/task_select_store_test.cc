@@ -37,7 +37,7 @@ TEST_P(TaskSelectStoreTest, CancelByIndexStopsOnlyTheSelectedTasksAttempts) {
   ReportOk("n1", Report("att-3", v1::STARTED));
   Assign("j", 4, "att-4", "n2");
   ReportOk("n2", Report("att-4", v1::STARTED));  // running, not selected: runs on
-  Assign("j", 7, "att-7", "n2");                   // assigned
+  Assign("j", 7, "att-7", "n2");                 // assigned
 
   jobs::TaskSelection selection;
   selection.indices = {0, 3, 7, 8, 9};
@@ -46,9 +46,8 @@ TEST_P(TaskSelectStoreTest, CancelByIndexStopsOnlyTheSelectedTasksAttempts) {
   std::map<std::string, std::string> stopped;
   for (const auto& a : r->stopped) stopped[a.attempt_id] = a.node_id;
   EXPECT_EQ(stopped, (std::map<std::string, std::string>{{"att-3", "n1"}, {"att-7", "n2"}}));
-  const std::vector<v1::TaskState> want = {v1::SUCCEEDED, v1::QUEUED,    v1::QUEUED,    v1::CANCELLED,
-                                           v1::RUNNING,   v1::QUEUED,    v1::QUEUED,    v1::CANCELLED,
-                                           v1::CANCELLED, v1::CANCELLED};
+  const std::vector<v1::TaskState> want = {v1::SUCCEEDED, v1::QUEUED, v1::QUEUED,    v1::CANCELLED, v1::RUNNING,
+                                           v1::QUEUED,    v1::QUEUED, v1::CANCELLED, v1::CANCELLED, v1::CANCELLED};
   EXPECT_EQ(States(r->job), want);
   EXPECT_EQ(r->job.tasks(8).failure_reason(), v1::USER_CANCEL);
   EXPECT_EQ(r->job.task_counts().at("cancelled"), 4u);

@@ -69,8 +69,16 @@ TEST_P(VerdictStoreTest, MoreRunsRequeuesTheTaskAwayFromTheProvidersThatRanIt) {
   CreateVerifiedJob("j1");
   AddNode("n1", "alice");
   RunToExit("a1", "n1", 2000);
-  VerdictWrite w{"j1", 0, VerdictWrite::Expect::kHeld, {v1::QUEUED, v1::FAILURE_REASON_UNSPECIFIED, "verifying", 5000, 5000},
-                 "verifying: another run", 5000, {"provider:alice"}, false, {}, {}};
+  VerdictWrite w{"j1",
+                 0,
+                 VerdictWrite::Expect::kHeld,
+                 {v1::QUEUED, v1::FAILURE_REASON_UNSPECIFIED, "verifying", 5000, 5000},
+                 "verifying: another run",
+                 5000,
+                 {"provider:alice"},
+                 false,
+                 {},
+                 {}};
   auto applied = store_->ApplyVerdict(w, 5000);
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   EXPECT_TRUE(*applied);
@@ -91,13 +99,27 @@ TEST_P(VerdictStoreTest, AcceptWritesVotesFailsTheWrongRunAndKeepsProvidersRecor
   AddNode("n1", "alice");
   AddNode("n2", "bob");
   RunToExit("a1", "n1", 2000);
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::QUEUED, {}, "verifying", 3000, 3000}, "verifying", 3000,
-                                     {"provider:alice"}, false, {}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kHeld,
+                                     {v1::QUEUED, {}, "verifying", 3000, 3000},
+                                     "verifying",
+                                     3000,
+                                     {"provider:alice"},
+                                     false,
+                                     {},
+                                     {}},
                                     3000));
   RunToExit("a2", "n2", 4000);
   ASSERT_EQ(store_->HeldTasks(10)->size(), 1u);
-  VerdictWrite accept{"j1", 0, VerdictWrite::Expect::kHeld, {v1::SUCCEEDED, {}, "accepted", 5000, std::nullopt}, "accepted: 2 of 3",
-                      std::nullopt, {}, false,
+  VerdictWrite accept{"j1",
+                      0,
+                      VerdictWrite::Expect::kHeld,
+                      {v1::SUCCEEDED, {}, "accepted", 5000, std::nullopt},
+                      "accepted: 2 of 3",
+                      std::nullopt,
+                      {},
+                      false,
                       {{"a1", "agreed", "", false}, {"a2", "wrong", "outvoted: out.txt differs", true}},
                       {{"alice", "sha256:img", 1, 1000, 0, 0}, {"bob", "", 0, 750, 1, 0}}};
   ASSERT_TRUE(*store_->ApplyVerdict(accept, 5000));
@@ -131,12 +153,28 @@ TEST_P(VerdictStoreTest, BacktrackingReopensASucceededTaskOnly) {
   CreateVerifiedJob("j1");
   AddNode("n1", "alice");
   RunToExit("a1", "n1", 2000);
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::SUCCEEDED, {}, "accepted unverified", 3000, std::nullopt},
-                                     "accepted unverified", std::nullopt, {}, false, {{"a1", "unverified", "", false}}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kHeld,
+                                     {v1::SUCCEEDED, {}, "accepted unverified", 3000, std::nullopt},
+                                     "accepted unverified",
+                                     std::nullopt,
+                                     {},
+                                     false,
+                                     {{"a1", "unverified", "", false}},
+                                     {}},
                                     3000));
   ASSERT_EQ(TaskOf("j1", 0).state(), v1::SUCCEEDED);
-  VerdictWrite reopen{"j1", 0, VerdictWrite::Expect::kSucceeded, {v1::QUEUED, {}, "re-verifying", 4000, 4000}, "re-verifying", 4000,
-                      {"provider:alice"}, false, {{"a1", "pending", "re-verifying: provider caught", false}}, {}};
+  VerdictWrite reopen{"j1",
+                      0,
+                      VerdictWrite::Expect::kSucceeded,
+                      {v1::QUEUED, {}, "re-verifying", 4000, 4000},
+                      "re-verifying",
+                      4000,
+                      {"provider:alice"},
+                      false,
+                      {{"a1", "pending", "re-verifying: provider caught", false}},
+                      {}};
   ASSERT_TRUE(*store_->ApplyVerdict(reopen, 4000));
   const v1::Task t = TaskOf("j1", 0);
   EXPECT_EQ(t.state(), v1::QUEUED);
@@ -153,17 +191,37 @@ TEST_P(VerdictStoreTest, ADemotedVoteIsNoLongerAnAcceptedResultAndTheTaskReopens
   AddNode("n1", "alice");
   AddNode("n2", "mallory");
   RunToExit("a1", "n1", 2000);
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::QUEUED, {}, "verifying", 3000, 3000},
-                                     "verifying", 3000, {"provider:alice"}, false, {}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kHeld,
+                                     {v1::QUEUED, {}, "verifying", 3000, 3000},
+                                     "verifying",
+                                     3000,
+                                     {"provider:alice"},
+                                     false,
+                                     {},
+                                     {}},
                                     3000));
   RunToExit("a2", "n2", 4000);
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::SUCCEEDED, {}, "accepted", 5000, std::nullopt},
-                                     "accepted: 2 of 2", std::nullopt, {}, false,
-                                     {{"a1", "agreed", "", false}, {"a2", "agreed", "", false}}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kHeld,
+                                     {v1::SUCCEEDED, {}, "accepted", 5000, std::nullopt},
+                                     "accepted: 2 of 2",
+                                     std::nullopt,
+                                     {},
+                                     false,
+                                     {{"a1", "agreed", "", false}, {"a2", "agreed", "", false}},
+                                     {}},
                                     5000));
   ASSERT_EQ(store_->ProviderResults("mallory", 0, 10)->size(), 1u);
-  VerdictWrite demote{"j1", 0, VerdictWrite::Expect::kSucceeded, {v1::QUEUED, {}, "re-verifying", 6000, 6000},
-                      "re-verifying: provider mallory was proven wrong", 6000, {"provider:alice", "provider:mallory"},
+  VerdictWrite demote{"j1",
+                      0,
+                      VerdictWrite::Expect::kSucceeded,
+                      {v1::QUEUED, {}, "re-verifying", 6000, 6000},
+                      "re-verifying: provider mallory was proven wrong",
+                      6000,
+                      {"provider:alice", "provider:mallory"},
                       true,
                       {{"a2", "demoted", "its provider mallory was proven wrong (attempt m9)", false},
                        {"a1", "pending", "re-verifying: it agreed with provider mallory", false}},
@@ -187,17 +245,41 @@ TEST_P(VerdictStoreTest, AKnownAnswerCheckIsFoundByItsExclusionAndCanBeWithdrawn
   CreateVerifiedJob("j1");
   AddNode("n1", "alice");
   RunToExit("a1", "n1", 2000);
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kHeld, {v1::QUEUED, {}, "v", 3000, 3000}, "v",
-                                     3000, {"provider:alice", "n9"}, false, {}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kHeld,
+                                     {v1::QUEUED, {}, "v", 3000, 3000},
+                                     "v",
+                                     3000,
+                                     {"provider:alice", "n9"},
+                                     false,
+                                     {},
+                                     {}},
                                     3000));
   EXPECT_TRUE(store_->TasksExcluding("only-provider:", 10)->empty());
   // Sent to mallory only: the list is replaced, not appended to.
-  ASSERT_FALSE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kSucceeded, {v1::QUEUED, {}, "c", 4000, 4000},
-                                      "c", 4000, {"only-provider:mallory"}, true, {}, {}},
+  ASSERT_FALSE(*store_->ApplyVerdict({"j1",
+                                      0,
+                                      VerdictWrite::Expect::kSucceeded,
+                                      {v1::QUEUED, {}, "c", 4000, 4000},
+                                      "c",
+                                      4000,
+                                      {"only-provider:mallory"},
+                                      true,
+                                      {},
+                                      {}},
                                      4000))
       << "the task is queued, not succeeded";
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kQueued, {v1::QUEUED, {}, "c", 4000, 4000}, "c",
-                                     4000, {"only-provider:mallory"}, true, {}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kQueued,
+                                     {v1::QUEUED, {}, "c", 4000, 4000},
+                                     "c",
+                                     4000,
+                                     {"only-provider:mallory"},
+                                     true,
+                                     {},
+                                     {}},
                                     4000));
   auto offered = Offered(5000);
   ASSERT_EQ(offered.size(), 1u);
@@ -209,8 +291,16 @@ TEST_P(VerdictStoreTest, AKnownAnswerCheckIsFoundByItsExclusionAndCanBeWithdrawn
   EXPECT_EQ((*waiting)[0].second, 4000);
   EXPECT_TRUE(store_->TasksExcluding("nobody:", 10)->empty());
   // Withdrawn: back to SUCCEEDED, its exclusions gone.
-  ASSERT_TRUE(*store_->ApplyVerdict({"j1", 0, VerdictWrite::Expect::kQueued, {v1::SUCCEEDED, {}, "w", 6000, std::nullopt},
-                                     "w", std::nullopt, {}, true, {}, {}},
+  ASSERT_TRUE(*store_->ApplyVerdict({"j1",
+                                     0,
+                                     VerdictWrite::Expect::kQueued,
+                                     {v1::SUCCEEDED, {}, "w", 6000, std::nullopt},
+                                     "w",
+                                     std::nullopt,
+                                     {},
+                                     true,
+                                     {},
+                                     {}},
                                     6000));
   EXPECT_EQ(TaskOf("j1", 0).state(), v1::SUCCEEDED);
   EXPECT_TRUE(store_->TasksExcluding("only-provider:", 10)->empty());

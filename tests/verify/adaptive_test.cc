@@ -18,14 +18,13 @@ TEST(Adaptive, ReplicationTable) {
     bool trusted;
   };
   const Case cases[] = {
-      {0, 0.999, true, 1, false},     // a newcomer: always
-      {9, 0.999, true, 1, false},     // one short of the threshold: always
-      {10, 0.099, true, 0.1, true},   // 1/10
-      {10, 0.1, false, 0.1, true},    // draw == probability: not replicated
-      {20, 0.049, true, 0.05, true},  // 1/20 == floor
-      {100, 0.049, true, 0.05, true}, // 1/100 < floor: the floor holds
-      {100, 0.05, false, 0.05, true},
-      {1000000, 0.0, true, 0.05, true},
+      {0, 0.999, true, 1, false},      // a newcomer: always
+      {9, 0.999, true, 1, false},      // one short of the threshold: always
+      {10, 0.099, true, 0.1, true},    // 1/10
+      {10, 0.1, false, 0.1, true},     // draw == probability: not replicated
+      {20, 0.049, true, 0.05, true},   // 1/20 == floor
+      {100, 0.049, true, 0.05, true},  // 1/100 < floor: the floor holds
+      {100, 0.05, false, 0.05, true}, {1000000, 0.0, true, 0.05, true},
   };
   for (const Case& c : cases) {
     ReplicationChoice choice = ChooseReplication(rule, c.count, c.draw);
@@ -68,11 +67,11 @@ TEST(Challenge, ShouldChallengeTable) {
 
 TEST(Challenge, ReplicateUnderChallengeTable) {
   // known answer, probation, supply rate, draw -> replicate
-  EXPECT_TRUE(ReplicateUnderChallenge(false, false, 0, 0.99));   // the job's first known answer
-  EXPECT_TRUE(ReplicateUnderChallenge(true, true, 0, 0.99));     // on probation
-  EXPECT_TRUE(ReplicateUnderChallenge(true, false, 0.1, 0.099)); // supply
+  EXPECT_TRUE(ReplicateUnderChallenge(false, false, 0, 0.99));    // the job's first known answer
+  EXPECT_TRUE(ReplicateUnderChallenge(true, true, 0, 0.99));      // on probation
+  EXPECT_TRUE(ReplicateUnderChallenge(true, false, 0.1, 0.099));  // supply
   EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0.1, 0.1));
-  EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0, 0));      // no supply: on its word
+  EXPECT_FALSE(ReplicateUnderChallenge(true, false, 0, 0));  // no supply: on its word
 }
 
 TEST(Standing, UnprovenMayTakeTable) {

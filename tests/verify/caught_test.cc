@@ -9,11 +9,15 @@ namespace {
 
 using Ids = std::vector<std::string>;
 
-AcceptedResult U(std::string id, std::string provider) { return {std::move(id), std::move(provider), Check::kUnverified, {}}; }
+AcceptedResult U(std::string id, std::string provider) {
+  return {std::move(id), std::move(provider), Check::kUnverified, {}};
+}
 AcceptedResult R(std::string id, std::string provider, std::vector<std::string> vouched) {
   return {std::move(id), std::move(provider), Check::kReplicated, std::move(vouched)};
 }
-AcceptedResult C(std::string id, std::string provider) { return {std::move(id), std::move(provider), Check::kChallengePassed, {}}; }
+AcceptedResult C(std::string id, std::string provider) {
+  return {std::move(id), std::move(provider), Check::kChallengePassed, {}};
+}
 
 TEST(Caught, PenaltyTable) {
   VerificationPolicy policy;
@@ -36,14 +40,13 @@ TEST(Caught, PenaltyTable) {
 
 TEST(Caught, BacktrackingTable) {
   const std::vector<AcceptedResult> history = {
-      U("t1", "x"),              // before x's last verified result
-      R("t2", "y", {"z"}),       // x not involved
-      C("t3", "x"),              // x's last... challenge passed
-      U("t4", "x"),
-      R("t5", "x", {"y"}),       // x's quorum with y: the last verified one
-      U("t6", "y"),              // someone else's
-      U("t7", "x"),              // since the last verified: re-verify
-      R("t8", "w", {"x"}),       // x vouched for w: re-verify
+      U("t1", "x"),                              // before x's last verified result
+      R("t2", "y", {"z"}),                       // x not involved
+      C("t3", "x"),                              // x's last... challenge passed
+      U("t4", "x"),        R("t5", "x", {"y"}),  // x's quorum with y: the last verified one
+      U("t6", "y"),                              // someone else's
+      U("t7", "x"),                              // since the last verified: re-verify
+      R("t8", "w", {"x"}),                       // x vouched for w: re-verify
       U("t9", "x"),
   };
   VerificationPolicy policy;

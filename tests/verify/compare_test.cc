@@ -27,16 +27,36 @@ TEST(CompareOutputs, Table) {
   };
   const Case cases[] = {
       {"same digests", all, {File("a", "d1"), File("b", "d2")}, {File("b", "d2"), File("a", "d1")}, true, ""},
-      {"one digest differs", all, {File("a", "d1"), File("b", "d2")}, {File("a", "d1"), File("b", "dX")}, false,
+      {"one digest differs",
+       all,
+       {File("a", "d1"), File("b", "d2")},
+       {File("a", "d1"), File("b", "dX")},
+       false,
        "b: digests differ"},
-      {"extra output", all, {File("a", "d1")}, {File("a", "d1"), File("log", "d9")}, false,
+      {"extra output",
+       all,
+       {File("a", "d1")},
+       {File("a", "d1"), File("log", "d9")},
+       false,
        "log: present in only one run"},
-      {"named output only", only_a, {File("a", "d1"), File("log", "d8")}, {File("a", "d1"), File("log", "d9")}, true,
+      {"named output only",
+       only_a,
+       {File("a", "d1"), File("log", "d8")},
+       {File("a", "d1"), File("log", "d9")},
+       true,
        ""},
-      {"tolerance within", tolerant, {File("r.json", "d1", R"({"x": 1.0})")},
-       {File("r.json", "d2", R"({"x": 1.001})")}, true, ""},
-      {"tolerance beyond", tolerant, {File("r.json", "d1", R"({"x": 1.0})")},
-       {File("r.json", "d2", R"({"x": 1.5})")}, false, "r.json: x: 1 vs 1.5"},
+      {"tolerance within",
+       tolerant,
+       {File("r.json", "d1", R"({"x": 1.0})")},
+       {File("r.json", "d2", R"({"x": 1.001})")},
+       true,
+       ""},
+      {"tolerance beyond",
+       tolerant,
+       {File("r.json", "d1", R"({"x": 1.0})")},
+       {File("r.json", "d2", R"({"x": 1.5})")},
+       false,
+       "r.json: x: 1 vs 1.5"},
   };
   for (const Case& c : cases) {
     Result<Comparison> r = CompareOutputs(c.spec, c.x, c.y);
@@ -50,8 +70,7 @@ TEST(CompareOutputs, NotComparable) {
   CompareSpec tolerant;
   tolerant.tolerances.push_back({"r.json", TableFormat::kJson, {}, 0.01, 0});
   EXPECT_NE(CheckComparable(Named({"a"}), {File("b", "d")}).message().find("has no output \"a\""), std::string::npos);
-  EXPECT_NE(CheckComparable(tolerant, {File("r.json", "d")}).message().find("content not fetched"),
-            std::string::npos);
+  EXPECT_NE(CheckComparable(tolerant, {File("r.json", "d")}).message().find("content not fetched"), std::string::npos);
   EXPECT_NE(CheckComparable(tolerant, {File("r.json", "d", "nope")}).message().find("not valid JSON"),
             std::string::npos);
   Result<Comparison> r = CompareOutputs(Named({"a"}), {File("b", "d")}, {File("a", "d")});

@@ -29,34 +29,105 @@ TEST(VerificationSpec, RulesTable) {
       {"replicate defaults", [](auto* v) { v->set_mode("replicate"); }, "", ""},
       {"unknown mode", [](auto* v) { v->set_mode("vote"); }, "verification.mode", "got \"vote\""},
       {"fields without mode", [](auto* v) { v->set_replicas(3); }, "verification.mode", "must be set"},
-      {"one replica", [](auto* v) { v->set_mode("replicate"); v->set_replicas(1); }, "verification.replicas",
-       "between 2 and 16"},
-      {"17 replicas", [](auto* v) { v->set_mode("replicate"); v->set_replicas(17); }, "verification.replicas", ""},
-      {"quorum 2 of 3", [](auto* v) { v->set_mode("replicate"); v->set_replicas(3); v->set_quorum(2); }, "", ""},
+      {"one replica",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(1);
+       },
+       "verification.replicas", "between 2 and 16"},
+      {"17 replicas",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(17);
+       },
+       "verification.replicas", ""},
+      {"quorum 2 of 3",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(3);
+         v->set_quorum(2);
+       },
+       "", ""},
       {"quorum 1 of 3 is no majority",
-       [](auto* v) { v->set_mode("replicate"); v->set_replicas(3); v->set_quorum(1); }, "verification.quorum",
-       "majority of replicas (2 to 3)"},
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(3);
+         v->set_quorum(1);
+       },
+       "verification.quorum", "majority of replicas (2 to 3)"},
       {"quorum 2 of 4 is no majority",
-       [](auto* v) { v->set_mode("replicate"); v->set_replicas(4); v->set_quorum(2); }, "verification.quorum", ""},
-      {"quorum above replicas", [](auto* v) { v->set_mode("replicate"); v->set_quorum(3); }, "verification.quorum",
-       ""},
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(4);
+         v->set_quorum(2);
+       },
+       "verification.quorum", ""},
+      {"quorum above replicas",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_quorum(3);
+       },
+       "verification.quorum", ""},
       {"max below replicas",
-       [](auto* v) { v->set_mode("replicate"); v->set_replicas(3); v->set_max_replicas(2); },
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_replicas(3);
+         v->set_max_replicas(2);
+       },
        "verification.max_replicas", "between replicas (3)"},
-      {"replicas for challenge", [](auto* v) { v->set_mode("challenge"); v->set_replicas(2); },
+      {"replicas for challenge",
+       [](auto* v) {
+         v->set_mode("challenge");
+         v->set_replicas(2);
+       },
        "verification.replicas", "no meaning for mode challenge"},
-      {"adaptive threshold", [](auto* v) { v->set_mode("adaptive"); v->set_trust_threshold(5); }, "", ""},
-      {"threshold for replicate", [](auto* v) { v->set_mode("replicate"); v->set_trust_threshold(5); },
+      {"adaptive threshold",
+       [](auto* v) {
+         v->set_mode("adaptive");
+         v->set_trust_threshold(5);
+       },
+       "", ""},
+      {"threshold for replicate",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->set_trust_threshold(5);
+       },
        "verification.trust_threshold", "no meaning"},
-      {"floor above 1", [](auto* v) { v->set_mode("adaptive"); v->set_audit_floor(1.5); },
+      {"floor above 1",
+       [](auto* v) {
+         v->set_mode("adaptive");
+         v->set_audit_floor(1.5);
+       },
        "verification.audit_floor", "between 0 and 1"},
-      {"challenge rate", [](auto* v) { v->set_mode("challenge"); v->set_challenge_rate(0.1); }, "", ""},
-      {"challenge rate for adaptive", [](auto* v) { v->set_mode("adaptive"); v->set_challenge_rate(0.1); },
+      {"challenge rate",
+       [](auto* v) {
+         v->set_mode("challenge");
+         v->set_challenge_rate(0.1);
+       },
+       "", ""},
+      {"challenge rate for adaptive",
+       [](auto* v) {
+         v->set_mode("adaptive");
+         v->set_challenge_rate(0.1);
+       },
        "verification.challenge_rate", "no meaning"},
-      {"outputs for none", [](auto* v) { v->set_mode("none"); v->add_outputs("a"); }, "verification.outputs", ""},
-      {"absolute output", [](auto* v) { v->set_mode("replicate"); v->add_outputs("/etc/passwd"); },
+      {"outputs for none",
+       [](auto* v) {
+         v->set_mode("none");
+         v->add_outputs("a");
+       },
+       "verification.outputs", ""},
+      {"absolute output",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->add_outputs("/etc/passwd");
+       },
        "verification.outputs[0]", "relative"},
-      {"escaping output", [](auto* v) { v->set_mode("replicate"); v->add_outputs("a/../../b"); },
+      {"escaping output",
+       [](auto* v) {
+         v->set_mode("replicate");
+         v->add_outputs("a/../../b");
+       },
        "verification.outputs[0]", "inside the output directory"},
       {"tolerance ok",
        [](auto* v) {
@@ -102,7 +173,11 @@ TEST(VerificationSpec, RulesTable) {
 }
 
 TEST(VerificationSpec, ManifestFieldNamesAreCamelCase) {
-  auto v = FindViolation(With([](auto* v) { v->set_mode("replicate"); v->set_replicas(3); v->set_max_replicas(2); }));
+  auto v = FindViolation(With([](auto* v) {
+    v->set_mode("replicate");
+    v->set_replicas(3);
+    v->set_max_replicas(2);
+  }));
   ASSERT_TRUE(v);
   EXPECT_EQ(v->manifest_field, "verification.maxReplicas");
 }
@@ -126,7 +201,11 @@ TEST(VerificationSpec, ResolveFillsPolicyDefaults) {
   EXPECT_DOUBLE_EQ(unset->audit_floor, 0.2);
   EXPECT_DOUBLE_EQ(unset->challenge_rate, policy.known_answer_rate) << "adaptive's known-answer checks";
 
-  auto three = Resolve(With([](auto* v) { v->set_mode("replicate"); v->set_replicas(3); }), policy);
+  auto three = Resolve(With([](auto* v) {
+                         v->set_mode("replicate");
+                         v->set_replicas(3);
+                       }),
+                       policy);
   ASSERT_TRUE(three.ok());
   EXPECT_EQ(three->quorum, 2u);
   EXPECT_EQ(three->max_replicas, 5u);

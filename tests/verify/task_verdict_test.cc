@@ -57,9 +57,9 @@ TEST(TaskVerdict, ASplitAsksForATieBreakerAwayFromBothProviders) {
 }
 
 TEST(TaskVerdict, TheTieBreakerConvictsTheOddOneOut) {
-  TaskVerdict v = DecideTask({Replicate(),
-                              {Rec("a1", "alice", "sha256:x"), Rec("a2", "mallory", "sha256:bad"),
-                               Rec("a3", "carol", "sha256:x")}});
+  TaskVerdict v = DecideTask(
+      {Replicate(),
+       {Rec("a1", "alice", "sha256:x"), Rec("a2", "mallory", "sha256:bad"), Rec("a3", "carol", "sha256:x")}});
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept);
   EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
   bool wrong_failed = false;
@@ -140,8 +140,9 @@ TEST(TaskVerdict, KnownAnswerChecksTakeTheAuditFloorsPlaceWhereOneCanReachThePro
 
 TEST(TaskVerdict, AReopenedResultIsJudgedAgainstTheAuditRun) {
   // Backtracking set a1's vote back to pending; the audit run a2 disagrees.
-  TaskVerdictInput in{Adaptive(), {Rec("a1", "mallory", "sha256:bad"), Rec("a2", "alice", "sha256:x"),
-                                   Rec("a3", "bob", "sha256:x"), Rec("a4", "carol", "sha256:x")}};
+  TaskVerdictInput in{Adaptive(),
+                      {Rec("a1", "mallory", "sha256:bad"), Rec("a2", "alice", "sha256:x"), Rec("a3", "bob", "sha256:x"),
+                       Rec("a4", "carol", "sha256:x")}};
   TaskVerdict v = DecideTask(in);
   ASSERT_EQ(v.outcome, TaskOutcome::kAccept) << v.line;
   EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
@@ -190,8 +191,9 @@ TEST(TaskVerdict, ChallengeStillReplicatesASupplyShareToAddKnownAnswers) {
 
 TEST(TaskVerdict, AKnownAnswerCheckPassesOrConvictsAndTheKnownAnswerStands) {
   for (const VerificationSpec& spec : {Challenge(), Replicate()}) {
-    TaskVerdictInput in{spec, {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
-                               Rec("a3", "mallory", "sha256:x")}};
+    TaskVerdictInput in{spec,
+                        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
+                         Rec("a3", "mallory", "sha256:x")}};
     TaskVerdict pass = DecideTask(in);
     ASSERT_EQ(pass.outcome, TaskOutcome::kAccept);
     ASSERT_EQ(pass.votes.size(), 1u);
@@ -226,28 +228,52 @@ TEST(TaskVerdict, DemoteTable) {
     std::vector<std::string> exclude;
   };
   const Case cases[] = {
-      {"not a voter here", Replicate(),
+      {"not a voter here",
+       Replicate(),
        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed")},
-       false, false, {}, {}},
-      {"a wrong vote is not demoted again", Replicate(),
+       false,
+       false,
+       {},
+       {}},
+      {"a wrong vote is not demoted again",
+       Replicate(),
        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
         Rec("a3", "mallory", "sha256:bad", "wrong", v1::FAILED)},
-       false, false, {}, {}},
-      {"two of two: the other alone is no quorum", Replicate(),
+       false,
+       false,
+       {},
+       {}},
+      {"two of two: the other alone is no quorum",
+       Replicate(),
        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed")},
-       true, true, {{"a2", "demoted"}, {"a1", "pending"}}, {"alice", "mallory"}},
-      {"three agreed: two others still a quorum", Replicate(),
+       true,
+       true,
+       {{"a2", "demoted"}, {"a1", "pending"}},
+       {"alice", "mallory"}},
+      {"three agreed: two others still a quorum",
+       Replicate(),
        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed"),
         Rec("a3", "bob", "sha256:x", "agreed")},
-       true, false, {{"a2", "demoted"}}, {}},
-      {"two others of one provider are one opinion", Replicate(),
+       true,
+       false,
+       {{"a2", "demoted"}},
+       {}},
+      {"two others of one provider are one opinion",
+       Replicate(),
        {Rec("a1", "alice", "sha256:x", "agreed"), Rec("a2", "mallory", "sha256:x", "agreed"),
         Rec("a3", "alice", "sha256:x", "agreed")},
-       true, true, {{"a2", "demoted"}, {"a1", "pending"}, {"a3", "pending"}}, {"alice", "mallory"}},
-      {"adaptive: quorum of two as well", Adaptive(),
+       true,
+       true,
+       {{"a2", "demoted"}, {"a1", "pending"}, {"a3", "pending"}},
+       {"alice", "mallory"}},
+      {"adaptive: quorum of two as well",
+       Adaptive(),
        {Rec("a1", "mallory", "sha256:x", "agreed"), Rec("a2", "bob", "sha256:x", "agreed"),
         Rec("a3", "carol", "sha256:y", "wrong", v1::FAILED)},
-       true, true, {{"a1", "demoted"}, {"a2", "pending"}}, {"mallory", "bob", "carol"}},
+       true,
+       true,
+       {{"a1", "demoted"}, {"a2", "pending"}},
+       {"mallory", "bob", "carol"}},
   };
   for (const Case& c : cases) {
     DemoteDecision d = DecideDemote(c.spec, "mallory", "m9", c.runs);
@@ -276,10 +302,10 @@ TEST(TaskVerdict, AReopenedDemotedTaskIsSettledByTheNextRun) {
 
   VerificationSpec s = Replicate();
   s.max_replicas = 6;
-  TaskVerdict fake = DecideTask({s,
-                                 {Rec("a1", "oscar", "sha256:fake", "pending"),
-                                  Rec("a2", "mallory", "sha256:fake", "demoted"), Rec("a3", "bob", "sha256:x"),
-                                  Rec("a4", "carol", "sha256:x")}});
+  TaskVerdict fake =
+      DecideTask({s,
+                  {Rec("a1", "oscar", "sha256:fake", "pending"), Rec("a2", "mallory", "sha256:fake", "demoted"),
+                   Rec("a3", "bob", "sha256:x"), Rec("a4", "carol", "sha256:x")}});
   ASSERT_EQ(fake.outcome, TaskOutcome::kAccept) << fake.line;
   EXPECT_EQ(fake.caught, (std::vector<std::string>{"oscar", "mallory"}));
   for (const VoteWrite& v : fake.votes) {

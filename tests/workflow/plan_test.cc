@@ -95,7 +95,8 @@ std::vector<std::string> Names(const Plan& p) {
 TEST(PlanAdvance, ANewWorkflowSubmitsItsRootsOnly) {
   const Plan p = PlanAdvance(Diamond("stop"), {});
   EXPECT_EQ(Names(p), std::vector<std::string>{"a"});
-  EXPECT_EQ(States(p), (std::map<std::string, std::string>{{"a", kWaiting}, {"b", kWaiting}, {"c", kWaiting}, {"d", kWaiting}}));
+  EXPECT_EQ(States(p),
+            (std::map<std::string, std::string>{{"a", kWaiting}, {"b", kWaiting}, {"c", kWaiting}, {"d", kWaiting}}));
   EXPECT_EQ(p.state, kRunning);
 }
 
@@ -137,9 +138,9 @@ TEST(PlanAdvance, FanInGivesOneInputPerUpstreamTask) {
   Row(&wf, "a", kSucceeded, "j-a");
   Row(&wf, "b", kSucceeded, "j-b");
   Row(&wf, "c", kSucceeded, "j-c");
-  const Plan p = PlanAdvance(wf, {{"j-a", Job("j-a", v1::SUCCEEDED)},
-                                  {"j-b", Job("j-b", v1::SUCCEEDED, 3)},
-                                  {"j-c", Job("j-c", v1::SUCCEEDED)}});
+  const Plan p = PlanAdvance(
+      wf,
+      {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::SUCCEEDED, 3)}, {"j-c", Job("j-c", v1::SUCCEEDED)}});
   ASSERT_EQ(Names(p), std::vector<std::string>{"d"});
   const v1::JobSpec& d = p.submit[0].spec;
   ASSERT_EQ(d.inputs_size(), 4);
@@ -168,17 +169,18 @@ TEST(PlanAdvance, UnderStopAFailedBranchSkipsEverythingLeftAndCancelsRunningStep
   Row(&wf, "a", kSucceeded, "j-a");
   Row(&wf, "b", kRunning, "j-b");
   Row(&wf, "c", kRunning, "j-c");
-  Plan p = PlanAdvance(wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::RUNNING)},
-                            {"j-c", Job("j-c", v1::FAILED)}});
-  EXPECT_EQ(States(p), (std::map<std::string, std::string>{{"a", kSucceeded}, {"b", kRunning}, {"c", kFailed}, {"d", kSkipped}}));
+  Plan p = PlanAdvance(
+      wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::RUNNING)}, {"j-c", Job("j-c", v1::FAILED)}});
+  EXPECT_EQ(States(p),
+            (std::map<std::string, std::string>{{"a", kSucceeded}, {"b", kRunning}, {"c", kFailed}, {"d", kSkipped}}));
   EXPECT_EQ(p.cancel_jobs, std::vector<std::string>{"j-b"});
   EXPECT_TRUE(p.submit.empty());
   EXPECT_EQ(p.state, kRunning) << "b's job is still being stopped";
   EXPECT_NE(p.steps[2].message().find("nonzero_exit"), std::string::npos) << p.steps[2].message();
 
   *wf.mutable_steps() = {p.steps.begin(), p.steps.end()};
-  p = PlanAdvance(wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::CANCELLED)},
-                       {"j-c", Job("j-c", v1::FAILED)}});
+  p = PlanAdvance(
+      wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::CANCELLED)}, {"j-c", Job("j-c", v1::FAILED)}});
   EXPECT_EQ(States(p).at("b"), kCancelled);
   EXPECT_EQ(p.state, kFailed);
 }
@@ -199,8 +201,8 @@ TEST(PlanAdvance, UnderContinueOnlyTheFailedStepsDependantsAreSkipped) {
   Row(&wf, "a", kSucceeded, "j-a");
   Row(&wf, "b", kRunning, "j-b");
   Row(&wf, "c", kRunning, "j-c");
-  Plan p = PlanAdvance(wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::RUNNING)},
-                            {"j-c", Job("j-c", v1::FAILED)}});
+  Plan p = PlanAdvance(
+      wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::RUNNING)}, {"j-c", Job("j-c", v1::FAILED)}});
   EXPECT_EQ(States(p).at("d"), kSkipped);
   EXPECT_EQ(p.steps[3].message(), "upstream step c failed");
   EXPECT_EQ(States(p).at("e"), kWaiting);
@@ -208,8 +210,8 @@ TEST(PlanAdvance, UnderContinueOnlyTheFailedStepsDependantsAreSkipped) {
   EXPECT_EQ(p.state, kRunning);
 
   *wf.mutable_steps() = {p.steps.begin(), p.steps.end()};
-  p = PlanAdvance(wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::SUCCEEDED)},
-                       {"j-c", Job("j-c", v1::FAILED)}});
+  p = PlanAdvance(
+      wf, {{"j-a", Job("j-a", v1::SUCCEEDED)}, {"j-b", Job("j-b", v1::SUCCEEDED)}, {"j-c", Job("j-c", v1::FAILED)}});
   EXPECT_EQ(Names(p), std::vector<std::string>{"e"}) << "the independent branch goes on";
   EXPECT_EQ(p.state, kRunning);
 }

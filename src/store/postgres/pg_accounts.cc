@@ -78,7 +78,8 @@ Result<std::vector<AccountRecord>> PostgresStore::ListAccounts() {
 Result<std::optional<AccountRecord>> PostgresStore::GetAccount(const std::string& name) {
   std::optional<AccountRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec((std::string(kAccountColumns) + "WHERE name = $1").c_str(), Params().Text(name)));
+    IG_ASSIGN_OR_RETURN(Rows q,
+                        c.Exec((std::string(kAccountColumns) + "WHERE name = $1").c_str(), Params().Text(name)));
     if (!q.empty()) out = ReadAccount(q, 0);
     return Status::Ok();
   }));
@@ -129,8 +130,8 @@ Status PostgresStore::AddApiToken(const TokenRecord& t) {
 Result<std::optional<TokenRecord>> PostgresStore::TokenByHash(const std::string& token_hash) {
   std::optional<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec((std::string(kTokenColumns) + "WHERE t.hash = $1").c_str(),
-                                       Params().Text(token_hash)));
+    IG_ASSIGN_OR_RETURN(Rows q,
+                        c.Exec((std::string(kTokenColumns) + "WHERE t.hash = $1").c_str(), Params().Text(token_hash)));
     if (!q.empty()) out = ReadToken(q, 0);
     return Status::Ok();
   }));
@@ -140,9 +141,10 @@ Result<std::optional<TokenRecord>> PostgresStore::TokenByHash(const std::string&
 Result<std::vector<TokenRecord>> PostgresStore::ListTokens(const std::string& account) {
   std::vector<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec((std::string(kTokenColumns) +
-                                        "WHERE $1 = '' OR t.account = $1 ORDER BY t.created_ms, t.id").c_str(),
-                                       Params().Text(account)));
+    IG_ASSIGN_OR_RETURN(
+        Rows q,
+        c.Exec((std::string(kTokenColumns) + "WHERE $1 = '' OR t.account = $1 ORDER BY t.created_ms, t.id").c_str(),
+               Params().Text(account)));
     for (int r = 0; r < q.size(); ++r) out.push_back(ReadToken(q, r));
     return Status::Ok();
   }));
@@ -152,9 +154,9 @@ Result<std::vector<TokenRecord>> PostgresStore::ListTokens(const std::string& ac
 Result<TokenRecord> PostgresStore::RevokeToken(const std::string& id, int64_t now_ms) {
   std::optional<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
-    IG_RETURN_IF_ERROR(c.Exec("UPDATE api_tokens SET revoked_ms = $1 WHERE id = $2 AND revoked_ms = 0",
-                              Params().Int(now_ms).Text(id))
-                           .status());
+    IG_RETURN_IF_ERROR(
+        c.Exec("UPDATE api_tokens SET revoked_ms = $1 WHERE id = $2 AND revoked_ms = 0", Params().Int(now_ms).Text(id))
+            .status());
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec((std::string(kTokenColumns) + "WHERE t.id = $1").c_str(), Params().Text(id)));
     if (!q.empty()) out = ReadToken(q, 0);
     return Status::Ok();
@@ -209,12 +211,13 @@ Status PostgresStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   }
   return Tx(pg::Isolation::kAutocommit, [&](pg::Connection& c) -> Status {
     return c
-        .Exec("INSERT INTO artifact_refs(digest, holder, account, expires_ms) "
-              "SELECT DISTINCT ON (d, h) d, h, a, e FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) "
-              "AS r(d, h, a, e) ORDER BY d, h, e "
-              "ON CONFLICT(digest, holder) DO UPDATE SET expires_ms = CASE WHEN artifact_refs.expires_ms = 0 OR "
-              "excluded.expires_ms = 0 THEN 0 ELSE GREATEST(artifact_refs.expires_ms, excluded.expires_ms) END",
-              pg::Params().TextArray(digests).TextArray(holders).TextArray(accounts).TextArray(expiries))
+        .Exec(
+            "INSERT INTO artifact_refs(digest, holder, account, expires_ms) "
+            "SELECT DISTINCT ON (d, h) d, h, a, e FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) "
+            "AS r(d, h, a, e) ORDER BY d, h, e "
+            "ON CONFLICT(digest, holder) DO UPDATE SET expires_ms = CASE WHEN artifact_refs.expires_ms = 0 OR "
+            "excluded.expires_ms = 0 THEN 0 ELSE GREATEST(artifact_refs.expires_ms, excluded.expires_ms) END",
+            pg::Params().TextArray(digests).TextArray(holders).TextArray(accounts).TextArray(expiries))
         .status();
   });
 }
@@ -229,12 +232,13 @@ Result<ArtifactAccess> PostgresStore::ArtifactAccessOf(const std::string& digest
   ArtifactAccess out;
   IG_RETURN_IF_ERROR(Tx(pg::Isolation::kReadOnlySnapshot, [&](pg::Connection& c) -> Status {
     out = ArtifactAccess{};
-    IG_ASSIGN_OR_RETURN(pg::Rows a, c.Exec("SELECT public FROM artifacts WHERE digest = $1", pg::Params().Text(digest)));
+    IG_ASSIGN_OR_RETURN(pg::Rows a,
+                        c.Exec("SELECT public FROM artifacts WHERE digest = $1", pg::Params().Text(digest)));
     if (a.empty()) return Status::Ok();
     out.exists = true;
     out.is_public = a.Int(0, 0) != 0;
-    IG_ASSIGN_OR_RETURN(pg::Rows r, c.Exec("SELECT DISTINCT account FROM artifact_refs WHERE digest = $1",
-                                           pg::Params().Text(digest)));
+    IG_ASSIGN_OR_RETURN(
+        pg::Rows r, c.Exec("SELECT DISTINCT account FROM artifact_refs WHERE digest = $1", pg::Params().Text(digest)));
     for (int i = 0; i < r.size(); ++i) out.accounts.insert(r.Text(i, 0));
     return Status::Ok();
   }));

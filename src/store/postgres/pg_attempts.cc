@@ -52,17 +52,18 @@ Params NoFaultReasons() {
 Status PostgresStore::WriteTask(Connection& c, const std::string& job_id, uint32_t index,
                                 const jobs::TaskWrite& write) {
   return c
-      .Exec("UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4, "
-            "queued_ms = CASE WHEN $5::integer <> 0 THEN $6 ELSE queued_ms END WHERE job_id = $7 AND idx = $8",
-            Params()
-                .Int(write.state)
-                .Int(write.reason)
-                .Text(write.message)
-                .Int(write.updated_ms)
-                .Int(write.queued_ms.has_value())
-                .Int(write.queued_ms.value_or(0))
-                .Text(job_id)
-                .Int(index))
+      .Exec(
+          "UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4, "
+          "queued_ms = CASE WHEN $5::integer <> 0 THEN $6 ELSE queued_ms END WHERE job_id = $7 AND idx = $8",
+          Params()
+              .Int(write.state)
+              .Int(write.reason)
+              .Text(write.message)
+              .Int(write.updated_ms)
+              .Int(write.queued_ms.has_value())
+              .Int(write.queued_ms.value_or(0))
+              .Text(job_id)
+              .Int(index))
       .status();
 }
 
@@ -79,9 +80,9 @@ Status PostgresStore::MoveTask(Connection& c, const std::string& job_id, uint32_
 Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, const std::string& job_id,
                                   uint32_t index, const jobs::OutcomePlan& plan) {
   if (plan.accepted_ms) {
-    IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET accepted_ms = $1 WHERE id = $2",
-                              Params().Int(*plan.accepted_ms).Text(attempt_id))
-                           .status());
+    IG_RETURN_IF_ERROR(
+        c.Exec("UPDATE attempts SET accepted_ms = $1 WHERE id = $2", Params().Int(*plan.accepted_ms).Text(attempt_id))
+            .status());
   }
   if (plan.attempt) {
     const jobs::AttemptWrite& a = *plan.attempt;
@@ -130,8 +131,8 @@ Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, 
   return Status::Ok();
 }
 
-Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptRequest& report,
-                                       const std::string& job_id, uint32_t index, uint64_t epoch, int64_t now_ms) {
+Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                       uint32_t index, uint64_t epoch, int64_t now_ms) {
   IG_RETURN_IF_ERROR(jobs::ValidateCheckpointFiles(report.checkpoint()));
   // Restoring a file the coordinator does not hold would fail the next
   // attempt: every file must already be a published artifact.
@@ -139,8 +140,8 @@ Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptReq
   for (const auto& f : report.checkpoint()) {
     for (const std::string& blob : jobs::CheckpointBlobs(f)) digests.push_back(blob);
   }
-  IG_ASSIGN_OR_RETURN(Rows known, c.Exec("SELECT digest FROM artifacts WHERE digest = ANY($1::text[])",
-                                         Params().TextArray(digests)));
+  IG_ASSIGN_OR_RETURN(
+      Rows known, c.Exec("SELECT digest FROM artifacts WHERE digest = ANY($1::text[])", Params().TextArray(digests)));
   std::set<std::string> have;
   for (int r = 0; r < known.size(); ++r) have.insert(known.Text(r, 0));
   for (const auto& f : report.checkpoint()) {
@@ -212,8 +213,8 @@ Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::stri
         std::string("SELECT a.id, a.job_id, a.idx, a.state, t.state, ") + kAttemptsUsed +
         ", j.spec FROM attempts a JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
         "JOIN jobs j ON j.id = a.job_id WHERE a.node_id = $2 AND a.state IN ($3, $4) ORDER BY a.assigned_ms, a.seq";
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec(kQuery.c_str(),
-                                       NoFaultReasons().Text(node_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
+    IG_ASSIGN_OR_RETURN(Rows q,
+                        c.Exec(kQuery.c_str(), NoFaultReasons().Text(node_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
     for (int r = 0; r < q.size(); ++r) {
       jobs::AttemptRow row;
       IG_ASSIGN_OR_RETURN(row.ctx, ReadContext(q, r, 3));
@@ -232,8 +233,8 @@ Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::stri
 Result<Store::AttemptOwner> PostgresStore::GetAttemptOwner(const std::string& attempt_id) {
   AttemptOwner owner;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, node_id, idx, state FROM attempts WHERE id = $1",
-                                       Params().Text(attempt_id)));
+    IG_ASSIGN_OR_RETURN(
+        Rows q, c.Exec("SELECT job_id, node_id, idx, state FROM attempts WHERE id = $1", Params().Text(attempt_id)));
     if (q.empty()) return Status::NotFound("attempt " + attempt_id + " does not exist");
     owner = {q.Text(0, 0), q.Text(0, 1), static_cast<uint32_t>(q.Int(0, 2)), static_cast<v1::TaskState>(q.Int(0, 3))};
     return Status::Ok();

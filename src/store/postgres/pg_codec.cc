@@ -4,7 +4,6 @@
 
 namespace idlegrid::store::pg {
 
-
 std::string ByteaLiteral(const std::string& bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\\x";

@@ -44,17 +44,18 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
                    .Int(columns.retention_ms)));
     if (job.empty()) return Status::AlreadyExists("job " + job_id + " already exists");
     return c
-        .Exec("INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) "
-              "SELECT $1::text, g, $2::bigint, $3::integer, $4::bigint, $4::bigint "
-              "FROM generate_series(0, $5::integer - 1) AS g",
-              Params().Text(job_id).Int(job.Int(0, 0)).Int(v1::QUEUED).Int(now_ms).Int(count))
+        .Exec(
+            "INSERT INTO tasks(job_id, idx, job_seq, state, queued_ms, updated_ms) "
+            "SELECT $1::text, g, $2::bigint, $3::integer, $4::bigint, $4::bigint "
+            "FROM generate_series(0, $5::integer - 1) AS g",
+            Params().Text(job_id).Int(job.Int(0, 0)).Int(v1::QUEUED).Int(now_ms).Int(count))
         .status();
   });
 }
 
 Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id) {
-  IG_ASSIGN_OR_RETURN(Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1",
-                                      Params().Text(job_id)));
+  IG_ASSIGN_OR_RETURN(
+      Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1", Params().Text(job_id)));
   if (jq.empty()) return Status::NotFound("job " + job_id + " does not exist");
   v1::Job job;
   job.set_id(job_id);
@@ -131,8 +132,9 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
       return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
     }
   }
-  IG_ASSIGN_OR_RETURN(Rows lq, c.Exec("SELECT idx, dropped_bytes FROM log_usage WHERE job_id = $1 AND dropped_bytes > 0",
-                                      Params().Text(job_id)));
+  IG_ASSIGN_OR_RETURN(Rows lq,
+                      c.Exec("SELECT idx, dropped_bytes FROM log_usage WHERE job_id = $1 AND dropped_bytes > 0",
+                             Params().Text(job_id)));
   for (int r = 0; r < lq.size(); ++r) {
     auto it = by_index.find(static_cast<uint32_t>(lq.Int(r, 0)));
     if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(r, 1)));
@@ -206,8 +208,8 @@ Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t
     }
     std::map<std::string, v1::JobSpec> specs;
     if (!ids.empty()) {
-      IG_ASSIGN_OR_RETURN(Rows sq, c.Exec("SELECT id, spec FROM jobs WHERE id = ANY($1::text[])",
-                                          Params().TextArray(ids)));
+      IG_ASSIGN_OR_RETURN(Rows sq,
+                          c.Exec("SELECT id, spec FROM jobs WHERE id = ANY($1::text[])", Params().TextArray(ids)));
       for (int r = 0; r < sq.size(); ++r) {
         IG_ASSIGN_OR_RETURN(specs[sq.Text(r, 0)], pg::ParseSpec(sq.Text(r, 1)));
       }
@@ -299,12 +301,11 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       jobs.push_back(a->job_id);
       indexes.push_back(std::to_string(a->index));
     }
-    IG_ASSIGN_OR_RETURN(
-        Rows tq, c.Exec("SELECT t.job_id, t.idx, j.cpu, j.memory, j.gpu_memory FROM tasks t "
-                        "JOIN unnest($1::text[], $2::integer[]) AS i(job_id, idx) "
-                        "ON t.job_id = i.job_id AND t.idx = i.idx JOIN jobs j ON j.id = t.job_id "
-                        "WHERE t.state = $3 FOR UPDATE OF t SKIP LOCKED",
-                        Params().TextArray(jobs).TextArray(indexes).Int(v1::QUEUED)));
+    IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT t.job_id, t.idx, j.cpu, j.memory, j.gpu_memory FROM tasks t "
+                                        "JOIN unnest($1::text[], $2::integer[]) AS i(job_id, idx) "
+                                        "ON t.job_id = i.job_id AND t.idx = i.idx JOIN jobs j ON j.id = t.job_id "
+                                        "WHERE t.state = $3 FOR UPDATE OF t SKIP LOCKED",
+                                        Params().TextArray(jobs).TextArray(indexes).Int(v1::QUEUED)));
     struct Reservation {
       double cpu;
       uint64_t memory, gpu_memory;
@@ -336,8 +337,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
       auto it = queued.find({a->job_id, a->index});
       capacity::BatchCandidate c{a->node_id, a->job_id, a->index, it != queued.end(), {}};
       if (c.queued) {
-        c.want = {it->second.cpu, it->second.memory, it->second.gpu_memory, a->placement.gpu_milli(),
-                  a->device_uuids};
+        c.want = {it->second.cpu, it->second.memory, it->second.gpu_memory, a->placement.gpu_milli(), a->device_uuids};
       }
       candidates.push_back(std::move(c));
     }
@@ -428,15 +428,16 @@ Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t
     std::vector<int64_t> cancellable;
     for (v1::TaskState state : jobs::CancellableStates()) cancellable.push_back(state);
     return c
-        .Exec("UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4 "
-              "WHERE job_id = $5 AND state = ANY($6::integer[])",
-              Params()
-                  .Int(cancel.to)
-                  .Int(cancel.reason)
-                  .Text(cancel.message)
-                  .Int(now_ms)
-                  .Text(job_id)
-                  .IntArray(cancellable))
+        .Exec(
+            "UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4 "
+            "WHERE job_id = $5 AND state = ANY($6::integer[])",
+            Params()
+                .Int(cancel.to)
+                .Int(cancel.reason)
+                .Text(cancel.message)
+                .Int(now_ms)
+                .Text(job_id)
+                .IntArray(cancellable))
         .status();
   }));
   IG_ASSIGN_OR_RETURN(result.job, GetJob(job_id));

@@ -105,14 +105,14 @@ Result<std::vector<ledger::BookedPosting>> PostgresStore::LedgerPostings(int64_t
   std::vector<ledger::BookedPosting> booked;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     booked.clear();
-    IG_ASSIGN_OR_RETURN(
-        Rows q, owner ? c.Exec("SELECT seq, key, reason, job_id, memo, applied_ms FROM ledger_postings "
-                               "WHERE seq > $1 AND seq IN (SELECT seq FROM ledger_entries WHERE owner = $2 "
-                               "AND seq > $1) ORDER BY seq LIMIT $3",
-                               Params().Int(after_seq).Text(*owner).Int(static_cast<int64_t>(limit)))
-                      : c.Exec("SELECT seq, key, reason, job_id, memo, applied_ms FROM ledger_postings "
-                               "WHERE seq > $1 ORDER BY seq LIMIT $2",
-                               Params().Int(after_seq).Int(static_cast<int64_t>(limit))));
+    IG_ASSIGN_OR_RETURN(Rows q,
+                        owner ? c.Exec("SELECT seq, key, reason, job_id, memo, applied_ms FROM ledger_postings "
+                                       "WHERE seq > $1 AND seq IN (SELECT seq FROM ledger_entries WHERE owner = $2 "
+                                       "AND seq > $1) ORDER BY seq LIMIT $3",
+                                       Params().Int(after_seq).Text(*owner).Int(static_cast<int64_t>(limit)))
+                              : c.Exec("SELECT seq, key, reason, job_id, memo, applied_ms FROM ledger_postings "
+                                       "WHERE seq > $1 ORDER BY seq LIMIT $2",
+                                       Params().Int(after_seq).Int(static_cast<int64_t>(limit))));
     if (q.empty()) return Status::Ok();
     std::map<int64_t, size_t> by_seq;
     for (int r = 0; r < q.size(); ++r) {
@@ -173,9 +173,11 @@ Result<int64_t> PostgresStore::SettlementCursor(const std::string& sink) {
 
 Status PostgresStore::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
-    return c.Exec("INSERT INTO ledger_settlement(sink, last_seq) VALUES($1, $2) "
-                  "ON CONFLICT(sink) DO UPDATE SET last_seq = excluded.last_seq",
-                  Params().Text(sink).Int(last_seq))
+    return c
+        .Exec(
+            "INSERT INTO ledger_settlement(sink, last_seq) VALUES($1, $2) "
+            "ON CONFLICT(sink) DO UPDATE SET last_seq = excluded.last_seq",
+            Params().Text(sink).Int(last_seq))
         .status();
   });
 }

@@ -21,7 +21,11 @@ constexpr int64_t kMigrationLockKey = 0x69646c676d696772;
 // at that version.
 const std::vector<const char*>& Migrations() {
   static const std::vector<const char*> kMigrations = {
-      nullptr, nullptr, nullptr, nullptr, nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
       // v6: the schema at v6, plus v8's index and v9's columns (jobs keep the
       // reservation and queue timeout copied from their spec, tasks their
       // job's order, attempts their insertion order), which PostgreSQL needed

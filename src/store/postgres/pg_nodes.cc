@@ -64,15 +64,16 @@ Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1
       for (const auto& chunk : incoming) bytes += chunk.data().size();
       std::vector<jobs::TailRow> tail;
       if (jobs::LogAppendReachesTail(cap, usage, bytes)) {
-        IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT seq, octet_length(data) FROM logs WHERE job_id = $1 AND idx = $2 "
-                                            "AND part = $3 ORDER BY seq",
-                                            Params().Text(job_id).Int(idx).Int(static_cast<int>(jobs::LogPart::kTail))));
+        IG_ASSIGN_OR_RETURN(Rows tq,
+                            c.Exec("SELECT seq, octet_length(data) FROM logs WHERE job_id = $1 AND idx = $2 "
+                                   "AND part = $3 ORDER BY seq",
+                                   Params().Text(job_id).Int(idx).Int(static_cast<int>(jobs::LogPart::kTail))));
         for (int r = 0; r < tq.size(); ++r) tail.push_back({tq.Int(r, 0), static_cast<uint64_t>(tq.Int(r, 1))});
       }
       const jobs::LogAppendPlan plan = jobs::PlanLogAppend(cap, usage, tail, incoming);
       if (!plan.evict.empty()) {
-        IG_RETURN_IF_ERROR(c.Exec("DELETE FROM logs WHERE seq = ANY($1::bigint[])", Params().IntArray(plan.evict))
-                               .status());
+        IG_RETURN_IF_ERROR(
+            c.Exec("DELETE FROM logs WHERE seq = ANY($1::bigint[])", Params().IntArray(plan.evict)).status());
       }
       for (const auto& row : plan.rows) {
         IG_RETURN_IF_ERROR(c.Exec("INSERT INTO logs(job_id, idx, attempt_id, stream, data, part) "
@@ -102,8 +103,7 @@ Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1
   });
 }
 
-Result<std::vector<v1::LogChunk>> PostgresStore::ReadLogs(const std::string& job_id, int64_t after_seq,
-                                                          size_t limit) {
+Result<std::vector<v1::LogChunk>> PostgresStore::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
   std::vector<v1::LogChunk> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     int64_t max_rows = limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit);
@@ -128,26 +128,27 @@ Result<std::vector<v1::LogChunk>> PostgresStore::ReadLogs(const std::string& job
 Status PostgresStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
-        .Exec("INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
-              "last_sequence, advertisement, provider) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-              "ON CONFLICT(id) DO UPDATE "
-              "SET name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
-              "provider = excluded.provider, "
-              "public_key = excluded.public_key, "
-              "last_sequence = GREATEST(nodes.last_sequence, excluded.last_sequence), "
-              "advertisement = CASE WHEN excluded.last_sequence > nodes.last_sequence "
-              "THEN excluded.advertisement ELSE nodes.advertisement END",
-              Params()
-                  .Text(node.id)
-                  .Text(node.name)
-                  .Text(token_hash)
-                  .Bytes(node.info.SerializeAsString())
-                  .Int(node.registered_ms)
-                  .Int(node.last_heartbeat_ms)
-                  .Bytes(node.public_key)
-                  .Int(static_cast<int64_t>(node.last_sequence))
-                  .Bytes(node.advertisement.SerializeAsString())
-                  .Text(node.provider))
+        .Exec(
+            "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
+            "last_sequence, advertisement, provider) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+            "ON CONFLICT(id) DO UPDATE "
+            "SET name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
+            "provider = excluded.provider, "
+            "public_key = excluded.public_key, "
+            "last_sequence = GREATEST(nodes.last_sequence, excluded.last_sequence), "
+            "advertisement = CASE WHEN excluded.last_sequence > nodes.last_sequence "
+            "THEN excluded.advertisement ELSE nodes.advertisement END",
+            Params()
+                .Text(node.id)
+                .Text(node.name)
+                .Text(token_hash)
+                .Bytes(node.info.SerializeAsString())
+                .Int(node.registered_ms)
+                .Int(node.last_heartbeat_ms)
+                .Bytes(node.public_key)
+                .Int(static_cast<int64_t>(node.last_sequence))
+                .Bytes(node.advertisement.SerializeAsString())
+                .Text(node.provider))
         .status();
   });
 }
@@ -190,15 +191,14 @@ Status PostgresStore::RecordAdvertisement(const std::string& node_id, uint64_t s
                                           const v1::Advertisement& advertisement) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     // Conditional on the stored sequence: of two racing writers the older loses.
-    IG_ASSIGN_OR_RETURN(Rows r, c.Exec("UPDATE nodes SET last_sequence = $1, advertisement = $2 "
-                                       "WHERE id = $3 AND last_sequence < $1",
-                                       Params()
-                                           .Int(static_cast<int64_t>(sequence))
-                                           .Bytes(advertisement.SerializeAsString())
-                                           .Text(node_id)));
+    IG_ASSIGN_OR_RETURN(
+        Rows r,
+        c.Exec("UPDATE nodes SET last_sequence = $1, advertisement = $2 "
+               "WHERE id = $3 AND last_sequence < $1",
+               Params().Int(static_cast<int64_t>(sequence)).Bytes(advertisement.SerializeAsString()).Text(node_id)));
     if (r.affected() != 1) {
-      return Status::FailedPrecondition("stale sequence: advertisement " + std::to_string(sequence) + " of " +
-                                        node_id + " is not newer than the stored one");
+      return Status::FailedPrecondition("stale sequence: advertisement " + std::to_string(sequence) + " of " + node_id +
+                                        " is not newer than the stored one");
     }
     return Status::Ok();
   });
@@ -243,11 +243,12 @@ Status PostgresStore::RecordHeartbeats(const std::map<std::string, int64_t>& las
     // are locked in id order, as CommitAssignments locks the nodes of a
     // batch, so the two never deadlock.
     return c
-        .Exec("WITH locked AS (SELECT n.id, i.ms FROM nodes n JOIN unnest($1::text[], $2::bigint[]) AS i(id, ms) "
-              "ON n.id = i.id WHERE n.last_heartbeat_ms < i.ms ORDER BY n.id FOR UPDATE OF n) "
-              "UPDATE nodes n SET last_heartbeat_ms = l.ms FROM locked l "
-              "WHERE n.id = l.id AND n.last_heartbeat_ms < l.ms",
-              Params().TextArray(ids).TextArray(times))
+        .Exec(
+            "WITH locked AS (SELECT n.id, i.ms FROM nodes n JOIN unnest($1::text[], $2::bigint[]) AS i(id, ms) "
+            "ON n.id = i.id WHERE n.last_heartbeat_ms < i.ms ORDER BY n.id FOR UPDATE OF n) "
+            "UPDATE nodes n SET last_heartbeat_ms = l.ms FROM locked l "
+            "WHERE n.id = l.id AND n.last_heartbeat_ms < l.ms",
+            Params().TextArray(ids).TextArray(times))
         .status();
   });
 }
@@ -256,9 +257,10 @@ Status PostgresStore::RecordArtifact(const std::string& digest, uint64_t size, c
                                      int64_t now_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
-        .Exec("INSERT INTO artifacts(digest, size, kind, created_ms) VALUES($1, $2, $3, $4) "
-              "ON CONFLICT(digest) DO NOTHING",
-              Params().Text(digest).Int(static_cast<int64_t>(size)).Text(kind).Int(now_ms))
+        .Exec(
+            "INSERT INTO artifacts(digest, size, kind, created_ms) VALUES($1, $2, $3, $4) "
+            "ON CONFLICT(digest) DO NOTHING",
+            Params().Text(digest).Int(static_cast<int64_t>(size)).Text(kind).Int(now_ms))
         .status();
   });
 }
@@ -276,11 +278,12 @@ Result<bool> PostgresStore::HasArtifact(const std::string& digest) {
 Status PostgresStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
-        .Exec("INSERT INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
-              "VALUES($1, $2, $3, $4) ON CONFLICT(manifest_digest) DO UPDATE SET "
-              "config_digest = excluded.config_digest, archive_digest = excluded.archive_digest, "
-              "created_ms = excluded.created_ms",
-              Params().Text(image.manifest_digest).Text(image.config_digest).Text(image.archive_digest).Int(now_ms))
+        .Exec(
+            "INSERT INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
+            "VALUES($1, $2, $3, $4) ON CONFLICT(manifest_digest) DO UPDATE SET "
+            "config_digest = excluded.config_digest, archive_digest = excluded.archive_digest, "
+            "created_ms = excluded.created_ms",
+            Params().Text(image.manifest_digest).Text(image.config_digest).Text(image.archive_digest).Int(now_ms))
         .status();
   });
 }

@@ -14,8 +14,7 @@ using pg::Rows;
 namespace {
 
 // Removes each digest with no live reference left (rows only).
-Status CollectUnheld(Connection& c, const std::vector<std::string>& digests, int64_t now_ms,
-                     CollectedArtifacts* out) {
+Status CollectUnheld(Connection& c, const std::vector<std::string>& digests, int64_t now_ms, CollectedArtifacts* out) {
   if (digests.empty()) return Status::Ok();
   IG_ASSIGN_OR_RETURN(Rows gone, c.Exec("SELECT a.digest, a.size FROM artifacts a WHERE a.digest = ANY($1::text[]) "
                                         "AND NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = a.digest "
@@ -42,16 +41,17 @@ Result<CollectedArtifacts> PostgresStore::DeleteJob(const std::string& job_id, i
   CollectedArtifacts out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     out = CollectedArtifacts{};
-    IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT state, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY state",
-                                        Params().Text(job_id)));
+    IG_ASSIGN_OR_RETURN(
+        Rows tq, c.Exec("SELECT state, COUNT(*) FROM tasks WHERE job_id = $1 GROUP BY state", Params().Text(job_id)));
     std::map<v1::TaskState, int> counts;
-    for (int r = 0; r < tq.size(); ++r) counts[static_cast<v1::TaskState>(tq.Int(r, 0))] = static_cast<int>(tq.Int(r, 1));
+    for (int r = 0; r < tq.size(); ++r)
+      counts[static_cast<v1::TaskState>(tq.Int(r, 0))] = static_cast<int>(tq.Int(r, 1));
     IG_ASSIGN_OR_RETURN(Rows aq, c.Exec("SELECT COUNT(*) FROM attempts WHERE job_id = $1 AND state IN ($2, $3)",
                                         Params().Text(job_id).Int(v1::ASSIGNED).Int(v1::RUNNING)));
     IG_RETURN_IF_ERROR(jobs::CheckDeletable(job_id, counts, static_cast<int>(aq.Int(0, 0))));
     const std::string holder = "job:" + job_id;
-    IG_ASSIGN_OR_RETURN(Rows held, c.Exec("DELETE FROM artifact_refs WHERE holder = $1 RETURNING digest",
-                                          Params().Text(holder)));
+    IG_ASSIGN_OR_RETURN(Rows held,
+                        c.Exec("DELETE FROM artifact_refs WHERE holder = $1 RETURNING digest", Params().Text(holder)));
     std::vector<std::string> digests;
     for (int r = 0; r < held.size(); ++r) digests.push_back(held.Text(r, 0));
     for (const char* sql : {"DELETE FROM logs WHERE job_id = $1", "DELETE FROM log_usage WHERE job_id = $1",

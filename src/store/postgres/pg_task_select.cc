@@ -16,8 +16,8 @@ using pg::Rows;
 Result<std::vector<jobs::TaskStateRow>> PostgresStore::TaskStates(Connection& c, const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(Rows exists, c.Exec("SELECT 1 FROM jobs WHERE id = $1", Params().Text(job_id)));
   if (exists.empty()) return Status::NotFound("job " + job_id + " does not exist");
-  IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT idx, state FROM tasks WHERE job_id = $1 ORDER BY idx FOR UPDATE",
-                                     Params().Text(job_id)));
+  IG_ASSIGN_OR_RETURN(
+      Rows q, c.Exec("SELECT idx, state FROM tasks WHERE job_id = $1 ORDER BY idx FOR UPDATE", Params().Text(job_id)));
   std::vector<jobs::TaskStateRow> rows;
   for (int r = 0; r < q.size(); ++r) {
     rows.push_back({static_cast<uint32_t>(q.Int(r, 0)), static_cast<v1::TaskState>(q.Int(r, 1))});
@@ -46,11 +46,11 @@ Result<CancelResult> PostgresStore::CancelTasks(const std::string& job_id, const
         result.stopped.push_back(std::move(a));
       }
       // As for a whole job's cancel: the attempt holds its node until the agent confirms the stop.
-      IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET reason = $1, message = 'cancel requested' "
-                                "WHERE job_id = $2 AND idx = $3 AND state IN ($4, $5)",
-                                Params().Int(v1::USER_CANCEL).Text(job_id).Int(w.index).Int(v1::ASSIGNED).Int(
-                                    v1::RUNNING))
-                             .status());
+      IG_RETURN_IF_ERROR(
+          c.Exec("UPDATE attempts SET reason = $1, message = 'cancel requested' "
+                 "WHERE job_id = $2 AND idx = $3 AND state IN ($4, $5)",
+                 Params().Int(v1::USER_CANCEL).Text(job_id).Int(w.index).Int(v1::ASSIGNED).Int(v1::RUNNING))
+              .status());
       IG_RETURN_IF_ERROR(WriteTask(c, job_id, w.index, w.write));
     }
     return Status::Ok();

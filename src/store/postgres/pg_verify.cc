@@ -14,10 +14,10 @@ Result<std::vector<TaskKey>> PostgresStore::HeldTasks(size_t limit) {
   std::vector<TaskKey> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, idx FROM tasks WHERE state = $1 AND not_before_ms = $2 "
-                                       "ORDER BY updated_ms LIMIT $3",
-                                       Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs).Int(
-                                           static_cast<int64_t>(limit))));
+    IG_ASSIGN_OR_RETURN(Rows q,
+                        c.Exec("SELECT job_id, idx FROM tasks WHERE state = $1 AND not_before_ms = $2 "
+                               "ORDER BY updated_ms LIMIT $3",
+                               Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs).Int(static_cast<int64_t>(limit))));
     for (int r = 0; r < q.size(); ++r) out.push_back({q.Text(r, 0), static_cast<uint32_t>(q.Int(r, 1))});
     return Status::Ok();
   }));
@@ -39,23 +39,22 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
                                                                       : state == v1::QUEUED && !held;
     if (!where) return Status::Ok();
     for (const VerdictWrite::Vote& v : w.votes) {
-      IG_RETURN_IF_ERROR(
-          c.Exec("UPDATE attempts SET vote = $1, vote_reason = $2, "
-                 "state = CASE WHEN $3::integer <> 0 THEN $4 ELSE state END, "
-                 "reason = CASE WHEN $3::integer <> 0 THEN $5 ELSE reason END, "
-                 "message = CASE WHEN $3::integer <> 0 THEN $6 ELSE message END "
-                 "WHERE id = $7 AND job_id = $8 AND idx = $9",
-                 Params()
-                     .Text(v.vote)
-                     .Text(v.reason)
-                     .Int(v.failed)
-                     .Int(v1::FAILED)
-                     .Int(v1::VERIFICATION_FAILED)
-                     .Text(v.FailedMessage())
-                     .Text(v.attempt_id)
-                     .Text(w.job_id)
-                     .Int(w.index))
-              .status());
+      IG_RETURN_IF_ERROR(c.Exec("UPDATE attempts SET vote = $1, vote_reason = $2, "
+                                "state = CASE WHEN $3::integer <> 0 THEN $4 ELSE state END, "
+                                "reason = CASE WHEN $3::integer <> 0 THEN $5 ELSE reason END, "
+                                "message = CASE WHEN $3::integer <> 0 THEN $6 ELSE message END "
+                                "WHERE id = $7 AND job_id = $8 AND idx = $9",
+                                Params()
+                                    .Text(v.vote)
+                                    .Text(v.reason)
+                                    .Int(v.failed)
+                                    .Int(v1::FAILED)
+                                    .Int(v1::VERIFICATION_FAILED)
+                                    .Text(v.FailedMessage())
+                                    .Text(v.attempt_id)
+                                    .Text(w.job_id)
+                                    .Int(w.index))
+                             .status());
     }
     IG_RETURN_IF_ERROR(WriteTask(c, w.job_id, w.index, w.task));
     IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET verification = $1, "
@@ -69,9 +68,9 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
                                   .Int(w.index))
                            .status());
     if (w.reset_exclusions) {
-      IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = '' WHERE job_id = $1 AND idx = $2",
-                                Params().Text(w.job_id).Int(w.index))
-                             .status());
+      IG_RETURN_IF_ERROR(
+          c.Exec("UPDATE tasks SET excluded = '' WHERE job_id = $1 AND idx = $2", Params().Text(w.job_id).Int(w.index))
+              .status());
     }
     for (const std::string& entry : w.exclude) {
       IG_RETURN_IF_ERROR(c.Exec("UPDATE tasks SET excluded = excluded || $1 || ',' WHERE job_id = $2 AND idx = $3",
@@ -79,18 +78,14 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
                              .status());
     }
     for (const TrustRecord& t : w.trust) {
-      IG_RETURN_IF_ERROR(c.Exec("INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, "
-                                "updated_ms) VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(provider, image) DO UPDATE "
-                                "SET consecutive = excluded.consecutive, reliability = excluded.reliability, "
-                                "caught = excluded.caught, updated_ms = excluded.updated_ms",
-                                Params()
-                                    .Text(t.provider)
-                                    .Text(t.image)
-                                    .Int(t.consecutive)
-                                    .Int(t.reliability)
-                                    .Int(t.caught)
-                                    .Int(now_ms))
-                             .status());
+      IG_RETURN_IF_ERROR(
+          c.Exec(
+               "INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, "
+               "updated_ms) VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(provider, image) DO UPDATE "
+               "SET consecutive = excluded.consecutive, reliability = excluded.reliability, "
+               "caught = excluded.caught, updated_ms = excluded.updated_ms",
+               Params().Text(t.provider).Text(t.image).Int(t.consecutive).Int(t.reliability).Int(t.caught).Int(now_ms))
+              .status());
     }
     applied = true;
     return Status::Ok();
@@ -104,11 +99,12 @@ Result<std::vector<std::pair<TaskKey, int64_t>>> PostgresStore::TasksExcluding(c
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
     // The list is "a,b,": an entry starts the list or follows a comma.
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT job_id, idx, updated_ms FROM tasks WHERE state = $1 AND "
-                                       "not_before_ms < $2 AND (strpos(excluded, $3) = 1 OR "
-                                       "strpos(excluded, ',' || $3) > 0) ORDER BY updated_ms LIMIT $4",
-                                       Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs).Text(prefix).Int(
-                                           static_cast<int64_t>(limit))));
+    IG_ASSIGN_OR_RETURN(
+        Rows q,
+        c.Exec("SELECT job_id, idx, updated_ms FROM tasks WHERE state = $1 AND "
+               "not_before_ms < $2 AND (strpos(excluded, $3) = 1 OR "
+               "strpos(excluded, ',' || $3) > 0) ORDER BY updated_ms LIMIT $4",
+               Params().Int(v1::QUEUED).Int(jobs::kVerdictHoldMs).Text(prefix).Int(static_cast<int64_t>(limit))));
     for (int r = 0; r < q.size(); ++r) {
       out.push_back({{q.Text(r, 0), static_cast<uint32_t>(q.Int(r, 1))}, q.Int(r, 2)});
     }
@@ -138,12 +134,12 @@ Result<std::vector<ProviderResult>> PostgresStore::ProviderResults(const std::st
   std::vector<ProviderResult> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT a.id, a.job_id, a.idx, a.vote, a.finished_ms FROM attempts a "
-                                       "JOIN nodes n ON n.id = a.node_id WHERE n.provider = $1 AND a.state = $2 "
-                                       "AND a.vote IN ('agreed', 'unverified') AND a.finished_ms >= $3 "
-                                       "ORDER BY a.finished_ms, a.seq LIMIT $4",
-                                       Params().Text(provider).Int(v1::SUCCEEDED).Int(since_ms).Int(
-                                           static_cast<int64_t>(limit))));
+    IG_ASSIGN_OR_RETURN(
+        Rows q, c.Exec("SELECT a.id, a.job_id, a.idx, a.vote, a.finished_ms FROM attempts a "
+                       "JOIN nodes n ON n.id = a.node_id WHERE n.provider = $1 AND a.state = $2 "
+                       "AND a.vote IN ('agreed', 'unverified') AND a.finished_ms >= $3 "
+                       "ORDER BY a.finished_ms, a.seq LIMIT $4",
+                       Params().Text(provider).Int(v1::SUCCEEDED).Int(since_ms).Int(static_cast<int64_t>(limit))));
     for (int r = 0; r < q.size(); ++r) {
       out.push_back({q.Text(r, 0), q.Text(r, 1), static_cast<uint32_t>(q.Int(r, 2)), q.Text(r, 3), q.Int(r, 4)});
     }
@@ -157,12 +153,12 @@ Result<std::vector<v1::Attempt>> PostgresStore::ProviderAttempts(const std::stri
   std::vector<v1::Attempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
-    IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, "
-                                       "a.vote FROM attempts a JOIN nodes n ON n.id = a.node_id "
-                                       "WHERE n.provider = $1 AND a.state = $2 AND a.finished_ms >= $3 "
-                                       "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT $4",
-                                       Params().Text(provider).Int(v1::SUCCEEDED).Int(since_ms).Int(
-                                           static_cast<int64_t>(limit))));
+    IG_ASSIGN_OR_RETURN(
+        Rows q, c.Exec("SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, "
+                       "a.vote FROM attempts a JOIN nodes n ON n.id = a.node_id "
+                       "WHERE n.provider = $1 AND a.state = $2 AND a.finished_ms >= $3 "
+                       "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT $4",
+                       Params().Text(provider).Int(v1::SUCCEEDED).Int(since_ms).Int(static_cast<int64_t>(limit))));
     for (int r = 0; r < q.size(); ++r) {
       v1::Attempt& a = out.emplace_back();
       a.set_id(q.Text(r, 0));

@@ -21,9 +21,10 @@ Status PostgresStore::CreateWorkflow(const std::string& id, const v1::WorkflowSp
                                          Params().Text(id).Text(account).Bytes(spec.SerializeAsString()).Int(now_ms)));
     if (ins.empty()) return Status::AlreadyExists("workflow " + id + " already exists");
     return c
-        .Exec("INSERT INTO workflow_steps(workflow_id, idx, name, state) "
-              "SELECT $1::text, ord - 1, name, 'waiting' FROM unnest($2::text[]) WITH ORDINALITY AS t(name, ord)",
-              Params().Text(id).TextArray(names))
+        .Exec(
+            "INSERT INTO workflow_steps(workflow_id, idx, name, state) "
+            "SELECT $1::text, ord - 1, name, 'waiting' FROM unnest($2::text[]) WITH ORDINALITY AS t(name, ord)",
+            Params().Text(id).TextArray(names))
         .status();
   });
 }
@@ -39,7 +40,8 @@ Result<std::vector<v1::Workflow>> PostgresStore::ReadWorkflows(Connection& c, co
     v1::Workflow& wf = out.emplace_back();
     wf.set_id(q.Text(r, 0));
     wf.set_account(q.Text(r, 1));
-    if (!wf.mutable_spec()->ParseFromString(q.Text(r, 2))) return Status::DataLoss("stored workflow spec does not parse");
+    if (!wf.mutable_spec()->ParseFromString(q.Text(r, 2)))
+      return Status::DataLoss("stored workflow spec does not parse");
     wf.set_state(q.Text(r, 3));
     wf.set_created_at_ms(q.Int(r, 4));
   }
@@ -99,8 +101,8 @@ Result<bool> PostgresStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_m
   bool written = false;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     written = false;
-    IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state, settled FROM workflows WHERE id = $1 FOR UPDATE",
-                                         Params().Text(w.id)));
+    IG_ASSIGN_OR_RETURN(Rows cur,
+                        c.Exec("SELECT state, settled FROM workflows WHERE id = $1 FOR UPDATE", Params().Text(w.id)));
     if (cur.empty()) return Status::Ok();
     const std::string state = cur.Text(0, 0);
     if (!(state == "running" || (state == "cancelled" && cur.Int(0, 1) == 0))) return Status::Ok();
@@ -109,9 +111,10 @@ Result<bool> PostgresStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_m
                               Params().Text(next).Int(w.settled).Int(now_ms).Text(w.id))
                            .status());
     for (const v1::WorkflowStep& s : w.steps) {
-      IG_RETURN_IF_ERROR(c.Exec("UPDATE workflow_steps SET state = $1, message = $2 WHERE workflow_id = $3 AND name = $4",
-                                Params().Text(s.state()).Text(s.message()).Text(w.id).Text(s.name()))
-                             .status());
+      IG_RETURN_IF_ERROR(
+          c.Exec("UPDATE workflow_steps SET state = $1, message = $2 WHERE workflow_id = $3 AND name = $4",
+                 Params().Text(s.state()).Text(s.message()).Text(w.id).Text(s.name()))
+              .status());
     }
     written = true;
     return Status::Ok();

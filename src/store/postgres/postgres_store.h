@@ -29,8 +29,8 @@ class PostgresStore : public Store {
   // schema newer than this binary.
   Status Migrate();
 
-  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                   int64_t now_ms, const std::string& account) override;
+  Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest, int64_t now_ms,
+                   const std::string& account) override;
   using Store::CreateJob;
   Result<v1::Job> GetJob(const std::string& job_id) override;
   Result<std::vector<v1::Job>> ListJobs(const std::string& account) override;
@@ -47,14 +47,13 @@ class PostgresStore : public Store {
   Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) override;
   Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
                                    int64_t now_ms) override;
-  Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
-                             int64_t now_ms) override;
+  Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection, int64_t now_ms) override;
   Result<AttemptOwner> GetAttemptOwner(const std::string& attempt_id) override;
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
   Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) override;
-  Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
-                        const std::string& message, int64_t now_ms) override;
+  Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason, const std::string& message,
+                        int64_t now_ms) override;
 
   Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
                     const jobs::LogCap& cap) override;
@@ -140,8 +139,8 @@ class PostgresStore : public Store {
   static Status WriteTask(pg::Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskWrite& write);
   // Executes the writes of a jobs::OutcomePlan for the attempt and its task
   // (all but the checkpoint, which needs the attempt's epoch).
-  static Status ExecutePlan(pg::Connection& c, const std::string& attempt_id, const std::string& job_id,
-                            uint32_t index, const jobs::OutcomePlan& plan);
+  static Status ExecutePlan(pg::Connection& c, const std::string& attempt_id, const std::string& job_id, uint32_t index,
+                            const jobs::OutcomePlan& plan);
 
   pg::ConnectionPool pool_;
 };

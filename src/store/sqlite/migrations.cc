@@ -22,8 +22,9 @@ Status BackfillJobColumns(sqlite3* db) {
     }
     IG_RETURN_IF_ERROR(q.status());
   }
-  Stmt upd(db, "UPDATE jobs SET cpu = ?, memory = ?, gpus = ?, gpu_memory = ?, runtime = ?, queue_timeout_ms = ? "
-               "WHERE id = ?");
+  Stmt upd(db,
+           "UPDATE jobs SET cpu = ?, memory = ?, gpus = ?, gpu_memory = ?, runtime = ?, queue_timeout_ms = ? "
+           "WHERE id = ?");
   for (const auto& [id, c] : rows) {
     upd.Reset().Bind(1, c.cpu).Bind(2, c.memory).Bind(3, c.gpus).Bind(4, c.gpu_memory).Bind(5, c.runtime);
     upd.Bind(6, c.queue_timeout_ms).Bind(7, id);
@@ -270,8 +271,8 @@ Status SqliteStore::Migrate() {
   const auto& all = Migrations();
   if (current > static_cast<int64_t>(all.size())) {
     return Status::FailedPrecondition("database schema version " + std::to_string(current) +
-                                      " is newer than this binary supports (" +
-                                      std::to_string(all.size()) + "); upgrade idlegrid");
+                                      " is newer than this binary supports (" + std::to_string(all.size()) +
+                                      "); upgrade idlegrid");
   }
   for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
     Transaction tx(db_);
@@ -287,8 +288,8 @@ Status SqliteStore::Migrate() {
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+      SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return Status::Internal("cannot open database " + path + ": " + msg);
@@ -297,8 +298,9 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   auto store = std::make_unique<SqliteStore>(db);
   // A page cache of up to 64 MiB (grown on demand) keeps the indexes a large
   // batch of assignments touches in memory.
-  IG_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                              "PRAGMA cache_size=-65536;"));
+  IG_RETURN_IF_ERROR(Exec(db,
+                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                          "PRAGMA cache_size=-65536;"));
   IG_RETURN_IF_ERROR(store->Migrate());
   return std::unique_ptr<Store>(std::move(store));
 }

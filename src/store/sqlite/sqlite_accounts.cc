@@ -43,8 +43,9 @@ TokenRecord ReadToken(const Stmt& q) {
 
 Status SqliteStore::CreateAccount(const AccountRecord& a) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO accounts(name, role, created_ms, weight, max_queued_tasks, max_running_tasks, "
-              "max_stored_bytes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING");
+  Stmt q(db_,
+         "INSERT INTO accounts(name, role, created_ms, weight, max_queued_tasks, max_running_tasks, "
+         "max_stored_bytes) VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING");
   q.Bind(1, a.name).Bind(2, a.role).Bind(3, a.created_ms).Bind(4, a.weight);
   q.Bind(5, int64_t{a.max_queued_tasks}).Bind(6, int64_t{a.max_running_tasks});
   q.Bind(7, static_cast<int64_t>(a.max_stored_bytes));
@@ -75,18 +76,20 @@ Result<std::optional<AccountRecord>> SqliteStore::GetAccount(const std::string& 
 Result<AccountUsage> SqliteStore::UsageOf(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   AccountUsage u;
-  Stmt tasks(db_, "SELECT t.state, COUNT(*) FROM tasks t JOIN jobs j ON j.id = t.job_id "
-                  "WHERE j.account = ? AND t.state IN (?, ?, ?) GROUP BY t.state");
+  Stmt tasks(db_,
+             "SELECT t.state, COUNT(*) FROM tasks t JOIN jobs j ON j.id = t.job_id "
+             "WHERE j.account = ? AND t.state IN (?, ?, ?) GROUP BY t.state");
   tasks.Bind(1, account).Bind(2, int64_t{v1::QUEUED}).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
   while (tasks.Step()) {
     auto n = static_cast<uint32_t>(tasks.Int(1));
     (tasks.Int(0) == v1::QUEUED ? u.queued_tasks : u.running_tasks) += n;
   }
   IG_RETURN_IF_ERROR(tasks.status());
-  Stmt bytes(db_, "SELECT COALESCE((SELECT SUM(a.size) FROM artifacts a WHERE a.digest IN "
-                  "(SELECT digest FROM artifact_refs WHERE account = ?)), 0) + "
-                  "COALESCE((SELECT SUM(l.head_bytes + l.tail_bytes) FROM log_usage l JOIN jobs j ON j.id = l.job_id "
-                  "WHERE j.account = ?), 0)");
+  Stmt bytes(db_,
+             "SELECT COALESCE((SELECT SUM(a.size) FROM artifacts a WHERE a.digest IN "
+             "(SELECT digest FROM artifact_refs WHERE account = ?)), 0) + "
+             "COALESCE((SELECT SUM(l.head_bytes + l.tail_bytes) FROM log_usage l JOIN jobs j ON j.id = l.job_id "
+             "WHERE j.account = ?), 0)");
   bytes.Bind(1, account).Bind(2, account);
   if (bytes.Step()) u.stored_bytes = static_cast<uint64_t>(bytes.Int(0));
   IG_RETURN_IF_ERROR(bytes.status());
@@ -95,8 +98,9 @@ Result<AccountUsage> SqliteStore::UsageOf(const std::string& account) {
 
 Status SqliteStore::AddApiToken(const TokenRecord& t) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO api_tokens(hash, role, created_ms, id, account, scopes, expires_ms, revoked_ms, name) "
-              "SELECT ?, role, ?, ?, name, ?, ?, 0, ? FROM accounts WHERE name = ?");
+  Stmt q(db_,
+         "INSERT INTO api_tokens(hash, role, created_ms, id, account, scopes, expires_ms, revoked_ms, name) "
+         "SELECT ?, role, ?, ?, name, ?, ?, 0, ? FROM accounts WHERE name = ?");
   q.Bind(1, t.hash).Bind(2, t.created_ms).Bind(3, t.id).Bind(4, int64_t{t.scopes}).Bind(5, t.expires_ms);
   q.Bind(6, t.name).Bind(7, t.account);
   q.Step();
@@ -139,8 +143,9 @@ Result<TokenRecord> SqliteStore::RevokeToken(const std::string& id, int64_t now_
 
 Status SqliteStore::AddJoinToken(const JoinTokenRecord& t) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO join_tokens(hash, provider, created_ms, expires_ms) "
-              "SELECT ?, name, ?, ? FROM accounts WHERE name = ?");
+  Stmt q(db_,
+         "INSERT INTO join_tokens(hash, provider, created_ms, expires_ms) "
+         "SELECT ?, name, ?, ? FROM accounts WHERE name = ?");
   q.Bind(1, t.hash).Bind(2, t.created_ms).Bind(3, t.expires_ms).Bind(4, t.provider);
   q.Step();
   IG_RETURN_IF_ERROR(q.status());
@@ -174,9 +179,10 @@ Status SqliteStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  Stmt q(db_, "INSERT INTO artifact_refs(digest, holder, account, expires_ms) VALUES(?, ?, ?, ?) "
-              "ON CONFLICT(digest, holder) DO UPDATE SET expires_ms = CASE WHEN expires_ms = 0 OR excluded.expires_ms = 0 "
-              "THEN 0 ELSE MAX(expires_ms, excluded.expires_ms) END");
+  Stmt q(db_,
+         "INSERT INTO artifact_refs(digest, holder, account, expires_ms) VALUES(?, ?, ?, ?) "
+         "ON CONFLICT(digest, holder) DO UPDATE SET expires_ms = CASE WHEN expires_ms = 0 OR excluded.expires_ms = 0 "
+         "THEN 0 ELSE MAX(expires_ms, excluded.expires_ms) END");
   for (const ArtifactRef& r : refs) {
     q.Reset().Bind(1, r.digest).Bind(2, r.holder).Bind(3, r.account).Bind(4, r.expires_ms);
     q.Step();

@@ -54,9 +54,10 @@ Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec
   exists.Bind(1, job_id);
   if (exists.Step()) return Status::AlreadyExists("job " + job_id + " already exists");
   const JobColumns columns = JobColumnsOf(spec);
-  Stmt ins(db_, "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq, cpu, memory, gpus, gpu_memory, runtime, "
-                "queue_timeout_ms, account, retention_ms) "
-                "VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq");
+  Stmt ins(db_,
+           "INSERT INTO jobs(id, spec, spec_digest, created_ms, seq, cpu, memory, gpus, gpu_memory, runtime, "
+           "queue_timeout_ms, account, retention_ms) "
+           "VALUES(?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq");
   ins.Bind(1, job_id).BindBlob(2, spec.SerializeAsString()).Bind(3, spec_digest).Bind(4, now_ms);
   ins.Bind(5, columns.cpu).Bind(6, columns.memory).Bind(7, columns.gpus).Bind(8, columns.gpu_memory);
   ins.Bind(9, columns.runtime).Bind(10, columns.queue_timeout_ms).Bind(11, account).Bind(12, columns.retention_ms);
@@ -108,10 +109,11 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     counts[t->state()]++;
   }
   IG_RETURN_IF_ERROR(tq.status());
-  Stmt aq(db_, "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-               "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-               "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = ? "
-               "ORDER BY assigned_ms, seq");
+  Stmt aq(db_,
+          "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+          "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+          "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = ? "
+          "ORDER BY assigned_ms, seq");
   aq.Bind(1, job_id);
   while (aq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
@@ -168,8 +170,9 @@ Result<std::vector<v1::Job>> SqliteStore::ListJobs(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Job> out;
   std::map<std::string, size_t> pos;
-  Stmt q(db_, "SELECT id, spec, spec_digest, created_ms, account FROM jobs WHERE ? = '' OR account = ? "
-              "ORDER BY seq DESC");
+  Stmt q(db_,
+         "SELECT id, spec, spec_digest, created_ms, account FROM jobs WHERE ? = '' OR account = ? "
+         "ORDER BY seq DESC");
   q.Bind(1, account).Bind(2, account);
   while (q.Step()) {
     v1::Job job;
@@ -201,11 +204,12 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
   // LEFT JOIN: a task whose job row is gone is damage to report, not to skip.
   // The window takes accounts in turn (each one's first task, then each
   // one's second, ...), so one account's long queue cannot fill it.
-  Stmt q(db_, "SELECT q.job_id, q.idx, q.excluded, q.queued_ms, j.spec, j.account FROM ("
-              "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, t.job_seq, "
-              "ROW_NUMBER() OVER (PARTITION BY a.account ORDER BY t.job_seq, t.idx) AS turn "
-              "FROM tasks t LEFT JOIN jobs a ON a.id = t.job_id WHERE t.state = ? AND t.not_before_ms <= ?) q "
-              "LEFT JOIN jobs j ON j.id = q.job_id ORDER BY q.turn, q.job_seq, q.idx LIMIT ?");
+  Stmt q(db_,
+         "SELECT q.job_id, q.idx, q.excluded, q.queued_ms, j.spec, j.account FROM ("
+         "SELECT t.job_id, t.idx, t.excluded, t.queued_ms, t.job_seq, "
+         "ROW_NUMBER() OVER (PARTITION BY a.account ORDER BY t.job_seq, t.idx) AS turn "
+         "FROM tasks t LEFT JOIN jobs a ON a.id = t.job_id WHERE t.state = ? AND t.not_before_ms <= ?) q "
+         "LEFT JOIN jobs j ON j.id = q.job_id ORDER BY q.turn, q.job_seq, q.idx LIMIT ?");
   q.Bind(1, int64_t{v1::QUEUED}).Bind(2, now_ms).Bind(3, static_cast<int64_t>(limit));
   while (q.Step()) {
     QueuedTask t;
@@ -230,9 +234,10 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
 Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.node_id, a.state, a.cpu, a.memory, a.gpus, a.devices, a.gpu_memory, "
-              "a.epoch, a.gpu_milli, COALESCE(j.account, '') FROM attempts a LEFT JOIN jobs j ON j.id = a.job_id "
-              "WHERE a.state IN (?, ?)");
+  Stmt q(db_,
+         "SELECT a.id, a.job_id, a.idx, a.node_id, a.state, a.cpu, a.memory, a.gpus, a.devices, a.gpu_memory, "
+         "a.epoch, a.gpu_milli, COALESCE(j.account, '') FROM attempts a LEFT JOIN jobs j ON j.id = a.job_id "
+         "WHERE a.state IN (?, ?)");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING});
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),
@@ -254,16 +259,20 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
   // Each statement is prepared once for the whole batch.
   Stmt job_q(db_, "SELECT spec FROM jobs WHERE id = ?");
   Stmt node_q(db_, "SELECT info, advertisement FROM nodes WHERE id = ?");
-  Stmt held_q(db_, "SELECT cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
-                   "WHERE state IN (?, ?) AND node_id = ?");
+  Stmt held_q(db_,
+              "SELECT cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
+              "WHERE state IN (?, ?) AND node_id = ?");
   // The task's row, attempts so far and latest checkpoint (if any), then an
   // update by rowid: cheaper than a conditional UPDATE ... RETURNING.
-  Stmt task_q(db_, "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
-                   "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
+  Stmt task_q(db_,
+              "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
+              "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
   Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?");
-  Stmt ins(db_, "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-                "gpu_memory, devices, epoch, restored_from, placement, gpu_milli, seq) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM attempts))");
+  Stmt ins(
+      db_,
+      "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
+      "gpu_memory, devices, epoch, restored_from, placement, gpu_milli, seq) "
+      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM attempts))");
   for (Stmt* s : {&job_q, &node_q, &held_q, &task_q, &upd, &ins}) IG_RETURN_IF_ERROR(s->status());
 
   // The reservation of each job of the batch, from its spec (copied into the
@@ -356,12 +365,23 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
     done.lease_epoch = static_cast<uint64_t>(row.epoch);
     devices.clear();
     for (const auto& d : a.device_uuids) devices += d + ",";
-    ins.Reset().Bind(1, a.attempt_id).Bind(2, a.job_id).Bind(3, int64_t{a.index}).Bind(4, a.node_id)
-        .Bind(5, int64_t{v1::ASSIGNED}).Bind(6, a.now_ms).Bind(7, res->cpu())
-        .Bind(8, static_cast<int64_t>(res->memory_bytes())).Bind(9, int64_t{res->gpus()})
-        .Bind(10, runtimes[a.job_id]).Bind(11, static_cast<int64_t>(res->gpu_memory_bytes())).Bind(12, devices)
-        .Bind(13, static_cast<int64_t>(done.lease_epoch)).Bind(14, row.restored_from)
-        .BindBlob(15, a.placement.SerializeAsString()).Bind(16, int64_t{a.placement.gpu_milli()});
+    ins.Reset()
+        .Bind(1, a.attempt_id)
+        .Bind(2, a.job_id)
+        .Bind(3, int64_t{a.index})
+        .Bind(4, a.node_id)
+        .Bind(5, int64_t{v1::ASSIGNED})
+        .Bind(6, a.now_ms)
+        .Bind(7, res->cpu())
+        .Bind(8, static_cast<int64_t>(res->memory_bytes()))
+        .Bind(9, int64_t{res->gpus()})
+        .Bind(10, runtimes[a.job_id])
+        .Bind(11, static_cast<int64_t>(res->gpu_memory_bytes()))
+        .Bind(12, devices)
+        .Bind(13, static_cast<int64_t>(done.lease_epoch))
+        .Bind(14, row.restored_from)
+        .BindBlob(15, a.placement.SerializeAsString())
+        .Bind(16, int64_t{a.placement.gpu_milli()});
     ins.Step();
     IG_RETURN_IF_ERROR(ins.status());
     committed.push_back(std::move(done));
@@ -371,10 +391,16 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
 }
 
 Status SqliteStore::WriteTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskWrite& write) {
-  Stmt upd(db_, "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ?, "
-                "queued_ms = CASE WHEN ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
-  upd.Bind(1, int64_t{write.state}).Bind(2, int64_t{write.reason}).Bind(3, write.message).Bind(4, write.updated_ms)
-      .Bind(5, int64_t{write.queued_ms.has_value()}).Bind(6, write.queued_ms.value_or(0)).Bind(7, job_id)
+  Stmt upd(db_,
+           "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ?, "
+           "queued_ms = CASE WHEN ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
+  upd.Bind(1, int64_t{write.state})
+      .Bind(2, int64_t{write.reason})
+      .Bind(3, write.message)
+      .Bind(4, write.updated_ms)
+      .Bind(5, int64_t{write.queued_ms.has_value()})
+      .Bind(6, write.queued_ms.value_or(0))
+      .Bind(7, job_id)
       .Bind(8, int64_t{index});
   upd.Step();
   return upd.status();
@@ -400,19 +426,27 @@ Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::
   }
   if (plan.attempt) {
     const jobs::AttemptWrite& a = *plan.attempt;
-    Stmt upd(db_, "UPDATE attempts SET state = ?, reason = ?, message = ?, "
-                  "exit_code = CASE WHEN ? THEN ? ELSE exit_code END, "
-                  "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
-                  "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
-                  "runtime = CASE WHEN ? THEN ? ELSE runtime END, "
-                  "outputs = CASE WHEN ? THEN ? ELSE outputs END, "
-                  "provenance = CASE WHEN ? THEN ? ELSE provenance END WHERE id = ?");
-    upd.Bind(1, int64_t{a.state}).Bind(2, int64_t{a.reason}).Bind(3, a.message)
-        .Bind(4, int64_t{a.exit_code.has_value()}).Bind(5, int64_t{a.exit_code.value_or(0)})
-        .Bind(6, int64_t{a.started_ms.has_value()}).Bind(7, a.started_ms.value_or(0))
-        .Bind(8, int64_t{a.finished_ms.has_value()}).Bind(9, a.finished_ms.value_or(0))
-        .Bind(10, int64_t{a.runtime.has_value()}).Bind(11, a.runtime.value_or(""))
-        .Bind(12, int64_t{a.outputs.has_value()}).BindBlob(13, a.outputs ? a.outputs->SerializeAsString() : "")
+    Stmt upd(db_,
+             "UPDATE attempts SET state = ?, reason = ?, message = ?, "
+             "exit_code = CASE WHEN ? THEN ? ELSE exit_code END, "
+             "started_ms = CASE WHEN ? THEN ? ELSE started_ms END, "
+             "finished_ms = CASE WHEN ? THEN ? ELSE finished_ms END, "
+             "runtime = CASE WHEN ? THEN ? ELSE runtime END, "
+             "outputs = CASE WHEN ? THEN ? ELSE outputs END, "
+             "provenance = CASE WHEN ? THEN ? ELSE provenance END WHERE id = ?");
+    upd.Bind(1, int64_t{a.state})
+        .Bind(2, int64_t{a.reason})
+        .Bind(3, a.message)
+        .Bind(4, int64_t{a.exit_code.has_value()})
+        .Bind(5, int64_t{a.exit_code.value_or(0)})
+        .Bind(6, int64_t{a.started_ms.has_value()})
+        .Bind(7, a.started_ms.value_or(0))
+        .Bind(8, int64_t{a.finished_ms.has_value()})
+        .Bind(9, a.finished_ms.value_or(0))
+        .Bind(10, int64_t{a.runtime.has_value()})
+        .Bind(11, a.runtime.value_or(""))
+        .Bind(12, int64_t{a.outputs.has_value()})
+        .BindBlob(13, a.outputs ? a.outputs->SerializeAsString() : "")
         .Bind(14, int64_t{a.provenance.has_value()})
         .BindBlob(15, a.provenance ? a.provenance->SerializeAsString() : "")
         .Bind(16, attempt_id);
@@ -441,8 +475,8 @@ Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::
   return Status::Ok();
 }
 
-Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id,
-                                                    const v1::ReportAttemptRequest& report, int64_t now_ms) {
+Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
+                                                    int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -530,8 +564,9 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
     exists.Bind(1, job_id);
     if (!exists.Step()) return Status::NotFound("job " + job_id + " does not exist");
-    Stmt active(db_, "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?) "
-                     "ORDER BY assigned_ms, seq");
+    Stmt active(db_,
+                "SELECT id, idx, node_id, state FROM attempts WHERE job_id = ? AND state IN (?, ?) "
+                "ORDER BY assigned_ms, seq");
     active.Bind(1, job_id).Bind(2, int64_t{v1::ASSIGNED}).Bind(3, int64_t{v1::RUNNING});
     while (active.Step()) {
       result.stopped.push_back({active.Text(0), job_id, static_cast<uint32_t>(active.Int(1)), active.Text(2),
@@ -546,11 +581,16 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
     // One statement for every task the cancel moves (none re-enters the queue,
     // so queued_ms stands).
     static const std::vector<v1::TaskState> kCancellable = jobs::CancellableStates();
-    static const std::string kCancelTasks = "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ? "
-                                            "WHERE job_id = ? AND state IN (" + Placeholders(kCancellable.size()) + ")";
+    static const std::string kCancelTasks =
+        "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ? "
+        "WHERE job_id = ? AND state IN (" +
+        Placeholders(kCancellable.size()) + ")";
     const jobs::TaskMove cancel = jobs::CancelMove();
     Stmt t(db_, kCancelTasks.c_str());
-    t.Bind(1, int64_t{cancel.to}).Bind(2, int64_t{cancel.reason}).Bind(3, cancel.message).Bind(4, now_ms)
+    t.Bind(1, int64_t{cancel.to})
+        .Bind(2, int64_t{cancel.reason})
+        .Bind(3, cancel.message)
+        .Bind(4, now_ms)
         .Bind(5, job_id);
     for (size_t i = 0; i < kCancellable.size(); ++i) t.Bind(static_cast<int>(6 + i), int64_t{kCancellable[i]});
     t.Step();
@@ -585,11 +625,13 @@ Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
   std::vector<std::pair<std::string, uint32_t>> expired;
-  Stmt q(db_, "SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t JOIN jobs j ON j.id = t.job_id "
-              "WHERE t.state = ? AND j.queue_timeout_ms > 0 AND t.not_before_ms < ?");
+  Stmt q(db_,
+         "SELECT t.job_id, t.idx, t.queued_ms, j.queue_timeout_ms FROM tasks t JOIN jobs j ON j.id = t.job_id "
+         "WHERE t.state = ? AND j.queue_timeout_ms > 0 AND t.not_before_ms < ?");
   q.Bind(1, int64_t{v1::QUEUED}).Bind(2, jobs::kVerdictHoldMs);
   while (q.Step()) {
-    if (jobs::QueueTimedOut(q.Int(2), q.Int(3), now_ms)) expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
+    if (jobs::QueueTimedOut(q.Int(2), q.Int(3), now_ms))
+      expired.emplace_back(q.Text(0), static_cast<uint32_t>(q.Int(1)));
   }
   IG_RETURN_IF_ERROR(q.status());
   for (const auto& [job, idx] : expired) {
@@ -633,8 +675,9 @@ Result<Store::AttemptOwner> SqliteStore::GetAttemptOwner(const std::string& atte
 Result<std::vector<ActiveAttempt>> SqliteStore::UnacknowledgedAttempts(int64_t assigned_before_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT id, job_id, idx, node_id, state FROM attempts "
-              "WHERE state = ? AND accepted_ms = 0 AND assigned_ms < ? ORDER BY assigned_ms");
+  Stmt q(db_,
+         "SELECT id, job_id, idx, node_id, state FROM attempts "
+         "WHERE state = ? AND accepted_ms = 0 AND assigned_ms < ? ORDER BY assigned_ms");
   q.Bind(1, int64_t{v1::ASSIGNED}).Bind(2, assigned_before_ms);
   while (q.Step()) {
     ActiveAttempt a;
@@ -652,8 +695,9 @@ Result<std::vector<ActiveAttempt>> SqliteStore::UnacknowledgedAttempts(int64_t a
 Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
-  Stmt q(db_, "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts "
-              "WHERE node_id = ? AND state = ? ORDER BY assigned_ms");
+  Stmt q(db_,
+         "SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts "
+         "WHERE node_id = ? AND state = ? ORDER BY assigned_ms");
   q.Bind(1, node_id).Bind(2, int64_t{v1::ASSIGNED});
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3),

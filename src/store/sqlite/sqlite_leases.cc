@@ -24,11 +24,16 @@ Status SqliteStore::RecordCheckpointLocked(const v1::ReportAttemptRequest& repor
   cp.set_lease_epoch(epoch);
   *cp.mutable_files() = report.checkpoint();
   cp.set_created_at_ms(now_ms);
-  Stmt up(db_, "INSERT INTO checkpoints(job_id, idx, attempt_id, epoch, files, created_ms) VALUES(?, ?, ?, ?, ?, ?) "
-               "ON CONFLICT(job_id, idx) DO UPDATE SET attempt_id = excluded.attempt_id, epoch = excluded.epoch, "
-               "files = excluded.files, created_ms = excluded.created_ms");
-  up.Bind(1, job_id).Bind(2, int64_t{index}).Bind(3, report.attempt_id()).Bind(4, static_cast<int64_t>(epoch))
-      .BindBlob(5, cp.SerializeAsString()).Bind(6, now_ms);
+  Stmt up(db_,
+          "INSERT INTO checkpoints(job_id, idx, attempt_id, epoch, files, created_ms) VALUES(?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT(job_id, idx) DO UPDATE SET attempt_id = excluded.attempt_id, epoch = excluded.epoch, "
+          "files = excluded.files, created_ms = excluded.created_ms");
+  up.Bind(1, job_id)
+      .Bind(2, int64_t{index})
+      .Bind(3, report.attempt_id())
+      .Bind(4, static_cast<int64_t>(epoch))
+      .BindBlob(5, cp.SerializeAsString())
+      .Bind(6, now_ms);
   up.Step();
   IG_RETURN_IF_ERROR(up.status());
   Stmt at(db_, "UPDATE attempts SET checkpoints = checkpoints + 1, last_checkpoint_ms = ? WHERE id = ?");
@@ -53,8 +58,9 @@ Status SqliteStore::LoadCheckpointsLocked(const std::string& job_id, const std::
 Result<std::map<std::string, NodeOutcomes>> SqliteStore::RecentNodeOutcomes(int64_t since_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, NodeOutcomes> out;
-  Stmt q(db_, "SELECT node_id, state, reason, COUNT(*) FROM attempts WHERE finished_ms >= ? AND finished_ms > 0 "
-              "GROUP BY node_id, state, reason");
+  Stmt q(db_,
+         "SELECT node_id, state, reason, COUNT(*) FROM attempts WHERE finished_ms >= ? AND finished_ms > 0 "
+         "GROUP BY node_id, state, reason");
   q.Bind(1, since_ms);
   while (q.Step()) {
     out[q.Text(0)].Add(static_cast<v1::TaskState>(q.Int(1)), static_cast<v1::FailureReason>(q.Int(2)),

@@ -28,8 +28,9 @@ Result<bool> ApplyPostingLocked(sqlite3* db, const ledger::Posting& posting, int
   IG_RETURN_IF_ERROR(ins.status());
   int64_t seq = sqlite3_last_insert_rowid(db);
   Stmt read(db, "SELECT balance FROM ledger_balances WHERE owner = ? AND kind = ? AND scope = ?");
-  Stmt write(db, "INSERT INTO ledger_balances(owner, kind, scope, balance) VALUES(?, ?, ?, ?) "
-                 "ON CONFLICT(owner, kind, scope) DO UPDATE SET balance = excluded.balance");
+  Stmt write(db,
+             "INSERT INTO ledger_balances(owner, kind, scope, balance) VALUES(?, ?, ?, ?) "
+             "ON CONFLICT(owner, kind, scope) DO UPDATE SET balance = excluded.balance");
   Stmt entry(db, "INSERT INTO ledger_entries(seq, idx, owner, kind, scope, amount) VALUES(?, ?, ?, ?, ?, ?)");
   for (size_t i = 0; i < posting.entries.size(); ++i) {
     const ledger::Entry& e = posting.entries[i];
@@ -117,9 +118,10 @@ Result<std::vector<ledger::BookedPosting>> SqliteStore::LedgerPostings(int64_t a
 
 Result<std::vector<PendingCharge>> SqliteStore::PendingCharges(int64_t charged_before_ms, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "SELECT b.owner, b.scope, p.job_id, b.balance, p.applied_ms FROM ledger_balances b "
-              "JOIN ledger_postings p ON p.key = ? || b.scope "
-              "WHERE b.kind = ? AND b.balance > 0 AND p.applied_ms < ? ORDER BY p.applied_ms, p.seq LIMIT ?");
+  Stmt q(db_,
+         "SELECT b.owner, b.scope, p.job_id, b.balance, p.applied_ms FROM ledger_balances b "
+         "JOIN ledger_postings p ON p.key = ? || b.scope "
+         "WHERE b.kind = ? AND b.balance > 0 AND p.applied_ms < ? ORDER BY p.applied_ms, p.seq LIMIT ?");
   q.Bind(1, ledger::ChargeKey("")).Bind(2, std::string_view(ledger::KindName(ledger::Kind::kPending)));
   q.Bind(3, charged_before_ms).Bind(4, static_cast<int64_t>(limit));
   std::vector<PendingCharge> charges;
@@ -138,8 +140,9 @@ Result<int64_t> SqliteStore::SettlementCursor(const std::string& sink) {
 
 Status SqliteStore::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO ledger_settlement(sink, last_seq) VALUES(?, ?) "
-              "ON CONFLICT(sink) DO UPDATE SET last_seq = excluded.last_seq");
+  Stmt q(db_,
+         "INSERT INTO ledger_settlement(sink, last_seq) VALUES(?, ?) "
+         "ON CONFLICT(sink) DO UPDATE SET last_seq = excluded.last_seq");
   q.Bind(1, sink).Bind(2, last_seq).Step();
   return q.status();
 }

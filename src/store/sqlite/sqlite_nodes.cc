@@ -12,9 +12,10 @@ Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::
   Stmt tail_q(db_, "SELECT seq, length(data) FROM logs WHERE job_id = ? AND idx = ? AND part = ? ORDER BY seq");
   Stmt evict(db_, "DELETE FROM logs WHERE seq = ?");
   Stmt ins(db_, "INSERT INTO logs(job_id, idx, attempt_id, stream, data, part) VALUES(?, ?, ?, ?, ?, ?)");
-  Stmt save(db_, "INSERT INTO log_usage(job_id, idx, head_bytes, tail_bytes, dropped_bytes) VALUES(?, ?, ?, ?, ?) "
-                 "ON CONFLICT(job_id, idx) DO UPDATE SET head_bytes = excluded.head_bytes, "
-                 "tail_bytes = excluded.tail_bytes, dropped_bytes = excluded.dropped_bytes");
+  Stmt save(db_,
+            "INSERT INTO log_usage(job_id, idx, head_bytes, tail_bytes, dropped_bytes) VALUES(?, ?, ?, ?, ?) "
+            "ON CONFLICT(job_id, idx) DO UPDATE SET head_bytes = excluded.head_bytes, "
+            "tail_bytes = excluded.tail_bytes, dropped_bytes = excluded.dropped_bytes");
   for (Stmt* st : {&usage_q, &tail_q, &evict, &ins, &save}) IG_RETURN_IF_ERROR(st->status());
   for (const auto& [idx, incoming] : jobs::ChunksByTask(chunks)) {
     jobs::LogUsage usage;
@@ -55,12 +56,12 @@ Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::
   return tx.Commit();
 }
 
-Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_id, int64_t after_seq,
-                                                        size_t limit) {
+Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::LogChunk> out;
-  Stmt q(db_, "SELECT seq, idx, attempt_id, stream, data FROM logs WHERE job_id = ? AND seq > ? "
-              "ORDER BY seq LIMIT ?");
+  Stmt q(db_,
+         "SELECT seq, idx, attempt_id, stream, data FROM logs WHERE job_id = ? AND seq > ? "
+         "ORDER BY seq LIMIT ?");
   q.Bind(1, job_id).Bind(2, after_seq).Bind(3, static_cast<int64_t>(limit));
   while (q.Step()) {
     v1::LogChunk c;
@@ -77,18 +78,25 @@ Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_i
 
 Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
-              "last_sequence, advertisement, provider) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-              "ON CONFLICT(id) DO UPDATE SET "
-              "name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
-              "provider = excluded.provider, "
-              "public_key = excluded.public_key, "
-              "last_sequence = MAX(last_sequence, excluded.last_sequence), "
-              "advertisement = CASE WHEN excluded.last_sequence > last_sequence THEN excluded.advertisement "
-              "ELSE advertisement END");
-  q.Bind(1, node.id).Bind(2, node.name).Bind(3, token_hash).BindBlob(4, node.info.SerializeAsString())
-      .Bind(5, node.registered_ms).Bind(6, node.last_heartbeat_ms).BindBlob(7, node.public_key)
-      .Bind(8, static_cast<int64_t>(node.last_sequence)).BindBlob(9, node.advertisement.SerializeAsString())
+  Stmt q(db_,
+         "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
+         "last_sequence, advertisement, provider) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+         "ON CONFLICT(id) DO UPDATE SET "
+         "name = excluded.name, token_hash = excluded.token_hash, info = excluded.info, "
+         "provider = excluded.provider, "
+         "public_key = excluded.public_key, "
+         "last_sequence = MAX(last_sequence, excluded.last_sequence), "
+         "advertisement = CASE WHEN excluded.last_sequence > last_sequence THEN excluded.advertisement "
+         "ELSE advertisement END");
+  q.Bind(1, node.id)
+      .Bind(2, node.name)
+      .Bind(3, token_hash)
+      .BindBlob(4, node.info.SerializeAsString())
+      .Bind(5, node.registered_ms)
+      .Bind(6, node.last_heartbeat_ms)
+      .BindBlob(7, node.public_key)
+      .Bind(8, static_cast<int64_t>(node.last_sequence))
+      .BindBlob(9, node.advertisement.SerializeAsString())
       .Bind(10, node.provider);
   q.Step();
   return q.status();
@@ -148,7 +156,9 @@ Status SqliteStore::RecordAdvertisement(const std::string& node_id, uint64_t seq
                                         const v1::Advertisement& advertisement) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE nodes SET last_sequence = ?, advertisement = ? WHERE id = ? AND last_sequence < ?");
-  q.Bind(1, static_cast<int64_t>(sequence)).BindBlob(2, advertisement.SerializeAsString()).Bind(3, node_id)
+  q.Bind(1, static_cast<int64_t>(sequence))
+      .BindBlob(2, advertisement.SerializeAsString())
+      .Bind(3, node_id)
       .Bind(4, static_cast<int64_t>(sequence));
   q.Step();
   IG_RETURN_IF_ERROR(q.status());
@@ -198,8 +208,7 @@ Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_
   return tx.Commit();
 }
 
-Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,
-                                   int64_t now_ms) {
+Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "INSERT OR IGNORE INTO artifacts(digest, size, kind, created_ms) VALUES(?, ?, ?, ?)");
   q.Bind(1, digest).Bind(2, static_cast<int64_t>(size)).Bind(3, kind).Bind(4, now_ms);
@@ -218,8 +227,9 @@ Result<bool> SqliteStore::HasArtifact(const std::string& digest) {
 
 Status SqliteStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "INSERT OR REPLACE INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
-              "VALUES(?, ?, ?, ?)");
+  Stmt q(db_,
+         "INSERT OR REPLACE INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
+         "VALUES(?, ?, ?, ?)");
   q.Bind(1, image.manifest_digest).Bind(2, image.config_digest).Bind(3, image.archive_digest).Bind(4, now_ms);
   q.Step();
   return q.status();

@@ -4,8 +4,7 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::CollectUnheldLocked(const std::set<std::string>& digests, int64_t now_ms,
-                                        CollectedArtifacts* out) {
+Status SqliteStore::CollectUnheldLocked(const std::set<std::string>& digests, int64_t now_ms, CollectedArtifacts* out) {
   Stmt live(db_, "SELECT 1 FROM artifact_refs WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?) LIMIT 1");
   Stmt size(db_, "SELECT size FROM artifacts WHERE digest = ?");
   Stmt drop_refs(db_, "DELETE FROM artifact_refs WHERE digest = ?");
@@ -80,9 +79,10 @@ Result<std::vector<std::string>> SqliteStore::ExpiredJobs(int64_t now_ms, size_t
   std::lock_guard<std::mutex> lock(mu_);
   // Settled: no task left to run (terminal states only); the rule itself is
   // jobs::RetentionExpired, asked per candidate.
-  Stmt q(db_, "SELECT j.id, j.retention_ms, MAX(t.updated_ms) FROM jobs j JOIN tasks t ON t.job_id = j.id "
-              "WHERE j.retention_ms > 0 GROUP BY j.id, j.retention_ms, j.seq "
-              "HAVING SUM(CASE WHEN t.state IN (?, ?, ?) THEN 0 ELSE 1 END) = 0 ORDER BY j.seq");
+  Stmt q(db_,
+         "SELECT j.id, j.retention_ms, MAX(t.updated_ms) FROM jobs j JOIN tasks t ON t.job_id = j.id "
+         "WHERE j.retention_ms > 0 GROUP BY j.id, j.retention_ms, j.seq "
+         "HAVING SUM(CASE WHEN t.state IN (?, ?, ?) THEN 0 ELSE 1 END) = 0 ORDER BY j.seq");
   q.Bind(1, int64_t{v1::SUCCEEDED}).Bind(2, int64_t{v1::FAILED}).Bind(3, int64_t{v1::CANCELLED});
   std::vector<std::string> out;
   while (q.Step() && out.size() < limit) {

@@ -31,8 +31,9 @@ Result<CancelResult> SqliteStore::CancelTasks(const std::string& job_id, const j
     IG_ASSIGN_OR_RETURN(auto rows, TaskStatesLocked(job_id));
     IG_ASSIGN_OR_RETURN(auto plan, jobs::PlanCancelTasks(job_id, rows, selection, now_ms));
     for (const jobs::IndexedWrite& w : plan) {
-      Stmt active(db_, "SELECT id, node_id, state FROM attempts WHERE job_id = ? AND idx = ? AND state IN (?, ?) "
-                       "ORDER BY assigned_ms, seq");
+      Stmt active(db_,
+                  "SELECT id, node_id, state FROM attempts WHERE job_id = ? AND idx = ? AND state IN (?, ?) "
+                  "ORDER BY assigned_ms, seq");
       active.Bind(1, job_id).Bind(2, int64_t{w.index}).Bind(3, int64_t{v1::ASSIGNED}).Bind(4, int64_t{v1::RUNNING});
       while (active.Step()) {
         ActiveAttempt a;
@@ -45,9 +46,13 @@ Result<CancelResult> SqliteStore::CancelTasks(const std::string& job_id, const j
       }
       IG_RETURN_IF_ERROR(active.status());
       // As for a whole job's cancel: the attempt holds its node until the agent confirms the stop.
-      Stmt a(db_, "UPDATE attempts SET reason = ?, message = 'cancel requested' "
-                  "WHERE job_id = ? AND idx = ? AND state IN (?, ?)");
-      a.Bind(1, int64_t{v1::USER_CANCEL}).Bind(2, job_id).Bind(3, int64_t{w.index}).Bind(4, int64_t{v1::ASSIGNED})
+      Stmt a(db_,
+             "UPDATE attempts SET reason = ?, message = 'cancel requested' "
+             "WHERE job_id = ? AND idx = ? AND state IN (?, ?)");
+      a.Bind(1, int64_t{v1::USER_CANCEL})
+          .Bind(2, job_id)
+          .Bind(3, int64_t{w.index})
+          .Bind(4, int64_t{v1::ASSIGNED})
           .Bind(5, int64_t{v1::RUNNING});
       a.Step();
       IG_RETURN_IF_ERROR(a.status());

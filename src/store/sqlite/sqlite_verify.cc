@@ -38,21 +38,33 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
       break;
   }
   for (const VerdictWrite::Vote& v : w.votes) {
-    Stmt upd(db_, "UPDATE attempts SET vote = ?, vote_reason = ?, "
-                  "state = CASE WHEN ? THEN ? ELSE state END, reason = CASE WHEN ? THEN ? ELSE reason END, "
-                  "message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND job_id = ? AND idx = ?");
-    upd.Bind(1, v.vote).Bind(2, v.reason).Bind(3, int64_t{v.failed}).Bind(4, int64_t{v1::FAILED})
-        .Bind(5, int64_t{v.failed}).Bind(6, int64_t{v1::VERIFICATION_FAILED}).Bind(7, int64_t{v.failed})
-        .Bind(8, v.FailedMessage()).Bind(9, v.attempt_id).Bind(10, w.job_id)
+    Stmt upd(db_,
+             "UPDATE attempts SET vote = ?, vote_reason = ?, "
+             "state = CASE WHEN ? THEN ? ELSE state END, reason = CASE WHEN ? THEN ? ELSE reason END, "
+             "message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND job_id = ? AND idx = ?");
+    upd.Bind(1, v.vote)
+        .Bind(2, v.reason)
+        .Bind(3, int64_t{v.failed})
+        .Bind(4, int64_t{v1::FAILED})
+        .Bind(5, int64_t{v.failed})
+        .Bind(6, int64_t{v1::VERIFICATION_FAILED})
+        .Bind(7, int64_t{v.failed})
+        .Bind(8, v.FailedMessage())
+        .Bind(9, v.attempt_id)
+        .Bind(10, w.job_id)
         .Bind(11, int64_t{w.index});
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
   }
   IG_RETURN_IF_ERROR(WriteTaskLocked(w.job_id, w.index, w.task));
-  Stmt line(db_, "UPDATE tasks SET verification = ?, not_before_ms = CASE WHEN ? THEN ? ELSE not_before_ms END "
-                 "WHERE job_id = ? AND idx = ?");
-  line.Bind(1, w.verification).Bind(2, int64_t{w.not_before_ms.has_value()}).Bind(3, w.not_before_ms.value_or(0))
-      .Bind(4, w.job_id).Bind(5, int64_t{w.index});
+  Stmt line(db_,
+            "UPDATE tasks SET verification = ?, not_before_ms = CASE WHEN ? THEN ? ELSE not_before_ms END "
+            "WHERE job_id = ? AND idx = ?");
+  line.Bind(1, w.verification)
+      .Bind(2, int64_t{w.not_before_ms.has_value()})
+      .Bind(3, w.not_before_ms.value_or(0))
+      .Bind(4, w.job_id)
+      .Bind(5, int64_t{w.index});
   line.Step();
   IG_RETURN_IF_ERROR(line.status());
   if (w.reset_exclusions) {
@@ -68,12 +80,17 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
     IG_RETURN_IF_ERROR(ex.status());
   }
   for (const TrustRecord& t : w.trust) {
-    Stmt put(db_, "INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, updated_ms) "
-                  "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(provider, image) DO UPDATE SET "
-                  "consecutive = excluded.consecutive, reliability = excluded.reliability, "
-                  "caught = excluded.caught, updated_ms = excluded.updated_ms");
-    put.Bind(1, t.provider).Bind(2, t.image).Bind(3, int64_t{t.consecutive}).Bind(4, int64_t{t.reliability})
-        .Bind(5, int64_t{t.caught}).Bind(6, now_ms);
+    Stmt put(db_,
+             "INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, updated_ms) "
+             "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(provider, image) DO UPDATE SET "
+             "consecutive = excluded.consecutive, reliability = excluded.reliability, "
+             "caught = excluded.caught, updated_ms = excluded.updated_ms");
+    put.Bind(1, t.provider)
+        .Bind(2, t.image)
+        .Bind(3, int64_t{t.consecutive})
+        .Bind(4, int64_t{t.reliability})
+        .Bind(5, int64_t{t.caught})
+        .Bind(6, now_ms);
     put.Step();
     IG_RETURN_IF_ERROR(put.status());
   }
@@ -81,14 +98,17 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   return true;
 }
 
-Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(const std::string& prefix,
-                                                                             size_t limit) {
+Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(const std::string& prefix, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<TaskKey, int64_t>> out;
   // The list is "a,b,": an entry starts the list or follows a comma.
-  Stmt q(db_, "SELECT job_id, idx, updated_ms FROM tasks WHERE state = ? AND not_before_ms < ? AND "
-              "(instr(excluded, ?) = 1 OR instr(excluded, ',' || ?) > 0) ORDER BY updated_ms LIMIT ?");
-  q.Bind(1, int64_t{v1::QUEUED}).Bind(2, jobs::kVerdictHoldMs).Bind(3, prefix).Bind(4, prefix)
+  Stmt q(db_,
+         "SELECT job_id, idx, updated_ms FROM tasks WHERE state = ? AND not_before_ms < ? AND "
+         "(instr(excluded, ?) = 1 OR instr(excluded, ',' || ?) > 0) ORDER BY updated_ms LIMIT ?");
+  q.Bind(1, int64_t{v1::QUEUED})
+      .Bind(2, jobs::kVerdictHoldMs)
+      .Bind(3, prefix)
+      .Bind(4, prefix)
       .Bind(5, static_cast<int64_t>(limit));
   while (q.Step()) out.push_back({{q.Text(0), static_cast<uint32_t>(q.Int(1))}, q.Int(2)});
   IG_RETURN_IF_ERROR(q.status());
@@ -98,8 +118,9 @@ Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(con
 Result<std::vector<TrustRecord>> SqliteStore::TrustOf(const std::string& provider) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TrustRecord> out;
-  Stmt q(db_, "SELECT image, consecutive, reliability, caught, updated_ms FROM provider_trust WHERE provider = ? "
-              "ORDER BY image");
+  Stmt q(db_,
+         "SELECT image, consecutive, reliability, caught, updated_ms FROM provider_trust WHERE provider = ? "
+         "ORDER BY image");
   q.Bind(1, provider);
   while (q.Step()) {
     out.push_back({provider, q.Text(0), static_cast<uint32_t>(q.Int(1)), static_cast<uint32_t>(q.Int(2)),
@@ -113,9 +134,10 @@ Result<std::vector<ProviderResult>> SqliteStore::ProviderResults(const std::stri
                                                                  size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ProviderResult> out;
-  Stmt q(db_, "SELECT a.id, a.job_id, a.idx, a.vote, a.finished_ms FROM attempts a JOIN nodes n ON n.id = a.node_id "
-              "WHERE n.provider = ? AND a.state = ? AND a.vote IN ('agreed', 'unverified') AND a.finished_ms >= ? "
-              "ORDER BY a.finished_ms, a.seq LIMIT ?");
+  Stmt q(db_,
+         "SELECT a.id, a.job_id, a.idx, a.vote, a.finished_ms FROM attempts a JOIN nodes n ON n.id = a.node_id "
+         "WHERE n.provider = ? AND a.state = ? AND a.vote IN ('agreed', 'unverified') AND a.finished_ms >= ? "
+         "ORDER BY a.finished_ms, a.seq LIMIT ?");
   q.Bind(1, provider).Bind(2, int64_t{v1::SUCCEEDED}).Bind(3, since_ms).Bind(4, static_cast<int64_t>(limit));
   while (q.Step()) {
     out.push_back({q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), q.Text(3), q.Int(4)});
@@ -128,10 +150,11 @@ Result<std::vector<v1::Attempt>> SqliteStore::ProviderAttempts(const std::string
                                                                size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Attempt> out;
-  Stmt q(db_, "SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, a.vote "
-              "FROM attempts a JOIN nodes n ON n.id = a.node_id "
-              "WHERE n.provider = ? AND a.state = ? AND a.finished_ms >= ? "
-              "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT ?");
+  Stmt q(db_,
+         "SELECT a.id, a.node_id, a.started_ms, a.finished_ms, a.placement, a.receipt, a.vote "
+         "FROM attempts a JOIN nodes n ON n.id = a.node_id "
+         "WHERE n.provider = ? AND a.state = ? AND a.finished_ms >= ? "
+         "ORDER BY a.finished_ms DESC, a.seq DESC LIMIT ?");
   q.Bind(1, provider).Bind(2, int64_t{v1::SUCCEEDED}).Bind(3, since_ms).Bind(4, static_cast<int64_t>(limit));
   while (q.Step()) {
     v1::Attempt& a = out.emplace_back();

@@ -9,8 +9,9 @@ Status SqliteStore::CreateWorkflow(const std::string& id, const v1::WorkflowSpec
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  Stmt ins(db_, "INSERT INTO workflows(id, account, spec, state, settled, created_ms, updated_ms) "
-                "VALUES(?, ?, ?, 'running', 0, ?, ?) ON CONFLICT(id) DO NOTHING");
+  Stmt ins(db_,
+           "INSERT INTO workflows(id, account, spec, state, settled, created_ms, updated_ms) "
+           "VALUES(?, ?, ?, 'running', 0, ?, ?) ON CONFLICT(id) DO NOTHING");
   ins.Bind(1, id).Bind(2, account).BindBlob(3, spec.SerializeAsString()).Bind(4, now_ms).Bind(5, now_ms);
   ins.Step();
   IG_RETURN_IF_ERROR(ins.status());
@@ -38,8 +39,9 @@ Result<std::vector<v1::Workflow>> SqliteStore::ReadWorkflowsLocked(const char* w
     wf.set_created_at_ms(q.Int(4));
   }
   IG_RETURN_IF_ERROR(q.status());
-  Stmt steps(db_, "SELECT name, state, job_id, cache_key, cached, message FROM workflow_steps "
-                  "WHERE workflow_id = ? ORDER BY idx");
+  Stmt steps(db_,
+             "SELECT name, state, job_id, cache_key, cached, message FROM workflow_steps "
+             "WHERE workflow_id = ? ORDER BY idx");
   for (v1::Workflow& wf : out) {
     steps.Reset().Bind(1, wf.id());
     while (steps.Step()) {
@@ -110,10 +112,16 @@ Result<std::string> SqliteStore::ClaimWorkflowStep(const std::string& workflow_i
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  Stmt claim(db_, "UPDATE workflow_steps SET job_id = ?, cache_key = ?, cached = ?, state = ?, message = ? "
-                  "WHERE workflow_id = ? AND name = ? AND job_id = ''");
-  claim.Bind(1, s.job_id()).Bind(2, s.cache_key()).Bind(3, int64_t{s.cached()}).Bind(4, s.state())
-      .Bind(5, s.message()).Bind(6, workflow_id).Bind(7, s.name());
+  Stmt claim(db_,
+             "UPDATE workflow_steps SET job_id = ?, cache_key = ?, cached = ?, state = ?, message = ? "
+             "WHERE workflow_id = ? AND name = ? AND job_id = ''");
+  claim.Bind(1, s.job_id())
+      .Bind(2, s.cache_key())
+      .Bind(3, int64_t{s.cached()})
+      .Bind(4, s.state())
+      .Bind(5, s.message())
+      .Bind(6, workflow_id)
+      .Bind(7, s.name());
   claim.Step();
   IG_RETURN_IF_ERROR(claim.status());
   Stmt held(db_, "SELECT job_id FROM workflow_steps WHERE workflow_id = ? AND name = ?");
@@ -131,10 +139,11 @@ Result<std::optional<std::string>> SqliteStore::CachedStepJob(const std::string&
                                                               const std::string& cache_key) {
   std::lock_guard<std::mutex> lock(mu_);
   // Only a step whose job still exists (retention may have deleted it).
-  Stmt q(db_, "SELECT s.job_id FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id "
-              "JOIN jobs j ON j.id = s.job_id "
-              "WHERE s.cache_key = ? AND s.state = 'succeeded' AND w.account = ? "
-              "ORDER BY w.created_ms DESC LIMIT 1");
+  Stmt q(db_,
+         "SELECT s.job_id FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id "
+         "JOIN jobs j ON j.id = s.job_id "
+         "WHERE s.cache_key = ? AND s.state = 'succeeded' AND w.account = ? "
+         "ORDER BY w.created_ms DESC LIMIT 1");
   q.Bind(1, cache_key).Bind(2, account);
   if (!q.Step()) {
     IG_RETURN_IF_ERROR(q.status());
