@@ -51,84 +51,118 @@ AttemptOutcome Failure(const AttemptContext& ctx, v1::FailureReason reason, std:
   return out;
 }
 
+// A cancelled task's attempt holds its node until the agent confirms the
+// container is gone (or it exits anyway); only then is it cancelled too.
+AttemptOutcome OnCancelledTask(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
+  AttemptOutcome out{v1::CANCELLED, ctx.attempt_state};
+  switch (report.event()) {
+    case v1::STOPPED:
+    case v1::EXITED:
+    case v1::ERRORED:
+    case v1::REJECTED:
+      out.attempt_state = v1::CANCELLED;
+      out.reason = v1::USER_CANCEL;
+      out.message = "cancelled by user; container stopped";
+      return out;
+    default:
+      out.changed = false;  // the cancel command is on its way to the agent
+      return out;
+  }
+}
+
+// A report on an attempt that has already ended.
+Result<AttemptOutcome> OnEndedAttempt(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
+  // A repeated confirmation of a stop that was already recorded.
+  if (report.event() == v1::STOPPED && ctx.attempt_state == v1::CANCELLED) {
+    AttemptOutcome same{ctx.task_state, ctx.attempt_state};
+    same.changed = false;
+    return same;
+  }
+  return Status::FailedPrecondition(std::string("attempt is already ") + StateName(ctx.attempt_state) +
+                                    "; report ignored");
+}
+
+Result<AttemptOutcome> OnRejected(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
+  if (ctx.attempt_state != v1::ASSIGNED) {
+    return Status::FailedPrecondition("REJECTED for an attempt that already started");
+  }
+  if (report.failure_reason() == v1::NODE_BUSY) {
+    return Failure(ctx, v1::NODE_BUSY, "node busy: " + report.message());
+  }
+  return Failure(ctx, v1::POLICY_REJECTED, "rejected by node: " + report.message());
+}
+
+Result<AttemptOutcome> OnStarted(const AttemptContext& ctx) {
+  AttemptOutcome out{ctx.task_state, ctx.attempt_state};
+  if (ctx.attempt_state == v1::RUNNING) {
+    out.changed = false;
+    return out;
+  }
+  IG_RETURN_IF_ERROR(CheckAttemptTransition(ctx.attempt_state, v1::RUNNING));
+  out.attempt_state = v1::RUNNING;
+  out.task_state = v1::RUNNING;
+  return out;
+}
+
+AttemptOutcome OnExited(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
+  // The agent does not retry STARTED, so an exit can be the first report we
+  // see; refusing it would strand a task whose container already ran.
+  const bool implied_start = ctx.attempt_state == v1::ASSIGNED;
+  if (report.exit_code() == 0 && report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED) {
+    AttemptOutcome out{ctx.task_state, ctx.attempt_state};
+    out.attempt_state = v1::SUCCEEDED;
+    out.task_state = v1::SUCCEEDED;
+    out.implied_start = implied_start;
+    if (ctx.verified) {
+      // Not accepted on one node's word: no retry is used, the verdict decides.
+      out.task_state = v1::QUEUED;
+      out.hold_for_verdict = true;
+      out.task_message = "verifying: this result awaits the verdict";
+    }
+    return out;
+  }
+  AttemptOutcome failed = Failure(
+      ctx, report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED ? v1::NONZERO_EXIT : report.failure_reason(),
+      report.message().empty() ? "exited with code " + std::to_string(report.exit_code()) : report.message());
+  failed.implied_start = implied_start;
+  return failed;
+}
+
+AttemptOutcome OnCheckpointed(const AttemptContext& ctx) {
+  // Saved state changes no state; the store records it for the attempt.
+  // Only a container that ran can checkpoint: from ASSIGNED (its STARTED
+  // report was lost) the attempt passes to RUNNING.
+  AttemptOutcome out{ctx.task_state, ctx.attempt_state};
+  out.record_checkpoint = true;
+  if (ctx.attempt_state == v1::ASSIGNED) {
+    out.attempt_state = v1::RUNNING;
+    out.task_state = v1::RUNNING;
+    return out;
+  }
+  out.changed = false;
+  return out;
+}
+
 }  // namespace
 
 Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx, const v1::ReportAttemptRequest& report) {
-  // A cancelled task's attempt holds its node until the agent confirms the
-  // container is gone (or it exits anyway); only then is it cancelled too.
-  if (ctx.task_state == v1::CANCELLED && !IsTerminal(ctx.attempt_state)) {
-    AttemptOutcome out{v1::CANCELLED, ctx.attempt_state};
-    switch (report.event()) {
-      case v1::STOPPED:
-      case v1::EXITED:
-      case v1::ERRORED:
-      case v1::REJECTED:
-        out.attempt_state = v1::CANCELLED;
-        out.reason = v1::USER_CANCEL;
-        out.message = "cancelled by user; container stopped";
-        return out;
-      default:
-        out.changed = false;  // the cancel command is on its way to the agent
-        return out;
-    }
-  }
-  if (IsTerminal(ctx.attempt_state)) {
-    // A repeated confirmation of a stop that was already recorded.
-    if (report.event() == v1::STOPPED && ctx.attempt_state == v1::CANCELLED) {
-      AttemptOutcome same{ctx.task_state, ctx.attempt_state};
-      same.changed = false;
-      return same;
-    }
-    return Status::FailedPrecondition(std::string("attempt is already ") + StateName(ctx.attempt_state) +
-                                      "; report ignored");
-  }
-  AttemptOutcome out{ctx.task_state, ctx.attempt_state};
+  if (ctx.task_state == v1::CANCELLED && !IsTerminal(ctx.attempt_state)) return OnCancelledTask(ctx, report);
+  if (IsTerminal(ctx.attempt_state)) return OnEndedAttempt(ctx, report);
   switch (report.event()) {
-    case v1::ACCEPTED:
+    case v1::ACCEPTED: {
       if (ctx.attempt_state != v1::ASSIGNED) {
         return Status::FailedPrecondition("ACCEPTED for an attempt that is not assigned");
       }
+      AttemptOutcome out{ctx.task_state, ctx.attempt_state};
       out.changed = false;
       return out;
-    case v1::REJECTED:
-      if (ctx.attempt_state != v1::ASSIGNED) {
-        return Status::FailedPrecondition("REJECTED for an attempt that already started");
-      }
-      if (report.failure_reason() == v1::NODE_BUSY) {
-        return Failure(ctx, v1::NODE_BUSY, "node busy: " + report.message());
-      }
-      return Failure(ctx, v1::POLICY_REJECTED, "rejected by node: " + report.message());
-    case v1::STARTED:
-      if (ctx.attempt_state == v1::RUNNING) {
-        out.changed = false;
-        return out;
-      }
-      IG_RETURN_IF_ERROR(CheckAttemptTransition(ctx.attempt_state, v1::RUNNING));
-      out.attempt_state = v1::RUNNING;
-      out.task_state = v1::RUNNING;
-      return out;
-    case v1::EXITED: {
-      // The agent does not retry STARTED, so an exit can be the first report we
-      // see; refusing it would strand a task whose container already ran.
-      const bool implied_start = ctx.attempt_state == v1::ASSIGNED;
-      if (report.exit_code() == 0 && report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED) {
-        out.attempt_state = v1::SUCCEEDED;
-        out.task_state = v1::SUCCEEDED;
-        out.implied_start = implied_start;
-        if (ctx.verified) {
-          // Not accepted on one node's word: no retry is used, the verdict decides.
-          out.task_state = v1::QUEUED;
-          out.hold_for_verdict = true;
-          out.task_message = "verifying: this result awaits the verdict";
-        }
-        return out;
-      }
-      AttemptOutcome failed = Failure(
-          ctx, report.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED ? v1::NONZERO_EXIT : report.failure_reason(),
-          report.message().empty() ? "exited with code " + std::to_string(report.exit_code()) : report.message());
-      failed.implied_start = implied_start;
-      return failed;
     }
+    case v1::REJECTED:
+      return OnRejected(ctx, report);
+    case v1::STARTED:
+      return OnStarted(ctx);
+    case v1::EXITED:
+      return OnExited(ctx, report);
     case v1::ERRORED:
       return Failure(
           ctx,
@@ -140,17 +174,7 @@ Result<AttemptOutcome> ApplyAttemptEvent(const AttemptContext& ctx, const v1::Re
       return Failure(ctx, v1::HANDED_BACK,
                      "handed back by the node" + (report.message().empty() ? "" : ": " + report.message()));
     case v1::CHECKPOINTED:
-      // Saved state changes no state; the store records it for the attempt.
-      // Only a container that ran can checkpoint: from ASSIGNED (its STARTED
-      // report was lost) the attempt passes to RUNNING.
-      out.record_checkpoint = true;
-      if (ctx.attempt_state == v1::ASSIGNED) {
-        out.attempt_state = v1::RUNNING;
-        out.task_state = v1::RUNNING;
-        return out;
-      }
-      out.changed = false;
-      return out;
+      return OnCheckpointed(ctx);
     default:
       return Status::InvalidArgument("unknown attempt event");
   }
