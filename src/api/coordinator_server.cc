@@ -155,8 +155,8 @@ int RunCoordinator(const CoordinatorConfig& config) {
                  skopeo.ca_files.count(r) ? ", CA " + skopeo.ca_files.at(r) : "");
   }
   coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
-                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options,
-                                 SystemClock::Get(), registry::NewSkopeoClient(std::move(skopeo)));
+                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options, SystemClock::Get(),
+                                 registry::NewSkopeoClient(std::move(skopeo)));
   if (admin_created) {
     // The first start's operator credential (the operator account exists
     // from the schema on; data from before accounts belongs to it).
@@ -205,10 +205,11 @@ int RunCoordinator(const CoordinatorConfig& config) {
 
   std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc_port);
   std::string http_addr = http_host + ":" + std::to_string(*http_port);
-  std::string client_yaml = "# written by idlegrid coordinator; admin credentials, keep private\n"
-                            "address: " + grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared +
-                            "/pki/ca.crt\ntoken: " + *admin + "\n" +
-                            "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
+  std::string client_yaml =
+      "# written by idlegrid coordinator; admin credentials, keep private\n"
+      "address: " +
+      grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared + "/pki/ca.crt\ntoken: " + *admin + "\n" +
+      "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
   if (Status st = WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600); !st.ok()) return Fail(st);
   std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + *join + " --ca-hash " +
                           pki->ca_fingerprint + "\n";

@@ -107,8 +107,8 @@ void HttpApi::Routes() {
   // The caller, or the refusal already written to `res`.
   auto admit = [this](const httplib::Request& req, httplib::Response& res, std::string_view method,
                       const TargetOf& target) -> std::optional<auth::Caller> {
-    auto caller = gate_.Admit(RequesterMethod(method), req.get_header_value("Authorization"), target,
-                              PeerHost(req.remote_addr));
+    auto caller =
+        gate_.Admit(RequesterMethod(method), req.get_header_value("Authorization"), target, PeerHost(req.remote_addr));
     if (!caller.ok()) {
       SendError(res, caller.status());
       return std::nullopt;

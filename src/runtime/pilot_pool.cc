@@ -39,7 +39,8 @@ constexpr milliseconds kRetireWait{5'000};
 constexpr milliseconds kDestroyWait{15'000};
 
 bool SameFilesystem(const std::string& a, const std::string& b) {
-  struct stat sa{}, sb{};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev;
 }
 
@@ -61,7 +62,8 @@ Status MoveEntries(const std::string& from, const std::string& to) {
 
 // Reads what the task pipes hold without blocking, up to a bound per call so
 // a flood cannot starve the timeout checks.
-void DrainPipe(int fd, const std::string& stream, const std::function<void(const std::string&, std::string_view)>& sink) {
+void DrainPipe(int fd, const std::string& stream,
+               const std::function<void(const std::string&, std::string_view)>& sink) {
   char buf[64 * 1024];
   for (int i = 0; i < 16; ++i) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -86,10 +88,10 @@ bool WriteAll(int fd, const std::string& bytes) {
 
 struct PilotPool::Pilot {
   std::string name, key, bundle, hostname;
-  std::vector<std::string> rw_dirs;  // per mount of the key's specs: the pilot's directory, "" for read-only ones
-  std::optional<Subprocess> runc;    // `runc run` of the pilot container
-  UniqueFd request, reply;           // our ends of the pilot's fds 3 and 4
-  UniqueFd task_stdout, task_stderr; // our (non-blocking) ends of its fds 5 and 6
+  std::vector<std::string> rw_dirs;   // per mount of the key's specs: the pilot's directory, "" for read-only ones
+  std::optional<Subprocess> runc;     // `runc run` of the pilot container
+  UniqueFd request, reply;            // our ends of the pilot's fds 3 and 4
+  UniqueFd task_stdout, task_stderr;  // our (non-blocking) ends of its fds 5 and 6
   Clock::time_point idle_since;
   bool replied_once = false;
 };
@@ -106,14 +108,14 @@ void DrainTaskOutput(PilotPool::Pilot& pilot, const std::function<void(const std
 struct PilotPool::State {
   std::mutex mu;
   std::condition_variable cv;
-  bool stopping = false;                                  // guarded by mu
+  bool stopping = false;                                    // guarded by mu
   std::multimap<std::string, std::unique_ptr<Pilot>> idle;  // by key; guarded by mu
-  std::set<std::string> names;                            // every live pilot; guarded by mu
+  std::set<std::string> names;                              // every live pilot; guarded by mu
   // Container name -> its pilot's writable directories, while its task runs; guarded by mu.
   std::map<std::string, std::vector<std::string>> live_dirs;
   // Container name -> the pilot its task runs in, while it runs; guarded by mu.
   std::map<std::string, std::string> running_in;
-  uint64_t next_id = 0;                                   // guarded by mu
+  uint64_t next_id = 0;  // guarded by mu
   std::thread reaper;
 };
 
@@ -425,8 +427,7 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     live.Clear();
 
     if (reply && reply->ok() && (*reply)->kind == PilotReply::Kind::kUnclean) {
-      spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name,
-                   (*reply)->text);
+      spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name, (*reply)->text);
       Status back = Status::Ok();
       Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
       if (!back.ok()) return Result<ExitInfo>(back);
@@ -470,7 +471,8 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
     }();
     const bool never_ran = fresh && ended && !runc_errors.empty();
     if (ended) {
-      info.error = "the pilot sandbox ended unexpectedly" + (runc_errors.empty() ? "" : ": runc failed: " + runc_errors);
+      info.error =
+          "the pilot sandbox ended unexpectedly" + (runc_errors.empty() ? "" : ": runc failed: " + runc_errors);
     } else if (reply) {
       info.error = "pilot " + pilot->name + ": " + reply->status().message();
     } else {
