@@ -109,22 +109,27 @@ std::string CacheKey(const v1::JobSpec& s) {
   return manifest::SpecDigest(key);
 }
 
-Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::Job>& jobs) {
-  const v1::WorkflowSpec& spec = workflow.spec();
-  std::map<std::string, v1::WorkflowStep> rows;
+namespace {
+
+using JobsById = std::map<std::string, v1::Job>;
+using StepRows = std::map<std::string, v1::WorkflowStep>;
+
+const v1::Job* JobOf(const JobsById& jobs, const v1::WorkflowStep& row) {
+  if (row.job_id().empty()) return nullptr;
+  auto it = jobs.find(row.job_id());
+  return it == jobs.end() ? nullptr : &it->second;
+}
+
+// 1. The workflow's step rows, every step of the spec among them; steps with
+// a job take its state.
+StepRows RowsWithJobStates(const v1::Workflow& workflow, const JobsById& jobs) {
+  StepRows rows;
   for (const v1::WorkflowStep& row : workflow.steps()) rows[row.name()] = row;
-  auto job_of = [&jobs](const v1::WorkflowStep& row) -> const v1::Job* {
-    if (row.job_id().empty()) return nullptr;
-    auto it = jobs.find(row.job_id());
-    return it == jobs.end() ? nullptr : &it->second;
-  };
-  Plan plan;
-  // 1. Steps with a job take its state.
-  for (const v1::WorkflowStepSpec& s : spec.steps()) {
+  for (const v1::WorkflowStepSpec& s : workflow.spec().steps()) {
     v1::WorkflowStep& row = rows[s.name()];
     row.set_name(s.name());
     if (row.state().empty()) row.set_state(kWaiting);
-    const v1::Job* job = job_of(row);
+    const v1::Job* job = JobOf(jobs, row);
     if (row.state() == kRunning || (row.state() == kWaiting && job != nullptr)) {
       if (job == nullptr) {
         row.set_state(kFailed);
@@ -136,9 +141,41 @@ Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::J
       if (row.state() == kCancelled) row.set_message("its job was cancelled");
     }
   }
-  const bool cancelled = workflow.state() == kCancelled;
-  const bool stop = spec.on_failure() != manifest::kOnFailureContinue;
-  // 2. Skips, and readiness, until nothing changes (a skip may skip its dependants).
+  return rows;
+}
+
+// A waiting step cancelled with its workflow, or skipped for an upstream step
+// that did not succeed or (onFailure: stop) for `failed_step`. Whether it
+// changed.
+bool SkipIfBlocked(const v1::WorkflowStepSpec& s, StepRows& rows, bool cancelled, bool stop,
+                   const std::string& failed_step) {
+  v1::WorkflowStep& row = rows[s.name()];
+  if (row.state() != kWaiting) return false;
+  if (cancelled) {
+    row.set_state(kCancelled);
+    row.set_message("the workflow was cancelled");
+    return true;
+  }
+  bool changed = false;
+  for (const std::string& dep : manifest::DependenciesOf(s)) {
+    const std::string& state = rows[dep].state();
+    if (state == kFailed || state == kSkipped || state == kCancelled) {
+      row.set_state(kSkipped);
+      row.set_message("upstream step " + dep + " " + state);
+      changed = true;
+      break;
+    }
+  }
+  if (row.state() == kWaiting && stop && !failed_step.empty()) {
+    row.set_state(kSkipped);
+    row.set_message("stopped: step " + failed_step + " failed (onFailure: stop)");
+    changed = true;
+  }
+  return changed;
+}
+
+// 2. Skips, and readiness, until nothing changes (a skip may skip its dependants).
+void SettleSkips(const v1::WorkflowSpec& spec, StepRows& rows, bool cancelled, bool stop) {
   for (bool changed = true; changed;) {
     changed = false;
     std::string failed_step;
@@ -146,31 +183,13 @@ Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::J
       if (row.state() == kFailed && failed_step.empty()) failed_step = name;
     }
     for (const v1::WorkflowStepSpec& s : spec.steps()) {
-      v1::WorkflowStep& row = rows[s.name()];
-      if (row.state() != kWaiting) continue;
-      if (cancelled) {
-        row.set_state(kCancelled);
-        row.set_message("the workflow was cancelled");
-        changed = true;
-        continue;
-      }
-      for (const std::string& dep : manifest::DependenciesOf(s)) {
-        const std::string& state = rows[dep].state();
-        if (state == kFailed || state == kSkipped || state == kCancelled) {
-          row.set_state(kSkipped);
-          row.set_message("upstream step " + dep + " " + state);
-          changed = true;
-          break;
-        }
-      }
-      if (row.state() == kWaiting && stop && !failed_step.empty()) {
-        row.set_state(kSkipped);
-        row.set_message("stopped: step " + failed_step + " failed (onFailure: stop)");
-        changed = true;
-      }
+      if (SkipIfBlocked(s, rows, cancelled, stop, failed_step)) changed = true;
     }
   }
-  // 3. Ready steps: every dependency succeeded.
+}
+
+// 3. Ready steps: every dependency succeeded.
+void SubmitReadySteps(const v1::WorkflowSpec& spec, const JobsById& jobs, StepRows& rows, Plan& plan) {
   for (const v1::WorkflowStepSpec& s : spec.steps()) {
     v1::WorkflowStep& row = rows[s.name()];
     if (row.state() != kWaiting) continue;
@@ -178,7 +197,7 @@ Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::J
     bool ready = true;
     for (const std::string& dep : manifest::DependenciesOf(s)) {
       ready = ready && rows[dep].state() == kSucceeded;
-      upstream[dep] = job_of(rows[dep]);
+      upstream[dep] = JobOf(jobs, rows[dep]);
     }
     if (!ready) continue;
     Result<std::vector<v1::InputSpec>> wired = WireInputs(s, upstream);
@@ -192,7 +211,10 @@ Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::J
     next.cache_key = CacheKey(next.spec);
     plan.submit.push_back(std::move(next));
   }
-  // 4. Running jobs to stop, and the workflow's state.
+}
+
+// 4. Running jobs to stop, and the workflow's state.
+void FinishPlan(const v1::WorkflowSpec& spec, StepRows& rows, bool cancelled, bool stop, Plan& plan) {
   bool any_failed = false, all_done = true, all_succeeded = true;
   for (const auto& [name, row] : rows) {
     any_failed = any_failed || row.state() == kFailed;
@@ -212,6 +234,19 @@ Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::J
   } else {
     plan.state = !all_done ? kRunning : all_succeeded ? kSucceeded : kFailed;
   }
+}
+
+}  // namespace
+
+Plan PlanAdvance(const v1::Workflow& workflow, const std::map<std::string, v1::Job>& jobs) {
+  const v1::WorkflowSpec& spec = workflow.spec();
+  StepRows rows = RowsWithJobStates(workflow, jobs);
+  const bool cancelled = workflow.state() == kCancelled;
+  const bool stop = spec.on_failure() != manifest::kOnFailureContinue;
+  SettleSkips(spec, rows, cancelled, stop);
+  Plan plan;
+  SubmitReadySteps(spec, jobs, rows, plan);
+  FinishPlan(spec, rows, cancelled, stop, plan);
   return plan;
 }
 
