@@ -41,6 +41,52 @@ int64_t MtimeMs(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
 }
 
+// What NewResumableWriter refuses before touching the disk.
+Status CheckResumable(const std::string& expected_digest, uint64_t expected_size, uint64_t offset) {
+  if (!IsValidDigest(expected_digest)) {
+    return Status::InvalidArgument("artifact digest must be sha256:<64 hex>, got '" + expected_digest + "'");
+  }
+  if (expected_size == 0 || expected_size > kMaxArtifactBytes) {
+    return Status::InvalidArgument("announced size " + std::to_string(expected_size) +
+                                   " is not between 1 and the limit of " + std::to_string(kMaxArtifactBytes) +
+                                   " bytes");
+  }
+  if (offset > expected_size) {
+    return Status::InvalidArgument("resume offset " + std::to_string(offset) + " is past the announced size " +
+                                   std::to_string(expected_size));
+  }
+  return Status::Ok();
+}
+
+// Opens (creating) the partial at `path`, locked against other processes,
+// holding at least `offset` bytes and cut to exactly that many.
+Result<FILE*> OpenPartialAt(const std::string& path, const std::string& expected_digest, uint64_t offset) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Until a writer owns fd: the status (built first, errno intact), then close.
+  auto fail = [&](Status st) {
+    if (fd >= 0) ::close(fd);
+    return st;
+  };
+  if (fd < 0) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return fail(Status::Unavailable("another coordinator is receiving " + expected_digest + " from this caller"));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return fail(Status::Internal("cannot stat " + path + ": " + Errno()));
+  const auto held = static_cast<uint64_t>(st.st_size);
+  if (offset > held) {
+    return fail(Status::FailedPrecondition("cannot resume the upload of " + expected_digest + " at offset " +
+                                           std::to_string(offset) + ": the coordinator holds only " +
+                                           std::to_string(held) + " bytes of it; upload again from offset 0"));
+  }
+  if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
+    return fail(Status::Internal("cannot truncate " + path + ": " + Errno()));
+  }
+  FILE* f = ::fdopen(fd, "r+b");
+  if (!f) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  return f;
+}
+
 }  // namespace
 
 BlobWriter::BlobWriter(std::string root, std::string expected_digest, uint64_t expected_size, std::string tmp_path,
@@ -93,6 +139,27 @@ void BlobWriter::StartWriteback() {
                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
     writeback_waited_ = upto;
   }
+}
+
+Status BlobWriter::ResumeAt(uint64_t offset) {
+  // The kept prefix is hashed again, never trusted: Commit then checks the
+  // whole blob, so a partial that rotted (or was tampered with) ends in
+  // DataLoss rather than in a wrong blob.
+  const int fd = fileno(file_);
+  std::vector<char> buf(kRehashBuffer);
+  while (size_ < offset) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - size_));
+    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(size_));
+    if (n <= 0) return Status::Internal("cannot read back " + tmp_path_ + ": " + (n < 0 ? Errno() : "short file"));
+    hash_.Update(buf.data(), static_cast<size_t>(n));
+    size_ += static_cast<uint64_t>(n);
+  }
+  if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) {
+    return Status::Internal("cannot seek in " + tmp_path_ + ": " + Errno());
+  }
+  writeback_started_ = writeback_waited_ = offset;
+  keep_partial_ = true;
+  return Status::Ok();
 }
 
 Result<std::string> BlobWriter::Commit() {
@@ -155,86 +222,50 @@ std::string ArtifactStore::PartialPathOf(const std::string& digest, const std::s
   return root_ + "/partial/" + DigestHex(digest) + "." + UploaderTag(uploader);
 }
 
+Status ArtifactStore::ClaimPartial(const std::string& path, const std::string& expected_digest,
+                                   const std::string& uploader, uint64_t expected_size) {
+  MutexLock lock(&mu_);
+  // A client that lost its stream and came straight back may beat the
+  // server's old handler to the partial: wait for that one to let go.
+  if (!released_.WaitFor(&mu_, kPartialBusyWait, [&]() IG_REQUIRES(mu_) { return !busy_partials_.count(path); })) {
+    return Status::Unavailable("another upload of " + expected_digest + " by this caller is still running");
+  }
+  busy_partials_.insert(path);
+  RemoveStalePartialsLocked();
+  EvictOldestPartialsLocked(uploader, path, expected_size);
+  return Status::Ok();
+}
+
+void ArtifactStore::EvictOldestPartialsLocked(const std::string& uploader, const std::string& path,
+                                              uint64_t expected_size) {
+  // One uploader's partials stay under the blob cap: its oldest go first.
+  std::vector<PartialFile> mine = ListPartials("." + UploaderTag(uploader));
+  std::erase_if(mine, [&](const PartialFile& p) { return p.path == path; });
+  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.mtime_ms < b.mtime_ms; });
+  uint64_t held = 0;
+  for (const auto& p : mine) held += p.bytes;
+  for (const auto& p : mine) {
+    if (held + expected_size <= kMaxArtifactBytes) break;
+    if (RemoveIdlePartial(p.path)) held -= p.bytes;
+  }
+}
+
 Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewResumableWriter(const std::string& expected_digest,
                                                                       uint64_t expected_size,
                                                                       const std::string& uploader, uint64_t offset) {
-  if (!IsValidDigest(expected_digest)) {
-    return Status::InvalidArgument("artifact digest must be sha256:<64 hex>, got '" + expected_digest + "'");
-  }
-  if (expected_size == 0 || expected_size > kMaxArtifactBytes) {
-    return Status::InvalidArgument("announced size " + std::to_string(expected_size) +
-                                   " is not between 1 and the limit of " + std::to_string(kMaxArtifactBytes) +
-                                   " bytes");
-  }
-  if (offset > expected_size) {
-    return Status::InvalidArgument("resume offset " + std::to_string(offset) + " is past the announced size " +
-                                   std::to_string(expected_size));
-  }
+  IG_RETURN_IF_ERROR(CheckResumable(expected_digest, expected_size, offset));
   const std::string path = PartialPathOf(expected_digest, uploader);
-  {
-    MutexLock lock(&mu_);
-    // A client that lost its stream and came straight back may beat the
-    // server's old handler to the partial: wait for that one to let go.
-    if (!released_.WaitFor(&mu_, kPartialBusyWait, [&]() IG_REQUIRES(mu_) { return !busy_partials_.count(path); })) {
-      return Status::Unavailable("another upload of " + expected_digest + " by this caller is still running");
-    }
-    busy_partials_.insert(path);
-    RemoveStalePartialsLocked();
-    // One uploader's partials stay under the blob cap: its oldest go first.
-    std::vector<PartialFile> mine = ListPartials("." + UploaderTag(uploader));
-    std::erase_if(mine, [&](const PartialFile& p) { return p.path == path; });
-    std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.mtime_ms < b.mtime_ms; });
-    uint64_t held = 0;
-    for (const auto& p : mine) held += p.bytes;
-    for (const auto& p : mine) {
-      if (held + expected_size <= kMaxArtifactBytes) break;
-      if (RemoveIdlePartial(p.path)) held -= p.bytes;
-    }
-  }
+  IG_RETURN_IF_ERROR(ClaimPartial(path, expected_digest, uploader, expected_size));
   // Frees the partial on every path out, the writer's destructor included.
   auto release = [this, path] { ReleasePartial(path); };
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  // Until a writer owns fd: the status (built first, errno intact), then close.
-  auto fail = [&](Status st) {
-    if (fd >= 0) ::close(fd);
+  Result<FILE*> file = OpenPartialAt(path, expected_digest, offset);
+  if (!file.ok()) {
     release();
-    return st;
-  };
-  if (fd < 0) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    return fail(Status::Unavailable("another coordinator is receiving " + expected_digest + " from this caller"));
+    return file.status();
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return fail(Status::Internal("cannot stat " + path + ": " + Errno()));
-  const auto held = static_cast<uint64_t>(st.st_size);
-  if (offset > held) {
-    return fail(Status::FailedPrecondition("cannot resume the upload of " + expected_digest + " at offset " +
-                                           std::to_string(offset) + ": the coordinator holds only " +
-                                           std::to_string(held) + " bytes of it; upload again from offset 0"));
-  }
-  if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
-    return fail(Status::Internal("cannot truncate " + path + ": " + Errno()));
-  }
-  FILE* f = ::fdopen(fd, "r+b");
-  if (!f) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
-  std::unique_ptr<BlobWriter> writer(new BlobWriter(root_, expected_digest, expected_size, path, f));
+  std::unique_ptr<BlobWriter> writer(new BlobWriter(root_, expected_digest, expected_size, path, *file));
   writer->release_ = std::move(release);
-  // The kept prefix is hashed again, never trusted: Commit then checks the
-  // whole blob, so a partial that rotted (or was tampered with) ends in
-  // DataLoss rather than in a wrong blob.
-  std::vector<char> buf(kRehashBuffer);
-  while (writer->size_ < offset) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - writer->size_));
-    ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(writer->size_));
-    if (n <= 0) return Status::Internal("cannot read back " + path + ": " + (n < 0 ? Errno() : "short file"));
-    writer->hash_.Update(buf.data(), static_cast<size_t>(n));
-    writer->size_ += static_cast<uint64_t>(n);
-  }
-  if (::fseeko(f, static_cast<off_t>(offset), SEEK_SET) != 0) {
-    return Status::Internal("cannot seek in " + path + ": " + Errno());
-  }
-  writer->writeback_started_ = writer->writeback_waited_ = offset;
-  writer->keep_partial_ = true;
+  IG_RETURN_IF_ERROR(writer->ResumeAt(offset));
   return writer;
 }
 

@@ -48,6 +48,10 @@ class BlobWriter {
  private:
   friend class ArtifactStore;
   void StartWriteback();
+  // Resumable: takes over the first `offset` bytes of its partial (re-hashed,
+  // never trusted) and appends after them; Internal if they cannot be read
+  // back.
+  Status ResumeAt(uint64_t offset);
   BlobWriter(std::string root, std::string expected_digest, uint64_t expected_size, std::string tmp_path, FILE* file);
   std::string root_;
   std::string expected_digest_;
@@ -122,6 +126,15 @@ class ArtifactStore {
   // `suffix`: only partials of one uploader ("" = all).
   std::vector<PartialFile> ListPartials(const std::string& suffix) const;
   void ReleasePartial(const std::string& path);
+  // Marks the partial at `path` busy for a new writer, waiting (bounded) for
+  // an earlier one here to release it (Unavailable if it does not), and makes
+  // room for `expected_size` more bytes of `uploader`'s.
+  Status ClaimPartial(const std::string& path, const std::string& expected_digest, const std::string& uploader,
+                      uint64_t expected_size) IG_EXCLUDES(mu_);
+  // Removes `uploader`'s oldest idle partials but `path` while they and
+  // `expected_size` would exceed kMaxArtifactBytes.
+  void EvictOldestPartialsLocked(const std::string& uploader, const std::string& path, uint64_t expected_size)
+      IG_REQUIRES(mu_);
   // Unlinks `path` unless a writer holds it here or in another process.
   bool RemoveIdlePartial(const std::string& path) IG_REQUIRES(mu_);
   int RemoveStalePartialsLocked() IG_REQUIRES(mu_);

@@ -120,6 +120,101 @@ std::optional<uint64_t> ParseDecimal(std::string_view text) {
 
 uint64_t PaddedSize(uint64_t size) { return (size + kBlock - 1) / kBlock * kBlock; }
 
+// What the extended headers read so far (GNU long name/link, pax) set for
+// the entry that follows them.
+struct Extensions {
+  std::optional<std::string> long_name, long_link, pax_path, pax_link;
+  std::optional<uint64_t> pax_size;
+};
+
+// Applies the content `text` of a GNU long name/link ('L', 'K') or pax ('x')
+// header to `ext`; a pax global header ('g') changes nothing. A malformed one
+// is InvalidArgument with the message for LayerTarReader::Error, naming
+// `where`.
+Status ApplyExtension(char type, std::string text, const std::string& where, Extensions* ext) {
+  if (type == 'L' || type == 'K') {
+    text = text.substr(0, std::min(text.find('\0'), text.size()));
+    (type == 'L' ? ext->long_name : ext->long_link) = text;
+  } else if (type == 'x') {
+    auto records = ParsePax(text);
+    if (!records.ok()) return Status::InvalidArgument(where + ": " + records.status().message());
+    for (auto& [key, value] : *records) {
+      if (key == "path") ext->pax_path = value;
+      if (key == "linkpath") ext->pax_link = value;
+      if (key == "size") {
+        ext->pax_size = ParseDecimal(value);
+        if (!ext->pax_size) return Status::InvalidArgument(where + " has a malformed pax size");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Sets e->type from the typeflag and, for a link, e->link_target from
+// `raw_link`; a bad target is InvalidArgument with the message for
+// LayerTarReader::Error.
+Status SetTypeAndLink(char type, const std::string& raw_link, const std::string& where, LayerEntry* e) {
+  switch (type) {
+    case '0':
+    case '\0':
+    case '7':
+      e->type = LayerEntryType::kRegular;
+      break;
+    case '1': {
+      e->type = LayerEntryType::kHardLink;
+      auto target = Normalize(raw_link);
+      if (!target.ok() || target->empty()) {
+        return Status::InvalidArgument(where + ": bad hard link target \"" + raw_link + "\"");
+      }
+      e->link_target = *target;
+      break;
+    }
+    case '2':
+      e->type = LayerEntryType::kSymlink;
+      if (raw_link.empty() || raw_link.find('\0') != std::string::npos) {
+        return Status::InvalidArgument(where + ": empty symlink");
+      }
+      e->link_target = raw_link;
+      break;
+    case '5':
+      e->type = LayerEntryType::kDirectory;
+      break;
+    default:
+      e->type = LayerEntryType::kOther;
+  }
+  return Status::Ok();
+}
+
+// The entry header `b` describes, with `ext` applied (all but its
+// content_offset); InvalidArgument with the message for
+// LayerTarReader::Error if its path or link target is refused.
+Result<LayerEntry> EntryFromHeader(const Block& b, uint64_t size, uint64_t mode, uint64_t mtime, const Extensions& ext,
+                                   const std::string& where) {
+  const char type = b[156];
+  LayerEntry e;
+  e.typeflag = type;
+  e.mode = static_cast<uint32_t>(mode & 07777);
+  e.mtime = static_cast<int64_t>(mtime);
+  std::string raw_name = CString(b, 0, 100);
+  if (Bytes(b, 257, 6) == std::string_view("ustar\0", 6)) {
+    std::string prefix = CString(b, 345, 155);
+    if (!prefix.empty()) raw_name = prefix + "/" + raw_name;
+  }
+  if (ext.long_name) raw_name = *ext.long_name;
+  if (ext.pax_path) raw_name = *ext.pax_path;
+  std::string raw_link = ext.pax_link ? *ext.pax_link : ext.long_link ? *ext.long_link : CString(b, 157, 100);
+  auto path = Normalize(raw_name);
+  if (!path.ok()) return Status::InvalidArgument(where + ": " + path.status().message());
+  e.path = *path;
+  e.size = ext.pax_size ? *ext.pax_size : size;
+  IG_RETURN_IF_ERROR(SetTypeAndLink(type, raw_link, where, &e));
+  // Links, directories, devices and FIFOs are header-only whatever size they
+  // declare, as Go's archive/tar (podman's reader) treats them: the next
+  // header follows at once, so both readers see the same entries.
+  if (std::strchr("123456", type) != nullptr && type != '\0') e.size = 0;
+  return e;
+}
+
 }  // namespace
 
 Status LayerTarReader::ReadAt(uint64_t offset, char* out, size_t size) const {
@@ -140,8 +235,7 @@ Status LayerTarReader::Error(const std::string& message) const {
 }
 
 Result<std::optional<LayerEntry>> LayerTarReader::Next() {
-  std::optional<std::string> long_name, long_link, pax_path, pax_link;
-  std::optional<uint64_t> pax_size;
+  Extensions ext;
   while (true) {
     const uint64_t header_at = pos_ - begin_;
     if (pos_ + kBlock > end_) return Error("no end-of-archive marker");
@@ -161,69 +255,16 @@ Result<std::optional<LayerEntry>> LayerTarReader::Next() {
       std::string text(*size, '\0');
       IG_RETURN_IF_ERROR(ReadAt(content, text.data(), text.size()));
       pos_ = content + PaddedSize(*size);
-      if (type == 'L' || type == 'K') {
-        text = text.substr(0, std::min(text.find('\0'), text.size()));
-        (type == 'L' ? long_name : long_link) = text;
-      } else if (type == 'x') {
-        auto records = ParsePax(text);
-        if (!records.ok()) return Error(where + ": " + records.status().message());
-        for (auto& [key, value] : *records) {
-          if (key == "path") pax_path = value;
-          if (key == "linkpath") pax_link = value;
-          if (key == "size") {
-            pax_size = ParseDecimal(value);
-            if (!pax_size) return Error(where + " has a malformed pax size");
-          }
-        }
+      if (Status applied = ApplyExtension(type, std::move(text), where, &ext); !applied.ok()) {
+        return Error(applied.message());
       }
       continue;  // 'g' (global) records are ignored: they carry no per-file data we use
     }
     if (type == 'S') return Error(where + " is a GNU sparse file, which layers do not use");
 
-    LayerEntry e;
-    e.typeflag = type;
-    e.mode = static_cast<uint32_t>(*mode & 07777);
-    e.mtime = static_cast<int64_t>(*mtime);
-    std::string raw_name = CString(b, 0, 100);
-    if (Bytes(b, 257, 6) == std::string_view("ustar\0", 6)) {
-      std::string prefix = CString(b, 345, 155);
-      if (!prefix.empty()) raw_name = prefix + "/" + raw_name;
-    }
-    if (long_name) raw_name = *long_name;
-    if (pax_path) raw_name = *pax_path;
-    std::string raw_link = pax_link ? *pax_link : long_link ? *long_link : CString(b, 157, 100);
-    auto path = Normalize(raw_name);
-    if (!path.ok()) return Error(where + ": " + path.status().message());
-    e.path = *path;
-    e.size = pax_size ? *pax_size : *size;
-    switch (type) {
-      case '0':
-      case '\0':
-      case '7':
-        e.type = LayerEntryType::kRegular;
-        break;
-      case '1': {
-        e.type = LayerEntryType::kHardLink;
-        auto target = Normalize(raw_link);
-        if (!target.ok() || target->empty()) return Error(where + ": bad hard link target \"" + raw_link + "\"");
-        e.link_target = *target;
-        break;
-      }
-      case '2':
-        e.type = LayerEntryType::kSymlink;
-        if (raw_link.empty() || raw_link.find('\0') != std::string::npos) return Error(where + ": empty symlink");
-        e.link_target = raw_link;
-        break;
-      case '5':
-        e.type = LayerEntryType::kDirectory;
-        break;
-      default:
-        e.type = LayerEntryType::kOther;
-    }
-    // Links, directories, devices and FIFOs are header-only whatever size they
-    // declare, as Go's archive/tar (podman's reader) treats them: the next
-    // header follows at once, so both readers see the same entries.
-    if (std::strchr("123456", type) != nullptr && type != '\0') e.size = 0;
+    auto entry = EntryFromHeader(b, *size, *mode, *mtime, ext, where);
+    if (!entry.ok()) return Error(entry.status().message());
+    LayerEntry& e = *entry;
     if (content + PaddedSize(e.size) > end_) return Error(where + " (\"" + e.path + "\") runs past the layer");
     e.content_offset = content;
     pos_ = content + PaddedSize(e.size);

@@ -176,7 +176,30 @@ bool IsRegularFileType(char type) { return type == '0' || type == '\0' || type =
 // field says (as in Go's archive/tar, which wrote the archives we read).
 bool IsHeaderOnlyType(char type) { return type >= '1' && type <= '6'; }
 
+// The member name a header gives, before normalization: a GNU long name or a
+// pax path when one preceded it, else the header's own name field.
+std::string RawMemberName(const Block& block, const std::optional<std::string>& long_name, const PaxOverrides& pax) {
+  if (long_name) return *long_name;
+  if (pax.path) return *pax.path;
+  std::string raw_name = FieldString(block, kName);
+  // The prefix field exists only in POSIX ustar; GNU headers reuse it.
+  std::string prefix = FieldString(block, kPrefix);
+  if (FieldBytes(block, kMagic) == std::string_view("ustar\0", 6) && !prefix.empty()) {
+    raw_name = prefix + "/" + raw_name;
+  }
+  return raw_name;
+}
+
 }  // namespace
+
+// GNU long name and pax headers read so far: they describe the member that
+// follows them.
+struct TarReader::Extensions {
+  std::optional<std::string> long_name;
+  PaxOverrides pax;
+
+  bool pending() const { return long_name || pax.path || pax.size; }
+};
 
 Result<TarReader> TarReader::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -224,95 +247,88 @@ Status TarReader::ReadAt(uint64_t offset, char* out, size_t size) const {
   return Status::Ok();
 }
 
+Status TarReader::Malformed(uint64_t offset, const std::string& why) const {
+  return Status::InvalidArgument("archive " + path_ + " is not a valid tar: " + why + " (header at offset " +
+                                 std::to_string(offset) + ")");
+}
+
+Status TarReader::CheckEndOfArchive(uint64_t pos, const Extensions& extensions) const {
+  // End of archive is two zero blocks; tolerate a writer that stopped
+  // after one at the very end of the file.
+  uint64_t next = pos + kBlockSize;
+  if (file_size_ - next >= kBlockSize) {
+    Block block;
+    IG_RETURN_IF_ERROR(ReadAt(next, block.data(), kBlockSize));
+    if (!IsZeroBlock(block)) return Malformed(pos, "stray zero block");
+  } else if (file_size_ != next) {
+    return Malformed(pos, "no end-of-archive marker");
+  }
+  if (extensions.pending()) return Malformed(pos, "extended header without a member");
+  return Status::Ok();
+}
+
+Status TarReader::ReadExtension(uint64_t pos, char type, uint64_t data_offset, uint64_t size,
+                                Extensions* extensions) const {
+  // GNU long name or pax header: describes the member that follows.
+  if (size > (type == 'L' ? kMaxLongNameSize : kMaxPaxHeaderSize)) {
+    return Malformed(pos, "extended header too large");
+  }
+  std::string data(size, '\0');
+  IG_RETURN_IF_ERROR(ReadAt(data_offset, data.data(), data.size()));
+  if (type == 'L') {
+    extensions->long_name = data.substr(0, data.find('\0'));
+    return Status::Ok();
+  }
+  auto parsed = ParsePax(data);
+  if (!parsed.ok()) return Malformed(pos, parsed.status().message());
+  extensions->pax = std::move(parsed).value();
+  return Status::Ok();
+}
+
+Status TarReader::AddMember(uint64_t pos, char type, const std::string& raw_name, uint64_t size, uint64_t data_offset) {
+  auto name = NormalizePath(raw_name);
+  if (!name.ok()) return Malformed(pos, name.status().message());
+  if (!IsRegularFileType(type)) return Status::Ok();
+  if (name->empty()) return Malformed(pos, "regular file without a name");
+  if (members_.count(*name) > 0) return Malformed(pos, "duplicate member " + *name);
+  if (members_.size() >= kMaxMembers) return Malformed(pos, "too many members");
+  members_.emplace(*name, TarMember{*name, size, data_offset});
+  return Status::Ok();
+}
+
 Status TarReader::Index() {
-  auto malformed = [this](uint64_t offset, const std::string& why) {
-    return Status::InvalidArgument("archive " + path_ + " is not a valid tar: " + why + " (header at offset " +
-                                   std::to_string(offset) + ")");
-  };
-  std::optional<std::string> long_name;
-  PaxOverrides pax;
+  Extensions extensions;
   uint64_t pos = 0;
   Block block;
   while (true) {
     if (pos > file_size_ || file_size_ - pos < kBlockSize) {
-      return malformed(pos, pos == 0 ? "too short to be a tar archive" : "no end-of-archive marker");
+      return Malformed(pos, pos == 0 ? "too short to be a tar archive" : "no end-of-archive marker");
     }
     IG_RETURN_IF_ERROR(ReadAt(pos, block.data(), kBlockSize));
-    if (IsZeroBlock(block)) {
-      // End of archive is two zero blocks; tolerate a writer that stopped
-      // after one at the very end of the file.
-      uint64_t next = pos + kBlockSize;
-      if (file_size_ - next >= kBlockSize) {
-        IG_RETURN_IF_ERROR(ReadAt(next, block.data(), kBlockSize));
-        if (!IsZeroBlock(block)) return malformed(pos, "stray zero block");
-      } else if (file_size_ != next) {
-        return malformed(pos, "no end-of-archive marker");
-      }
-      if (long_name || pax.path || pax.size) {
-        return malformed(pos, "extended header without a member");
-      }
-      return Status::Ok();
-    }
-    if (!ChecksumMatches(block)) return malformed(pos, "bad header checksum");
+    if (IsZeroBlock(block)) return CheckEndOfArchive(pos, extensions);
+    if (!ChecksumMatches(block)) return Malformed(pos, "bad header checksum");
     if (FieldBytes(block, kMagic).substr(0, 5) != "ustar") {
-      return malformed(pos, "not a ustar header");
+      return Malformed(pos, "not a ustar header");
     }
     const char type = block[kTypeflagOffset];
     std::optional<uint64_t> header_size = ParseNumber(FieldBytes(block, kSize));
-    if (!header_size) return malformed(pos, "malformed size field");
-    uint64_t size = IsHeaderOnlyType(type) ? 0 : pax.size.value_or(*header_size);
+    if (!header_size) return Malformed(pos, "malformed size field");
+    uint64_t size = IsHeaderOnlyType(type) ? 0 : extensions.pax.size.value_or(*header_size);
     const uint64_t data_offset = pos + kBlockSize;
-    if (size > file_size_ - data_offset) return malformed(pos, "member runs past end of file");
+    if (size > file_size_ - data_offset) return Malformed(pos, "member runs past end of file");
     const uint64_t next_header = data_offset + (size + kBlockSize - 1) / kBlockSize * kBlockSize;
 
     if (type == 'L' || type == 'x') {
-      // GNU long name or pax header: describes the member that follows.
-      if (size > (type == 'L' ? kMaxLongNameSize : kMaxPaxHeaderSize)) {
-        return malformed(pos, "extended header too large");
-      }
-      std::string data(size, '\0');
-      IG_RETURN_IF_ERROR(ReadAt(data_offset, data.data(), data.size()));
-      if (type == 'L') {
-        long_name = data.substr(0, data.find('\0'));
-      } else {
-        auto parsed = ParsePax(data);
-        if (!parsed.ok()) return malformed(pos, parsed.status().message());
-        pax = std::move(parsed).value();
-      }
-      pos = next_header;
-      continue;
-    }
-    if (type == 'K') {
+      IG_RETURN_IF_ERROR(ReadExtension(pos, type, data_offset, size, &extensions));
+    } else if (type == 'K') {
       // GNU long link target: irrelevant, as links are not indexed.
-      if (size > kMaxLongNameSize) return malformed(pos, "extended header too large");
-      pos = next_header;
-      continue;
-    }
-    if (type == 'S') return malformed(pos, "sparse members are not supported");
-
-    std::string raw_name;
-    if (long_name) {
-      raw_name = *long_name;
-    } else if (pax.path) {
-      raw_name = *pax.path;
+      if (size > kMaxLongNameSize) return Malformed(pos, "extended header too large");
+    } else if (type == 'S') {
+      return Malformed(pos, "sparse members are not supported");
     } else {
-      raw_name = FieldString(block, kName);
-      // The prefix field exists only in POSIX ustar; GNU headers reuse it.
-      std::string prefix = FieldString(block, kPrefix);
-      if (FieldBytes(block, kMagic) == std::string_view("ustar\0", 6) && !prefix.empty()) {
-        raw_name = prefix + "/" + raw_name;
-      }
-    }
-    long_name.reset();
-    pax = PaxOverrides{};
-    auto name = NormalizePath(raw_name);
-    if (!name.ok()) return malformed(pos, name.status().message());
-
-    if (IsRegularFileType(type)) {
-      if (name->empty()) return malformed(pos, "regular file without a name");
-      if (members_.count(*name) > 0) return malformed(pos, "duplicate member " + *name);
-      if (members_.size() >= kMaxMembers) return malformed(pos, "too many members");
-      members_.emplace(*name, TarMember{*name, size, data_offset});
+      const std::string raw_name = RawMemberName(block, extensions.long_name, extensions.pax);
+      extensions = Extensions{};
+      IG_RETURN_IF_ERROR(AddMember(pos, type, raw_name, size, data_offset));
     }
     pos = next_header;
   }

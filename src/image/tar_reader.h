@@ -50,8 +50,21 @@ class TarReader {
 
  private:
   TarReader(std::string path, int fd, uint64_t file_size) : path_(std::move(path)), fd_(fd), file_size_(file_size) {}
+  struct Extensions;  // extended headers awaiting their member (tar_reader.cc)
+
   Status Index();
   Status ReadAt(uint64_t offset, char* out, size_t size) const;
+  // InvalidArgument naming the archive, `why` and the header's offset.
+  Status Malformed(uint64_t offset, const std::string& why) const;
+  // At a zero block at `pos`: Ok if the archive ends there properly, with no
+  // extended header left without its member.
+  Status CheckEndOfArchive(uint64_t pos, const Extensions& extensions) const;
+  // Reads the GNU long name ('L') or pax header ('x') at `data_offset` into
+  // `extensions`, for the member that follows.
+  Status ReadExtension(uint64_t pos, char type, uint64_t data_offset, uint64_t size, Extensions* extensions) const;
+  // Normalizes `raw_name` and, for a regular file, indexes it; refuses an
+  // unnamed, duplicate or one-too-many member.
+  Status AddMember(uint64_t pos, char type, const std::string& raw_name, uint64_t size, uint64_t data_offset);
 
   std::string path_;
   int fd_ = -1;

@@ -131,12 +131,14 @@ Status ValidateRunSpec(const RunSpec& spec) {
   return Status::Ok();
 }
 
-std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement,
-                                            const PodmanSandbox& sandbox) {
+namespace {
+
+// The flags every container gets: no network, no capabilities, a read-only
+// root with sized tmpfs mounts.
+std::vector<std::string> BaseRunArgs(const RunSpec& spec) {
   const v1::Resources& r = spec.resources;
-  const bool runsc = spec.runtime == "runsc";
   // clang-format off
-  std::vector<std::string> a = {
+  return {
       "run", "--rm",
       "--name", spec.container_name,
       "--runtime", spec.runtime,
@@ -154,58 +156,82 @@ std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enfor
       "--shm-size", TmpfsSize(ShmBytes(r)),
   };
   // clang-format on
-  if (!sandbox.pidfile.empty()) a.insert(a.end(), {"--pidfile", sandbox.pidfile});
-  if (!sandbox.seccomp_profile_path.empty()) {
-    a.insert(a.end(), {"--security-opt", "seccomp=" + sandbox.seccomp_profile_path});
-  }
-  if (!sandbox.user.empty()) a.insert(a.end(), {"--user", sandbox.user});
-  if (runsc) {
-    // gVisor sets up its own network stack unless told not to, and that fails
-    // in podman's empty network namespace.
-    a.insert(a.end(), {"--runtime-flag", "network=none"});
-    // Without a cgroup it may write to, runsc refuses to start (rootless on
-    // cgroup v1). Only then: with cgroups ignored nothing caps its memory, and
-    // CheckAdmission refuses runsc on such hosts.
-    if (enforcement.memory() != "cgroup") a.insert(a.end(), {"--runtime-flag", "ignore-cgroups"});
-    // podman prefixes "--": runsc --nvproxy, its proxy for the NVIDIA
-    // devices the CDI spec adds (gVisor 2023 on; not run here, see
-    // docs/containment.md, GPU jobs).
-    if (spec.nvproxy) a.insert(a.end(), {"--runtime-flag", "nvproxy"});
-  }
+}
 
+void AppendSandboxArgs(const PodmanSandbox& sandbox, std::vector<std::string>* a) {
+  if (!sandbox.pidfile.empty()) a->insert(a->end(), {"--pidfile", sandbox.pidfile});
+  if (!sandbox.seccomp_profile_path.empty()) {
+    a->insert(a->end(), {"--security-opt", "seccomp=" + sandbox.seccomp_profile_path});
+  }
+  if (!sandbox.user.empty()) a->insert(a->end(), {"--user", sandbox.user});
+}
+
+// Flags for gVisor (runtime runsc).
+void AppendRunscArgs(const RunSpec& spec, const v1::Enforcement& enforcement, std::vector<std::string>* a) {
+  // gVisor sets up its own network stack unless told not to, and that fails
+  // in podman's empty network namespace.
+  a->insert(a->end(), {"--runtime-flag", "network=none"});
+  // Without a cgroup it may write to, runsc refuses to start (rootless on
+  // cgroup v1). Only then: with cgroups ignored nothing caps its memory, and
+  // CheckAdmission refuses runsc on such hosts.
+  if (enforcement.memory() != "cgroup") a->insert(a->end(), {"--runtime-flag", "ignore-cgroups"});
+  // podman prefixes "--": runsc --nvproxy, its proxy for the NVIDIA
+  // devices the CDI spec adds (gVisor 2023 on; not run here, see
+  // docs/containment.md, GPU jobs).
+  if (spec.nvproxy) a->insert(a->end(), {"--runtime-flag", "nvproxy"});
+}
+
+// The memory, pids, CPU and disk caps, each by the mechanism `enforcement`
+// names for it.
+void AppendResourceLimits(const RunSpec& spec, const v1::Enforcement& enforcement, std::vector<std::string>* a) {
+  const v1::Resources& r = spec.resources;
+  const bool runsc = spec.runtime == "runsc";
   if (r.memory_bytes() > 0) {
     if (enforcement.memory() == "cgroup") {
       const std::string bytes = std::to_string(std::max(r.memory_bytes(), kMinCgroupMemoryBytes));
-      a.insert(a.end(), {"--memory", bytes, "--memory-swap", bytes});
+      a->insert(a->end(), {"--memory", bytes, "--memory-swap", bytes});
     } else if (enforcement.memory() == "rlimit") {
-      a.insert(a.end(), {"--ulimit", Ulimit("data", std::max(r.memory_bytes(), kMinDataRlimitBytes))});
+      a->insert(a->end(), {"--ulimit", Ulimit("data", std::max(r.memory_bytes(), kMinDataRlimitBytes))});
     }
   }
 
   if (r.pids() > 0 && !enforcement.pids().empty()) {
     // The cgroup cap would also count runsc's own sentry and gofer threads, so
     // gVisor gets only the rlimit, which it enforces over sandbox tasks alone.
-    if (enforcement.pids() == "cgroup" && !runsc) a.insert(a.end(), {"--pids-limit", std::to_string(r.pids())});
+    if (enforcement.pids() == "cgroup" && !runsc) a->insert(a->end(), {"--pids-limit", std::to_string(r.pids())});
     // Set even when cgroups cap pids: podman's default nproc for root exceeds
     // the hard limit when the agent lacks CAP_SYS_RESOURCE, and runc then fails.
     // On the host, RLIMIT_NPROC counts every task of the uid, agent included.
     const uint64_t nproc = runsc ? r.pids() : uint64_t{r.pids()} + spec.host_user_processes;
-    a.insert(a.end(), {"--ulimit", Ulimit("nproc", nproc)});
+    a->insert(a->end(), {"--ulimit", Ulimit("nproc", nproc)});
   }
 
-  if (r.cpu() > 0 && enforcement.cpu() == "cgroup") a.insert(a.end(), {"--cpus", FormatCpus(r.cpu())});
+  if (r.cpu() > 0 && enforcement.cpu() == "cgroup") a->insert(a->end(), {"--cpus", FormatCpus(r.cpu())});
 
   if (r.disk_bytes() > 0 && enforcement.disk() == "rlimit") {
-    a.insert(a.end(), {"--ulimit", Ulimit("fsize", r.disk_bytes())});
+    a->insert(a->end(), {"--ulimit", Ulimit("fsize", r.disk_bytes())});
   }
+}
 
+// Mounts, GPUs, environment and entrypoint.
+void AppendJobArgs(const RunSpec& spec, std::vector<std::string>* a) {
   for (const Mount& m : spec.mounts) {
-    a.insert(a.end(), {"-v", m.host_path + ":" + m.container_path + (m.read_only ? ":ro" : ":rw")});
+    a->insert(a->end(), {"-v", m.host_path + ":" + m.container_path + (m.read_only ? ":ro" : ":rw")});
   }
-  for (const std::string& uuid : spec.gpu_uuids) a.insert(a.end(), {"--device", "nvidia.com/gpu=" + uuid});
-  for (const auto& [name, value] : spec.env) a.insert(a.end(), {"-e", name + "=" + value});
-  if (!spec.command.empty()) a.insert(a.end(), {"--entrypoint", EntrypointJson(spec.command)});
+  for (const std::string& uuid : spec.gpu_uuids) a->insert(a->end(), {"--device", "nvidia.com/gpu=" + uuid});
+  for (const auto& [name, value] : spec.env) a->insert(a->end(), {"-e", name + "=" + value});
+  if (!spec.command.empty()) a->insert(a->end(), {"--entrypoint", EntrypointJson(spec.command)});
+}
 
+}  // namespace
+
+std::vector<std::string> BuildPodmanRunArgs(const RunSpec& spec, const v1::Enforcement& enforcement,
+                                            const PodmanSandbox& sandbox) {
+  std::vector<std::string> a = BaseRunArgs(spec);
+  AppendSandboxArgs(sandbox, &a);
+  if (spec.runtime == "runsc") AppendRunscArgs(spec, enforcement, &a);
+  AppendResourceLimits(spec, enforcement, &a);
+  AppendJobArgs(spec, &a);
   // podman stops parsing flags at the image, so args that look like flags
   // reach the container untouched.
   a.push_back(spec.image_id);

@@ -62,6 +62,20 @@ struct Shape {
   bool held_memo = false;
 };
 
+// The shapes of one plan's tasks: shape_of[t] indexes `shapes`, or is -1 for
+// a task without one (its policy is unknown).
+struct ShapeSet {
+  std::vector<Shape> shapes;
+  std::vector<int64_t> shape_of;
+};
+
+// The tasks the placement loop could not place, in the order it met them;
+// capped[t]: task t waits for the standing cap.
+struct Unplaced {
+  std::vector<size_t> waiting;
+  std::vector<uint8_t> capped;
+};
+
 class PipelineScheduler : public Scheduler {
  public:
   explicit PipelineScheduler(PipelineOptions options) : options_(std::move(options)) {
@@ -77,6 +91,10 @@ class PipelineScheduler : public Scheduler {
     auto it = compiled_.find(task.policy.empty() ? options_.config.default_policy : task.policy);
     return it == compiled_.end() ? nullptr : &it->second;
   }
+
+  // Groups `tasks` into shapes; a task naming an unknown policy gets no
+  // shape and waits in `plan` with that reason.
+  ShapeSet GroupIntoShapes(const std::vector<TaskView>& tasks, const Snapshot& snap, Plan* plan) const;
 
   const PipelineOptions options_;
   std::map<std::string, CompiledPolicy, std::less<>> compiled_;
@@ -263,21 +281,16 @@ WaitReason WaitingSummary(const Snapshot& snap, const Shape& s, const Workload& 
   return why;
 }
 
-Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
-                                 const AccountState& accounts) const {
-  Plan plan;
-  const ResourceAmounts fleet = FleetTotals(nodes);
-  Run run(BuildSnapshot(std::move(nodes), options_.seed), BuildWorkload(tasks));
-  Snapshot& snap = run.snap();
-
-  // Group tasks into shapes.
-  std::vector<Shape> shapes;
+ShapeSet PipelineScheduler::GroupIntoShapes(const std::vector<TaskView>& tasks, const Snapshot& snap,
+                                            Plan* plan) const {
+  ShapeSet set;
+  std::vector<Shape>& shapes = set.shapes;
   std::map<std::string, size_t> shape_ids;
-  std::vector<int64_t> shape_of(tasks.size(), -1);
+  set.shape_of.assign(tasks.size(), -1);
   for (size_t t = 0; t < tasks.size(); ++t) {
     const CompiledPolicy* policy = Find(tasks[t]);
     if (policy == nullptr) {
-      plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)].summary = UnknownPolicy(tasks[t].policy, options_.config);
+      plan->waiting[TaskKey(tasks[t].job_id, tasks[t].index)].summary = UnknownPolicy(tasks[t].policy, options_.config);
       continue;
     }
     Demand d = MakeDemand(tasks[t], *policy->policy, snap);
@@ -287,10 +300,103 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
       shapes.back().demand = d;
       shapes.back().policy = policy;
     }
-    shape_of[t] = static_cast<int64_t>(it->second);
+    set.shape_of[t] = static_cast<int64_t>(it->second);
     ++shapes[it->second].remaining;
   }
+  return set;
+}
 
+// After a placement on `node`, re-ranks it in every active shape still
+// needed that can use it, and frees the heaps of shapes with no task left.
+void RerankAfterPlacement(Run* run, std::vector<Shape>* shapes, std::vector<size_t>* active, uint32_t node) {
+  bool finished = false;
+  for (size_t id : *active) {
+    Shape& other = (*shapes)[id];
+    if (other.remaining == 0) {
+      finished = true;
+      continue;
+    }
+    if (other.ok[node]) {
+      run->Rank(&other, node, /*heapify=*/true);
+      run->Compact(&other);
+    }
+  }
+  if (finished) {
+    std::erase_if(*active, [&](size_t id) {
+      Shape& done = (*shapes)[id];
+      if (done.remaining > 0) return false;
+      done.heap = {};
+      done.proven_heap = {};
+      return true;
+    });
+  }
+}
+
+// Places each task, in the order `fair_share` picks them, on its shape's best
+// node (within the standing cap), holding that node's capacity before the
+// next; returns the tasks left waiting.
+Unplaced PlaceInFairShareOrder(const std::vector<TaskView>& tasks, Run* run, ShapeSet* set, FairShareQueue* fair_share,
+                               StandingCap* standing, Plan* plan) {
+  Snapshot& snap = run->snap();
+  std::vector<Shape>& shapes = set->shapes;
+  std::vector<size_t> active;  // shapes with a heap
+  Unplaced unplaced;
+  unplaced.capped.assign(tasks.size(), 0);
+  while (!fair_share->Empty()) {
+    const size_t t = fair_share->Next();
+    if (set->shape_of[t] < 0) continue;
+    Shape& s = shapes[set->shape_of[t]];
+    if (!s.active) {
+      run->Activate(&s);
+      active.push_back(set->shape_of[t]);
+    }
+    --s.remaining;
+    Entry e{};
+    const bool weighed = standing->Applies(tasks[t]);
+    const bool proven_only = weighed && !standing->UnprovenMayTake(run->AnyProven(&s, tasks[t], *standing));
+    bool held = false;
+    if (!run->Best(&s, tasks[t], proven_only, &e, &held)) {
+      unplaced.capped[t] = held;
+      unplaced.waiting.push_back(t);
+      continue;
+    }
+    standing->Placed(tasks[t], snap.views[e.node].provider);
+    run->CountPlacement();
+    plan->placements.push_back(MakePlacement(snap, s, tasks[t], e));
+    ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
+    fair_share->Charge(AmountsOf(s.demand.cpu, s.demand.memory, s.demand.gpus, s.demand.device_claim()));
+    RerankAfterPlacement(run, &shapes, &active, e.node);
+  }
+  return unplaced;
+}
+
+// Why each waiting task waits, as the nodes stand after this plan.
+void ExplainWaiting(const Snapshot& snap, const Workload& workload, const std::vector<TaskView>& tasks,
+                    const StandingCap& standing, const Unplaced& unplaced, ShapeSet* set, Plan* plan) {
+  for (size_t t : unplaced.waiting) {
+    Shape& s = set->shapes[set->shape_of[t]];
+    Shape own;
+    own.demand = s.demand;
+    own.demand.task = &tasks[t];
+    own.policy = s.policy;
+    WaitReason why;
+    if (!tasks[t].excluded_nodes.empty()) {
+      why = WaitingSummary(snap, own, workload);
+    } else {
+      if (!s.waiting) s.waiting = WaitingSummary(snap, own, workload);
+      why = *s.waiting;
+    }
+    if (unplaced.capped[t]) why.summary = standing.WaitingReason() + "; " + why.summary;
+    plan->waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = std::move(why);
+  }
+}
+
+Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<TaskView>& tasks,
+                                 const AccountState& accounts) const {
+  Plan plan;
+  const ResourceAmounts fleet = FleetTotals(nodes);
+  Run run(BuildSnapshot(std::move(nodes), options_.seed), BuildWorkload(tasks));
+  ShapeSet set = GroupIntoShapes(tasks, run.snap(), &plan);
   // The fair-share stage picks which task goes next (fair_share.h); a task
   // placed here counts toward its account's share for the next pick.
   FairShareQueue fair_share(tasks, accounts, fleet);
@@ -298,71 +404,8 @@ Plan PipelineScheduler::Schedule(std::vector<NodeView> nodes, const std::vector<
   // account only while they hold less than their share; each placement
   // counts toward it for the next.
   StandingCap standing(accounts.standing);
-  std::vector<size_t> active;  // shapes with a heap
-  std::vector<size_t> waiting;
-  std::vector<uint8_t> capped(tasks.size(), 0);
-  while (!fair_share.Empty()) {
-    const size_t t = fair_share.Next();
-    if (shape_of[t] < 0) continue;
-    Shape& s = shapes[shape_of[t]];
-    if (!s.active) {
-      run.Activate(&s);
-      active.push_back(shape_of[t]);
-    }
-    --s.remaining;
-    Entry e{};
-    const bool weighed = standing.Applies(tasks[t]);
-    const bool proven_only = weighed && !standing.UnprovenMayTake(run.AnyProven(&s, tasks[t], standing));
-    bool held = false;
-    if (!run.Best(&s, tasks[t], proven_only, &e, &held)) {
-      capped[t] = held;
-      waiting.push_back(t);
-      continue;
-    }
-    standing.Placed(tasks[t], snap.views[e.node].provider);
-    run.CountPlacement();
-    plan.placements.push_back(MakePlacement(snap, s, tasks[t], e));
-    ReserveOn(&snap.nodes[e.node], s.demand, e.devices);
-    fair_share.Charge(AmountsOf(s.demand.cpu, s.demand.memory, s.demand.gpus, s.demand.device_claim()));
-    bool finished = false;
-    for (size_t id : active) {
-      Shape& other = shapes[id];
-      if (other.remaining == 0) {
-        finished = true;
-        continue;
-      }
-      if (other.ok[e.node]) {
-        run.Rank(&other, e.node, /*heapify=*/true);
-        run.Compact(&other);
-      }
-    }
-    if (finished) {
-      std::erase_if(active, [&](size_t id) {
-        if (shapes[id].remaining > 0) return false;
-        shapes[id].heap = {};
-        shapes[id].proven_heap = {};
-        return true;
-      });
-    }
-  }
-
-  // Why each waiting task waits, as the nodes stand after this plan.
-  for (size_t t : waiting) {
-    Shape& s = shapes[shape_of[t]];
-    Shape own;
-    own.demand = s.demand;
-    own.demand.task = &tasks[t];
-    own.policy = s.policy;
-    WaitReason why;
-    if (!tasks[t].excluded_nodes.empty()) {
-      why = WaitingSummary(snap, own, run.workload());
-    } else {
-      if (!s.waiting) s.waiting = WaitingSummary(snap, own, run.workload());
-      why = *s.waiting;
-    }
-    if (capped[t]) why.summary = standing.WaitingReason() + "; " + why.summary;
-    plan.waiting[TaskKey(tasks[t].job_id, tasks[t].index)] = std::move(why);
-  }
+  const Unplaced unplaced = PlaceInFairShareOrder(tasks, &run, &set, &fair_share, &standing, &plan);
+  ExplainWaiting(run.snap(), run.workload(), tasks, standing, unplaced, &set, &plan);
   return plan;
 }
 
