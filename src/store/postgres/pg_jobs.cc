@@ -53,6 +53,114 @@ Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& sp
   });
 }
 
+namespace {
+
+// Adds the job's tasks to `job`, in index order, indexed in `by_index` and
+// counted by state in `counts`.
+Status ReadTasks(Connection& c, const std::string& job_id, v1::Job& job, std::map<uint32_t, v1::Task*>* by_index,
+                 std::map<v1::TaskState, int>* counts) {
+  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = $1 "
+                                      "ORDER BY idx",
+                                      Params().Text(job_id)));
+  for (int r = 0; r < tq.size(); ++r) {
+    v1::Task* t = job.add_tasks();
+    t->set_job_id(job_id);
+    t->set_index(static_cast<uint32_t>(tq.Int(r, 0)));
+    t->set_state(static_cast<v1::TaskState>(tq.Int(r, 1)));
+    t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(r, 2)));
+    t->set_message(tq.Text(r, 3));
+    t->set_verification(tq.Text(r, 4));
+    (*by_index)[t->index()] = t;
+    (*counts)[t->state()]++;
+  }
+  return Status::Ok();
+}
+
+// Fills `a` from row `r` of `aq` (the columns ReadAttempts selects); DataLoss
+// for a stored provenance or receipt that does not parse.
+Status AttemptOfRow(const Rows& aq, int r, v1::Attempt* a) {
+  a->set_id(aq.Text(r, 0));
+  a->set_node_id(aq.Text(r, 2));
+  a->set_state(static_cast<v1::TaskState>(aq.Int(r, 3)));
+  a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(r, 4)));
+  a->set_message(aq.Text(r, 5));
+  a->set_exit_code(static_cast<int32_t>(aq.Int(r, 6)));
+  a->set_assigned_at_ms(aq.Int(r, 7));
+  a->set_started_at_ms(aq.Int(r, 8));
+  a->set_finished_at_ms(aq.Int(r, 9));
+  a->set_runtime(aq.Text(r, 10));
+  for (const auto& d : pg::SplitCommaList(aq.Text(r, 12))) a->add_device_uuids(d);
+  if (!aq.IsNull(r, 11)) {
+    v1::Attempt outputs;
+    if (outputs.ParseFromString(aq.Text(r, 11))) *a->mutable_outputs() = outputs.outputs();
+  }
+  a->set_lease_epoch(static_cast<uint64_t>(aq.Int(r, 13)));
+  a->set_checkpoints(static_cast<uint32_t>(aq.Int(r, 14)));
+  a->set_last_checkpoint_at_ms(aq.Int(r, 15));
+  a->set_restored_from_attempt(aq.Text(r, 16));
+  a->set_work_lost_ms(jobs::WorkLostMs(*a));
+  if (!aq.IsNull(r, 17)) a->mutable_placement()->ParseFromString(aq.Text(r, 17));
+  if (!aq.IsNull(r, 18) && !a->mutable_provenance()->ParseFromString(aq.Text(r, 18))) {
+    return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+  }
+  if (!aq.IsNull(r, 19)) {
+    if (!a->mutable_receipt()->ParseFromString(aq.Text(r, 19))) {
+      return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
+    }
+    *a->mutable_metering() = a->receipt().statement().metering();
+  }
+  a->set_vote(aq.Text(r, 20));
+  a->set_vote_reason(aq.Text(r, 21));
+  return Status::Ok();
+}
+
+// Adds the job's attempts to their tasks, in assignment order; each one's
+// lost work counts as its task's redone work.
+Status ReadAttempts(Connection& c, const std::string& job_id, const std::map<uint32_t, v1::Task*>& by_index) {
+  IG_ASSIGN_OR_RETURN(
+      Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+                      "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+                      "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = $1 "
+                      "ORDER BY assigned_ms, seq",
+                      Params().Text(job_id)));
+  for (int r = 0; r < aq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
+    if (it == by_index.end()) continue;
+    v1::Attempt* a = it->second->add_attempts();
+    IG_RETURN_IF_ERROR(AttemptOfRow(aq, r, a));
+    it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
+  }
+  return Status::Ok();
+}
+
+// Sets the checkpoint of each task of the job that has one; DataLoss for one
+// that does not parse.
+Status ReadCheckpoints(Connection& c, const std::string& job_id, const std::map<uint32_t, v1::Task*>& by_index) {
+  IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));
+  for (int r = 0; r < cq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(cq.Int(r, 0)));
+    if (it == by_index.end()) continue;
+    if (!it->second->mutable_checkpoint()->ParseFromString(cq.Text(r, 1))) {
+      return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
+    }
+  }
+  return Status::Ok();
+}
+
+// Sets the log bytes dropped of each task of the job that dropped some.
+Status ReadLogUsage(Connection& c, const std::string& job_id, const std::map<uint32_t, v1::Task*>& by_index) {
+  IG_ASSIGN_OR_RETURN(Rows lq,
+                      c.Exec("SELECT idx, dropped_bytes FROM log_usage WHERE job_id = $1 AND dropped_bytes > 0",
+                             Params().Text(job_id)));
+  for (int r = 0; r < lq.size(); ++r) {
+    auto it = by_index.find(static_cast<uint32_t>(lq.Int(r, 0)));
+    if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(r, 1)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(
       Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1", Params().Text(job_id)));
@@ -66,79 +174,10 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
 
   std::map<uint32_t, v1::Task*> by_index;
   std::map<v1::TaskState, int> counts;
-  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = $1 "
-                                      "ORDER BY idx",
-                                      Params().Text(job_id)));
-  for (int r = 0; r < tq.size(); ++r) {
-    v1::Task* t = job.add_tasks();
-    t->set_job_id(job_id);
-    t->set_index(static_cast<uint32_t>(tq.Int(r, 0)));
-    t->set_state(static_cast<v1::TaskState>(tq.Int(r, 1)));
-    t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(r, 2)));
-    t->set_message(tq.Text(r, 3));
-    t->set_verification(tq.Text(r, 4));
-    by_index[t->index()] = t;
-    counts[t->state()]++;
-  }
-  IG_ASSIGN_OR_RETURN(
-      Rows aq, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
-                      "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
-                      "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = $1 "
-                      "ORDER BY assigned_ms, seq",
-                      Params().Text(job_id)));
-  for (int r = 0; r < aq.size(); ++r) {
-    auto it = by_index.find(static_cast<uint32_t>(aq.Int(r, 1)));
-    if (it == by_index.end()) continue;
-    v1::Attempt* a = it->second->add_attempts();
-    a->set_id(aq.Text(r, 0));
-    a->set_node_id(aq.Text(r, 2));
-    a->set_state(static_cast<v1::TaskState>(aq.Int(r, 3)));
-    a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(r, 4)));
-    a->set_message(aq.Text(r, 5));
-    a->set_exit_code(static_cast<int32_t>(aq.Int(r, 6)));
-    a->set_assigned_at_ms(aq.Int(r, 7));
-    a->set_started_at_ms(aq.Int(r, 8));
-    a->set_finished_at_ms(aq.Int(r, 9));
-    a->set_runtime(aq.Text(r, 10));
-    for (const auto& d : pg::SplitCommaList(aq.Text(r, 12))) a->add_device_uuids(d);
-    if (!aq.IsNull(r, 11)) {
-      v1::Attempt outputs;
-      if (outputs.ParseFromString(aq.Text(r, 11))) *a->mutable_outputs() = outputs.outputs();
-    }
-    a->set_lease_epoch(static_cast<uint64_t>(aq.Int(r, 13)));
-    a->set_checkpoints(static_cast<uint32_t>(aq.Int(r, 14)));
-    a->set_last_checkpoint_at_ms(aq.Int(r, 15));
-    a->set_restored_from_attempt(aq.Text(r, 16));
-    a->set_work_lost_ms(jobs::WorkLostMs(*a));
-    if (!aq.IsNull(r, 17)) a->mutable_placement()->ParseFromString(aq.Text(r, 17));
-    if (!aq.IsNull(r, 18) && !a->mutable_provenance()->ParseFromString(aq.Text(r, 18))) {
-      return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
-    }
-    if (!aq.IsNull(r, 19)) {
-      if (!a->mutable_receipt()->ParseFromString(aq.Text(r, 19))) {
-        return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
-      }
-      *a->mutable_metering() = a->receipt().statement().metering();
-    }
-    a->set_vote(aq.Text(r, 20));
-    a->set_vote_reason(aq.Text(r, 21));
-    it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
-  }
-  IG_ASSIGN_OR_RETURN(Rows cq, c.Exec("SELECT idx, files FROM checkpoints WHERE job_id = $1", Params().Text(job_id)));
-  for (int r = 0; r < cq.size(); ++r) {
-    auto it = by_index.find(static_cast<uint32_t>(cq.Int(r, 0)));
-    if (it == by_index.end()) continue;
-    if (!it->second->mutable_checkpoint()->ParseFromString(cq.Text(r, 1))) {
-      return Status::DataLoss("stored checkpoint of " + job_id + "/" + std::to_string(it->first) + " does not parse");
-    }
-  }
-  IG_ASSIGN_OR_RETURN(Rows lq,
-                      c.Exec("SELECT idx, dropped_bytes FROM log_usage WHERE job_id = $1 AND dropped_bytes > 0",
-                             Params().Text(job_id)));
-  for (int r = 0; r < lq.size(); ++r) {
-    auto it = by_index.find(static_cast<uint32_t>(lq.Int(r, 0)));
-    if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(r, 1)));
-  }
+  IG_RETURN_IF_ERROR(ReadTasks(c, job_id, job, &by_index, &counts));
+  IG_RETURN_IF_ERROR(ReadAttempts(c, job_id, by_index));
+  IG_RETURN_IF_ERROR(ReadCheckpoints(c, job_id, by_index));
+  IG_RETURN_IF_ERROR(ReadLogUsage(c, job_id, by_index));
   jobs::SetTaskCounts(job, counts);
   return job;
 }
@@ -254,6 +293,193 @@ Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
   return out;
 }
 
+namespace {
+
+// The batch's distinct node ids, in id order.
+std::vector<std::string> DistinctNodes(const std::vector<const NewAttempt*>& batch) {
+  std::set<std::string> distinct;
+  for (const NewAttempt* a : batch) distinct.insert(a->node_id);
+  return std::vector<std::string>(distinct.begin(), distinct.end());
+}
+
+// A queued task's reservation, copied from its job's columns.
+struct Reservation {
+  double cpu;
+  uint64_t memory, gpu_memory;
+};
+
+// What CommitAssignments reads inside its transaction: the batch admission
+// rule (capacity/batch_admission.h) loaded with the batch's nodes and what
+// their active attempts hold, and the reservation of each of its tasks that
+// is still queued.
+struct BatchRead {
+  capacity::BatchAdmission admission;
+  std::vector<std::string> checked;  // the nodes the rule took
+  std::map<std::pair<std::string, uint32_t>, Reservation> queued;
+};
+
+// Adds the batch's nodes to the rule.
+Status LoadNodes(Connection& c, const std::vector<std::string>& node_ids, BatchRead& read) {
+  // Lock the batch's node rows first, in id order: coordinators committing
+  // onto the same node take turns (and never deadlock), so what LoadHolds
+  // sums stays true until COMMIT.
+  IG_ASSIGN_OR_RETURN(Rows nq, c.Exec("SELECT id, info, advertisement FROM nodes WHERE id = ANY($1::text[]) "
+                                      "ORDER BY id FOR UPDATE",
+                                      Params().TextArray(node_ids)));
+  for (int r = 0; r < nq.size(); ++r) {
+    v1::NodeInfo info;
+    v1::Advertisement ad;
+    if (!nq.IsNull(r, 1)) info.ParseFromString(nq.Text(r, 1));
+    if (!nq.IsNull(r, 2)) ad.ParseFromString(nq.Text(r, 2));
+    std::string id = nq.Text(r, 0);
+    if (read.admission.AddNode(id, info, ad)) read.checked.push_back(std::move(id));
+  }
+  return Status::Ok();
+}
+
+// The batch's tasks that are still queued, locked, skipping any another
+// coordinator holds right now, with their jobs' reservations.
+Status LockQueuedTasks(Connection& c, const std::vector<const NewAttempt*>& batch, BatchRead& read) {
+  std::vector<std::string> jobs, indexes;
+  for (const NewAttempt* a : batch) {
+    jobs.push_back(a->job_id);
+    indexes.push_back(std::to_string(a->index));
+  }
+  IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT t.job_id, t.idx, j.cpu, j.memory, j.gpu_memory FROM tasks t "
+                                      "JOIN unnest($1::text[], $2::integer[]) AS i(job_id, idx) "
+                                      "ON t.job_id = i.job_id AND t.idx = i.idx JOIN jobs j ON j.id = t.job_id "
+                                      "WHERE t.state = $3 FOR UPDATE OF t SKIP LOCKED",
+                                      Params().TextArray(jobs).TextArray(indexes).Int(v1::QUEUED)));
+  for (int r = 0; r < tq.size(); ++r) {
+    read.queued[{tq.Text(r, 0), static_cast<uint32_t>(tq.Int(r, 1))}] = {
+        tq.Double(r, 2), static_cast<uint64_t>(tq.Int(r, 3)), static_cast<uint64_t>(tq.Int(r, 4))};
+  }
+  return Status::Ok();
+}
+
+// Adds to the rule what the active attempts on the checked nodes hold.
+Status LoadHolds(Connection& c, BatchRead& read) {
+  if (read.checked.empty()) return Status::Ok();
+  IG_ASSIGN_OR_RETURN(Rows hq, c.Exec("SELECT node_id, cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
+                                      "WHERE node_id = ANY($1::text[]) AND state IN ($2, $3)",
+                                      Params().TextArray(read.checked).Int(v1::ASSIGNED).Int(v1::RUNNING)));
+  capacity::AttemptHold held;
+  for (int r = 0; r < hq.size(); ++r) {
+    held.cpu = hq.Double(r, 1);
+    held.memory = static_cast<uint64_t>(hq.Int(r, 2));
+    capacity::SplitDeviceList(hq.Text(r, 3), &held.devices);
+    held.gpu_memory = static_cast<uint64_t>(hq.Int(r, 4));
+    held.gpu_milli = static_cast<uint32_t>(hq.Int(r, 5));
+    read.admission.Hold(hq.Text(r, 0), held);
+  }
+  return Status::Ok();
+}
+
+// The read phase, four statements whatever the batch's size: the nodes, then
+// the queued tasks, then what the nodes hold.
+Status ReadBatch(Connection& c, const std::vector<const NewAttempt*>& batch, const std::vector<std::string>& node_ids,
+                 BatchRead& read) {
+  IG_RETURN_IF_ERROR(LoadNodes(c, node_ids, read));
+  IG_RETURN_IF_ERROR(LockQueuedTasks(c, batch, read));
+  return LoadHolds(c, read);
+}
+
+// The rule's candidates, one per attempt of the batch; one whose task is not
+// queued (or is locked by another coordinator) wants nothing.
+std::vector<capacity::BatchCandidate> Candidates(const std::vector<const NewAttempt*>& batch, const BatchRead& read) {
+  std::vector<capacity::BatchCandidate> candidates;
+  candidates.reserve(batch.size());
+  for (const NewAttempt* a : batch) {
+    auto it = read.queued.find({a->job_id, a->index});
+    capacity::BatchCandidate candidate{a->node_id, a->job_id, a->index, it != read.queued.end(), {}};
+    if (candidate.queued) {
+      candidate.want = {it->second.cpu, it->second.memory, it->second.gpu_memory, a->placement.gpu_milli(),
+                        a->device_uuids};
+    }
+    candidates.push_back(std::move(candidate));
+  }
+  return candidates;
+}
+
+// The admitted attempts as the columns of the write's arrays, in order.
+struct AttemptColumns {
+  std::vector<std::string> ids, jobs, indexes, nodes, times, devices, placements, gpu_millis;
+};
+
+AttemptColumns ColumnsOf(const std::vector<const NewAttempt*>& batch, const std::vector<size_t>& admitted) {
+  AttemptColumns out;
+  for (size_t i : admitted) {
+    const NewAttempt* a = batch[i];
+    out.ids.push_back(a->attempt_id);
+    out.jobs.push_back(a->job_id);
+    out.indexes.push_back(std::to_string(a->index));
+    out.nodes.push_back(a->node_id);
+    out.times.push_back(std::to_string(a->now_ms));
+    std::string d;
+    for (const auto& uuid : a->device_uuids) d += uuid + ",";
+    out.devices.push_back(std::move(d));
+    out.placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
+    out.gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
+  }
+  return out;
+}
+
+// The write phase, one statement: claims the tasks of what the rule admitted
+// (indices into `batch`) and inserts their attempts; `epochs` gets each
+// committed attempt's lease epoch.
+Status WriteAdmitted(Connection& c, const std::vector<const NewAttempt*>& batch, const std::vector<size_t>& admitted,
+                     std::map<std::string, uint64_t>* epochs) {
+  const AttemptColumns in = ColumnsOf(batch, admitted);
+  if (in.ids.empty()) return Status::Ok();
+  // The lease epoch is the task's attempt ordinal; the attempt starts from
+  // the task's latest checkpoint, if it has one. The reservation is copied
+  // from the job so capacity accounting survives restarts.
+  IG_ASSIGN_OR_RETURN(
+      Rows q,
+      c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
+             "$5::bigint[], $6::text[], $9::bytea[], $10::integer[]) "
+             "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli)), "
+             "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
+             "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
+             "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, i.placement, i.gpu_milli, "
+             "t.attempts AS epoch) "
+             "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
+             "runtime, devices, epoch, restored_from, placement, gpu_milli) "
+             "SELECT m.attempt_id, m.job_id, m.idx, m.node_id, $7, m.now_ms, j.cpu, j.memory, j.gpus, "
+             "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, ''), m.placement, m.gpu_milli "
+             "FROM claimed m JOIN jobs j ON j.id = m.job_id "
+             "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
+             Params()
+                 .TextArray(in.ids)
+                 .TextArray(in.jobs)
+                 .TextArray(in.indexes)
+                 .TextArray(in.nodes)
+                 .TextArray(in.times)
+                 .TextArray(in.devices)
+                 .Int(v1::ASSIGNED)
+                 .Int(v1::QUEUED)
+                 .TextArray(in.placements)
+                 .TextArray(in.gpu_millis)));
+  for (int r = 0; r < q.size(); ++r) (*epochs)[q.Text(r, 0)] = static_cast<uint64_t>(q.Int(r, 1));
+  return Status::Ok();
+}
+
+// The batch's attempts that committed, in batch order, with their lease epochs.
+std::vector<NewAttempt> Committed(const std::vector<const NewAttempt*>& batch,
+                                  const std::map<std::string, uint64_t>& epochs) {
+  std::vector<NewAttempt> committed;
+  for (const NewAttempt* a : batch) {
+    auto it = epochs.find(a->attempt_id);
+    if (it == epochs.end()) continue;
+    NewAttempt done = *a;
+    done.lease_epoch = it->second;
+    committed.push_back(std::move(done));
+  }
+  return committed;
+}
+
+}  // namespace
+
 Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
   // One READ COMMITTED transaction for the whole batch, four statements
   // whatever its size: lock the batch's node rows (in id order), lock its
@@ -268,135 +494,17 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
   std::vector<const NewAttempt*> batch;
   for (const auto& a : attempts) batch.push_back(&a);
   if (batch.empty()) return std::vector<NewAttempt>();
-  std::vector<std::string> node_ids;
-  {
-    std::set<std::string> distinct;
-    for (const NewAttempt* a : batch) distinct.insert(a->node_id);
-    node_ids.assign(distinct.begin(), distinct.end());
-  }
+  const std::vector<std::string> node_ids = DistinctNodes(batch);
   std::map<std::string, uint64_t> epochs;  // committed attempt -> lease epoch
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     epochs.clear();
-    // The batch admission rule (capacity/batch_admission.h). Lock the batch's node rows
-    // first, in id order: coordinators committing onto the same node take
-    // turns (and never deadlock), so what the sums below read stays true
-    // until COMMIT.
-    IG_ASSIGN_OR_RETURN(Rows nq, c.Exec("SELECT id, info, advertisement FROM nodes WHERE id = ANY($1::text[]) "
-                                        "ORDER BY id FOR UPDATE",
-                                        Params().TextArray(node_ids)));
-    capacity::BatchAdmission admission;
-    std::vector<std::string> checked;
-    for (int r = 0; r < nq.size(); ++r) {
-      v1::NodeInfo info;
-      v1::Advertisement ad;
-      if (!nq.IsNull(r, 1)) info.ParseFromString(nq.Text(r, 1));
-      if (!nq.IsNull(r, 2)) ad.ParseFromString(nq.Text(r, 2));
-      std::string id = nq.Text(r, 0);
-      if (admission.AddNode(id, info, ad)) checked.push_back(std::move(id));
-    }
-    // The batch's tasks that are still queued, locked, skipping any another
-    // coordinator holds right now, with their jobs' reservations.
-    std::vector<std::string> jobs, indexes;
-    for (const NewAttempt* a : batch) {
-      jobs.push_back(a->job_id);
-      indexes.push_back(std::to_string(a->index));
-    }
-    IG_ASSIGN_OR_RETURN(Rows tq, c.Exec("SELECT t.job_id, t.idx, j.cpu, j.memory, j.gpu_memory FROM tasks t "
-                                        "JOIN unnest($1::text[], $2::integer[]) AS i(job_id, idx) "
-                                        "ON t.job_id = i.job_id AND t.idx = i.idx JOIN jobs j ON j.id = t.job_id "
-                                        "WHERE t.state = $3 FOR UPDATE OF t SKIP LOCKED",
-                                        Params().TextArray(jobs).TextArray(indexes).Int(v1::QUEUED)));
-    struct Reservation {
-      double cpu;
-      uint64_t memory, gpu_memory;
-    };
-    std::map<std::pair<std::string, uint32_t>, Reservation> queued;
-    for (int r = 0; r < tq.size(); ++r) {
-      queued[{tq.Text(r, 0), static_cast<uint32_t>(tq.Int(r, 1))}] = {
-          tq.Double(r, 2), static_cast<uint64_t>(tq.Int(r, 3)), static_cast<uint64_t>(tq.Int(r, 4))};
-    }
-    // What the active attempts on the checked nodes hold.
-    if (!checked.empty()) {
-      IG_ASSIGN_OR_RETURN(Rows hq, c.Exec("SELECT node_id, cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
-                                          "WHERE node_id = ANY($1::text[]) AND state IN ($2, $3)",
-                                          Params().TextArray(checked).Int(v1::ASSIGNED).Int(v1::RUNNING)));
-      capacity::AttemptHold held;
-      for (int r = 0; r < hq.size(); ++r) {
-        held.cpu = hq.Double(r, 1);
-        held.memory = static_cast<uint64_t>(hq.Int(r, 2));
-        capacity::SplitDeviceList(hq.Text(r, 3), &held.devices);
-        held.gpu_memory = static_cast<uint64_t>(hq.Int(r, 4));
-        held.gpu_milli = static_cast<uint32_t>(hq.Int(r, 5));
-        admission.Hold(hq.Text(r, 0), held);
-      }
-    }
+    BatchRead read;
+    IG_RETURN_IF_ERROR(ReadBatch(c, batch, node_ids, read));
     // Admit the batch by the rule; the rest stays queued.
-    std::vector<capacity::BatchCandidate> candidates;
-    candidates.reserve(batch.size());
-    for (const NewAttempt* a : batch) {
-      auto it = queued.find({a->job_id, a->index});
-      capacity::BatchCandidate c{a->node_id, a->job_id, a->index, it != queued.end(), {}};
-      if (c.queued) {
-        c.want = {it->second.cpu, it->second.memory, it->second.gpu_memory, a->placement.gpu_milli(), a->device_uuids};
-      }
-      candidates.push_back(std::move(c));
-    }
-    std::vector<std::string> ids, jobs_in, indexes_in, nodes, times, devices, placements, gpu_millis;
-    for (size_t i : admission.Admit(candidates)) {
-      const NewAttempt* a = batch[i];
-      ids.push_back(a->attempt_id);
-      jobs_in.push_back(a->job_id);
-      indexes_in.push_back(std::to_string(a->index));
-      nodes.push_back(a->node_id);
-      times.push_back(std::to_string(a->now_ms));
-      std::string d;
-      for (const auto& uuid : a->device_uuids) d += uuid + ",";
-      devices.push_back(std::move(d));
-      placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
-      gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
-    }
-    if (ids.empty()) return Status::Ok();
-    // The lease epoch is the task's attempt ordinal; the attempt starts from
-    // the task's latest checkpoint, if it has one. The reservation is copied
-    // from the job so capacity accounting survives restarts.
-    IG_ASSIGN_OR_RETURN(
-        Rows q,
-        c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
-               "$5::bigint[], $6::text[], $9::bytea[], $10::integer[]) "
-               "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli)), "
-               "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
-               "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
-               "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, i.placement, i.gpu_milli, "
-               "t.attempts AS epoch) "
-               "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
-               "runtime, devices, epoch, restored_from, placement, gpu_milli) "
-               "SELECT m.attempt_id, m.job_id, m.idx, m.node_id, $7, m.now_ms, j.cpu, j.memory, j.gpus, "
-               "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, ''), m.placement, m.gpu_milli "
-               "FROM claimed m JOIN jobs j ON j.id = m.job_id "
-               "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
-               Params()
-                   .TextArray(ids)
-                   .TextArray(jobs_in)
-                   .TextArray(indexes_in)
-                   .TextArray(nodes)
-                   .TextArray(times)
-                   .TextArray(devices)
-                   .Int(v1::ASSIGNED)
-                   .Int(v1::QUEUED)
-                   .TextArray(placements)
-                   .TextArray(gpu_millis)));
-    for (int r = 0; r < q.size(); ++r) epochs[q.Text(r, 0)] = static_cast<uint64_t>(q.Int(r, 1));
-    return Status::Ok();
+    const std::vector<size_t> admitted = read.admission.Admit(Candidates(batch, read));
+    return WriteAdmitted(c, batch, admitted, &epochs);
   }));
-  std::vector<NewAttempt> committed;
-  for (const NewAttempt* a : batch) {
-    auto it = epochs.find(a->attempt_id);
-    if (it == epochs.end()) continue;
-    NewAttempt done = *a;
-    done.lease_epoch = it->second;
-    committed.push_back(std::move(done));
-  }
-  return committed;
+  return Committed(batch, epochs);
 }
 
 Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t now_ms) {

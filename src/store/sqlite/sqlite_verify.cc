@@ -14,11 +14,12 @@ Result<std::vector<TaskKey>> SqliteStore::HeldTasks(size_t limit) {
   return out;
 }
 
-Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Transaction tx(db_);
-  IG_RETURN_IF_ERROR(tx.status());
-  Stmt cur(db_, "SELECT state, not_before_ms FROM tasks WHERE job_id = ? AND idx = ?");
+namespace {
+
+// Whether the task is where the write expects it (VerdictWrite::Expect);
+// NotFound for no such task.
+Result<bool> TaskAsExpected(sqlite3* db, const VerdictWrite& w) {
+  Stmt cur(db, "SELECT state, not_before_ms FROM tasks WHERE job_id = ? AND idx = ?");
   cur.Bind(1, w.job_id).Bind(2, int64_t{w.index});
   if (!cur.Step()) {
     IG_RETURN_IF_ERROR(cur.status());
@@ -37,8 +38,13 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
       if (state != v1::QUEUED || held) return false;
       break;
   }
+  return true;
+}
+
+// Records each vote on its attempt; a failed one also fails the attempt.
+Status WriteVotes(sqlite3* db, const VerdictWrite& w) {
   for (const VerdictWrite::Vote& v : w.votes) {
-    Stmt upd(db_,
+    Stmt upd(db,
              "UPDATE attempts SET vote = ?, vote_reason = ?, "
              "state = CASE WHEN ? THEN ? ELSE state END, reason = CASE WHEN ? THEN ? ELSE reason END, "
              "message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND job_id = ? AND idx = ?");
@@ -56,8 +62,13 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
     upd.Step();
     IG_RETURN_IF_ERROR(upd.status());
   }
-  IG_RETURN_IF_ERROR(WriteTaskLocked(w.job_id, w.index, w.task));
-  Stmt line(db_,
+  return Status::Ok();
+}
+
+// Sets the task's verification line and, if the write has one, when it may be
+// offered again.
+Status WriteVerificationLine(sqlite3* db, const VerdictWrite& w) {
+  Stmt line(db,
             "UPDATE tasks SET verification = ?, not_before_ms = CASE WHEN ? THEN ? ELSE not_before_ms END "
             "WHERE job_id = ? AND idx = ?");
   line.Bind(1, w.verification)
@@ -66,21 +77,31 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
       .Bind(4, w.job_id)
       .Bind(5, int64_t{w.index});
   line.Step();
-  IG_RETURN_IF_ERROR(line.status());
+  return line.status();
+}
+
+// Empties the task's excluded list if the write says so, then appends its
+// entries.
+Status WriteExclusions(sqlite3* db, const VerdictWrite& w) {
   if (w.reset_exclusions) {
-    Stmt reset(db_, "UPDATE tasks SET excluded = '' WHERE job_id = ? AND idx = ?");
+    Stmt reset(db, "UPDATE tasks SET excluded = '' WHERE job_id = ? AND idx = ?");
     reset.Bind(1, w.job_id).Bind(2, int64_t{w.index});
     reset.Step();
     IG_RETURN_IF_ERROR(reset.status());
   }
   for (const std::string& entry : w.exclude) {
-    Stmt ex(db_, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
+    Stmt ex(db, "UPDATE tasks SET excluded = excluded || ? || ',' WHERE job_id = ? AND idx = ?");
     ex.Bind(1, entry).Bind(2, w.job_id).Bind(3, int64_t{w.index});
     ex.Step();
     IG_RETURN_IF_ERROR(ex.status());
   }
-  for (const TrustRecord& t : w.trust) {
-    Stmt put(db_,
+  return Status::Ok();
+}
+
+// Writes the providers' trust records as given.
+Status WriteTrust(sqlite3* db, const std::vector<TrustRecord>& trust, int64_t now_ms) {
+  for (const TrustRecord& t : trust) {
+    Stmt put(db,
              "INSERT INTO provider_trust(provider, image, consecutive, reliability, caught, updated_ms) "
              "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(provider, image) DO UPDATE SET "
              "consecutive = excluded.consecutive, reliability = excluded.reliability, "
@@ -94,6 +115,22 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
     put.Step();
     IG_RETURN_IF_ERROR(put.status());
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  IG_RETURN_IF_ERROR(tx.status());
+  IG_ASSIGN_OR_RETURN(const bool as_expected, TaskAsExpected(db_, w));
+  if (!as_expected) return false;
+  IG_RETURN_IF_ERROR(WriteVotes(db_, w));
+  IG_RETURN_IF_ERROR(WriteTaskLocked(w.job_id, w.index, w.task));
+  IG_RETURN_IF_ERROR(WriteVerificationLine(db_, w));
+  IG_RETURN_IF_ERROR(WriteExclusions(db_, w));
+  IG_RETURN_IF_ERROR(WriteTrust(db_, w.trust, now_ms));
   IG_RETURN_IF_ERROR(tx.Commit());
   return true;
 }
