@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -152,6 +153,92 @@ int StartUnit(const std::string& user, const std::string& by_hand) {
   return 0;
 }
 
+// Checks the host and prints what it found: the exit code to stop with, or
+// nullopt to go on.
+std::optional<int> CheckJoinHost(const JoinOptions& o, HostFacts* facts) {
+  *facts = GatherFacts();
+  if (facts->uid == 0) {
+    std::fprintf(stderr,
+                 "error: run agent join as the unprivileged user who lends the machine, not as root "
+                 "(jobs run in that user's rootless containers)\n");
+    return 2;
+  }
+  std::vector<Finding> findings = CheckHost(*facts);
+  PrintFindings(findings);
+  // The GPU chain never blocks the join: a node whose GPUs cannot be used yet offers its CPUs.
+  GpuChainSources gpu_sources;
+  gpu_sources.nvml_library = o.agent.nvml_library;
+  gpu_sources.extra_cdi_specs = o.agent.cdi_specs;
+  gpu_sources.agent_cdi_paths = o.agent.cdi_specs;
+  PrintGpuChecks(CheckGpuChain(ReadGpuChainFacts(gpu_sources)));
+  const bool blocked = !findings.empty() && findings.front().blocking;
+  if (blocked && !o.ignore_checks) {
+    std::fprintf(stderr,
+                 "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "
+                 "command again (nothing was written)\n");
+    return 1;
+  }
+  return std::nullopt;
+}
+
+// Makes the agent's directories and enrolls with config.coordinator: the exit
+// code to stop with, or nullopt once joined (said).
+std::optional<int> EnrollNode(const AgentConfig& config, const AgentPaths& paths) {
+  for (const std::string& dir : {paths.config_dir, paths.data_dir, paths.unit_dir}) {
+    if (Status st = MakeDirs(dir, 0700); !st.ok()) return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
+  }
+  Result<std::string> node_id = [&] {
+    Agent enrolling(config);
+    return enrolling.EnrollOnly();
+  }();
+  if (!node_id.ok()) {
+    std::fprintf(stderr, "error: enrolling with %s: %s\n", config.coordinator.c_str(),
+                 node_id.status().message().c_str());
+    return ExitCodeFor(node_id.status());
+  }
+  std::printf("joined %s as node %s; CA pinned in %s/coordinator-ca.crt\n", config.coordinator.c_str(),
+              node_id->c_str(), paths.data_dir.c_str());
+  return std::nullopt;
+}
+
+// The agent's config and user unit, and the client config with --api-token
+// unless one exists already.
+Status WriteAgentFiles(const JoinOptions& o, const AgentConfig& config, const AgentPaths& paths,
+                       const std::string& binary) {
+  Status st = WriteFileAtomic(paths.config_file, RenderAgentConfig(config), 0600);
+  if (st.ok()) st = WriteFileAtomic(paths.unit_file, RenderUserUnit(binary, paths.config_file, o.grace_seconds));
+  if (!st.ok() || o.api_token.empty()) return st;
+  if (PathExists(paths.client_config_file)) {
+    std::printf("note:    %s exists: left as is (the --api-token was not saved)\n", paths.client_config_file.c_str());
+    return st;
+  }
+  return WriteFileAtomic(paths.client_config_file,
+                         "# written by idlegrid agent join: this provider's API token, keep private\n"
+                         "address: " +
+                             config.coordinator + "\nca_file: " + paths.data_dir +
+                             "/coordinator-ca.crt\n"
+                             "token: " +
+                             o.api_token + "\n",
+                         0600);
+}
+
+// Starts the unit where it can, else says how to start the agent.
+int StartAgent(const JoinOptions& o, const std::string& user, const std::string& by_hand) {
+  if (o.no_start) {
+    std::printf("not started (--no-start): systemctl --user enable --now %s, or by hand: %s\n", kAgentUnitName,
+                by_hand.c_str());
+    return 0;
+  }
+  if (!SystemdBooted()) {
+    std::printf(
+        "no systemd here (PID 1 is not systemd), so the unit cannot be started and will not run at boot.\n"
+        "run the agent by hand (or from your init system):\n    %s\n",
+        by_hand.c_str());
+    return 0;
+  }
+  return StartUnit(user, by_hand);
+}
+
 }  // namespace
 
 GpuChainFacts ReadGpuChainFacts(const GpuChainSources& sources) {
@@ -250,83 +337,22 @@ int RunJoin(const JoinOptions& o) {
   auto paths = AgentPathsFromEnv(Environment());
   if (!paths.ok()) return std::fprintf(stderr, "error: %s\n", paths.status().message().c_str()), 2;
 
-  HostFacts facts = GatherFacts();
-  if (facts.uid == 0) {
-    std::fprintf(stderr,
-                 "error: run agent join as the unprivileged user who lends the machine, not as root "
-                 "(jobs run in that user's rootless containers)\n");
-    return 2;
-  }
-  std::vector<Finding> findings = CheckHost(facts);
-  PrintFindings(findings);
-  // The GPU chain never blocks the join: a node whose GPUs cannot be used yet offers its CPUs.
-  GpuChainSources gpu_sources;
-  gpu_sources.nvml_library = o.agent.nvml_library;
-  gpu_sources.extra_cdi_specs = o.agent.cdi_specs;
-  gpu_sources.agent_cdi_paths = o.agent.cdi_specs;
-  PrintGpuChecks(CheckGpuChain(ReadGpuChainFacts(gpu_sources)));
-  const bool blocked = !findings.empty() && findings.front().blocking;
-  if (blocked && !o.ignore_checks) {
-    std::fprintf(stderr,
-                 "error: this host cannot run jobs yet: fix the PROBLEM lines above, then run the same "
-                 "command again (nothing was written)\n");
-    return 1;
-  }
+  HostFacts facts;
+  if (std::optional<int> stop = CheckJoinHost(o, &facts)) return *stop;
 
   AgentConfig config = o.agent;
   config.coordinator = *address;
   config.data_dir = paths->data_dir;
   config.join_token = o.join_token;
   config.ca_hash = o.ca_hash;
-  for (const std::string& dir : {paths->config_dir, paths->data_dir, paths->unit_dir}) {
-    if (Status st = MakeDirs(dir, 0700); !st.ok()) return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
-  }
-  Result<std::string> node_id = [&] {
-    Agent enrolling(config);
-    return enrolling.EnrollOnly();
-  }();
-  if (!node_id.ok()) {
-    std::fprintf(stderr, "error: enrolling with %s: %s\n", address->c_str(), node_id.status().message().c_str());
-    return ExitCodeFor(node_id.status());
-  }
-  std::printf("joined %s as node %s; CA pinned in %s/coordinator-ca.crt\n", address->c_str(), node_id->c_str(),
-              paths->data_dir.c_str());
+  if (std::optional<int> stop = EnrollNode(config, *paths)) return *stop;
 
   const std::string binary = SelfBinary();
-  Status st = WriteFileAtomic(paths->config_file, RenderAgentConfig(config), 0600);
-  if (st.ok()) st = WriteFileAtomic(paths->unit_file, RenderUserUnit(binary, paths->config_file, o.grace_seconds));
-  if (st.ok() && !o.api_token.empty()) {
-    if (PathExists(paths->client_config_file)) {
-      std::printf("note:    %s exists: left as is (the --api-token was not saved)\n",
-                  paths->client_config_file.c_str());
-    } else {
-      st = WriteFileAtomic(paths->client_config_file,
-                           "# written by idlegrid agent join: this provider's API token, keep private\n"
-                           "address: " +
-                               *address + "\nca_file: " + paths->data_dir +
-                               "/coordinator-ca.crt\n"
-                               "token: " +
-                               o.api_token + "\n",
-                           0600);
-    }
+  if (Status st = WriteAgentFiles(o, config, *paths, binary); !st.ok()) {
+    return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
   }
-  if (!st.ok()) return std::fprintf(stderr, "error: %s\n", st.message().c_str()), 1;
   std::printf("config %s\nunit   %s\n", paths->config_file.c_str(), paths->unit_file.c_str());
-
-  const std::string by_hand = ByHand(binary, paths->config_file);
-  if (o.no_start) {
-    std::printf("not started (--no-start): systemctl --user enable --now %s, or by hand: %s\n", kAgentUnitName,
-                by_hand.c_str());
-    return 0;
-  }
-  if (!SystemdBooted()) {
-    std::printf(
-        "no systemd here (PID 1 is not systemd), so the unit cannot be started and will not run at boot.\n"
-        "run the agent by hand (or from your init system):\n    %s\n",
-        by_hand.c_str());
-    return 0;
-  }
-  return StartUnit(facts.user, by_hand);
+  return StartAgent(o, facts.user, ByHand(binary, paths->config_file));
 }
 
 }  // namespace idlegrid::agent

@@ -134,6 +134,162 @@ Status ParsePauseWhen(const YAML::Node& v, const std::string& file, PausePolicy*
   return Status::Ok();
 }
 
+Status ParseAllowedRuntimes(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsSequence()) return At(v, file, "allowedRuntimes: expected a list such as [runc, runsc]");
+  for (const auto& r : v) {
+    std::string name = r.as<std::string>();
+    if (name != "runc" && name != "runsc") return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
+    out->policy.add_allowed_runtimes(name);
+  }
+  return Status::Ok();
+}
+
+Status ParseAllowedJobClasses(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsSequence()) return At(v, file, "allowedJobClasses: expected a list such as [io-uring]");
+  for (const auto& c : v) {
+    std::string name = c.as<std::string>();
+    if (name != "io-uring")
+      return At(c, file, "allowedJobClasses: unknown job class \"" + name + "\" (known: io-uring)");
+    out->policy.add_allowed_job_classes(name);
+  }
+  return Status::Ok();
+}
+
+Status ParseImageCache(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  auto bytes = manifest::ParseBytes(v.Scalar());
+  if (!bytes.ok() || *bytes == 0) {
+    return At(v, file, "imageCache: expected a size such as 20Gi (the disk the agent's image layers may use)");
+  }
+  out->image_cache_bytes = *bytes;
+  return Status::Ok();
+}
+
+Status ParseInputCache(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  auto bytes = manifest::ParseBytes(v.Scalar());
+  if (!bytes.ok()) {
+    return At(v, file, "inputCache: expected a size such as 10Gi (the disk the node's cached job inputs may use)");
+  }
+  out->input_cache_bytes = *bytes;
+  out->input_cache_set = true;
+  return Status::Ok();
+}
+
+// Each entry is a key itself (it starts with image::kPublicKeyTag) or a
+// file of keys, which the agent reads, not this parser.
+Status ParseTrustedImageKeys(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsSequence() || v.size() == 0) {
+    return At(v, file,
+              "trustedImageKeys: expected a list of public-key files or lines (an empty list "
+              "would trust nothing; remove the setting to run unsigned images)");
+  }
+  for (const auto& entry : v) {
+    const std::string text = entry.as<std::string>();
+    if (text.rfind(image::kPublicKeyTag, 0) != 0) {
+      if (text.empty()) return At(entry, file, "trustedImageKeys: an entry is empty");
+      out->trusted_image_key_files.push_back(text);
+      continue;
+    }
+    const auto& m = entry.Mark();
+    auto parsed = image::ParsePublicKey(
+        text, file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1) + ": trustedImageKeys");
+    if (!parsed.ok()) return parsed.status();
+    out->trusted_image_keys.push_back(std::move(*parsed));
+  }
+  AddTrustedImageKeys(out, {});
+  return Status::Ok();
+}
+
+Status ParseAllowedRegistries(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsSequence()) return At(v, file, "allowedRegistries: expected a list such as [ghcr.io, \"127.0.0.1:5000\"]");
+  for (const auto& r : v) {
+    Result<std::string> host = manifest::ParseRegistryHost(r.as<std::string>());
+    if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());
+    out->policy.add_allowed_registries(*host);
+  }
+  return Status::Ok();
+}
+
+Status ParseLendGpus(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsSequence()) {
+    return At(v, file, "lendGpus: expected a list of GPU indexes or UUIDs such as [0, GPU-8f3e...]");
+  }
+  out->lend_gpus.emplace();
+  for (const auto& g : v) {
+    const std::string sel = g.as<std::string>();
+    if (!IsGpuSelector(sel)) {
+      return At(g, file, "lendGpus: \"" + sel + "\" is neither a GPU index (0, 1, ...) nor a UUID (GPU-...)");
+    }
+    out->lend_gpus->push_back(sel);
+  }
+  return Status::Ok();
+}
+
+Status ParseAsks(const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
+  for (const auto& ask : v) {
+    double price = ask.second.as<double>();
+    if (!(price >= 0)) return At(ask.second, file, "asks: a price must be zero or more");
+    v1::PriceAsk a;
+    a.set_device_class(ask.first.as<std::string>());
+    a.set_per_hour(price);
+    out->asks.push_back(a);
+  }
+  return Status::Ok();
+}
+
+// One top-level setting: `key_node` its name, `v` its value. yaml-cpp's
+// conversions may throw; the caller turns that into file:line:column.
+Status ParsePolicySetting(const YAML::Node& key_node, const YAML::Node& v, const std::string& file, OwnerPolicy* out) {
+  const std::string key = key_node.as<std::string>();
+  if (key == "acceptJobs") {
+    IG_ASSIGN_OR_RETURN(bool accept, Bool(v, file, "acceptJobs"));
+    out->policy.set_accept_jobs(accept);
+  } else if (key == "maxRunSeconds") {
+    auto secs = manifest::ParseDurationSeconds(v.Scalar());
+    if (!secs.ok()) return At(v, file, "maxRunSeconds: " + secs.status().message());
+    out->policy.set_max_run_seconds(*secs);
+  } else if (key == "allowedRuntimes") {
+    return ParseAllowedRuntimes(v, file, out);
+  } else if (key == "allowedJobClasses") {
+    return ParseAllowedJobClasses(v, file, out);
+  } else if (key == "reservedGpuMemory") {
+    auto bytes = manifest::ParseBytes(v.Scalar());
+    if (!bytes.ok()) return At(v, file, "reservedGpuMemory: " + bytes.status().message());
+    out->policy.set_reserved_gpu_memory_bytes(*bytes);
+  } else if (key == "allowGpuSharing") {
+    IG_ASSIGN_OR_RETURN(bool sharing, Bool(v, file, "allowGpuSharing"));
+    out->policy.set_allow_gpu_sharing(sharing);
+  } else if (key == "imageCache") {
+    return ParseImageCache(v, file, out);
+  } else if (key == "inputCache") {
+    return ParseInputCache(v, file, out);
+  } else if (key == "reservedCpu") {
+    double cpu = v.as<double>();
+    if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");
+    out->policy.set_reserved_cpu(cpu);
+  } else if (key == "trustedImageKeys") {
+    return ParseTrustedImageKeys(v, file, out);
+  } else if (key == "allowedRegistries") {
+    return ParseAllowedRegistries(v, file, out);
+  } else if (key == "tenantGpuJobs") {
+    IG_ASSIGN_OR_RETURN(bool accepted, Bool(v, file, "tenantGpuJobs"));
+    out->policy.set_tenant_gpu_jobs_refused(!accepted);
+  } else if (key == "lendGpus") {
+    return ParseLendGpus(v, file, out);
+  } else if (key == "pauseWhen") {
+    return ParsePauseWhen(v, file, &out->pause);
+  } else if (key == "maxGpuTemp") {
+    IG_ASSIGN_OR_RETURN(out->pause.max_gpu_temp_c, Limit(v, file, "maxGpuTemp", 150));
+  } else if (key == "maxGpuPower") {
+    IG_ASSIGN_OR_RETURN(out->pause.max_gpu_power_w, Limit(v, file, "maxGpuPower", 5000));
+  } else if (key == "asks") {
+    return ParseAsks(v, file, out);
+  } else {
+    return At(key_node, file, "unknown policy setting \"" + key + "\"");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 OwnerPolicy DefaultOwnerPolicy() {
@@ -154,122 +310,7 @@ Result<OwnerPolicy> ParseOwnerPolicy(const std::string& yaml_text, const std::st
   if (root.IsNull()) return out;
   if (!root.IsMap()) return At(root, file, "a policy is a map of settings");
   try {
-    for (const auto& kv : root) {
-      std::string key = kv.first.as<std::string>();
-      const YAML::Node& v = kv.second;
-      if (key == "acceptJobs") {
-        if (v.Scalar() != "true" && v.Scalar() != "false") return At(v, file, "acceptJobs: expected true or false");
-        out.policy.set_accept_jobs(v.Scalar() == "true");
-      } else if (key == "maxRunSeconds") {
-        auto secs = manifest::ParseDurationSeconds(v.Scalar());
-        if (!secs.ok()) return At(v, file, "maxRunSeconds: " + secs.status().message());
-        out.policy.set_max_run_seconds(*secs);
-      } else if (key == "allowedRuntimes") {
-        if (!v.IsSequence()) return At(v, file, "allowedRuntimes: expected a list such as [runc, runsc]");
-        for (const auto& r : v) {
-          std::string name = r.as<std::string>();
-          if (name != "runc" && name != "runsc")
-            return At(r, file, "allowedRuntimes: unknown runtime \"" + name + "\"");
-          out.policy.add_allowed_runtimes(name);
-        }
-      } else if (key == "allowedJobClasses") {
-        if (!v.IsSequence()) return At(v, file, "allowedJobClasses: expected a list such as [io-uring]");
-        for (const auto& c : v) {
-          std::string name = c.as<std::string>();
-          if (name != "io-uring")
-            return At(c, file, "allowedJobClasses: unknown job class \"" + name + "\" (known: io-uring)");
-          out.policy.add_allowed_job_classes(name);
-        }
-      } else if (key == "reservedGpuMemory") {
-        auto bytes = manifest::ParseBytes(v.Scalar());
-        if (!bytes.ok()) return At(v, file, "reservedGpuMemory: " + bytes.status().message());
-        out.policy.set_reserved_gpu_memory_bytes(*bytes);
-      } else if (key == "allowGpuSharing") {
-        if (v.Scalar() != "true" && v.Scalar() != "false") {
-          return At(v, file, "allowGpuSharing: expected true or false");
-        }
-        out.policy.set_allow_gpu_sharing(v.Scalar() == "true");
-      } else if (key == "imageCache") {
-        auto bytes = manifest::ParseBytes(v.Scalar());
-        if (!bytes.ok() || *bytes == 0) {
-          return At(v, file, "imageCache: expected a size such as 20Gi (the disk the agent's image layers may use)");
-        }
-        out.image_cache_bytes = *bytes;
-      } else if (key == "inputCache") {
-        auto bytes = manifest::ParseBytes(v.Scalar());
-        if (!bytes.ok()) {
-          return At(v, file,
-                    "inputCache: expected a size such as 10Gi (the disk the node's cached job inputs may use)");
-        }
-        out.input_cache_bytes = *bytes;
-        out.input_cache_set = true;
-      } else if (key == "reservedCpu") {
-        double cpu = v.as<double>();
-        if (!(cpu >= 0 && cpu <= 1024)) return At(v, file, "reservedCpu: must be between 0 and 1024");
-        out.policy.set_reserved_cpu(cpu);
-      } else if (key == "trustedImageKeys") {
-        if (!v.IsSequence() || v.size() == 0) {
-          return At(v, file,
-                    "trustedImageKeys: expected a list of public-key files or lines (an empty list "
-                    "would trust nothing; remove the setting to run unsigned images)");
-        }
-        for (const auto& entry : v) {
-          const std::string text = entry.as<std::string>();
-          if (text.rfind(image::kPublicKeyTag, 0) != 0) {
-            if (text.empty()) return At(entry, file, "trustedImageKeys: an entry is empty");
-            out.trusted_image_key_files.push_back(text);
-            continue;
-          }
-          const auto& m = entry.Mark();
-          auto parsed = image::ParsePublicKey(text, file + ":" + std::to_string(m.line + 1) + ":" +
-                                                        std::to_string(m.column + 1) + ": trustedImageKeys");
-          if (!parsed.ok()) return parsed.status();
-          out.trusted_image_keys.push_back(std::move(*parsed));
-        }
-        AddTrustedImageKeys(&out, {});
-      } else if (key == "allowedRegistries") {
-        if (!v.IsSequence())
-          return At(v, file, "allowedRegistries: expected a list such as [ghcr.io, \"127.0.0.1:5000\"]");
-        for (const auto& r : v) {
-          Result<std::string> host = manifest::ParseRegistryHost(r.as<std::string>());
-          if (!host.ok()) return At(r, file, "allowedRegistries: " + host.status().message());
-          out.policy.add_allowed_registries(*host);
-        }
-      } else if (key == "tenantGpuJobs") {
-        IG_ASSIGN_OR_RETURN(bool accepted, Bool(v, file, "tenantGpuJobs"));
-        out.policy.set_tenant_gpu_jobs_refused(!accepted);
-      } else if (key == "lendGpus") {
-        if (!v.IsSequence()) {
-          return At(v, file, "lendGpus: expected a list of GPU indexes or UUIDs such as [0, GPU-8f3e...]");
-        }
-        out.lend_gpus.emplace();
-        for (const auto& g : v) {
-          const std::string sel = g.as<std::string>();
-          if (!IsGpuSelector(sel)) {
-            return At(g, file, "lendGpus: \"" + sel + "\" is neither a GPU index (0, 1, ...) nor a UUID (GPU-...)");
-          }
-          out.lend_gpus->push_back(sel);
-        }
-      } else if (key == "pauseWhen") {
-        IG_RETURN_IF_ERROR(ParsePauseWhen(v, file, &out.pause));
-      } else if (key == "maxGpuTemp") {
-        IG_ASSIGN_OR_RETURN(out.pause.max_gpu_temp_c, Limit(v, file, "maxGpuTemp", 150));
-      } else if (key == "maxGpuPower") {
-        IG_ASSIGN_OR_RETURN(out.pause.max_gpu_power_w, Limit(v, file, "maxGpuPower", 5000));
-      } else if (key == "asks") {
-        if (!v.IsMap()) return At(v, file, "asks: expected a map of device class to hourly price");
-        for (const auto& ask : v) {
-          double price = ask.second.as<double>();
-          if (!(price >= 0)) return At(ask.second, file, "asks: a price must be zero or more");
-          v1::PriceAsk a;
-          a.set_device_class(ask.first.as<std::string>());
-          a.set_per_hour(price);
-          out.asks.push_back(a);
-        }
-      } else {
-        return At(kv.first, file, "unknown policy setting \"" + key + "\"");
-      }
-    }
+    for (const auto& kv : root) IG_RETURN_IF_ERROR(ParsePolicySetting(kv.first, kv.second, file, &out));
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(file + ":" + std::to_string(e.mark.line + 1) + ":" +
                                    std::to_string(e.mark.column + 1) + ": " + e.msg);

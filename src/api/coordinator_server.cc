@@ -71,106 +71,140 @@ Status LoadImageTrust(const CoordinatorConfig& config, coordinator::Options* opt
   return Status::Ok();
 }
 
-}  // namespace
-
-int RunCoordinator(const CoordinatorConfig& config) {
-  // Signals are taken synchronously by this thread; block them before any other thread starts.
+// Signals are taken synchronously by RunCoordinator's thread; block them
+// before any other thread starts.
+sigset_t BlockShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
-  const std::string& dir = config.data_dir;
-  if (Status st = MakeDirs(dir, 0700); !st.ok()) return Fail(st);
+// The data directory, created if missing and held for as long as the process runs.
+Result<FileLock> LockDataDir(const std::string& dir) {
+  IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
   auto lock = FileLock::Acquire(dir + "/coordinator.lock");
-  if (!lock.ok()) return Fail(lock.status().WithContext("cannot start: " + dir));
+  if (!lock.ok()) return lock.status().WithContext("cannot start: " + dir);
+  return std::move(lock).value();
+}
 
-  // What coordinators sharing one PostgreSQL database must share too: the CA
-  // agents pin, the artifact store, the join and admin secrets.
-  const std::string shared = config.shared_dir.empty() ? dir : config.shared_dir;
-  if (Status st = MakeDirs(shared, 0700); !st.ok()) return Fail(st);
-  std::optional<FileLock> init_lock;  // coordinators starting together create these once
-  for (int i = 0; i < 600 && !init_lock; ++i) {
+// The shared directory's init lock: coordinators starting together create
+// what they share once. Waits (30 s at most) while another holds it.
+Result<FileLock> LockSharedInit(const std::string& shared) {
+  IG_RETURN_IF_ERROR(MakeDirs(shared, 0700));
+  for (int i = 0; i < 600; ++i) {
     auto l = FileLock::Acquire(shared + "/init.lock");
-    if (l.ok()) {
-      init_lock.emplace(std::move(*l));
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another coordinator is creating them
-    }
+    if (l.ok()) return std::move(l).value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // another coordinator is creating them
   }
-  if (!init_lock) return Fail(Status::Unavailable("another coordinator holds " + shared + "/init.lock"));
+  return Status::Unavailable("another coordinator holds " + shared + "/init.lock");
+}
+
+// What the coordinator runs on: TLS material, the store, the artifact store
+// and the join and admin secrets (created on first start).
+struct CoordinatorState {
+  pki::CoordinatorPki pki;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<artifacts::ArtifactStore> artifacts;
+  std::string join_token;
+  std::string admin_token;
+  bool admin_created = false;  // the first start: no operator token yet
+};
+
+Result<CoordinatorState> OpenState(const CoordinatorConfig& config, const std::string& shared) {
+  CoordinatorState state;
   auto pki = pki::LoadOrCreate(shared + "/pki", config.tls_names);
-  if (!pki.ok()) return Fail(pki.status().WithContext("TLS setup"));
-  auto store = store::OpenStore(config.db.empty() ? dir + "/state.db" : config.db);
-  if (!store.ok()) return Fail(store.status());
-  auto artifacts = std::make_unique<artifacts::ArtifactStore>(shared + "/artifacts");
-  if (Status st = artifacts->Init(); !st.ok()) return Fail(st);
-
+  if (!pki.ok()) return pki.status().WithContext("TLS setup");
+  state.pki = std::move(pki).value();
+  IG_ASSIGN_OR_RETURN(state.store, store::OpenStore(config.db.empty() ? config.data_dir + "/state.db" : config.db));
+  state.artifacts = std::make_unique<artifacts::ArtifactStore>(shared + "/artifacts");
+  IG_RETURN_IF_ERROR(state.artifacts->Init());
   bool created = false;
-  auto join = LoadOrCreateSecret(shared + "/join.token", "igj_", &created);
-  if (!join.ok()) return Fail(join.status());
-  bool admin_created = false;
-  auto admin = LoadOrCreateSecret(shared + "/admin.token", "igt_", &admin_created);
-  if (!admin.ok()) return Fail(admin.status());
+  IG_ASSIGN_OR_RETURN(state.join_token, LoadOrCreateSecret(shared + "/join.token", "igj_", &created));
+  IG_ASSIGN_OR_RETURN(state.admin_token, LoadOrCreateSecret(shared + "/admin.token", "igt_", &state.admin_created));
+  return state;
+}
 
-  coordinator::Options options = config.options;
-  if (Status st = LoadImageTrust(config, &options); !st.ok()) return Fail(st);
+// The keys the coordinator signs with, into `options`; `receipt_fingerprint`
+// is the receipt key's, also written beside the PKI for users to pin.
+Status LoadSigningKeys(const std::string& shared, coordinator::Options* options, std::string* receipt_fingerprint) {
   // The key the readiness benchmark images are signed with; its public half
   // is what an owner requiring signed images adds to trustedImageKeys.
   auto readiness_key = image::LoadOrCreateSigningKey(shared + "/pki/readiness-image.key",
                                                      shared + "/readiness-image.pub", "idlegrid-readiness");
-  if (!readiness_key.ok()) return Fail(readiness_key.status().WithContext("readiness image key"));
-  options.readiness_image_key = std::move(*readiness_key);
+  if (!readiness_key.ok()) return readiness_key.status().WithContext("readiness image key");
+  options->readiness_image_key = std::move(*readiness_key);
   // Countersigns receipts (docs/receipts.md): shared, so that every
   // coordinator of one database signs with the key users pin.
-  auto receipt_key = advert::NodeKey::LoadOrCreateFile(shared + "/pki/receipt.key", "coordinator receipt key");
-  if (!receipt_key.ok()) return Fail(receipt_key.status());
-  const std::string receipt_fingerprint = advert::KeyFingerprint(receipt_key->public_key());
-  options.receipt_key = std::move(*receipt_key);
-  if (Status st = WriteFileAtomic(shared + "/receipt-key.fingerprint", receipt_fingerprint + "\n", 0644); !st.ok()) {
-    return Fail(st);
-  }
-  if (!config.policy_file.empty()) {
-    auto text = ReadFile(config.policy_file);
-    if (!text.ok()) return Fail(text.status().WithContext("--policy-file"));
-    auto policies = sched::ParsePolicyConfig(*text, config.policy_file);
-    if (!policies.ok()) return Fail(policies.status());
-    options.policies = std::move(*policies);
-    auto data_policy = sched::ParseDataPolicy(*text, config.policy_file);
-    if (!data_policy.ok()) return Fail(data_policy.status());
-    options.data_policy = std::move(*data_policy);
-  }
-  auto allowed = registry::ParseRegistryList(config.allow_registries, "--allow-registry");
-  if (!allowed.ok()) return Fail(allowed.status());
-  options.registries.allowed = std::move(*allowed);
+  IG_ASSIGN_OR_RETURN(auto receipt_key,
+                      advert::NodeKey::LoadOrCreateFile(shared + "/pki/receipt.key", "coordinator receipt key"));
+  *receipt_fingerprint = advert::KeyFingerprint(receipt_key.public_key());
+  options->receipt_key = std::move(receipt_key);
+  return WriteFileAtomic(shared + "/receipt-key.fingerprint", *receipt_fingerprint + "\n", 0644);
+}
+
+// --policy-file: the scheduling policies and the data policy, into `options`.
+Status LoadPolicyFile(const CoordinatorConfig& config, coordinator::Options* options) {
+  if (config.policy_file.empty()) return Status::Ok();
+  auto text = ReadFile(config.policy_file);
+  if (!text.ok()) return text.status().WithContext("--policy-file");
+  IG_ASSIGN_OR_RETURN(options->policies, sched::ParsePolicyConfig(*text, config.policy_file));
+  IG_ASSIGN_OR_RETURN(options->data_policy, sched::ParseDataPolicy(*text, config.policy_file));
+  return Status::Ok();
+}
+
+// The registry allow-list into `options`, and the skopeo client's settings
+// (with the registries' CA files); logs each registry allowed.
+Result<registry::SkopeoOptions> LoadRegistries(const CoordinatorConfig& config, coordinator::Options* options) {
+  IG_ASSIGN_OR_RETURN(options->registries.allowed,
+                      registry::ParseRegistryList(config.allow_registries, "--allow-registry"));
   registry::SkopeoOptions skopeo;
   skopeo.skopeo = config.skopeo;
-  skopeo.work_dir = dir + "/registry";
-  auto cas = registry::ParseRegistryCaFlags(config.registry_cas);
-  if (!cas.ok()) return Fail(cas.status());
-  skopeo.ca_files = std::move(*cas);
-  for (const auto& r : options.registries.allowed) {
-    spdlog::info("registry {} allowed{}{}", r, options.registries.allow_tags ? " (tags resolved at submit)" : "",
+  skopeo.work_dir = config.data_dir + "/registry";
+  IG_ASSIGN_OR_RETURN(skopeo.ca_files, registry::ParseRegistryCaFlags(config.registry_cas));
+  for (const auto& r : options->registries.allowed) {
+    spdlog::info("registry {} allowed{}{}", r, options->registries.allow_tags ? " (tags resolved at submit)" : "",
                  skopeo.ca_files.count(r) ? ", CA " + skopeo.ca_files.at(r) : "");
   }
-  coordinator::Coordinator coord(std::move(store).value(), std::move(artifacts),
-                                 sched::NewPipelineScheduler({options.policies, 0}), *join, options, SystemClock::Get(),
-                                 registry::NewSkopeoClient(std::move(skopeo)));
-  if (admin_created) {
-    // The first start's operator credential (the operator account exists
-    // from the schema on; data from before accounts belongs to it).
-    store::TokenRecord first;
-    first.hash = Sha256Digest(*admin);
-    first.id = auth::TokenIdOf(first.hash);
-    first.account = store::kOperatorAccount;
-    first.name = "first operator token";
-    first.scopes = auth::ScopesOfRole(auth::Role::kOperator);
-    first.created_ms = SystemClock::Get()->NowMs();
-    if (Status st = coord.store()->AddApiToken(first); !st.ok()) return Fail(st);
-  }
-  init_lock.reset();
+  return skopeo;
+}
 
+// What the Coordinator is built with beyond its state: the options from the
+// flags and files, the registry client's settings, the receipt key's fingerprint.
+struct CoordinatorSetup {
+  coordinator::Options options;
+  registry::SkopeoOptions skopeo;
+  std::string receipt_fingerprint;
+};
+
+Result<CoordinatorSetup> BuildSetup(const CoordinatorConfig& config, const std::string& shared) {
+  CoordinatorSetup setup;
+  setup.options = config.options;
+  IG_RETURN_IF_ERROR(LoadImageTrust(config, &setup.options));
+  IG_RETURN_IF_ERROR(LoadSigningKeys(shared, &setup.options, &setup.receipt_fingerprint));
+  IG_RETURN_IF_ERROR(LoadPolicyFile(config, &setup.options));
+  IG_ASSIGN_OR_RETURN(setup.skopeo, LoadRegistries(config, &setup.options));
+  return setup;
+}
+
+// The first start's operator credential (the operator account exists
+// from the schema on; data from before accounts belongs to it).
+Status AddFirstOperatorToken(coordinator::Coordinator& coord, const std::string& admin_token) {
+  store::TokenRecord first;
+  first.hash = Sha256Digest(admin_token);
+  first.id = auth::TokenIdOf(first.hash);
+  first.account = store::kOperatorAccount;
+  first.name = "first operator token";
+  first.scopes = auth::ScopesOfRole(auth::Role::kOperator);
+  first.created_ms = SystemClock::Get()->NowMs();
+  return coord.store()->AddApiToken(first);
+}
+
+// The readiness benchmarks, from the flags or beside this binary.
+void PrepareBenchmarks(coordinator::Coordinator& coord, const CoordinatorConfig& config) {
+  const std::string& dir = config.data_dir;
   std::string bench = config.bench_binary;
   if (bench.empty()) {
     std::error_code ec;
@@ -184,50 +218,113 @@ int RunCoordinator(const CoordinatorConfig& config) {
   std::string gpu_bench = config.gpu_bench_binary;
   if (gpu_bench.empty()) gpu_bench = std::filesystem::path(bench).parent_path() / "idlegrid-gpu-bench";
   (void)coord.PrepareGpuBenchmark(gpu_bench, dir + "/tmp");
+}
 
-  auto requester = NewRequesterService(&coord);
-  auto agent = NewAgentService(&coord);
+// The gRPC listener and the services it serves (declared first: they outlive it).
+struct GrpcListener {
+  std::unique_ptr<v1::RequesterService::Service> requester;
+  std::unique_ptr<v1::AgentService::Service> agent;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+Result<GrpcListener> StartGrpc(coordinator::Coordinator* coord, const std::string& listen,
+                               const pki::CoordinatorPki& pki) {
+  GrpcListener out;
+  out.requester = NewRequesterService(coord);
+  out.agent = NewAgentService(coord);
   grpc::SslServerCredentialsOptions tls;
-  tls.pem_key_cert_pairs.push_back({pki->server_key_pem, pki->server_cert_pem + pki->ca_cert_pem});
-  int grpc_port = 0;
+  tls.pem_key_cert_pairs.push_back({pki.server_key_pem, pki.server_cert_pem + pki.ca_cert_pem});
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.grpc_listen, grpc::SslServerCredentials(tls), &grpc_port);
-  builder.RegisterService(requester.get());
-  builder.RegisterService(agent.get());
+  builder.AddListeningPort(listen, grpc::SslServerCredentials(tls), &out.port);
+  builder.RegisterService(out.requester.get());
+  builder.RegisterService(out.agent.get());
   builder.SetMaxReceiveMessageSize(8 << 20);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || grpc_port == 0) return Fail(Status::Unavailable("cannot listen on " + config.grpc_listen));
+  out.server = builder.BuildAndStart();
+  if (!out.server || out.port == 0) return Status::Unavailable("cannot listen on " + listen);
+  return out;
+}
 
-  HttpApi http(&coord, shared + "/pki/server.crt", shared + "/pki/server.key");
-  auto [http_host, http_port_wanted] = SplitHostPort(config.http_listen);
-  auto http_port = http.Start(http_host, http_port_wanted);
-  if (!http_port.ok()) return Fail(http_port.status());
-
-  std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc_port);
-  std::string http_addr = http_host + ":" + std::to_string(*http_port);
+// client.yaml (the operator's admin credentials) and agent-join.txt (the
+// command that joins an agent), in the data directory.
+Status WriteClientFiles(const CoordinatorConfig& config, const std::string& shared, const CoordinatorState& state,
+                        const std::string& receipt_fingerprint, const std::string& grpc_addr,
+                        const std::string& http_addr) {
+  const std::string& dir = config.data_dir;
   std::string client_yaml =
       "# written by idlegrid coordinator; admin credentials, keep private\n"
       "address: " +
-      grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared + "/pki/ca.crt\ntoken: " + *admin + "\n" +
-      "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
-  if (Status st = WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600); !st.ok()) return Fail(st);
-  std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + *join + " --ca-hash " +
-                          pki->ca_fingerprint + "\n";
-  if (Status st = WriteFileAtomic(dir + "/agent-join.txt", join_line, 0600); !st.ok()) return Fail(st);
+      grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared + "/pki/ca.crt\ntoken: " + state.admin_token +
+      "\n" + "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
+  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600));
+  std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + state.join_token +
+                          " --ca-hash " + state.pki.ca_fingerprint + "\n";
+  return WriteFileAtomic(dir + "/agent-join.txt", join_line, 0600);
+}
 
-  coord.Start();
-  spdlog::info("coordinator listening: gRPC {} HTTPS {}; CA {}", grpc_addr, http_addr, pki->ca_fingerprint);
+void AnnounceReady(const std::string& grpc_addr, const std::string& http_addr, const std::string& ca_fingerprint,
+                   const std::string& receipt_fingerprint) {
+  spdlog::info("coordinator listening: gRPC {} HTTPS {}; CA {}", grpc_addr, http_addr, ca_fingerprint);
   spdlog::info("receipts are countersigned with key {} (users pin it to verify them)", receipt_fingerprint);
   // Machine-readable readiness line: tests and scripts wait for it instead of sleeping.
-  std::printf("ready grpc=%s http=%s ca=%s\n", grpc_addr.c_str(), http_addr.c_str(), pki->ca_fingerprint.c_str());
+  std::printf("ready grpc=%s http=%s ca=%s\n", grpc_addr.c_str(), http_addr.c_str(), ca_fingerprint.c_str());
   std::fflush(stdout);
+}
 
+// Until SIGINT or SIGTERM; then stops the coordinator and both listeners.
+void ServeUntilSignal(const sigset_t& signals, coordinator::Coordinator& coord, HttpApi& http, grpc::Server& grpc) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
   coord.Stop();
   http.Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+}  // namespace
+
+int RunCoordinator(const CoordinatorConfig& config) {
+  const sigset_t signals = BlockShutdownSignals();
+  const std::string& dir = config.data_dir;
+  auto lock = LockDataDir(dir);
+  if (!lock.ok()) return Fail(lock.status());
+
+  // What coordinators sharing one PostgreSQL database must share too: the CA
+  // agents pin, the artifact store, the join and admin secrets.
+  const std::string shared = config.shared_dir.empty() ? dir : config.shared_dir;
+  auto shared_init = LockSharedInit(shared);
+  if (!shared_init.ok()) return Fail(shared_init.status());
+  // Coordinators starting together create these once; released once created.
+  std::optional<FileLock> init_lock(std::move(shared_init).value());
+  auto state = OpenState(config, shared);
+  if (!state.ok()) return Fail(state.status());
+  auto setup = BuildSetup(config, shared);
+  if (!setup.ok()) return Fail(setup.status());
+  coordinator::Coordinator coord(
+      std::move(state->store), std::move(state->artifacts), sched::NewPipelineScheduler({setup->options.policies, 0}),
+      state->join_token, setup->options, SystemClock::Get(), registry::NewSkopeoClient(std::move(setup->skopeo)));
+  if (state->admin_created) {
+    if (Status st = AddFirstOperatorToken(coord, state->admin_token); !st.ok()) return Fail(st);
+  }
+  init_lock.reset();
+  PrepareBenchmarks(coord, config);
+
+  auto grpc = StartGrpc(&coord, config.grpc_listen, state->pki);
+  if (!grpc.ok()) return Fail(grpc.status());
+  HttpApi http(&coord, shared + "/pki/server.crt", shared + "/pki/server.key");
+  auto [http_host, http_port_wanted] = SplitHostPort(config.http_listen);
+  auto http_port = http.Start(http_host, http_port_wanted);
+  if (!http_port.ok()) return Fail(http_port.status());
+  std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc->port);
+  std::string http_addr = http_host + ":" + std::to_string(*http_port);
+  if (Status st = WriteClientFiles(config, shared, *state, setup->receipt_fingerprint, grpc_addr, http_addr);
+      !st.ok()) {
+    return Fail(st);
+  }
+
+  coord.Start();
+  AnnounceReady(grpc_addr, http_addr, state->pki.ca_fingerprint, setup->receipt_fingerprint);
+  ServeUntilSignal(signals, coord, http, *grpc->server);
   return 0;
 }
 

@@ -103,6 +103,144 @@ void DrainTaskOutput(PilotPool::Pilot& pilot, const std::function<void(const std
   DrainPipe(pilot.task_stderr.get(), "stderr", sink);
 }
 
+// The pilot's reply once `reader` has all of it, or why it cannot come;
+// nullopt while it is incomplete (or nothing could be read now).
+std::optional<Result<PilotReply>> ReadReply(PilotPool::Pilot& pilot, PilotReplyReader& reader) {
+  char buf[512];
+  const ssize_t n = ::read(pilot.reply.get(), buf, sizeof buf);
+  if (n > 0) return reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
+  if (n == 0) return Result<PilotReply>(Status::DataLoss("the pilot closed its reply pipe"));
+  return std::nullopt;
+}
+
+// The task's ExitInfo as the pilot's reply that it ended tells it.
+void RecordReply(const PilotReply& r, ExitInfo& info) {
+  if (r.kind == PilotReply::Kind::kExecFailed) {
+    info.error = "the task could not be started: " + r.text;
+    return;
+  }
+  info.exit_code = r.exit_code;
+  info.oom = r.exit_code == 137;  // SIGKILL that neither Kill nor the timeout sent
+  if (r.cpu_usec) {
+    info.cpu_usec = *r.cpu_usec;
+    info.cpu_source = "rusage";  // the pilot's, over the task's waited-for processes
+  }
+}
+
+// What runc logged as errors for the pilot; "" when nothing (or no log).
+std::string RuncErrorsOf(const PilotPool::Pilot& pilot) {
+  Result<std::string> log = ReadFile(pilot.bundle + "/runc.log");
+  return log.ok() ? RuncLogErrors(*log) : std::string();
+}
+
+// Before the task runs: the entries of the attempt's writable mounts (its
+// outputs so far) move into the pilot's directories for them.
+Status MoveOutputsIntoPilot(const RunSpec& spec, const PilotPool::Pilot& pilot) {
+  Status moved = Status::Ok();
+  for (size_t i = 0; i < pilot.rw_dirs.size() && moved.ok(); ++i) {
+    if (!pilot.rw_dirs[i].empty()) moved = MoveEntries(spec.mounts[i].host_path, pilot.rw_dirs[i]);
+  }
+  return moved;
+}
+
+// After the task: what is in the pilot's writable directories moves back to
+// the attempt's (the mounts' host paths).
+Status MoveOutputsBack(const RunSpec& spec, const PilotPool::Pilot& pilot) {
+  Status st = Status::Ok();
+  for (size_t i = 0; i < pilot.rw_dirs.size(); ++i) {
+    if (pilot.rw_dirs[i].empty() || !st.ok()) continue;
+    // A task running as the agent's uid (no job user on this host) may
+    // have locked the directory; the next task gets it as the first did.
+    ::chmod(pilot.rw_dirs[i].c_str(), 0777);
+    // What the job user made there is the agent's again before it moves
+    // (a directory moves only with write access to itself).
+    st = ReclaimJobFiles({pilot.rw_dirs[i]});
+    if (st.ok()) st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
+  }
+  return st;
+}
+
+// The RunSpec of a pilot container for tasks like `spec`: the pilot program
+// instead of the task, its mounts' host paths in `bundle`. Fills the pilot's
+// rw_dirs.
+RunSpec PilotConfig(const RunSpec& spec, const std::string& bundle, const std::string& program_dir,
+                    PilotPool::Pilot& pilot) {
+  RunSpec config = spec;
+  config.container_name = pilot.name;
+  config.sandbox_group.clear();
+  config.command = {kPilotProgram};
+  config.command.insert(config.command.end(), kPilotClearedDirs.begin(), kPilotClearedDirs.end());
+  config.args.clear();
+  config.env.clear();
+  // The pilot is a process of the container too.
+  if (config.resources.pids() > 0) config.resources.set_pids(config.resources.pids() + 1);
+  config.command.push_back("--give-back");
+  for (size_t i = 0; i < config.mounts.size(); ++i) {
+    Mount& m = config.mounts[i];
+    m.host_path = bundle + (m.read_only ? "/ro" : "/rw") + std::to_string(i);
+    pilot.rw_dirs.push_back(m.read_only ? "" : m.host_path);
+    if (!m.read_only) config.command.push_back(m.container_path);
+  }
+  config.mounts.push_back({program_dir, kPilotMountDir, true, ""});
+  return config;
+}
+
+// Fills the host paths of the pilot's mounts (`config`'s, as PilotConfig
+// made them) for those of `spec`: inputs linked, output directories made.
+Status FillPilotMounts(const RunSpec& spec, const RunSpec& config) {
+  for (size_t i = 0; i < spec.mounts.size(); ++i) {
+    const std::string& path = config.mounts[i].host_path;
+    if (spec.mounts[i].read_only) {
+      // Linked, so the pilot outlives the attempt's scratch; a directory
+      // input (its files read-only) as a tree of links.
+      struct stat st {};
+      const std::string& from = spec.mounts[i].host_path;
+      if (::stat(from.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (Status linked = LinkTree(from, path); !linked.ok()) {
+          return Status::FailedPrecondition("cannot link " + from + " into the pilot: " + linked.message());
+        }
+      } else if (::link(from.c_str(), path.c_str()) != 0) {
+        return Status::FailedPrecondition("cannot link " + from + " into the pilot: " + std::strerror(errno));
+      }
+    } else if (Status made = MakeDirs(path, 0700); !made.ok()) {
+      return made;
+    } else if (Status open = OpenForJob({path}); !open.ok()) {
+      return open;
+    }
+  }
+  return Status::Ok();
+}
+
+// Makes the pipes that are the pilot's fds 3 to 6 (our ends in `pilot`) and
+// starts `runc run` of its bundle with them.
+Status SpawnPilot(const PilotPoolHooks& hooks, PilotPool::Pilot& pilot) {
+  int request[2], reply[2];
+  if (::pipe2(request, O_CLOEXEC) != 0) return Status::Internal("pipe failed");
+  UniqueFd request_read(request[0]);
+  pilot.request = UniqueFd(request[1]);
+  if (::pipe2(reply, O_CLOEXEC) != 0) return Status::Internal("pipe failed");
+  pilot.reply = UniqueFd(reply[0]);
+  UniqueFd reply_write(reply[1]);
+  ::fcntl(pilot.reply.get(), F_SETFL, O_NONBLOCK);
+  int task_out[2], task_err[2];
+  if (::pipe2(task_out, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
+  pilot.task_stdout = UniqueFd(task_out[0]);
+  UniqueFd task_out_write(task_out[1]);
+  if (::pipe2(task_err, O_CLOEXEC | O_NONBLOCK) != 0) return Status::Internal("pipe failed");
+  pilot.task_stderr = UniqueFd(task_err[0]);
+  UniqueFd task_err_write(task_err[1]);
+  // The pilot's side must block: a task writing faster than we read waits.
+  ::fcntl(task_out_write.get(), F_SETFL, 0);
+  ::fcntl(task_err_write.get(), F_SETFL, 0);
+  Result<Subprocess> child =
+      Subprocess::Spawn({hooks.runc, "--root", hooks.state_dir, "--log", pilot.bundle + "/runc.log", "--log-format",
+                         "json", "run", "--preserve-fds", "4", "--bundle", pilot.bundle, pilot.name},
+                        {request_read.get(), reply_write.get(), task_out_write.get(), task_err_write.get()});
+  if (!child.ok()) return child.status();
+  pilot.runc.emplace(std::move(*child));
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct PilotPool::State {
@@ -117,6 +255,56 @@ struct PilotPool::State {
   std::map<std::string, std::string> running_in;
   uint64_t next_id = 0;  // guarded by mu
   std::thread reaper;
+
+  // Registers, while a task runs in a pilot, its container's entries in
+  // live_dirs and running_in (Set) and removes them (Clear, at the latest
+  // when destroyed). Each takes mu itself: call them without it.
+  struct LiveWhileRunning {
+    State& state;
+    const std::string& name;
+    void Set(const std::vector<std::string>& rw_dirs, const std::string& pilot_name) {
+      std::vector<std::string> dirs;
+      for (const std::string& d : rw_dirs) {
+        if (!d.empty()) dirs.push_back(d);
+      }
+      std::lock_guard<std::mutex> lock(state.mu);
+      state.live_dirs[name] = std::move(dirs);
+      state.running_in[name] = pilot_name;
+    }
+    void Clear() {
+      std::lock_guard<std::mutex> lock(state.mu);
+      state.live_dirs.erase(name);
+      state.running_in.erase(name);
+    }
+    ~LiveWhileRunning() { Clear(); }
+  };
+};
+
+struct PilotPool::Task {
+  const RunSpec& spec;
+  const image::ImageConfig& image;
+  std::vector<std::string> argv;  // ContainerArgv
+  std::string cwd;                // the image's working directory, or /
+  std::string key;                // PilotKey
+  OutputSink forward;             // to Run's sink, if it has one
+  milliseconds timeout;
+  const RunControl& stop;
+  const std::function<void()>& on_started;
+};
+
+struct PilotPool::TaskEnd {
+  ExitInfo info;                            // killed or timed_out, when that ended it
+  std::optional<Result<PilotReply>> reply;  // the pilot's reply, or why none could be read
+  bool ended = false;                       // `runc run` returned: the pilot sandbox is gone
+};
+
+struct PilotPool::Outcome {
+  // Another try, in a fresh pilot: this one was gone before it took the task
+  // or cannot clear its sandbox after it.
+  static Outcome Retry() { return {true, std::nullopt}; }
+  static Outcome Done(std::optional<Result<ExitInfo>> result) { return {false, std::move(result)}; }
+  bool retry;
+  std::optional<Result<ExitInfo>> result;  // Run's, unless retry
 };
 
 PilotPool::PilotPool(PilotPoolHooks hooks, milliseconds linger)
@@ -204,26 +392,11 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   pilot->key = PilotKey(spec);
   pilot->hostname = ContainerHostname(pilot->name);
   const std::string bundle = hooks_.bundles_dir + "/containers/" + pilot->name;
-  RunSpec config = spec;
-  config.container_name = pilot->name;
-  config.sandbox_group.clear();
-  config.command = {kPilotProgram};
-  config.command.insert(config.command.end(), kPilotClearedDirs.begin(), kPilotClearedDirs.end());
-  config.args.clear();
-  config.env.clear();
-  // The pilot is a process of the container too.
-  if (config.resources.pids() > 0) config.resources.set_pids(config.resources.pids() + 1);
-  config.command.push_back("--give-back");
-  for (size_t i = 0; i < config.mounts.size(); ++i) {
-    Mount& m = config.mounts[i];
-    m.host_path = bundle + (m.read_only ? "/ro" : "/rw") + std::to_string(i);
-    pilot->rw_dirs.push_back(m.read_only ? "" : m.host_path);
-    if (!m.read_only) config.command.push_back(m.container_path);
-  }
-  config.mounts.push_back({hooks_.program_dir, kPilotMountDir, true, ""});
+  const RunSpec config = PilotConfig(spec, bundle, hooks_.program_dir, *pilot);
 
   auto fail = [&](const Status& st) {
-    if (Status st = RemoveTree(bundle); !st.ok()) spdlog::warn("pilot {}: {}", pilot->name, st.message());
+    if (Status removed = RemoveTree(bundle); !removed.ok())
+      spdlog::warn("pilot {}: {}", pilot->name, removed.message());
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->names.erase(pilot->name);
     return st;
@@ -231,50 +404,8 @@ Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Start(const RunSpec& spec, 
   Result<std::string> written = hooks_.write_bundle(config, image);
   if (!written.ok()) return fail(written.status());
   pilot->bundle = *written;
-  for (size_t i = 0; i < spec.mounts.size(); ++i) {
-    const std::string& path = config.mounts[i].host_path;
-    if (spec.mounts[i].read_only) {
-      // Linked, so the pilot outlives the attempt's scratch; a directory
-      // input (its files read-only) as a tree of links.
-      struct stat st {};
-      const std::string& from = spec.mounts[i].host_path;
-      if (::stat(from.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        if (Status linked = LinkTree(from, path); !linked.ok()) {
-          return fail(Status::FailedPrecondition("cannot link " + from + " into the pilot: " + linked.message()));
-        }
-      } else if (::link(from.c_str(), path.c_str()) != 0) {
-        return fail(Status::FailedPrecondition("cannot link " + from + " into the pilot: " + std::strerror(errno)));
-      }
-    } else if (Status made = MakeDirs(path, 0700); !made.ok()) {
-      return fail(made);
-    } else if (Status open = OpenForJob({path}); !open.ok()) {
-      return fail(open);
-    }
-  }
-  int request[2], reply[2];
-  if (::pipe2(request, O_CLOEXEC) != 0) return fail(Status::Internal("pipe failed"));
-  UniqueFd request_read(request[0]);
-  pilot->request = UniqueFd(request[1]);
-  if (::pipe2(reply, O_CLOEXEC) != 0) return fail(Status::Internal("pipe failed"));
-  pilot->reply = UniqueFd(reply[0]);
-  UniqueFd reply_write(reply[1]);
-  ::fcntl(pilot->reply.get(), F_SETFL, O_NONBLOCK);
-  int task_out[2], task_err[2];
-  if (::pipe2(task_out, O_CLOEXEC | O_NONBLOCK) != 0) return fail(Status::Internal("pipe failed"));
-  pilot->task_stdout = UniqueFd(task_out[0]);
-  UniqueFd task_out_write(task_out[1]);
-  if (::pipe2(task_err, O_CLOEXEC | O_NONBLOCK) != 0) return fail(Status::Internal("pipe failed"));
-  pilot->task_stderr = UniqueFd(task_err[0]);
-  UniqueFd task_err_write(task_err[1]);
-  // The pilot's side must block: a task writing faster than we read waits.
-  ::fcntl(task_out_write.get(), F_SETFL, 0);
-  ::fcntl(task_err_write.get(), F_SETFL, 0);
-  Result<Subprocess> child =
-      Subprocess::Spawn({hooks_.runc, "--root", hooks_.state_dir, "--log", pilot->bundle + "/runc.log", "--log-format",
-                         "json", "run", "--preserve-fds", "4", "--bundle", pilot->bundle, pilot->name},
-                        {request_read.get(), reply_write.get(), task_out_write.get(), task_err_write.get()});
-  if (!child.ok()) return fail(child.status());
-  pilot->runc.emplace(std::move(*child));
+  if (Status filled = FillPilotMounts(spec, config); !filled.ok()) return fail(filled);
+  if (Status spawned = SpawnPilot(hooks_, *pilot); !spawned.ok()) return fail(spawned);
   return pilot;
 }
 
@@ -314,180 +445,166 @@ std::optional<Result<ExitInfo>> PilotPool::Run(const RunSpec& spec, const image:
   for (const Mount& m : spec.mounts) {
     if (!SameFilesystem(m.host_path, hooks_.bundles_dir)) return std::nullopt;
   }
-  const std::vector<std::string> argv = ContainerArgv(spec, image);
+  std::vector<std::string> argv = ContainerArgv(spec, image);
   if (argv.empty()) return std::nullopt;  // the container path words the error
-  const std::string cwd = image.working_dir.empty() ? "/" : image.working_dir;
-  const std::string key = PilotKey(spec);
-  auto forward = [&](const std::string& stream, std::string_view data) {
-    if (sink) sink(stream, data);
-  };
-  auto move_out = [&](Pilot& pilot) {
-    Status st = Status::Ok();
-    for (size_t i = 0; i < pilot.rw_dirs.size(); ++i) {
-      if (pilot.rw_dirs[i].empty() || !st.ok()) continue;
-      // A task running as the agent's uid (no job user on this host) may
-      // have locked the directory; the next task gets it as the first did.
-      ::chmod(pilot.rw_dirs[i].c_str(), 0777);
-      // What the job user made there is the agent's again before it moves
-      // (a directory moves only with write access to itself).
-      st = ReclaimJobFiles({pilot.rw_dirs[i]});
-      if (st.ok()) st = MoveEntries(pilot.rw_dirs[i], spec.mounts[i].host_path);
-    }
-    return st;
+  const Task task{
+      .spec = spec,
+      .image = image,
+      .argv = std::move(argv),
+      .cwd = image.working_dir.empty() ? "/" : image.working_dir,
+      .key = PilotKey(spec),
+      .forward =
+          [&sink](const std::string& stream, std::string_view data) {
+            if (sink) sink(stream, data);
+          },
+      .timeout = timeout,
+      .stop = stop,
+      .on_started = on_started,
   };
   bool started = false;
   for (int round = 0; round < 2; ++round) {
-    std::unique_ptr<Pilot> pilot = TakeIdle(key);
-    const bool fresh = pilot == nullptr;
-    if (fresh) {
-      Result<std::unique_ptr<Pilot>> made = Start(spec, image);
-      if (!made.ok()) {
-        spdlog::warn("no pilot for {}: {}", spec.container_name, made.status().message());
-        if (!started) return std::nullopt;
-        return Result<ExitInfo>(made.status());
-      }
-      pilot = std::move(*made);
+    bool fresh = false;
+    Result<std::unique_ptr<Pilot>> pilot = Acquire(task, fresh);
+    if (!pilot.ok()) {
+      if (!started) return std::nullopt;
+      return Result<ExitInfo>(pilot.status());
     }
-    Result<std::string> request = EncodePilotRequest(cwd, argv, ContainerEnv(spec, image, pilot->hostname));
-    if (!request.ok()) {
-      Retire(std::move(pilot), true);
-      return Result<ExitInfo>(request.status());
-    }
-    Status moved = Status::Ok();
-    for (size_t i = 0; i < pilot->rw_dirs.size() && moved.ok(); ++i) {
-      if (!pilot->rw_dirs[i].empty()) moved = MoveEntries(spec.mounts[i].host_path, pilot->rw_dirs[i]);
-    }
-    // From now until the task ends, what it writes is in the pilot's
-    // directories: the attempt's disk watcher must look there too
-    // (LiveWritableDirs). Only once the entries are in: the watcher walks the
-    // attempt's own directories first, so entries moving from those to the
-    // pilot's while both are listed could count twice (the other way never).
-    struct LiveWhileRunning {
-      State& state;
-      const std::string& name;
-      void Set(const std::vector<std::string>& rw_dirs, const std::string& pilot_name) {
-        std::vector<std::string> dirs;
-        for (const std::string& d : rw_dirs) {
-          if (!d.empty()) dirs.push_back(d);
-        }
-        std::lock_guard<std::mutex> lock(state.mu);
-        state.live_dirs[name] = std::move(dirs);
-        state.running_in[name] = pilot_name;
-      }
-      void Clear() {
-        std::lock_guard<std::mutex> lock(state.mu);
-        state.live_dirs.erase(name);
-        state.running_in.erase(name);
-      }
-      ~LiveWhileRunning() { Clear(); }
-    } live{*state_, spec.container_name};
-    if (moved.ok()) live.Set(pilot->rw_dirs, pilot->name);
-    if (!moved.ok() || !WriteAll(pilot->request.get(), *request)) {
-      Status back = Status::Ok();
-      Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
-      if (!moved.ok() || !back.ok()) return Result<ExitInfo>(moved.ok() ? back : moved);
-      continue;  // the pilot was gone: a fresh one
-    }
-    if (!started && on_started) on_started();
-    started = true;
-
-    ExitInfo info;
-    PilotReplyReader reader;
-    std::optional<Result<PilotReply>> reply;
-    bool ended = false;
-    const Clock::time_point task_start = Clock::now();
-    Clock::time_point deadline = stop.Deadline(task_start, timeout);
-    milliseconds wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
-    while (true) {
-      const bool exited = pilot->runc->Pump(
-          wait, {pilot->reply.get(), stop.wake_fd, pilot->task_stdout.get(), pilot->task_stderr.get()}, forward);
-      DrainTaskOutput(*pilot, forward);
-      if (exited) {
-        ended = true;
-        break;
-      }
-      char buf[512];
-      const ssize_t n = ::read(pilot->reply.get(), buf, sizeof buf);
-      if (n > 0) reply = reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
-      if (n == 0) reply = Result<PilotReply>(Status::DataLoss("the pilot closed its reply pipe"));
-      if (reply) break;
-      if (stop.wake_fd >= 0) ResetEventFd(stop.wake_fd);
-      if (stop.kill_requested && stop.kill_requested()) {
-        info.killed = true;
-        break;
-      }
-      deadline = stop.Deadline(task_start, timeout);  // later while the task was frozen
-      if (Clock::now() >= deadline) {
-        info.timed_out = true;
-        break;
-      }
-      wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
-    }
-    // The task is over: what it wrote goes back to the attempt's directories.
-    live.Clear();
-
-    if (reply && reply->ok() && (*reply)->kind == PilotReply::Kind::kUnclean) {
-      spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name, (*reply)->text);
-      Status back = Status::Ok();
-      Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
-      if (!back.ok()) return Result<ExitInfo>(back);
-      continue;
-    }
-    if (reply && reply->ok()) {
-      // Every writer of the task pipes but the pilot is dead: what is in
-      // them now is all the task wrote.
-      DrainTaskOutput(*pilot, forward);
-      pilot->runc->Pump(milliseconds(0), -1, forward);
-      const PilotReply& r = **reply;
-      if (r.kind == PilotReply::Kind::kExecFailed) {
-        info.error = "the task could not be started: " + r.text;
-      } else {
-        info.exit_code = r.exit_code;
-        info.oom = r.exit_code == 137;  // SIGKILL that neither Kill nor the timeout sent
-        if (r.cpu_usec) {
-          info.cpu_usec = *r.cpu_usec;
-          info.cpu_source = "rusage";  // the pilot's, over the task's waited-for processes
-        }
-      }
-      Status out = move_out(*pilot);
-      if (!out.ok()) {
-        Retire(std::move(pilot), false);
-        return Result<ExitInfo>(out);
-      }
-      pilot->replied_once = true;
-      pilot->idle_since = Clock::now();
-      {
-        std::lock_guard<std::mutex> lock(state_->mu);
-        state_->idle.emplace(key, std::move(pilot));
-      }
-      state_->cv.notify_all();
-      return Result<ExitInfo>(info);
-    }
-    // Killed, timed out, or the pilot misbehaved or ended: the sandbox and
-    // whatever still runs in it go.
-    const std::string runc_errors = [&] {
-      Result<std::string> log = ReadFile(pilot->bundle + "/runc.log");
-      return log.ok() ? RuncLogErrors(*log) : std::string();
-    }();
-    const bool never_ran = fresh && ended && !runc_errors.empty();
-    if (ended) {
-      info.error =
-          "the pilot sandbox ended unexpectedly" + (runc_errors.empty() ? "" : ": runc failed: " + runc_errors);
-    } else if (reply) {
-      info.error = "pilot " + pilot->name + ": " + reply->status().message();
-    } else {
-      info.exit_code = 137;
-    }
-    // What the task wrote before it was stopped is its output, as in a
-    // container of its own.
-    Status back = Status::Ok();
-    Retire(std::move(pilot), false, [&](Pilot& p) { back = move_out(p); });
-    if (!info.error.empty()) spdlog::warn("{}: {}", spec.container_name, info.error);
-    if (!back.ok()) return Result<ExitInfo>(back);
-    if (never_ran) return std::nullopt;  // runc could not start it: the caller's own container says why
-    return Result<ExitInfo>(info);
+    Outcome outcome = TryIn(std::move(*pilot), fresh, task, started);
+    if (!outcome.retry) return std::move(outcome.result);
   }
   return Result<ExitInfo>(Status::Internal("no pilot could run " + spec.container_name));
+}
+
+Result<std::unique_ptr<PilotPool::Pilot>> PilotPool::Acquire(const Task& task, bool& fresh) {
+  std::unique_ptr<Pilot> pilot = TakeIdle(task.key);
+  fresh = pilot == nullptr;
+  if (!fresh) return pilot;
+  Result<std::unique_ptr<Pilot>> made = Start(task.spec, task.image);
+  if (!made.ok()) spdlog::warn("no pilot for {}: {}", task.spec.container_name, made.status().message());
+  return made;
+}
+
+PilotPool::Outcome PilotPool::TryIn(std::unique_ptr<Pilot> pilot, bool fresh, const Task& task, bool& started) {
+  Result<std::string> request =
+      EncodePilotRequest(task.cwd, task.argv, ContainerEnv(task.spec, task.image, pilot->hostname));
+  if (!request.ok()) {
+    Retire(std::move(pilot), true);
+    return Outcome::Done(Result<ExitInfo>(request.status()));
+  }
+  const Status moved = MoveOutputsIntoPilot(task.spec, *pilot);
+  // From now until the task ends, what it writes is in the pilot's
+  // directories: the attempt's disk watcher must look there too
+  // (LiveWritableDirs). Only once the entries are in: the watcher walks the
+  // attempt's own directories first, so entries moving from those to the
+  // pilot's while both are listed could count twice (the other way never).
+  State::LiveWhileRunning live{*state_, task.spec.container_name};
+  if (moved.ok()) live.Set(pilot->rw_dirs, pilot->name);
+  if (!moved.ok() || !WriteAll(pilot->request.get(), *request)) {
+    const Status back = RetireKeepingOutputs(std::move(pilot), task.spec);
+    if (!moved.ok() || !back.ok()) return Outcome::Done(Result<ExitInfo>(moved.ok() ? back : moved));
+    return Outcome::Retry();  // the pilot was gone: a fresh one
+  }
+  if (!started && task.on_started) task.on_started();
+  started = true;
+
+  const TaskEnd end = AwaitEnd(*pilot, task);
+  // The task is over: what it wrote goes back to the attempt's directories.
+  live.Clear();
+  if (end.reply && end.reply->ok() && (*end.reply)->kind == PilotReply::Kind::kUnclean) {
+    spdlog::warn("pilot {} cannot clear its sandbox ({}); the task goes to a fresh one", pilot->name,
+                 (*end.reply)->text);
+    const Status back = RetireKeepingOutputs(std::move(pilot), task.spec);
+    if (!back.ok()) return Outcome::Done(Result<ExitInfo>(back));
+    return Outcome::Retry();
+  }
+  if (end.reply && end.reply->ok()) return Outcome::Done(FinishReplied(std::move(pilot), task, end));
+  return Outcome::Done(FinishFailed(std::move(pilot), task, fresh, end));
+}
+
+PilotPool::TaskEnd PilotPool::AwaitEnd(Pilot& pilot, const Task& task) {
+  const RunControl& stop = task.stop;
+  TaskEnd end;
+  PilotReplyReader reader;
+  const Clock::time_point task_start = Clock::now();
+  Clock::time_point deadline = stop.Deadline(task_start, task.timeout);
+  milliseconds wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
+  while (true) {
+    const bool exited = pilot.runc->Pump(
+        wait, {pilot.reply.get(), stop.wake_fd, pilot.task_stdout.get(), pilot.task_stderr.get()}, task.forward);
+    DrainTaskOutput(pilot, task.forward);
+    if (exited) {
+      end.ended = true;
+      return end;
+    }
+    end.reply = ReadReply(pilot, reader);
+    if (end.reply) return end;
+    if (stop.wake_fd >= 0) ResetEventFd(stop.wake_fd);
+    if (stop.kill_requested && stop.kill_requested()) {
+      end.info.killed = true;
+      return end;
+    }
+    deadline = stop.Deadline(task_start, task.timeout);  // later while the task was frozen
+    if (Clock::now() >= deadline) {
+      end.info.timed_out = true;
+      return end;
+    }
+    wait = std::chrono::ceil<milliseconds>(deadline - std::min(deadline, Clock::now()));
+  }
+}
+
+Result<ExitInfo> PilotPool::FinishReplied(std::unique_ptr<Pilot> pilot, const Task& task, const TaskEnd& end) {
+  // Every writer of the task pipes but the pilot is dead: what is in
+  // them now is all the task wrote.
+  DrainTaskOutput(*pilot, task.forward);
+  pilot->runc->Pump(milliseconds(0), -1, task.forward);
+  ExitInfo info = end.info;
+  RecordReply(end.reply->value(), info);
+  Status out = MoveOutputsBack(task.spec, *pilot);
+  if (!out.ok()) {
+    Retire(std::move(pilot), false);
+    return Result<ExitInfo>(out);
+  }
+  pilot->replied_once = true;
+  Park(std::move(pilot), task.key);
+  return Result<ExitInfo>(info);
+}
+
+void PilotPool::Park(std::unique_ptr<Pilot> pilot, const std::string& key) {
+  pilot->idle_since = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->idle.emplace(key, std::move(pilot));
+  }
+  state_->cv.notify_all();
+}
+
+std::optional<Result<ExitInfo>> PilotPool::FinishFailed(std::unique_ptr<Pilot> pilot, const Task& task, bool fresh,
+                                                        const TaskEnd& end) {
+  // Killed, timed out, or the pilot misbehaved or ended: the sandbox and
+  // whatever still runs in it go.
+  const std::string runc_errors = RuncErrorsOf(*pilot);
+  const bool never_ran = fresh && end.ended && !runc_errors.empty();
+  ExitInfo info = end.info;
+  if (end.ended) {
+    info.error = "the pilot sandbox ended unexpectedly" + (runc_errors.empty() ? "" : ": runc failed: " + runc_errors);
+  } else if (end.reply) {
+    info.error = "pilot " + pilot->name + ": " + end.reply->status().message();
+  } else {
+    info.exit_code = 137;
+  }
+  // What the task wrote before it was stopped is its output, as in a
+  // container of its own.
+  const Status back = RetireKeepingOutputs(std::move(pilot), task.spec);
+  if (!info.error.empty()) spdlog::warn("{}: {}", task.spec.container_name, info.error);
+  if (!back.ok()) return Result<ExitInfo>(back);
+  if (never_ran) return std::nullopt;  // runc could not start it: the caller's own container says why
+  return Result<ExitInfo>(info);
+}
+
+Status PilotPool::RetireKeepingOutputs(std::unique_ptr<Pilot> pilot, const RunSpec& spec) {
+  Status back = Status::Ok();
+  Retire(std::move(pilot), false, [&](Pilot& p) { back = MoveOutputsBack(spec, p); });
+  return back;
 }
 
 }  // namespace idlegrid::runtime

@@ -85,8 +85,39 @@ class PilotPool {
   struct Pilot;
 
  private:
+  struct Task;     // what one Run hands to each pilot it tries
+  struct TaskEnd;  // what ended the wait for a task in a pilot
+  struct Outcome;  // how one try in a pilot came out: Run's result, or another try
+
+  // None of these may be called with the pool's mutex held: those that need
+  // it take it themselves, briefly, and Retire (which ends in taking it) may
+  // take seconds.
   std::unique_ptr<Pilot> TakeIdle(const std::string& key);
   Result<std::unique_ptr<Pilot>> Start(const RunSpec& spec, const image::ImageConfig& image);
+  // An idle pilot of the task's key (TakeIdle), or a new one (Start; `fresh`
+  // set); Start's error, logged, when none could be started.
+  Result<std::unique_ptr<Pilot>> Acquire(const Task& task, bool& fresh);
+  // Sends the task to `pilot` and sees it to its end there. `started` is set,
+  // and the task's on_started called if it was not yet, once a pilot has
+  // taken the task.
+  Outcome TryIn(std::unique_ptr<Pilot> pilot, bool fresh, const Task& task, bool& started);
+  // Pumps the task's output until the pilot replies, its sandbox ends, the
+  // task is to be killed or its time is up.
+  static TaskEnd AwaitEnd(Pilot& pilot, const Task& task);
+  // The pilot replied that the task ended and its sandbox is clear: the
+  // task's ExitInfo; the pilot is idle again (or retired when the task's
+  // outputs could not be moved back).
+  Result<ExitInfo> FinishReplied(std::unique_ptr<Pilot> pilot, const Task& task, const TaskEnd& end);
+  // The task was killed, timed out, or the pilot misbehaved or ended: retires
+  // the pilot. nullopt when runc could not start this fresh pilot at all.
+  std::optional<Result<ExitInfo>> FinishFailed(std::unique_ptr<Pilot> pilot, const Task& task, bool fresh,
+                                               const TaskEnd& end);
+  // Retires `pilot` (not gracefully), moving what the task wrote to the
+  // attempt's own directories once nothing runs in it; that move's status.
+  Status RetireKeepingOutputs(std::unique_ptr<Pilot> pilot, const RunSpec& spec);
+  // Makes `pilot` an idle pilot of `key` (for TakeIdle, or the reaper after
+  // `linger`).
+  void Park(std::unique_ptr<Pilot> pilot, const std::string& key);
   // Ends the pilot's container (gracefully: end of file on its requests;
   // otherwise runc kill), calls `before_removal` once nothing runs in it any
   // more, then removes its bundle.

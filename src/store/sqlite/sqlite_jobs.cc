@@ -78,24 +78,25 @@ Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec
   return tx.Commit();
 }
 
-Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt q(db_, "SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = ?");
-  q.Bind(1, job_id);
-  if (!q.Step()) {
-    IG_RETURN_IF_ERROR(q.status());
-    return Status::NotFound("job " + job_id + " does not exist");
-  }
+namespace {
+
+// The job of the jobs row `q` stands on (spec_digest, created_ms, account
+// after its spec), without its tasks.
+Result<v1::Job> JobOfRow(const Stmt& q, const std::string& job_id) {
   v1::Job job;
   job.set_id(job_id);
   IG_ASSIGN_OR_RETURN(*job.mutable_spec(), ParseSpec(q.Blob(0)));
   job.set_spec_digest(q.Text(1));
   job.set_created_at_ms(q.Int(2));
   job.set_account(q.Text(3));
+  return job;
+}
 
-  std::map<uint32_t, v1::Task*> by_index;
-  std::map<v1::TaskState, int> counts;
-  Stmt tq(db_, "SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = ? ORDER BY idx");
+// Adds the job's tasks to `job`, in index order, indexed in `by_index` and
+// counted by state in `counts`.
+Status ReadTasks(sqlite3* db, const std::string& job_id, v1::Job& job, std::map<uint32_t, v1::Task*>* by_index,
+                 std::map<v1::TaskState, int>* counts) {
+  Stmt tq(db, "SELECT idx, state, reason, message, verification FROM tasks WHERE job_id = ? ORDER BY idx");
   tq.Bind(1, job_id);
   while (tq.Step()) {
     v1::Task* t = job.add_tasks();
@@ -105,11 +106,54 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     t->set_failure_reason(static_cast<v1::FailureReason>(tq.Int(2)));
     t->set_message(tq.Text(3));
     t->set_verification(tq.Text(4));
-    by_index[t->index()] = t;
-    counts[t->state()]++;
+    (*by_index)[t->index()] = t;
+    (*counts)[t->state()]++;
   }
-  IG_RETURN_IF_ERROR(tq.status());
-  Stmt aq(db_,
+  return tq.status();
+}
+
+// Fills `a` from the attempts row `aq` stands on (the columns ReadAttempts
+// selects); DataLoss for a stored provenance or receipt that does not parse.
+Status AttemptOfRow(const Stmt& aq, v1::Attempt* a) {
+  a->set_id(aq.Text(0));
+  a->set_node_id(aq.Text(2));
+  a->set_state(static_cast<v1::TaskState>(aq.Int(3)));
+  a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(4)));
+  a->set_message(aq.Text(5));
+  a->set_exit_code(static_cast<int32_t>(aq.Int(6)));
+  a->set_assigned_at_ms(aq.Int(7));
+  a->set_started_at_ms(aq.Int(8));
+  a->set_finished_at_ms(aq.Int(9));
+  a->set_runtime(aq.Text(10));
+  for (const auto& d : SplitCommaList(aq.Text(12))) a->add_device_uuids(d);
+  if (!aq.IsNull(11)) {
+    v1::Attempt outputs;
+    if (outputs.ParseFromString(aq.Blob(11))) *a->mutable_outputs() = outputs.outputs();
+  }
+  a->set_lease_epoch(static_cast<uint64_t>(aq.Int(13)));
+  a->set_checkpoints(static_cast<uint32_t>(aq.Int(14)));
+  a->set_last_checkpoint_at_ms(aq.Int(15));
+  a->set_restored_from_attempt(aq.Text(16));
+  a->set_work_lost_ms(jobs::WorkLostMs(*a));
+  if (!aq.IsNull(17)) a->mutable_placement()->ParseFromString(aq.Blob(17));
+  if (!aq.IsNull(18) && !a->mutable_provenance()->ParseFromString(aq.Blob(18))) {
+    return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
+  }
+  if (!aq.IsNull(19)) {
+    if (!a->mutable_receipt()->ParseFromString(aq.Blob(19))) {
+      return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
+    }
+    *a->mutable_metering() = a->receipt().statement().metering();
+  }
+  a->set_vote(aq.Text(20));
+  a->set_vote_reason(aq.Text(21));
+  return Status::Ok();
+}
+
+// Adds the job's attempts to their tasks, in assignment order; each one's
+// lost work counts as its task's redone work.
+Status ReadAttempts(sqlite3* db, const std::string& job_id, const std::map<uint32_t, v1::Task*>& by_index) {
+  Stmt aq(db,
           "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
           "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
           "placement, provenance, receipt, vote, vote_reason FROM attempts WHERE job_id = ? "
@@ -119,49 +163,42 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
     auto it = by_index.find(static_cast<uint32_t>(aq.Int(1)));
     if (it == by_index.end()) continue;
     v1::Attempt* a = it->second->add_attempts();
-    a->set_id(aq.Text(0));
-    a->set_node_id(aq.Text(2));
-    a->set_state(static_cast<v1::TaskState>(aq.Int(3)));
-    a->set_failure_reason(static_cast<v1::FailureReason>(aq.Int(4)));
-    a->set_message(aq.Text(5));
-    a->set_exit_code(static_cast<int32_t>(aq.Int(6)));
-    a->set_assigned_at_ms(aq.Int(7));
-    a->set_started_at_ms(aq.Int(8));
-    a->set_finished_at_ms(aq.Int(9));
-    a->set_runtime(aq.Text(10));
-    for (const auto& d : SplitCommaList(aq.Text(12))) a->add_device_uuids(d);
-    if (!aq.IsNull(11)) {
-      v1::Attempt outputs;
-      if (outputs.ParseFromString(aq.Blob(11))) *a->mutable_outputs() = outputs.outputs();
-    }
-    a->set_lease_epoch(static_cast<uint64_t>(aq.Int(13)));
-    a->set_checkpoints(static_cast<uint32_t>(aq.Int(14)));
-    a->set_last_checkpoint_at_ms(aq.Int(15));
-    a->set_restored_from_attempt(aq.Text(16));
-    a->set_work_lost_ms(jobs::WorkLostMs(*a));
-    if (!aq.IsNull(17)) a->mutable_placement()->ParseFromString(aq.Blob(17));
-    if (!aq.IsNull(18) && !a->mutable_provenance()->ParseFromString(aq.Blob(18))) {
-      return Status::DataLoss("stored provenance of attempt " + a->id() + " does not parse");
-    }
-    if (!aq.IsNull(19)) {
-      if (!a->mutable_receipt()->ParseFromString(aq.Blob(19))) {
-        return Status::DataLoss("stored receipt of attempt " + a->id() + " does not parse");
-      }
-      *a->mutable_metering() = a->receipt().statement().metering();
-    }
-    a->set_vote(aq.Text(20));
-    a->set_vote_reason(aq.Text(21));
+    IG_RETURN_IF_ERROR(AttemptOfRow(aq, a));
     it->second->set_work_redone_ms(it->second->work_redone_ms() + a->work_lost_ms());
   }
-  IG_RETURN_IF_ERROR(aq.status());
-  IG_RETURN_IF_ERROR(LoadCheckpointsLocked(job_id, by_index));
-  Stmt lq(db_, "SELECT idx, dropped_bytes FROM log_usage WHERE job_id = ? AND dropped_bytes > 0");
+  return aq.status();
+}
+
+// Sets the log bytes dropped of each task of the job that dropped some.
+Status ReadLogUsage(sqlite3* db, const std::string& job_id, const std::map<uint32_t, v1::Task*>& by_index) {
+  Stmt lq(db, "SELECT idx, dropped_bytes FROM log_usage WHERE job_id = ? AND dropped_bytes > 0");
   lq.Bind(1, job_id);
   while (lq.Step()) {
     auto it = by_index.find(static_cast<uint32_t>(lq.Int(0)));
     if (it != by_index.end()) it->second->set_logs_dropped_bytes(static_cast<uint64_t>(lq.Int(1)));
   }
-  IG_RETURN_IF_ERROR(lq.status());
+  return lq.status();
+}
+
+}  // namespace
+
+Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // `q` stays on its row until GetJob returns: that keeps SQLite's read
+  // transaction open, so the reads below see the same snapshot as this one.
+  Stmt q(db_, "SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = ?");
+  q.Bind(1, job_id);
+  if (!q.Step()) {
+    IG_RETURN_IF_ERROR(q.status());
+    return Status::NotFound("job " + job_id + " does not exist");
+  }
+  IG_ASSIGN_OR_RETURN(v1::Job job, JobOfRow(q, job_id));
+  std::map<uint32_t, v1::Task*> by_index;
+  std::map<v1::TaskState, int> counts;
+  IG_RETURN_IF_ERROR(ReadTasks(db_, job_id, job, &by_index, &counts));
+  IG_RETURN_IF_ERROR(ReadAttempts(db_, job_id, by_index));
+  IG_RETURN_IF_ERROR(LoadCheckpointsLocked(job_id, by_index));
+  IG_RETURN_IF_ERROR(ReadLogUsage(db_, job_id, by_index));
   jobs::SetTaskCounts(job, counts);
   return job;
 }
@@ -249,6 +286,177 @@ Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
   return out;
 }
 
+namespace {
+
+// The statements CommitAssignments runs, each prepared once for the whole batch.
+struct CommitStatements {
+  explicit CommitStatements(sqlite3* db)
+      : job_q(db, "SELECT spec FROM jobs WHERE id = ?"),
+        node_q(db, "SELECT info, advertisement FROM nodes WHERE id = ?"),
+        held_q(db,
+               "SELECT cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
+               "WHERE state IN (?, ?) AND node_id = ?"),
+        // The task's row, attempts so far and latest checkpoint (if any), then an
+        // update by rowid: cheaper than a conditional UPDATE ... RETURNING.
+        task_q(db,
+               "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
+               "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?"),
+        upd(db, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?"),
+        ins(db,
+            "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
+            "gpu_memory, devices, epoch, restored_from, placement, gpu_milli, seq) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM "
+            "attempts))") {}
+  // The first error preparing them, if any.
+  Status status() const {
+    for (const Stmt* s : {&job_q, &node_q, &held_q, &task_q, &upd, &ins}) IG_RETURN_IF_ERROR(s->status());
+    return Status::Ok();
+  }
+
+  Stmt job_q, node_q, held_q, task_q, upd, ins;
+};
+
+// What the write of an attempt needs of its task, read with it.
+struct TaskRow {
+  int64_t rowid = 0;
+  int64_t epoch = 0;
+  std::string restored_from;
+  const v1::Resources* res = nullptr;
+};
+
+// What CommitAssignments reads inside its transaction: the batch admission
+// rule (capacity/batch_admission.h) loaded with the batch's nodes and what
+// their active attempts hold, its candidates and, per attempt, its task's row.
+struct BatchRead {
+  capacity::BatchAdmission admission;
+  std::vector<capacity::BatchCandidate> candidates;
+  std::vector<TaskRow> rows;
+  // The reservation of each job of the batch, from its spec (copied into the
+  // attempt so capacity accounting survives restarts); nullopt: no such job.
+  std::unordered_map<std::string, std::optional<v1::Resources>> jobs;
+  std::unordered_map<std::string, std::string> runtimes;
+  std::unordered_set<std::string> loaded;  // the nodes already added to the rule
+};
+
+// The job's reservation (nullptr: no such job), read once per batch.
+Result<const v1::Resources*> Reservation(Stmt& job_q, const std::string& job_id, BatchRead& read) {
+  auto it = read.jobs.find(job_id);
+  if (it == read.jobs.end()) {
+    std::optional<v1::Resources> r;
+    job_q.Reset().Bind(1, job_id);
+    if (job_q.Step()) {
+      IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(job_q.Blob(0)));
+      r = js.resources();
+      read.runtimes[job_id] = js.runtime();
+    }
+    IG_RETURN_IF_ERROR(job_q.status());
+    it = read.jobs.emplace(job_id, std::move(r)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+// Adds the node to the rule, once per batch, with what its active attempts hold.
+Status LoadNode(CommitStatements& s, const std::string& node_id, BatchRead& read) {
+  if (!read.loaded.insert(node_id).second) return Status::Ok();
+  s.node_q.Reset().Bind(1, node_id);
+  if (!s.node_q.Step()) return s.node_q.status();
+  v1::NodeInfo info;
+  v1::Advertisement ad;
+  if (!s.node_q.IsNull(0)) info.ParseFromString(s.node_q.Blob(0));
+  if (!s.node_q.IsNull(1)) ad.ParseFromString(s.node_q.Blob(1));
+  if (!read.admission.AddNode(node_id, info, ad)) return Status::Ok();
+  s.held_q.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING}).Bind(3, node_id);
+  capacity::AttemptHold held;
+  while (s.held_q.Step()) {
+    held.cpu = s.held_q.Double(0);
+    held.memory = static_cast<uint64_t>(s.held_q.Int(1));
+    capacity::SplitDeviceList(s.held_q.Text(2), &held.devices);
+    held.gpu_memory = static_cast<uint64_t>(s.held_q.Int(3));
+    held.gpu_milli = static_cast<uint32_t>(s.held_q.Int(4));
+    read.admission.Hold(node_id, held);
+  }
+  return s.held_q.status();
+}
+
+// The read phase: what the rule needs, each task's row and its job's
+// reservation; each node of the batch is loaded once.
+Status ReadBatch(CommitStatements& s, const std::vector<NewAttempt>& attempts, BatchRead& read) {
+  static const v1::Resources kNone;
+  read.candidates.resize(attempts.size());
+  read.rows.resize(attempts.size());
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const NewAttempt& a = attempts[i];
+    capacity::BatchCandidate& candidate = read.candidates[i];
+    TaskRow& row = read.rows[i];
+    s.task_q.Reset().Bind(1, a.job_id).Bind(2, int64_t{a.index});
+    if (!s.task_q.Step()) {
+      IG_RETURN_IF_ERROR(s.task_q.status());
+      continue;  // no such task: not queued
+    }
+    candidate.queued = s.task_q.Int(1) == v1::QUEUED;
+    row = {s.task_q.Int(0), s.task_q.Int(2) + 1, s.task_q.Text(3), nullptr};
+    s.task_q.Reset();
+    IG_ASSIGN_OR_RETURN(const v1::Resources* res, Reservation(s.job_q, a.job_id, read));
+    row.res = res == nullptr ? &kNone : res;
+    IG_RETURN_IF_ERROR(LoadNode(s, a.node_id, read));
+    candidate.node_id = a.node_id;
+    candidate.job_id = a.job_id;
+    candidate.index = a.index;
+    candidate.want = {row.res->cpu(), row.res->memory_bytes(), row.res->gpu_memory_bytes(), a.placement.gpu_milli(),
+                      a.device_uuids};
+  }
+  return Status::Ok();
+}
+
+// Claims the attempt's task and inserts the attempt, with its job's
+// reservation; `done` is the attempt as committed.
+Status WriteAttempt(CommitStatements& s, const NewAttempt& a, const TaskRow& row, const std::string& runtime,
+                    NewAttempt* done) {
+  const v1::Resources* res = row.res;
+  s.upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, row.epoch).Bind(3, a.now_ms).Bind(4, row.rowid);
+  s.upd.Step();
+  IG_RETURN_IF_ERROR(s.upd.status());
+  *done = a;
+  done->lease_epoch = static_cast<uint64_t>(row.epoch);
+  std::string devices;
+  for (const auto& d : a.device_uuids) devices += d + ",";
+  s.ins.Reset()
+      .Bind(1, a.attempt_id)
+      .Bind(2, a.job_id)
+      .Bind(3, int64_t{a.index})
+      .Bind(4, a.node_id)
+      .Bind(5, int64_t{v1::ASSIGNED})
+      .Bind(6, a.now_ms)
+      .Bind(7, res->cpu())
+      .Bind(8, static_cast<int64_t>(res->memory_bytes()))
+      .Bind(9, int64_t{res->gpus()})
+      .Bind(10, runtime)
+      .Bind(11, static_cast<int64_t>(res->gpu_memory_bytes()))
+      .Bind(12, devices)
+      .Bind(13, static_cast<int64_t>(done->lease_epoch))
+      .Bind(14, row.restored_from)
+      .BindBlob(15, a.placement.SerializeAsString())
+      .Bind(16, int64_t{a.placement.gpu_milli()});
+  s.ins.Step();
+  return s.ins.status();
+}
+
+// The write phase: what the rule admitted (indices into `attempts`), in
+// order. The lease epoch is the task's attempt ordinal; the attempt starts
+// from the task's latest checkpoint, if it has one.
+Result<std::vector<NewAttempt>> WriteAdmitted(CommitStatements& s, const std::vector<NewAttempt>& attempts,
+                                              const std::vector<size_t>& admitted, BatchRead& read) {
+  std::vector<NewAttempt> committed;
+  for (size_t i : admitted) {
+    NewAttempt done;
+    IG_RETURN_IF_ERROR(WriteAttempt(s, attempts[i], read.rows[i], read.runtimes[attempts[i].job_id], &done));
+    committed.push_back(std::move(done));
+  }
+  return committed;
+}
+
+}  // namespace
+
 Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
   std::lock_guard<std::mutex> lock(mu_);
   // BEGIN IMMEDIATE: the write lock is taken before the first read, so what
@@ -256,136 +464,13 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
   // process writing the same file.
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
-  // Each statement is prepared once for the whole batch.
-  Stmt job_q(db_, "SELECT spec FROM jobs WHERE id = ?");
-  Stmt node_q(db_, "SELECT info, advertisement FROM nodes WHERE id = ?");
-  Stmt held_q(db_,
-              "SELECT cpu, memory, devices, gpu_memory, gpu_milli FROM attempts "
-              "WHERE state IN (?, ?) AND node_id = ?");
-  // The task's row, attempts so far and latest checkpoint (if any), then an
-  // update by rowid: cheaper than a conditional UPDATE ... RETURNING.
-  Stmt task_q(db_,
-              "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
-              "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?");
-  Stmt upd(db_, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?");
-  Stmt ins(
-      db_,
-      "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, runtime, "
-      "gpu_memory, devices, epoch, restored_from, placement, gpu_milli, seq) "
-      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM attempts))");
-  for (Stmt* s : {&job_q, &node_q, &held_q, &task_q, &upd, &ins}) IG_RETURN_IF_ERROR(s->status());
-
-  // The reservation of each job of the batch, from its spec (copied into the
-  // attempt so capacity accounting survives restarts).
-  std::unordered_map<std::string, std::optional<v1::Resources>> jobs;
-  std::unordered_map<std::string, std::string> runtimes;
-  auto reservation = [&](const std::string& job_id) -> Result<const v1::Resources*> {
-    auto it = jobs.find(job_id);
-    if (it == jobs.end()) {
-      std::optional<v1::Resources> r;
-      job_q.Reset().Bind(1, job_id);
-      if (job_q.Step()) {
-        IG_ASSIGN_OR_RETURN(v1::JobSpec js, ParseSpec(job_q.Blob(0)));
-        r = js.resources();
-        runtimes[job_id] = js.runtime();
-      }
-      IG_RETURN_IF_ERROR(job_q.status());
-      it = jobs.emplace(job_id, std::move(r)).first;
-    }
-    return it->second ? &*it->second : nullptr;
-  };
-  // The batch admission rule (capacity/batch_admission.h): each node of the
-  // batch is loaded once, with what its active attempts hold.
-  capacity::BatchAdmission admission;
-  std::unordered_set<std::string> loaded;
-  capacity::AttemptHold held;
-  auto load_node = [&](const std::string& node_id) -> Status {
-    if (!loaded.insert(node_id).second) return Status::Ok();
-    node_q.Reset().Bind(1, node_id);
-    if (!node_q.Step()) return node_q.status();
-    v1::NodeInfo info;
-    v1::Advertisement ad;
-    if (!node_q.IsNull(0)) info.ParseFromString(node_q.Blob(0));
-    if (!node_q.IsNull(1)) ad.ParseFromString(node_q.Blob(1));
-    if (!admission.AddNode(node_id, info, ad)) return Status::Ok();
-    held_q.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, int64_t{v1::RUNNING}).Bind(3, node_id);
-    while (held_q.Step()) {
-      held.cpu = held_q.Double(0);
-      held.memory = static_cast<uint64_t>(held_q.Int(1));
-      capacity::SplitDeviceList(held_q.Text(2), &held.devices);
-      held.gpu_memory = static_cast<uint64_t>(held_q.Int(3));
-      held.gpu_milli = static_cast<uint32_t>(held_q.Int(4));
-      admission.Hold(node_id, held);
-    }
-    return held_q.status();
-  };
-
-  // Read what the rule needs: each task's row and its job's reservation.
-  struct TaskRow {
-    int64_t rowid = 0;
-    int64_t epoch = 0;
-    std::string restored_from;
-    const v1::Resources* res = nullptr;
-  };
-  static const v1::Resources kNone;
-  std::vector<capacity::BatchCandidate> candidates(attempts.size());
-  std::vector<TaskRow> rows(attempts.size());
-  for (size_t i = 0; i < attempts.size(); ++i) {
-    const NewAttempt& a = attempts[i];
-    task_q.Reset().Bind(1, a.job_id).Bind(2, int64_t{a.index});
-    if (!task_q.Step()) {
-      IG_RETURN_IF_ERROR(task_q.status());
-      continue;  // no such task: not queued
-    }
-    candidates[i].queued = task_q.Int(1) == v1::QUEUED;
-    rows[i] = {task_q.Int(0), task_q.Int(2) + 1, task_q.Text(3), nullptr};
-    task_q.Reset();
-    IG_ASSIGN_OR_RETURN(const v1::Resources* res, reservation(a.job_id));
-    rows[i].res = res == nullptr ? &kNone : res;
-    IG_RETURN_IF_ERROR(load_node(a.node_id));
-    candidates[i].node_id = a.node_id;
-    candidates[i].job_id = a.job_id;
-    candidates[i].index = a.index;
-    candidates[i].want = {rows[i].res->cpu(), rows[i].res->memory_bytes(), rows[i].res->gpu_memory_bytes(),
-                          a.placement.gpu_milli(), a.device_uuids};
-  }
-
-  // Write what it admitted. The lease epoch is the task's attempt ordinal;
-  // the attempt starts from the task's latest checkpoint, if it has one.
-  std::vector<NewAttempt> committed;
-  std::string devices;
-  for (size_t i : admission.Admit(candidates)) {
-    const NewAttempt& a = attempts[i];
-    const TaskRow& row = rows[i];
-    const v1::Resources* res = row.res;
-    upd.Reset().Bind(1, int64_t{v1::ASSIGNED}).Bind(2, row.epoch).Bind(3, a.now_ms).Bind(4, row.rowid);
-    upd.Step();
-    IG_RETURN_IF_ERROR(upd.status());
-    NewAttempt done = a;
-    done.lease_epoch = static_cast<uint64_t>(row.epoch);
-    devices.clear();
-    for (const auto& d : a.device_uuids) devices += d + ",";
-    ins.Reset()
-        .Bind(1, a.attempt_id)
-        .Bind(2, a.job_id)
-        .Bind(3, int64_t{a.index})
-        .Bind(4, a.node_id)
-        .Bind(5, int64_t{v1::ASSIGNED})
-        .Bind(6, a.now_ms)
-        .Bind(7, res->cpu())
-        .Bind(8, static_cast<int64_t>(res->memory_bytes()))
-        .Bind(9, int64_t{res->gpus()})
-        .Bind(10, runtimes[a.job_id])
-        .Bind(11, static_cast<int64_t>(res->gpu_memory_bytes()))
-        .Bind(12, devices)
-        .Bind(13, static_cast<int64_t>(done.lease_epoch))
-        .Bind(14, row.restored_from)
-        .BindBlob(15, a.placement.SerializeAsString())
-        .Bind(16, int64_t{a.placement.gpu_milli()});
-    ins.Step();
-    IG_RETURN_IF_ERROR(ins.status());
-    committed.push_back(std::move(done));
-  }
+  CommitStatements s(db_);
+  IG_RETURN_IF_ERROR(s.status());
+  BatchRead read;
+  IG_RETURN_IF_ERROR(ReadBatch(s, attempts, read));
+  // What does not fit any more is not admitted: its task stays queued.
+  const std::vector<size_t> admitted = read.admission.Admit(read.candidates);
+  IG_ASSIGN_OR_RETURN(std::vector<NewAttempt> committed, WriteAdmitted(s, attempts, admitted, read));
   IG_RETURN_IF_ERROR(tx.Commit());
   return committed;
 }
