@@ -81,6 +81,14 @@ class LogShipper;
 // The Agent is the world its attempts run in (attempt_env.h): it reports and
 // moves artifacts over its gRPC channel and holds the node-wide state; its
 // AttemptRunners see it only through those interfaces (attempt_host.cc).
+// What one attempt holds on this node (admission, the pause watcher).
+struct HeldByAttempt {
+  capacity::AttemptHold held;  // what the coordinator's ledger holds for it too
+  bool checkpoint = false;     // its job has a checkpoint directory (a pause may hand it back at once)
+};
+struct PauseWatch;  // pause_loop.cc: what the watcher keeps from one poll to the next
+struct PausePoll;   // pause_loop.cc: what one poll saw and decided
+
 class Agent : private AttemptHost, private AttemptReporter, private ArtifactTransfer {
  public:
   explicit Agent(AgentConfig config);
@@ -148,18 +156,19 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   void RequestReadvertise();
   void RemoveOrphans();
   // pause_loop.cc: the owner-first pause watcher's thread (pause_policy.h):
-  // observes, decides, freezes, thaws and hands back.
+  // observes, decides, freezes, thaws and hands back; each poll's steps follow.
   void PauseLoop();
-  std::optional<OwnerCommand> ReadOwnerCommand(int64_t now_ms, std::string* last_error);
+  // The steps that act on the agent (the others are pause_loop.cc's own).
+  void FollowOwnerCommand(const PausePoll& p, PauseWatch* w);
+  void StopTargets(const PausePoll& p, PauseWatch* w);
+  void ReleaseFrozen(const PausePoll& p, PauseWatch* w);
+  void ReportPause(const PausePoll& p, PauseWatch* w);
   // Attempts whose runner is still at work.
   std::vector<std::string> ActiveAttempts();
   // Stops the attempt and reports it handed back with `why`.
   void HandBack(const std::string& attempt_id, const std::string& why);
 
-  struct AttemptHold {
-    capacity::AttemptHold held;  // what the coordinator's ledger holds for it too
-    bool checkpoint = false;     // its job has a checkpoint directory (a pause may hand it back at once)
-  };
+  using AttemptHold = HeldByAttempt;
 
   const AgentConfig config_;
   std::unique_ptr<runtime::ContainerRuntime> runtime_;

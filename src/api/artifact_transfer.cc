@@ -70,10 +70,10 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
   }
   auto digest = (*writer)->Commit();
   if (!digest.ok()) return ToGrpc(digest.status());
-  Status st = c->RecordArtifact(*digest, (*writer)->size(), kind);
+  Status st = c->artifact_rights().Record(*digest, (*writer)->size(), kind);
   if (!st.ok()) return ToGrpc(st);
   if (!account.empty()) {
-    st = c->HoldUpload(*digest, account, make_public);
+    st = c->artifact_rights().HoldUpload(*digest, account, make_public);
     if (!st.ok()) return ToGrpc(st);
   }
   out->set_digest(*digest);

@@ -48,7 +48,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                          v1::SubmitJobResponse* out) override {
     IG_ADMIT("SubmitJob", Gate::None());
-    auto job = c_->SubmitJob(*req, caller.account);
+    auto job = c_->jobs().Submit(*req, caller.account);
     if (!job.ok()) return ToGrpc(job.status());
     *out->mutable_job() = std::move(job).value();
     return grpc::Status::OK;
@@ -56,7 +56,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) override {
     IG_ADMIT("GetJob", gate_.Job(req->job_id()));
-    return Reply(c_->GetJob(req->job_id()), out);
+    return Reply(c_->jobs().Get(req->job_id()), out);
   }
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
@@ -65,7 +65,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     std::string last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->version();
-      auto job = c_->GetJob(req->job_id());
+      auto job = c_->jobs().Get(req->job_id());
       if (!job.ok()) return ToGrpc(job.status());
       std::string bytes = job->SerializeAsString();
       if (bytes != last) {
@@ -80,41 +80,41 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* out) override {
     IG_ADMIT("ListJobs", Gate::None());
-    return Reply(c_->ListJobs(ListingAccount(caller)), out);
+    return Reply(c_->jobs().List(ListingAccount(caller)), out);
   }
 
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req, v1::Job* out) override {
     IG_ADMIT("CancelJob", gate_.Job(req->job_id()));
-    return Reply(c_->CancelJob(*req), out);
+    return Reply(c_->jobs().Cancel(*req), out);
   }
   grpc::Status RetryJob(grpc::ServerContext* ctx, const v1::RetryJobRequest* req, v1::Job* out) override {
     IG_ADMIT("RetryJob", gate_.Job(req->job_id()));
-    return Reply(c_->RetryJob(*req), out);
+    return Reply(c_->jobs().Retry(*req), out);
   }
 
   grpc::Status DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
                          v1::DeleteJobResponse* out) override {
     IG_ADMIT("DeleteJob", gate_.Job(req->job_id()));
-    return Reply(c_->DeleteJob(req->job_id()), out);
+    return Reply(c_->jobs().Delete(req->job_id()), out);
   }
 
   grpc::Status SubmitWorkflow(grpc::ServerContext* ctx, const v1::SubmitWorkflowRequest* req,
                               v1::Workflow* out) override {
     IG_ADMIT("SubmitWorkflow", Gate::None());
-    return Reply(c_->SubmitWorkflow(*req, caller.account), out);
+    return Reply(c_->workflows().Submit(*req, caller.account), out);
   }
   grpc::Status GetWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req, v1::Workflow* out) override {
     IG_ADMIT("GetWorkflow", gate_.Workflow(req->workflow_id()));
-    return Reply(c_->GetWorkflow(req->workflow_id()), out);
+    return Reply(c_->workflows().Get(req->workflow_id()), out);
   }
   grpc::Status ListWorkflows(grpc::ServerContext* ctx, const v1::ListWorkflowsRequest*,
                              v1::ListWorkflowsResponse* out) override {
     IG_ADMIT("ListWorkflows", Gate::None());
-    return Reply(c_->ListWorkflows(ListingAccount(caller)), out);
+    return Reply(c_->workflows().List(ListingAccount(caller)), out);
   }
   grpc::Status CancelWorkflow(grpc::ServerContext* ctx, const v1::GetWorkflowRequest* req, v1::Workflow* out) override {
     IG_ADMIT("CancelWorkflow", gate_.Workflow(req->workflow_id()));
-    return Reply(c_->CancelWorkflow(req->workflow_id()), out);
+    return Reply(c_->workflows().Cancel(req->workflow_id()), out);
   }
 
   grpc::Status ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*, v1::ListNodesResponse* out) override {
@@ -133,7 +133,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status GetReceipt(grpc::ServerContext* ctx, const v1::GetReceiptRequest* req, v1::Receipt* out) override {
     IG_ADMIT("GetReceipt", gate_.Job(req->job_id()));
-    return Reply(c_->GetReceipt(*req), out);
+    return Reply(c_->receipts().Get(*req), out);
   }
 
   grpc::Status GetMarket(grpc::ServerContext* ctx, const v1::GetMarketRequest*, v1::MarketResponse* out) override {
@@ -143,7 +143,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status ResolveLost(grpc::ServerContext* ctx, const v1::ResolveLostRequest* req, v1::Job* out) override {
     IG_ADMIT("ResolveLost", gate_.Job(req->job_id()));
-    return Reply(c_->ResolveLost(*req), out);
+    return Reply(c_->jobs().ResolveLost(*req), out);
   }
 
   grpc::Status DrainNode(grpc::ServerContext* ctx, const v1::DrainNodeRequest* req, v1::Node* out) override {
@@ -176,12 +176,12 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::StreamLogsRequest* req,
                           grpc::ServerWriter<v1::LogChunk>* writer) override {
     IG_ADMIT("StreamLogs", gate_.Job(req->job_id()));
-    auto first = c_->GetJob(req->job_id());
+    auto first = c_->jobs().Get(req->job_id());
     if (!first.ok()) return ToGrpc(first.status());
     int64_t after = req->after_seq();
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->version();
-      auto chunks = c_->ReadLogs(req->job_id(), after, 0);
+      auto chunks = c_->jobs().ReadLogs(req->job_id(), after, 0);
       if (!chunks.ok()) return ToGrpc(chunks.status());
       for (const auto& ch : *chunks) {
         if (!writer->Write(ch)) return grpc::Status::OK;
@@ -189,10 +189,10 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
       }
       if (!chunks->empty()) continue;
       if (!req->follow()) return grpc::Status::OK;
-      auto job = c_->GetJob(req->job_id());
+      auto job = c_->jobs().Get(req->job_id());
       if (job.ok() && jobs::IsTerminal(job->state())) {
         // Drain what arrived between the read and the state check.
-        auto rest = c_->ReadLogs(req->job_id(), after, 0);
+        auto rest = c_->jobs().ReadLogs(req->job_id(), after, 0);
         if (rest.ok() && !rest->empty()) continue;
         return grpc::Status::OK;
       }
@@ -237,18 +237,18 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     // Registering reads the archive (or the manifest): the caller must be able to read it.
     const bool layered = req->archive_digest().empty() && !req->manifest_digest().empty();
     IG_ADMIT("RegisterImage", gate_.Artifact(layered ? req->manifest_digest() : req->archive_digest()));
-    if (!layered) return Reply(c_->RegisterImage(req->archive_digest()), out);
+    if (!layered) return Reply(c_->images().RegisterArchive(req->archive_digest()), out);
     // Every blob the manifest names must be the caller's to read, too.
     auto may_read = [&](const std::string& digest) -> Status {
       return gate_.Check(caller, RequesterMethod("RegisterImage"), gate_.Artifact(digest));
     };
-    return Reply(c_->RegisterLayeredImage(req->manifest_digest(), may_read), out);
+    return Reply(c_->images().RegisterLayered(req->manifest_digest(), may_read), out);
   }
 
   grpc::Status AddImageSignature(grpc::ServerContext* ctx, const v1::AddImageSignatureRequest* req,
                                  v1::ImageSignature* out) override {
     IG_ADMIT("AddImageSignature", gate_.Image(req->image()));
-    return Reply(c_->AddImageSignature(*req, caller.account), out);
+    return Reply(c_->images().AddSignature(*req, caller.account), out);
   }
 
   grpc::Status CreateAccount(grpc::ServerContext* ctx, const v1::CreateAccountRequest* req, v1::Account* out) override {
@@ -292,27 +292,27 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status LedgerBalance(grpc::ServerContext* ctx, const v1::LedgerAccountRequest* req,
                              v1::LedgerBalanceResponse* out) override {
     IG_ADMIT("LedgerBalance", gate_.Account(req->account()));
-    return Reply(c_->LedgerBalance(req->account().empty() ? caller.account : req->account()), out);
+    return Reply(c_->ledger_requests().Balance(req->account().empty() ? caller.account : req->account()), out);
   }
 
   grpc::Status LedgerHistory(grpc::ServerContext* ctx, const v1::LedgerHistoryRequest* req,
                              v1::LedgerHistoryResponse* out) override {
     IG_ADMIT("LedgerHistory", gate_.Account(req->account()));
-    return Reply(
-        c_->LedgerHistory(req->account().empty() ? caller.account : req->account(), req->after_seq(), req->limit()),
-        out);
+    return Reply(c_->ledger_requests().History(req->account().empty() ? caller.account : req->account(),
+                                               req->after_seq(), req->limit()),
+                 out);
   }
 
   grpc::Status LedgerDeposit(grpc::ServerContext* ctx, const v1::LedgerTransferRequest* req,
                              v1::LedgerBalanceResponse* out) override {
     IG_ADMIT("LedgerDeposit", Gate::None());
-    return Reply(c_->LedgerTransfer(*req, /*deposit=*/true), out);
+    return Reply(c_->ledger_requests().Transfer(*req, /*deposit=*/true), out);
   }
 
   grpc::Status LedgerWithdraw(grpc::ServerContext* ctx, const v1::LedgerTransferRequest* req,
                               v1::LedgerBalanceResponse* out) override {
     IG_ADMIT("LedgerWithdraw", Gate::None());
-    return Reply(c_->LedgerTransfer(*req, /*deposit=*/false), out);
+    return Reply(c_->ledger_requests().Transfer(*req, /*deposit=*/false), out);
   }
 
   grpc::Status LedgerStake(grpc::ServerContext* ctx, const v1::LedgerStakeRequest* req,
@@ -320,7 +320,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     IG_ADMIT("LedgerStake", gate_.Account(req->account()));
     v1::LedgerStakeRequest own = *req;
     if (own.account().empty()) own.set_account(caller.account);
-    return Reply(c_->LedgerStake(own), out);
+    return Reply(c_->ledger_requests().Stake(own), out);
   }
 
   grpc::Status ProviderEarnings(grpc::ServerContext* ctx, const v1::ProviderEarningsRequest* req,
@@ -390,7 +390,7 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
     if (!node.ok()) return ToGrpc(node.status());
     // The first chunk names the attempt the upload is for.
     return ReceiveArtifact(c_, reader, out, "", "node " + *node, [&](const v1::ArtifactChunk& first) {
-      return c_->NodeMayWrite(*node, first.attempt_id(), first.attempt_token());
+      return c_->artifact_rights().NodeMayWrite(*node, first.attempt_id(), first.attempt_token());
     });
   }
 
@@ -398,7 +398,8 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                                 grpc::ServerWriter<v1::ArtifactChunk>* writer) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    if (Status st = c_->NodeMayRead(*node, req->attempt_id(), req->attempt_token(), req->digest()); !st.ok()) {
+    if (Status st = c_->artifact_rights().NodeMayRead(*node, req->attempt_id(), req->attempt_token(), req->digest());
+        !st.ok()) {
       return ToGrpc(st);
     }
     return SendArtifact(c_, *req, writer, "node " + *node);
@@ -410,10 +411,11 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                              v1::StatArtifactsResponse* out) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    if (Status st = c_->NodeMayWrite(*node, req->attempt_id(), req->attempt_token()); !st.ok()) return ToGrpc(st);
+    if (Status st = c_->artifact_rights().NodeMayWrite(*node, req->attempt_id(), req->attempt_token()); !st.ok())
+      return ToGrpc(st);
     if (req->digests_size() > kMaxStatDigests) return ToGrpc(TooManyDigests(req->digests_size()));
     auto may_read = [&](const std::string& digest) -> Result<bool> {
-      Status st = c_->NodeMayRead(*node, req->attempt_id(), req->attempt_token(), digest);
+      Status st = c_->artifact_rights().NodeMayRead(*node, req->attempt_id(), req->attempt_token(), digest);
       if (st.code() == Code::kNotFound) return false;
       IG_RETURN_IF_ERROR(st);
       return true;

@@ -94,6 +94,37 @@ Result<Request> JobBody(const std::string& body, const std::string& job_id) {
   return out;
 }
 
+// The log cursor of a logs request: ?after=SEQ, 0 when absent.
+Result<int64_t> LogCursor(const httplib::Request& req) {
+  int64_t after = 0;
+  if (req.has_param("after")) {
+    const std::string text = req.get_param_value("after");
+    char* end = nullptr;
+    after = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || after < 0) {
+      return Status::InvalidArgument("after: not a log sequence number: " + text);
+    }
+  }
+  return after;
+}
+
+// GetReceipt's request from a receipt request's path and ?task=N&attempt=ID.
+Result<v1::GetReceiptRequest> ReceiptQuery(const httplib::Request& req) {
+  v1::GetReceiptRequest query;
+  query.set_job_id(std::string(req.matches[1]));
+  if (req.has_param("task")) {
+    const std::string text = req.get_param_value("task");
+    char* end = nullptr;
+    const unsigned long long index = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end != '\0' || index > UINT32_MAX) {
+      return Status::InvalidArgument("task: not a task index: " + text);
+    }
+    query.set_task_index(static_cast<uint32_t>(index));
+  }
+  if (req.has_param("attempt")) query.set_attempt_id(req.get_param_value("attempt"));
+  return query;
+}
+
 }  // namespace
 
 HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, const std::string& key_file)
@@ -104,146 +135,152 @@ HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, cons
 HttpApi::~HttpApi() { Stop(); }
 
 void HttpApi::Routes() {
-  // The caller, or the refusal already written to `res`.
-  auto admit = [this](const httplib::Request& req, httplib::Response& res, std::string_view method,
-                      const TargetOf& target) -> std::optional<auth::Caller> {
-    auto caller =
-        gate_.Admit(RequesterMethod(method), req.get_header_value("Authorization"), target, PeerHost(req.remote_addr));
-    if (!caller.ok()) {
-      SendError(res, caller.status());
-      return std::nullopt;
-    }
-    return *caller;
-  };
-  server_->Post("/v1/jobs", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "SubmitJob", Gate::None());
+  JobRoutes();
+  NodeRoutes();
+  JobDetailRoutes();
+  WorkflowRoutes();
+  HistoryRoutes();
+  ServeDashboard(*server_);
+  MetricsRoutes();
+  MarketAndAccountRoutes();
+  server_->set_payload_max_length(16 << 20);
+}
+
+std::optional<auth::Caller> HttpApi::Admit(const httplib::Request& req, httplib::Response& res, std::string_view method,
+                                           const TargetOf& target) {
+  auto caller =
+      gate_.Admit(RequesterMethod(method), req.get_header_value("Authorization"), target, PeerHost(req.remote_addr));
+  if (!caller.ok()) {
+    SendError(res, caller.status());
+    return std::nullopt;
+  }
+  return *caller;
+}
+
+// Submit, list, read, delete, cancel and retry jobs.
+void HttpApi::JobRoutes() {
+  server_->Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "SubmitJob", Gate::None());
     if (!caller) return;
     auto body = ParseBody<v1::SubmitJobRequest>(req.body);
     if (!body.ok()) return SendError(res, body.status());
-    auto job = c_->SubmitJob(*body, caller->account);
+    auto job = c_->jobs().Submit(*body, caller->account);
     if (!job.ok()) return SendError(res, job.status());
     v1::SubmitJobResponse out;
     *out.mutable_job() = std::move(job).value();
     res.status = 201;
     SendMessage(res, out);
   });
-  server_->Get("/v1/jobs", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "ListJobs", Gate::None());
+  server_->Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListJobs", Gate::None());
     if (!caller) return;
-    SendResult(res, c_->ListJobs(ListingAccount(*caller)));
+    SendResult(res, c_->jobs().List(ListingAccount(*caller)));
   });
-  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "GetJob", gate_.Job(req.matches[1]))) return;
-    SendResult(res, c_->GetJob(req.matches[1]));
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "GetJob", gate_.Job(req.matches[1]))) return;
+    SendResult(res, c_->jobs().Get(req.matches[1]));
   });
-  server_->Delete(R"(/v1/jobs/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "DeleteJob", gate_.Job(req.matches[1]))) return;
-    SendResult(res, c_->DeleteJob(req.matches[1]));
+  server_->Delete(R"(/v1/jobs/([A-Za-z0-9-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "DeleteJob", gate_.Job(req.matches[1]))) return;
+    SendResult(res, c_->jobs().Delete(req.matches[1]));
   });
-  server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/cancel)",
-                [this, admit](const httplib::Request& req, httplib::Response& res) {
-                  if (!admit(req, res, "CancelJob", gate_.Job(req.matches[1]))) return;
-                  // An empty body cancels the whole job; {taskIndices, states} only those tasks.
-                  auto body = JobBody<v1::CancelJobRequest>(req.body, req.matches[1]);
-                  if (!body.ok()) return SendError(res, body.status());
-                  SendResult(res, c_->CancelJob(*body));
-                });
-  server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/retry)",
-                [this, admit](const httplib::Request& req, httplib::Response& res) {
-                  if (!admit(req, res, "RetryJob", gate_.Job(req.matches[1]))) return;
-                  auto body = JobBody<v1::RetryJobRequest>(req.body, req.matches[1]);
-                  if (!body.ok()) return SendError(res, body.status());
-                  SendResult(res, c_->RetryJob(*body));
-                });
-  server_->Get("/v1/nodes", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "ListNodes", Gate::None());
+  server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "CancelJob", gate_.Job(req.matches[1]))) return;
+    // An empty body cancels the whole job; {taskIndices, states} only those tasks.
+    auto body = JobBody<v1::CancelJobRequest>(req.body, req.matches[1]);
+    if (!body.ok()) return SendError(res, body.status());
+    SendResult(res, c_->jobs().Cancel(*body));
+  });
+  server_->Post(R"(/v1/jobs/([A-Za-z0-9-]+)/retry)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "RetryJob", gate_.Job(req.matches[1]))) return;
+    auto body = JobBody<v1::RetryJobRequest>(req.body, req.matches[1]);
+    if (!body.ok()) return SendError(res, body.status());
+    SendResult(res, c_->jobs().Retry(*body));
+  });
+}
+
+void HttpApi::NodeRoutes() {
+  server_->Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListNodes", Gate::None());
     if (!caller) return;
     auto nodes = c_->ListNodes();
     if (!nodes.ok()) return SendError(res, nodes.status());
     SendMessage(res, VisibleNodes(*caller, std::move(nodes).value()));
   });
-  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/explain)",
-               [this, admit](const httplib::Request& req, httplib::Response& res) {
-                 if (!admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
-                 SendResult(res, c_->ExplainJob(req.matches[1]));
-               });
+}
+
+// What a job did and why: its scheduling explanation, logs and receipt.
+void HttpApi::JobDetailRoutes() {
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/explain)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
+    SendResult(res, c_->ExplainJob(req.matches[1]));
+  });
   // Log chunks after ?after=SEQ (default 0), at most a few hundred per call:
   // the dashboard polls with the returned cursor (gRPC's StreamLogs follows).
-  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/logs)", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "StreamLogs", gate_.Job(req.matches[1]))) return;
-    int64_t after = 0;
-    if (req.has_param("after")) {
-      const std::string text = req.get_param_value("after");
-      char* end = nullptr;
-      after = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || after < 0) {
-        return SendError(res, Status::InvalidArgument("after: not a log sequence number: " + text));
-      }
-    }
-    auto chunks = c_->ReadLogs(req.matches[1], after, 0);
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "StreamLogs", gate_.Job(req.matches[1]))) return;
+    auto after = LogCursor(req);
+    if (!after.ok()) return SendError(res, after.status());
+    auto chunks = c_->jobs().ReadLogs(req.matches[1], *after, 0);
     if (!chunks.ok()) return SendError(res, chunks.status());
-    SendLogChunks(res, *chunks, after);
+    SendLogChunks(res, *chunks, *after);
   });
   // The receipt of the job's latest attempt that has one (?task=N and
   // ?attempt=ID narrow it), as `idlegrid receipt JOB --json` prints it: the
   // file `receipt verify` checks offline. GetReceipt's rule: the job's owner.
-  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/receipt)",
-               [this, admit](const httplib::Request& req, httplib::Response& res) {
-                 if (!admit(req, res, "GetReceipt", gate_.Job(req.matches[1]))) return;
-                 v1::GetReceiptRequest query;
-                 query.set_job_id(std::string(req.matches[1]));
-                 if (req.has_param("task")) {
-                   const std::string text = req.get_param_value("task");
-                   char* end = nullptr;
-                   const unsigned long long index = std::strtoull(text.c_str(), &end, 10);
-                   if (text.empty() || text[0] == '-' || *end != '\0' || index > UINT32_MAX) {
-                     return SendError(res, Status::InvalidArgument("task: not a task index: " + text));
-                   }
-                   query.set_task_index(static_cast<uint32_t>(index));
-                 }
-                 if (req.has_param("attempt")) query.set_attempt_id(req.get_param_value("attempt"));
-                 auto receipt = c_->GetReceipt(query);
-                 if (!receipt.ok()) return SendError(res, receipt.status());
-                 res.set_content(receipt::ReceiptJson(*receipt), "application/json");
-               });
-  // Workflows (docs/workflows.md): what gRPC's SubmitWorkflow, GetWorkflow,
-  // ListWorkflows and CancelWorkflow do, under the same rules.
-  server_->Post("/v1/workflows", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "SubmitWorkflow", Gate::None());
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/receipt)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "GetReceipt", gate_.Job(req.matches[1]))) return;
+    auto query = ReceiptQuery(req);
+    if (!query.ok()) return SendError(res, query.status());
+    auto receipt = c_->receipts().Get(*query);
+    if (!receipt.ok()) return SendError(res, receipt.status());
+    res.set_content(receipt::ReceiptJson(*receipt), "application/json");
+  });
+}
+
+// Workflows (docs/workflows.md): what gRPC's SubmitWorkflow, GetWorkflow,
+// ListWorkflows and CancelWorkflow do, under the same rules.
+void HttpApi::WorkflowRoutes() {
+  server_->Post("/v1/workflows", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "SubmitWorkflow", Gate::None());
     if (!caller) return;
     auto body = ParseBody<v1::SubmitWorkflowRequest>(req.body);
     if (!body.ok()) return SendError(res, body.status());
-    auto workflow = c_->SubmitWorkflow(*body, caller->account);
+    auto workflow = c_->workflows().Submit(*body, caller->account);
     if (!workflow.ok()) return SendError(res, workflow.status());
     res.status = 201;
     SendMessage(res, *workflow);
   });
-  server_->Get("/v1/workflows", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "ListWorkflows", Gate::None());
+  server_->Get("/v1/workflows", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListWorkflows", Gate::None());
     if (!caller) return;
-    SendResult(res, c_->ListWorkflows(ListingAccount(*caller)));
+    SendResult(res, c_->workflows().List(ListingAccount(*caller)));
   });
-  server_->Get(R"(/v1/workflows/([A-Za-z0-9-]+))", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "GetWorkflow", gate_.Workflow(req.matches[1]))) return;
-    SendResult(res, c_->GetWorkflow(req.matches[1]));
+  server_->Get(R"(/v1/workflows/([A-Za-z0-9-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "GetWorkflow", gate_.Workflow(req.matches[1]))) return;
+    SendResult(res, c_->workflows().Get(req.matches[1]));
   });
-  server_->Post(R"(/v1/workflows/([A-Za-z0-9-]+)/cancel)",
-                [this, admit](const httplib::Request& req, httplib::Response& res) {
-                  if (!admit(req, res, "CancelWorkflow", gate_.Workflow(req.matches[1]))) return;
-                  SendResult(res, c_->CancelWorkflow(req.matches[1]));
-                });
-  // The fleet's load over the last hour (queued/running tasks, GPUs
-  // allocated): aggregate counts, so anyone who may list nodes may see it.
-  server_->Get("/v1/history", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "ListNodes", Gate::None())) return;
+  server_->Post(R"(/v1/workflows/([A-Za-z0-9-]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "CancelWorkflow", gate_.Workflow(req.matches[1]))) return;
+    SendResult(res, c_->workflows().Cancel(req.matches[1]));
+  });
+}
+
+// The fleet's load over the last hour (queued/running tasks, GPUs
+// allocated): aggregate counts, so anyone who may list nodes may see it.
+void HttpApi::HistoryRoutes() {
+  server_->Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "ListNodes", Gate::None())) return;
     res.set_content(metrics::LoadHistoryJson(c_->LoadSamples(), coordinator::Coordinator::kLoadSamplePeriodMs),
                     "application/json");
   });
-  ServeDashboard(*server_);
-  // Fleet-wide counts: operators only (ListAccounts' rule would let anyone
-  // see their own; metrics are everyone's).
-  server_->Get("/metrics", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "ListNodes", Gate::None());
+}
+
+// Fleet-wide counts: operators only (ListAccounts' rule would let anyone
+// see their own; metrics are everyone's).
+void HttpApi::MetricsRoutes() {
+  server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListNodes", Gate::None());
     if (!caller) return;
     if (caller->role != auth::Role::kOperator) {
       return SendError(res, Status::PermissionDenied("/metrics is for operator tokens"));
@@ -252,16 +289,18 @@ void HttpApi::Routes() {
     if (!text.ok()) return SendError(res, text.status());
     res.set_content(*text, "text/plain; version=0.0.4");
   });
-  server_->Get("/v1/market", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (!admit(req, res, "GetMarket", Gate::None())) return;
+}
+
+void HttpApi::MarketAndAccountRoutes() {
+  server_->Get("/v1/market", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "GetMarket", Gate::None())) return;
     SendResult(res, c_->Market());
   });
-  server_->Get("/v1/accounts", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    auto caller = admit(req, res, "ListAccounts", Gate::None());
+  server_->Get("/v1/accounts", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListAccounts", Gate::None());
     if (!caller) return;
     SendResult(res, c_->tenancy().ListAccounts(*caller));
   });
-  server_->set_payload_max_length(16 << 20);
 }
 
 Result<int> HttpApi::Start(const std::string& host, int port) {

@@ -3,7 +3,9 @@
 // in protobuf's JSON mapping of the same messages the gRPC API uses. Each
 // route names the gRPC method it serves, and the same Gate decides it.
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/status.h"
@@ -12,7 +14,9 @@
 
 namespace httplib {
 class SSLServer;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace idlegrid::api {
 
@@ -26,7 +30,20 @@ class HttpApi {
   void Stop();
 
  private:
+  // Registers every route, group by group (httplib tries a method's routes in
+  // the order they were registered).
   void Routes();
+  void JobRoutes();
+  void NodeRoutes();
+  void JobDetailRoutes();
+  void WorkflowRoutes();
+  void HistoryRoutes();
+  void MetricsRoutes();
+  void MarketAndAccountRoutes();
+  // The caller, or the refusal already written to `res`.
+  std::optional<auth::Caller> Admit(const httplib::Request& req, httplib::Response& res, std::string_view method,
+                                    const TargetOf& target);
+
   coordinator::Coordinator* c_;
   Gate gate_;
   std::unique_ptr<httplib::SSLServer> server_;

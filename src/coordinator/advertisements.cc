@@ -92,27 +92,13 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
   return Status::Ok();
 }
 
-Result<std::string> Coordinator::ImportImageArchive(const std::string& archive) {
-  IG_ASSIGN_OR_RETURN(auto writer, artifacts_->NewWriter("", 0));
-  std::ifstream in(archive, std::ios::binary);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    IG_RETURN_IF_ERROR(writer->Append(buf.data(), static_cast<size_t>(in.gcount())));
-  }
-  IG_ASSIGN_OR_RETURN(std::string digest, writer->Commit());
-  IG_RETURN_IF_ERROR(RecordArtifact(digest, writer->size(), "image"));
-  IG_ASSIGN_OR_RETURN(v1::PushImageResponse image, RegisterImage(digest));
-  return image.image();
-}
-
 Status Coordinator::PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir) {
   IG_RETURN_IF_ERROR(MakeDirs(work_dir, 0700));
   std::string archive = work_dir + "/readiness-bench.tar";
   auto built = readiness::BuildBenchImage(bench_binary, archive);
-  auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
+  auto image = built.ok() ? images_.ImportArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
-  if (image.ok()) SignOwnImage(*image);
+  if (image.ok()) images_.SignOwn(*image);
   MutexLock lock(&mu_);
   if (!image.ok()) {
     bench_error_ = "no readiness benchmark on the coordinator: " + image.status().message();
@@ -129,9 +115,9 @@ Status Coordinator::PrepareGpuBenchmark(const std::string& gpu_bench_binary, con
   IG_RETURN_IF_ERROR(MakeDirs(work_dir, 0700));
   std::string archive = work_dir + "/readiness-gpu-bench.tar";
   auto built = readiness::BuildGpuBenchImage(gpu_bench_binary, archive);
-  auto image = built.ok() ? ImportImageArchive(archive) : Result<std::string>(built.status());
+  auto image = built.ok() ? images_.ImportArchive(archive) : Result<std::string>(built.status());
   std::remove(archive.c_str());
-  if (image.ok()) SignOwnImage(*image);
+  if (image.ok()) images_.SignOwn(*image);
   MutexLock lock(&mu_);
   if (!image.ok()) {
     gpu_bench_error_ = "no GPU readiness benchmark on the coordinator: " + image.status().message();
@@ -153,7 +139,7 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   bool current = m.agent_version() == StackOf(node.ad);
   if (m.measured_at_ms() == 0 || !current) {
     if (!bench_error_.empty()) return bench_error_;
-    if (std::string untrusted = ReadinessKeyUntrusted(node.ad); !untrusted.empty()) {
+    if (std::string untrusted = images_.ReadinessKeyUntrusted(node.ad); !untrusted.empty()) {
       return "readiness benchmark pending: " + untrusted;
     }
     return m.measured_at_ms() == 0 ? "readiness benchmark pending" : "re-measuring after an agent or driver change";

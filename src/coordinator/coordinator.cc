@@ -20,6 +20,10 @@ namespace idlegrid::coordinator {
 
 namespace {
 
+ImageCatalog::Options CatalogOptions(const Options& o) {
+  return {o.require_signed_images, o.trusted_image_keys, o.readiness_image_key, o.registries};
+}
+
 // The reliability score's parts (the physical-work handshake), for listings.
 v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const jobs::NodeLiveness& liveness) {
   v1::ReliabilityComponents c;
@@ -39,23 +43,6 @@ v1::ReliabilityComponents ComponentsOf(const sched::ReliabilityInputs& in, const
   return c;
 }
 
-// Where `digest` is an input of `spec`, for an error: its path, and with
-// placeholders the first item that names it.
-std::string InputUsePlace(const v1::JobSpec& spec, const std::string& digest) {
-  if (!manifest::InputsUsePlaceholders(spec) || spec.items_size() == 0) {
-    for (const auto& input : spec.inputs()) {
-      if (input.artifact() == digest) return input.path();
-    }
-    return "an input";
-  }
-  for (int i = 0; i < spec.items_size(); ++i) {
-    for (const v1::InputSpec& input : manifest::InputsForTask(spec, static_cast<uint32_t>(i))) {
-      if (input.artifact() == digest) return input.path() + " of array.items[" + std::to_string(i) + "]";
-    }
-  }
-  return "an input";
-}
-
 std::string BearerToken(const std::string& header) {
   const std::string prefix = "Bearer ";
   return header.rfind(prefix, 0) == 0 ? header.substr(prefix.size()) : "";
@@ -72,18 +59,68 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       artifacts_(std::move(artifacts)),
       scheduler_(std::move(scheduler)),
       join_secret_hash_(Sha256Digest(join_secret)),
-      artifact_key_(Sha256Digest("idlegrid artifact tokens\n" + join_secret)),
       options_(options),
       clock_(clock),
       registry_(std::move(registry)),
       tenancy_(store_.get(), clock, options.default_quota),
       rate_limits_(options.rate_limits),
-      image_signatures_(artifacts_->root() + "/signatures", clock),
+      images_(store_.get(), artifacts_.get(), registry_.get(), clock, CatalogOptions(options), [this] { Notify(); }),
+      artifact_rights_(store_.get(), &images_, clock, join_secret),
       ledger_(options.ledger.enabled ? std::make_unique<LedgerShell>(store_.get(), options.ledger.policy) : nullptr),
+      ledger_requests_(store_.get(), ledger_.get(), clock),
+      receipts_(store_.get(), options.receipt_key),
       data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)),
-      account_terms_(store_.get(), clock_, options_.default_quota.max_running_tasks, options_.account_weights) {
-  StepJobs* jobs_side = this;  // a private base: only the coordinator hands itself out
-  workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_side, options_.default_retention_seconds);
+      account_terms_(store_.get(), clock_, options_.default_quota.max_running_tasks, options_.account_weights),
+      standing_(store_.get(), options_.verification),
+      retention_(store_.get(), artifacts_.get(), clock) {
+  VerificationService::Hooks hooks;
+  hooks.provider_of = [this](const std::string& node_id) { return ProviderOf(node_id); };
+  hooks.verdict_written = [this](const std::string& job_id) { SettleJobLedger(job_id); };
+  hooks.changed = [this] { Notify(); };
+  const int64_t backtrack_window_ms =
+      ledger_ ? options_.ledger.policy.dispute_window_ms : VerificationService::kDefaultBacktrackWindowMs;
+  verification_ = std::make_unique<VerificationService>(store_.get(), artifacts_.get(), ledger_.get(), clock_,
+                                                        options_.verification, backtrack_window_ms, std::move(hooks));
+  JobRequests::Hooks job_hooks;
+  job_hooks.data_policy = [this] { return CurrentDataPolicy(); };
+  job_hooks.fill_waiting = [this](v1::Job* job) { FillWaiting(job); };
+  job_hooks.stop_attempts = [this](const std::vector<store::ActiveAttempt>& stopped) { StopCancelled(stopped); };
+  job_hooks.settle_ledger = [this](const std::string& job_id) { SettleJobLedger(job_id); };
+  job_hooks.changed = [this] { Notify(); };
+  job_hooks.version = [this] { return version(); };
+  job_hooks.wait_for_change = [this](uint64_t known, int wait_ms) { return WaitForChange(known, wait_ms); };
+  jobs_ = std::make_unique<JobRequests>(
+      store_.get(), artifacts_.get(), &images_, &tenancy_, verification_.get(), ledger_.get(), &retention_, clock_,
+      JobRequests::Settings{options_.default_retention_seconds, options_.policies}, std::move(job_hooks));
+  workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_.get(), options_.default_retention_seconds);
+}
+
+void Coordinator::StopCancelled(const std::vector<store::ActiveAttempt>& stopped) {
+  for (const auto& a : stopped) {
+    v1::Command cmd;
+    cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
+    cmd.mutable_cancel()->set_reason("cancelled by user");
+    sessions_.Push(a.node_id, std::move(cmd));  // not connected: it learns at its next heartbeat
+  }
+}
+
+void Coordinator::FillWaiting(v1::Job* job) {
+  MutexLock lock(&mu_);
+  for (auto& task : *job->mutable_tasks()) {
+    if (task.state() != v1::QUEUED) continue;
+    auto it = waiting_.find(sched::TaskKey(job->id(), task.index()));
+    if (it != waiting_.end()) task.set_message(it->second);
+  }
+}
+
+std::string Coordinator::ProviderOf(const std::string& node_id) {
+  {
+    MutexLock lock(&mu_);
+    auto it = nodes_.find(node_id);
+    if (it != nodes_.end() && !it->second.provider.empty()) return it->second.provider;
+  }
+  auto rec = store_->GetNode(node_id);
+  return rec.ok() && *rec ? (*rec)->provider : std::string(store::kOperatorAccount);
 }
 
 Coordinator::~Coordinator() { Stop(); }
@@ -163,184 +200,6 @@ Result<std::string> Coordinator::AuthenticateAgent(const std::string& bearer) {
 
 // --- requester operations ---------------------------------------------------
 
-Result<v1::Job> Coordinator::SubmitJob(const v1::SubmitJobRequest& request, const std::string& account) {
-  IG_ASSIGN_OR_RETURN(PreparedJob job, PrepareJob(request.spec(), account));
-  return StoreJob(job, NewId("j"), account);
-}
-
-Result<Coordinator::PreparedJob> Coordinator::PrepareJob(v1::JobSpec spec, const std::string& account) {
-  if (!spec.pinned_node().empty() || spec.readiness() || !spec.pinned_device().empty() || spec.has_registry_image()) {
-    return Status::InvalidArgument(
-        "spec.pinned_node, spec.pinned_device, spec.readiness and spec.registry_image are set by the coordinator only");
-  }
-  manifest::ApplyDefaults(&spec);
-  if (spec.retention_seconds() == 0) spec.set_retention_seconds(options_.default_retention_seconds);
-  IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
-  IG_RETURN_IF_ERROR(ResolveVerification(&spec));
-  IG_RETURN_IF_ERROR(tenancy_.CheckSubmitQuota(account, spec.array_count() == 0 ? 1 : spec.array_count()));
-  // The class is stamped now: a job's data stays as sensitive as it was
-  // when submitted, whatever default the policy names later.
-  const std::shared_ptr<const sched::DataPolicy> data = CurrentDataPolicy();
-  if (spec.data_class().empty()) spec.set_data_class(data->default_class);
-  IG_RETURN_IF_ERROR(sched::CheckDataClass(*data, spec));
-  if (!spec.policy().empty() && options_.policies.policies.count(spec.policy()) == 0) {
-    // Refused now, not left waiting out its queue timeout.
-    return Status::InvalidArgument("spec.policy: " + sched::UnknownPolicy(spec.policy(), options_.policies));
-  }
-  IG_ASSIGN_OR_RETURN(manifest::ImageRef image_ref, manifest::ParseImageRef(spec.image()));
-  std::string image_archive;  // a pushed image's archive, which the job holds; none from a registry
-  if (image_ref.from_registry()) {
-    IG_RETURN_IF_ERROR(PinRegistryImage(image_ref, &spec));
-  } else {
-    IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(image_ref.digest));
-    // Another tenant's private image reads as a missing one (no existence leak).
-    if (image) {
-      IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, image->archive_digest));
-      if (!usable) image.reset();
-    }
-    if (!image) {
-      return Status::FailedPrecondition("image " + image_ref.digest +
-                                        " is not in this coordinator's store; push it first with "
-                                        "`idlegrid image push ARCHIVE.tar`");
-    }
-    image_archive = image->archive_digest;
-  }
-  // A registry image is judged by the digest it was pinned to above.
-  IG_RETURN_IF_ERROR(CheckImageTrusted(manifest::ImageDigestOf(spec.image())));
-  // Every task's inputs: with placeholders, each item names its own shard.
-  for (const std::string& digest : manifest::InputArtifacts(spec)) {
-    IG_ASSIGN_OR_RETURN(bool usable, MayUse(account, digest));
-    if (!usable || !artifacts_->Has(digest)) {
-      return Status::FailedPrecondition("input artifact " + digest + " (for " + InputUsePlace(spec, digest) +
-                                        ") is not in this coordinator's store; upload it first");
-    }
-  }
-  return PreparedJob{std::move(spec), std::move(image_archive)};
-}
-
-Result<v1::Job> Coordinator::StoreJob(const PreparedJob& job, const std::string& job_id, const std::string& account) {
-  const v1::JobSpec& spec = job.spec;
-  const std::string& image_archive = job.image_archive;
-  if (ledger_) {
-    // Escrow before the job exists, so nothing runs unfunded; given back if
-    // the job cannot be stored.
-    IG_ASSIGN_OR_RETURN(ledger::Micros cost_cap, CostCapOf(spec));
-    IG_RETURN_IF_ERROR(ledger_->EscrowAtSubmit(account, job_id, cost_cap, clock_->NowMs()));
-  }
-  // The digest an attempt's provenance names its spec by (the agent hashes
-  // the spec it is sent the same way).
-  if (Status st = store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account); !st.ok()) {
-    // AlreadyExists: a workflow step's job stored before (the same id, so
-    // the escrow above was a replay that changed nothing): it keeps its escrow.
-    if (ledger_ && st.code() != Code::kAlreadyExists) {
-      if (Status back = ledger_->Unescrow(account, job_id, clock_->NowMs()); !back.ok()) {
-        spdlog::error("ledger: escrow of unstored job {} not given back: {}", job_id, back.ToString());
-      }
-    }
-    return st;
-  }
-  // The job holds its image and inputs while it exists (artifact GC).
-  std::vector<store::ArtifactRef> refs;
-  if (!image_archive.empty()) refs.push_back({image_archive, "job:" + job_id, account, 0});
-  for (const std::string& digest : manifest::InputArtifacts(spec))
-    refs.push_back({digest, "job:" + job_id, account, 0});
-  if (!refs.empty()) IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
-  spdlog::info("job {} submitted by {}: {} task(s) of {}", job_id, account, spec.array_count(), spec.name());
-  Notify();
-  return GetJob(job_id);
-}
-
-Result<bool> Coordinator::MayUse(const std::string& account, const std::string& digest) {
-  // The operator owns what was stored before accounts (it has no holders).
-  if (account == store::kOperatorAccount) return true;
-  IG_ASSIGN_OR_RETURN(store::ArtifactAccess access, store_->ArtifactAccessOf(digest));
-  return access.is_public || access.accounts.count(account) > 0;
-}
-
-Result<v1::Job> Coordinator::GetJob(const std::string& job_id) {
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
-  int64_t now = clock_->NowMs();
-  for (auto& task : *job.mutable_tasks()) task.set_cost(jobs::FillCosts(&task, now));
-  MutexLock lock(&mu_);
-  for (auto& task : *job.mutable_tasks()) {
-    if (task.state() != v1::QUEUED) continue;
-    auto it = waiting_.find(sched::TaskKey(job_id, task.index()));
-    if (it != waiting_.end()) task.set_message(it->second);
-  }
-  return job;
-}
-
-Result<v1::ListJobsResponse> Coordinator::ListJobs(const std::string& account) {
-  IG_ASSIGN_OR_RETURN(auto jobs, store_->ListJobs(account));
-  v1::ListJobsResponse out;
-  for (auto& j : jobs) *out.add_jobs() = std::move(j);
-  return out;
-}
-
-Result<v1::Job> Coordinator::CancelJob(const std::string& job_id) {
-  IG_ASSIGN_OR_RETURN(store::CancelResult result, store_->CancelJob(job_id, clock_->NowMs()));
-  StopCancelled(result.stopped);
-  spdlog::info("job {} cancelled; stopping {} attempt(s)", job_id, result.stopped.size());
-  SettleJobLedger(job_id);
-  Notify();
-  return result.job;
-}
-
-Result<v1::DeleteJobResponse> Coordinator::DeleteJob(const std::string& job_id) {
-  SettleJobLedger(job_id);  // its escrow comes back before the job goes
-  IG_ASSIGN_OR_RETURN(store::CollectedArtifacts gone, store_->DeleteJob(job_id, clock_->NowMs()));
-  UnlinkCollected(gone);
-  spdlog::info("job {} deleted; {} artifact(s), {} bytes freed", job_id, gone.digests.size(), gone.bytes);
-  Notify();
-  v1::DeleteJobResponse out;
-  out.set_job_id(job_id);
-  out.set_artifacts_removed(static_cast<uint32_t>(gone.digests.size()));
-  out.set_bytes_freed(gone.bytes);
-  return out;
-}
-
-void Coordinator::UnlinkCollected(const store::CollectedArtifacts& collected) {
-  for (const std::string& digest : collected.digests) {
-    if (Status st = artifacts_->Remove(digest); !st.ok()) spdlog::warn("artifact GC: {}", st.ToString());
-  }
-}
-
-void Coordinator::EnforceRetention() {
-  const int64_t now = clock_->NowMs();
-  if (retention_checked_ms_ != 0 && now - retention_checked_ms_ < kRetentionPeriodMs) return;
-  retention_checked_ms_ = now;
-  auto expired = store_->ExpiredJobs(now, 100);
-  if (!expired.ok()) {
-    spdlog::warn("retention: {}", expired.status().ToString());
-    return;
-  }
-  for (const std::string& id : *expired) {
-    auto gone = store_->DeleteJob(id, now);
-    if (!gone.ok()) {
-      spdlog::warn("retention: job {}: {}", id, gone.status().ToString());
-      continue;
-    }
-    UnlinkCollected(*gone);
-    spdlog::info("retention: job {} deleted; {} artifact(s), {} bytes freed", id, gone->digests.size(), gone->bytes);
-  }
-  auto uploads = store_->CollectArtifacts(now);
-  if (!uploads.ok()) {
-    spdlog::warn("artifact GC: {}", uploads.status().ToString());
-    return;
-  }
-  UnlinkCollected(*uploads);
-  if (!uploads->digests.empty()) {
-    spdlog::info("artifact GC: {} unused upload(s), {} bytes freed", uploads->digests.size(), uploads->bytes);
-  }
-}
-
-Result<v1::Job> Coordinator::ResolveLost(const v1::ResolveLostRequest& request) {
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->ResolveLost(request.job_id(), request.retry(), clock_->NowMs()));
-  spdlog::info("job {}: lost tasks {}", request.job_id(), request.retry() ? "queued again" : "abandoned");
-  Notify();
-  return job;
-}
-
 Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   IG_ASSIGN_OR_RETURN(auto records, store_->ListNodes());
   IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
@@ -391,14 +250,6 @@ Result<v1::ListNodesResponse> Coordinator::ListNodes() {
   return out;
 }
 
-Status Coordinator::HoldUpload(const std::string& digest, const std::string& account, bool make_public) {
-  constexpr int64_t kUploadGraceMs = 24 * 3600 * 1000;
-  IG_RETURN_IF_ERROR(
-      store_->AddArtifactRefs({{digest, "upload:" + account, account, clock_->NowMs() + kUploadGraceMs}}));
-  if (make_public) IG_RETURN_IF_ERROR(store_->SetArtifactPublic(digest));
-  return Status::Ok();
-}
-
 void Coordinator::SetDataPolicy(sched::DataPolicy policy) {
   auto replacement = std::make_shared<const sched::DataPolicy>(std::move(policy));
   {
@@ -411,36 +262,6 @@ void Coordinator::SetDataPolicy(sched::DataPolicy policy) {
 std::shared_ptr<const sched::DataPolicy> Coordinator::CurrentDataPolicy() {
   MutexLock lock(&mu_);
   return data_policy_;
-}
-
-Result<v1::PushImageResponse> Coordinator::RegisterImage(const std::string& archive_digest) {
-  if (!artifacts_->Has(archive_digest)) {
-    return Status::NotFound("archive " + archive_digest + " was not uploaded");
-  }
-  // Verify the archive ourselves: never trust the pusher's claim of what it holds.
-  IG_ASSIGN_OR_RETURN(image::OciImageInfo info, image::InspectOciArchive(artifacts_->PathOf(archive_digest)));
-  IG_RETURN_IF_ERROR(
-      store_->RegisterImage({info.manifest_digest, info.config_digest, archive_digest}, clock_->NowMs()));
-  spdlog::info("image {} registered (config {}, archive {})", info.manifest_digest, info.config_digest, archive_digest);
-  v1::PushImageResponse out;
-  out.set_image(info.manifest_digest);
-  out.set_config_digest(info.config_digest);
-  out.set_archive_digest(archive_digest);
-  return out;
-}
-
-Result<std::vector<v1::LogChunk>> Coordinator::ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms) {
-  uint64_t seen = version();
-  IG_ASSIGN_OR_RETURN(auto chunks, store_->ReadLogs(job_id, after_seq, 500));
-  if (chunks.empty() && wait_ms > 0) {
-    WaitForChange(seen, wait_ms);
-    return store_->ReadLogs(job_id, after_seq, 500);
-  }
-  return chunks;
-}
-
-Status Coordinator::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind) {
-  return store_->RecordArtifact(digest, size, kind, clock_->NowMs());
 }
 
 // --- agent operations ---------------------------------------------------------
@@ -559,6 +380,35 @@ Status Coordinator::AttestNodeIdentity(const std::string& node_id, v1::Provenanc
   return Status::Ok();
 }
 
+namespace {
+
+// A report whose receipt statement was refused (forged or misdirected): the
+// node's fault, and what it reported with it (outputs, exit) is not taken.
+v1::ReportAttemptRequest ReceiptRefused(const v1::ReportAttemptRequest& report, const Status& why) {
+  v1::ReportAttemptRequest out = report;
+  out.set_event(v1::ERRORED);
+  out.set_failure_reason(v1::PLATFORM_FAILURE);
+  out.set_message("its receipt was refused: " + why.message());
+  out.clear_outputs();
+  out.clear_receipt_statement();
+  out.clear_receipt_signature();
+  return out;
+}
+
+// The job holds what its attempts made while it exists (artifact GC):
+// outputs and every blob of a checkpoint.
+std::vector<store::ArtifactRef> RefsToWhatItMade(const v1::Job& job, const v1::ReportAttemptRequest& request) {
+  std::vector<store::ArtifactRef> refs;
+  for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + job.id(), job.account(), 0});
+  for (const auto& f : request.checkpoint()) {
+    for (const std::string& blob : jobs::CheckpointBlobs(f))
+      refs.push_back({blob, "job:" + job.id(), job.account(), 0});
+  }
+  return refs;
+}
+
+}  // namespace
+
 Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& reported) {
   const v1::ReportAttemptRequest* report = &reported;
   v1::ReportAttemptRequest attested;
@@ -567,19 +417,11 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     IG_RETURN_IF_ERROR(AttestNodeIdentity(node_id, attested.mutable_provenance()));
     report = &attested;
   }
-  Status receipt_check = CheckReceiptStatement(node_id, *report);
+  Status receipt_check = receipts_.CheckStatement(node_id, *report);
   if (!receipt_check.ok()) {
-    // A forged or misdirected receipt: the node's fault, and what it
-    // reported with it (outputs, exit) is not taken.
     spdlog::warn("node {}: {}; attempt {} fails as a platform failure", node_id, receipt_check.message(),
                  report->attempt_id().substr(0, 64));
-    if (report != &attested) attested = *report;
-    attested.set_event(v1::ERRORED);
-    attested.set_failure_reason(v1::PLATFORM_FAILURE);
-    attested.set_message("its receipt was refused: " + receipt_check.message());
-    attested.clear_outputs();
-    attested.clear_receipt_statement();
-    attested.clear_receipt_signature();
+    attested = ReceiptRefused(*report, receipt_check);
     report = &attested;
   }
   const v1::ReportAttemptRequest& request = *report;
@@ -614,23 +456,13 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
           request.attempt_id(), result->job_id, read.status().message());
     }
   }
-  if (made) {
-    // The job holds what its attempts made while it exists (artifact GC).
-    const std::string& account = job->account();
-    std::vector<store::ArtifactRef> refs;
-    for (const auto& f : request.outputs()) refs.push_back({f.digest(), "job:" + result->job_id, account, 0});
-    for (const auto& f : request.checkpoint()) {
-      for (const std::string& blob : jobs::CheckpointBlobs(f))
-        refs.push_back({blob, "job:" + result->job_id, account, 0});
-    }
-    IG_RETURN_IF_ERROR(store_->AddArtifactRefs(refs));
-  }
+  if (made) IG_RETURN_IF_ERROR(store_->AddArtifactRefs(RefsToWhatItMade(*job, request)));
   counters_.CountOutcome(o);
   counters_.TrackRun(result->job_id, result->index, o, clock_->NowMs());
-  if (job && receipt) IssueReceipt(node_id, *job, request);
+  if (job && receipt) receipts_.Issue(node_id, *job, request);
   if (job && ended) JudgeReadiness(*job);
   if (job && ended) SettleJobLedger(*job);
-  if (o.changed && o.hold_for_verdict) VerifyTask(result->job_id, result->index);
+  if (o.changed && o.hold_for_verdict) verification_->OnResultHeld(result->job_id, result->index);
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),
@@ -640,51 +472,6 @@ Status Coordinator::ReportAttempt(const std::string& node_id, const v1::ReportAt
     Notify();  // no state changed, but watchers see the new checkpoint now
   }
   return Status::Ok();
-}
-
-Result<store::ActiveAttempt> Coordinator::LiveAttemptFor(const std::string& node_id, const std::string& attempt_id,
-                                                         const std::string& token) {
-  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
-  for (const store::ActiveAttempt& a : active) {
-    if (a.attempt_id != attempt_id || a.node_id != node_id) continue;
-    if (!auth::SameHash(token, auth::AttemptToken(artifact_key_, attempt_id, node_id, a.lease_epoch))) break;
-    return a;
-  }
-  spdlog::warn("node {} refused an artifact transfer for attempt {}: not its live attempt, or a wrong token", node_id,
-               attempt_id.substr(0, 64));
-  return Status::NotFound("no live attempt " + attempt_id.substr(0, 64) + " with this artifact token for this node");
-}
-
-Status Coordinator::NodeMayRead(const std::string& node_id, const std::string& attempt_id, const std::string& token,
-                                const std::string& digest) {
-  IG_ASSIGN_OR_RETURN(store::ActiveAttempt a, LiveAttemptFor(node_id, attempt_id, token));
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(a.job_id));
-  // Only this task's inputs: another task's shard is not this attempt's to read.
-  for (const v1::InputSpec& input : manifest::InputsForTask(job.spec(), a.index)) {
-    if (input.artifact() == digest) return Status::Ok();
-  }
-  IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
-  if (image && image->archive_digest == digest) return Status::Ok();
-  if (image) {
-    IG_ASSIGN_OR_RETURN(std::vector<v1::ArtifactRef> blobs, ImageBlobsOf(*image));
-    for (const v1::ArtifactRef& b : blobs) {
-      if (b.digest() == digest) return Status::Ok();
-    }
-  }
-  for (const auto& task : job.tasks()) {
-    if (task.index() != a.index) continue;
-    for (const auto& f : task.checkpoint().files()) {
-      for (const std::string& blob : jobs::CheckpointBlobs(f)) {
-        if (blob == digest) return Status::Ok();
-      }
-    }
-  }
-  spdlog::warn("node {} refused artifact {}: attempt {} does not use it", node_id, digest.substr(0, 80), attempt_id);
-  return Status::NotFound("no artifact " + digest.substr(0, 80) + " for attempt " + attempt_id);
-}
-
-Status Coordinator::NodeMayWrite(const std::string& node_id, const std::string& attempt_id, const std::string& token) {
-  return LiveAttemptFor(node_id, attempt_id, token).status();
 }
 
 Status Coordinator::AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request) {
@@ -780,7 +567,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   if (!job.spec().has_registry_image()) {
     IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest::ImageDigestOf(job.spec().image())));
     if (!image) return Status::NotFound("image of job " + attempt.job_id + " vanished");
-    IG_ASSIGN_OR_RETURN(image_blobs, ImageBlobsOf(*image));
+    IG_ASSIGN_OR_RETURN(image_blobs, images_.BlobsOf(*image));
     if (image_blobs.empty()) archive_digest = image->archive_digest;
     config_digest = image->config_digest;
   }
@@ -803,7 +590,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
   a->set_image_config_digest(config_digest);
   for (v1::ArtifactRef& b : image_blobs) *a->add_image_blobs() = std::move(b);
   a->set_untrusted_tenant(!job.account().empty() && job.account() != store::kOperatorAccount);
-  for (v1::ImageSignature& s : image_signatures_.Of(manifest::ImageDigestOf(job.spec().image()))) {
+  for (v1::ImageSignature& s : images_.SignaturesOf(manifest::ImageDigestOf(job.spec().image()))) {
     *a->add_image_signatures() = std::move(s);
   }
   for (const auto& d : attempt.device_uuids) a->add_device_uuids(d);
@@ -814,7 +601,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
       // The commit returned the epoch; a re-send (NewAttempt without one) takes the stored one.
       const uint64_t epoch = attempt.lease_epoch != 0 ? attempt.lease_epoch : prior.lease_epoch();
       a->set_lease_epoch(epoch);
-      a->set_artifact_token(auth::AttemptToken(artifact_key_, attempt.attempt_id, attempt.node_id, epoch));
+      a->set_artifact_token(artifact_rights_.TokenFor(attempt.attempt_id, attempt.node_id, epoch));
       // Resume from the checkpoint this attempt was committed with.
       if (!prior.restored_from_attempt().empty() && task.checkpoint().attempt_id() == prior.restored_from_attempt()) {
         *a->mutable_restore() = task.checkpoint();
@@ -847,12 +634,9 @@ void Coordinator::Tick() {
   RefreshReliability();
   EnforceDrainDeadlines();
   EnsureReadiness();
-  EnforceRetention();
+  retention_.Sweep();
   SweepLedger();
-  if (const int64_t now = clock_->NowMs(); now - verdicts_swept_ms_ >= kVerdictSweepMs) {
-    verdicts_swept_ms_ = now;
-    VerifyHeldTasks();  // verdicts a crash or a failed write left undone
-  }
+  verification_->Sweep();  // verdicts a crash or a failed write left undone
   DispatchOnce();
   workflows_->Sweep();  // steps whose jobs ended since the last pass
   SampleLoad();

@@ -12,10 +12,12 @@
 //   EventCounters (event_counters.h)     what Metrics() counts since start.
 //   history_mu_                          the load samples the dashboard
 //                                        charts (metrics/load_history.h).
-//   ImageSignatureFiles (image_signatures.h)  signatures over images, as
-//                                        files in the shared directory.
+//   ImageCatalog (image_catalog.h)       images, their blobs and signatures
+//                                        (as files in the shared directory).
 //   WorkflowService (workflow_service.h) workflows: submit, advance, cancel;
 //                                        its own lock, before Coordinator::mu_.
+//   VerificationService (verification_service.h)  verdicts, backtracking,
+//                                        known-answer checks; its own leaf locks.
 //   NodeLiveness (jobs/node_liveness.h)       one node's heartbeat record and
 //                                        failure-detector state (a value in
 //                                        the node table, under mu_).
@@ -30,10 +32,10 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageSignatureFiles', AccountTermsCache's and history_mu_ are
-// leaves, taken with nothing else held by them. No lock is held across a store write except where a method says so
-// (JudgeReadiness records a measurement under mu_). standing_mu_ is a leaf too, held across store reads of jobs
-// (StandingStateOf) but never with another lock.
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageCatalog's pieces', AccountTermsCache's and history_mu_
+// are leaves, taken with nothing else held by them. No lock is held across a store write except where a method says so
+// (JudgeReadiness records a measurement under mu_). StandingReader's lock is a leaf too, held across store reads of
+// jobs but never with another lock.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -51,16 +53,22 @@
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
+#include "coordinator/artifact_rights.h"
 #include "coordinator/account_terms.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
+#include "coordinator/job_requests.h"
+#include "coordinator/ledger_requests.h"
 #include "coordinator/ledger_shell.h"
 #include "market/recent_prices.h"
-#include "coordinator/image_signatures.h"
-#include "coordinator/manifest_blob_cache.h"
+#include "coordinator/image_catalog.h"
 #include "jobs/node_liveness.h"
+#include "coordinator/receipt_desk.h"
+#include "coordinator/retention_sweeper.h"
 #include "coordinator/running_index.h"
+#include "coordinator/standing_reader.h"
 #include "coordinator/tenancy.h"
+#include "coordinator/verification_service.h"
 #include "coordinator/workflow_service.h"
 #include "auth/rate_limit.h"
 #include "jobs/liveness.h"
@@ -135,7 +143,7 @@ struct Options {
   }
 };
 
-class Coordinator : private StepJobs {
+class Coordinator {
  public:
   Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<artifacts::ArtifactStore> artifacts,
               std::unique_ptr<sched::Scheduler> scheduler, std::string join_secret, Options options,
@@ -164,40 +172,11 @@ class Coordinator : private StepJobs {
   Result<std::string> AuthenticateAgent(const std::string& bearer);
 
   // --- requester operations ---
-  // Submits for `account`, within its quota. An image from an OCI registry
-  // must be allowed by options.registries; it is resolved through the
-  // registry client then (a tag to the digest it names now) and stored
-  // pinned: JobSpec.image by digest, JobSpec.registry_image with what was
-  // asked for and the config digest. The registry's errors are returned
-  // with "spec.image" context and nothing is stored.
-  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request, const std::string& account);
-  Result<v1::Job> SubmitJob(const v1::SubmitJobRequest& request) { return SubmitJob(request, store::kOperatorAccount); }
-  Result<v1::Job> GetJob(const std::string& job_id);
+  // Jobs: submit, read, list, cancel, retry, delete, logs (job_requests.h).
+  JobRequests& jobs() { return *jobs_; }
 
   // --- workflows (workflow_service.h, docs/workflows.md) ---
   WorkflowService& workflows() { return *workflows_; }
-  // The requester API's names for the workflow service's calls.
-  Result<v1::Workflow> SubmitWorkflow(const v1::SubmitWorkflowRequest& request, const std::string& account) {
-    return workflows_->Submit(request, account);
-  }
-  Result<v1::Workflow> GetWorkflow(const std::string& id) { return workflows_->Get(id); }
-  Result<v1::ListWorkflowsResponse> ListWorkflows(const std::string& account = "") { return workflows_->List(account); }
-  Result<v1::Workflow> CancelWorkflow(const std::string& id) { return workflows_->Cancel(id); }
-  // Jobs of `account` ("": all accounts').
-  Result<v1::ListJobsResponse> ListJobs(const std::string& account = "");
-  Result<v1::Job> CancelJob(const std::string& job_id);
-  // With task indices and/or states, cancels only the matching tasks
-  // (jobs::PlanCancelTasks) and stops their attempts; without, the whole job.
-  // The escrow comes back as for a whole cancel: when the job has ended.
-  Result<v1::Job> CancelJob(const v1::CancelJobRequest& request);
-  // Sends the job's failed (and/or named failed or cancelled) tasks back to
-  // the queue (jobs::PlanRetryTasks); their attempts are kept. With the
-  // ledger on, only while the job still holds escrow (LedgerShell::Requeue).
-  Result<v1::Job> RetryJob(const v1::RetryJobRequest& request);
-  // Removes a settled job with its logs, and the artifacts nothing else
-  // holds. FailedPrecondition while any task can still run.
-  Result<v1::DeleteJobResponse> DeleteJob(const std::string& job_id);
-  Result<v1::Job> ResolveLost(const v1::ResolveLostRequest& request);
   Result<v1::ListNodesResponse> ListNodes();
   // For each queued task of the job: nodes removed per filter and how the
   // best candidates score, on the current snapshot. NotFound for an unknown job.
@@ -223,27 +202,9 @@ class Coordinator : private StepJobs {
   // trust tier, or changed a class's rule); the next dispatch and explanation
   // use it. Jobs already submitted keep the class they were stamped with.
   void SetDataPolicy(sched::DataPolicy policy);
-  Result<v1::PushImageResponse> RegisterImage(const std::string& archive_digest);
-  // image_layers.cc. Registers an image pushed blob by blob: its manifest,
-  // config and every layer must be stored already, each of the size the
-  // manifest states, and `may_read` must allow each (a pusher cannot name
-  // another account's private layer into an image of its own). The image
-  // record's archive_digest is then the manifest's own digest.
-  Result<v1::PushImageResponse> RegisterLayeredImage(const std::string& manifest_digest,
-                                                     const std::function<Status(const std::string&)>& may_read);
-  // The blobs of a layered image (manifest, config, layers), or none for an
-  // image pushed as one archive.
-  Result<std::vector<v1::ArtifactRef>> ImageBlobsOf(const store::ImageRecord& image);
-  // signatures.cc. Stores a signature over an image `account` may use, after
-  // verifying it: NotFound for an image that is missing or not the
-  // account's to use (the same answer), InvalidArgument for a malformed
-  // request or a signature that does not verify. Returns the stored record.
-  Result<v1::ImageSignature> AddImageSignature(const v1::AddImageSignatureRequest& request, const std::string& account);
-  // The image's signatures that verify (any key), ordered by key id.
-  std::vector<v1::ImageSignature> ImageSignaturesOf(const std::string& image) const;
-  // The uploading account holds a fresh upload for a grace period (a job
-  // that uses it then holds it for good); `make_public` lets anyone read it.
-  Status HoldUpload(const std::string& digest, const std::string& account, bool make_public);
+  // Images: registered from archives or blob by blob, from registries, and
+  // their signatures (image_catalog.h).
+  ImageCatalog& images() { return images_; }
   // Builds the readiness benchmark image from the static benchmark program
   // and registers it. Until it succeeds no node becomes schedulable.
   Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
@@ -251,9 +212,6 @@ class Coordinator : private StepJobs {
   // (they cannot be measured), with this error as their reason; their
   // nodes' CPUs still work.
   Status PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir);
-  // Log chunks after `after_seq`; when none are ready and `wait_ms` > 0,
-  // waits for new ones (or a job change) up to wait_ms.
-  Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, int wait_ms);
   // Waits until the job differs from `known_version` or wait_ms passes.
   // Returns the current change counter.
   uint64_t WaitForChange(uint64_t known_version, int wait_ms);
@@ -261,14 +219,9 @@ class Coordinator : private StepJobs {
 
   // The ledger shell, or null when the coordinator runs without --ledger.
   LedgerShell* ledger() { return ledger_.get(); }
-  // ledger_api.cc: the ledger's requester operations; FailedPrecondition
-  // when the coordinator runs without --ledger, NotFound for an unknown
-  // account. Who may call them is the gate's (auth/authz.cc).
-  Result<v1::LedgerBalanceResponse> LedgerBalance(const std::string& account);
-  Result<v1::LedgerHistoryResponse> LedgerHistory(const std::string& account, int64_t after_seq, uint32_t limit);
-  // A deposit (world -> available) or a withdrawal (available -> world).
-  Result<v1::LedgerBalanceResponse> LedgerTransfer(const v1::LedgerTransferRequest& request, bool deposit);
-  Result<v1::LedgerBalanceResponse> LedgerStake(const v1::LedgerStakeRequest& request);
+  // The ledger's requester operations (ledger_requests.h): balances,
+  // history, deposits, withdrawals, stakes.
+  LedgerRequests& ledger_requests() { return ledger_requests_; }
 
   // --- agent operations ---
   Result<v1::RegisterResponse> RegisterNode(const v1::RegisterRequest& request, const std::string& peer);
@@ -280,24 +233,13 @@ class Coordinator : private StepJobs {
   // this coordinator authenticated it (AttestNodeIdentity), whatever the
   // agent claimed.
   Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
-  // The countersigned receipt of one of the job's attempts: `attempt_id`'s,
-  // else the latest attempt with one of task `task_index` (if set), else of
-  // the job. NotFound when there is none.
-  Result<v1::Receipt> GetReceipt(const v1::GetReceiptRequest& request);
+  // Receipts: statements checked, countersigned, read back (receipt_desk.h).
+  ReceiptDesk& receipts() { return receipts_; }
   Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
-  // May the node read this artifact for this attempt? Only with the
-  // attempt's artifact token, while the node holds the attempt under a live
-  // lease, and only its image archive, inputs and checkpoint
-  // (docs/tenancy.md, "Agents act only as themselves"); NotFound otherwise,
-  // logged.
-  Status NodeMayRead(const std::string& node_id, const std::string& attempt_id, const std::string& token,
-                     const std::string& digest);
-  // May it upload for this attempt (outputs, checkpoints)? The same token
-  // and lease rules.
-  Status NodeMayWrite(const std::string& node_id, const std::string& attempt_id, const std::string& token);
   artifacts::ArtifactStore* artifact_store() { return artifacts_.get(); }
   store::Store* store() { return store_.get(); }
-  Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind);
+  // Artifact tokens, what a node may read and write, upload holds (artifact_rights.h).
+  ArtifactRights& artifact_rights() { return artifact_rights_; }
 
  private:
   // What this coordinator knows of one node, beyond the store. Whether it
@@ -342,17 +284,6 @@ class Coordinator : private StepJobs {
   // node registered ("" if none is known); a claim that differed is logged.
   // Only a failed store read is an error.
   Status AttestNodeIdentity(const std::string& node_id, v1::Provenance* provenance);
-  // receipts.cc. The node's enrolled key and provider account.
-  Result<std::pair<std::string, std::string>> NodeKeyAndProvider(const std::string& node_id);
-  // An EXITED report's receipt statement checked against the node's
-  // enrolled key (receipt::CheckStatement); Ok when it carries none. A
-  // refusal is the node's fault: the caller turns the report into a
-  // PLATFORM_FAILURE error, so its outputs are not accepted.
-  Status CheckReceiptStatement(const std::string& node_id, const v1::ReportAttemptRequest& report);
-  // After the exit was applied: countersigns the receipt around the checked
-  // statement and stores it with the attempt. Failures are logged: the
-  // attempt's outcome stands without a receipt.
-  void IssueReceipt(const std::string& node_id, const v1::Job& job, const v1::ReportAttemptRequest& report);
 
   // advertisements.cc: advertisements, readiness benchmarks, node views.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);
@@ -361,14 +292,6 @@ class Coordinator : private StepJobs {
   void JudgeReadiness(const std::string& job_id);
   void JudgeReadiness(const v1::Job& job);  // as read after the report that ended it
   void JudgeGpuReadiness(const v1::Job& job);
-  Result<std::string> ImportImageArchive(const std::string& archive);
-  // signatures.cc: the operator's rule at submit (Options::require_signed_images).
-  Status CheckImageTrusted(const std::string& image) const;
-  // Signs an image the coordinator built itself with the readiness key, if any.
-  void SignOwnImage(const std::string& image);
-  // Why a node whose owner requires signed images cannot run the readiness
-  // benchmark, or "" (placement.cc's reason for a pending benchmark).
-  std::string ReadinessKeyUntrusted(const v1::Advertisement& ad) const;
   v1::JobSpec ReadinessSpec(const std::string& node_id, const std::string& image, const std::string& entrypoint,
                             const std::vector<std::string>& args) const;
   void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
@@ -413,16 +336,6 @@ class Coordinator : private StepJobs {
   // is verified.
   sched::StandingState StandingStateOf(const std::vector<store::QueuedTask>& queued,
                                        const std::vector<store::ActiveAttempt>& active);
-  struct JobStanding {
-    bool verified = false;
-    std::string image;  // manifest digest
-  };
-  Mutex standing_mu_;
-  // Jobs of the last pass's queued and active tasks: an active attempt's job
-  // is read once, not once per pass.
-  std::map<std::string, JobStanding> standing_jobs_ IG_GUARDED_BY(standing_mu_);
-  // Each provider's proven images as last read, for a pass whose read fails.
-  std::map<std::string, std::vector<std::string>> proven_images_ IG_GUARDED_BY(standing_mu_);
 
   void Loop();
   void CheckHeartbeats();
@@ -430,40 +343,8 @@ class Coordinator : private StepJobs {
   void PersistHeartbeats();
   // Recomputes every node's reliability from the last day's attempts.
   void RefreshReliability();
-  // SubmitJob in two halves: every check (and the spec as it will be
-  // stored, registry image pinned), then the escrow and the store under a
-  // chosen id. A workflow checks all its steps' jobs first and stores each
-  // when its step is ready. StoreJob with an id already stored is
-  // AlreadyExists and changes nothing.
-  struct PreparedJob {
-    v1::JobSpec spec;
-    std::string image_archive;  // a pushed image's archive, held by the job; "" from a registry
-  };
-  Result<PreparedJob> PrepareJob(v1::JobSpec spec, const std::string& account);
-  Result<v1::Job> StoreJob(const PreparedJob& job, const std::string& job_id, const std::string& account);
-  // workflows.cc: the jobs side of workflows (StepJobs).
-  Status CheckJob(const v1::JobSpec& spec, const std::string& account) override;
-  Status SubmitJobAs(const v1::JobSpec& spec, const std::string& job_id, const std::string& account) override;
-  Status CancelStepJob(const std::string& job_id) override;
-  v1::JobSpec PinStepImage(v1::JobSpec spec) override;
-  // Deletes jobs past their retention and artifacts nothing holds any more
-  // (at most once a minute).
-  void EnforceRetention();
-  // Unlinks the blobs of artifacts the store has let go.
-  void UnlinkCollected(const store::CollectedArtifacts& collected);
   // Fair-share weights and running-task limits of the accounts (account_terms.h).
   AccountTerms CurrentAccountTerms() { return account_terms_.Current(); }
-  // registry_image.cc: checks `ref` (a registry reference, spec's image)
-  // against options_.registries, resolves it and rewrites `spec` pinned.
-  Status PinRegistryImage(const manifest::ImageRef& ref, v1::JobSpec* spec);
-  // Whether `account` may name the artifact in a job: its own upload or
-  // job's, a public one, or anything for the operator.
-  Result<bool> MayUse(const std::string& account, const std::string& digest);
-  // The node's live attempt that `token` is the artifact token of; NotFound
-  // (logged) otherwise.
-  Result<store::ActiveAttempt> LiveAttemptFor(const std::string& node_id, const std::string& attempt_id,
-                                              const std::string& token);
-  static constexpr int64_t kRetentionPeriodMs = 60'000;
   static constexpr int64_t kReliabilityWindowMs = 24 * 3600 * 1000;
   static constexpr int64_t kReliabilityRefreshMs = 10000;
   // Active attempts, at most kActiveCacheMs old: heartbeats (thousands a
@@ -492,20 +373,20 @@ class Coordinator : private StepJobs {
   std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   const std::string join_secret_hash_;
-  // Signs per-attempt artifact tokens; derived from the join secret, which
-  // coordinators sharing a database share, so any of them can check a token.
-  const std::string artifact_key_;
   const Options options_;
   Clock* const clock_;
   const std::unique_ptr<registry::RegistryClient> registry_;  // null: registry images are refused
   Tenancy tenancy_;
   auth::RequestRateLimits rate_limits_;
-  ImageSignatureFiles image_signatures_;  // thread-safe, its own lock (a leaf)
-  ManifestBlobCache manifest_blobs_;      // thread-safe, its own lock (a leaf)
+  ImageCatalog images_;  // no lock of its own; its pieces' are leaves
+  ArtifactRights artifact_rights_;
   // Clearing prices of recent placements (earnings.cc), guarded by mu_.
   market::RecentPrices recent_prices_;
   void RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms);
-  std::unique_ptr<LedgerShell> ledger_;         // null unless options_.ledger.enabled; its own lock (a leaf)
+  std::unique_ptr<LedgerShell> ledger_;  // null unless options_.ledger.enabled; its own lock (a leaf)
+  LedgerRequests ledger_requests_;
+  ReceiptDesk receipts_;
+  std::unique_ptr<JobRequests> jobs_;           // no lock of its own
   std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
 
   // Thread-safe pieces with locks of their own (see the lock order above).
@@ -532,57 +413,27 @@ class Coordinator : private StepJobs {
 
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
-  int64_t retention_checked_ms_ = 0;
   int64_t ledger_swept_ms_ = 0;
   static constexpr int64_t kLedgerSweepMs = 2000;
   // Settles the ledger (releases, refunds, settlement export) at most every
   // kLedgerSweepMs; nothing without the ledger.
   void SweepLedger();
-  // Ok when the ledger is on and `account` exists.
-  Status CheckLedgerAccount(const std::string& account);
   // Charges and refunds what the job's latest change allows (ledger only);
   // errors are logged: the sweep makes the posting later.
   void SettleJobLedger(const std::string& job_id);
   void SettleJobLedger(const v1::Job& job);
 
-  // --- verification (verification.cc, docs/verification.md) ---
-  // Fills in the operator's default mode and checks the job's verification.
-  Status ResolveVerification(v1::JobSpec* spec);
   // The provider account owning a node (the operator's when unknown).
   std::string ProviderOf(const std::string& node_id);
-  // The verdict on a task whose result is held for it; errors are logged
-  // (VerifyHeldTasks, every kVerdictSweepMs, finds the task again).
-  void VerifyTask(const std::string& job_id, uint32_t index);
-  Status DecideAndWriteVerdict(const std::string& job_id, uint32_t index);
-  void VerifyHeldTasks();
-  // A task's runs as verify::DecideTask reads them: each attempt's provider,
-  // vote and outputs (the bytes of those compared by their numbers).
-  std::vector<verify::RunRecord> RunRecordsOf(const v1::Task& task, const verify::VerificationSpec& spec);
-  // Re-verifies what `provider` had accepted on its word since its last
-  // verified result, after it was caught on attempt `caught_on`, and demotes
-  // its votes in the quorums it took part in (Demote).
-  void Backtrack(const std::string& provider, const std::string& caught_on);
-  // verify::DecideDemote over each task of `results` whose attempt is in
-  // `attempts`: the provider's agreeing votes stop counting, and a task left
-  // short of its quorum is reopened for another run.
-  void Demote(const std::string& provider, const std::string& caught_on,
-              const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts, int64_t now);
-  // Challenge: sends `provider` a task of `job` with a known answer it never
-  // ran; WithdrawStaleChecks returns those not taken within a minute.
-  void SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now);
-  // A task of `job` but `except` with a known answer `provider` never ran:
-  // a known-answer check can reach it.
-  const v1::Task* KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider);
-  void WithdrawStaleChecks();
-  Mutex verdict_mu_;  // one verdict at a time (trust counts are read and written back)
-  Mutex rng_mu_;
-  std::mt19937_64 rng_ IG_GUARDED_BY(rng_mu_){std::random_device{}()};
-  int64_t verdicts_swept_ms_ = 0;
-  static constexpr int64_t kVerdictSweepMs = 5000;
+  // Sets each queued task's message to why it waits (waiting_).
+  void FillWaiting(v1::Job* job);
+  std::unique_ptr<VerificationService> verification_;  // its own locks (leaves)
   // Tells each attempt's node to stop it (a node not connected learns at its
   // next heartbeat).
   void StopCancelled(const std::vector<store::ActiveAttempt>& stopped);
   AccountTermsCache account_terms_;  // its own lock (a leaf)
+  StandingReader standing_;          // its own lock (a leaf)
+  RetentionSweeper retention_;       // the loop thread's
   int64_t unconnected_checked_ms_ = 0;
   int64_t heartbeats_checked_ms_ = 0;  // the last liveness check
   int conflict_replans_ = 0;

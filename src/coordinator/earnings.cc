@@ -44,7 +44,7 @@ Result<v1::ProviderEarningsResponse> Coordinator::ProviderEarnings(const std::st
   }
   v1::ProviderEarningsResponse out = market::SummarizeEarnings(in);
   if (ledger_ != nullptr) {
-    IG_ASSIGN_OR_RETURN(v1::LedgerBalanceResponse b, LedgerBalance(provider));
+    IG_ASSIGN_OR_RETURN(v1::LedgerBalanceResponse b, ledger_requests_.Balance(provider));
     out.set_ledger(true);
     out.set_pending_micros(b.pending_micros());
     out.set_available_micros(b.available_micros());

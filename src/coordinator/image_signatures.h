@@ -18,7 +18,7 @@ namespace idlegrid::coordinator {
 
 class ImageSignatureFiles {
  public:
-  ImageSignatureFiles(std::string dir, Clock* clock) : dir_(std::move(dir)), clock_(clock) {}
+  ImageSignatureFiles(std::string dir, const Clock* clock) : dir_(std::move(dir)), clock_(clock) {}
 
   // Stores `signature` (replacing one by the same key for the same image),
   // written atomically. The caller has verified it; InvalidArgument for a
@@ -48,7 +48,7 @@ class ImageSignatureFiles {
 
   // Constant after construction.
   const std::string dir_;
-  Clock* const clock_;
+  const Clock* const clock_;
 
   mutable Mutex mu_;
   mutable std::map<std::string, Cached> cache_ IG_GUARDED_BY(mu_);

@@ -19,7 +19,7 @@ void Coordinator::SampleLoad() {
     MutexLock lock(&history_mu_);
     if (!load_history_.Due(now, kLoadSamplePeriodMs)) return;
   }
-  auto jobs = ListJobs();
+  auto jobs = jobs_->List("");
   auto nodes = ListNodes();
   auto market = Market();
   if (!jobs.ok() || !nodes.ok() || !market.ok()) {

@@ -26,23 +26,20 @@ Family Histogram(std::string name, std::string help, const metrics::Histogram& h
   return f;
 }
 
-}  // namespace
-
-Result<std::string> Coordinator::Metrics() {
-  IG_ASSIGN_OR_RETURN(auto jobs, ListJobs());
-  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
-  const int64_t now = clock_->NowMs();
-  std::vector<Family> out;
-
+// Tasks by state over every job the store holds.
+Family TaskStates(const v1::ListJobsResponse& jobs) {
   std::map<std::string, uint64_t> tasks;
   for (const auto& j : jobs.jobs()) {
     for (const auto& [state, n] : j.task_counts()) tasks[state] += n;
   }
   Family task_states = Gauge("idlegrid_tasks", "Tasks by state, over all jobs the store holds (queued: the queue).");
   for (const auto& [state, n] : tasks) task_states.samples.push_back({{{"state", state}}, static_cast<double>(n)});
-  out.push_back(std::move(task_states));
+  return task_states;
+}
 
-  const EventCounters::Snapshot counted = counters_.Read();
+// What the event counters saw since start: waits, run times, outcomes,
+// dispatch latency, artifact bytes, heartbeats and the failure detector.
+void AddEventFamilies(const EventCounters::Snapshot& counted, std::vector<Family>& out) {
   out.push_back(Histogram("idlegrid_queue_wait_seconds",
                           "Time a task waited in the queue before an attempt was committed for it.",
                           counted.queue_wait));
@@ -81,7 +78,11 @@ Result<std::string> Coordinator::Metrics() {
   transitions.samples.push_back({{{"to", "suspect"}}, static_cast<double>(counted.nodes_suspected)});
   transitions.samples.push_back({{{"to", "offline"}}, static_cast<double>(counted.nodes_lost)});
   out.push_back(std::move(transitions));
+}
 
+// Nodes by state, then per node: heartbeat age, `gap` (the longest gap,
+// which only the node table knows), CPU, memory and each GPU's memory.
+void AddNodeFamilies(const v1::ListNodesResponse& nodes, int64_t now, Family gap, std::vector<Family>& out) {
   Family node_states = Gauge("idlegrid_nodes", "Nodes by state.");
   std::map<std::string, uint64_t> by_state;
   for (const auto& n : nodes.nodes()) by_state[n.state()]++;
@@ -95,15 +96,15 @@ Result<std::string> Coordinator::Metrics() {
       Gauge("idlegrid_node_memory_bytes", "Memory per node: allocatable (advertised) and allocated to attempts.");
   Family vram = Gauge("idlegrid_node_gpu_memory_bytes",
                       "GPU memory per device: allocatable (total less the owner's reserve) and allocated to attempts.");
+  const auto with = [](metrics::Labels l, const char* kind) {
+    l.emplace_back("kind", kind);
+    return l;
+  };
   for (const auto& n : nodes.nodes()) {
     const metrics::Labels node = {{"node", n.id()}};
     if (n.last_heartbeat_ms() > 0) {
       lag.samples.push_back({node, static_cast<double>(std::max<int64_t>(0, now - n.last_heartbeat_ms())) / 1000.0});
     }
-    auto with = [&](metrics::Labels l, const char* kind) {
-      l.emplace_back("kind", kind);
-      return l;
-    };
     cpu.samples.push_back({with(node, "allocatable"), n.advertisement().allocatable_cpu()});
     cpu.samples.push_back({with(node, "allocated"), n.cpu_allocated()});
     memory.samples.push_back(
@@ -117,6 +118,18 @@ Result<std::string> Coordinator::Metrics() {
       vram.samples.push_back({with(device, "allocated"), static_cast<double>(held)});
     }
   }
+  for (Family* f : {&lag, &gap, &cpu, &memory, &vram}) out.push_back(std::move(*f));
+}
+
+}  // namespace
+
+Result<std::string> Coordinator::Metrics() {
+  IG_ASSIGN_OR_RETURN(auto jobs, jobs_->List(""));
+  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
+  const int64_t now = clock_->NowMs();
+  std::vector<Family> out;
+  out.push_back(TaskStates(jobs));
+  AddEventFamilies(counters_.Read(), out);
   Family gap =
       Gauge("idlegrid_heartbeat_gap_max_seconds", "Longest time between two heartbeats of a node while online.");
   {
@@ -127,7 +140,7 @@ Result<std::string> Coordinator::Metrics() {
       }
     }
   }
-  for (Family* f : {&lag, &gap, &cpu, &memory, &vram}) out.push_back(std::move(*f));
+  AddNodeFamilies(nodes, now, std::move(gap), out);
   for (Family& f : metrics::GpuTelemetryFamilies(nodes.nodes(), now)) out.push_back(std::move(f));
   return metrics::Render(out);
 }

@@ -234,7 +234,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.min_trust_tier = static_cast<int>(c.min_trust_tier());
   t.image = manifest::ImageDigestOf(spec.image());
   for (const v1::InputSpec& in : manifest::InputsForTask(spec, q.index)) t.inputs.push_back(in.artifact());
-  t.image_signers = image_signatures_.SignersOf(t.image);
+  t.image_signers = images_.SignersOf(t.image);
   t.registry = spec.registry_image().registry();
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();

@@ -44,7 +44,7 @@ struct TaskKey {
 };
 
 // What a verdict on a verified task writes, decided by verify::DecideTask and
-// the coordinator (coordinator/verification.cc); the store checks the task is
+// the coordinator (coordinator/verification_service.h); the store checks the task is
 // where the verdict expects it and writes everything in one transaction.
 struct VerdictWrite {
   std::string job_id;
@@ -448,7 +448,7 @@ class Store {
   virtual Result<int64_t> SettlementCursor(const std::string& sink) = 0;
   virtual Status SetSettlementCursor(const std::string& sink, int64_t last_seq) = 0;
 
-  // --- workflows (docs/workflows.md): rows for coordinator/workflows.cc ---
+  // --- workflows (docs/workflows.md): rows for coordinator/workflow_service.h ---
   // Inserts the workflow (state "running", not settled) for `account` with a
   // "waiting" row per step of `spec`, in spec order. AlreadyExists if the id is taken.
   virtual Status CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,

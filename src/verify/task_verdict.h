@@ -3,7 +3,7 @@
 // returns a result: accept a result (and which runs agreed, which were
 // wrong), ask for another run on a provider not yet used, or fail the task.
 // It puts quorum.h and adaptive.h together over the task's runs as the store
-// holds them; the coordinator (coordinator/verification.cc) reads the runs,
+// holds them; the coordinator (coordinator/verification_service.h) reads the runs,
 // asks here, and has the store write the answer in one transaction.
 //
 // Challenge mode: until the job has a known answer (a task accepted by a

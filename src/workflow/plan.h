@@ -3,7 +3,7 @@
 // spec, its state, its steps' rows) and the jobs its steps ran, decides what
 // happens next: which steps are ready and with which resolved job spec and
 // cache key, which are skipped or cancelled, which running jobs to cancel,
-// and the workflow's state. No I/O: coordinator/workflows.cc reads the
+// and the workflow's state. No I/O: coordinator/workflow_service.h reads the
 // store, asks PlanAdvance, and carries the plan out.
 #include <map>
 #include <string>

@@ -385,7 +385,7 @@ TEST_F(ArtifactTransferTest, AnAgentSeesOnlyItsAttemptsInputsAndItsOwnPartials) 
   v1::InputSpec* input = spec->add_inputs();
   input->set_artifact(digest_);
   input->set_path("/data/input.bin");
-  auto job = c_->SubmitJob(submit, "alice");
+  auto job = c_->jobs().Submit(submit, "alice");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   store::NewAttempt attempt;
   attempt.attempt_id = "att-1";

@@ -135,7 +135,7 @@ TEST_F(HttpApiTest, EveryRouteRefusesAMissingOrWrongTokenWithAJsonError) {
       EXPECT_EQ(Field(Json(res->body), "code"), "Unauthenticated") << r.path;
     }
   }
-  auto jobs = coordinator_->ListJobs();
+  auto jobs = coordinator_->jobs().List("");
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(jobs->jobs_size(), 0) << "a refused submission must create nothing";
 }
@@ -148,7 +148,7 @@ TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAn
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
   const std::string id = submitted.job().id();
   ASSERT_FALSE(id.empty());
-  auto stored = coordinator_->GetJob(id);
+  auto stored = coordinator_->jobs().Get(id);
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ(stored->spec().name(), "viahttp");
 
@@ -173,7 +173,7 @@ TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAn
   ASSERT_EQ(cancelled->status, 200) << cancelled->body;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &job).ok()) << cancelled->body;
   EXPECT_EQ(job.state(), v1::CANCELLED);
-  EXPECT_EQ(coordinator_->GetJob(id)->state(), v1::CANCELLED);
+  EXPECT_EQ(coordinator_->jobs().Get(id)->state(), v1::CANCELLED);
 }
 
 TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
@@ -192,7 +192,7 @@ TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(res->body, &submitted).ok()) << res->body;
   ASSERT_FALSE(submitted.id().empty());
   ASSERT_EQ(submitted.steps_size(), 2);
-  auto stored = coordinator_->GetWorkflow(submitted.id());
+  auto stored = coordinator_->workflows().Get(submitted.id());
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_EQ(stored->spec().name(), "pipe");
 
@@ -217,7 +217,7 @@ TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
   ASSERT_EQ(cancelled->status, 200) << cancelled->body;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(cancelled->body, &read).ok()) << cancelled->body;
   EXPECT_EQ(read.state(), "cancelled");
-  EXPECT_EQ(coordinator_->GetWorkflow(submitted.id())->state(), "cancelled");
+  EXPECT_EQ(coordinator_->workflows().Get(submitted.id())->state(), "cancelled");
 
   // A malformed workflow is refused with what is wrong, and nothing is kept.
   auto bad = Call("POST", "/v1/workflows",
@@ -227,7 +227,7 @@ TEST_F(HttpApiTest, AWorkflowIsSubmittedReadListedAndCancelledOverHttp) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400) << bad->body;
   EXPECT_NE(bad->body.find("nope"), std::string::npos) << bad->body;
-  EXPECT_EQ(coordinator_->ListWorkflows()->workflows_size(), 1);
+  EXPECT_EQ(coordinator_->workflows().List("")->workflows_size(), 1);
   auto missing = Call("GET", "/v1/workflows/w-missing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404) << missing->body;
@@ -367,7 +367,7 @@ TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {
     EXPECT_EQ(Field(body, "code"), c.code) << c.what << ": " << res->body;
     EXPECT_NE(Field(body, "message").find(c.names), std::string::npos) << c.what << ": " << res->body;
   }
-  EXPECT_EQ(coordinator_->ListJobs()->jobs_size(), 0) << "no refused submission may create a job";
+  EXPECT_EQ(coordinator_->jobs().List("")->jobs_size(), 0) << "no refused submission may create a job";
 }
 
 // A message quoting the user's own value (with quotes, backslashes and a

@@ -42,8 +42,8 @@ class ImageSignatureApiTest : public ::testing::Test {
       ASSERT_TRUE(c_->tenancy().CreateAccount(a).ok());
     }
     ASSERT_TRUE(c_->store()->RegisterImage({kAliceImage, Sha256Digest("config"), kAliceArchive}, 1).ok());
-    ASSERT_TRUE(c_->RecordArtifact(kAliceArchive, 100, "image").ok());
-    ASSERT_TRUE(c_->HoldUpload(kAliceArchive, "alice", false).ok());
+    ASSERT_TRUE(c_->artifact_rights().Record(kAliceArchive, 100, "image").ok());
+    ASSERT_TRUE(c_->artifact_rights().HoldUpload(kAliceArchive, "alice", false).ok());
     alice_ = Mint("alice", {});
     bob_ = Mint("bob", {});
     alice_read_only_ = Mint("alice", {"read"});
@@ -103,7 +103,7 @@ TEST_F(ImageSignatureApiTest, OnlyAnAccountThatMayUseTheImageAddsAVerifiedSignat
 
   grpc::Status bob = Add(bob_, SignedBy(*key, kAliceImage), &stored);
   EXPECT_EQ(bob.error_code(), grpc::StatusCode::NOT_FOUND) << bob.error_message();
-  EXPECT_TRUE(c_->ImageSignaturesOf(kAliceImage).empty()) << "bob's signature was not stored";
+  EXPECT_TRUE(c_->images().SignaturesOf(kAliceImage).empty()) << "bob's signature was not stored";
 
   grpc::Status read_only = Add(alice_read_only_, SignedBy(*key, kAliceImage), &stored);
   EXPECT_EQ(read_only.error_code(), grpc::StatusCode::PERMISSION_DENIED) << read_only.error_message();
@@ -113,13 +113,13 @@ TEST_F(ImageSignatureApiTest, OnlyAnAccountThatMayUseTheImageAddsAVerifiedSignat
   grpc::Status bad = Add(alice_, forged, &stored);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad.error_message();
   EXPECT_NE(bad.error_message().find("does not verify"), std::string::npos) << bad.error_message();
-  EXPECT_TRUE(c_->ImageSignaturesOf(kAliceImage).empty());
+  EXPECT_TRUE(c_->images().SignaturesOf(kAliceImage).empty());
 
   grpc::Status ok = Add(alice_, SignedBy(*key, kAliceImage), &stored);
   ASSERT_TRUE(ok.ok()) << ok.error_message();
   EXPECT_EQ(stored.key_id(), key->public_key().id());
   EXPECT_EQ(stored.added_by(), "alice");
-  ASSERT_EQ(c_->ImageSignaturesOf(kAliceImage).size(), 1u);
+  ASSERT_EQ(c_->images().SignaturesOf(kAliceImage).size(), 1u);
 }
 
 }  // namespace

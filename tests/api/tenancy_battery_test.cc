@@ -112,16 +112,16 @@ class TenancyBatteryTest : public ::testing::Test {
     ASSERT_TRUE(c_->store()->SetArtifactPublic(kArchive).ok());
     v1::SubmitJobRequest submit;
     *submit.mutable_spec() = SpecFor("alices-secret-sweep");
-    auto job = c_->SubmitJob(submit, "alice");
+    auto job = c_->jobs().Submit(submit, "alice");
     ASSERT_TRUE(job.ok()) << job.status().ToString();
     alice_job_ = job->id();
     auto committed = c_->store()->CommitAssignments({{"att-alice-1", alice_job_, 0, "n-other", clock_.NowMs()}});
     ASSERT_TRUE(committed.ok() && committed->size() == 1u);
-    auto flow = c_->SubmitWorkflow(WorkflowFor("alices-secret-flow"), "alice");
+    auto flow = c_->workflows().Submit(WorkflowFor("alices-secret-flow"), "alice");
     ASSERT_TRUE(flow.ok()) << flow.status().ToString();
     alice_workflow_ = flow->id();
     ASSERT_TRUE(c_->store()->RecordArtifact(kAliceBlob, 7, "input", 1).ok());
-    ASSERT_TRUE(c_->HoldUpload(kAliceBlob, "alice", false).ok());
+    ASSERT_TRUE(c_->artifact_rights().HoldUpload(kAliceBlob, "alice", false).ok());
     ASSERT_TRUE(c_->store()->RegisterImage({kAliceImage, "sha256:" + std::string(64, 'f'), kAliceBlob}, 1).ok());
 
     clock_.AdvanceMs(61'000);  // the 60 s token has expired
@@ -339,7 +339,7 @@ TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
   EXPECT_GT(calls, 100);
 
   // Nothing of alice's was touched, and no account was made.
-  auto job = c_->GetJob(alice_job_);
+  auto job = c_->jobs().Get(alice_job_);
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->tasks_size(), 1);
   EXPECT_EQ(job->tasks(0).state(), v1::ASSIGNED) << "the battery must not cancel, delete or report on alice's job";
@@ -350,11 +350,11 @@ TEST_F(TenancyBatteryTest, EveryMethodRefusesEveryoneButTheOwnerOverGrpc) {
   auto node = c_->store()->GetNode("n-other");
   ASSERT_TRUE(node.ok() && node->has_value());
   EXPECT_FALSE((*node)->draining);
-  auto logs = c_->ReadLogs(alice_job_, 0, 0);
+  auto logs = c_->jobs().ReadLogs(alice_job_, 0, 0);
   ASSERT_TRUE(logs.ok());
   EXPECT_TRUE(logs->empty()) << "a forged log line was stored";
-  EXPECT_TRUE(c_->ImageSignaturesOf(kAliceImage).empty()) << "a signature was added to alice's image";
-  auto flow = c_->GetWorkflow(alice_workflow_);
+  EXPECT_TRUE(c_->images().SignaturesOf(kAliceImage).empty()) << "a signature was added to alice's image";
+  auto flow = c_->workflows().Get(alice_workflow_);
   ASSERT_TRUE(flow.ok());
   EXPECT_EQ(flow->state(), "running") << "the battery must not cancel alice's workflow";
 }
@@ -423,8 +423,8 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
           << r.method << " " << r.path << " with " << cred.name << ": " << res->status << " " << res->body;
     }
   }
-  EXPECT_EQ(c_->GetJob(alice_job_)->tasks(0).state(), v1::ASSIGNED);
-  EXPECT_NE(c_->GetWorkflow(alice_workflow_)->state(), "cancelled");
+  EXPECT_EQ(c_->jobs().Get(alice_job_)->tasks(0).state(), v1::ASSIGNED);
+  EXPECT_NE(c_->workflows().Get(alice_workflow_)->state(), "cancelled");
 }
 
 }  // namespace

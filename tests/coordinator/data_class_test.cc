@@ -149,7 +149,7 @@ TEST(DataClassTest, TheDefaultClassIsStampedAtSubmission) {
   ASSERT_TRUE(h.Init().ok());
   auto job = h.Submit(CpuJob("unnamed"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  auto stored = h.coordinator().GetJob(*job);
+  auto stored = h.coordinator().jobs().Get(*job);
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->spec().data_class(), "private");
   // A later default does not change what the job was submitted as.

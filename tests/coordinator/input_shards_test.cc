@@ -33,8 +33,8 @@ class InputShardsTest : public ::testing::Test {
     EXPECT_TRUE((*writer)->Append(content.data(), content.size()).ok());
     auto digest = (*writer)->Commit();
     EXPECT_TRUE(digest.ok());
-    EXPECT_TRUE(c().RecordArtifact(*digest, content.size(), "input").ok());
-    EXPECT_TRUE(c().HoldUpload(*digest, account, false).ok());
+    EXPECT_TRUE(c().artifact_rights().Record(*digest, content.size(), "input").ok());
+    EXPECT_TRUE(c().artifact_rights().HoldUpload(*digest, account, false).ok());
     return *digest;
   }
 
@@ -71,8 +71,8 @@ TEST_F(InputShardsTest, EachAttemptReadsItsOwnTasksShardAndNoOther) {
     const std::string& other = index == 0 ? shard1 : shard0;
     EXPECT_EQ(a.spec().inputs(0).artifact(), own) << "the agent is sent its own shard, placeholder filled";
     EXPECT_EQ(a.spec().items_size(), 0);
-    EXPECT_TRUE(c().NodeMayRead(*n, a.attempt_id(), a.artifact_token(), own).ok()) << index;
-    EXPECT_EQ(c().NodeMayRead(*n, a.attempt_id(), a.artifact_token(), other).code(), Code::kNotFound)
+    EXPECT_TRUE(c().artifact_rights().NodeMayRead(*n, a.attempt_id(), a.artifact_token(), own).ok()) << index;
+    EXPECT_EQ(c().artifact_rights().NodeMayRead(*n, a.attempt_id(), a.artifact_token(), other).code(), Code::kNotFound)
         << "task " << index << " may not read the other task's shard";
   }
 }

@@ -71,7 +71,7 @@ TEST(LedgerWiringTest, EscrowChargeRefundAndRelease) {
             std::string::npos)
       << unfunded.status().message();
   EXPECT_NE(unfunded.status().message().find("needs 15.000000 (its cost cap)"), std::string::npos);
-  auto jobs = c.ListJobs();
+  auto jobs = c.jobs().List("");
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(jobs->jobs_size(), 0) << "a refused job is not stored";
 
@@ -128,7 +128,7 @@ TEST(LedgerWiringTest, SomeTasksCancelledKeepTheEscrowAndARetryNeedsEscrowLeft) 
   v1::CancelJobRequest some;
   some.set_job_id(*job);
   some.add_task_indices(1);
-  auto partly = c.CancelJob(some);
+  auto partly = c.jobs().Cancel(some);
   ASSERT_TRUE(partly.ok()) << partly.status().ToString();
   EXPECT_EQ(partly->tasks(0).state(), v1::QUEUED);
   EXPECT_EQ(partly->tasks(1).state(), v1::CANCELLED);
@@ -137,18 +137,18 @@ TEST(LedgerWiringTest, SomeTasksCancelledKeepTheEscrowAndARetryNeedsEscrowLeft) 
   v1::RetryJobRequest again;
   again.set_job_id(*job);
   again.add_task_indices(1);
-  auto retried = c.RetryJob(again);
+  auto retried = c.jobs().Retry(again);
   ASSERT_TRUE(retried.ok()) << retried.status().ToString();
   EXPECT_EQ(retried->tasks(1).state(), v1::QUEUED);
 
-  ASSERT_TRUE(c.CancelJob(*job).ok());
+  ASSERT_TRUE(c.jobs().Cancel(*job).ok());
   EXPECT_EQ(Balance(c, ledger::Escrow("operator", *job)), 0);
   EXPECT_EQ(Balance(c, ledger::Available("operator")), 100 * C) << "all of it refunded when the job ended";
-  auto refused = c.RetryJob(again);
+  auto refused = c.jobs().Retry(again);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("has no escrow left"), std::string::npos) << refused.status().message();
-  EXPECT_EQ(c.GetJob(*job)->tasks(1).state(), v1::CANCELLED) << "nothing was requeued";
+  EXPECT_EQ(c.jobs().Get(*job)->tasks(1).state(), v1::CANCELLED) << "nothing was requeued";
   EXPECT_EQ(SumExceptWorld(c), 100 * C);
 }
 
@@ -174,7 +174,7 @@ TEST(LedgerWiringTest, PlatformFailureIsNeverCharged) {
   ASSERT_TRUE(task.ok());
   ASSERT_NE(task->attempts(0).state(), v1::SUCCEEDED);
   ASSERT_NE(task->attempts(0).state(), v1::RUNNING) << task->DebugString();
-  auto cancelled = c.CancelJob(*job);
+  auto cancelled = c.jobs().Cancel(*job);
   ASSERT_TRUE(cancelled.ok() || cancelled.status().code() == Code::kFailedPrecondition)
       << cancelled.status().ToString();
   ASSERT_TRUE(h.Pass(3000, {}).ok());  // the sweep settles whatever the job's end was
@@ -198,20 +198,20 @@ TEST(LedgerWiringTest, WithoutTheLedgerNothingIsEscrowedOrCharged) {
 TEST(LedgerWiringTest, RequesterOperationsMoveMoneyByRequestId) {
   PipelineHarness off;
   ASSERT_TRUE(off.Init().ok());
-  EXPECT_EQ(off.coordinator().LedgerBalance("operator").status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(off.coordinator().ledger_requests().Balance("operator").status().code(), Code::kFailedPrecondition);
 
   PipelineHarness h(LedgerOn());
   ASSERT_TRUE(h.Init().ok());
   Coordinator& c = h.coordinator();
-  EXPECT_EQ(c.LedgerBalance("nobody").status().code(), Code::kNotFound);
+  EXPECT_EQ(c.ledger_requests().Balance("nobody").status().code(), Code::kNotFound);
   v1::LedgerTransferRequest deposit;
   deposit.set_account("operator");
   deposit.set_micros(20 * C);
   deposit.set_request_id("r1");
-  auto after = c.LedgerTransfer(deposit, /*deposit=*/true);
+  auto after = c.ledger_requests().Transfer(deposit, /*deposit=*/true);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->available_micros(), 20 * C);
-  after = c.LedgerTransfer(deposit, true);  // the same request again: no second deposit
+  after = c.ledger_requests().Transfer(deposit, true);  // the same request again: no second deposit
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->available_micros(), 20 * C);
 
@@ -219,7 +219,7 @@ TEST(LedgerWiringTest, RequesterOperationsMoveMoneyByRequestId) {
   stake.set_account("operator");
   stake.set_micros(5 * C);
   stake.set_request_id("s1");
-  after = c.LedgerStake(stake);
+  after = c.ledger_requests().Stake(stake);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->available_micros(), 15 * C);
   EXPECT_EQ(after->stake_micros(), 5 * C);
@@ -228,20 +228,20 @@ TEST(LedgerWiringTest, RequesterOperationsMoveMoneyByRequestId) {
   withdraw.set_account("operator");
   withdraw.set_micros(16 * C);
   withdraw.set_request_id("w1");
-  auto refused = c.LedgerTransfer(withdraw, /*deposit=*/false);
+  auto refused = c.ledger_requests().Transfer(withdraw, /*deposit=*/false);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("has 15.000000 credits available, the withdrawal needs 16.000000"),
             std::string::npos)
       << refused.status().message();
 
-  auto history = c.LedgerHistory("operator", 0, 0);
+  auto history = c.ledger_requests().History("operator", 0, 0);
   ASSERT_TRUE(history.ok()) << history.status().ToString();
   ASSERT_EQ(history->postings_size(), 2);
   EXPECT_EQ(history->postings(0).reason(), "deposit");
   EXPECT_EQ(history->postings(1).reason(), "stake");
   EXPECT_EQ(history->postings(1).entries_size(), 2);
-  auto later = c.LedgerHistory("operator", history->postings(0).seq(), 0);
+  auto later = c.ledger_requests().History("operator", history->postings(0).seq(), 0);
   ASSERT_TRUE(later.ok());
   EXPECT_EQ(later->postings_size(), 1);
 }

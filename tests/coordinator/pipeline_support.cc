@@ -127,12 +127,12 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
 Result<std::string> PipelineHarness::Submit(const v1::JobSpec& spec, const std::string& account) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
-  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->SubmitJob(request, account));
+  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->jobs().Submit(request, account));
   return job.id();
 }
 
 Result<v1::Task> PipelineHarness::Task(const std::string& job_id, uint32_t index) {
-  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->GetJob(job_id));
+  IG_ASSIGN_OR_RETURN(v1::Job job, coordinator_->jobs().Get(job_id));
   if (index >= static_cast<uint32_t>(job.tasks_size())) return Status::NotFound("no such task");
   return job.tasks(static_cast<int>(index));
 }

@@ -51,7 +51,7 @@ TEST_F(ProvenanceTest, TheRecordNamesTheAuthenticatedNodeAndItsRegisteredKey) {
     if (c.has_assign() && c.assign().attempt_id() == attempt.id()) assignment = c.assign();
   }
   ASSERT_EQ(assignment.attempt_id(), attempt.id());
-  auto stored = h_.coordinator().GetJob(*job);
+  auto stored = h_.coordinator().jobs().Get(*job);
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(manifest::SpecDigest(assignment.spec()), stored->spec_digest());
 

@@ -88,11 +88,11 @@ TEST_F(ReceiptsTest, AGenuineStatementIsCountersignedStoredAndVerifies) {
 
   v1::GetReceiptRequest req;
   req.set_job_id(job_);
-  auto fetched = h_.coordinator().GetReceipt(req);
+  auto fetched = h_.coordinator().receipts().Get(req);
   ASSERT_TRUE(fetched.ok()) << fetched.status().ToString();
   EXPECT_EQ(fetched->coordinator_signature(), r.coordinator_signature());
   req.set_task_index(1);
-  EXPECT_EQ(h_.coordinator().GetReceipt(req).status().code(), Code::kNotFound);
+  EXPECT_EQ(h_.coordinator().receipts().Get(req).status().code(), Code::kNotFound);
 }
 
 TEST_F(ReceiptsTest, AStatementSignedByAnotherKeyFailsTheAttemptAsThePlatformsFault) {
@@ -109,7 +109,7 @@ TEST_F(ReceiptsTest, AStatementSignedByAnotherKeyFailsTheAttemptAsThePlatformsFa
   EXPECT_NE(task->state(), v1::SUCCEEDED);
   v1::GetReceiptRequest req;
   req.set_job_id(job_);
-  EXPECT_EQ(h_.coordinator().GetReceipt(req).status().code(), Code::kNotFound);
+  EXPECT_EQ(h_.coordinator().receipts().Get(req).status().code(), Code::kNotFound);
 }
 
 TEST_F(ReceiptsTest, AStatementForAnotherLeaseIsRefused) {

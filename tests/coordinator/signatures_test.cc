@@ -65,16 +65,16 @@ TEST_F(SignaturesTest, RequireSignedImagesRefusesAnUnsignedImageAndAcceptsItOnce
   EXPECT_NE(why.find(kImage), std::string::npos) << why;
   EXPECT_NE(why.find(owner_.public_key().id() + " (owner)"), std::string::npos) << "names the trusted key: " << why;
   EXPECT_NE(why.find("idlegrid image sign " + std::string(kImage) + " --key"), std::string::npos) << why;
-  EXPECT_EQ(c().ListJobs()->jobs_size(), 0) << "nothing stored";
+  EXPECT_EQ(c().jobs().List("")->jobs_size(), 0) << "nothing stored";
 
   // A valid signature, by a key the operator does not trust.
-  ASSERT_TRUE(c().AddImageSignature(SignatureRequest(stranger_, kImage), "operator").ok());
+  ASSERT_TRUE(c().images().AddSignature(SignatureRequest(stranger_, kImage), "operator").ok());
   auto still = h_->Submit(CpuJob("signed-by-a-stranger"));
   ASSERT_FALSE(still.ok());
   EXPECT_NE(still.status().message().find("valid signatures by: " + stranger_.public_key().id()), std::string::npos)
       << still.status().message();
 
-  auto added = c().AddImageSignature(SignatureRequest(owner_, kImage), "operator");
+  auto added = c().images().AddSignature(SignatureRequest(owner_, kImage), "operator");
   ASSERT_TRUE(added.ok()) << added.status().ToString();
   EXPECT_EQ(added->key_id(), owner_.public_key().id());
   EXPECT_EQ(added->key_name(), "owner");
@@ -87,7 +87,7 @@ TEST_F(SignaturesTest, AForgedSignatureIsRefusedWhenAddedAndNothingIsStored) {
   // The stranger's signature presented under the owner's public key.
   v1::AddImageSignatureRequest forged = SignatureRequest(stranger_, kImage);
   forged.set_public_key(owner_.public_key().key);
-  auto refused = c().AddImageSignature(forged, "operator");
+  auto refused = c().images().AddSignature(forged, "operator");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("does not verify"), std::string::npos) << refused.status().message();
@@ -95,32 +95,32 @@ TEST_F(SignaturesTest, AForgedSignatureIsRefusedWhenAddedAndNothingIsStored) {
   // The owner's genuine signature over another image, replayed for this one.
   v1::AddImageSignatureRequest replayed = SignatureRequest(owner_, Sha256Digest("another image"));
   replayed.set_image(kImage);
-  EXPECT_EQ(c().AddImageSignature(replayed, "operator").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(c().images().AddSignature(replayed, "operator").status().code(), Code::kInvalidArgument);
 
   v1::AddImageSignatureRequest truncated = SignatureRequest(owner_, kImage);
   truncated.set_signature(truncated.signature().substr(0, 32));
-  EXPECT_EQ(c().AddImageSignature(truncated, "operator").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(c().images().AddSignature(truncated, "operator").status().code(), Code::kInvalidArgument);
 
   v1::AddImageSignatureRequest bad_name = SignatureRequest(owner_, kImage);
   bad_name.set_key_name("../../etc");
-  EXPECT_EQ(c().AddImageSignature(bad_name, "operator").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(c().images().AddSignature(bad_name, "operator").status().code(), Code::kInvalidArgument);
 
-  EXPECT_TRUE(c().ImageSignaturesOf(kImage).empty());
+  EXPECT_TRUE(c().images().SignaturesOf(kImage).empty());
 }
 
 TEST_F(SignaturesTest, ATenantCannotSignAnotherTenantsPrivateImage) {
   const std::string image = Sha256Digest("alice's manifest");
   const std::string archive = Sha256Digest("alice's archive");
   ASSERT_TRUE(c().store()->RegisterImage({image, Sha256Digest("config"), archive}, 1).ok());
-  ASSERT_TRUE(c().RecordArtifact(archive, 100, "image").ok());
-  ASSERT_TRUE(c().HoldUpload(archive, "alice", false).ok());
+  ASSERT_TRUE(c().artifact_rights().Record(archive, 100, "image").ok());
+  ASSERT_TRUE(c().artifact_rights().HoldUpload(archive, "alice", false).ok());
 
-  auto bob = c().AddImageSignature(SignatureRequest(stranger_, image), "bob");
+  auto bob = c().images().AddSignature(SignatureRequest(stranger_, image), "bob");
   ASSERT_FALSE(bob.ok());
   EXPECT_EQ(bob.status().code(), Code::kNotFound);
   // The same answer as for an image that does not exist at all.
   const std::string missing = Sha256Digest("no such manifest");
-  auto none = c().AddImageSignature(SignatureRequest(stranger_, missing), "bob");
+  auto none = c().images().AddSignature(SignatureRequest(stranger_, missing), "bob");
   EXPECT_EQ(none.status().code(), Code::kNotFound);
   auto named = [](std::string message, const std::string& digest) {
     const size_t at = message.find(digest);
@@ -128,11 +128,12 @@ TEST_F(SignaturesTest, ATenantCannotSignAnotherTenantsPrivateImage) {
     return message;
   };
   EXPECT_EQ(named(bob.status().message(), image), named(none.status().message(), missing)) << "only the digest differs";
-  EXPECT_TRUE(c().ImageSignaturesOf(image).empty());
+  EXPECT_TRUE(c().images().SignaturesOf(image).empty());
 
-  EXPECT_TRUE(c().AddImageSignature(SignatureRequest(owner_, image), "alice").ok());
-  EXPECT_TRUE(c().AddImageSignature(SignatureRequest(stranger_, image), "operator").ok()) << "an operator may use any";
-  EXPECT_EQ(c().ImageSignaturesOf(image).size(), 2u);
+  EXPECT_TRUE(c().images().AddSignature(SignatureRequest(owner_, image), "alice").ok());
+  EXPECT_TRUE(c().images().AddSignature(SignatureRequest(stranger_, image), "operator").ok())
+      << "an operator may use any";
+  EXPECT_EQ(c().images().SignaturesOf(image).size(), 2u);
 }
 
 TEST_F(SignaturesTest, ANodeWhoseOwnerTrustsAKeyIsOfferedOnlyImagesThatKeySigned) {
@@ -140,7 +141,7 @@ TEST_F(SignaturesTest, ANodeWhoseOwnerTrustsAKeyIsOfferedOnlyImagesThatKeySigned
   picky.add_trusted_image_key_ids(owner_.public_key().id());
   auto node = h_->AddNode("picky", 0, kJoinSecret, picky);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
-  ASSERT_TRUE(c().AddImageSignature(SignatureRequest(stranger_, kImage), "operator").ok());
+  ASSERT_TRUE(c().images().AddSignature(SignatureRequest(stranger_, kImage), "operator").ok());
   auto job = h_->Submit(CpuJob("waits"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
 
@@ -159,7 +160,7 @@ TEST_F(SignaturesTest, ANodeWhoseOwnerTrustsAKeyIsOfferedOnlyImagesThatKeySigned
             std::string::npos)
       << explained->tasks(0).filtered(0).example_detail();
 
-  ASSERT_TRUE(c().AddImageSignature(SignatureRequest(owner_, kImage), "operator").ok());
+  ASSERT_TRUE(c().images().AddSignature(SignatureRequest(owner_, kImage), "operator").ok());
   ASSERT_TRUE(h_->Pass(0, {*node}).ok());
   EXPECT_EQ(h_->Task(*job)->state(), v1::ASSIGNED);
   auto commands = h_->TakeCommands(*node);

@@ -39,8 +39,8 @@ class TenancyTest : public ::testing::Test {
     EXPECT_TRUE((*writer)->Append(content.data(), content.size()).ok());
     auto digest = (*writer)->Commit();
     EXPECT_TRUE(digest.ok());
-    EXPECT_TRUE(c().RecordArtifact(*digest, content.size(), "input").ok());
-    EXPECT_TRUE(c().HoldUpload(*digest, account, false).ok());
+    EXPECT_TRUE(c().artifact_rights().Record(*digest, content.size(), "input").ok());
+    EXPECT_TRUE(c().artifact_rights().HoldUpload(*digest, account, false).ok());
     return *digest;
   }
 
@@ -59,7 +59,7 @@ TEST_F(TenancyTest, ASubmissionOverTheQueuedQuotaIsRefusedWithTheNumbers) {
   EXPECT_EQ(over.status().code(), Code::kResourceExhausted);
   EXPECT_NE(over.status().message().find("5 queued tasks"), std::string::npos) << over.status().message();
   EXPECT_TRUE(h_->Submit(spec, "bob").ok()) << "another account's queue is its own";
-  EXPECT_EQ(c().ListJobs("alice")->jobs_size(), 1) << "the refused job was not stored";
+  EXPECT_EQ(c().jobs().List("alice")->jobs_size(), 1) << "the refused job was not stored";
 }
 
 TEST_F(TenancyTest, AnAccountAtItsRunningQuotaStartsNothingMoreWhileOthersDo) {
@@ -78,7 +78,7 @@ TEST_F(TenancyTest, AnAccountAtItsRunningQuotaStartsNothingMoreWhileOthersDo) {
   auto alice = h_->Submit(CpuJob("alice-one"), "alice");
   ASSERT_TRUE(alice.ok());
   ASSERT_TRUE(h_->Pass(0, {*a, *b}).ok());
-  auto job = c().GetJob(*carol);
+  auto job = c().jobs().Get(*carol);
   ASSERT_TRUE(job.ok());
   int placed = 0;
   for (const auto& t : job->tasks()) placed += t.state() != v1::QUEUED;
@@ -115,14 +115,14 @@ TEST_F(TenancyTest, DeletingASettledJobRemovesItAndTheArtifactsOnlyItHeld) {
   *other.add_inputs() = spec.inputs(1);
   ASSERT_TRUE(h_->Submit(other, "alice").ok());
 
-  auto early = c().DeleteJob(*job);
+  auto early = c().jobs().Delete(*job);
   EXPECT_EQ(early.status().code(), Code::kFailedPrecondition) << "a queued job must be cancelled first";
-  ASSERT_TRUE(c().CancelJob(*job).ok());
+  ASSERT_TRUE(c().jobs().Cancel(*job).ok());
   h_->clock().AdvanceMs(25LL * 3600 * 1000);  // past the uploads' own hold
-  auto gone = c().DeleteJob(*job);
+  auto gone = c().jobs().Delete(*job);
   ASSERT_TRUE(gone.ok()) << gone.status().ToString();
   EXPECT_EQ(gone->artifacts_removed(), 1u);
-  EXPECT_EQ(c().GetJob(*job).status().code(), Code::kNotFound);
+  EXPECT_EQ(c().jobs().Get(*job).status().code(), Code::kNotFound);
   EXPECT_FALSE(c().artifact_store()->Has(mine)) << "held by nothing: removed";
   EXPECT_TRUE(c().artifact_store()->Has(shared)) << "still held by the other job";
 }
@@ -133,11 +133,11 @@ TEST_F(TenancyTest, RetentionDeletesASettledJobAndExpiredUploadsAreCollected) {
   spec.set_retention_seconds(60);
   auto job = h_->Submit(spec, "alice");
   ASSERT_TRUE(job.ok());
-  ASSERT_TRUE(c().CancelJob(*job).ok());
+  ASSERT_TRUE(c().jobs().Cancel(*job).ok());
   ASSERT_TRUE(h_->Pass(30'000, {}).ok());
-  EXPECT_TRUE(c().GetJob(*job).ok()) << "kept while its retention runs";
+  EXPECT_TRUE(c().jobs().Get(*job).ok()) << "kept while its retention runs";
   ASSERT_TRUE(h_->Pass(61'000, {}).ok());
-  EXPECT_EQ(c().GetJob(*job).status().code(), Code::kNotFound) << "deleted once its retention ran out";
+  EXPECT_EQ(c().jobs().Get(*job).status().code(), Code::kNotFound) << "deleted once its retention ran out";
   EXPECT_TRUE(c().artifact_store()->Has(unused)) << "an upload is held for a grace period";
   ASSERT_TRUE(h_->Pass(25LL * 3600 * 1000, {}).ok());
   EXPECT_FALSE(c().artifact_store()->Has(unused)) << "an upload no job used is collected after it";
@@ -192,19 +192,20 @@ TEST_F(TenancyTest, AnAttemptsArtifactTokenOpensOnlyItsOwnArtifactsWhileItsLease
   const std::string& id = assigned.attempt_id();
   const std::string& token = assigned.artifact_token();
   ASSERT_FALSE(token.empty());
-  EXPECT_TRUE(c().NodeMayRead(node, id, token, input).ok());
-  EXPECT_TRUE(c().NodeMayRead(node, id, token, kArchive).ok()) << "its image archive";
-  EXPECT_TRUE(c().NodeMayWrite(node, id, token).ok());
-  EXPECT_EQ(c().NodeMayRead(node, id, token, other_input).code(), Code::kNotFound) << "not this attempt's";
-  EXPECT_EQ(c().NodeMayRead(node, id, "igat_forged", input).code(), Code::kNotFound);
-  EXPECT_EQ(c().NodeMayRead(node, id, "", input).code(), Code::kNotFound);
-  EXPECT_EQ(c().NodeMayRead(other_node, id, token, input).code(), Code::kNotFound) << "another node";
-  EXPECT_EQ(c().NodeMayWrite(other_node, id, token).code(), Code::kNotFound);
+  EXPECT_TRUE(c().artifact_rights().NodeMayRead(node, id, token, input).ok());
+  EXPECT_TRUE(c().artifact_rights().NodeMayRead(node, id, token, kArchive).ok()) << "its image archive";
+  EXPECT_TRUE(c().artifact_rights().NodeMayWrite(node, id, token).ok());
+  EXPECT_EQ(c().artifact_rights().NodeMayRead(node, id, token, other_input).code(), Code::kNotFound)
+      << "not this attempt's";
+  EXPECT_EQ(c().artifact_rights().NodeMayRead(node, id, "igat_forged", input).code(), Code::kNotFound);
+  EXPECT_EQ(c().artifact_rights().NodeMayRead(node, id, "", input).code(), Code::kNotFound);
+  EXPECT_EQ(c().artifact_rights().NodeMayRead(other_node, id, token, input).code(), Code::kNotFound) << "another node";
+  EXPECT_EQ(c().artifact_rights().NodeMayWrite(other_node, id, token).code(), Code::kNotFound);
   ASSERT_TRUE(h_->Accept(node, id).ok());
   ASSERT_TRUE(h_->Start(node, id).ok());
   ASSERT_TRUE(h_->Exit(node, id, 0).ok());
-  EXPECT_EQ(c().NodeMayRead(node, id, token, input).code(), Code::kNotFound) << "the lease has ended";
-  EXPECT_EQ(c().NodeMayWrite(node, id, token).code(), Code::kNotFound);
+  EXPECT_EQ(c().artifact_rights().NodeMayRead(node, id, token, input).code(), Code::kNotFound) << "the lease has ended";
+  EXPECT_EQ(c().artifact_rights().NodeMayWrite(node, id, token).code(), Code::kNotFound);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// The ledger's requester operations (issue 13): balances, history, deposits,
-// withdrawals and stakes, from and to the protocol's messages. What moves is
-// the plans' (src/ledger) through the shell (ledger_shell.h).
-#include "coordinator/coordinator.h"
+// The ledger's requester operations (ledger_requests.h).
+#include "coordinator/ledger_requests.h"
+
+#include <algorithm>
 
 namespace idlegrid::coordinator {
 namespace {
@@ -11,7 +11,7 @@ constexpr uint32_t kMaxHistory = 1000;
 
 }  // namespace
 
-Status Coordinator::CheckLedgerAccount(const std::string& account) {
+Status LedgerRequests::CheckAccount(const std::string& account) {
   if (!ledger_) {
     return Status::FailedPrecondition("this coordinator keeps no ledger (start it with --ledger)");
   }
@@ -20,8 +20,8 @@ Status Coordinator::CheckLedgerAccount(const std::string& account) {
   return Status::Ok();
 }
 
-Result<v1::LedgerBalanceResponse> Coordinator::LedgerBalance(const std::string& account) {
-  IG_RETURN_IF_ERROR(CheckLedgerAccount(account));
+Result<v1::LedgerBalanceResponse> LedgerRequests::Balance(const std::string& account) {
+  IG_RETURN_IF_ERROR(CheckAccount(account));
   IG_ASSIGN_OR_RETURN(auto balances, store_->LedgerBalances(account));
   v1::LedgerBalanceResponse out;
   out.set_account(account);
@@ -51,9 +51,9 @@ Result<v1::LedgerBalanceResponse> Coordinator::LedgerBalance(const std::string& 
   return out;
 }
 
-Result<v1::LedgerHistoryResponse> Coordinator::LedgerHistory(const std::string& account, int64_t after_seq,
-                                                             uint32_t limit) {
-  IG_RETURN_IF_ERROR(CheckLedgerAccount(account));
+Result<v1::LedgerHistoryResponse> LedgerRequests::History(const std::string& account, int64_t after_seq,
+                                                          uint32_t limit) {
+  IG_RETURN_IF_ERROR(CheckAccount(account));
   const uint32_t n = limit == 0 ? kDefaultHistory : std::min(limit, kMaxHistory);
   IG_ASSIGN_OR_RETURN(auto booked, store_->LedgerPostings(after_seq, n, account));
   v1::LedgerHistoryResponse out;
@@ -76,18 +76,18 @@ Result<v1::LedgerHistoryResponse> Coordinator::LedgerHistory(const std::string& 
   return out;
 }
 
-Result<v1::LedgerBalanceResponse> Coordinator::LedgerTransfer(const v1::LedgerTransferRequest& request, bool deposit) {
-  IG_RETURN_IF_ERROR(CheckLedgerAccount(request.account()));
+Result<v1::LedgerBalanceResponse> LedgerRequests::Transfer(const v1::LedgerTransferRequest& request, bool deposit) {
+  IG_RETURN_IF_ERROR(CheckAccount(request.account()));
   IG_RETURN_IF_ERROR(
       ledger_->Transfer(request.account(), request.micros(), request.request_id(), deposit, clock_->NowMs()));
-  return LedgerBalance(request.account());
+  return Balance(request.account());
 }
 
-Result<v1::LedgerBalanceResponse> Coordinator::LedgerStake(const v1::LedgerStakeRequest& request) {
-  IG_RETURN_IF_ERROR(CheckLedgerAccount(request.account()));
+Result<v1::LedgerBalanceResponse> LedgerRequests::Stake(const v1::LedgerStakeRequest& request) {
+  IG_RETURN_IF_ERROR(CheckAccount(request.account()));
   IG_RETURN_IF_ERROR(
       ledger_->Stake(request.account(), request.micros(), request.unstake(), request.request_id(), clock_->NowMs()));
-  return LedgerBalance(request.account());
+  return Balance(request.account());
 }
 
 }  // namespace idlegrid::coordinator

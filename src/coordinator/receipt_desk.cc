@@ -1,21 +1,20 @@
-// Signed receipts (docs/receipts.md): the node's statement in an EXITED
-// report is checked against its enrolled key before the report is applied,
-// then countersigned around what this coordinator recorded, and stored.
+// Signed receipts (receipt_desk.h, docs/receipts.md).
+#include "coordinator/receipt_desk.h"
+
 #include <spdlog/spdlog.h>
 
-#include "coordinator/coordinator.h"
 #include "receipt/assemble.h"
 #include "receipt/receipt.h"
 
 namespace idlegrid::coordinator {
 
-Result<std::pair<std::string, std::string>> Coordinator::NodeKeyAndProvider(const std::string& node_id) {
+Result<std::pair<std::string, std::string>> ReceiptDesk::NodeKeyAndProvider(const std::string& node_id) {
   IG_ASSIGN_OR_RETURN(auto rec, store_->GetNode(node_id));
   if (!rec || rec->public_key.empty()) return Status::NotFound("node " + node_id + " has no enrolled key");
   return std::make_pair(rec->public_key, rec->provider);
 }
 
-Status Coordinator::CheckReceiptStatement(const std::string& node_id, const v1::ReportAttemptRequest& report) {
+Status ReceiptDesk::CheckStatement(const std::string& node_id, const v1::ReportAttemptRequest& report) {
   if (!report.has_receipt_statement()) return Status::Ok();
   if (report.event() != v1::EXITED) {
     return Status::PermissionDenied("a receipt statement came with a " + v1::AttemptEvent_Name(report.event()) +
@@ -24,15 +23,15 @@ Status Coordinator::CheckReceiptStatement(const std::string& node_id, const v1::
   auto node = NodeKeyAndProvider(node_id);
   if (!node.ok()) return Status::PermissionDenied(node.status().message());
   const v1::ReceiptStatement& s = report.receipt_statement();
-  // Job and task follow from the attempt id; IssueReceipt compares them with
+  // Job and task follow from the attempt id; Issue compares them with
   // the stored attempt once the report has been applied.
   return receipt::CheckStatement(
       s, report.receipt_signature(),
       {s.job_id(), s.task_index(), report.attempt_id(), report.lease_epoch(), node_id, node->first});
 }
 
-void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job, const v1::ReportAttemptRequest& report) {
-  if (!options_.receipt_key) return;
+void ReceiptDesk::Issue(const std::string& node_id, const v1::Job& job, const v1::ReportAttemptRequest& report) {
+  if (!key_) return;
   const std::string& job_id = job.id();
   Status issued = [&]() -> Status {
     IG_ASSIGN_OR_RETURN(auto node, NodeKeyAndProvider(node_id));
@@ -46,7 +45,7 @@ void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job, c
                                           std::to_string(task.index()));
         }
         v1::Receipt r = receipt::AssembleReceipt(s, report.receipt_signature(), node.first, attempt, node.second);
-        IG_RETURN_IF_ERROR(receipt::Countersign(*options_.receipt_key, &r));
+        IG_RETURN_IF_ERROR(receipt::Countersign(*key_, &r));
         return store_->PutReceipt(attempt.id(), r);
       }
     }
@@ -57,7 +56,7 @@ void Coordinator::IssueReceipt(const std::string& node_id, const v1::Job& job, c
   }
 }
 
-Result<v1::Receipt> Coordinator::GetReceipt(const v1::GetReceiptRequest& request) {
+Result<v1::Receipt> ReceiptDesk::Get(const v1::GetReceiptRequest& request) {
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(request.job_id()));
   const v1::Attempt* latest = nullptr;
   for (const auto& task : job.tasks()) {

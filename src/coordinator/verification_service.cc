@@ -1,23 +1,20 @@
-// The coordinator's half of result verification (docs/verification.md): the
-// job's mode resolved at submit, the verdict on a task each time one of its
-// results comes back (verify::DecideTask decides; the store writes it in one
-// transaction), the ledger's slash of a provider proven wrong, and
-// backtracking over the results it had accepted on its word.
+// Result verification's shell (verification_service.h, docs/verification.md).
+#include "coordinator/verification_service.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
-#include <random>
+#include <utility>
 
 #include "common/fs.h"
-#include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
 #include "manifest/image_ref.h"
 #include "manifest/manifest.h"
+#include "sched/scheduler.h"
 #include "verify/adaptive.h"
 #include "verify/caught.h"
 #include "verify/challenge.h"
-#include "verify/task_verdict.h"
 
 namespace idlegrid::coordinator {
 
@@ -26,13 +23,7 @@ namespace {
 // Outputs compared by their numbers are read back from the artifact store;
 // past this size such an output is not comparable (verify/compare.h says so).
 constexpr uint64_t kMaxComparedOutputBytes = 16 << 20;
-// Backtracking reaches this far back when the ledger (and its dispute
-// window) is off.
-constexpr int64_t kDefaultBacktrackWindowMs = 24 * 3600 * 1000LL;
 constexpr size_t kMaxBacktrack = 1000;
-// A known-answer check its provider has not taken by then is withdrawn (the
-// provider may have left): the task's agreed result stands.
-constexpr int64_t kChallengeWaitMs = 60'000;
 
 // Whether a task's result was accepted by a quorum: a known answer.
 bool KnownAnswer(const v1::Task& task) {
@@ -53,54 +44,68 @@ store::TrustRecord RecordFor(const std::vector<store::TrustRecord>& records, con
   return fresh;
 }
 
+const v1::Task* TaskOf(const v1::Job& job, uint32_t index) {
+  for (const auto& t : job.tasks()) {
+    if (t.index() == index) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-Status Coordinator::ResolveVerification(v1::JobSpec* spec) {
+VerificationService::VerificationService(store::Store* store, artifacts::ArtifactStore* artifacts, LedgerShell* ledger,
+                                         const Clock* clock, verify::VerificationPolicy policy,
+                                         int64_t backtrack_window_ms, Hooks hooks, uint64_t seed)
+    : store_(store),
+      artifacts_(artifacts),
+      ledger_(ledger),
+      clock_(clock),
+      policy_(std::move(policy)),
+      backtrack_window_ms_(backtrack_window_ms),
+      hooks_(std::move(hooks)),
+      rng_(seed) {}
+
+Status VerificationService::Resolve(v1::JobSpec* spec) const {
   // A job that names no mode gets the operator's default, written into the
   // stored spec so the stores know it is verified ("" stays "": none).
-  if (spec->verification().mode().empty() && options_.verification.default_mode != verify::Mode::kNone) {
-    spec->mutable_verification()->set_mode(verify::ModeName(options_.verification.default_mode));
+  if (spec->verification().mode().empty() && policy_.default_mode != verify::Mode::kNone) {
+    spec->mutable_verification()->set_mode(verify::ModeName(policy_.default_mode));
   }
-  return verify::Resolve(spec->verification(), options_.verification).status();
+  return verify::Resolve(spec->verification(), policy_).status();
 }
 
-std::string Coordinator::ProviderOf(const std::string& node_id) {
-  {
-    MutexLock lock(&mu_);
-    auto it = nodes_.find(node_id);
-    if (it != nodes_.end() && !it->second.provider.empty()) return it->second.provider;
-  }
-  auto rec = store_->GetNode(node_id);
-  return rec.ok() && *rec ? (*rec)->provider : std::string(store::kOperatorAccount);
-}
-
-void Coordinator::VerifyHeldTasks() {
+void VerificationService::Sweep() {
+  const int64_t now = clock_->NowMs();
+  if (now - swept_ms_ < kSweepMs) return;
+  swept_ms_ = now;
   auto held = store_->HeldTasks(200);
   if (!held.ok()) {
     spdlog::warn("verification: held tasks not read: {}", held.status().ToString());
     return;
   }
-  for (const store::TaskKey& k : *held) VerifyTask(k.job_id, k.index);
+  for (const store::TaskKey& k : *held) OnResultHeld(k.job_id, k.index);
   WithdrawStaleChecks();
 }
 
-void Coordinator::VerifyTask(const std::string& job_id, uint32_t index) {
-  Status st = DecideAndWriteVerdict(job_id, index);
+void VerificationService::OnResultHeld(const std::string& job_id, uint32_t index) {
+  Status st = Decide(job_id, index);
   if (!st.ok()) spdlog::warn("verification of {}/{}: {} (retried by the sweep)", job_id, index, st.ToString());
 }
 
-Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t index) {
+double VerificationService::Draw() {
+  MutexLock lock(&rng_mu_);
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+}
+
+Status VerificationService::Decide(const std::string& job_id, uint32_t index) {
   // One verdict at a time: trust counts are read, changed and written back.
   MutexLock verdicts(&verdict_mu_);
   IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
-  const v1::Task* task = nullptr;
-  for (const auto& t : job.tasks()) {
-    if (t.index() == index) task = &t;
-  }
+  const v1::Task* task = TaskOf(job, index);
   if (task == nullptr) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
   bool known_answer = false;
   for (const auto& t : job.tasks()) known_answer = known_answer || (t.index() != index && KnownAnswer(t));
-  IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec, verify::Resolve(job.spec().verification(), options_.verification));
+  IG_ASSIGN_OR_RETURN(verify::VerificationSpec spec, verify::Resolve(job.spec().verification(), policy_));
   const std::string image = manifest::ImageDigestOf(job.spec().image());
 
   verify::TaskVerdictInput in;
@@ -128,18 +133,27 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
       in.check_can_reach = KnownAnswerFor(job, index, pending_provider) != nullptr;
     }
     IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* mine, records_of(pending_provider));
-    const std::vector<store::TrustRecord>& pending_trust = *mine;
-    in.consecutive_valid = RecordFor(pending_trust, pending_provider, image).consecutive;
-    in.provider_on_probation = RecordFor(pending_trust, pending_provider, "").caught > 0 && in.consecutive_valid == 0;
+    in.consecutive_valid = RecordFor(*mine, pending_provider, image).consecutive;
+    in.provider_on_probation = RecordFor(*mine, pending_provider, "").caught > 0 && in.consecutive_valid == 0;
   }
-  {
-    MutexLock lock(&rng_mu_);
-    in.draw = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-  }
+  in.draw = Draw();
   const verify::TaskVerdict verdict = verify::DecideTask(in);
   if (verdict.outcome == verify::TaskOutcome::kNothing) return Status::Ok();
 
   const int64_t now = clock_->NowMs();
+  IG_ASSIGN_OR_RETURN(store::VerdictWrite w, VerdictWriteOf(job_id, index, image, verdict, records_of, now));
+  IG_ASSIGN_OR_RETURN(bool applied, store_->ApplyVerdict(w, now));
+  if (!applied) return Status::Ok();  // decided elsewhere first
+  spdlog::info("verification {}/{}: {} ({})", job_id, index, verify::TaskOutcomeName(verdict.outcome), verdict.line);
+  AfterVerdict(job, spec, verdict, in.runs, pending_provider, now);
+  hooks_.verdict_written(job_id);
+  hooks_.changed();
+  return Status::Ok();
+}
+
+Result<store::VerdictWrite> VerificationService::VerdictWriteOf(
+    const std::string& job_id, uint32_t index, const std::string& image, const verify::TaskVerdict& verdict,
+    const std::function<Result<const std::vector<store::TrustRecord>*>(const std::string&)>& records_of, int64_t now) {
   store::VerdictWrite w;
   w.job_id = job_id;
   w.index = index;
@@ -163,49 +177,49 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   }
   for (const auto& v : verdict.votes) w.votes.push_back({v.attempt_id, v.vote, v.reason, v.failed});
   // Providers' records: +1 for a verified result, reset (every image) for a wrong one.
-  std::map<std::string, uint32_t> reliability_of;
   for (const std::string& p : verdict.verified) {
-    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* found, records_of(p));
-    const std::vector<store::TrustRecord>& records = *found;
-    store::TrustRecord mine = RecordFor(records, p, image);
+    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* records, records_of(p));
+    store::TrustRecord mine = RecordFor(*records, p, image);
     mine.consecutive = verify::CountAfterVerification(mine.consecutive, true);
-    store::TrustRecord self = RecordFor(records, p, "");
+    store::TrustRecord self = RecordFor(*records, p, "");
     self.reliability = verify::ReliabilityAfterValid(self.reliability);
     w.trust.push_back(mine);
     w.trust.push_back(self);
   }
   for (const std::string& p : verdict.caught) {
-    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* found, records_of(p));
-    const std::vector<store::TrustRecord>& records = *found;
-    store::TrustRecord self = RecordFor(records, p, "");
-    const verify::CaughtOutcome caught = verify::OnCaught(p, self.reliability, self.caught, options_.verification,
-                                                          verify::Backtrack::kSinceLastVerified, {});
-    for (store::TrustRecord r : records) {
+    IG_ASSIGN_OR_RETURN(const std::vector<store::TrustRecord>* records, records_of(p));
+    store::TrustRecord self = RecordFor(*records, p, "");
+    const verify::CaughtOutcome caught =
+        verify::OnCaught(p, self.reliability, self.caught, policy_, verify::Backtrack::kSinceLastVerified, {});
+    for (store::TrustRecord r : *records) {
       if (r.image.empty()) continue;
       r.consecutive = caught.consecutive_valid;
       w.trust.push_back(r);
     }
-    store::TrustRecord mine = RecordFor(records, p, image);
+    store::TrustRecord mine = RecordFor(*records, p, image);
     mine.consecutive = 0;
     if (!image.empty()) w.trust.push_back(mine);
     self.reliability = caught.reliability;
     self.caught += 1;
     w.trust.push_back(self);
   }
-  IG_ASSIGN_OR_RETURN(bool applied, store_->ApplyVerdict(w, now));
-  if (!applied) return Status::Ok();  // decided elsewhere first
-  spdlog::info("verification {}/{}: {} ({})", job_id, index, verify::TaskOutcomeName(verdict.outcome), verdict.line);
+  return w;
+}
+
+void VerificationService::AfterVerdict(const v1::Job& job, const verify::VerificationSpec& spec,
+                                       const verify::TaskVerdict& verdict, const std::vector<verify::RunRecord>& runs,
+                                       const std::string& pending_provider, int64_t now) {
   for (const auto& v : verdict.votes) {
     if (!v.failed) continue;
     const std::string provider = [&] {
-      for (const auto& r : in.runs) {
+      for (const auto& r : runs) {
         if (r.attempt_id == v.attempt_id) return r.provider;
       }
       return std::string();
     }();
     spdlog::warn("verification: attempt {} of provider {} was wrong ({})", v.attempt_id, provider, v.reason);
     if (ledger_) {
-      Status punished = ledger_->PunishWrongResult(job.account(), job_id, provider, v.attempt_id, now);
+      Status punished = ledger_->PunishWrongResult(job.account(), job.id(), provider, v.attempt_id, now);
       if (!punished.ok()) spdlog::warn("ledger: slash for {} not applied: {}", v.attempt_id, punished.ToString());
     }
     Backtrack(provider, v.attempt_id);
@@ -214,22 +228,15 @@ Status Coordinator::DecideAndWriteVerdict(const std::string& job_id, uint32_t in
   // under adaptive) may bring its provider a known-answer check.
   if (spec.challenge_rate > 0 && verdict.outcome == verify::TaskOutcome::kAccept && verdict.votes.size() == 1 &&
       verdict.votes[0].vote == "unverified") {
-    double draw;
-    {
-      MutexLock lock(&rng_mu_);
-      draw = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-    }
-    if (verify::ShouldChallenge(spec.challenge_rate, draw)) SendKnownAnswerCheck(job, pending_provider, now);
+    if (verify::ShouldChallenge(spec.challenge_rate, Draw())) SendKnownAnswerCheck(job, pending_provider, now);
   }
-  SettleJobLedger(job_id);
-  Notify();
-  return Status::Ok();
 }
 
-std::vector<verify::RunRecord> Coordinator::RunRecordsOf(const v1::Task& task, const verify::VerificationSpec& spec) {
+std::vector<verify::RunRecord> VerificationService::RunRecordsOf(const v1::Task& task,
+                                                                 const verify::VerificationSpec& spec) {
   std::vector<verify::RunRecord> runs;
   for (const v1::Attempt& a : task.attempts()) {
-    verify::RunRecord run{a.id(), ProviderOf(a.node_id()), a.state(), a.vote(), {}};
+    verify::RunRecord run{a.id(), hooks_.provider_of(a.node_id()), a.state(), a.vote(), {}};
     for (const auto& o : a.outputs()) {
       verify::OutputFile f{o.path(), o.digest(), std::nullopt};
       const bool by_numbers = std::any_of(spec.compare.tolerances.begin(), spec.compare.tolerances.end(),
@@ -245,17 +252,17 @@ std::vector<verify::RunRecord> Coordinator::RunRecordsOf(const v1::Task& task, c
   return runs;
 }
 
-const v1::Task* Coordinator::KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider) {
+const v1::Task* VerificationService::KnownAnswerFor(const v1::Job& job, uint32_t except, const std::string& provider) {
   for (const v1::Task& t : job.tasks()) {
     if (t.index() == except || !KnownAnswer(t)) continue;
     const bool ran = std::any_of(t.attempts().begin(), t.attempts().end(),
-                                 [&](const v1::Attempt& a) { return ProviderOf(a.node_id()) == provider; });
+                                 [&](const v1::Attempt& a) { return hooks_.provider_of(a.node_id()) == provider; });
     if (!ran) return &t;
   }
   return nullptr;
 }
 
-void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {
+void VerificationService::SendKnownAnswerCheck(const v1::Job& job, const std::string& provider, int64_t now) {
   // A task of the job with a known answer that the provider never ran: to
   // it, one more task of the job it is working on.
   if (const v1::Task* found = KnownAnswerFor(job, UINT32_MAX, provider)) {
@@ -282,7 +289,7 @@ void Coordinator::SendKnownAnswerCheck(const v1::Job& job, const std::string& pr
   }
 }
 
-void Coordinator::WithdrawStaleChecks() {
+void VerificationService::WithdrawStaleChecks() {
   const int64_t now = clock_->NowMs();
   auto waiting = store_->TasksExcluding(sched::kOnlyProvider, 200);
   if (!waiting.ok()) return;
@@ -303,10 +310,9 @@ void Coordinator::WithdrawStaleChecks() {
   }
 }
 
-void Coordinator::Backtrack(const std::string& provider, const std::string& caught_on) {
+void VerificationService::Backtrack(const std::string& provider, const std::string& caught_on) {
   const int64_t now = clock_->NowMs();
-  const int64_t window = ledger_ ? options_.ledger.policy.dispute_window_ms : kDefaultBacktrackWindowMs;
-  auto results = store_->ProviderResults(provider, now - window, kMaxBacktrack);
+  auto results = store_->ProviderResults(provider, now - backtrack_window_ms_, kMaxBacktrack);
   if (!results.ok()) {
     spdlog::warn("verification: {}'s results not read for backtracking: {}", provider, results.status().ToString());
     return;
@@ -317,7 +323,7 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
         {r.attempt_id, provider, r.vote == "unverified" ? verify::Check::kUnverified : verify::Check::kReplicated, {}});
   }
   const verify::CaughtOutcome caught =
-      verify::OnCaught(provider, 0, 0, options_.verification, verify::Backtrack::kSinceLastVerified, history);
+      verify::OnCaught(provider, 0, 0, policy_, verify::Backtrack::kSinceLastVerified, history);
   for (const std::string& attempt : caught.reverify) {
     auto it = std::find_if(results->begin(), results->end(),
                            [&](const store::ProviderResult& r) { return r.attempt_id == attempt; });
@@ -343,23 +349,20 @@ void Coordinator::Backtrack(const std::string& provider, const std::string& caug
     }
   }
   Demote(provider, caught_on, *results, caught.demote, now);
-  Notify();
+  hooks_.changed();
 }
 
-void Coordinator::Demote(const std::string& provider, const std::string& caught_on,
-                         const std::vector<store::ProviderResult>& results, const std::vector<std::string>& attempts,
-                         int64_t now) {
+void VerificationService::Demote(const std::string& provider, const std::string& caught_on,
+                                 const std::vector<store::ProviderResult>& results,
+                                 const std::vector<std::string>& attempts, int64_t now) {
   for (const std::string& attempt : attempts) {
     auto it = std::find_if(results.begin(), results.end(),
                            [&](const store::ProviderResult& r) { return r.attempt_id == attempt; });
     if (it == results.end()) continue;
     auto job = store_->GetJob(it->job_id);
     if (!job.ok()) continue;
-    const v1::Task* task = nullptr;
-    for (const auto& t : job->tasks()) {
-      if (t.index() == it->index) task = &t;
-    }
-    auto spec = verify::Resolve(job->spec().verification(), options_.verification);
+    const v1::Task* task = TaskOf(*job, it->index);
+    auto spec = verify::Resolve(job->spec().verification(), policy_);
     if (task == nullptr || !spec.ok()) continue;
     const verify::DemoteDecision d = verify::DecideDemote(*spec, provider, caught_on, RunRecordsOf(*task, *spec));
     if (!d.changed) continue;
