@@ -32,6 +32,7 @@
 //
 // Lock order (a thread holding one may take only those after it):
 //   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
+//   VerificationService's verdict lock  ->  Coordinator::mu_ (its hooks; it is held across the verdict's store write)
 // AgentTokenCache's, RunningIndexCache's, EventCounters', ImageCatalog's pieces', AccountTermsCache's and history_mu_
 // are leaves, taken with nothing else held by them. No lock is held across a store write except where a method says so
 // (JudgeReadiness records a measurement under mu_). StandingReader's lock is a leaf too, held across store reads of

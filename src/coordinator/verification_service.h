@@ -8,9 +8,11 @@
 // sends and withdraws known-answer checks.
 //
 // Owns two locks: one verdict at a time (trust counts are read, changed and
-// written back), and its random source's. Both are leaves: nothing else is
-// held with them, and the callbacks below are called with neither held
-// except `provider_of` (which must take no lock of this service's).
+// written back), held across a whole verdict, its hooks included; and its
+// random source's, a leaf. The hooks may take the coordinator's locks
+// (Coordinator::mu_, the ledger's) but never one of this service's, and
+// nothing calls into this service with those held: the order is
+// VerificationService's verdict lock -> Coordinator::mu_.
 // Store, artifacts, ledger, clock and random seed are injected.
 #include <cstdint>
 #include <functional>
