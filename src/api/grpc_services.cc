@@ -374,14 +374,14 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                              v1::ReportAttemptResponse*) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return ToGrpc(c_->ReportAttempt(*node, *req));
+    return ToGrpc(c_->attempts().Report(*node, *req));
   }
 
   grpc::Status AppendLogs(grpc::ServerContext* ctx, const v1::AppendLogsRequest* req,
                           v1::AppendLogsResponse*) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    return ToGrpc(c_->AppendLogs(*node, *req));
+    return ToGrpc(c_->attempts().AppendLogs(*node, *req));
   }
 
   grpc::Status UploadArtifact(grpc::ServerContext* ctx, grpc::ServerReader<v1::ArtifactChunk>* reader,

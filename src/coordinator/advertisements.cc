@@ -11,6 +11,7 @@
 #include "common/random.h"
 #include "common/units.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/node_views.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
 #include "readiness/bench_image.h"
@@ -18,15 +19,6 @@
 #include "readiness/readiness.h"
 
 namespace idlegrid::coordinator {
-
-std::string Coordinator::StackOf(const v1::Advertisement& ad) {
-  // What a measurement is valid for: a new agent or driver is measured again.
-  std::string stack = ad.agent_version();
-  for (const auto& d : ad.inventory().gpus().devices()) {
-    if (!d.simulated()) stack += "|" + d.uuid() + "@" + d.driver_version();
-  }
-  return stack;
-}
 
 Status Coordinator::CheckSimulated(const v1::Advertisement& ad) const {
   if (options_.allow_simulated_gpus) return Status::Ok();

@@ -55,6 +55,7 @@
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
 #include "coordinator/artifact_rights.h"
+#include "coordinator/attempt_reports.h"
 #include "coordinator/account_terms.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
@@ -230,13 +231,10 @@ class Coordinator {
                                             const std::string& peer);
   void CloseSession(const std::string& node_id, const std::shared_ptr<AgentSession>& session);
   Result<v1::HeartbeatResponse> Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request);
-  // Applies an agent's report. A provenance record in it names the node as
-  // this coordinator authenticated it (AttestNodeIdentity), whatever the
-  // agent claimed.
-  Status ReportAttempt(const std::string& node_id, const v1::ReportAttemptRequest& request);
+  // Attempt reports and log chunks from agents (attempt_reports.h).
+  AttemptReports& attempts() { return *attempts_; }
   // Receipts: statements checked, countersigned, read back (receipt_desk.h).
   ReceiptDesk& receipts() { return receipts_; }
-  Status AppendLogs(const std::string& node_id, const v1::AppendLogsRequest& request);
   artifacts::ArtifactStore* artifact_store() { return artifacts_.get(); }
   store::Store* store() { return store_.get(); }
   // Artifact tokens, what a node may read and write, upload holds (artifact_rights.h).
@@ -280,12 +278,6 @@ class Coordinator {
     v1::NodePause pause;
   };
 
-  // Sets the provenance's node id to `node_id` (the node whose agent token
-  // the report came with) and its key fingerprint to that of the key the
-  // node registered ("" if none is known); a claim that differed is logged.
-  // Only a failed store read is an error.
-  Status AttestNodeIdentity(const std::string& node_id, v1::Provenance* provenance);
-
   // advertisements.cc: advertisements, readiness benchmarks, node views.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);
   Status CheckSimulated(const v1::Advertisement& ad) const;
@@ -302,7 +294,6 @@ class Coordinator {
   // back by its owner, or its readiness benchmark pending or failed. The
   // node's other devices and its CPUs are not affected.
   std::string GpuUnavailableReasonLocked(const NodeLive& node, const v1::GpuDevice& d) const IG_REQUIRES(mu_);
-  static std::string StackOf(const v1::Advertisement& ad);
   // What `node` offers less what `mine` (its active attempts) hold: the
   // capacity ledger's rule, the one the store's commit guard applies too.
   static capacity::NodeCapacity HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine);
@@ -314,9 +305,6 @@ class Coordinator {
   // placement.cc: snapshot building, dispatch, explain, market.
   std::vector<sched::NodeView> NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const IG_REQUIRES(mu_);
   sched::TaskView TaskViewOf(const store::QueuedTask& task, double spent, const sched::DataPolicy& data) const;
-  // Active attempts by node id, so per-node work does not rescan them all.
-  static std::map<std::string, std::vector<store::ActiveAttempt>> GroupByNode(
-      const std::vector<store::ActiveAttempt>& active);
   // One pass: read the queue, plan, fail priced-out tasks, commit, send.
   void DispatchOnce();
   // The pass's tasks to plan: those within their account's running-task
@@ -388,6 +376,7 @@ class Coordinator {
   LedgerRequests ledger_requests_;
   ReceiptDesk receipts_;
   std::unique_ptr<JobRequests> jobs_;           // no lock of its own
+  std::unique_ptr<AttemptReports> attempts_;    // no lock of its own
   std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
 
   // Thread-safe pieces with locks of their own (see the lock order above).

@@ -152,7 +152,7 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
     report.set_message("the agent no longer runs this attempt (it restarted); its container was removed");
     spdlog::warn("attempt {} on node {} is gone from the agent: failing it", id, node_id);
     // Refused when it ended meanwhile; otherwise the lease expiry ends it.
-    if (Status st = ReportAttempt(node_id, report); !st.ok()) spdlog::info("attempt {}: {}", id, st.message());
+    if (Status st = attempts_->Report(node_id, report); !st.ok()) spdlog::info("attempt {}: {}", id, st.message());
   }
 }
 
@@ -278,7 +278,7 @@ void Coordinator::CheckHeartbeats() {
       report.set_message("node did not acknowledge the assignment within " + std::to_string(options_.ack_timeout_ms) +
                          " ms");
       spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
-      if (Status st = ReportAttempt(a.node_id, report); !st.ok()) {
+      if (Status st = attempts_->Report(a.node_id, report); !st.ok()) {
         spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());
       }
       v1::Command cancel;  // should the assignment still arrive, the agent drops it

@@ -12,6 +12,7 @@
 #include "capacity/node_capacity.h"
 #include "common/random.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/node_views.h"
 #include "sched/cost_cap.h"
 #include "sched/data_class.h"
 #include "jobs/attempt_events.h"
@@ -195,13 +196,6 @@ std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<stor
     views.push_back(std::move(v));
   }
   return views;
-}
-
-std::map<std::string, std::vector<store::ActiveAttempt>> Coordinator::GroupByNode(
-    const std::vector<store::ActiveAttempt>& active) {
-  std::map<std::string, std::vector<store::ActiveAttempt>> out;
-  for (const auto& a : active) out[a.node_id].push_back(a);
-  return out;
 }
 
 sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent, const sched::DataPolicy& data) const {

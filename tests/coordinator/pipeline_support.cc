@@ -161,7 +161,7 @@ Status PipelineHarness::Report(const std::string& node_id, const std::string& at
   for (const auto& a : task.attempts()) {
     if (a.id() == attempt_id) report.set_lease_epoch(a.lease_epoch());
   }
-  return coordinator_->ReportAttempt(node_id, report);
+  return coordinator_->attempts().Report(node_id, report);
 }
 
 Status PipelineHarness::Accept(const std::string& node_id, const std::string& attempt_id) {

@@ -67,7 +67,7 @@ TEST_F(ProvenanceTest, TheRecordNamesTheAuthenticatedNodeAndItsRegisteredKey) {
   claimed->set_kernel_release("6.1.0-18-amd64");
   claimed->set_job_spec_digest(stored->spec_digest());
   claimed->add_env_names("MODE");
-  ASSERT_TRUE(h_.coordinator().ReportAttempt(holder, started).ok());
+  ASSERT_TRUE(h_.coordinator().attempts().Report(holder, started).ok());
 
   auto after = h_.Task(*job);
   ASSERT_TRUE(after.ok());

@@ -70,7 +70,7 @@ class ReceiptsTest : public ::testing::Test {
 };
 
 TEST_F(ReceiptsTest, AGenuineStatementIsCountersignedStoredAndVerifies) {
-  ASSERT_TRUE(h_.coordinator().ReportAttempt(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch())).ok());
+  ASSERT_TRUE(h_.coordinator().attempts().Report(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch())).ok());
   auto task = h_.Task(job_);
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->state(), v1::SUCCEEDED);
@@ -97,7 +97,7 @@ TEST_F(ReceiptsTest, AGenuineStatementIsCountersignedStoredAndVerifies) {
 
 TEST_F(ReceiptsTest, AStatementSignedByAnotherKeyFailsTheAttemptAsThePlatformsFault) {
   const advert::NodeKey forger = advert::NodeKey::Generate();
-  ASSERT_TRUE(h_.coordinator().ReportAttempt(node_, Exited(forger, attempt_.lease_epoch())).ok());
+  ASSERT_TRUE(h_.coordinator().attempts().Report(node_, Exited(forger, attempt_.lease_epoch())).ok());
   auto task = h_.Task(job_);
   ASSERT_TRUE(task.ok());
   const v1::Attempt& a = task->attempts(0);
@@ -113,7 +113,7 @@ TEST_F(ReceiptsTest, AStatementSignedByAnotherKeyFailsTheAttemptAsThePlatformsFa
 }
 
 TEST_F(ReceiptsTest, AStatementForAnotherLeaseIsRefused) {
-  ASSERT_TRUE(h_.coordinator().ReportAttempt(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch() + 1)).ok());
+  ASSERT_TRUE(h_.coordinator().attempts().Report(node_, Exited(h_.KeyOf(node_), attempt_.lease_epoch() + 1)).ok());
   auto task = h_.Task(job_);
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->attempts(0).failure_reason(), v1::PLATFORM_FAILURE);
