@@ -1,7 +1,6 @@
 // `agent` and its subcommands: join, status, pause, resume, unit
 // (docs/provider.md).
 #include <google/protobuf/util/json_util.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -10,7 +9,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/agent.h"
@@ -25,6 +23,7 @@
 #include "cli/image_base.h"
 #include "common/exit_code.h"
 #include "common/fs.h"
+#include "common/signal_drain.h"
 #include "manifest/manifest.h"
 #include "registry/allow_list.h"
 
@@ -69,20 +68,13 @@ int RunAgent(const idlegrid::agent::AgentConfig& config, bool discover, bool jso
     PrintAdvertisement(*ad);
     return 0;
   }
-  // SIGTERM/SIGINT: stop taking work, kill running containers, exit.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    spdlog::info("signal {}: agent draining, then shutting down", sig);
-    agent.GracefulShutdown(std::chrono::seconds(grace_seconds));
-  });
-  waiter.detach();
-  return agent.Run();
+  // SIGTERM/SIGINT: stop taking work, kill running containers, exit. The
+  // drain runs beside Run() and is joined before `agent` goes out of scope.
+  return idlegrid::RunDrainingOnSignal([&] { return agent.Run(); },
+                                       [&](int sig) {
+                                         spdlog::info("signal {}: agent draining, then shutting down", sig);
+                                         agent.GracefulShutdown(std::chrono::seconds(grace_seconds));
+                                       });
 }
 
 // `agent status`: the node id and coordinator come from the agent's own
