@@ -64,7 +64,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     IG_ADMIT("WatchJob", gate_.Job(req->job_id()));
     std::string last;
     while (!ctx->IsCancelled()) {
-      uint64_t version = c_->version();
+      uint64_t version = c_->changes().version();
       auto job = c_->jobs().Get(req->job_id());
       if (!job.ok()) return ToGrpc(job.status());
       std::string bytes = job->SerializeAsString();
@@ -73,7 +73,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
         last = std::move(bytes);
       }
       if (jobs::IsSettled(*job)) return grpc::Status::OK;
-      c_->WaitForChange(version, 1000);
+      c_->changes().WaitForChange(version, 1000);
     }
     return grpc::Status::OK;
   }
@@ -157,7 +157,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     // An empty list serializes to nothing: track the first send apart.
     std::optional<std::string> last;
     while (!ctx->IsCancelled()) {
-      uint64_t version = c_->version();
+      uint64_t version = c_->changes().version();
       auto nodes = c_->ListNodes();
       if (!nodes.ok()) return ToGrpc(nodes.status());
       v1::ListNodesResponse visible = VisibleNodes(caller, std::move(nodes).value());
@@ -168,7 +168,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
         if (!writer->Write(visible)) return grpc::Status::OK;
         last = std::move(bytes);
       }
-      c_->WaitForChange(version, 1000);
+      c_->changes().WaitForChange(version, 1000);
     }
     return grpc::Status::OK;
   }
@@ -180,7 +180,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     if (!first.ok()) return ToGrpc(first.status());
     int64_t after = req->after_seq();
     while (!ctx->IsCancelled()) {
-      uint64_t version = c_->version();
+      uint64_t version = c_->changes().version();
       auto chunks = c_->jobs().ReadLogs(req->job_id(), after, 0);
       if (!chunks.ok()) return ToGrpc(chunks.status());
       for (const auto& ch : *chunks) {
@@ -196,7 +196,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
         if (rest.ok() && !rest->empty()) continue;
         return grpc::Status::OK;
       }
-      c_->WaitForChange(version, 1000);
+      c_->changes().WaitForChange(version, 1000);
     }
     return grpc::Status::OK;
   }
@@ -326,7 +326,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status ProviderEarnings(grpc::ServerContext* ctx, const v1::ProviderEarningsRequest* req,
                                 v1::ProviderEarningsResponse* out) override {
     IG_ADMIT("ProviderEarnings", gate_.Account(req->provider()));
-    return Reply(c_->ProviderEarnings(req->provider().empty() ? caller.account : req->provider()), out);
+    return Reply(c_->reports().ProviderEarnings(req->provider().empty() ? caller.account : req->provider()), out);
   }
 
  private:

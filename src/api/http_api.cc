@@ -271,8 +271,9 @@ void HttpApi::WorkflowRoutes() {
 void HttpApi::HistoryRoutes() {
   server_->Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "ListNodes", Gate::None())) return;
-    res.set_content(metrics::LoadHistoryJson(c_->LoadSamples(), coordinator::Coordinator::kLoadSamplePeriodMs),
-                    "application/json");
+    res.set_content(
+        metrics::LoadHistoryJson(c_->reports().LoadSamples(), coordinator::FleetReports::kLoadSamplePeriodMs),
+        "application/json");
   });
 }
 
@@ -285,7 +286,7 @@ void HttpApi::MetricsRoutes() {
     if (caller->role != auth::Role::kOperator) {
       return SendError(res, Status::PermissionDenied("/metrics is for operator tokens"));
     }
-    auto text = c_->Metrics();
+    auto text = c_->reports().Metrics();
     if (!text.ok()) return SendError(res, text.status());
     res.set_content(*text, "text/plain; version=0.0.4");
   });

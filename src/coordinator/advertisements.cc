@@ -80,7 +80,7 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
     }
   }
   spdlog::debug("advertisement {} of node {} accepted", ad.sequence(), node_id);
-  Notify();
+  changes_.Notify();
   return Status::Ok();
 }
 
@@ -331,9 +331,7 @@ void Coordinator::JudgeReadiness(const v1::Job& read) {
   } else {
     spdlog::warn("node {} failed its readiness benchmark: {}", node_id, m.reason());
   }
-  ++version_;
-  dirty_ = true;
-  cv_.NotifyAll();
+  changes_.Notify();
 }
 
 namespace {
@@ -420,9 +418,7 @@ void Coordinator::JudgeGpuReadiness(const v1::Job& job) {
   } else {
     spdlog::warn("node {} GPU {} failed its readiness benchmark: {}", node_id, uuid, gm.reason());
   }
-  ++version_;
-  dirty_ = true;
-  cv_.NotifyAll();
+  changes_.Notify();
 }
 
 }  // namespace idlegrid::coordinator

@@ -65,10 +65,12 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       registry_(std::move(registry)),
       tenancy_(store_.get(), clock, options.default_quota),
       rate_limits_(options.rate_limits),
-      images_(store_.get(), artifacts_.get(), registry_.get(), clock, CatalogOptions(options), [this] { Notify(); }),
+      images_(store_.get(), artifacts_.get(), registry_.get(), clock, CatalogOptions(options),
+              [this] { changes_.Notify(); }),
       artifact_rights_(store_.get(), &images_, clock, join_secret),
       ledger_(options.ledger.enabled ? std::make_unique<LedgerShell>(store_.get(), options.ledger.policy) : nullptr),
       ledger_requests_(store_.get(), ledger_.get(), clock),
+      settler_(store_.get(), ledger_.get(), clock),
       receipts_(store_.get(), options.receipt_key),
       data_policy_(std::make_shared<const sched::DataPolicy>(options.data_policy)),
       account_terms_(store_.get(), clock_, options_.default_quota.max_running_tasks, options_.account_weights),
@@ -76,8 +78,8 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
       retention_(store_.get(), artifacts_.get(), clock) {
   VerificationService::Hooks hooks;
   hooks.provider_of = [this](const std::string& node_id) { return ProviderOf(node_id); };
-  hooks.verdict_written = [this](const std::string& job_id) { SettleJobLedger(job_id); };
-  hooks.changed = [this] { Notify(); };
+  hooks.verdict_written = [this](const std::string& job_id) { settler_.SettleJob(job_id); };
+  hooks.changed = [this] { changes_.Notify(); };
   const int64_t backtrack_window_ms =
       ledger_ ? options_.ledger.policy.dispute_window_ms : VerificationService::kDefaultBacktrackWindowMs;
   verification_ = std::make_unique<VerificationService>(store_.get(), artifacts_.get(), ledger_.get(), clock_,
@@ -86,10 +88,10 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
   job_hooks.data_policy = [this] { return CurrentDataPolicy(); };
   job_hooks.fill_waiting = [this](v1::Job* job) { FillWaiting(job); };
   job_hooks.stop_attempts = [this](const std::vector<store::ActiveAttempt>& stopped) { StopCancelled(stopped); };
-  job_hooks.settle_ledger = [this](const std::string& job_id) { SettleJobLedger(job_id); };
-  job_hooks.changed = [this] { Notify(); };
-  job_hooks.version = [this] { return version(); };
-  job_hooks.wait_for_change = [this](uint64_t known, int wait_ms) { return WaitForChange(known, wait_ms); };
+  job_hooks.settle_ledger = [this](const std::string& job_id) { settler_.SettleJob(job_id); };
+  job_hooks.changed = [this] { changes_.Notify(); };
+  job_hooks.version = [this] { return changes_.version(); };
+  job_hooks.wait_for_change = [this](uint64_t known, int wait_ms) { return changes_.WaitForChange(known, wait_ms); };
   jobs_ = std::make_unique<JobRequests>(
       store_.get(), artifacts_.get(), &images_, &tenancy_, verification_.get(), ledger_.get(), &retention_, clock_,
       JobRequests::Settings{options_.default_retention_seconds, options_.policies}, std::move(job_hooks));
@@ -100,11 +102,27 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
     return it == nodes_.end() ? std::string() : it->second.public_key;
   };
   report_hooks.judge_readiness = [this](const v1::Job& job) { JudgeReadiness(job); };
-  report_hooks.settle_ledger = [this](const v1::Job& job) { SettleJobLedger(job); };
-  report_hooks.changed = [this] { Notify(); };
+  report_hooks.settle_ledger = [this](const v1::Job& job) { settler_.SettleJob(job); };
+  report_hooks.changed = [this] { changes_.Notify(); };
   attempts_ = std::make_unique<AttemptReports>(store_.get(), &receipts_, &counters_, verification_.get(), clock_,
                                                options_.log_cap, std::move(report_hooks));
   workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_.get(), options_.default_retention_seconds);
+  FleetReports::Sources sources;
+  sources.jobs = [this] { return jobs_->List(""); };
+  sources.nodes = [this] { return ListNodes(); };
+  sources.market = [this] { return Market(); };
+  sources.heartbeat_gaps = [this] {
+    std::map<std::string, int64_t> gaps;
+    MutexLock lock(&mu_);
+    for (const auto& [id, live] : nodes_) gaps[id] = live.liveness.max_gap_ms();
+    return gaps;
+  };
+  sources.recent_prices = [this](int64_t now_ms) {
+    MutexLock lock(&mu_);
+    return recent_prices_.All(now_ms);
+  };
+  reports_ = std::make_unique<FleetReports>(store_.get(), &counters_, ledger_ ? &ledger_requests_ : nullptr, clock_,
+                                            std::move(sources));
 }
 
 void Coordinator::StopCancelled(const std::vector<store::ActiveAttempt>& stopped) {
@@ -161,33 +179,9 @@ void Coordinator::Start() {
 }
 
 void Coordinator::Stop() {
-  {
-    MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    sessions_.CloseAll();
-    cv_.NotifyAll();
-  }
+  if (!changes_.Stop()) return;
+  sessions_.CloseAll();
   if (loop_.joinable()) loop_.join();
-}
-
-void Coordinator::Notify() {
-  MutexLock lock(&mu_);
-  ++version_;
-  dirty_ = true;
-  cv_.NotifyAll();
-}
-
-uint64_t Coordinator::version() {
-  MutexLock lock(&mu_);
-  return version_;
-}
-
-uint64_t Coordinator::WaitForChange(uint64_t known_version, int wait_ms) {
-  MutexLock lock(&mu_);
-  cv_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms),
-              [&]() IG_REQUIRES(mu_) { return version_ != known_version || stopping_; });
-  return version_;
 }
 
 // --- authentication -----------------------------------------------------------
@@ -268,7 +262,7 @@ void Coordinator::SetDataPolicy(sched::DataPolicy policy) {
     MutexLock lock(&mu_);
     data_policy_ = std::move(replacement);
   }
-  Notify();  // tasks waiting on a node's tier may fit now
+  changes_.Notify();  // tasks waiting on a node's tier may fit now
 }
 
 std::shared_ptr<const sched::DataPolicy> Coordinator::CurrentDataPolicy() {
@@ -311,7 +305,11 @@ Result<v1::RegisterResponse> Coordinator::RegisterNode(const v1::RegisterRequest
   v1::RegisterResponse out;
   out.set_node_id(ad.node_id());
   out.set_agent_token("iga_" + RandomHex(24));
-  store::NodeRecord rec{out.node_id(), request.name(), request.info(), clock_->NowMs(), clock_->NowMs()};
+  store::NodeRecord rec;
+  rec.id = out.node_id();
+  rec.name = request.name();
+  rec.info = request.info();
+  rec.registered_ms = rec.last_heartbeat_ms = clock_->NowMs();
   rec.public_key = request.advertisement().public_key();
   rec.last_sequence = ad.sequence();
   rec.advertisement = ad;
@@ -360,7 +358,7 @@ std::shared_ptr<AgentSession> Coordinator::OpenSession(const std::string& node_i
     }
   }
   spdlog::info("node {} connected from {}", node_id, peer);
-  Notify();
+  changes_.Notify();
   return session;
 }
 
@@ -388,7 +386,7 @@ Result<v1::Node> Coordinator::DrainNode(const v1::DrainNodeRequest& request) {
                    ? "takes work again"
                    : "draining" + (deadline ? " (deadline in " + std::to_string(request.deadline_seconds()) + " s)"
                                             : std::string()));
-  Notify();
+  changes_.Notify();
   IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
   for (const auto& n : nodes.nodes()) {
     if (n.id() == request.node_id()) return n;
@@ -490,16 +488,7 @@ Status Coordinator::SendAssignment(const store::NewAttempt& attempt, const v1::J
 }
 
 void Coordinator::Loop() {
-  while (true) {
-    {
-      MutexLock lock(&mu_);
-      cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.dispatch_period_ms),
-                  [&]() IG_REQUIRES(mu_) { return dirty_ || stopping_; });
-      if (stopping_) return;
-      dirty_ = false;
-    }
-    Tick();
-  }
+  while (changes_.WaitForPass(options_.dispatch_period_ms)) Tick();
 }
 
 void Coordinator::Tick() {
@@ -510,11 +499,11 @@ void Coordinator::Tick() {
   EnforceDrainDeadlines();
   EnsureReadiness();
   retention_.Sweep();
-  SweepLedger();
+  settler_.Sweep();
   verification_->Sweep();  // verdicts a crash or a failed write left undone
   DispatchOnce();
   workflows_->Sweep();  // steps whose jobs ended since the last pass
-  SampleLoad();
+  reports_->SampleLoad();
 }
 
 }  // namespace idlegrid::coordinator

@@ -9,9 +9,11 @@
 //   AgentTokenCache (agent_tokens.h)     agent token hash -> node id.
 //   RunningIndexCache (running_index.h)  recent active attempts per node,
 //                                        for heartbeat reconciliation.
-//   EventCounters (event_counters.h)     what Metrics() counts since start.
-//   history_mu_                          the load samples the dashboard
-//                                        charts (metrics/load_history.h).
+//   EventCounters (event_counters.h)     what the metrics count since start.
+//   FleetReports (fleet_reports.h)       metrics text, load history, earnings.
+//   ChangeSignal (change_signal.h)       the change counter watchers wait on
+//                                        and the loop's wake-ups.
+//   LedgerSettler (ledger_settler.h)     when the ledger is posted to.
 //   ImageCatalog (image_catalog.h)       images, their blobs and signatures
 //                                        (as files in the shared directory).
 //   WorkflowService (workflow_service.h) workflows: submit, advance, cancel;
@@ -25,18 +27,17 @@
 //                                        advertisement, measurement, drain,
 //                                        reliability), the waiting reasons,
 //                                        the benchmark images, the data
-//                                        policy, the change
-//                                        counter and loop wake-ups.
+//                                        policy.
 // Pure rules live outside: liveness verdicts in jobs/liveness.h, attempt
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
 //
 // Lock order (a thread holding one may take only those after it):
 //   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
 //   VerificationService's verdict lock  ->  Coordinator::mu_ (its hooks; it is held across the verdict's store write)
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ImageCatalog's pieces', AccountTermsCache's and history_mu_
-// are leaves, taken with nothing else held by them. No lock is held across a store write except where a method says so
-// (JudgeReadiness records a measurement under mu_). StandingReader's lock is a leaf too, held across store reads of
-// jobs but never with another lock.
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ChangeSignal's, FleetReports', ImageCatalog's pieces',
+// AccountTermsCache's are leaves, taken with nothing else held by them. No lock is held across a store write except
+// where a method says so (JudgeReadiness records a measurement under mu_). StandingReader's lock is a leaf too, held
+// across store reads of jobs but never with another lock.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -55,12 +56,15 @@
 #include "common/thread_annotations.h"
 #include "coordinator/agent_session.h"
 #include "coordinator/artifact_rights.h"
+#include "coordinator/change_signal.h"
 #include "coordinator/attempt_reports.h"
 #include "coordinator/account_terms.h"
 #include "coordinator/agent_tokens.h"
 #include "coordinator/event_counters.h"
+#include "coordinator/fleet_reports.h"
 #include "coordinator/job_requests.h"
 #include "coordinator/ledger_requests.h"
+#include "coordinator/ledger_settler.h"
 #include "coordinator/ledger_shell.h"
 #include "market/recent_prices.h"
 #include "coordinator/image_catalog.h"
@@ -78,7 +82,6 @@
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "image/signature.h"
 #include "manifest/image_ref.h"
-#include "metrics/load_history.h"
 #include "advert/node_key.h"
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
@@ -185,16 +188,8 @@ class Coordinator {
   Result<v1::ExplainJobResponse> ExplainJob(const std::string& job_id);
   // The market's order book: free units and asks per device class.
   Result<v1::MarketResponse> Market();
-  // earnings.cc: what `provider`'s nodes earned and could earn per hour.
-  Result<v1::ProviderEarningsResponse> ProviderEarnings(const std::string& provider);
-  // Prometheus text (docs/metrics.md): queue, waits, run times, outcomes,
-  // heartbeats, capacity per node, dispatch latency, artifact bytes.
-  Result<std::string> Metrics();
-  // The fleet's load (queued and running tasks, GPUs allocated of total),
-  // sampled by the loop every kLoadSamplePeriodMs over the last hour, oldest
-  // first: what the dashboard charts (GET /v1/history).
-  std::vector<metrics::LoadSample> LoadSamples();
-  static constexpr int64_t kLoadSamplePeriodMs = 5000;
+  // Metrics, the load history and providers' earnings (fleet_reports.h).
+  FleetReports& reports() { return *reports_; }
   // Bytes an artifact transfer moved (`received`: into the coordinator).
   void CountArtifactBytes(bool received, uint64_t bytes) { counters_.ArtifactBytes(received, bytes); }
   // Drain (or undo): no new work; at the deadline, running attempts are
@@ -214,10 +209,8 @@ class Coordinator {
   // (they cannot be measured), with this error as their reason; their
   // nodes' CPUs still work.
   Status PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir);
-  // Waits until the job differs from `known_version` or wait_ms passes.
-  // Returns the current change counter.
-  uint64_t WaitForChange(uint64_t known_version, int wait_ms);
-  uint64_t version();
+  // The change counter status and log streams wait on (change_signal.h).
+  ChangeSignal& changes() { return changes_; }
 
   // The ledger shell, or null when the coordinator runs without --ledger.
   LedgerShell* ledger() { return ledger_.get(); }
@@ -350,7 +343,6 @@ class Coordinator {
   size_t FailLostNode(const std::string& node_id, int64_t now);
   // Fails RUNNING attempts the node's agent no longer runs (see NodeLive::unlisted).
   void ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request);
-  void Notify();  // something changed: wake the loop and watchers
   // The data policy now (SetDataPolicy may replace it; this copy stays valid).
   std::shared_ptr<const sched::DataPolicy> CurrentDataPolicy();
   // `job`: the attempt's job as just read (a batch reads each job once);
@@ -374,10 +366,12 @@ class Coordinator {
   void RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms);
   std::unique_ptr<LedgerShell> ledger_;  // null unless options_.ledger.enabled; its own lock (a leaf)
   LedgerRequests ledger_requests_;
+  LedgerSettler settler_;  // the loop thread sweeps; the hooks settle
   ReceiptDesk receipts_;
   std::unique_ptr<JobRequests> jobs_;           // no lock of its own
   std::unique_ptr<AttemptReports> attempts_;    // no lock of its own
   std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
+  std::unique_ptr<FleetReports> reports_;       // its own lock (a leaf)
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;
@@ -385,8 +379,9 @@ class Coordinator {
   RunningIndexCache running_index_;
   EventCounters counters_;
 
+  ChangeSignal changes_;  // a leaf
+
   Mutex mu_;
-  CondVar cv_;  // with mu_: loop wake-ups and watchers
   std::map<std::string, NodeLive> nodes_ IG_GUARDED_BY(mu_);
   std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);  // task key -> why it waits
   // Replaced whole by SetDataPolicy; readers copy the pointer under mu_.
@@ -395,23 +390,11 @@ class Coordinator {
   std::string bench_error_ IG_GUARDED_BY(mu_);  // why there is none
   std::string gpu_bench_image_ IG_GUARDED_BY(mu_);
   std::string gpu_bench_error_ IG_GUARDED_BY(mu_) = "no GPU readiness benchmark on the coordinator";
-  uint64_t version_ IG_GUARDED_BY(mu_) = 0;
   int64_t heartbeats_persisted_ms_ IG_GUARDED_BY(mu_) = 0;
-  bool dirty_ IG_GUARDED_BY(mu_) = true;
-  bool stopping_ IG_GUARDED_BY(mu_) = false;
   jobs::LivenessParams LivenessParamsOf() const { return {options_.heartbeat_interval_ms, options_.heartbeat_margin}; }
 
   // The loop thread's own (or Tick's caller's): no lock.
   int64_t reliability_refreshed_ms_ = 0;
-  int64_t ledger_swept_ms_ = 0;
-  static constexpr int64_t kLedgerSweepMs = 2000;
-  // Settles the ledger (releases, refunds, settlement export) at most every
-  // kLedgerSweepMs; nothing without the ledger.
-  void SweepLedger();
-  // Charges and refunds what the job's latest change allows (ledger only);
-  // errors are logged: the sweep makes the posting later.
-  void SettleJobLedger(const std::string& job_id);
-  void SettleJobLedger(const v1::Job& job);
 
   // The provider account owning a node (the operator's when unknown).
   std::string ProviderOf(const std::string& node_id);
@@ -429,11 +412,6 @@ class Coordinator {
   int conflict_replans_ = 0;
   static constexpr int kMaxConflictReplans = 3;
   int64_t started_ms_ = 0;  // set by Start, before the loop thread exists
-  // load_history.cc: takes a load sample when one is due (the loop's).
-  void SampleLoad();
-  static constexpr size_t kLoadHistorySize = 720;  // an hour of samples
-  Mutex history_mu_;                               // a leaf
-  metrics::LoadHistory load_history_ IG_GUARDED_BY(history_mu_){kLoadHistorySize};
   std::thread loop_;
 };
 

@@ -1,57 +1,9 @@
-// Provider earnings and recent clearing prices (docs/provider.md, Earnings):
-// the coordinator reads attempts and offers, market/earnings.h sums them.
-#include <spdlog/spdlog.h>
-
+// Recent clearing prices (docs/provider.md, Earnings): each placement's
+// unit price as its node asked it, for the market and earnings views.
 #include "coordinator/coordinator.h"
 #include "market/earnings.h"
 
 namespace idlegrid::coordinator {
-
-namespace {
-
-// Earnings count every accepted attempt a provider's nodes ran, up to this
-// many (newest first): a provider's whole history in any grid this serves.
-constexpr size_t kEarningsAttempts = 200'000;
-
-market::NodeOffering OfferingOf(const v1::Node& n) {
-  market::NodeOffering o;
-  o.node_id = n.id();
-  o.name = n.name();
-  const v1::Advertisement& ad = n.advertisement();
-  for (const auto& d : ad.inventory().gpus().devices()) o.gpu_classes.push_back(d.name());
-  o.cpu_cores = ad.capacity().cpu_cores() > 0 ? ad.capacity().cpu_cores() : n.info().cpu_cores();
-  for (const auto& a : ad.asks()) o.asks[a.device_class()] = a.per_hour();
-  return o;
-}
-
-}  // namespace
-
-Result<v1::ProviderEarningsResponse> Coordinator::ProviderEarnings(const std::string& provider) {
-  if (provider.empty()) {
-    return Status::InvalidArgument("name a provider account (--provider NAME): this token's account has no nodes");
-  }
-  market::EarningsInputs in;
-  in.provider = provider;
-  in.now_ms = clock_->NowMs();
-  IG_ASSIGN_OR_RETURN(in.attempts, store_->ProviderAttempts(provider, 0, kEarningsAttempts));
-  IG_ASSIGN_OR_RETURN(v1::ListNodesResponse nodes, ListNodes());
-  for (const v1::Node& n : nodes.nodes()) {
-    if (n.provider() == provider) in.nodes.push_back(OfferingOf(n));
-  }
-  {
-    MutexLock lock(&mu_);
-    in.recent = recent_prices_.All(in.now_ms);
-  }
-  v1::ProviderEarningsResponse out = market::SummarizeEarnings(in);
-  if (ledger_ != nullptr) {
-    IG_ASSIGN_OR_RETURN(v1::LedgerBalanceResponse b, ledger_requests_.Balance(provider));
-    out.set_ledger(true);
-    out.set_pending_micros(b.pending_micros());
-    out.set_available_micros(b.available_micros());
-    out.set_stake_micros(b.stake_micros());
-  }
-  return out;
-}
 
 void Coordinator::RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms) {
   MutexLock lock(&mu_);

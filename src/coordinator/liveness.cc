@@ -40,7 +40,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     }
     live.pause = request.pause();
   }
-  if (came_back || paused_changed) Notify();
+  if (came_back || paused_changed) changes_.Notify();
   v1::HeartbeatResponse out;
   // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
   auto running = RecentRunningAttempts();
@@ -226,7 +226,7 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
     counters_.TrackRun(f.job_id, f.index, f.outcome, now);
     JudgeReadiness(f.job_id);
   }
-  if (!failed->empty()) Notify();
+  if (!failed->empty()) changes_.Notify();
   return failed->size();
 }
 
@@ -257,7 +257,7 @@ void Coordinator::CheckHeartbeats() {
       lost.emplace_back(id, now - n.liveness.last_heard_ms());
     }
   }
-  if (newly_suspect) Notify();
+  if (newly_suspect) changes_.Notify();
   for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
     {
@@ -288,7 +288,7 @@ void Coordinator::CheckHeartbeats() {
     }
   }
   auto expired = store_->ExpireQueuedTasks(now);
-  if (!lost.empty() || (expired.ok() && *expired > 0)) Notify();
+  if (!lost.empty() || (expired.ok() && *expired > 0)) changes_.Notify();
 }
 
 }  // namespace idlegrid::coordinator

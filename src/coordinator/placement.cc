@@ -260,7 +260,7 @@ Coordinator::DispatchInput Coordinator::DispatchTasks(const std::vector<store::Q
           // The task stays queued; the next pass finds it over its cap again.
           spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
         }
-        Notify();
+        changes_.Notify();
         continue;
       }
     }
@@ -283,7 +283,7 @@ void Coordinator::FailPricedOut(const DispatchInput& in, const sched::Plan& plan
     if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
       spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
     }
-    Notify();
+    changes_.Notify();
   }
 }
 
@@ -337,7 +337,7 @@ void Coordinator::DispatchOnce() {
                  attempts.size());
     if (conflict_replans_ < kMaxConflictReplans) {
       ++conflict_replans_;
-      Notify();
+      changes_.Notify();
     }
   } else {
     conflict_replans_ = 0;
@@ -359,7 +359,7 @@ void Coordinator::DispatchOnce() {
     Status st = SendAssignment(a, &it->second);
     if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
   }
-  Notify();
+  changes_.Notify();
 }
 
 Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id) {

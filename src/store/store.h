@@ -1,7 +1,10 @@
 #pragma once
-// The coordinator's durable state. One interface, two implementations with
-// the same contract: SQLite (the default, one coordinator) and PostgreSQL
-// (several coordinators may share one database). Every method is
+// The coordinator's durable state. One interface, Store, the sum of one
+// interface per role (JobStore, AttemptStore, LogStore, NodeStore,
+// AccountStore, ArtifactStore, LedgerStore, WorkflowStore,
+// VerificationStore), and two implementations with the same contract: SQLite
+// (the default, one coordinator) and PostgreSQL (several coordinators may
+// share one database). Every method is
 // one transaction and is safe to call from any thread. Methods that change a
 // task's state validate the transition with jobs::CheckTaskTransition and
 // reject illegal ones with FailedPrecondition, changing nothing.
@@ -259,11 +262,11 @@ struct WorkflowWrite {
   std::vector<v1::WorkflowStep> steps;  // name, state, message (job ids: ClaimWorkflowStep)
 };
 
-class Store {
+// --- jobs and tasks ---
+class JobStore {
  public:
-  virtual ~Store() = default;
+  virtual ~JobStore() = default;
 
-  // --- jobs and tasks ---
   // Inserts the job and `spec.array_count` QUEUED tasks. AlreadyExists if the id is taken.
   virtual Status CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
                            int64_t now_ms, const std::string& account) = 0;
@@ -277,6 +280,44 @@ class Store {
   // Jobs of `account` ("": every account's), newest first, with task_counts but without tasks.
   virtual Result<std::vector<v1::Job>> ListJobs(const std::string& account) = 0;
   Result<std::vector<v1::Job>> ListJobs() { return ListJobs(""); }
+  // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
+  // order they were assigned.
+  virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
+  // The tasks `selection` matches -> CANCELLED, as jobs::PlanCancelTasks
+  // decides; returns their attempts to stop (the job's other attempts run
+  // on). NotFound for no such job; the plan's errors as they are.
+  virtual Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                           int64_t now_ms) = 0;
+  // The tasks `selection` names -> QUEUED, as jobs::PlanRetryTasks decides
+  // (their attempts are kept). NotFound for no such job.
+  virtual Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
+                                     int64_t now_ms) = 0;
+  // LOST tasks of the job -> QUEUED (retry) or FAILED (abandon).
+  // FailedPrecondition if it has none.
+  virtual Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) = 0;
+  // QUEUED tasks waiting longer than their queue timeout -> FAILED(QUEUE_TIMEOUT). Returns how many.
+  virtual Result<int> ExpireQueuedTasks(int64_t now_ms) = 0;
+  // Removes a job (jobs::CheckDeletable decides whether it may go) with its
+  // tasks, attempts, logs, checkpoint and references, and the artifacts no
+  // longer held by anything (their rows, and images built on them); returns
+  // those for the caller to unlink. Artifacts that never had a reference
+  // (stored before v11, benchmark images) are never collected.
+  virtual Result<CollectedArtifacts> DeleteJob(const std::string& job_id, int64_t now_ms) = 0;
+  // Up to `limit` jobs whose retention ran out (jobs::RetentionExpired over
+  // their last task change), oldest first.
+  virtual Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) = 0;
+  // Artifacts held only by expired upload holds: removed as DeleteJob does.
+  virtual Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) = 0;
+  // Fails a QUEUED task that can never run (e.g. unknown image).
+  virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                                const std::string& message, int64_t now_ms) = 0;
+};
+
+// --- attempts: placement, leases and reports ---
+class AttemptStore {
+ public:
+  virtual ~AttemptStore() = default;
+
   // QUEUED tasks in submission order, at most `limit`, leaving out those
   // still backing off from a failure at `now_ms` (INT64_MAX: include all).
   virtual Result<std::vector<QueuedTask>> QueuedTasks(size_t limit, int64_t now_ms = INT64_MAX) = 0;
@@ -323,23 +364,6 @@ class Store {
   // not idempotent and FAILED when its retries are used up. Returns what
   // happened to each, in the order they were assigned.
   virtual Result<std::vector<EventResult>> FailNodeAttempts(const std::string& node_id, int64_t now_ms) = 0;
-  // Every non-terminal task -> CANCELLED; returns the attempts to stop, in the
-  // order they were assigned.
-  virtual Result<CancelResult> CancelJob(const std::string& job_id, int64_t now_ms) = 0;
-  // The tasks `selection` matches -> CANCELLED, as jobs::PlanCancelTasks
-  // decides; returns their attempts to stop (the job's other attempts run
-  // on). NotFound for no such job; the plan's errors as they are.
-  virtual Result<CancelResult> CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
-                                           int64_t now_ms) = 0;
-  // The tasks `selection` names -> QUEUED, as jobs::PlanRetryTasks decides
-  // (their attempts are kept). NotFound for no such job.
-  virtual Result<v1::Job> RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
-                                     int64_t now_ms) = 0;
-  // LOST tasks of the job -> QUEUED (retry) or FAILED (abandon).
-  // FailedPrecondition if it has none.
-  virtual Result<v1::Job> ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) = 0;
-  // QUEUED tasks waiting longer than their queue timeout -> FAILED(QUEUE_TIMEOUT). Returns how many.
-  virtual Result<int> ExpireQueuedTasks(int64_t now_ms) = 0;
   // (job_id, node_id, task index) of an attempt; NotFound if absent.
   struct AttemptOwner {
     std::string job_id;
@@ -355,29 +379,25 @@ class Store {
   virtual Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) = 0;
   // Attempt outcomes per node for attempts that finished at or after `since_ms`.
   virtual Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) = 0;
-  // Removes a job (jobs::CheckDeletable decides whether it may go) with its
-  // tasks, attempts, logs, checkpoint and references, and the artifacts no
-  // longer held by anything (their rows, and images built on them); returns
-  // those for the caller to unlink. Artifacts that never had a reference
-  // (stored before v11, benchmark images) are never collected.
-  virtual Result<CollectedArtifacts> DeleteJob(const std::string& job_id, int64_t now_ms) = 0;
-  // Up to `limit` jobs whose retention ran out (jobs::RetentionExpired over
-  // their last task change), oldest first.
-  virtual Result<std::vector<std::string>> ExpiredJobs(int64_t now_ms, size_t limit) = 0;
-  // Artifacts held only by expired upload holds: removed as DeleteJob does.
-  virtual Result<CollectedArtifacts> CollectArtifacts(int64_t now_ms) = 0;
-  // Fails a QUEUED task that can never run (e.g. unknown image).
-  virtual Status FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
-                                const std::string& message, int64_t now_ms) = 0;
+};
 
-  // --- logs ---
+// --- logs ---
+class LogStore {
+ public:
+  virtual ~LogStore() = default;
+
   // Appends within each task's log cap (jobs/log_cap.h decides what is kept).
   virtual Status AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
                             const jobs::LogCap& cap) = 0;
   // Chunks of the job with seq > after_seq, in order, at most `limit`.
   virtual Result<std::vector<v1::LogChunk>> ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) = 0;
+};
 
-  // --- nodes and credentials ---
+// --- nodes and credentials ---
+class NodeStore {
+ public:
+  virtual ~NodeStore() = default;
+
   virtual Status UpsertNode(const NodeRecord& node, const std::string& token_hash) = 0;
   virtual Result<std::optional<NodeRecord>> NodeByTokenHash(const std::string& token_hash) = 0;
   virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
@@ -392,8 +412,13 @@ class Store {
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
   // Last heartbeat times of many nodes in one transaction.
   virtual Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) = 0;
+};
 
-  // --- accounts and credentials ---
+// --- accounts and credentials ---
+class AccountStore {
+ public:
+  virtual ~AccountStore() = default;
+
   // AlreadyExists if the name is taken.
   virtual Status CreateAccount(const AccountRecord& account) = 0;
   virtual Result<std::vector<AccountRecord>> ListAccounts() = 0;
@@ -411,8 +436,13 @@ class Store {
   // NotFound if the provider account does not exist.
   virtual Status AddJoinToken(const JoinTokenRecord& token) = 0;
   virtual Result<std::optional<JoinTokenRecord>> JoinTokenByHash(const std::string& token_hash) = 0;
+};
 
-  // --- artifacts and images ---
+// --- artifacts and images ---
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+
   virtual Status RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) = 0;
   virtual Result<bool> HasArtifact(const std::string& digest) = 0;
   // Adds references (an existing one is renewed: its expiry becomes the later).
@@ -422,8 +452,13 @@ class Store {
   virtual Result<ArtifactAccess> ArtifactAccessOf(const std::string& digest) = 0;
   virtual Status RegisterImage(const ImageRecord& image, int64_t now_ms) = 0;
   virtual Result<std::optional<ImageRecord>> GetImage(const std::string& manifest_digest) = 0;
+};
 
-  // --- ledger (docs/ledger.md): executes plans made by src/ledger, decides nothing ---
+// --- ledger (docs/ledger.md): executes plans made by src/ledger, decides nothing ---
+class LedgerStore {
+ public:
+  virtual ~LedgerStore() = default;
+
   // Applies `postings` in order in ONE transaction and returns how many were
   // applied now: a posting whose key was applied before is skipped (a replay
   // after a crash or a retry changes nothing), an empty one too. All or
@@ -447,8 +482,13 @@ class Store {
   // The last seq a settlement sink accepted (0: none yet), and its update.
   virtual Result<int64_t> SettlementCursor(const std::string& sink) = 0;
   virtual Status SetSettlementCursor(const std::string& sink, int64_t last_seq) = 0;
+};
 
-  // --- workflows (docs/workflows.md): rows for coordinator/workflow_service.h ---
+// --- workflows (docs/workflows.md): rows for coordinator/workflow_service.h ---
+class WorkflowStore {
+ public:
+  virtual ~WorkflowStore() = default;
+
   // Inserts the workflow (state "running", not settled) for `account` with a
   // "waiting" row per step of `spec`, in spec order. AlreadyExists if the id is taken.
   virtual Status CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
@@ -476,8 +516,13 @@ class Store {
   // key is `cache_key` (nullopt: none), for reuse by a resubmitted workflow.
   virtual Result<std::optional<std::string>> CachedStepJob(const std::string& account,
                                                            const std::string& cache_key) = 0;
+};
 
-  // --- verification (docs/verification.md) ---
+// --- verification (docs/verification.md) ---
+class VerificationStore {
+ public:
+  virtual ~VerificationStore() = default;
+
   // Tasks held for a verdict (QUEUED with jobs::kVerdictHoldMs), oldest first.
   virtual Result<std::vector<TaskKey>> HeldTasks(size_t limit) = 0;
   // Writes a verdict; false (and nothing written) when the task is not where
@@ -499,6 +544,23 @@ class Store {
   // of them count as earned is jobs::IsAcceptedResult's to say.
   virtual Result<std::vector<v1::Attempt>> ProviderAttempts(const std::string& provider, int64_t since_ms,
                                                             size_t limit) = 0;
+};
+
+// The whole store: every role above, each a virtual base, so that a backend
+// implements each role in a class of its own (SqliteJobs, PgJobs, ...) and
+// its store class (SqliteStore, PostgresStore) assembles them. Callers hold
+// a Store.
+class Store : public virtual JobStore,
+              public virtual AttemptStore,
+              public virtual LogStore,
+              public virtual NodeStore,
+              public virtual AccountStore,
+              public virtual ArtifactStore,
+              public virtual LedgerStore,
+              public virtual WorkflowStore,
+              public virtual VerificationStore {
+ public:
+  ~Store() override = default;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode and

@@ -47,7 +47,7 @@ TokenRecord ReadToken(const Rows& q, int r) {
 
 }  // namespace
 
-Status PostgresStore::CreateAccount(const AccountRecord& a) {
+Status PgAccounts::CreateAccount(const AccountRecord& a) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("INSERT INTO accounts(name, role, created_ms, weight, max_queued_tasks, "
                                        "max_running_tasks, max_stored_bytes) VALUES($1, $2, $3, $4, $5, $6, $7) "
@@ -65,7 +65,7 @@ Status PostgresStore::CreateAccount(const AccountRecord& a) {
   });
 }
 
-Result<std::vector<AccountRecord>> PostgresStore::ListAccounts() {
+Result<std::vector<AccountRecord>> PgAccounts::ListAccounts() {
   std::vector<AccountRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec((std::string(kAccountColumns) + "ORDER BY name").c_str()));
@@ -75,7 +75,7 @@ Result<std::vector<AccountRecord>> PostgresStore::ListAccounts() {
   return out;
 }
 
-Result<std::optional<AccountRecord>> PostgresStore::GetAccount(const std::string& name) {
+Result<std::optional<AccountRecord>> PgAccounts::GetAccount(const std::string& name) {
   std::optional<AccountRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q,
@@ -86,7 +86,7 @@ Result<std::optional<AccountRecord>> PostgresStore::GetAccount(const std::string
   return out;
 }
 
-Result<AccountUsage> PostgresStore::UsageOf(const std::string& account) {
+Result<AccountUsage> PgAccounts::UsageOf(const std::string& account) {
   AccountUsage u;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     u = AccountUsage{};
@@ -108,7 +108,7 @@ Result<AccountUsage> PostgresStore::UsageOf(const std::string& account) {
   return u;
 }
 
-Status PostgresStore::AddApiToken(const TokenRecord& t) {
+Status PgAccounts::AddApiToken(const TokenRecord& t) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("INSERT INTO api_tokens(hash, role, created_ms, id, account, scopes, "
                                        "expires_ms, revoked_ms, name) "
@@ -127,7 +127,7 @@ Status PostgresStore::AddApiToken(const TokenRecord& t) {
   });
 }
 
-Result<std::optional<TokenRecord>> PostgresStore::TokenByHash(const std::string& token_hash) {
+Result<std::optional<TokenRecord>> PgAccounts::TokenByHash(const std::string& token_hash) {
   std::optional<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q,
@@ -138,7 +138,7 @@ Result<std::optional<TokenRecord>> PostgresStore::TokenByHash(const std::string&
   return out;
 }
 
-Result<std::vector<TokenRecord>> PostgresStore::ListTokens(const std::string& account) {
+Result<std::vector<TokenRecord>> PgAccounts::ListTokens(const std::string& account) {
   std::vector<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(
@@ -151,7 +151,7 @@ Result<std::vector<TokenRecord>> PostgresStore::ListTokens(const std::string& ac
   return out;
 }
 
-Result<TokenRecord> PostgresStore::RevokeToken(const std::string& id, int64_t now_ms) {
+Result<TokenRecord> PgAccounts::RevokeToken(const std::string& id, int64_t now_ms) {
   std::optional<TokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     IG_RETURN_IF_ERROR(
@@ -165,7 +165,7 @@ Result<TokenRecord> PostgresStore::RevokeToken(const std::string& id, int64_t no
   return *out;
 }
 
-Status PostgresStore::AddJoinToken(const JoinTokenRecord& t) {
+Status PgAccounts::AddJoinToken(const JoinTokenRecord& t) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("INSERT INTO join_tokens(hash, provider, created_ms, expires_ms) "
                                        "SELECT $1, name, $2, $3 FROM accounts WHERE name = $4 RETURNING hash",
@@ -175,7 +175,7 @@ Status PostgresStore::AddJoinToken(const JoinTokenRecord& t) {
   });
 }
 
-Result<std::optional<JoinTokenRecord>> PostgresStore::JoinTokenByHash(const std::string& token_hash) {
+Result<std::optional<JoinTokenRecord>> PgAccounts::JoinTokenByHash(const std::string& token_hash) {
   std::optional<JoinTokenRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT hash, provider, created_ms, expires_ms FROM join_tokens WHERE hash = $1",
@@ -190,7 +190,7 @@ Result<std::optional<JoinTokenRecord>> PostgresStore::JoinTokenByHash(const std:
 
 namespace idlegrid::store {
 
-Result<std::optional<std::string>> PostgresStore::JobAccount(const std::string& job_id) {
+Result<std::optional<std::string>> PgJobs::JobAccount(const std::string& job_id) {
   std::optional<std::string> out;
   IG_RETURN_IF_ERROR(Tx(pg::Isolation::kAutocommit, [&](pg::Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(pg::Rows q, c.Exec("SELECT account FROM jobs WHERE id = $1", pg::Params().Text(job_id)));
@@ -200,7 +200,7 @@ Result<std::optional<std::string>> PostgresStore::JobAccount(const std::string& 
   return out;
 }
 
-Status PostgresStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
+Status PgArtifacts::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   if (refs.empty()) return Status::Ok();
   std::vector<std::string> digests, holders, accounts, expiries;
   for (const ArtifactRef& r : refs) {
@@ -222,13 +222,13 @@ Status PostgresStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   });
 }
 
-Status PostgresStore::SetArtifactPublic(const std::string& digest) {
+Status PgArtifacts::SetArtifactPublic(const std::string& digest) {
   return Tx(pg::Isolation::kAutocommit, [&](pg::Connection& c) -> Status {
     return c.Exec("UPDATE artifacts SET public = TRUE WHERE digest = $1", pg::Params().Text(digest)).status();
   });
 }
 
-Result<ArtifactAccess> PostgresStore::ArtifactAccessOf(const std::string& digest) {
+Result<ArtifactAccess> PgArtifacts::ArtifactAccessOf(const std::string& digest) {
   ArtifactAccess out;
   IG_RETURN_IF_ERROR(Tx(pg::Isolation::kReadOnlySnapshot, [&](pg::Connection& c) -> Status {
     out = ArtifactAccess{};

@@ -49,8 +49,7 @@ Params NoFaultReasons() {
 
 }  // namespace
 
-Status PostgresStore::WriteTask(Connection& c, const std::string& job_id, uint32_t index,
-                                const jobs::TaskWrite& write) {
+Status PgRole::WriteTask(Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskWrite& write) {
   return c
       .Exec(
           "UPDATE tasks SET state = $1, reason = $2, message = $3, updated_ms = $4, "
@@ -67,8 +66,8 @@ Status PostgresStore::WriteTask(Connection& c, const std::string& job_id, uint32
       .status();
 }
 
-Status PostgresStore::MoveTask(Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
-                               int64_t now_ms) {
+Status PgJobs::MoveTask(Connection& c, const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
+                        int64_t now_ms) {
   IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
                                        Params().Text(job_id).Int(index)));
   if (cur.empty()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
@@ -77,8 +76,8 @@ Status PostgresStore::MoveTask(Connection& c, const std::string& job_id, uint32_
   return write ? WriteTask(c, job_id, index, *write) : Status::Ok();
 }
 
-Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, const std::string& job_id,
-                                  uint32_t index, const jobs::OutcomePlan& plan) {
+Status PgAttempts::ExecutePlan(Connection& c, const std::string& attempt_id, const std::string& job_id, uint32_t index,
+                               const jobs::OutcomePlan& plan) {
   if (plan.accepted_ms) {
     IG_RETURN_IF_ERROR(
         c.Exec("UPDATE attempts SET accepted_ms = $1 WHERE id = $2", Params().Int(*plan.accepted_ms).Text(attempt_id))
@@ -131,8 +130,8 @@ Status PostgresStore::ExecutePlan(Connection& c, const std::string& attempt_id, 
   return Status::Ok();
 }
 
-Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptRequest& report, const std::string& job_id,
-                                       uint32_t index, uint64_t epoch, int64_t now_ms) {
+Status PgAttempts::RecordCheckpoint(Connection& c, const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                    uint32_t index, uint64_t epoch, int64_t now_ms) {
   IG_RETURN_IF_ERROR(jobs::ValidateCheckpointFiles(report.checkpoint()));
   // Restoring a file the coordinator does not hold would fail the next
   // attempt: every file must already be a published artifact.
@@ -174,8 +173,8 @@ Status PostgresStore::RecordCheckpoint(Connection& c, const v1::ReportAttemptReq
       .status();
 }
 
-Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id,
-                                                      const v1::ReportAttemptRequest& report, int64_t now_ms) {
+Result<EventResult> PgAttempts::ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
+                                                   int64_t now_ms) {
   EventResult result;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     static const std::string kQuery =
@@ -205,7 +204,7 @@ Result<EventResult> PostgresStore::ApplyAttemptReport(const std::string& node_id
   return result;
 }
 
-Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::string& node_id, int64_t now_ms) {
+Result<std::vector<EventResult>> PgAttempts::FailNodeAttempts(const std::string& node_id, int64_t now_ms) {
   std::vector<EventResult> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     out.clear();
@@ -230,7 +229,7 @@ Result<std::vector<EventResult>> PostgresStore::FailNodeAttempts(const std::stri
   return out;
 }
 
-Result<Store::AttemptOwner> PostgresStore::GetAttemptOwner(const std::string& attempt_id) {
+Result<Store::AttemptOwner> PgAttempts::GetAttemptOwner(const std::string& attempt_id) {
   AttemptOwner owner;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(
@@ -242,7 +241,7 @@ Result<Store::AttemptOwner> PostgresStore::GetAttemptOwner(const std::string& at
   return owner;
 }
 
-Result<std::vector<ActiveAttempt>> PostgresStore::UnacknowledgedAttempts(int64_t assigned_before_ms) {
+Result<std::vector<ActiveAttempt>> PgAttempts::UnacknowledgedAttempts(int64_t assigned_before_ms) {
   std::vector<ActiveAttempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, job_id, idx, node_id, state FROM attempts "
@@ -264,7 +263,7 @@ Result<std::vector<ActiveAttempt>> PostgresStore::UnacknowledgedAttempts(int64_t
   return out;
 }
 
-Result<std::vector<ActiveAttempt>> PostgresStore::AssignedAttempts(const std::string& node_id) {
+Result<std::vector<ActiveAttempt>> PgAttempts::AssignedAttempts(const std::string& node_id) {
   std::vector<ActiveAttempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT id, job_id, idx, node_id, state, cpu, memory, gpus FROM attempts "
@@ -277,7 +276,7 @@ Result<std::vector<ActiveAttempt>> PostgresStore::AssignedAttempts(const std::st
   return out;
 }
 
-Result<std::map<std::string, NodeOutcomes>> PostgresStore::RecentNodeOutcomes(int64_t since_ms) {
+Result<std::map<std::string, NodeOutcomes>> PgAttempts::RecentNodeOutcomes(int64_t since_ms) {
   std::map<std::string, NodeOutcomes> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT node_id, state, reason, COUNT(*) FROM attempts "
@@ -293,7 +292,7 @@ Result<std::map<std::string, NodeOutcomes>> PostgresStore::RecentNodeOutcomes(in
   return out;
 }
 
-Status PostgresStore::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
+Status PgAttempts::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows r, c.Exec("UPDATE attempts SET receipt = $1 WHERE id = $2",
                                        Params().Bytes(receipt.SerializeAsString()).Text(attempt_id)));

@@ -18,8 +18,8 @@ using pg::Isolation;
 using pg::Params;
 using pg::Rows;
 
-Status PostgresStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                                int64_t now_ms, const std::string& account) {
+Status PgJobs::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                         int64_t now_ms, const std::string& account) {
   const uint32_t count = spec.array_count() == 0 ? 1 : spec.array_count();
   const JobColumns columns = JobColumnsOf(spec);
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
@@ -161,7 +161,7 @@ Status ReadLogUsage(Connection& c, const std::string& job_id, const std::map<uin
 
 }  // namespace
 
-Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id) {
+Result<v1::Job> PgJobs::ReadJob(Connection& c, const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(
       Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1", Params().Text(job_id)));
   if (jq.empty()) return Status::NotFound("job " + job_id + " does not exist");
@@ -182,7 +182,7 @@ Result<v1::Job> PostgresStore::ReadJob(Connection& c, const std::string& job_id)
   return job;
 }
 
-Result<v1::Job> PostgresStore::GetJob(const std::string& job_id) {
+Result<v1::Job> PgJobs::GetJob(const std::string& job_id) {
   v1::Job job;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(job, ReadJob(c, job_id));
@@ -191,7 +191,7 @@ Result<v1::Job> PostgresStore::GetJob(const std::string& job_id) {
   return job;
 }
 
-Result<std::vector<v1::Job>> PostgresStore::ListJobs(const std::string& account) {
+Result<std::vector<v1::Job>> PgJobs::ListJobs(const std::string& account) {
   std::vector<v1::Job> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     out.clear();
@@ -224,7 +224,7 @@ Result<std::vector<v1::Job>> PostgresStore::ListJobs(const std::string& account)
   return out;
 }
 
-Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t now_ms) {
+Result<std::vector<QueuedTask>> PgAttempts::QueuedTasks(size_t limit, int64_t now_ms) {
   std::vector<QueuedTask> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -271,7 +271,7 @@ Result<std::vector<QueuedTask>> PostgresStore::QueuedTasks(size_t limit, int64_t
   return out;
 }
 
-Result<std::vector<ActiveAttempt>> PostgresStore::ActiveAttempts() {
+Result<std::vector<ActiveAttempt>> PgAttempts::ActiveAttempts() {
   std::vector<ActiveAttempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT a.id, a.job_id, a.idx, a.node_id, a.state, a.cpu, a.memory, a.gpus, "
@@ -480,7 +480,7 @@ std::vector<NewAttempt> Committed(const std::vector<const NewAttempt*>& batch,
 
 }  // namespace
 
-Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
+Result<std::vector<NewAttempt>> PgAttempts::CommitAssignments(const std::vector<NewAttempt>& attempts) {
   // One READ COMMITTED transaction for the whole batch, four statements
   // whatever its size: lock the batch's node rows (in id order), lock its
   // tasks that are still queued (skipping any another coordinator holds right
@@ -507,7 +507,7 @@ Result<std::vector<NewAttempt>> PostgresStore::CommitAssignments(const std::vect
   return Committed(batch, epochs);
 }
 
-Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t now_ms) {
+Result<CancelResult> PgJobs::CancelJob(const std::string& job_id, int64_t now_ms) {
   CancelResult result;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     result.stopped.clear();
@@ -552,7 +552,7 @@ Result<CancelResult> PostgresStore::CancelJob(const std::string& job_id, int64_t
   return result;
 }
 
-Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
+Result<v1::Job> PgJobs::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows lost, c.Exec("SELECT idx FROM tasks WHERE job_id = $1 AND state = $2 ORDER BY idx",
                                           Params().Text(job_id).Int(v1::LOST)));
@@ -566,7 +566,7 @@ Result<v1::Job> PostgresStore::ResolveLost(const std::string& job_id, bool retry
   return GetJob(job_id);
 }
 
-Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
+Result<int> PgJobs::ExpireQueuedTasks(int64_t now_ms) {
   int expired = 0;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     expired = 0;
@@ -588,8 +588,8 @@ Result<int> PostgresStore::ExpireQueuedTasks(int64_t now_ms) {
   return expired;
 }
 
-Status PostgresStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
-                                     const std::string& message, int64_t now_ms) {
+Status PgJobs::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                              const std::string& message, int64_t now_ms) {
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows cur, c.Exec("SELECT state FROM tasks WHERE job_id = $1 AND idx = $2 FOR UPDATE",
                                          Params().Text(job_id).Int(index)));

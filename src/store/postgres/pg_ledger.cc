@@ -67,7 +67,7 @@ Result<bool> ApplyPosting(Connection& c, const ledger::Posting& posting, int64_t
 
 }  // namespace
 
-Result<int> PostgresStore::ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) {
+Result<int> PgLedger::ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) {
   int applied = 0;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     applied = 0;  // the body may run again after a retryable failure
@@ -82,8 +82,7 @@ Result<int> PostgresStore::ApplyPostings(const std::vector<ledger::Posting>& pos
   return applied;
 }
 
-Result<std::map<ledger::AccountKey, ledger::Micros>> PostgresStore::LedgerBalances(
-    const std::optional<std::string>& owner) {
+Result<std::map<ledger::AccountKey, ledger::Micros>> PgLedger::LedgerBalances(const std::optional<std::string>& owner) {
   std::map<ledger::AccountKey, ledger::Micros> balances;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     balances.clear();
@@ -100,8 +99,8 @@ Result<std::map<ledger::AccountKey, ledger::Micros>> PostgresStore::LedgerBalanc
   return balances;
 }
 
-Result<std::vector<ledger::BookedPosting>> PostgresStore::LedgerPostings(int64_t after_seq, size_t limit,
-                                                                         const std::optional<std::string>& owner) {
+Result<std::vector<ledger::BookedPosting>> PgLedger::LedgerPostings(int64_t after_seq, size_t limit,
+                                                                    const std::optional<std::string>& owner) {
   std::vector<ledger::BookedPosting> booked;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     booked.clear();
@@ -140,7 +139,7 @@ Result<std::vector<ledger::BookedPosting>> PostgresStore::LedgerPostings(int64_t
   return booked;
 }
 
-Result<std::vector<PendingCharge>> PostgresStore::PendingCharges(int64_t charged_before_ms, size_t limit) {
+Result<std::vector<PendingCharge>> PgLedger::PendingCharges(int64_t charged_before_ms, size_t limit) {
   std::vector<PendingCharge> charges;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     charges.clear();
@@ -161,7 +160,7 @@ Result<std::vector<PendingCharge>> PostgresStore::PendingCharges(int64_t charged
   return charges;
 }
 
-Result<int64_t> PostgresStore::SettlementCursor(const std::string& sink) {
+Result<int64_t> PgLedger::SettlementCursor(const std::string& sink) {
   int64_t last = 0;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT last_seq FROM ledger_settlement WHERE sink = $1", Params().Text(sink)));
@@ -171,7 +170,7 @@ Result<int64_t> PostgresStore::SettlementCursor(const std::string& sink) {
   return last;
 }
 
-Status PostgresStore::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
+Status PgLedger::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec(

@@ -199,7 +199,7 @@ const std::vector<const char*>& Migrations() {
 
 Status PostgresStore::Migrate() {
   const auto& all = Migrations();
-  return Tx(pg::Isolation::kReadCommitted, [&](pg::Connection& c) -> Status {
+  return pg::RunTransaction(pool, pg::Isolation::kReadCommitted, [&](pg::Connection& c) -> Status {
     IG_RETURN_IF_ERROR(c.Exec("SELECT pg_advisory_xact_lock($1)", pg::Params().Int(kMigrationLockKey)).status());
     // Read after taking the lock: under READ COMMITTED each statement sees what
     // a coordinator that migrated before us committed.

@@ -40,8 +40,7 @@ NodeRecord ReadNode(const Rows& q, int r) {
 
 }  // namespace
 
-Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
-                                 const jobs::LogCap& cap) {
+Status PgLogs::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks, const jobs::LogCap& cap) {
   if (chunks.empty()) return Status::Ok();
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     // Readers page through a job's logs by sequence number, so a job's rows
@@ -103,7 +102,7 @@ Status PostgresStore::AppendLogs(const std::string& job_id, const std::vector<v1
   });
 }
 
-Result<std::vector<v1::LogChunk>> PostgresStore::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
+Result<std::vector<v1::LogChunk>> PgLogs::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
   std::vector<v1::LogChunk> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     int64_t max_rows = limit > static_cast<size_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(limit);
@@ -125,7 +124,7 @@ Result<std::vector<v1::LogChunk>> PostgresStore::ReadLogs(const std::string& job
   return out;
 }
 
-Status PostgresStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
+Status PgNodes::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec(
@@ -153,7 +152,7 @@ Status PostgresStore::UpsertNode(const NodeRecord& node, const std::string& toke
   });
 }
 
-Result<std::optional<NodeRecord>> PostgresStore::NodeByTokenHash(const std::string& token_hash) {
+Result<std::optional<NodeRecord>> PgNodes::NodeByTokenHash(const std::string& token_hash) {
   static const std::string kQuery = std::string(kNodeColumns) + "WHERE token_hash = $1";
   std::optional<NodeRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
@@ -164,7 +163,7 @@ Result<std::optional<NodeRecord>> PostgresStore::NodeByTokenHash(const std::stri
   return out;
 }
 
-Result<std::vector<NodeRecord>> PostgresStore::ListNodes() {
+Result<std::vector<NodeRecord>> PgNodes::ListNodes() {
   static const std::string kQuery = std::string(kNodeColumns) + "ORDER BY name, id";
   std::vector<NodeRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
@@ -176,7 +175,7 @@ Result<std::vector<NodeRecord>> PostgresStore::ListNodes() {
   return out;
 }
 
-Result<std::optional<NodeRecord>> PostgresStore::GetNode(const std::string& node_id) {
+Result<std::optional<NodeRecord>> PgNodes::GetNode(const std::string& node_id) {
   static const std::string kQuery = std::string(kNodeColumns) + "WHERE id = $1";
   std::optional<NodeRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
@@ -187,8 +186,8 @@ Result<std::optional<NodeRecord>> PostgresStore::GetNode(const std::string& node
   return out;
 }
 
-Status PostgresStore::RecordAdvertisement(const std::string& node_id, uint64_t sequence,
-                                          const v1::Advertisement& advertisement) {
+Status PgNodes::RecordAdvertisement(const std::string& node_id, uint64_t sequence,
+                                    const v1::Advertisement& advertisement) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     // Conditional on the stored sequence: of two racing writers the older loses.
     IG_ASSIGN_OR_RETURN(
@@ -204,7 +203,7 @@ Status PostgresStore::RecordAdvertisement(const std::string& node_id, uint64_t s
   });
 }
 
-Status PostgresStore::SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) {
+Status PgNodes::SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows r, c.Exec("UPDATE nodes SET draining = $1, drain_deadline_ms = $2 WHERE id = $3",
                                        Params().Text(draining ? "true" : "false").Int(deadline_ms).Text(node_id)));
@@ -213,7 +212,7 @@ Status PostgresStore::SetDrain(const std::string& node_id, bool draining, int64_
   });
 }
 
-Status PostgresStore::RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) {
+Status PgNodes::RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec("UPDATE nodes SET measurement = $1 WHERE id = $2",
@@ -222,7 +221,7 @@ Status PostgresStore::RecordMeasurement(const std::string& node_id, const v1::Me
   });
 }
 
-Status PostgresStore::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {
+Status PgNodes::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec("UPDATE nodes SET info = $1, last_heartbeat_ms = $2 WHERE id = $3",
@@ -231,7 +230,7 @@ Status PostgresStore::RecordHeartbeat(const std::string& node_id, const v1::Node
   });
 }
 
-Status PostgresStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) {
+Status PgNodes::RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) {
   if (last_heartbeat_ms.empty()) return Status::Ok();
   std::vector<std::string> ids, times;
   for (const auto& [id, ms] : last_heartbeat_ms) {
@@ -253,8 +252,7 @@ Status PostgresStore::RecordHeartbeats(const std::map<std::string, int64_t>& las
   });
 }
 
-Status PostgresStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,
-                                     int64_t now_ms) {
+Status PgArtifacts::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec(
@@ -265,7 +263,7 @@ Status PostgresStore::RecordArtifact(const std::string& digest, uint64_t size, c
   });
 }
 
-Result<bool> PostgresStore::HasArtifact(const std::string& digest) {
+Result<bool> PgArtifacts::HasArtifact(const std::string& digest) {
   bool found = false;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT 1 FROM artifacts WHERE digest = $1", Params().Text(digest)));
@@ -275,7 +273,7 @@ Result<bool> PostgresStore::HasArtifact(const std::string& digest) {
   return found;
 }
 
-Status PostgresStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
+Status PgArtifacts::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   return Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     return c
         .Exec(
@@ -288,7 +286,7 @@ Status PostgresStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   });
 }
 
-Result<std::optional<ImageRecord>> PostgresStore::GetImage(const std::string& manifest_digest) {
+Result<std::optional<ImageRecord>> PgArtifacts::GetImage(const std::string& manifest_digest) {
   std::optional<ImageRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(Rows q, c.Exec("SELECT manifest_digest, config_digest, archive_digest FROM images "

@@ -37,7 +37,7 @@ Status CollectUnheld(Connection& c, const std::vector<std::string>& digests, int
 
 }  // namespace
 
-Result<CollectedArtifacts> PostgresStore::DeleteJob(const std::string& job_id, int64_t now_ms) {
+Result<CollectedArtifacts> PgJobs::DeleteJob(const std::string& job_id, int64_t now_ms) {
   CollectedArtifacts out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     out = CollectedArtifacts{};
@@ -64,7 +64,7 @@ Result<CollectedArtifacts> PostgresStore::DeleteJob(const std::string& job_id, i
   return out;
 }
 
-Result<std::vector<std::string>> PostgresStore::ExpiredJobs(int64_t now_ms, size_t limit) {
+Result<std::vector<std::string>> PgJobs::ExpiredJobs(int64_t now_ms, size_t limit) {
   std::vector<std::string> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -83,7 +83,7 @@ Result<std::vector<std::string>> PostgresStore::ExpiredJobs(int64_t now_ms, size
   return out;
 }
 
-Result<CollectedArtifacts> PostgresStore::CollectArtifacts(int64_t now_ms) {
+Result<CollectedArtifacts> PgJobs::CollectArtifacts(int64_t now_ms) {
   CollectedArtifacts out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     out = CollectedArtifacts{};

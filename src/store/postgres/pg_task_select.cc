@@ -13,7 +13,7 @@ using pg::Isolation;
 using pg::Params;
 using pg::Rows;
 
-Result<std::vector<jobs::TaskStateRow>> PostgresStore::TaskStates(Connection& c, const std::string& job_id) {
+Result<std::vector<jobs::TaskStateRow>> PgJobs::TaskStates(Connection& c, const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(Rows exists, c.Exec("SELECT 1 FROM jobs WHERE id = $1", Params().Text(job_id)));
   if (exists.empty()) return Status::NotFound("job " + job_id + " does not exist");
   IG_ASSIGN_OR_RETURN(
@@ -25,8 +25,8 @@ Result<std::vector<jobs::TaskStateRow>> PostgresStore::TaskStates(Connection& c,
   return rows;
 }
 
-Result<CancelResult> PostgresStore::CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
-                                                int64_t now_ms) {
+Result<CancelResult> PgJobs::CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                         int64_t now_ms) {
   CancelResult result;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     result.stopped.clear();
@@ -59,8 +59,7 @@ Result<CancelResult> PostgresStore::CancelTasks(const std::string& job_id, const
   return result;
 }
 
-Result<v1::Job> PostgresStore::RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
-                                          int64_t now_ms) {
+Result<v1::Job> PgJobs::RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection, int64_t now_ms) {
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(auto rows, TaskStates(c, job_id));
     IG_ASSIGN_OR_RETURN(auto plan, jobs::PlanRetryTasks(job_id, rows, selection, now_ms));

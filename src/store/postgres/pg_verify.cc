@@ -10,7 +10,7 @@ using pg::Isolation;
 using pg::Params;
 using pg::Rows;
 
-Result<std::vector<TaskKey>> PostgresStore::HeldTasks(size_t limit) {
+Result<std::vector<TaskKey>> PgVerification::HeldTasks(size_t limit) {
   std::vector<TaskKey> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -24,7 +24,7 @@ Result<std::vector<TaskKey>> PostgresStore::HeldTasks(size_t limit) {
   return out;
 }
 
-Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
+Result<bool> PgVerification::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   bool applied = false;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     applied = false;
@@ -93,8 +93,8 @@ Result<bool> PostgresStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) 
   return applied;
 }
 
-Result<std::vector<std::pair<TaskKey, int64_t>>> PostgresStore::TasksExcluding(const std::string& prefix,
-                                                                               size_t limit) {
+Result<std::vector<std::pair<TaskKey, int64_t>>> PgVerification::TasksExcluding(const std::string& prefix,
+                                                                                size_t limit) {
   std::vector<std::pair<TaskKey, int64_t>> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -113,7 +113,7 @@ Result<std::vector<std::pair<TaskKey, int64_t>>> PostgresStore::TasksExcluding(c
   return out;
 }
 
-Result<std::vector<TrustRecord>> PostgresStore::TrustOf(const std::string& provider) {
+Result<std::vector<TrustRecord>> PgVerification::TrustOf(const std::string& provider) {
   std::vector<TrustRecord> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -129,8 +129,8 @@ Result<std::vector<TrustRecord>> PostgresStore::TrustOf(const std::string& provi
   return out;
 }
 
-Result<std::vector<ProviderResult>> PostgresStore::ProviderResults(const std::string& provider, int64_t since_ms,
-                                                                   size_t limit) {
+Result<std::vector<ProviderResult>> PgVerification::ProviderResults(const std::string& provider, int64_t since_ms,
+                                                                    size_t limit) {
   std::vector<ProviderResult> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -148,8 +148,8 @@ Result<std::vector<ProviderResult>> PostgresStore::ProviderResults(const std::st
   return out;
 }
 
-Result<std::vector<v1::Attempt>> PostgresStore::ProviderAttempts(const std::string& provider, int64_t since_ms,
-                                                                 size_t limit) {
+Result<std::vector<v1::Attempt>> PgVerification::ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                                  size_t limit) {
   std::vector<v1::Attempt> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();

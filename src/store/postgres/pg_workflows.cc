@@ -10,8 +10,8 @@ using pg::Isolation;
 using pg::Params;
 using pg::Rows;
 
-Status PostgresStore::CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
-                                     int64_t now_ms) {
+Status PgWorkflows::CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
+                                   int64_t now_ms) {
   std::vector<std::string> names;
   for (const auto& s : spec.steps()) names.push_back(s.name());
   return Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
@@ -29,8 +29,8 @@ Status PostgresStore::CreateWorkflow(const std::string& id, const v1::WorkflowSp
   });
 }
 
-Result<std::vector<v1::Workflow>> PostgresStore::ReadWorkflows(Connection& c, const std::string& where,
-                                                               const std::string& arg) {
+Result<std::vector<v1::Workflow>> PgWorkflows::ReadWorkflows(Connection& c, const std::string& where,
+                                                             const std::string& arg) {
   const std::string sql = "SELECT id, account, spec, state, created_ms FROM workflows " + where;
   Params params;
   if (!arg.empty()) params.Text(arg);
@@ -62,7 +62,7 @@ Result<std::vector<v1::Workflow>> PostgresStore::ReadWorkflows(Connection& c, co
   return out;
 }
 
-Result<v1::Workflow> PostgresStore::GetWorkflow(const std::string& id) {
+Result<v1::Workflow> PgWorkflows::GetWorkflow(const std::string& id) {
   std::vector<v1::Workflow> found;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     IG_ASSIGN_OR_RETURN(found, ReadWorkflows(c, "WHERE id = $1", id));
@@ -72,7 +72,7 @@ Result<v1::Workflow> PostgresStore::GetWorkflow(const std::string& id) {
   return std::move(found.front());
 }
 
-Result<std::vector<v1::Workflow>> PostgresStore::ListWorkflows(const std::string& account) {
+Result<std::vector<v1::Workflow>> PgWorkflows::ListWorkflows(const std::string& account) {
   std::vector<v1::Workflow> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadOnlySnapshot, [&](Connection& c) -> Status {
     if (account.empty()) {
@@ -85,7 +85,7 @@ Result<std::vector<v1::Workflow>> PostgresStore::ListWorkflows(const std::string
   return out;
 }
 
-Result<std::vector<std::string>> PostgresStore::UnsettledWorkflows(size_t limit) {
+Result<std::vector<std::string>> PgWorkflows::UnsettledWorkflows(size_t limit) {
   std::vector<std::string> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.clear();
@@ -97,7 +97,7 @@ Result<std::vector<std::string>> PostgresStore::UnsettledWorkflows(size_t limit)
   return out;
 }
 
-Result<bool> PostgresStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_ms) {
+Result<bool> PgWorkflows::UpdateWorkflow(const WorkflowWrite& w, int64_t now_ms) {
   bool written = false;
   IG_RETURN_IF_ERROR(Tx(Isolation::kSerializable, [&](Connection& c) -> Status {
     written = false;
@@ -122,7 +122,7 @@ Result<bool> PostgresStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_m
   return written;
 }
 
-Result<std::string> PostgresStore::ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& s) {
+Result<std::string> PgWorkflows::ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& s) {
   std::string held;
   IG_RETURN_IF_ERROR(Tx(Isolation::kReadCommitted, [&](Connection& c) -> Status {
     // Under READ COMMITTED the WHERE is re-checked on the newest row version:
@@ -147,8 +147,8 @@ Result<std::string> PostgresStore::ClaimWorkflowStep(const std::string& workflow
   return held;
 }
 
-Result<std::optional<std::string>> PostgresStore::CachedStepJob(const std::string& account,
-                                                                const std::string& cache_key) {
+Result<std::optional<std::string>> PgWorkflows::CachedStepJob(const std::string& account,
+                                                              const std::string& cache_key) {
   std::optional<std::string> out;
   IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
     out.reset();

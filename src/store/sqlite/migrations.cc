@@ -259,12 +259,12 @@ const std::vector<Migration>& Migrations() {
 }  // namespace
 
 Status SqliteStore::Migrate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu);
   int64_t current = 0;
   {
     // Finalized before migrating: an open statement would lock the schema
     // (DROP INDEX fails with "database table is locked").
-    Stmt version(db_, "PRAGMA user_version");
+    Stmt version(db, "PRAGMA user_version");
     if (!version.Step()) return version.status();
     current = version.Int(0);
   }
@@ -275,12 +275,12 @@ Status SqliteStore::Migrate() {
                                       "); upgrade idlegrid");
   }
   for (size_t v = static_cast<size_t>(current); v < all.size(); ++v) {
-    Transaction tx(db_);
+    Transaction tx(db);
     IG_RETURN_IF_ERROR(tx.status());
-    IG_RETURN_IF_ERROR(Exec(db_, all[v].sql).WithContext("migration " + std::to_string(v + 1)));
-    if (all[v].then != nullptr) IG_RETURN_IF_ERROR(all[v].then(db_).WithContext("migration " + std::to_string(v + 1)));
+    IG_RETURN_IF_ERROR(Exec(db, all[v].sql).WithContext("migration " + std::to_string(v + 1)));
+    if (all[v].then != nullptr) IG_RETURN_IF_ERROR(all[v].then(db).WithContext("migration " + std::to_string(v + 1)));
     std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
-    IG_RETURN_IF_ERROR(Exec(db_, bump.c_str()));
+    IG_RETURN_IF_ERROR(Exec(db, bump.c_str()));
     IG_RETURN_IF_ERROR(tx.Commit());
   }
   return Status::Ok();

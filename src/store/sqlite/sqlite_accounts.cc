@@ -41,7 +41,7 @@ TokenRecord ReadToken(const Stmt& q) {
 
 }  // namespace
 
-Status SqliteStore::CreateAccount(const AccountRecord& a) {
+Status SqliteAccounts::CreateAccount(const AccountRecord& a) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT INTO accounts(name, role, created_ms, weight, max_queued_tasks, max_running_tasks, "
@@ -55,7 +55,7 @@ Status SqliteStore::CreateAccount(const AccountRecord& a) {
   return Status::Ok();
 }
 
-Result<std::vector<AccountRecord>> SqliteStore::ListAccounts() {
+Result<std::vector<AccountRecord>> SqliteAccounts::ListAccounts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<AccountRecord> out;
   Stmt q(db_, (std::string(kAccountColumns) + "ORDER BY name").c_str());
@@ -64,7 +64,7 @@ Result<std::vector<AccountRecord>> SqliteStore::ListAccounts() {
   return out;
 }
 
-Result<std::optional<AccountRecord>> SqliteStore::GetAccount(const std::string& name) {
+Result<std::optional<AccountRecord>> SqliteAccounts::GetAccount(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, (std::string(kAccountColumns) + "WHERE name = ?").c_str());
   q.Bind(1, name);
@@ -73,7 +73,7 @@ Result<std::optional<AccountRecord>> SqliteStore::GetAccount(const std::string& 
   return std::optional<AccountRecord>();
 }
 
-Result<AccountUsage> SqliteStore::UsageOf(const std::string& account) {
+Result<AccountUsage> SqliteAccounts::UsageOf(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   AccountUsage u;
   Stmt tasks(db_,
@@ -96,7 +96,7 @@ Result<AccountUsage> SqliteStore::UsageOf(const std::string& account) {
   return u;
 }
 
-Status SqliteStore::AddApiToken(const TokenRecord& t) {
+Status SqliteAccounts::AddApiToken(const TokenRecord& t) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT INTO api_tokens(hash, role, created_ms, id, account, scopes, expires_ms, revoked_ms, name) "
@@ -109,7 +109,7 @@ Status SqliteStore::AddApiToken(const TokenRecord& t) {
   return Status::Ok();
 }
 
-Result<std::optional<TokenRecord>> SqliteStore::TokenByHash(const std::string& token_hash) {
+Result<std::optional<TokenRecord>> SqliteAccounts::TokenByHash(const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, (std::string(kTokenColumns) + "WHERE t.hash = ?").c_str());
   q.Bind(1, token_hash);
@@ -118,7 +118,7 @@ Result<std::optional<TokenRecord>> SqliteStore::TokenByHash(const std::string& t
   return std::optional<TokenRecord>();
 }
 
-Result<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& account) {
+Result<std::vector<TokenRecord>> SqliteAccounts::ListTokens(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TokenRecord> out;
   Stmt q(db_, (std::string(kTokenColumns) + "WHERE ? = '' OR t.account = ? ORDER BY t.created_ms, t.id").c_str());
@@ -128,7 +128,7 @@ Result<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& acco
   return out;
 }
 
-Result<TokenRecord> SqliteStore::RevokeToken(const std::string& id, int64_t now_ms) {
+Result<TokenRecord> SqliteAccounts::RevokeToken(const std::string& id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt upd(db_, "UPDATE api_tokens SET revoked_ms = ? WHERE id = ? AND revoked_ms = 0");
   upd.Bind(1, now_ms).Bind(2, id);
@@ -141,7 +141,7 @@ Result<TokenRecord> SqliteStore::RevokeToken(const std::string& id, int64_t now_
   return Status::NotFound("no token with id " + id);
 }
 
-Status SqliteStore::AddJoinToken(const JoinTokenRecord& t) {
+Status SqliteAccounts::AddJoinToken(const JoinTokenRecord& t) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT INTO join_tokens(hash, provider, created_ms, expires_ms) "
@@ -153,7 +153,7 @@ Status SqliteStore::AddJoinToken(const JoinTokenRecord& t) {
   return Status::Ok();
 }
 
-Result<std::optional<JoinTokenRecord>> SqliteStore::JoinTokenByHash(const std::string& token_hash) {
+Result<std::optional<JoinTokenRecord>> SqliteAccounts::JoinTokenByHash(const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT hash, provider, created_ms, expires_ms FROM join_tokens WHERE hash = ?");
   q.Bind(1, token_hash);
@@ -166,7 +166,7 @@ Result<std::optional<JoinTokenRecord>> SqliteStore::JoinTokenByHash(const std::s
 
 namespace idlegrid::store {
 
-Result<std::optional<std::string>> SqliteStore::JobAccount(const std::string& job_id) {
+Result<std::optional<std::string>> SqliteJobs::JobAccount(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT account FROM jobs WHERE id = ?");
   q.Bind(1, job_id);
@@ -175,7 +175,7 @@ Result<std::optional<std::string>> SqliteStore::JobAccount(const std::string& jo
   return std::optional<std::string>();
 }
 
-Status SqliteStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
+Status SqliteArtifacts::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -191,7 +191,7 @@ Status SqliteStore::AddArtifactRefs(const std::vector<ArtifactRef>& refs) {
   return tx.Commit();
 }
 
-Status SqliteStore::SetArtifactPublic(const std::string& digest) {
+Status SqliteArtifacts::SetArtifactPublic(const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE artifacts SET public = 1 WHERE digest = ?");
   q.Bind(1, digest);
@@ -199,7 +199,7 @@ Status SqliteStore::SetArtifactPublic(const std::string& digest) {
   return q.status();
 }
 
-Result<ArtifactAccess> SqliteStore::ArtifactAccessOf(const std::string& digest) {
+Result<ArtifactAccess> SqliteArtifacts::ArtifactAccessOf(const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
   ArtifactAccess out;
   Stmt a(db_, "SELECT public FROM artifacts WHERE digest = ?");

@@ -45,8 +45,8 @@ int BindNoFaultReasons(Stmt& q) {
 
 }  // namespace
 
-Status SqliteStore::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
-                              int64_t now_ms, const std::string& account) {
+Status SqliteJobs::CreateJob(const std::string& job_id, const v1::JobSpec& spec, const std::string& spec_digest,
+                             int64_t now_ms, const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -182,7 +182,7 @@ Status ReadLogUsage(sqlite3* db, const std::string& job_id, const std::map<uint3
 
 }  // namespace
 
-Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
+Result<v1::Job> SqliteJobs::GetJob(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   // `q` stays on its row until GetJob returns: that keeps SQLite's read
   // transaction open, so the reads below see the same snapshot as this one.
@@ -203,7 +203,7 @@ Result<v1::Job> SqliteStore::GetJob(const std::string& job_id) {
   return job;
 }
 
-Result<std::vector<v1::Job>> SqliteStore::ListJobs(const std::string& account) {
+Result<std::vector<v1::Job>> SqliteJobs::ListJobs(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Job> out;
   std::map<std::string, size_t> pos;
@@ -234,7 +234,7 @@ Result<std::vector<v1::Job>> SqliteStore::ListJobs(const std::string& account) {
   return out;
 }
 
-Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t now_ms) {
+Result<std::vector<QueuedTask>> SqliteAttempts::QueuedTasks(size_t limit, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<QueuedTask> out;
   std::map<std::string, v1::JobSpec> specs;
@@ -268,7 +268,7 @@ Result<std::vector<QueuedTask>> SqliteStore::QueuedTasks(size_t limit, int64_t n
   return out;
 }
 
-Result<std::vector<ActiveAttempt>> SqliteStore::ActiveAttempts() {
+Result<std::vector<ActiveAttempt>> SqliteAttempts::ActiveAttempts() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
   Stmt q(db_,
@@ -457,7 +457,7 @@ Result<std::vector<NewAttempt>> WriteAdmitted(CommitStatements& s, const std::ve
 
 }  // namespace
 
-Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector<NewAttempt>& attempts) {
+Result<std::vector<NewAttempt>> SqliteAttempts::CommitAssignments(const std::vector<NewAttempt>& attempts) {
   std::lock_guard<std::mutex> lock(mu_);
   // BEGIN IMMEDIATE: the write lock is taken before the first read, so what
   // the checks below read stays true until COMMIT, even against another
@@ -475,7 +475,7 @@ Result<std::vector<NewAttempt>> SqliteStore::CommitAssignments(const std::vector
   return committed;
 }
 
-Status SqliteStore::WriteTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskWrite& write) {
+Status SqliteRole::WriteTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskWrite& write) {
   Stmt upd(db_,
            "UPDATE tasks SET state = ?, reason = ?, message = ?, updated_ms = ?, "
            "queued_ms = CASE WHEN ? THEN ? ELSE queued_ms END WHERE job_id = ? AND idx = ?");
@@ -491,8 +491,8 @@ Status SqliteStore::WriteTaskLocked(const std::string& job_id, uint32_t index, c
   return upd.status();
 }
 
-Status SqliteStore::MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
-                                   int64_t now_ms) {
+Status SqliteJobs::MoveTaskLocked(const std::string& job_id, uint32_t index, const jobs::TaskMove& move,
+                                  int64_t now_ms) {
   Stmt cur(db_, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?");
   cur.Bind(1, job_id).Bind(2, int64_t{index});
   if (!cur.Step()) return Status::NotFound("task " + job_id + "/" + std::to_string(index));
@@ -501,8 +501,8 @@ Status SqliteStore::MoveTaskLocked(const std::string& job_id, uint32_t index, co
   return write ? WriteTaskLocked(job_id, index, *write) : Status::Ok();
 }
 
-Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::string& job_id, uint32_t index,
-                                      const jobs::OutcomePlan& plan) {
+Status SqliteAttempts::ExecutePlanLocked(const std::string& attempt_id, const std::string& job_id, uint32_t index,
+                                         const jobs::OutcomePlan& plan) {
   if (plan.accepted_ms) {
     Stmt ack(db_, "UPDATE attempts SET accepted_ms = ? WHERE id = ?");
     ack.Bind(1, *plan.accepted_ms).Bind(2, attempt_id);
@@ -560,8 +560,8 @@ Status SqliteStore::ExecutePlanLocked(const std::string& attempt_id, const std::
   return Status::Ok();
 }
 
-Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id, const v1::ReportAttemptRequest& report,
-                                                    int64_t now_ms) {
+Result<EventResult> SqliteAttempts::ApplyAttemptReport(const std::string& node_id,
+                                                       const v1::ReportAttemptRequest& report, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -601,7 +601,7 @@ Result<EventResult> SqliteStore::ApplyAttemptReport(const std::string& node_id, 
   return result;
 }
 
-Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string& node_id, int64_t now_ms) {
+Result<std::vector<EventResult>> SqliteAttempts::FailNodeAttempts(const std::string& node_id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -640,7 +640,7 @@ Result<std::vector<EventResult>> SqliteStore::FailNodeAttempts(const std::string
   return out;
 }
 
-Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t now_ms) {
+Result<CancelResult> SqliteJobs::CancelJob(const std::string& job_id, int64_t now_ms) {
   CancelResult result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -686,7 +686,7 @@ Result<CancelResult> SqliteStore::CancelJob(const std::string& job_id, int64_t n
   return result;
 }
 
-Result<v1::Job> SqliteStore::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
+Result<v1::Job> SqliteJobs::ResolveLost(const std::string& job_id, bool retry, int64_t now_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Transaction tx(db_);
@@ -705,7 +705,7 @@ Result<v1::Job> SqliteStore::ResolveLost(const std::string& job_id, bool retry, 
   return GetJob(job_id);
 }
 
-Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
+Result<int> SqliteJobs::ExpireQueuedTasks(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -726,8 +726,8 @@ Result<int> SqliteStore::ExpireQueuedTasks(int64_t now_ms) {
   return static_cast<int>(expired.size());
 }
 
-Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
-                                   const std::string& message, int64_t now_ms) {
+Status SqliteJobs::FailQueuedTask(const std::string& job_id, uint32_t index, v1::FailureReason reason,
+                                  const std::string& message, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -746,7 +746,7 @@ Status SqliteStore::FailQueuedTask(const std::string& job_id, uint32_t index, v1
 
 namespace idlegrid::store {
 
-Result<Store::AttemptOwner> SqliteStore::GetAttemptOwner(const std::string& attempt_id) {
+Result<Store::AttemptOwner> SqliteAttempts::GetAttemptOwner(const std::string& attempt_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT job_id, node_id, idx, state FROM attempts WHERE id = ?");
   q.Bind(1, attempt_id);
@@ -757,7 +757,7 @@ Result<Store::AttemptOwner> SqliteStore::GetAttemptOwner(const std::string& atte
   return AttemptOwner{q.Text(0), q.Text(1), static_cast<uint32_t>(q.Int(2)), static_cast<v1::TaskState>(q.Int(3))};
 }
 
-Result<std::vector<ActiveAttempt>> SqliteStore::UnacknowledgedAttempts(int64_t assigned_before_ms) {
+Result<std::vector<ActiveAttempt>> SqliteAttempts::UnacknowledgedAttempts(int64_t assigned_before_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
   Stmt q(db_,
@@ -777,7 +777,7 @@ Result<std::vector<ActiveAttempt>> SqliteStore::UnacknowledgedAttempts(int64_t a
   return out;
 }
 
-Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::string& node_id) {
+Result<std::vector<ActiveAttempt>> SqliteAttempts::AssignedAttempts(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;
   Stmt q(db_,
@@ -793,7 +793,7 @@ Result<std::vector<ActiveAttempt>> SqliteStore::AssignedAttempts(const std::stri
   return out;
 }
 
-Status SqliteStore::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
+Status SqliteAttempts::PutReceipt(const std::string& attempt_id, const v1::Receipt& receipt) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE attempts SET receipt = ? WHERE id = ?");
   q.BindBlob(1, receipt.SerializeAsString()).Bind(2, attempt_id);

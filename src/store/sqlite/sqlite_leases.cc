@@ -4,8 +4,8 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::RecordCheckpointLocked(const v1::ReportAttemptRequest& report, const std::string& job_id,
-                                           uint32_t index, uint64_t epoch, int64_t now_ms) {
+Status SqliteAttempts::RecordCheckpointLocked(const v1::ReportAttemptRequest& report, const std::string& job_id,
+                                              uint32_t index, uint64_t epoch, int64_t now_ms) {
   IG_RETURN_IF_ERROR(jobs::ValidateCheckpointFiles(report.checkpoint()));
   // Restoring a file the coordinator does not hold would fail the next
   // attempt: every file must already be a published artifact.
@@ -42,7 +42,7 @@ Status SqliteStore::RecordCheckpointLocked(const v1::ReportAttemptRequest& repor
   return at.status();
 }
 
-Status SqliteStore::LoadCheckpointsLocked(const std::string& job_id, const std::map<uint32_t, v1::Task*>& tasks) {
+Status SqliteJobs::LoadCheckpointsLocked(const std::string& job_id, const std::map<uint32_t, v1::Task*>& tasks) {
   Stmt q(db_, "SELECT idx, files FROM checkpoints WHERE job_id = ?");
   q.Bind(1, job_id);
   while (q.Step()) {
@@ -55,7 +55,7 @@ Status SqliteStore::LoadCheckpointsLocked(const std::string& job_id, const std::
   return q.status();
 }
 
-Result<std::map<std::string, NodeOutcomes>> SqliteStore::RecentNodeOutcomes(int64_t since_ms) {
+Result<std::map<std::string, NodeOutcomes>> SqliteAttempts::RecentNodeOutcomes(int64_t since_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, NodeOutcomes> out;
   Stmt q(db_,

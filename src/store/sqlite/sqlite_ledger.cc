@@ -50,7 +50,7 @@ Result<bool> ApplyPostingLocked(sqlite3* db, const ledger::Posting& posting, int
 
 }  // namespace
 
-Result<int> SqliteStore::ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) {
+Result<int> SqliteLedger::ApplyPostings(const std::vector<ledger::Posting>& postings, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -64,7 +64,7 @@ Result<int> SqliteStore::ApplyPostings(const std::vector<ledger::Posting>& posti
   return applied;
 }
 
-Result<std::map<ledger::AccountKey, ledger::Micros>> SqliteStore::LedgerBalances(
+Result<std::map<ledger::AccountKey, ledger::Micros>> SqliteLedger::LedgerBalances(
     const std::optional<std::string>& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, owner ? "SELECT owner, kind, scope, balance FROM ledger_balances WHERE owner = ?"
@@ -79,8 +79,8 @@ Result<std::map<ledger::AccountKey, ledger::Micros>> SqliteStore::LedgerBalances
   return balances;
 }
 
-Result<std::vector<ledger::BookedPosting>> SqliteStore::LedgerPostings(int64_t after_seq, size_t limit,
-                                                                       const std::optional<std::string>& owner) {
+Result<std::vector<ledger::BookedPosting>> SqliteLedger::LedgerPostings(int64_t after_seq, size_t limit,
+                                                                        const std::optional<std::string>& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, owner ? "SELECT seq, key, reason, job_id, memo, applied_ms FROM ledger_postings WHERE seq > ? "
                       "AND seq IN (SELECT seq FROM ledger_entries WHERE owner = ? AND seq > ?) ORDER BY seq LIMIT ?"
@@ -116,7 +116,7 @@ Result<std::vector<ledger::BookedPosting>> SqliteStore::LedgerPostings(int64_t a
   return booked;
 }
 
-Result<std::vector<PendingCharge>> SqliteStore::PendingCharges(int64_t charged_before_ms, size_t limit) {
+Result<std::vector<PendingCharge>> SqliteLedger::PendingCharges(int64_t charged_before_ms, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "SELECT b.owner, b.scope, p.job_id, b.balance, p.applied_ms FROM ledger_balances b "
@@ -130,7 +130,7 @@ Result<std::vector<PendingCharge>> SqliteStore::PendingCharges(int64_t charged_b
   return charges;
 }
 
-Result<int64_t> SqliteStore::SettlementCursor(const std::string& sink) {
+Result<int64_t> SqliteLedger::SettlementCursor(const std::string& sink) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT last_seq FROM ledger_settlement WHERE sink = ?");
   int64_t last = q.Bind(1, sink).Step() ? q.Int(0) : 0;
@@ -138,7 +138,7 @@ Result<int64_t> SqliteStore::SettlementCursor(const std::string& sink) {
   return last;
 }
 
-Status SqliteStore::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
+Status SqliteLedger::SetSettlementCursor(const std::string& sink, int64_t last_seq) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT INTO ledger_settlement(sink, last_seq) VALUES(?, ?) "

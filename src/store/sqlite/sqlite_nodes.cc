@@ -3,8 +3,8 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
-                               const jobs::LogCap& cap) {
+Status SqliteLogs::AppendLogs(const std::string& job_id, const std::vector<v1::LogChunk>& chunks,
+                              const jobs::LogCap& cap) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -56,7 +56,7 @@ Status SqliteStore::AppendLogs(const std::string& job_id, const std::vector<v1::
   return tx.Commit();
 }
 
-Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
+Result<std::vector<v1::LogChunk>> SqliteLogs::ReadLogs(const std::string& job_id, int64_t after_seq, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::LogChunk> out;
   Stmt q(db_,
@@ -76,7 +76,7 @@ Result<std::vector<v1::LogChunk>> SqliteStore::ReadLogs(const std::string& job_i
   return out;
 }
 
-Status SqliteStore::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
+Status SqliteNodes::UpsertNode(const NodeRecord& node, const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT INTO nodes(id, name, token_hash, info, registered_ms, last_heartbeat_ms, public_key, "
@@ -125,7 +125,7 @@ NodeRecord ReadNode(const Stmt& q) {
 }
 }  // namespace
 
-Result<std::optional<NodeRecord>> SqliteStore::NodeByTokenHash(const std::string& token_hash) {
+Result<std::optional<NodeRecord>> SqliteNodes::NodeByTokenHash(const std::string& token_hash) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, (std::string(kNodeColumns) + "WHERE token_hash = ?").c_str());
   q.Bind(1, token_hash);
@@ -134,7 +134,7 @@ Result<std::optional<NodeRecord>> SqliteStore::NodeByTokenHash(const std::string
   return std::optional<NodeRecord>();
 }
 
-Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
+Result<std::vector<NodeRecord>> SqliteNodes::ListNodes() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<NodeRecord> out;
   Stmt q(db_, (std::string(kNodeColumns) + "ORDER BY name, id").c_str());
@@ -143,7 +143,7 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
   return out;
 }
 
-Result<std::optional<NodeRecord>> SqliteStore::GetNode(const std::string& node_id) {
+Result<std::optional<NodeRecord>> SqliteNodes::GetNode(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, (std::string(kNodeColumns) + "WHERE id = ?").c_str());
   q.Bind(1, node_id);
@@ -152,7 +152,7 @@ Result<std::optional<NodeRecord>> SqliteStore::GetNode(const std::string& node_i
   return std::optional<NodeRecord>();
 }
 
-Status SqliteStore::RecordAdvertisement(const std::string& node_id, uint64_t sequence,
+Status SqliteNodes::RecordAdvertisement(const std::string& node_id, uint64_t sequence,
                                         const v1::Advertisement& advertisement) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE nodes SET last_sequence = ?, advertisement = ? WHERE id = ? AND last_sequence < ?");
@@ -169,7 +169,7 @@ Status SqliteStore::RecordAdvertisement(const std::string& node_id, uint64_t seq
   return Status::Ok();
 }
 
-Status SqliteStore::SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) {
+Status SqliteNodes::SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE nodes SET draining = ?, drain_deadline_ms = ? WHERE id = ?");
   q.Bind(1, int64_t{draining}).Bind(2, deadline_ms).Bind(3, node_id);
@@ -179,7 +179,7 @@ Status SqliteStore::SetDrain(const std::string& node_id, bool draining, int64_t 
   return Status::Ok();
 }
 
-Status SqliteStore::RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) {
+Status SqliteNodes::RecordMeasurement(const std::string& node_id, const v1::Measurement& measurement) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE nodes SET measurement = ? WHERE id = ?");
   q.BindBlob(1, measurement.SerializeAsString()).Bind(2, node_id);
@@ -187,7 +187,7 @@ Status SqliteStore::RecordMeasurement(const std::string& node_id, const v1::Meas
   return q.status();
 }
 
-Status SqliteStore::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {
+Status SqliteNodes::RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "UPDATE nodes SET info = ?, last_heartbeat_ms = ? WHERE id = ?");
   q.BindBlob(1, info.SerializeAsString()).Bind(2, now_ms).Bind(3, node_id);
@@ -195,7 +195,7 @@ Status SqliteStore::RecordHeartbeat(const std::string& node_id, const v1::NodeIn
   return q.status();
 }
 
-Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) {
+Status SqliteNodes::RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -208,7 +208,8 @@ Status SqliteStore::RecordHeartbeats(const std::map<std::string, int64_t>& last_
   return tx.Commit();
 }
 
-Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind, int64_t now_ms) {
+Status SqliteArtifacts::RecordArtifact(const std::string& digest, uint64_t size, const std::string& kind,
+                                       int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "INSERT OR IGNORE INTO artifacts(digest, size, kind, created_ms) VALUES(?, ?, ?, ?)");
   q.Bind(1, digest).Bind(2, static_cast<int64_t>(size)).Bind(3, kind).Bind(4, now_ms);
@@ -216,7 +217,7 @@ Status SqliteStore::RecordArtifact(const std::string& digest, uint64_t size, con
   return q.status();
 }
 
-Result<bool> SqliteStore::HasArtifact(const std::string& digest) {
+Result<bool> SqliteArtifacts::HasArtifact(const std::string& digest) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT 1 FROM artifacts WHERE digest = ?");
   q.Bind(1, digest);
@@ -225,7 +226,7 @@ Result<bool> SqliteStore::HasArtifact(const std::string& digest) {
   return found;
 }
 
-Status SqliteStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
+Status SqliteArtifacts::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_,
          "INSERT OR REPLACE INTO images(manifest_digest, config_digest, archive_digest, created_ms) "
@@ -235,7 +236,7 @@ Status SqliteStore::RegisterImage(const ImageRecord& image, int64_t now_ms) {
   return q.status();
 }
 
-Result<std::optional<ImageRecord>> SqliteStore::GetImage(const std::string& manifest_digest) {
+Result<std::optional<ImageRecord>> SqliteArtifacts::GetImage(const std::string& manifest_digest) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT manifest_digest, config_digest, archive_digest FROM images WHERE manifest_digest = ?");
   q.Bind(1, manifest_digest);

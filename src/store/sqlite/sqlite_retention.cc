@@ -4,7 +4,7 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::CollectUnheldLocked(const std::set<std::string>& digests, int64_t now_ms, CollectedArtifacts* out) {
+Status SqliteJobs::CollectUnheldLocked(const std::set<std::string>& digests, int64_t now_ms, CollectedArtifacts* out) {
   Stmt live(db_, "SELECT 1 FROM artifact_refs WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?) LIMIT 1");
   Stmt size(db_, "SELECT size FROM artifacts WHERE digest = ?");
   Stmt drop_refs(db_, "DELETE FROM artifact_refs WHERE digest = ?");
@@ -34,7 +34,7 @@ Status SqliteStore::CollectUnheldLocked(const std::set<std::string>& digests, in
   return Status::Ok();
 }
 
-Result<CollectedArtifacts> SqliteStore::DeleteJob(const std::string& job_id, int64_t now_ms) {
+Result<CollectedArtifacts> SqliteJobs::DeleteJob(const std::string& job_id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -75,7 +75,7 @@ Result<CollectedArtifacts> SqliteStore::DeleteJob(const std::string& job_id, int
   return out;
 }
 
-Result<std::vector<std::string>> SqliteStore::ExpiredJobs(int64_t now_ms, size_t limit) {
+Result<std::vector<std::string>> SqliteJobs::ExpiredJobs(int64_t now_ms, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   // Settled: no task left to run (terminal states only); the rule itself is
   // jobs::RetentionExpired, asked per candidate.
@@ -92,7 +92,7 @@ Result<std::vector<std::string>> SqliteStore::ExpiredJobs(int64_t now_ms, size_t
   return out;
 }
 
-Result<CollectedArtifacts> SqliteStore::CollectArtifacts(int64_t now_ms) {
+Result<CollectedArtifacts> SqliteJobs::CollectArtifacts(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());

@@ -6,7 +6,7 @@
 
 namespace idlegrid::store {
 
-Result<std::vector<jobs::TaskStateRow>> SqliteStore::TaskStatesLocked(const std::string& job_id) {
+Result<std::vector<jobs::TaskStateRow>> SqliteJobs::TaskStatesLocked(const std::string& job_id) {
   Stmt exists(db_, "SELECT 1 FROM jobs WHERE id = ?");
   exists.Bind(1, job_id);
   if (!exists.Step()) {
@@ -21,8 +21,8 @@ Result<std::vector<jobs::TaskStateRow>> SqliteStore::TaskStatesLocked(const std:
   return rows;
 }
 
-Result<CancelResult> SqliteStore::CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
-                                              int64_t now_ms) {
+Result<CancelResult> SqliteJobs::CancelTasks(const std::string& job_id, const jobs::TaskSelection& selection,
+                                             int64_t now_ms) {
   CancelResult result;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,8 +64,8 @@ Result<CancelResult> SqliteStore::CancelTasks(const std::string& job_id, const j
   return result;
 }
 
-Result<v1::Job> SqliteStore::RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
-                                        int64_t now_ms) {
+Result<v1::Job> SqliteJobs::RetryTasks(const std::string& job_id, const jobs::RetrySelection& selection,
+                                       int64_t now_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Transaction tx(db_);

@@ -4,7 +4,7 @@
 
 namespace idlegrid::store {
 
-Result<std::vector<TaskKey>> SqliteStore::HeldTasks(size_t limit) {
+Result<std::vector<TaskKey>> SqliteVerification::HeldTasks(size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TaskKey> out;
   Stmt q(db_, "SELECT job_id, idx FROM tasks WHERE state = ? AND not_before_ms = ? ORDER BY updated_ms LIMIT ?");
@@ -120,7 +120,7 @@ Status WriteTrust(sqlite3* db, const std::vector<TrustRecord>& trust, int64_t no
 
 }  // namespace
 
-Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
+Result<bool> SqliteVerification::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -135,7 +135,8 @@ Result<bool> SqliteStore::ApplyVerdict(const VerdictWrite& w, int64_t now_ms) {
   return true;
 }
 
-Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(const std::string& prefix, size_t limit) {
+Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteVerification::TasksExcluding(const std::string& prefix,
+                                                                                    size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<TaskKey, int64_t>> out;
   // The list is "a,b,": an entry starts the list or follows a comma.
@@ -152,7 +153,7 @@ Result<std::vector<std::pair<TaskKey, int64_t>>> SqliteStore::TasksExcluding(con
   return out;
 }
 
-Result<std::vector<TrustRecord>> SqliteStore::TrustOf(const std::string& provider) {
+Result<std::vector<TrustRecord>> SqliteVerification::TrustOf(const std::string& provider) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TrustRecord> out;
   Stmt q(db_,
@@ -167,8 +168,8 @@ Result<std::vector<TrustRecord>> SqliteStore::TrustOf(const std::string& provide
   return out;
 }
 
-Result<std::vector<ProviderResult>> SqliteStore::ProviderResults(const std::string& provider, int64_t since_ms,
-                                                                 size_t limit) {
+Result<std::vector<ProviderResult>> SqliteVerification::ProviderResults(const std::string& provider, int64_t since_ms,
+                                                                        size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ProviderResult> out;
   Stmt q(db_,
@@ -183,8 +184,8 @@ Result<std::vector<ProviderResult>> SqliteStore::ProviderResults(const std::stri
   return out;
 }
 
-Result<std::vector<v1::Attempt>> SqliteStore::ProviderAttempts(const std::string& provider, int64_t since_ms,
-                                                               size_t limit) {
+Result<std::vector<v1::Attempt>> SqliteVerification::ProviderAttempts(const std::string& provider, int64_t since_ms,
+                                                                      size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Attempt> out;
   Stmt q(db_,

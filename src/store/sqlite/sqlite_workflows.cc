@@ -4,8 +4,8 @@
 
 namespace idlegrid::store {
 
-Status SqliteStore::CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
-                                   int64_t now_ms) {
+Status SqliteWorkflows::CreateWorkflow(const std::string& id, const v1::WorkflowSpec& spec, const std::string& account,
+                                       int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -25,7 +25,7 @@ Status SqliteStore::CreateWorkflow(const std::string& id, const v1::WorkflowSpec
   return tx.Commit();
 }
 
-Result<std::vector<v1::Workflow>> SqliteStore::ReadWorkflowsLocked(const char* where, const std::string& arg) {
+Result<std::vector<v1::Workflow>> SqliteWorkflows::ReadWorkflowsLocked(const char* where, const std::string& arg) {
   std::string sql = std::string("SELECT id, account, spec, state, created_ms FROM workflows ") + where;
   Stmt q(db_, sql.c_str());
   if (!arg.empty()) q.Bind(1, arg);
@@ -58,20 +58,20 @@ Result<std::vector<v1::Workflow>> SqliteStore::ReadWorkflowsLocked(const char* w
   return out;
 }
 
-Result<v1::Workflow> SqliteStore::GetWorkflow(const std::string& id) {
+Result<v1::Workflow> SqliteWorkflows::GetWorkflow(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   IG_ASSIGN_OR_RETURN(auto found, ReadWorkflowsLocked("WHERE id = ?", id));
   if (found.empty()) return Status::NotFound("workflow " + id + " does not exist");
   return std::move(found.front());
 }
 
-Result<std::vector<v1::Workflow>> SqliteStore::ListWorkflows(const std::string& account) {
+Result<std::vector<v1::Workflow>> SqliteWorkflows::ListWorkflows(const std::string& account) {
   std::lock_guard<std::mutex> lock(mu_);
   if (account.empty()) return ReadWorkflowsLocked("ORDER BY created_ms DESC, id", "");
   return ReadWorkflowsLocked("WHERE account = ? ORDER BY created_ms DESC, id", account);
 }
 
-Result<std::vector<std::string>> SqliteStore::UnsettledWorkflows(size_t limit) {
+Result<std::vector<std::string>> SqliteWorkflows::UnsettledWorkflows(size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt q(db_, "SELECT id FROM workflows WHERE settled = 0 ORDER BY created_ms, id LIMIT ?");
   q.Bind(1, static_cast<int64_t>(limit));
@@ -81,7 +81,7 @@ Result<std::vector<std::string>> SqliteStore::UnsettledWorkflows(size_t limit) {
   return out;
 }
 
-Result<bool> SqliteStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_ms) {
+Result<bool> SqliteWorkflows::UpdateWorkflow(const WorkflowWrite& w, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -108,7 +108,7 @@ Result<bool> SqliteStore::UpdateWorkflow(const WorkflowWrite& w, int64_t now_ms)
   return true;
 }
 
-Result<std::string> SqliteStore::ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& s) {
+Result<std::string> SqliteWorkflows::ClaimWorkflowStep(const std::string& workflow_id, const v1::WorkflowStep& s) {
   std::lock_guard<std::mutex> lock(mu_);
   Transaction tx(db_);
   IG_RETURN_IF_ERROR(tx.status());
@@ -135,8 +135,8 @@ Result<std::string> SqliteStore::ClaimWorkflowStep(const std::string& workflow_i
   return job_id;
 }
 
-Result<std::optional<std::string>> SqliteStore::CachedStepJob(const std::string& account,
-                                                              const std::string& cache_key) {
+Result<std::optional<std::string>> SqliteWorkflows::CachedStepJob(const std::string& account,
+                                                                  const std::string& cache_key) {
   std::lock_guard<std::mutex> lock(mu_);
   // Only a step whose job still exists (retention may have deleted it).
   Stmt q(db_,

@@ -1,10 +1,13 @@
-// Coordinator::Metrics: gathers what /metrics shows from the store, the node
-// table and the event counters; metrics/exposition.h prints it.
+#include "coordinator/fleet_reports.h"
+
+#include <spdlog/spdlog.h>
+
 #include <map>
 
 #include "capacity/node_capacity.h"
-#include "coordinator/coordinator.h"
 #include "jobs/task_state.h"
+#include "ledger/accounts.h"
+#include "market/earnings.h"
 #include "metrics/exposition.h"
 #include "metrics/gpu_telemetry.h"
 
@@ -121,28 +124,91 @@ void AddNodeFamilies(const v1::ListNodesResponse& nodes, int64_t now, Family gap
   for (Family* f : {&lag, &gap, &cpu, &memory, &vram}) out.push_back(std::move(*f));
 }
 
+// Earnings count every accepted attempt a provider's nodes ran, up to this
+// many (newest first): a provider's whole history in any grid this serves.
+constexpr size_t kEarningsAttempts = 200'000;
+
+market::NodeOffering OfferingOf(const v1::Node& n) {
+  market::NodeOffering o;
+  o.node_id = n.id();
+  o.name = n.name();
+  const v1::Advertisement& ad = n.advertisement();
+  for (const auto& d : ad.inventory().gpus().devices()) o.gpu_classes.push_back(d.name());
+  o.cpu_cores = ad.capacity().cpu_cores() > 0 ? ad.capacity().cpu_cores() : n.info().cpu_cores();
+  for (const auto& a : ad.asks()) o.asks[a.device_class()] = a.per_hour();
+  return o;
+}
+
 }  // namespace
 
-Result<std::string> Coordinator::Metrics() {
-  IG_ASSIGN_OR_RETURN(auto jobs, jobs_->List(""));
-  IG_ASSIGN_OR_RETURN(auto nodes, ListNodes());
+Result<std::string> FleetReports::Metrics() {
+  IG_ASSIGN_OR_RETURN(auto jobs, sources_.jobs());
+  IG_ASSIGN_OR_RETURN(auto nodes, sources_.nodes());
   const int64_t now = clock_->NowMs();
   std::vector<Family> out;
   out.push_back(TaskStates(jobs));
-  AddEventFamilies(counters_.Read(), out);
+  AddEventFamilies(counters_->Read(), out);
   Family gap =
       Gauge("idlegrid_heartbeat_gap_max_seconds", "Longest time between two heartbeats of a node while online.");
-  {
-    MutexLock lock(&mu_);
-    for (const auto& [id, live] : nodes_) {
-      if (live.liveness.max_gap_ms() > 0) {
-        gap.samples.push_back({{{"node", id}}, static_cast<double>(live.liveness.max_gap_ms()) / 1000.0});
-      }
-    }
+  for (const auto& [id, gap_ms] : sources_.heartbeat_gaps()) {
+    if (gap_ms > 0) gap.samples.push_back({{{"node", id}}, static_cast<double>(gap_ms) / 1000.0});
   }
   AddNodeFamilies(nodes, now, std::move(gap), out);
   for (Family& f : metrics::GpuTelemetryFamilies(nodes.nodes(), now)) out.push_back(std::move(f));
   return metrics::Render(out);
+}
+
+std::vector<metrics::LoadSample> FleetReports::LoadSamples() {
+  MutexLock lock(&mu_);
+  return history_.Samples();
+}
+
+void FleetReports::SampleLoad() {
+  const int64_t now = clock_->NowMs();
+  {
+    MutexLock lock(&mu_);
+    if (!history_.Due(now, kLoadSamplePeriodMs)) return;
+  }
+  auto jobs = sources_.jobs();
+  auto nodes = sources_.nodes();
+  auto market = sources_.market();
+  if (!jobs.ok() || !nodes.ok() || !market.ok()) {
+    // A gap in the chart, not a wrong point: the next pass tries again.
+    const Status& why = !jobs.ok() ? jobs.status() : !nodes.ok() ? nodes.status() : market.status();
+    spdlog::warn("load sample skipped: {}", why.message());
+    return;
+  }
+  metrics::LoadSample sample = metrics::LoadSampleOf(now, *jobs, *nodes);
+  for (const auto& row : market->rows()) {
+    auto micros = ledger::MicrosFromCredits(row.min_ask());
+    if (micros.ok()) sample.lowest_ask_micros[row.device_class()] = *micros;
+  }
+  MutexLock lock(&mu_);
+  history_.Add(sample);
+}
+
+Result<v1::ProviderEarningsResponse> FleetReports::ProviderEarnings(const std::string& provider) {
+  if (provider.empty()) {
+    return Status::InvalidArgument("name a provider account (--provider NAME): this token's account has no nodes");
+  }
+  market::EarningsInputs in;
+  in.provider = provider;
+  in.now_ms = clock_->NowMs();
+  IG_ASSIGN_OR_RETURN(in.attempts, store_->ProviderAttempts(provider, 0, kEarningsAttempts));
+  IG_ASSIGN_OR_RETURN(v1::ListNodesResponse nodes, sources_.nodes());
+  for (const v1::Node& n : nodes.nodes()) {
+    if (n.provider() == provider) in.nodes.push_back(OfferingOf(n));
+  }
+  in.recent = sources_.recent_prices(in.now_ms);
+  v1::ProviderEarningsResponse out = market::SummarizeEarnings(in);
+  if (ledger_ != nullptr) {
+    IG_ASSIGN_OR_RETURN(v1::LedgerBalanceResponse b, ledger_->Balance(provider));
+    out.set_ledger(true);
+    out.set_pending_micros(b.pending_micros());
+    out.set_available_micros(b.available_micros());
+    out.set_stake_micros(b.stake_micros());
+  }
+  return out;
 }
 
 }  // namespace idlegrid::coordinator
