@@ -21,7 +21,8 @@ import sys
 import tempfile
 import time
 
-# The sandbox's root and HOME may be read-only: caches go to the scratch space.
+# On the grid HOME and XDG_CACHE_HOME are writable (the agent sets them); under a
+# plain `podman run --read-only` (bench/ml.sh) they are not: caches fall back to /tmp.
 _scratch = tempfile.gettempdir()
 for _var, _sub in (("TORCH_HOME", "torch"), ("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "cache")):
     os.environ.setdefault(_var, os.path.join(_scratch, _sub))

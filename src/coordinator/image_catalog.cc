@@ -130,6 +130,18 @@ Result<std::vector<v1::ArtifactRef>> ImageCatalog::BlobsOf(const store::ImageRec
   return out;
 }
 
+std::shared_ptr<const std::vector<sched::ImageLayer>> ImageCatalog::LayersOf(const std::string& manifest_digest) {
+  Result<std::optional<store::ImageRecord>> image = store_->GetImage(manifest_digest);
+  if (!image.ok() || !*image) return nullptr;
+  Result<std::vector<v1::ArtifactRef>> blobs = BlobsOf(**image);
+  if (!blobs.ok() || blobs->empty()) return nullptr;
+  auto layers = std::make_shared<std::vector<sched::ImageLayer>>();
+  // BlobsOf lists the manifest and the config first: small, and never shared.
+  for (size_t i = 2; i < blobs->size(); ++i) layers->push_back({(*blobs)[i].digest(), (*blobs)[i].size()});
+  if (layers->empty()) return nullptr;
+  return layers;
+}
+
 Result<std::optional<store::ImageRecord>> ImageCatalog::UsableImage(const std::string& manifest_digest,
                                                                     const std::string& account) {
   IG_ASSIGN_OR_RETURN(auto image, store_->GetImage(manifest_digest));

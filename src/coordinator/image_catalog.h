@@ -10,6 +10,7 @@
 // it holds no lock of its own. Store, artifacts, registry client and clock
 // are injected.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +26,7 @@
 #include "manifest/image_ref.h"
 #include "registry/allow_list.h"
 #include "registry/registry_client.h"
+#include "sched/scheduler.h"
 #include "store/store.h"
 
 namespace idlegrid::coordinator {
@@ -69,6 +71,10 @@ class ImageCatalog {
   // The blobs of a layered image (manifest, config, layers), or none for an
   // image pushed as one archive.
   Result<std::vector<v1::ArtifactRef>> BlobsOf(const store::ImageRecord& image);
+  // The layers of the stored image with this manifest digest, for layer
+  // locality (sched/layer_locality.h): null for an image pushed as one
+  // archive, an unknown one, or one whose manifest cannot be read now.
+  std::shared_ptr<const std::vector<sched::ImageLayer>> LayersOf(const std::string& manifest_digest);
   // The stored image `account` may use; nullopt when it is missing or
   // another tenant's private one (the same answer: no existence leak).
   Result<std::optional<store::ImageRecord>> UsableImage(const std::string& manifest_digest, const std::string& account);

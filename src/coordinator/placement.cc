@@ -23,6 +23,7 @@
 #include "market/earnings.h"
 #include "market/market.h"
 #include "sched/fair_share.h"
+#include "sched/layer_locality.h"
 #include "sched/feasibility.h"
 #include "sched/pipeline.h"
 #include "sched/snapshot.h"
@@ -147,6 +148,21 @@ void CountQueueWaits(EventCounters& counters, const std::vector<store::QueuedTas
       counters.QueueWait(static_cast<double>(std::max<int64_t>(0, now - q.queued_ms)) / 1000.0);
     }
   }
+}
+
+// Layer locality for a pass (sched/layer_locality.h): each task's image
+// layers, and which of them each node's cached images hold. Reads the store
+// once per distinct image; call without mu_.
+void AttachImageLayers(ImageCatalog& images, std::vector<sched::NodeView>& views, std::vector<sched::TaskView*> tasks) {
+  sched::AttachImageLayers(views, std::move(tasks),
+                           [&images](const std::string& image) { return images.LayersOf(image); });
+}
+
+std::vector<sched::TaskView*> PointersTo(std::vector<sched::TaskView>& tasks) {
+  std::vector<sched::TaskView*> out;
+  out.reserve(tasks.size());
+  for (sched::TaskView& t : tasks) out.push_back(&t);
+  return out;
 }
 
 }  // namespace
@@ -307,6 +323,7 @@ void Coordinator::DispatchOnce() {
   }
   const AccountTerms terms = CurrentAccountTerms();
   DispatchInput in = DispatchTasks(*queued, *active, *data, terms.running_limits, now);
+  AttachImageLayers(images_, views, PointersTo(in.tasks));
   const auto placed_classes = NonPublicClasses(in.tasks, views);
   sched::AccountState accounts = AccountStateOf(*active, terms.weights);
   accounts.standing = StandingStateOf(*queued, *active);
@@ -384,6 +401,12 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
       if (q.job_id == job_id) mine.emplace(q.index, q);
     }
   }
+  // The job's own tasks are explained from views made below: its image too.
+  sched::TaskView job_image;
+  job_image.image = manifest::ImageDigestOf(job.spec().image());
+  std::vector<sched::TaskView*> located = PointersTo(queue);
+  located.push_back(&job_image);
+  AttachImageLayers(images_, views, std::move(located));
   const sched::FairShareStandings standings(queue, AccountStateOf(active, CurrentAccountTerms().weights),
                                             sched::FleetTotals(views));
   v1::ExplainJobResponse out;
@@ -393,7 +416,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
     auto it = mine.find(task.index());
     store::QueuedTask q =
         it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0, job.account()};
-    const sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
+    sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
+    if (view.image == job_image.image) view.image_layers = job_image.image_layers;
     sched::Explanation e = sched::Explain(views, view, options_.policies, 3, 0, queue);
     e.fair_share = sched::FormatFairShare(standings.Of(view));
     v1::TaskExplanation* t = out.add_tasks();

@@ -23,6 +23,13 @@ inline constexpr char kProviderExclusion[] = "provider:";
 // known-answer check meant for that provider (docs/verification.md).
 inline constexpr char kOnlyProvider[] = "only-provider:";
 
+// One layer of a layered image, for layer locality: a node that holds most of
+// an image's bytes (its base layers, under another image) fetches only the rest.
+struct ImageLayer {
+  std::string digest;
+  uint64_t bytes = 0;  // as stored (compressed)
+};
+
 struct NodeView {
   std::string id;
   std::string provider;  // the provider account that owns it (verification: one vote per provider)
@@ -49,6 +56,9 @@ struct NodeView {
   double reliability = 0.5;             // 0..1, share of attempts that ended well; 0.5: no history
   std::set<std::string> cached_images;  // image digests verified and loaded on the node
   std::set<std::string> cached_inputs;  // input artifact digests in the node's input cache
+  // Layers of the images in `cached_images` (those pushed by layer); null:
+  // none known. Shared between nodes holding the same images.
+  std::shared_ptr<const std::set<std::string>> cached_layers;
   std::map<std::string, double, std::less<>> asks;  // device class (GPU name) or "cpu-core" -> ask per hour
   bool allows_sharing = false;                      // owner lets several tasks share one GPU
   uint32_t max_run_seconds = 0;                     // owner's limit on one run; 0: none
@@ -102,7 +112,9 @@ struct TaskView {
   // The job's data class as the coordinator's data policy resolves it
   // (data_policy.h); checked by the `data-class` stage. No name: no class applies.
   DataClassRule data_class;
-  std::string image;                  // manifest digest, for cache locality
+  std::string image;  // manifest digest, for cache locality
+  // `image`'s layers when it was pushed by layer; null: one archive, or not known.
+  std::shared_ptr<const std::vector<ImageLayer>> image_layers;
   std::vector<std::string> inputs;    // this task's input digests (placeholders filled), for input locality
   std::string registry;               // OCI registry the image is pulled from; "": pushed to the coordinator
   double max_price_per_gpu_hour = 0;  // bid; 0: no limit

@@ -159,6 +159,19 @@ bool HoldsImage(const NodeView& node, const TaskView& task) {
   return !task.image.empty() && node.cached_images.count(task.image) > 0;
 }
 
+// The share of the task's image the node holds: 1 for the image itself; else
+// the share of its layer bytes among the layers of the node's cached images.
+double ImageShareHeld(const NodeView& node, const TaskView& task) {
+  if (HoldsImage(node, task)) return 1.0;
+  if (!task.image_layers || !node.cached_layers) return 0.0;
+  uint64_t total = 0, held = 0;
+  for (const ImageLayer& layer : *task.image_layers) {
+    total += layer.bytes;
+    if (node.cached_layers->count(layer.digest)) held += layer.bytes;
+  }
+  return total == 0 ? 0.0 : static_cast<double>(held) / static_cast<double>(total);
+}
+
 size_t InputsHeld(const NodeView& node, const TaskView& task) {
   return static_cast<size_t>(std::count_if(task.inputs.begin(), task.inputs.end(),
                                            [&](const std::string& d) { return node.cached_inputs.count(d) > 0; }));
@@ -168,13 +181,19 @@ size_t InputsHeld(const NodeView& node, const TaskView& task) {
 
 double ScoreCache(const ScoreContext& c) {
   const TaskView& task = *c.demand.task;
-  const double image = HoldsImage(*c.node.view, task) ? 1.0 : 0.0;
+  const double image = ImageShareHeld(*c.node.view, task);
   if (task.inputs.empty()) return image;
   return (image + static_cast<double>(InputsHeld(*c.node.view, task)) / static_cast<double>(task.inputs.size())) / 2;
 }
 
 std::string DescribeLocality(const NodeView& node, const TaskView& task) {
-  std::string out = HoldsImage(node, task) ? "holds image" : "lacks image";
+  std::string out = "lacks image";
+  if (HoldsImage(node, task)) {
+    out = "holds image";
+  } else if (const double share = ImageShareHeld(node, task); share > 0) {
+    // Floored: "100%" only for every byte.
+    out = "holds " + std::to_string(static_cast<int>(share * 100)) + "% of the image's layers";
+  }
   if (!task.inputs.empty()) {
     out += ", " + std::to_string(InputsHeld(node, task)) + "/" + std::to_string(task.inputs.size()) + " inputs";
   }

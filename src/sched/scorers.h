@@ -55,10 +55,12 @@ struct ScoreContext {
 // 1 for the cheapest ask in the snapshot .. 0 for the dearest.
 double ScorePrice(const ScoreContext& c);
 // Locality (BOINC's locality scheduling): 1 if the node has the task's image
-// cached, else 0; for a task with inputs, the mean of that and the share of
-// its inputs (by count) the node's input cache holds.
+// cached, else the share of the image's layer bytes its cached images hold (0
+// for an image pushed as one archive); for a task with inputs, the mean of
+// that and the share of its inputs (by count) the node's input cache holds.
 double ScoreCache(const ScoreContext& c);
-// What the cache scorer saw, for explanations: "holds image, 1/2 inputs".
+// What the cache scorer saw, for explanations: "holds image, 1/2 inputs",
+// "holds 99% of the image's layers".
 std::string DescribeLocality(const NodeView& node, const TaskView& task);
 // The node's reliability, clamped to 0..1.
 double ScoreReliability(const ScoreContext& c);

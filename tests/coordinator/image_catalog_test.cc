@@ -101,6 +101,29 @@ TEST_F(ImageCatalogTest, ALayeredImageRegistersOnlyWithEveryBlobUploadedOfItsSta
   EXPECT_EQ(catalog_->RegisterArchive(missing).status().code(), Code::kNotFound);
 }
 
+TEST_F(ImageCatalogTest, LayersOfALayeredImageAreItsLayersWithoutManifestOrConfig) {
+  const std::string config_bytes = "{\"architecture\":\"amd64\"}";
+  const std::string config = Put(config_bytes);
+  const std::string base = Put("base layer, the big one");  // 23 bytes
+  const std::string script = Put("print(1)");               // 8 bytes
+  const std::string manifest = Put(Manifest(config, config_bytes.size(), {{base, 23}, {script, 8}}));
+  EXPECT_EQ(catalog_->LayersOf(manifest), nullptr) << "not registered yet";
+  ASSERT_TRUE(catalog_->RegisterLayered(manifest, AnyoneMayRead).ok());
+
+  auto layers = catalog_->LayersOf(manifest);
+  ASSERT_NE(layers, nullptr);
+  ASSERT_EQ(layers->size(), 2u);
+  EXPECT_EQ((*layers)[0].digest, base);
+  EXPECT_EQ((*layers)[0].bytes, 23u);
+  EXPECT_EQ((*layers)[1].digest, script);
+  EXPECT_EQ((*layers)[1].bytes, 8u);
+
+  // An image pushed as one archive has no layers to share.
+  const store::ImageRecord archive{Sha256Digest("manifest"), Sha256Digest("config"), Sha256Digest("archive")};
+  ASSERT_TRUE(store_->RegisterImage(archive, clock_.NowMs()).ok());
+  EXPECT_EQ(catalog_->LayersOf(archive.manifest_digest), nullptr);
+}
+
 TEST_F(ImageCatalogTest, AnImagePushedAsOneArchiveHasNoBlobList) {
   store::ImageRecord archive{Sha256Digest("manifest"), Sha256Digest("config"), Sha256Digest("archive")};
   auto blobs = catalog_->BlobsOf(archive);

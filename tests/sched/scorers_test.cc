@@ -70,6 +70,15 @@ TEST(ScorersTest, Table) {
          n[0].cached_inputs = {"sha256:in1"};
        },
        ScoreCache, 0.75},
+      {"cache: the image's base layer held under another image",
+       [](auto& n, auto& t, auto&) {
+         t.image = "sha256:x";
+         t.image_layers = std::make_shared<const std::vector<ImageLayer>>(
+             std::vector<ImageLayer>{{"sha256:base", 750}, {"sha256:script", 250}});
+         n[0].cached_images = {"sha256:previous"};
+         n[0].cached_layers = std::make_shared<const std::set<std::string>>(std::set<std::string>{"sha256:base"});
+       },
+       ScoreCache, 0.75},
       {"cache: every input held, image not",
        [](auto& n, auto& t, auto&) {
          t.image = "sha256:x";
