@@ -214,10 +214,10 @@ void PrepareBenchmarks(coordinator::Coordinator& coord, const CoordinatorConfig&
   // Without it no node can be measured, so none becomes schedulable: fail
   // closed but keep serving (the reason shows in `idlegrid nodes`).
   // Both log their failure and keep it as the reason `idlegrid nodes` shows.
-  (void)coord.PrepareBenchmark(bench, dir + "/tmp");
+  (void)coord.benchmarks().PrepareCpu(bench, dir + "/tmp");
   std::string gpu_bench = config.gpu_bench_binary;
   if (gpu_bench.empty()) gpu_bench = std::filesystem::path(bench).parent_path() / "idlegrid-gpu-bench";
-  (void)coord.PrepareGpuBenchmark(gpu_bench, dir + "/tmp");
+  (void)coord.benchmarks().PrepareGpu(gpu_bench, dir + "/tmp");
 }
 
 // The gRPC listener and the services it serves (declared first: they outlive it).

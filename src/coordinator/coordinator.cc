@@ -101,7 +101,7 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
     auto it = nodes_.find(node_id);
     return it == nodes_.end() ? std::string() : it->second.public_key;
   };
-  report_hooks.judge_readiness = [this](const v1::Job& job) { JudgeReadiness(job); };
+  report_hooks.judge_readiness = [this](const v1::Job& job) { readiness_->Judge(job); };
   report_hooks.settle_ledger = [this](const v1::Job& job) { settler_.SettleJob(job); };
   report_hooks.changed = [this] { changes_.Notify(); };
   attempts_ = std::make_unique<AttemptReports>(store_.get(), &receipts_, &counters_, verification_.get(), clock_,
@@ -123,6 +123,11 @@ Coordinator::Coordinator(std::unique_ptr<store::Store> store, std::unique_ptr<ar
   };
   reports_ = std::make_unique<FleetReports>(store_.get(), &counters_, ledger_ ? &ledger_requests_ : nullptr, clock_,
                                             std::move(sources));
+  readiness_ = std::make_unique<ReadinessBenchmarks>(
+      store_.get(), artifacts_.get(), &images_, clock_,
+      ReadinessBenchmarks::Options{options_.bench_iterations, options_.min_cpu_score, options_.gpu_bench_rounds,
+                                   options_.bench_retry_ms},
+      ReadinessHooks());
 }
 
 void Coordinator::StopCancelled(const std::vector<store::ActiveAttempt>& stopped) {
@@ -497,7 +502,7 @@ void Coordinator::Tick() {
   ExpireUnconnectedLeases();
   RefreshReliability();
   EnforceDrainDeadlines();
-  EnsureReadiness();
+  readiness_->Ensure();
   retention_.Sweep();
   settler_.Sweep();
   verification_->Sweep();  // verdicts a crash or a failed write left undone

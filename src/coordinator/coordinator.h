@@ -14,6 +14,8 @@
 //   ChangeSignal (change_signal.h)       the change counter watchers wait on
 //                                        and the loop's wake-ups.
 //   LedgerSettler (ledger_settler.h)     when the ledger is posted to.
+//   ReadinessBenchmarks (readiness_benchmarks.h)  the benchmark images, the
+//                                        jobs nodes and GPUs need, their verdicts.
 //   ImageCatalog (image_catalog.h)       images, their blobs and signatures
 //                                        (as files in the shared directory).
 //   WorkflowService (workflow_service.h) workflows: submit, advance, cancel;
@@ -26,18 +28,17 @@
 //   Coordinator::mu_                     the node table (NodeLive: liveness,
 //                                        advertisement, measurement, drain,
 //                                        reliability), the waiting reasons,
-//                                        the benchmark images, the data
-//                                        policy.
+//                                        the data policy.
 // Pure rules live outside: liveness verdicts in jobs/liveness.h, attempt
 // outcomes in jobs/, placement in sched/, the capacity ledger in capacity/.
 //
 // Lock order (a thread holding one may take only those after it):
 //   WorkflowService::mu_  ->  Coordinator::mu_  ->  AgentSessions  ->  AgentSession
 //   VerificationService's verdict lock  ->  Coordinator::mu_ (its hooks; it is held across the verdict's store write)
-// AgentTokenCache's, RunningIndexCache's, EventCounters', ChangeSignal's, FleetReports', ImageCatalog's pieces',
-// AccountTermsCache's are leaves, taken with nothing else held by them. No lock is held across a store write except
-// where a method says so (JudgeReadiness records a measurement under mu_). StandingReader's lock is a leaf too, held
-// across store reads of jobs but never with another lock.
+// AgentTokenCache's, RunningIndexCache's, EventCounters', ChangeSignal's, FleetReports', ReadinessBenchmarks',
+// ImageCatalog's pieces', AccountTermsCache's are leaves, taken with nothing else held by them. No lock is held across
+// a store write except where a method says so (the readiness hook records a measurement under mu_). StandingReader's
+// lock is a leaf too, held across store reads of jobs but never with another lock.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -65,6 +66,7 @@
 #include "coordinator/job_requests.h"
 #include "coordinator/ledger_requests.h"
 #include "coordinator/ledger_settler.h"
+#include "coordinator/readiness_benchmarks.h"
 #include "coordinator/ledger_shell.h"
 #include "market/recent_prices.h"
 #include "coordinator/image_catalog.h"
@@ -202,13 +204,9 @@ class Coordinator {
   // Images: registered from archives or blob by blob, from registries, and
   // their signatures (image_catalog.h).
   ImageCatalog& images() { return images_; }
-  // Builds the readiness benchmark image from the static benchmark program
-  // and registers it. Until it succeeds no node becomes schedulable.
-  Status PrepareBenchmark(const std::string& bench_binary, const std::string& work_dir);
-  // The same for the GPU benchmark; without it real GPUs are not offered
-  // (they cannot be measured), with this error as their reason; their
-  // nodes' CPUs still work.
-  Status PrepareGpuBenchmark(const std::string& gpu_bench_binary, const std::string& work_dir);
+  // Readiness benchmarks: their images, the jobs nodes need, their verdicts
+  // (readiness_benchmarks.h).
+  ReadinessBenchmarks& benchmarks() { return *readiness_; }
   // The change counter status and log streams wait on (change_signal.h).
   ChangeSignal& changes() { return changes_; }
 
@@ -247,9 +245,6 @@ class Coordinator {
     uint64_t last_sequence = 0;
     v1::Advertisement ad;
     v1::Measurement measurement;
-    std::string readiness_job;                              // in flight, if any
-    int64_t readiness_failed_ms = 0;                        // when the last benchmark failed
-    std::map<std::string, std::string> gpu_readiness_jobs;  // device uuid -> job in flight
     // RUNNING attempts the agent's heartbeats did not list, and how many
     // heartbeats in a row did not. Two in a row means the agent lost them
     // (it restarted): heartbeats are sequential, so the second was built after
@@ -271,16 +266,11 @@ class Coordinator {
     v1::NodePause pause;
   };
 
-  // advertisements.cc: advertisements, readiness benchmarks, node views.
+  // advertisements.cc: advertisements, what nodes and devices may take.
   Status AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad);
   Status CheckSimulated(const v1::Advertisement& ad) const;
-  void EnsureReadiness();
-  void JudgeReadiness(const std::string& job_id);
-  void JudgeReadiness(const v1::Job& job);  // as read after the report that ended it
-  void JudgeGpuReadiness(const v1::Job& job);
-  v1::JobSpec ReadinessSpec(const std::string& node_id, const std::string& image, const std::string& entrypoint,
-                            const std::vector<std::string>& args) const;
-  void CreateReadinessJob(const std::string& node_id, const std::string& device_uuid, const v1::JobSpec& spec);
+  // The readiness service's view of the node table (readiness_benchmarks.h).
+  ReadinessBenchmarks::Hooks ReadinessHooks();
   // "" when the node may take ordinary work; otherwise why not.
   std::string UnschedulableReasonLocked(const NodeLive& node) const IG_REQUIRES(mu_);
   // Why device `d` of `node` takes no ordinary work, "" when it does: held
@@ -368,10 +358,11 @@ class Coordinator {
   LedgerRequests ledger_requests_;
   LedgerSettler settler_;  // the loop thread sweeps; the hooks settle
   ReceiptDesk receipts_;
-  std::unique_ptr<JobRequests> jobs_;           // no lock of its own
-  std::unique_ptr<AttemptReports> attempts_;    // no lock of its own
-  std::unique_ptr<WorkflowService> workflows_;  // its own lock, taken before mu_
-  std::unique_ptr<FleetReports> reports_;       // its own lock (a leaf)
+  std::unique_ptr<JobRequests> jobs_;               // no lock of its own
+  std::unique_ptr<AttemptReports> attempts_;        // no lock of its own
+  std::unique_ptr<WorkflowService> workflows_;      // its own lock, taken before mu_
+  std::unique_ptr<FleetReports> reports_;           // its own lock (a leaf)
+  std::unique_ptr<ReadinessBenchmarks> readiness_;  // its own lock (a leaf)
 
   // Thread-safe pieces with locks of their own (see the lock order above).
   AgentSessions sessions_;
@@ -386,10 +377,6 @@ class Coordinator {
   std::map<std::string, std::string> waiting_ IG_GUARDED_BY(mu_);  // task key -> why it waits
   // Replaced whole by SetDataPolicy; readers copy the pointer under mu_.
   std::shared_ptr<const sched::DataPolicy> data_policy_ IG_GUARDED_BY(mu_);
-  std::string bench_image_ IG_GUARDED_BY(mu_);  // manifest digest, once prepared
-  std::string bench_error_ IG_GUARDED_BY(mu_);  // why there is none
-  std::string gpu_bench_image_ IG_GUARDED_BY(mu_);
-  std::string gpu_bench_error_ IG_GUARDED_BY(mu_) = "no GPU readiness benchmark on the coordinator";
   int64_t heartbeats_persisted_ms_ IG_GUARDED_BY(mu_) = 0;
   jobs::LivenessParams LivenessParamsOf() const { return {options_.heartbeat_interval_ms, options_.heartbeat_margin}; }
 

@@ -224,7 +224,7 @@ size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
   for (const auto& f : *failed) {
     counters_.CountOutcome(f.outcome);
     counters_.TrackRun(f.job_id, f.index, f.outcome, now);
-    JudgeReadiness(f.job_id);
+    readiness_->Judge(f.job_id);
   }
   if (!failed->empty()) changes_.Notify();
   return failed->size();
@@ -260,11 +260,7 @@ void Coordinator::CheckHeartbeats() {
   if (newly_suspect) changes_.Notify();
   for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
-    {
-      MutexLock lock(&mu_);
-      nodes_[id].readiness_job.clear();
-      nodes_[id].gpu_readiness_jobs.clear();
-    }
+    readiness_->ForgetNode(id);
     spdlog::warn("node {} offline: nothing heard for {} ms; {} attempt(s) failed as node_lost", id, silence, failed);
   }
   // An assignment the agent never acknowledged goes elsewhere, quickly.

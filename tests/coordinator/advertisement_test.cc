@@ -545,7 +545,7 @@ TEST_F(AdvertisementTest, NodeIsNotSchedulableBeforeAMeasurement) {
   ASSERT_TRUE(listed.has_value());
   EXPECT_EQ(listed->state(), "online");
   EXPECT_FALSE(listed->schedulable());
-  // PrepareBenchmark was never called (and so never failed): the node waits
+  // benchmarks().PrepareCpu was never called (and so never failed): the node waits
   // for its readiness benchmark.
   EXPECT_EQ(listed->unschedulable_reason(), "readiness benchmark pending");
   EXPECT_EQ(listed->measurement().measured_at_ms(), 0);
