@@ -13,20 +13,17 @@
 #include "common/digest.h"
 #include "common/test_support.h"
 #include "manifest/manifest.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
 const std::string kImage = "sha256:" + std::string(64, 'a');
 
-class ArtifactRightsTest : public ::testing::Test {
+class ArtifactRightsTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     images_ = std::make_unique<ImageCatalog>(store_.get(), artifacts_.get(), nullptr, &clock_, ImageCatalog::Options{},
                                              [] {});
     rights_ = std::make_unique<ArtifactRights>(store_.get(), images_.get(), &clock_, "join secret");
@@ -58,10 +55,6 @@ class ArtifactRightsTest : public ::testing::Test {
     token_ = rights_->TokenFor("a0", "n1", epoch_);
   }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<ImageCatalog> images_;
   std::unique_ptr<ArtifactRights> rights_;
   const std::string archive_ = Sha256Digest("archive");

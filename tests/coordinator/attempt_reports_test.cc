@@ -17,18 +17,15 @@
 #include "common/test_support.h"
 #include "manifest/manifest.h"
 #include "receipt/receipt.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
-class AttemptReportsTest : public ::testing::Test {
+class AttemptReportsTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     receipts_ = std::make_unique<ReceiptDesk>(store_.get(), std::nullopt);
     verify::VerificationPolicy policy;
     policy.default_mode = verify::Mode::kNone;
@@ -78,13 +75,9 @@ class AttemptReportsTest : public ::testing::Test {
     return job.ok() ? job->tasks(static_cast<int>(task)).attempts(0) : v1::Attempt();
   }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
   const advert::NodeKey key_ = advert::NodeKey::Generate();
   const std::string node_ = key_.node_id();
   const std::string other_ = "n-other";
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<ReceiptDesk> receipts_;
   EventCounters counters_;
   std::unique_ptr<VerificationService> verification_;

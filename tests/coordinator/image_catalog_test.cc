@@ -13,18 +13,15 @@
 
 #include "common/digest.h"
 #include "common/test_support.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
-class ImageCatalogTest : public ::testing::Test {
+class ImageCatalogTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     catalog_ = Make({});
   }
   std::unique_ptr<ImageCatalog> Make(ImageCatalog::Options options) {
@@ -54,10 +51,6 @@ class ImageCatalogTest : public ::testing::Test {
   }
   static Status AnyoneMayRead(const std::string&) { return Status::Ok(); }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<ImageCatalog> catalog_;
   int changes_ = 0;
 };

@@ -15,20 +15,17 @@
 
 #include "common/digest.h"
 #include "common/test_support.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
 const std::string kImage = "sha256:" + std::string(64, 'a');
 
-class JobRequestsTest : public ::testing::Test {
+class JobRequestsTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     images_ = std::make_unique<ImageCatalog>(store_.get(), artifacts_.get(), nullptr, &clock_, ImageCatalog::Options{},
                                              [] {});
     tenancy_ = std::make_unique<Tenancy>(store_.get(), &clock_, auth::Quota{});
@@ -82,10 +79,6 @@ class JobRequestsTest : public ::testing::Test {
     return jobs.ok() ? jobs->size() : 0;
   }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<ImageCatalog> images_;
   std::unique_ptr<Tenancy> tenancy_;
   std::unique_ptr<VerificationService> verification_;

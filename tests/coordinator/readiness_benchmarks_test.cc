@@ -19,20 +19,17 @@
 #include "common/test_support.h"
 #include "coordinator/node_views.h"
 #include "jobs/task_state.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
 constexpr int kRetryMs = 60'000;
 
-class ReadinessBenchmarksTest : public ::testing::Test {
+class ReadinessBenchmarksTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     catalog_ = std::make_unique<ImageCatalog>(store_.get(), artifacts_.get(), nullptr, &clock_, ImageCatalog::Options{},
                                               [] {});
     ReadinessBenchmarks::Hooks hooks;
@@ -117,10 +114,6 @@ class ReadinessBenchmarksTest : public ::testing::Test {
     v1::Advertisement ad;
     v1::Measurement measurement;
   };
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<ImageCatalog> catalog_;
   std::unique_ptr<ReadinessBenchmarks> bench_;
   std::map<std::string, Node> nodes_;

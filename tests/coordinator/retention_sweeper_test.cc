@@ -11,19 +11,14 @@
 
 #include "common/test_support.h"
 #include "manifest/manifest.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
 
-class RetentionSweeperTest : public ::testing::Test {
+class RetentionSweeperTest : public ServiceTest {
  protected:
-  void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp()); }
   // Stores `bytes` as an upload `account` holds for `hold_ms`.
   std::string Upload(const std::string& bytes, const std::string& account, int64_t hold_ms) {
     auto writer = artifacts_->NewWriter("", bytes.size());
@@ -55,11 +50,6 @@ class RetentionSweeperTest : public ::testing::Test {
     ASSERT_TRUE(store_->AddArtifactRefs({{input, "job:" + id, "alice", 0}}).ok());
     ASSERT_TRUE(store_->CancelJob(id, clock_.NowMs()).ok());
   }
-
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
 };
 
 TEST_F(RetentionSweeperTest, ASettledJobPastItsRetentionGoesWithTheInputOnlyItHeld) {

@@ -16,6 +16,7 @@
 #include "common/test_support.h"
 #include "manifest/manifest.h"
 #include "sched/scheduler.h"
+#include "coordinator/service_fixture.h"
 
 namespace idlegrid::coordinator {
 namespace {
@@ -24,14 +25,10 @@ const std::string kImage = "sha256:" + std::string(64, 'a');
 
 std::string Digest(char c) { return "sha256:" + std::string(64, c); }
 
-class VerificationServiceTest : public ::testing::Test {
+class VerificationServiceTest : public ServiceTest {
  protected:
   void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/state.db");
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    artifacts_ = std::make_unique<artifacts::ArtifactStore>(dir_.path() + "/artifacts", &clock_);
-    ASSERT_TRUE(artifacts_->Init().ok());
+    ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     verify::VerificationPolicy policy;
     policy.default_mode = verify::Mode::kNone;
     VerificationService::Hooks hooks;
@@ -114,10 +111,6 @@ class VerificationServiceTest : public ::testing::Test {
     return 0;
   }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<VerificationService> service_;
   std::vector<std::string> verdicts_;
   int changes_ = 0;
