@@ -131,9 +131,16 @@ Result<std::vector<v1::ArtifactRef>> ImageCatalog::BlobsOf(const store::ImageRec
 }
 
 std::shared_ptr<const std::vector<sched::ImageLayer>> ImageCatalog::LayersOf(const std::string& manifest_digest) {
-  Result<std::optional<store::ImageRecord>> image = store_->GetImage(manifest_digest);
-  if (!image.ok() || !*image) return nullptr;
-  Result<std::vector<v1::ArtifactRef>> blobs = BlobsOf(**image);
+  // The dispatcher asks every pass: a layered image known to the blob cache
+  // (content-addressed, never stale) costs no store read.
+  Result<std::vector<v1::ArtifactRef>> blobs = std::vector<v1::ArtifactRef>{};
+  if (auto known = manifest_blobs_.Get(manifest_digest)) {
+    blobs = std::move(*known);
+  } else {
+    Result<std::optional<store::ImageRecord>> image = store_->GetImage(manifest_digest);
+    if (!image.ok() || !*image) return nullptr;
+    blobs = BlobsOf(**image);
+  }
   if (!blobs.ok() || blobs->empty()) return nullptr;
   auto layers = std::make_shared<std::vector<sched::ImageLayer>>();
   // BlobsOf lists the manifest and the config first: small, and never shared.

@@ -110,6 +110,13 @@ TEST_F(ImageCatalogTest, LayersOfALayeredImageAreItsLayersWithoutManifestOrConfi
   EXPECT_EQ((*layers)[0].bytes, 23u);
   EXPECT_EQ((*layers)[1].digest, script);
   EXPECT_EQ((*layers)[1].bytes, 8u);
+  // Asked again (the dispatcher asks every pass), the answer comes from the
+  // blob cache and is the same.
+  auto again = catalog_->LayersOf(manifest);
+  ASSERT_NE(again, nullptr);
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ((*again)[0].digest, base);
+  EXPECT_EQ((*again)[1].digest, script);
 
   // An image pushed as one archive has no layers to share.
   const store::ImageRecord archive{Sha256Digest("manifest"), Sha256Digest("config"), Sha256Digest("archive")};
