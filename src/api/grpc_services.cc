@@ -119,7 +119,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*, v1::ListNodesResponse* out) override {
     IG_ADMIT("ListNodes", Gate::None());
-    auto nodes = c_->ListNodes();
+    auto nodes = c_->nodes().List();
     if (!nodes.ok()) return ToGrpc(nodes.status());
     *out = VisibleNodes(caller, std::move(nodes).value());
     return grpc::Status::OK;
@@ -128,7 +128,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
   grpc::Status ExplainJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                           v1::ExplainJobResponse* out) override {
     IG_ADMIT("ExplainJob", gate_.Job(req->job_id()));
-    return Reply(c_->ExplainJob(req->job_id()), out);
+    return Reply(c_->dispatcher().Explain(req->job_id()), out);
   }
 
   grpc::Status GetReceipt(grpc::ServerContext* ctx, const v1::GetReceiptRequest* req, v1::Receipt* out) override {
@@ -138,7 +138,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status GetMarket(grpc::ServerContext* ctx, const v1::GetMarketRequest*, v1::MarketResponse* out) override {
     IG_ADMIT("GetMarket", Gate::None());
-    return Reply(c_->Market(), out);
+    return Reply(c_->dispatcher().Market(), out);
   }
 
   grpc::Status ResolveLost(grpc::ServerContext* ctx, const v1::ResolveLostRequest* req, v1::Job* out) override {
@@ -148,7 +148,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status DrainNode(grpc::ServerContext* ctx, const v1::DrainNodeRequest* req, v1::Node* out) override {
     IG_ADMIT("DrainNode", gate_.Node(req->node_id()));
-    return Reply(c_->DrainNode(*req), out);
+    return Reply(c_->nodes().Drain(*req), out);
   }
 
   grpc::Status WatchNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*,
@@ -158,7 +158,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     std::optional<std::string> last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->changes().version();
-      auto nodes = c_->ListNodes();
+      auto nodes = c_->nodes().List();
       if (!nodes.ok()) return ToGrpc(nodes.status());
       v1::ListNodesResponse visible = VisibleNodes(caller, std::move(nodes).value());
       // Heartbeats alone do not wake watchers (no Notify), so a node list
@@ -343,14 +343,14 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
   explicit AgentServiceImpl(coordinator::Coordinator* c) : c_(c) {}
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req, v1::RegisterResponse* out) override {
-    return Reply(c_->RegisterNode(*req, ctx->peer()), out);
+    return Reply(c_->nodes().Register(*req, ctx->peer()), out);
   }
 
   grpc::Status Connect(grpc::ServerContext* ctx, const v1::ConnectRequest* req,
                        grpc::ServerWriter<v1::Command>* writer) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
-    auto session = c_->OpenSession(*node, req->info(), ctx->peer());
+    auto session = c_->nodes().OpenSession(*node, req->info(), ctx->peer());
     // Headers go out now so the agent knows the stream is live before any command.
     writer->SendInitialMetadata();
     while (!ctx->IsCancelled() && !session->closed()) {
@@ -358,15 +358,15 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
       if (!cmd) continue;
       if (!writer->Write(*cmd)) break;
     }
-    c_->CloseSession(*node, session);
+    c_->nodes().CloseSession(*node, session);
     return grpc::Status::OK;
   }
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
                                       v1::HeartbeatResponse* out) override {
     auto* reactor = ctx->DefaultReactor();
-    auto node = c_->AuthenticateAgent(Metadata(ctx, "authorization"));
-    reactor->Finish(node.ok() ? Reply(c_->Heartbeat(*node, *req), out) : ToGrpc(node.status()));
+    auto node = c_->nodes().Authenticate(Metadata(ctx, "authorization"));
+    reactor->Finish(node.ok() ? Reply(c_->nodes().Heartbeat(*node, *req), out) : ToGrpc(node.status()));
     return reactor;
   }
 
@@ -429,7 +429,9 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
   }
 
  private:
-  Result<std::string> Auth(grpc::ServerContext* ctx) { return c_->AuthenticateAgent(Metadata(ctx, "authorization")); }
+  Result<std::string> Auth(grpc::ServerContext* ctx) {
+    return c_->nodes().Authenticate(Metadata(ctx, "authorization"));
+  }
   coordinator::Coordinator* c_;
 };
 

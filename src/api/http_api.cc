@@ -203,7 +203,7 @@ void HttpApi::NodeRoutes() {
   server_->Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
     auto caller = Admit(req, res, "ListNodes", Gate::None());
     if (!caller) return;
-    auto nodes = c_->ListNodes();
+    auto nodes = c_->nodes().List();
     if (!nodes.ok()) return SendError(res, nodes.status());
     SendMessage(res, VisibleNodes(*caller, std::move(nodes).value()));
   });
@@ -213,7 +213,7 @@ void HttpApi::NodeRoutes() {
 void HttpApi::JobDetailRoutes() {
   server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/explain)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
-    SendResult(res, c_->ExplainJob(req.matches[1]));
+    SendResult(res, c_->dispatcher().Explain(req.matches[1]));
   });
   // Log chunks after ?after=SEQ (default 0), at most a few hundred per call:
   // the dashboard polls with the returned cursor (gRPC's StreamLogs follows).
@@ -295,7 +295,7 @@ void HttpApi::MetricsRoutes() {
 void HttpApi::MarketAndAccountRoutes() {
   server_->Get("/v1/market", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "GetMarket", Gate::None())) return;
-    SendResult(res, c_->Market());
+    SendResult(res, c_->dispatcher().Market());
   });
   server_->Get("/v1/accounts", [this](const httplib::Request& req, httplib::Response& res) {
     auto caller = Admit(req, res, "ListAccounts", Gate::None());

@@ -3,7 +3,7 @@
 // on it, and whether a new hold fits. Pure: plain values in and out.
 //
 // The scheduler's snapshot (sched/snapshot.h), the coordinator's accounting
-// of active attempts (coordinator/placement.cc), the stores' batch admission
+// of active attempts (coordinator/advertisements.cc, NodeTable::Views), the stores' batch admission
 // (capacity/batch_admission.h) and the agent's own admission of an assignment
 // and its advertisement (agent/attempt_host.cc, agent/advertiser.cc) all keep
 // their numbers in it, through capacity/node_capacity.h, so a plan made from

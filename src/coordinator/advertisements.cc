@@ -1,15 +1,27 @@
-// The coordinator's view of capacity: verified advertisements, whether a node
-// and each of its devices may take work (readiness_benchmarks.h measures
-// them), and what each device can still take.
+// The node table's view of capacity (node_table.h): verified advertisements,
+// whether a node and each of its devices may take work (readiness_benchmarks.h
+// measures them), what each device can still take, and the snapshot the
+// dispatcher places on.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "advert/advertisement.h"
-#include "coordinator/coordinator.h"
+#include "coordinator/node_table.h"
 #include "coordinator/node_views.h"
+#include "sched/data_class.h"
 
 namespace idlegrid::coordinator {
+namespace {
 
-Status Coordinator::CheckSimulated(const v1::Advertisement& ad) const {
+// A node's claim to hold inputs only ranks it (the cache scorer); an agent
+// advertises at most 512 (agent/input_cache.h), and no more than this many
+// are read, so a node cannot make each dispatch pass build a huge set.
+constexpr int kMaxCachedInputsRead = 1024;
+
+}  // namespace
+
+Status NodeTable::CheckSimulated(const v1::Advertisement& ad) const {
   if (options_.allow_simulated_gpus) return Status::Ok();
   for (const auto& d : ad.inventory().gpus().devices()) {
     if (d.simulated()) {
@@ -21,7 +33,7 @@ Status Coordinator::CheckSimulated(const v1::Advertisement& ad) const {
   return Status::Ok();
 }
 
-Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad) {
+Status NodeTable::AcceptAdvertisement(const std::string& node_id, const v1::SignedAdvertisement& signed_ad) {
   std::string public_key;
   uint64_t last_sequence = 0;
   {
@@ -69,11 +81,11 @@ Status Coordinator::AcceptAdvertisement(const std::string& node_id, const v1::Si
     }
   }
   spdlog::debug("advertisement {} of node {} accepted", ad.sequence(), node_id);
-  changes_.Notify();
+  hooks_.changed();
   return Status::Ok();
 }
 
-std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
+std::string NodeTable::UnschedulableReasonLocked(const NodeLive& node) const {
   if (node.draining) return "draining";
   if (node.pause.paused()) return "paused by its owner: " + node.pause.reason();
   if (node.ad.sequence() == 0) return "no advertisement yet";
@@ -81,8 +93,8 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   const v1::Measurement& m = node.measurement;
   bool current = m.agent_version() == StackOf(node.ad);
   if (m.measured_at_ms() == 0 || !current) {
-    if (std::string no_bench = readiness_->CpuBenchError(); !no_bench.empty()) return no_bench;
-    if (std::string untrusted = images_.ReadinessKeyUntrusted(node.ad); !untrusted.empty()) {
+    if (std::string no_bench = hooks_.cpu_bench_error(); !no_bench.empty()) return no_bench;
+    if (std::string untrusted = hooks_.readiness_key_untrusted(node.ad); !untrusted.empty()) {
       return "readiness benchmark pending: " + untrusted;
     }
     return m.measured_at_ms() == 0 ? "readiness benchmark pending" : "re-measuring after an agent or driver change";
@@ -93,7 +105,7 @@ std::string Coordinator::UnschedulableReasonLocked(const NodeLive& node) const {
   return "";
 }
 
-std::string Coordinator::GpuUnavailableReasonLocked(const NodeLive& node, const v1::GpuDevice& d) const {
+std::string NodeTable::GpuUnavailableReasonLocked(const NodeLive& node, const v1::GpuDevice& d) const {
   if (!d.owner_hold().empty()) return "held back by its owner: " + d.owner_hold();
   if (d.simulated()) return "";  // never measured; admitted by --allow-simulated-gpus alone
   const v1::Measurement& m = node.measurement;
@@ -104,18 +116,18 @@ std::string Coordinator::GpuUnavailableReasonLocked(const NodeLive& node, const 
     if (g.passed()) return "";
     return "failed its readiness benchmark: " + g.reason();
   }
-  if (std::string no_bench = readiness_->GpuBenchError(); !no_bench.empty()) return no_bench;
+  if (std::string no_bench = hooks_.gpu_bench_error(); !no_bench.empty()) return no_bench;
   return "readiness benchmark pending";
 }
 
-capacity::NodeCapacity Coordinator::HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine) {
+capacity::NodeCapacity NodeTable::HeldCapacity(const NodeLive& node, const std::vector<store::ActiveAttempt>& mine) {
   capacity::NodeCapacity held = capacity::NodeCapacity::Offered(node.info, node.ad);
   for (const auto& a : mine) held.Hold({a.cpu, a.memory, a.gpu_memory_bytes, a.gpu_milli, a.device_uuids});
   return held;
 }
 
-std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const NodeLive& node,
-                                                            const capacity::NodeCapacity& held) const {
+std::vector<v1::GpuDevice> NodeTable::AccountedGpusLocked(const NodeLive& node,
+                                                          const capacity::NodeCapacity& held) const {
   std::vector<v1::GpuDevice> devices(node.ad.inventory().gpus().devices().begin(),
                                      node.ad.inventory().gpus().devices().end());
   const uint64_t reserve = node.ad.policy().reserved_gpu_memory_bytes();
@@ -134,13 +146,66 @@ std::vector<v1::GpuDevice> Coordinator::AccountedGpusLocked(const NodeLive& node
   return devices;
 }
 
-ReadinessBenchmarks::Hooks Coordinator::ReadinessHooks() {
+sched::NodeView NodeTable::ViewLocked(const std::string& id, const NodeLive& n,
+                                      const std::vector<store::ActiveAttempt>& mine) const {
+  sched::NodeView v;
+  v.id = id;
+  v.provider = n.provider;
+  v.online = n.online && sessions_->Connected(id) && !n.liveness.suspect();  // a suspect node gets no new work
+  // What is left after the node's active attempts, by the rule the store's
+  // commit guard applies (capacity/ledger.h), so a fresh plan passes it.
+  const capacity::NodeCapacity capacity_left = HeldCapacity(n, mine);
+  const capacity::NodeLedger& ledger = capacity_left.ledger();
+  v.cpu_total = ledger.cpu_capacity();
+  v.cpu_free = ledger.FreeCpu();
+  v.memory_free = ledger.FreeMemory();
+  v.memory_total = ledger.memory_capacity();
+  v.gpus = AccountedGpusLocked(n, capacity_left);
+  v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
+  if (n.ad.policy().allowed_runtimes_size() > 0) {
+    v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
+  }
+  v.job_classes.assign(n.ad.policy().allowed_job_classes().begin(), n.ad.policy().allowed_job_classes().end());
+  v.enforcement = n.info.enforcement();
+  v.unschedulable_reason = UnschedulableReasonLocked(n);
+  v.region = n.ad.region();
+  v.trust_tier = sched::TrustTierOf(*data_policy_, id, n.measurement, n.ad);
+  v.reliability = n.reliability.score;
+  v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
+  v.cached_inputs.insert(n.ad.cached_inputs().begin(),
+                         n.ad.cached_inputs().begin() + std::min(n.ad.cached_inputs_size(), kMaxCachedInputsRead));
+  for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
+  v.allows_sharing = n.ad.policy().allow_gpu_sharing();
+  v.max_run_seconds = n.ad.policy().max_run_seconds();
+  v.trusted_image_keys.insert(n.ad.policy().trusted_image_key_ids().begin(),
+                              n.ad.policy().trusted_image_key_ids().end());
+  v.allowed_registries.insert(n.ad.policy().allowed_registries().begin(), n.ad.policy().allowed_registries().end());
+  v.tenant_gpu_jobs_refused = n.ad.policy().tenant_gpu_jobs_refused();
+  v.gpu_free_milli.resize(v.gpus.size());
+  for (size_t i = 0; i < v.gpus.size(); ++i) v.gpu_free_milli[i] = ledger.devices()[i].FreeMilli();
+  return v;
+}
+
+NodeTable::Snapshot NodeTable::Views(const std::vector<store::ActiveAttempt>& active) {
+  const auto by_node = GroupByNode(active);
+  static const std::vector<store::ActiveAttempt> kNone;
+  Snapshot out;
+  MutexLock lock(&mu_);
+  for (const auto& [id, n] : nodes_) {
+    auto held = by_node.find(id);
+    out.views.push_back(ViewLocked(id, n, held == by_node.end() ? kNone : held->second));
+  }
+  out.data = data_policy_;
+  return out;
+}
+
+ReadinessBenchmarks::Hooks NodeTable::ReadinessHooks() {
   ReadinessBenchmarks::Hooks hooks;
   hooks.candidates = [this] {
     std::vector<ReadinessBenchmarks::Candidate> out;
     MutexLock lock(&mu_);
     for (const auto& [id, n] : nodes_) {
-      if (!n.online || !sessions_.Connected(id) || n.draining || n.ad.sequence() == 0) continue;
+      if (!n.online || !sessions_->Connected(id) || n.draining || n.ad.sequence() == 0) continue;
       out.push_back({id, n.ad, n.measurement});
     }
     return out;
@@ -164,7 +229,7 @@ ReadinessBenchmarks::Hooks Coordinator::ReadinessHooks() {
     }
     return true;
   };
-  hooks.changed = [this] { changes_.Notify(); };
+  hooks.changed = hooks_.changed;
   return hooks;
 }
 

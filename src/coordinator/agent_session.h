@@ -36,7 +36,7 @@ class AgentSession {
 };
 
 // The current session of each connected node. Thread-safe; its mutex is taken
-// after the coordinator's (Coordinator::mu_ may be held when calling in) and
+// after the coordinator's (NodeTable::mu_ may be held when calling in) and
 // before an AgentSession's.
 class AgentSessions {
  public:

@@ -2,7 +2,7 @@
 // "Something changed": a version that watchers (status and log streams, a
 // log read that waits) wait to move, and the loop's flag that a pass is due.
 // Stop wakes everyone for good. Thread-safe; its lock is a leaf (it may be
-// taken with Coordinator::mu_ held, and takes nothing itself).
+// taken with NodeTable::mu_ held, and takes nothing itself).
 #include <cstdint>
 
 #include "common/mutex.h"

@@ -1,4 +1,4 @@
-// Liveness: heartbeats (in memory, persisted in batches), lease expiry judged
+// The node table's liveness (node_table.h): heartbeats (in memory, persisted in batches), lease expiry judged
 // on this coordinator's clock (for nodes connected here and, from the stored
 // heartbeats, for nodes connected elsewhere), reconciliation of what agents
 // say they run, and node reliability.
@@ -8,21 +8,21 @@
 #include <map>
 #include <set>
 
-#include "coordinator/coordinator.h"
+#include "coordinator/node_table.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::coordinator {
 
-Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
+Result<v1::HeartbeatResponse> NodeTable::Heartbeat(const std::string& node_id, const v1::HeartbeatRequest& request) {
   if (request.has_advertisement()) IG_RETURN_IF_ERROR(AcceptAdvertisement(node_id, request.advertisement()));
   ReconcileRunning(node_id, request);
   bool came_back = false;
   bool paused_changed = false;
-  counters_.HeartbeatReceived();
+  counters_->HeartbeatReceived();
   {
     MutexLock lock(&mu_);
     NodeLive& live = nodes_[node_id];
-    const bool connected = sessions_.Connected(node_id);
+    const bool connected = sessions_->Connected(node_id);
     came_back = !live.online && connected;
     live.liveness.OnHeartbeat(clock_->NowMs(), live.online, options_.heartbeat_interval_ms);
     live.liveness.OnHandshake(request.sequence(), request.last_rtt_us());
@@ -40,7 +40,7 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
     }
     live.pause = request.pause();
   }
-  if (came_back || paused_changed) changes_.Notify();
+  if (came_back || paused_changed) hooks_.changed();
   v1::HeartbeatResponse out;
   // Fencing, agent side: whatever it runs under an attempt that has ended is stale.
   auto running = RecentRunningAttempts();
@@ -64,11 +64,11 @@ Result<v1::HeartbeatResponse> Coordinator::Heartbeat(const std::string& node_id,
   return out;
 }
 
-Result<std::shared_ptr<const RunningIndex>> Coordinator::RecentRunningAttempts() {
+Result<std::shared_ptr<const RunningIndex>> NodeTable::RecentRunningAttempts() {
   return running_index_.Get(*store_, clock_->NowMs(), kActiveCacheMs);
 }
 
-void Coordinator::RefreshReliability() {
+void NodeTable::RefreshReliability() {
   int64_t now = clock_->NowMs();
   if (reliability_refreshed_ms_ != 0 && now - reliability_refreshed_ms_ < kReliabilityRefreshMs) return;
   reliability_refreshed_ms_ = now;
@@ -118,7 +118,7 @@ void Coordinator::RefreshReliability() {
   }
 }
 
-void Coordinator::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
+void NodeTable::ReconcileRunning(const std::string& node_id, const v1::HeartbeatRequest& request) {
   auto running = RecentRunningAttempts();
   if (!running.ok()) return;
   auto on_node = (*running)->find(node_id);
@@ -152,11 +152,11 @@ void Coordinator::ReconcileRunning(const std::string& node_id, const v1::Heartbe
     report.set_message("the agent no longer runs this attempt (it restarted); its container was removed");
     spdlog::warn("attempt {} on node {} is gone from the agent: failing it", id, node_id);
     // Refused when it ended meanwhile; otherwise the lease expiry ends it.
-    if (Status st = attempts_->Report(node_id, report); !st.ok()) spdlog::info("attempt {}: {}", id, st.message());
+    if (Status st = hooks_.report_attempt(node_id, report); !st.ok()) spdlog::info("attempt {}: {}", id, st.message());
   }
 }
 
-void Coordinator::PersistHeartbeats() {
+void NodeTable::PersistHeartbeats() {
   // Heartbeats live in memory; the store gets them in one batch at most every
   // few seconds, never one write per heartbeat.
   int64_t now = clock_->NowMs();
@@ -179,7 +179,7 @@ void Coordinator::PersistHeartbeats() {
   }
 }
 
-void Coordinator::ExpireUnconnectedLeases() {
+void NodeTable::ExpireUnconnectedLeases() {
   // Leases of nodes with no session here: connected to another coordinator
   // on the same database (whose heartbeats reach the store every persist
   // period), or never back after this coordinator restarted. Judged on the
@@ -197,7 +197,7 @@ void Coordinator::ExpireUnconnectedLeases() {
     MutexLock lock(&mu_);
     for (const auto& a : *active) {
       auto it = nodes_.find(a.node_id);
-      if (it == nodes_.end() || !(it->second.online || sessions_.Connected(a.node_id))) unconnected.insert(a.node_id);
+      if (it == nodes_.end() || !(it->second.online || sessions_->Connected(a.node_id))) unconnected.insert(a.node_id);
     }
   }
   int64_t timeout = int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_margin;
@@ -215,22 +215,22 @@ void Coordinator::ExpireUnconnectedLeases() {
   }
 }
 
-size_t Coordinator::FailLostNode(const std::string& node_id, int64_t now) {
+size_t NodeTable::FailLostNode(const std::string& node_id, int64_t now) {
   auto failed = store_->FailNodeAttempts(node_id, now);
   if (!failed.ok()) {
     spdlog::error("node {} lost, but its attempts could not be failed: {}", node_id, failed.status().ToString());
     return 0;
   }
   for (const auto& f : *failed) {
-    counters_.CountOutcome(f.outcome);
-    counters_.TrackRun(f.job_id, f.index, f.outcome, now);
-    readiness_->Judge(f.job_id);
+    counters_->CountOutcome(f.outcome);
+    counters_->TrackRun(f.job_id, f.index, f.outcome, now);
+    hooks_.judge_readiness(f.job_id);
   }
-  if (!failed->empty()) changes_.Notify();
+  if (!failed->empty()) hooks_.changed();
   return failed->size();
 }
 
-void Coordinator::CheckHeartbeats() {
+void NodeTable::CheckHeartbeats() {
   int64_t now = clock_->NowMs();
   // A check that runs late because this process stalled (a loaded host) is
   // no evidence against the nodes: the liveness rules discount it.
@@ -241,28 +241,33 @@ void Coordinator::CheckHeartbeats() {
   {
     MutexLock lock(&mu_);
     for (auto& [id, n] : nodes_) {
-      if (!(n.online || sessions_.Connected(id))) continue;
+      if (!(n.online || sessions_->Connected(id))) continue;
       const bool was_suspect = n.liveness.suspect();
       auto verdict = n.liveness.Check(LivenessParamsOf(), now, lag);
       if (verdict.state == jobs::Liveness::kSuspect && !was_suspect) {
         spdlog::warn("node {} suspect: silent for {} ms (timeout {} ms); no new work until it is heard from", id,
                      now - n.liveness.last_heard_ms(), verdict.timeout_ms);
         newly_suspect = true;
-        counters_.NodeSuspected();
+        counters_->NodeSuspected();
       }
       if (verdict.state != jobs::Liveness::kOffline) continue;
       n.online = false;
-      counters_.NodeLost();
-      sessions_.Drop(id);
+      counters_->NodeLost();
+      sessions_->Drop(id);
       lost.emplace_back(id, now - n.liveness.last_heard_ms());
     }
   }
-  if (newly_suspect) changes_.Notify();
+  if (newly_suspect) hooks_.changed();
   for (const auto& [id, silence] : lost) {
     size_t failed = FailLostNode(id, now);
-    readiness_->ForgetNode(id);
+    hooks_.forget_readiness(id);
     spdlog::warn("node {} offline: nothing heard for {} ms; {} attempt(s) failed as node_lost", id, silence, failed);
   }
+  ExpireUnacknowledged(now);
+  if (!lost.empty()) hooks_.changed();
+}
+
+void NodeTable::ExpireUnacknowledged(int64_t now) {
   // An assignment the agent never acknowledged goes elsewhere, quickly.
   auto unacked = store_->UnacknowledgedAttempts(now - options_.ack_timeout_ms);
   if (unacked.ok()) {
@@ -274,17 +279,49 @@ void Coordinator::CheckHeartbeats() {
       report.set_message("node did not acknowledge the assignment within " + std::to_string(options_.ack_timeout_ms) +
                          " ms");
       spdlog::warn("attempt {} on node {}: {}", a.attempt_id, a.node_id, report.message());
-      if (Status st = attempts_->Report(a.node_id, report); !st.ok()) {
+      if (Status st = hooks_.report_attempt(a.node_id, report); !st.ok()) {
         spdlog::info("attempt {}: ack timeout not recorded: {}", a.attempt_id, st.message());
       }
       v1::Command cancel;  // should the assignment still arrive, the agent drops it
       cancel.mutable_cancel()->set_attempt_id(a.attempt_id);
       cancel.mutable_cancel()->set_reason("not acknowledged in time");
-      sessions_.Push(a.node_id, std::move(cancel));
+      sessions_->Push(a.node_id, std::move(cancel));
     }
   }
-  auto expired = store_->ExpireQueuedTasks(now);
-  if (!lost.empty() || (expired.ok() && *expired > 0)) changes_.Notify();
+}
+
+void NodeTable::EnforceDrainDeadlines() {
+  int64_t now = clock_->NowMs();
+  std::vector<std::string> due;
+  {
+    MutexLock lock(&mu_);
+    for (auto& [id, n] : nodes_) {
+      if (n.draining && n.drain_deadline_ms > 0 && now >= n.drain_deadline_ms && !n.drain_handed_back) {
+        n.drain_handed_back = true;
+        due.push_back(id);
+      }
+    }
+  }
+  if (due.empty()) return;
+  auto active = store_->ActiveAttempts();
+  if (!active.ok()) return;
+  for (const auto& id : due) {
+    for (const auto& a : *active) {
+      if (a.node_id != id) continue;
+      // The agent stops it and reports STOPPED: the task goes back to the
+      // queue (handed back) only once the container is gone.
+      v1::Command cmd;
+      cmd.mutable_cancel()->set_attempt_id(a.attempt_id);
+      cmd.mutable_cancel()->set_reason("drain deadline reached; handing back");
+      if (sessions_->Push(id, std::move(cmd))) {
+        spdlog::info("node {} drain deadline: handing back attempt {}", id, a.attempt_id);
+      }
+    }
+  }
+}
+
+int64_t NodeTable::PersistPeriodMs() const {
+  return std::min<int64_t>(kHeartbeatPersistMs, options_.heartbeat_interval_ms);
 }
 
 }  // namespace idlegrid::coordinator

@@ -7,7 +7,7 @@
 // they end. What a node measured stays the node table's (it is part of what
 // the node is); the service reads and replaces it through hooks.
 //
-// Thread-safe. Its lock is a leaf: Coordinator::mu_ may be held when
+// Thread-safe. Its lock is a leaf: NodeTable::mu_ may be held when
 // CpuBenchError or GpuBenchError is called, and no hook is called with it
 // held. Store, artifacts, catalog and clock are injected.
 #include <cstdint>

@@ -10,9 +10,9 @@
 // Owns two locks: one verdict at a time (trust counts are read, changed and
 // written back), held across a whole verdict, its hooks included; and its
 // random source's, a leaf. The hooks may take the coordinator's locks
-// (Coordinator::mu_, the ledger's) but never one of this service's, and
+// (NodeTable::mu_, the ledger's) but never one of this service's, and
 // nothing calls into this service with those held: the order is
-// VerificationService's verdict lock -> Coordinator::mu_.
+// VerificationService's verdict lock -> NodeTable::mu_.
 // Store, artifacts, ledger, clock and random seed are injected.
 #include <cstdint>
 #include <functional>

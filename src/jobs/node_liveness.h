@@ -2,7 +2,7 @@
 // One node's heartbeat record as this coordinator saw it, and the failure
 // detector's state for it: the bookkeeping around the pure rules of
 // jobs/liveness.h, in one place. A value without a lock of its own: the
-// coordinator keeps one per node in its node table, under Coordinator::mu_.
+// coordinator keeps one per node in its node table, under NodeTable::mu_.
 // No clock reads: every time is passed in.
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The per-device GPU gauges of /metrics (docs/metrics.md): what each node's
 // latest advertisement read of its GPUs through NVML. Pure: the coordinator
-// passes its node table (Coordinator::ListNodes) and its clock.
+// passes its node table (NodeTable::List) and its clock.
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -1,7 +1,7 @@
 #pragma once
 // A task's cost cap (spec.max_cost) covers all of its attempts. These are the
 // dispatcher's rules for a task that spent part of it, pure: plain values
-// in, a verdict out; the dispatcher (coordinator/placement.cc) reads what was spent and
+// in, a verdict out; the dispatcher (coordinator/dispatcher.cc) reads what was spent and
 // fails the task in the store.
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
 // A job's data class and a node's trust tier as the coordinator applies them:
 // the data policy (sched/data_policy.h) over a job spec and over what the
-// coordinator knows of a node. Pure; coordinator/placement.cc builds the scheduler's
+// coordinator knows of a node. Pure; coordinator/dispatcher.cc builds the scheduler's
 // views with these, SubmitJob refuses what a class can never allow.
 #include <string>
 

@@ -137,7 +137,7 @@ class AdvertisementTest : public ::testing::Test {
   // Registers `key` with a valid advertisement of sequence 5.
   void RegisterNode(const NodeKey& key, const std::string& name = "node-a") {
     auto response =
-        coordinator_->RegisterNode(RegisterRequestFor(advert::SignAdvertisement(BaseAd(5), key), name), kPeer);
+        coordinator_->nodes().Register(RegisterRequestFor(advert::SignAdvertisement(BaseAd(5), key), name), kPeer);
     ASSERT_TRUE(response.ok()) << response.status().ToString();
     ASSERT_EQ(response->node_id(), key.node_id());
   }
@@ -150,7 +150,7 @@ class AdvertisementTest : public ::testing::Test {
 
   // The coordinator's live view of the node's advertisement (ListNodes).
   std::optional<v1::Node> Listed(const std::string& node_id) {
-    auto nodes = coordinator_->ListNodes();
+    auto nodes = coordinator_->nodes().List();
     EXPECT_TRUE(nodes.ok()) << nodes.status().ToString();
     if (!nodes.ok()) return std::nullopt;
     for (const auto& n : nodes->nodes()) {
@@ -179,7 +179,7 @@ class AdvertisementTest : public ::testing::Test {
 
   void ExpectNothingStored(const std::string& node_id) {
     EXPECT_FALSE(Stored(node_id).has_value()) << node_id << " was stored";
-    auto nodes = coordinator_->ListNodes();
+    auto nodes = coordinator_->nodes().List();
     ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
     EXPECT_EQ(nodes->nodes_size(), 0);
   }
@@ -208,7 +208,7 @@ TEST_F(AdvertisementTest, RegistrationDerivesNodeIdFromKeyAndNewerHeartbeatIsSto
   v1::Advertisement next = BaseAd(6);
   next.set_region("lab-2");
   next.set_allocatable_cpu(2);
-  auto hb = coordinator_->Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(next, key)));
+  auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(next, key)));
   ASSERT_TRUE(hb.ok()) << hb.status().ToString();
 
   stored = Stored(id);
@@ -232,14 +232,14 @@ TEST_F(AdvertisementTest, TamperedRegistrationIsRefusedAndNothingStored) {
   v1::SignedAdvertisement tampered = signed_ad;
   inflated.SerializeToString(tampered.mutable_advertisement());
 
-  auto response = coordinator_->RegisterNode(RegisterRequestFor(tampered), kPeer);
+  auto response = coordinator_->nodes().Register(RegisterRequestFor(tampered), kPeer);
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), Code::kPermissionDenied) << response.status().ToString();
   EXPECT_TRUE(StartsWith(response.status().message(), "bad signature")) << response.status().message();
   ExpectNothingStored(key.node_id());
 
   // The same request untouched registers: the edit was what was refused.
-  auto control = coordinator_->RegisterNode(RegisterRequestFor(signed_ad), kPeer);
+  auto control = coordinator_->nodes().Register(RegisterRequestFor(signed_ad), kPeer);
   EXPECT_TRUE(control.ok()) << control.status().ToString();
 }
 
@@ -250,7 +250,7 @@ TEST_F(AdvertisementTest, NodeIdNotDerivedFromKeyIsRefusedAtRegistration) {
   ASSERT_NE(claimed, key.node_id());
   ad.set_node_id(claimed);
 
-  auto response = coordinator_->RegisterNode(RegisterRequestFor(SignVerbatim(ad, key)), kPeer);
+  auto response = coordinator_->nodes().Register(RegisterRequestFor(SignVerbatim(ad, key)), kPeer);
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), Code::kPermissionDenied) << response.status().ToString();
   EXPECT_TRUE(StartsWith(response.status().message(), "node id mismatch")) << response.status().message();
@@ -267,7 +267,7 @@ TEST_F(AdvertisementTest, RegistrationUnderAnotherNodesIdCannotTakeItOver) {
   NodeKey attacker = NodeKey::Generate();
   v1::Advertisement ad = BaseAd(50);
   ad.set_node_id(victim.node_id());
-  auto response = coordinator_->RegisterNode(RegisterRequestFor(SignVerbatim(ad, attacker), "evil"), kPeer);
+  auto response = coordinator_->nodes().Register(RegisterRequestFor(SignVerbatim(ad, attacker), "evil"), kPeer);
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), Code::kPermissionDenied) << response.status().ToString();
   EXPECT_TRUE(StartsWith(response.status().message(), "node id mismatch")) << response.status().message();
@@ -279,30 +279,30 @@ TEST_F(AdvertisementTest, RegistrationUnderAnotherNodesIdCannotTakeItOver) {
 TEST_F(AdvertisementTest, WrongJoinSecretIsRefusedAndNothingStored) {
   NodeKey key = NodeKey::Generate();
   v1::SignedAdvertisement signed_ad = advert::SignAdvertisement(BaseAd(5), key);
-  auto response = coordinator_->RegisterNode(RegisterRequestFor(signed_ad, "node-a", "igj_wrong"), kPeer);
+  auto response = coordinator_->nodes().Register(RegisterRequestFor(signed_ad, "node-a", "igj_wrong"), kPeer);
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), Code::kPermissionDenied) << response.status().ToString();
   ExpectNothingStored(key.node_id());
 
-  auto control = coordinator_->RegisterNode(RegisterRequestFor(signed_ad, "node-a", kJoinSecret), kPeer);
+  auto control = coordinator_->nodes().Register(RegisterRequestFor(signed_ad, "node-a", kJoinSecret), kPeer);
   EXPECT_TRUE(control.ok()) << control.status().ToString();
 }
 
 TEST_F(AdvertisementTest, ReplayedRegistrationIsStale) {
   NodeKey key = NodeKey::Generate();
   v1::RegisterRequest request = RegisterRequestFor(advert::SignAdvertisement(BaseAd(5), key));
-  ASSERT_TRUE(coordinator_->RegisterNode(request, kPeer).ok());
+  ASSERT_TRUE(coordinator_->nodes().Register(request, kPeer).ok());
   auto before = Stored(key.node_id());
   ASSERT_TRUE(before.has_value());
 
-  auto replay = coordinator_->RegisterNode(request, kPeer);
+  auto replay = coordinator_->nodes().Register(request, kPeer);
   ASSERT_FALSE(replay.ok());
   EXPECT_EQ(replay.status().code(), Code::kFailedPrecondition) << replay.status().ToString();
   EXPECT_TRUE(StartsWith(replay.status().message(), "stale sequence")) << replay.status().message();
   ExpectUnchanged(*before);
 
   // A fresh sequence from the same key re-registers (a restarted agent).
-  auto fresh = coordinator_->RegisterNode(RegisterRequestFor(advert::SignAdvertisement(BaseAd(6), key)), kPeer);
+  auto fresh = coordinator_->nodes().Register(RegisterRequestFor(advert::SignAdvertisement(BaseAd(6), key)), kPeer);
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_EQ(fresh->node_id(), key.node_id());
   EXPECT_EQ(Stored(key.node_id())->last_sequence, 6u);
@@ -344,7 +344,7 @@ TEST_F(AdvertisementTest, TamperedHeartbeatAdvertisementIsRejected) {
   }
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
-    auto hb = coordinator_->Heartbeat(id, HeartbeatWith(c.signed_ad));
+    auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(c.signed_ad));
     ASSERT_FALSE(hb.ok());
     EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
     EXPECT_TRUE(StartsWith(hb.status().message(), "bad signature")) << hb.status().message();
@@ -352,7 +352,7 @@ TEST_F(AdvertisementTest, TamperedHeartbeatAdvertisementIsRejected) {
   }
 
   // Rejections burn no sequence: the genuine advertisement 6 still goes in.
-  auto control = coordinator_->Heartbeat(id, HeartbeatWith(genuine));
+  auto control = coordinator_->nodes().Heartbeat(id, HeartbeatWith(genuine));
   ASSERT_TRUE(control.ok()) << control.status().ToString();
   EXPECT_EQ(Stored(id)->last_sequence, 6u);
 }
@@ -369,7 +369,7 @@ TEST_F(AdvertisementTest, AdvertisementSignedByAnotherKeyIsRejected) {
   forged.set_node_id(id);  // claims to be this node
 
   // The other key's own public key and signature: not the registered key.
-  auto hb = coordinator_->Heartbeat(id, HeartbeatWith(SignVerbatim(forged, other)));
+  auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(SignVerbatim(forged, other)));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
   EXPECT_TRUE(StartsWith(hb.status().message(), "wrong key")) << hb.status().message();
@@ -378,7 +378,7 @@ TEST_F(AdvertisementTest, AdvertisementSignedByAnotherKeyIsRejected) {
   // This node's public key with the other key's signature: does not verify.
   v1::SignedAdvertisement borrowed_key = SignVerbatim(forged, other);
   borrowed_key.set_public_key(key.public_key());
-  hb = coordinator_->Heartbeat(id, HeartbeatWith(borrowed_key));
+  hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(borrowed_key));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
   EXPECT_TRUE(StartsWith(hb.status().message(), "bad signature")) << hb.status().message();
@@ -394,7 +394,7 @@ TEST_F(AdvertisementTest, NodeIdNotDerivedFromKeyIsRejectedInHeartbeat) {
 
   v1::Advertisement ad = BaseAd(6);
   ad.set_node_id("n-0123456789abcdef");
-  auto hb = coordinator_->Heartbeat(id, HeartbeatWith(SignVerbatim(ad, key)));
+  auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(SignVerbatim(ad, key)));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
   EXPECT_TRUE(StartsWith(hb.status().message(), "node id mismatch")) << hb.status().message();
@@ -412,7 +412,7 @@ TEST_F(AdvertisementTest, StaleSequencesAreRejected) {
     SCOPED_TRACE("sequence " + std::to_string(sequence));
     v1::Advertisement ad = BaseAd(sequence);
     ad.set_region("replayed");
-    auto hb = coordinator_->Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(ad, key)));
+    auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(ad, key)));
     ASSERT_FALSE(hb.ok());
     EXPECT_EQ(hb.status().code(), Code::kFailedPrecondition) << hb.status().ToString();
     EXPECT_TRUE(StartsWith(hb.status().message(), "stale sequence")) << hb.status().message();
@@ -422,12 +422,12 @@ TEST_F(AdvertisementTest, StaleSequencesAreRejected) {
   // After 7 is accepted, a genuine 6 sent late is a replay, as is 7 again.
   const v1::SignedAdvertisement six = advert::SignAdvertisement(BaseAd(6), key);
   const v1::SignedAdvertisement seven = advert::SignAdvertisement(BaseAd(7), key);
-  ASSERT_TRUE(coordinator_->Heartbeat(id, HeartbeatWith(seven)).ok());
+  ASSERT_TRUE(coordinator_->nodes().Heartbeat(id, HeartbeatWith(seven)).ok());
   auto at_seven = Stored(id);
   ASSERT_TRUE(at_seven.has_value());
   EXPECT_EQ(at_seven->last_sequence, 7u);
   for (const auto* replay : {&six, &seven}) {
-    auto hb = coordinator_->Heartbeat(id, HeartbeatWith(*replay));
+    auto hb = coordinator_->nodes().Heartbeat(id, HeartbeatWith(*replay));
     ASSERT_FALSE(hb.ok());
     EXPECT_EQ(hb.status().code(), Code::kFailedPrecondition) << hb.status().ToString();
     EXPECT_TRUE(StartsWith(hb.status().message(), "stale sequence")) << hb.status().message();
@@ -447,7 +447,7 @@ TEST_F(AdvertisementTest, AnotherNodesAdvertisementIsRejectedUnderThisNodesIdent
 
   // B's genuine advertisement, sent with A's identity (A's agent token).
   const v1::SignedAdvertisement b_ad = advert::SignAdvertisement(BaseAd(6), b);
-  auto hb = coordinator_->Heartbeat(a.node_id(), HeartbeatWith(b_ad));
+  auto hb = coordinator_->nodes().Heartbeat(a.node_id(), HeartbeatWith(b_ad));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
   // The registered-key check comes first (advert/advertisement.h), so this is
@@ -459,7 +459,7 @@ TEST_F(AdvertisementTest, AnotherNodesAdvertisementIsRejectedUnderThisNodesIdent
   ExpectUnchanged(*b_before);
 
   // Nothing was recorded for B either: B itself can still send it.
-  auto control = coordinator_->Heartbeat(b.node_id(), HeartbeatWith(b_ad));
+  auto control = coordinator_->nodes().Heartbeat(b.node_id(), HeartbeatWith(b_ad));
   ASSERT_TRUE(control.ok()) << control.status().ToString();
   EXPECT_EQ(Stored(b.node_id())->last_sequence, 6u);
   ExpectUnchanged(*a_before);
@@ -467,7 +467,7 @@ TEST_F(AdvertisementTest, AnotherNodesAdvertisementIsRejectedUnderThisNodesIdent
 
 TEST_F(AdvertisementTest, HeartbeatForUnregisteredNodeIsNotFound) {
   NodeKey key = NodeKey::Generate();
-  auto hb = coordinator_->Heartbeat(key.node_id(), HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key)));
+  auto hb = coordinator_->nodes().Heartbeat(key.node_id(), HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key)));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kNotFound) << hb.status().ToString();
   ExpectNothingStored(key.node_id());
@@ -483,7 +483,7 @@ TEST_F(AdvertisementTest, SimulatedGpuIsRefusedUnlessAllowed) {
   ad.mutable_inventory()->mutable_gpus()->set_available(true);
   v1::RegisterRequest request = RegisterRequestFor(advert::SignAdvertisement(ad, key));
 
-  auto refused = coordinator_->RegisterNode(request, kPeer);
+  auto refused = coordinator_->nodes().Register(request, kPeer);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("simulated GPU"), std::string::npos) << refused.status().message();
@@ -496,7 +496,7 @@ TEST_F(AdvertisementTest, SimulatedGpuIsRefusedUnlessAllowed) {
   ASSERT_TRUE(before.has_value());
   v1::Advertisement with_gpu = ad;
   with_gpu.set_sequence(6);
-  auto hb = coordinator_->Heartbeat(plain.node_id(), HeartbeatWith(advert::SignAdvertisement(with_gpu, plain)));
+  auto hb = coordinator_->nodes().Heartbeat(plain.node_id(), HeartbeatWith(advert::SignAdvertisement(with_gpu, plain)));
   ASSERT_FALSE(hb.ok());
   EXPECT_EQ(hb.status().code(), Code::kPermissionDenied) << hb.status().ToString();
   EXPECT_NE(hb.status().message().find("simulated GPU"), std::string::npos) << hb.status().message();
@@ -510,7 +510,7 @@ TEST_F(AdvertisementTest, SimulatedGpuIsListedUnmeasuredWhenAllowed) {
   *ad.mutable_inventory()->mutable_gpus()->add_devices() = SimulatedGpu();
   ad.mutable_inventory()->mutable_gpus()->set_available(true);
 
-  auto response = coordinator_->RegisterNode(RegisterRequestFor(advert::SignAdvertisement(ad, key)), kPeer);
+  auto response = coordinator_->nodes().Register(RegisterRequestFor(advert::SignAdvertisement(ad, key)), kPeer);
   ASSERT_TRUE(response.ok()) << response.status().ToString();
 
   auto listed = Listed(key.node_id());
@@ -538,7 +538,7 @@ TEST_F(AdvertisementTest, NodeIsNotSchedulableBeforeAMeasurement) {
   v1::NodeInfo info;
   info.set_hostname("node-a");
   info.set_cpu_cores(4);
-  auto session = coordinator_->OpenSession(id, info, kPeer);
+  auto session = coordinator_->nodes().OpenSession(id, info, kPeer);
   ASSERT_NE(session, nullptr);
 
   listed = Listed(id);
@@ -551,12 +551,12 @@ TEST_F(AdvertisementTest, NodeIsNotSchedulableBeforeAMeasurement) {
   EXPECT_EQ(listed->measurement().measured_at_ms(), 0);
 
   // A newer advertisement does not make it schedulable either.
-  ASSERT_TRUE(coordinator_->Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key))).ok());
+  ASSERT_TRUE(coordinator_->nodes().Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key))).ok());
   listed = Listed(id);
   ASSERT_TRUE(listed.has_value());
   EXPECT_FALSE(listed->schedulable());
   EXPECT_EQ(listed->unschedulable_reason(), "readiness benchmark pending");
-  coordinator_->CloseSession(id, session);
+  coordinator_->nodes().CloseSession(id, session);
 }
 
 // ---------------------------------------------------------------------------
@@ -569,12 +569,12 @@ TEST_F(AdvertisementTest, ForgedAdvertisementsAreLogged) {
   LogCapture log;
 
   // An accepted advertisement logs no rejection.
-  ASSERT_TRUE(coordinator_->Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key))).ok());
+  ASSERT_TRUE(coordinator_->nodes().Heartbeat(id, HeartbeatWith(advert::SignAdvertisement(BaseAd(6), key))).ok());
   EXPECT_EQ(log.text().find("rejected"), std::string::npos) << log.text();
 
   v1::SignedAdvertisement tampered = advert::SignAdvertisement(BaseAd(7), key);
   tampered.mutable_advertisement()->back() ^= 0x01;
-  ASSERT_FALSE(coordinator_->Heartbeat(id, HeartbeatWith(tampered)).ok());
+  ASSERT_FALSE(coordinator_->nodes().Heartbeat(id, HeartbeatWith(tampered)).ok());
   const std::string text = log.text();
   EXPECT_NE(text.find("[warning] advertisement from node " + id + " rejected: bad signature"), std::string::npos)
       << text;
@@ -583,7 +583,7 @@ TEST_F(AdvertisementTest, ForgedAdvertisementsAreLogged) {
   NodeKey other = NodeKey::Generate();
   v1::SignedAdvertisement forged = advert::SignAdvertisement(BaseAd(5), other);
   forged.mutable_advertisement()->back() ^= 0x01;
-  ASSERT_FALSE(coordinator_->RegisterNode(RegisterRequestFor(forged, "forger"), "peer-203.0.113.9").ok());
+  ASSERT_FALSE(coordinator_->nodes().Register(RegisterRequestFor(forged, "forger"), "peer-203.0.113.9").ok());
   EXPECT_NE(log.text().find("registration from peer-203.0.113.9 refused: bad signature"), std::string::npos)
       << log.text();
 }
@@ -602,15 +602,15 @@ TEST_F(AdvertisementTest, NodeTurnsLateThenSuspectWhenHeartbeatsAreOverdue) {
   ASSERT_NO_FATAL_FAILURE(RegisterNode(key));
   v1::NodeInfo info;
   info.set_cpu_cores(2);
-  auto session = coordinator_->OpenSession(key.node_id(), info, kPeer);
-  ASSERT_TRUE(coordinator_->Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
+  auto session = coordinator_->nodes().OpenSession(key.node_id(), info, kPeer);
+  ASSERT_TRUE(coordinator_->nodes().Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
   clock_.AdvanceMs(5000);
   EXPECT_EQ(Listed(key.node_id())->state(), "online");
   clock_.AdvanceMs(3000);  // 8 s since the last heartbeat: 1.6 intervals
   EXPECT_EQ(Listed(key.node_id())->state(), "late");
   clock_.AdvanceMs(8000);  // 16 s: past the 15 s timeout
   EXPECT_EQ(Listed(key.node_id())->state(), "suspect");
-  ASSERT_TRUE(coordinator_->Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
+  ASSERT_TRUE(coordinator_->nodes().Heartbeat(key.node_id(), v1::HeartbeatRequest()).ok());
   EXPECT_EQ(Listed(key.node_id())->state(), "online");
 }
 

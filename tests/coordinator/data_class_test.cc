@@ -79,7 +79,7 @@ TEST(DataClassTest, RegulatedJobWaitsForAnOperatorAssignedNode) {
   auto a = h.AddNode("node-a");
   auto b = h.AddNode("node-b");
   ASSERT_TRUE(a.ok() && b.ok());
-  auto nodes = h.coordinator().ListNodes();
+  auto nodes = h.coordinator().nodes().List();
   ASSERT_TRUE(nodes.ok());
   for (const auto& n : nodes->nodes()) EXPECT_EQ(n.trust_tier(), 1u) << n.id() << ": measured, not assigned";
 
@@ -95,7 +95,7 @@ TEST(DataClassTest, RegulatedJobWaitsForAnOperatorAssignedNode) {
   EXPECT_EQ(task->attempts_size(), 0);
   EXPECT_EQ(task->message(), "2 nodes: 2 data class regulated needs trust tier 2; waiting");
 
-  auto why = h.coordinator().ExplainJob(*job);
+  auto why = h.coordinator().dispatcher().Explain(*job);
   ASSERT_TRUE(why.ok());
   ASSERT_EQ(why->tasks_size(), 1);
   const v1::TaskExplanation& t = why->tasks(0);
@@ -108,13 +108,13 @@ TEST(DataClassTest, RegulatedJobWaitsForAnOperatorAssignedNode) {
   // The operator vouches for node-a; the policy is reloaded.
   sched::DataPolicy policy;
   policy.trusted_nodes[*a] = 2;
-  h.coordinator().SetDataPolicy(policy);
+  h.coordinator().nodes().SetDataPolicy(policy);
   ASSERT_TRUE(h.Pass(1000, {*a, *b}).ok());
   task = h.Task(*job);
   ASSERT_TRUE(task.ok());
   ASSERT_EQ(task->attempts_size(), 1) << task->DebugString();
   EXPECT_EQ(task->attempts(0).node_id(), *a);
-  nodes = h.coordinator().ListNodes();
+  nodes = h.coordinator().nodes().List();
   ASSERT_TRUE(nodes.ok());
   for (const auto& n : nodes->nodes()) EXPECT_EQ(n.trust_tier(), n.id() == *a ? 2u : 1u) << n.id();
 
@@ -153,8 +153,8 @@ TEST(DataClassTest, TheDefaultClassIsStampedAtSubmission) {
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->spec().data_class(), "private");
   // A later default does not change what the job was submitted as.
-  h.coordinator().SetDataPolicy(sched::DataPolicy{});
-  auto why = h.coordinator().ExplainJob(*job);
+  h.coordinator().nodes().SetDataPolicy(sched::DataPolicy{});
+  auto why = h.coordinator().dispatcher().Explain(*job);
   ASSERT_TRUE(why.ok());
   ASSERT_EQ(why->tasks_size(), 1);
   EXPECT_EQ(why->tasks(0).data_policy(), "data class private: trust tier >= 1, any region, exclusive GPU");

@@ -100,7 +100,7 @@ TEST_F(FairShareTest, ExplainShowsTheAccountsShareWeightAndPlaceInLine) {
   ASSERT_GT(full, 0);
   const std::string small = SubmitFor("small", 1);
 
-  auto explained = h_->coordinator().ExplainJob(small);
+  auto explained = h_->coordinator().dispatcher().Explain(small);
   ASSERT_TRUE(explained.ok()) << explained.status().ToString();
   ASSERT_EQ(explained->tasks_size(), 1);
   const v1::TaskExplanation& t = explained->tasks(0);
@@ -109,7 +109,7 @@ TEST_F(FairShareTest, ExplainShowsTheAccountsShareWeightAndPlaceInLine) {
   EXPECT_NE(t.text().find("\n  fair share: " + t.fair_share() + "\n"), std::string::npos) << t.text();
 
   // big holds `full` of the node's 4 cores, its larger fraction; weight 2.
-  explained = h_->coordinator().ExplainJob(big);
+  explained = h_->coordinator().dispatcher().Explain(big);
   ASSERT_TRUE(explained.ok()) << explained.status().ToString();
   ASSERT_GT(explained->tasks_size(), 0);
   EXPECT_EQ(explained->tasks(0).fair_share(), "account big: dominant share " + TwoDecimals(full / 4.0) +

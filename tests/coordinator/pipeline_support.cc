@@ -105,7 +105,7 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
     out.mutable_policy()->MergeFrom(policy);
     return advert::SignAdvertisement(out, key);
   };
-  IG_ASSIGN_OR_RETURN(auto first, coordinator_->RegisterNode(RegisterRequestOf(name, ad(1), join_secret), kPeer));
+  IG_ASSIGN_OR_RETURN(auto first, coordinator_->nodes().Register(RegisterRequestOf(name, ad(1), join_secret), kPeer));
   const std::string id = first.node_id();
   // A node that passed the readiness benchmark for this agent: a restarted
   // agent re-registers, and the coordinator takes its stored measurement.
@@ -115,11 +115,11 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   m.set_measured_at_ms(clock_.NowMs());
   m.set_agent_version(kAgentVersion);
   IG_RETURN_IF_ERROR(coordinator_->store()->RecordMeasurement(id, m));
-  IG_ASSIGN_OR_RETURN(auto second, coordinator_->RegisterNode(RegisterRequestOf(name, ad(2), join_secret), kPeer));
+  IG_ASSIGN_OR_RETURN(auto second, coordinator_->nodes().Register(RegisterRequestOf(name, ad(2), join_secret), kPeer));
   if (second.node_id() != id) return Status::Internal("node id changed on re-registration");
   infos_[id] = InfoOf(name);
   keys_.insert_or_assign(id, key);
-  sessions_[id] = coordinator_->OpenSession(id, infos_[id], kPeer);
+  sessions_[id] = coordinator_->nodes().OpenSession(id, infos_[id], kPeer);
   IG_RETURN_IF_ERROR(Heartbeat(id));
   return id;
 }
@@ -183,7 +183,7 @@ Status PipelineHarness::Heartbeat(const std::string& node_id) {
   v1::HeartbeatRequest request;
   *request.mutable_info() = infos_[node_id];
   for (const auto& id : running_[node_id]) request.add_running_attempts(id);
-  return coordinator_->Heartbeat(node_id, request).status();
+  return coordinator_->nodes().Heartbeat(node_id, request).status();
 }
 
 Status PipelineHarness::Pass(int64_t ms, const std::vector<std::string>& heartbeating) {
@@ -194,7 +194,7 @@ Status PipelineHarness::Pass(int64_t ms, const std::vector<std::string>& heartbe
 }
 
 std::string PipelineHarness::NodeState(const std::string& node_id) {
-  auto nodes = coordinator_->ListNodes();
+  auto nodes = coordinator_->nodes().List();
   if (!nodes.ok()) return "";
   for (const auto& n : nodes->nodes()) {
     if (n.id() == node_id) return n.state();

@@ -151,7 +151,7 @@ TEST_F(SignaturesTest, ANodeWhoseOwnerTrustsAKeyIsOfferedOnlyImagesThatKeySigned
   EXPECT_EQ(task->state(), v1::QUEUED);
   EXPECT_NE(task->message().find("not signed by a key the node's owner trusts"), std::string::npos) << task->message();
   EXPECT_TRUE(h_->TakeCommands(*node).empty());
-  auto explained = c().ExplainJob(*job);
+  auto explained = c().dispatcher().Explain(*job);
   ASSERT_TRUE(explained.ok());
   ASSERT_EQ(explained->tasks_size(), 1);
   ASSERT_EQ(explained->tasks(0).filtered_size(), 1);

@@ -151,7 +151,7 @@ TEST_F(TenancyTest, NodesJoinForTheProviderWhoseJoinTokenTheyUse) {
   ASSERT_TRUE(join.ok()) << join.status().ToString();
   auto node = h_->AddNode("lab-box", 0, join->token());
   ASSERT_TRUE(node.ok()) << node.status().ToString();
-  auto nodes = c().ListNodes();
+  auto nodes = c().nodes().List();
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->nodes_size(), 1);
   EXPECT_EQ(nodes->nodes(0).provider(), "lab");

@@ -1,7 +1,6 @@
-// Placement: the coordinator's shell around the pure scheduler and market. It
-// builds the snapshot (nodes as the coordinator accounts them, queued tasks
-// with their bids and what they have spent), commits the plan, and answers
-// `status --explain` and `market` from the same snapshot.
+// Dispatcher (dispatcher.h): the snapshot of queued tasks (with their bids and
+// what they have spent) beside the node table's, the plan, its commit, and
+// the answers of `status --explain` and `market`.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,7 +10,7 @@
 
 #include "capacity/node_capacity.h"
 #include "common/random.h"
-#include "coordinator/coordinator.h"
+#include "coordinator/dispatcher.h"
 #include "coordinator/node_views.h"
 #include "sched/cost_cap.h"
 #include "sched/data_class.h"
@@ -30,11 +29,6 @@
 
 namespace idlegrid::coordinator {
 namespace {
-
-// A node's claim to hold inputs only ranks it (the cache scorer); an agent
-// advertises at most 512 (agent/input_cache.h), and no more than this many
-// are read, so a node cannot make each dispatch pass build a huge set.
-constexpr int kMaxCachedInputsRead = 1024;
 
 // The tasks of a plan whose data class is not public, for one log line per
 // placement of them (policy decisions are logged, never payloads).
@@ -152,7 +146,7 @@ void CountQueueWaits(EventCounters& counters, const std::vector<store::QueuedTas
 
 // Layer locality for a pass (sched/layer_locality.h): each task's image
 // layers, and which of them each node's cached images hold. Reads the store
-// once per distinct image; call without mu_.
+// once per distinct image; call with no lock held.
 void AttachImageLayers(ImageCatalog& images, std::vector<sched::NodeView>& views, std::vector<sched::TaskView*> tasks) {
   sched::AttachImageLayers(views, std::move(tasks),
                            [&images](const std::string& image) { return images.LayersOf(image); });
@@ -165,56 +159,31 @@ std::vector<sched::TaskView*> PointersTo(std::vector<sched::TaskView>& tasks) {
   return out;
 }
 
-}  // namespace
-
-std::vector<sched::NodeView> Coordinator::NodeViewsLocked(const std::vector<store::ActiveAttempt>& active) const {
-  const auto by_node = GroupByNode(active);
-  static const std::vector<store::ActiveAttempt> kNone;
-  std::vector<sched::NodeView> views;
-  for (const auto& [id, n] : nodes_) {
-    auto held = by_node.find(id);
-    const auto& mine = held == by_node.end() ? kNone : held->second;
-    sched::NodeView v;
-    v.id = id;
-    v.provider = n.provider;
-    v.online = n.online && sessions_.Connected(id) && !n.liveness.suspect();  // a suspect node gets no new work
-    // What is left after the node's active attempts, by the rule the store's
-    // commit guard applies (capacity/ledger.h), so a fresh plan passes it.
-    const capacity::NodeCapacity capacity_left = HeldCapacity(n, mine);
-    const capacity::NodeLedger& ledger = capacity_left.ledger();
-    v.cpu_total = ledger.cpu_capacity();
-    v.cpu_free = ledger.FreeCpu();
-    v.memory_free = ledger.FreeMemory();
-    v.memory_total = ledger.memory_capacity();
-    v.gpus = AccountedGpusLocked(n, capacity_left);
-    v.runtimes.assign(n.info.runtimes().begin(), n.info.runtimes().end());
-    if (n.ad.policy().allowed_runtimes_size() > 0) {
-      v.runtimes.assign(n.ad.policy().allowed_runtimes().begin(), n.ad.policy().allowed_runtimes().end());
+// Sends the committed attempts. Each job is read once per batch, not once per
+// attempt (a 500-task array would otherwise be loaded 500 times: quadratic in
+// the sweep). An attempt not sent ends by the acknowledgement timeout.
+void SendAll(store::Store& store, AssignmentSender& sender, const std::vector<store::NewAttempt>& committed,
+             const SensitivePlacements& placed_classes) {
+  std::map<std::string, v1::Job> jobs;
+  for (const auto& a : committed) {
+    LogDataPolicyDecision(placed_classes, a);
+    auto it = jobs.find(a.job_id);
+    if (it == jobs.end()) {
+      auto job = store.GetJob(a.job_id);
+      if (!job.ok()) {
+        spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, job.status().message());
+        continue;
+      }
+      it = jobs.emplace(a.job_id, std::move(*job)).first;
     }
-    v.job_classes.assign(n.ad.policy().allowed_job_classes().begin(), n.ad.policy().allowed_job_classes().end());
-    v.enforcement = n.info.enforcement();
-    v.unschedulable_reason = UnschedulableReasonLocked(n);
-    v.region = n.ad.region();
-    v.trust_tier = sched::TrustTierOf(*data_policy_, id, n.measurement, n.ad);
-    v.reliability = n.reliability.score;
-    v.cached_images.insert(n.ad.cached_images().begin(), n.ad.cached_images().end());
-    v.cached_inputs.insert(n.ad.cached_inputs().begin(),
-                           n.ad.cached_inputs().begin() + std::min(n.ad.cached_inputs_size(), kMaxCachedInputsRead));
-    for (const auto& ask : n.ad.asks()) v.asks[ask.device_class()] = ask.per_hour();
-    v.allows_sharing = n.ad.policy().allow_gpu_sharing();
-    v.max_run_seconds = n.ad.policy().max_run_seconds();
-    v.trusted_image_keys.insert(n.ad.policy().trusted_image_key_ids().begin(),
-                                n.ad.policy().trusted_image_key_ids().end());
-    v.allowed_registries.insert(n.ad.policy().allowed_registries().begin(), n.ad.policy().allowed_registries().end());
-    v.tenant_gpu_jobs_refused = n.ad.policy().tenant_gpu_jobs_refused();
-    v.gpu_free_milli.resize(v.gpus.size());
-    for (size_t i = 0; i < v.gpus.size(); ++i) v.gpu_free_milli[i] = ledger.devices()[i].FreeMilli();
-    views.push_back(std::move(v));
+    Status st = sender.Send(a, &it->second);
+    if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
   }
-  return views;
 }
 
-sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent, const sched::DataPolicy& data) const {
+}  // namespace
+
+sched::TaskView Dispatcher::TaskViewOf(const store::QueuedTask& q, double spent, const sched::DataPolicy& data) const {
   const v1::JobSpec& spec = q.spec;
   sched::TaskView t;
   t.job_id = q.job_id;
@@ -244,7 +213,7 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   t.min_trust_tier = static_cast<int>(c.min_trust_tier());
   t.image = manifest::ImageDigestOf(spec.image());
   for (const v1::InputSpec& in : manifest::InputsForTask(spec, q.index)) t.inputs.push_back(in.artifact());
-  t.image_signers = images_.SignersOf(t.image);
+  t.image_signers = parts_.images->SignersOf(t.image);
   t.registry = spec.registry_image().registry();
   t.max_price_per_gpu_hour = spec.max_price_per_gpu_hour();
   t.max_price_per_cpu_core_hour = spec.max_price_per_cpu_core_hour();
@@ -256,11 +225,10 @@ sched::TaskView Coordinator::TaskViewOf(const store::QueuedTask& q, double spent
   return t;
 }
 
-Coordinator::DispatchInput Coordinator::DispatchTasks(const std::vector<store::QueuedTask>& queued,
-                                                      const std::vector<store::ActiveAttempt>& active,
-                                                      const sched::DataPolicy& data,
-                                                      const std::map<std::string, int64_t>& running_limits,
-                                                      int64_t now) {
+Dispatcher::DispatchInput Dispatcher::DispatchTasks(const std::vector<store::QueuedTask>& queued,
+                                                    const std::vector<store::ActiveAttempt>& active,
+                                                    const sched::DataPolicy& data,
+                                                    const std::map<std::string, int64_t>& running_limits, int64_t now) {
   DispatchInput in;
   // An account at its running-task quota places nothing more this round.
   std::map<std::string, int64_t> room = RunningRoom(running_limits, active);
@@ -268,15 +236,15 @@ Coordinator::DispatchInput Coordinator::DispatchTasks(const std::vector<store::Q
     if (!TakeRoom(room, q.account)) continue;
     double spent = 0;
     if (q.spec.max_cost() > 0) {
-      Result<std::pair<double, int>> so_far = SpentOf(*store_, q, in.capped, now);
+      Result<std::pair<double, int>> so_far = SpentOf(*parts_.store, q, in.capped, now);
       if (!so_far.ok()) continue;
       spent = so_far->first;
       if (std::string msg = sched::CapSpentReason(spent, q.spec.max_cost(), so_far->second); !msg.empty()) {
-        if (Status st = store_->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+        if (Status st = parts_.store->FailQueuedTask(q.job_id, q.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
           // The task stays queued; the next pass finds it over its cap again.
           spdlog::warn("task {}/{} over its cost cap could not be failed: {}", q.job_id, q.index, st.message());
         }
-        changes_.Notify();
+        parts_.changes->Notify();
         continue;
       }
     }
@@ -286,7 +254,7 @@ Coordinator::DispatchInput Coordinator::DispatchTasks(const std::vector<store::Q
   return in;
 }
 
-void Coordinator::FailPricedOut(const DispatchInput& in, const sched::Plan& plan, int64_t now) {
+void Dispatcher::FailPricedOut(const DispatchInput& in, const sched::Plan& plan, int64_t now) {
   // A task whose earlier attempts spent part of its cap and whose remaining
   // budget no feasible offer fits stops here, with its own failure class,
   // rather than waiting out its queue timeout. The plan says why it waits.
@@ -296,38 +264,61 @@ void Coordinator::FailPricedOut(const DispatchInput& in, const sched::Plan& plan
     if (why == plan.waiting.end()) continue;
     std::string msg = sched::PricedOutReason(why->second, spent, in.capped.at(t.job_id).spec().max_cost());
     if (msg.empty()) continue;
-    if (Status st = store_->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
+    if (Status st = parts_.store->FailQueuedTask(t.job_id, t.index, v1::COST_CAP_REACHED, msg, now); !st.ok()) {
       spdlog::warn("task {}/{} over its cost cap could not be failed: {}", t.job_id, t.index, st.message());
     }
-    changes_.Notify();
+    parts_.changes->Notify();
   }
 }
 
-void Coordinator::DispatchOnce() {
-  int64_t now = clock_->NowMs();
-  auto queued = store_->QueuedTasks(5000, now);
+Dispatcher::Dispatcher(Parts parts, std::unique_ptr<sched::Scheduler> scheduler, sched::PolicyConfig policies)
+    : parts_(parts), scheduler_(std::move(scheduler)), policies_(std::move(policies)) {}
+
+void Dispatcher::Pass() {
+  auto expired = parts_.store->ExpireQueuedTasks(parts_.clock->NowMs());
+  if (expired.ok() && *expired > 0) parts_.changes->Notify();
+  DispatchOnce();
+}
+
+void Dispatcher::FillWaiting(v1::Job* job) {
+  MutexLock lock(&mu_);
+  for (auto& task : *job->mutable_tasks()) {
+    if (task.state() != v1::QUEUED) continue;
+    auto it = waiting_.find(sched::TaskKey(job->id(), task.index()));
+    if (it != waiting_.end()) task.set_message(it->second);
+  }
+}
+
+std::map<std::string, market::RecentPrice> Dispatcher::RecentPrices(int64_t now_ms) {
+  MutexLock lock(&mu_);
+  return recent_prices_.All(now_ms);
+}
+
+void Dispatcher::RecordClearingPrices(const std::vector<store::NewAttempt>& placed, int64_t now_ms) {
+  const std::vector<NodeTable::ClearingAsk> asks = parts_.nodes->ClearingAsks(placed);
+  MutexLock lock(&mu_);
+  for (const auto& a : asks) recent_prices_.Record(a.device_class, a.per_hour, now_ms);
+}
+
+void Dispatcher::DispatchOnce() {
+  int64_t now = parts_.clock->NowMs();
+  auto queued = parts_.store->QueuedTasks(5000, now);
   if (!queued.ok()) {
     spdlog::error("dispatch: {}", queued.status().ToString());
     return;
   }
   if (queued->empty()) return;
   const auto started = std::chrono::steady_clock::now();
-  auto active = store_->ActiveAttempts();
+  auto active = parts_.store->ActiveAttempts();
   if (!active.ok()) return;
-  std::vector<sched::NodeView> views;
-  std::shared_ptr<const sched::DataPolicy> data;
-  {
-    MutexLock lock(&mu_);
-    views = NodeViewsLocked(*active);
-    data = data_policy_;
-  }
-  const AccountTerms terms = CurrentAccountTerms();
-  DispatchInput in = DispatchTasks(*queued, *active, *data, terms.running_limits, now);
-  AttachImageLayers(images_, views, PointersTo(in.tasks));
-  const auto placed_classes = NonPublicClasses(in.tasks, views);
+  NodeTable::Snapshot snapshot = parts_.nodes->Views(*active);
+  const AccountTerms terms = parts_.account_terms->Current();
+  DispatchInput in = DispatchTasks(*queued, *active, *snapshot.data, terms.running_limits, now);
+  AttachImageLayers(*parts_.images, snapshot.views, PointersTo(in.tasks));
+  const auto placed_classes = NonPublicClasses(in.tasks, snapshot.views);
   sched::AccountState accounts = AccountStateOf(*active, terms.weights);
-  accounts.standing = StandingStateOf(*queued, *active);
-  sched::Plan plan = scheduler_->Schedule(std::move(views), in.tasks, accounts);
+  accounts.standing = parts_.standing->Read(*queued, *active, parts_.nodes->StandingFleet());
+  sched::Plan plan = scheduler_->Schedule(std::move(snapshot.views), in.tasks, accounts);
   {
     MutexLock lock(&mu_);
     waiting_.clear();
@@ -337,15 +328,15 @@ void Coordinator::DispatchOnce() {
   if (plan.placements.empty()) return;
   std::vector<store::NewAttempt> attempts = AttemptsOf(plan, now);
   const auto planned = std::chrono::steady_clock::now();
-  auto committed = store_->CommitAssignments(attempts);
+  auto committed = parts_.store->CommitAssignments(attempts);
   if (!committed.ok()) {
     spdlog::error("dispatch commit: {}", committed.status().ToString());
     return;
   }
   RecordClearingPrices(*committed, now);
   const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
-  counters_.Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
-  CountQueueWaits(counters_, *queued, *committed, now);
+  parts_.counters->Dispatched(seconds(planned - started), seconds(std::chrono::steady_clock::now() - planned));
+  CountQueueWaits(*parts_.counters, *queued, *committed, now);
   // The store's guard refused placements another coordinator (or a change
   // since the snapshot) made stale: re-plan at once from a fresh snapshot, a
   // bounded number of times in a row, then at the normal pace.
@@ -354,48 +345,28 @@ void Coordinator::DispatchOnce() {
                  attempts.size());
     if (conflict_replans_ < kMaxConflictReplans) {
       ++conflict_replans_;
-      changes_.Notify();
+      parts_.changes->Notify();
     }
   } else {
     conflict_replans_ = 0;
   }
-  // Each job is read once per batch, not once per attempt (a 500-task
-  // array would otherwise be loaded 500 times: quadratic in the sweep).
-  std::map<std::string, v1::Job> jobs;
-  for (const auto& a : *committed) {
-    LogDataPolicyDecision(placed_classes, a);
-    auto it = jobs.find(a.job_id);
-    if (it == jobs.end()) {
-      auto job = store_->GetJob(a.job_id);
-      if (!job.ok()) {
-        spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, job.status().message());
-        continue;
-      }
-      it = jobs.emplace(a.job_id, std::move(*job)).first;
-    }
-    Status st = SendAssignment(a, &it->second);
-    if (!st.ok()) spdlog::warn("assignment {} not sent yet: {}", a.attempt_id, st.message());
-  }
-  changes_.Notify();
+  SendAll(*parts_.store, *parts_.sender, *committed, placed_classes);
+  parts_.changes->Notify();
 }
 
-Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id) {
-  int64_t now = clock_->NowMs();
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
-  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
-  std::vector<sched::NodeView> views;
-  std::shared_ptr<const sched::DataPolicy> data;
-  {
-    MutexLock lock(&mu_);
-    views = NodeViewsLocked(active);
-    data = data_policy_;
-  }
+Result<v1::ExplainJobResponse> Dispatcher::Explain(const std::string& job_id) {
+  int64_t now = parts_.clock->NowMs();
+  IG_ASSIGN_OR_RETURN(v1::Job job, parts_.store->GetJob(job_id));
+  IG_ASSIGN_OR_RETURN(auto active, parts_.store->ActiveAttempts());
+  NodeTable::Snapshot snapshot = parts_.nodes->Views(active);
+  std::vector<sched::NodeView>& views = snapshot.views;
+  const std::shared_ptr<const sched::DataPolicy> data = snapshot.data;
   // The queue shapes the fragmentation scorer as it does in Schedule; its
   // entries also carry the nodes each task may no longer use, as the store
   // keeps them (tasks still backing off included).
   std::vector<sched::TaskView> queue;
   std::map<uint32_t, store::QueuedTask> mine;
-  if (auto queued = store_->QueuedTasks(5000); queued.ok()) {
+  if (auto queued = parts_.store->QueuedTasks(5000); queued.ok()) {
     for (const auto& q : *queued) {
       queue.push_back(TaskViewOf(q, 0, *data));
       if (q.job_id == job_id) mine.emplace(q.index, q);
@@ -406,8 +377,8 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   job_image.image = manifest::ImageDigestOf(job.spec().image());
   std::vector<sched::TaskView*> located = PointersTo(queue);
   located.push_back(&job_image);
-  AttachImageLayers(images_, views, std::move(located));
-  const sched::FairShareStandings standings(queue, AccountStateOf(active, CurrentAccountTerms().weights),
+  AttachImageLayers(*parts_.images, views, std::move(located));
+  const sched::FairShareStandings standings(queue, AccountStateOf(active, parts_.account_terms->Current().weights),
                                             sched::FleetTotals(views));
   v1::ExplainJobResponse out;
   out.set_job_id(job_id);
@@ -418,7 +389,7 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
         it != mine.end() ? it->second : store::QueuedTask{job_id, task.index(), job.spec(), {}, 0, job.account()};
     sched::TaskView view = TaskViewOf(q, jobs::FillCosts(&task, now), *data);
     if (view.image == job_image.image) view.image_layers = job_image.image_layers;
-    sched::Explanation e = sched::Explain(views, view, options_.policies, 3, 0, queue);
+    sched::Explanation e = sched::Explain(views, view, policies_, 3, 0, queue);
     e.fair_share = sched::FormatFairShare(standings.Of(view));
     v1::TaskExplanation* t = out.add_tasks();
     t->set_index(task.index());
@@ -456,15 +427,10 @@ Result<v1::ExplainJobResponse> Coordinator::ExplainJob(const std::string& job_id
   return out;
 }
 
-Result<v1::MarketResponse> Coordinator::Market() {
-  IG_ASSIGN_OR_RETURN(auto active, store_->ActiveAttempts());
-  std::vector<sched::NodeView> views;
-  std::map<std::string, market::RecentPrice> recent;
-  {
-    MutexLock lock(&mu_);
-    views = NodeViewsLocked(active);
-    recent = recent_prices_.All(clock_->NowMs());
-  }
+Result<v1::MarketResponse> Dispatcher::Market() {
+  IG_ASSIGN_OR_RETURN(auto active, parts_.store->ActiveAttempts());
+  const std::vector<sched::NodeView> views = parts_.nodes->Views(active).views;
+  const std::map<std::string, market::RecentPrice> recent = RecentPrices(parts_.clock->NowMs());
   auto rows = market::OrderBook(sched::MarketOffers(views));
   v1::MarketResponse out;
   std::string text = market::FormatOrderBook(rows);
