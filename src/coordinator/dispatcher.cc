@@ -117,7 +117,7 @@ Result<std::pair<double, int>> SpentOf(store::Store& store, const store::QueuedT
 std::vector<store::NewAttempt> AttemptsOf(const sched::Plan& plan, int64_t now) {
   std::vector<store::NewAttempt> attempts;
   for (const auto& p : plan.placements) {
-    store::NewAttempt a{NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids};
+    store::NewAttempt a{NewId("a"), p.job_id, p.index, p.node_id, now, p.device_uuids, 0, {}};
     a.placement.set_policy(p.policy);
     a.placement.set_pricing_rule(p.pricing_rule);
     a.placement.set_ask_per_gpu_hour(p.ask_per_gpu_hour);

@@ -35,17 +35,9 @@ class DispatcherTest : public ServiceTest {
                                              [] {});
     rights_ = std::make_unique<ArtifactRights>(store_.get(), images_.get(), &clock_, kSecret);
     sender_ = std::make_unique<AssignmentSender>(store_.get(), images_.get(), rights_.get(), &sessions_);
-    NodeTable::Hooks hooks;
-    hooks.report_attempt = [](const std::string&, const v1::ReportAttemptRequest&) { return Status::Ok(); };
-    hooks.resend = [](const store::NewAttempt&) { return Status::Ok(); };
-    hooks.judge_readiness = [](const std::string&) {};
-    hooks.forget_readiness = [](const std::string&) {};
-    hooks.cpu_bench_error = [] { return std::string(); };
-    hooks.gpu_bench_error = [] { return std::string(); };
-    hooks.readiness_key_untrusted = [](const v1::Advertisement&) { return std::string(); };
-    hooks.changed = [this] { changes_.Notify(); };
-    nodes_ = std::make_unique<NodeTable>(store_.get(), &clock_, Options(), Sha256Digest(kSecret), tenancy_.get(),
-                                         &sessions_, &counters_, std::move(hooks));
+    nodes_ =
+        std::make_unique<NodeTable>(store_.get(), &clock_, Options(), Sha256Digest(kSecret), tenancy_.get(), &sessions_,
+                                    &counters_, testing::InertNodeHooks([this] { changes_.Notify(); }));
     terms_ = std::make_unique<AccountTermsCache>(store_.get(), &clock_, 0, std::map<std::string, double>{});
     standing_ = std::make_unique<StandingReader>(store_.get(), verify::VerificationPolicy{});
     dispatcher_ = std::make_unique<Dispatcher>(
@@ -64,15 +56,7 @@ class DispatcherTest : public ServiceTest {
     EXPECT_TRUE(registered.ok()) << registered.status().ToString();
     if (!registered.ok()) return "";
     const std::string id = registered->node_id();
-    v1::NodeInfo info;
-    info.set_cpu_cores(4);
-    info.set_memory_bytes(8ull << 30);
-    info.add_runtimes("runc");
-    info.mutable_enforcement()->set_memory("cgroup");
-    info.mutable_enforcement()->set_pids("cgroup");
-    info.mutable_enforcement()->set_cpu("cgroup");
-    info.set_agent_version("test-agent");
-    session_ = nodes_->OpenSession(id, info, "test");
+    session_ = nodes_->OpenSession(id, testing::InfoOf("node-a"), "test");
     EXPECT_TRUE(nodes_->ReadinessHooks().update_measurement(id, [](v1::Measurement& m, const v1::Advertisement& ad) {
       m.set_passed(true);
       m.set_measured_at_ms(1);

@@ -29,15 +29,9 @@ class NodeTableTest : public ServiceTest {
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(ServiceTest::SetUp());
     tenancy_ = std::make_unique<Tenancy>(store_.get(), &clock_, auth::Quota{});
-    NodeTable::Hooks hooks;
-    hooks.report_attempt = [](const std::string&, const v1::ReportAttemptRequest&) { return Status::Ok(); };
-    hooks.resend = [](const store::NewAttempt&) { return Status::Ok(); };
-    hooks.judge_readiness = [](const std::string&) {};
+    NodeTable::Hooks hooks = testing::InertNodeHooks([this] { ++changes_; });
     hooks.forget_readiness = [this](const std::string& id) { forgotten_.push_back(id); };
     hooks.cpu_bench_error = [this] { return bench_error_; };
-    hooks.gpu_bench_error = [] { return std::string(); };
-    hooks.readiness_key_untrusted = [](const v1::Advertisement&) { return std::string(); };
-    hooks.changed = [this] { ++changes_; };
     Options options;  // heartbeat interval 5 s, margin 3, dispatch period 1 s
     table_ = std::make_unique<NodeTable>(store_.get(), &clock_, options, Sha256Digest(kSecret), tenancy_.get(),
                                          &sessions_, &counters_, std::move(hooks));
@@ -161,10 +155,7 @@ TEST_F(NodeTableTest, DrainTakesANodeOutOfWorkAndUndoBringsItBack) {
 TEST_F(NodeTableTest, TheSnapshotCarriesTheReadinessReasonAndTheDataPolicy) {
   const std::string id = Register();
   ASSERT_FALSE(id.empty()) << last_error_;
-  v1::NodeInfo info;
-  info.set_cpu_cores(4);
-  info.set_memory_bytes(8ull << 30);
-  auto session = table_->OpenSession(id, info, "test");
+  auto session = table_->OpenSession(id, testing::InfoOf("node-a"), "test");
   bench_error_ = "readiness benchmark unavailable: no benchmark image";
   NodeTable::Snapshot before = table_->Views({});
   ASSERT_EQ(before.views.size(), 1u);

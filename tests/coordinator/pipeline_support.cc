@@ -57,8 +57,6 @@ v1::Advertisement AdOf(uint64_t sequence, double cpu_ask) {
   return ad;
 }
 
-namespace {
-
 v1::NodeInfo InfoOf(const std::string& name) {
   v1::NodeInfo info;
   info.set_hostname(name);
@@ -71,6 +69,21 @@ v1::NodeInfo InfoOf(const std::string& name) {
   info.set_agent_version(kAgentVersion);
   return info;
 }
+
+NodeTable::Hooks InertNodeHooks(std::function<void()> on_change) {
+  NodeTable::Hooks hooks;
+  hooks.report_attempt = [](const std::string&, const v1::ReportAttemptRequest&) { return Status::Ok(); };
+  hooks.resend = [](const store::NewAttempt&) { return Status::Ok(); };
+  hooks.judge_readiness = [](const std::string&) {};
+  hooks.forget_readiness = [](const std::string&) {};
+  hooks.cpu_bench_error = [] { return std::string(); };
+  hooks.gpu_bench_error = [] { return std::string(); };
+  hooks.readiness_key_untrusted = [](const v1::Advertisement&) { return std::string(); };
+  hooks.changed = std::move(on_change);
+  return hooks;
+}
+
+namespace {
 
 v1::RegisterRequest RegisterRequestOf(const std::string& name, const v1::SignedAdvertisement& ad,
                                       const std::string& join_secret = kJoinSecret) {

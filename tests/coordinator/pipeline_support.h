@@ -6,6 +6,7 @@
 // advertisements and connected with OpenSession; their commands are read from
 // the session, their reports go through ReportAttempt, as an agent's would.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,6 +41,13 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// What the agent of AdOf's node reports: 4 cores, 8 GiB, runc, cgroup limits.
+v1::NodeInfo InfoOf(const std::string& name);
+
+// Node table hooks for a table tested alone: reports and re-sends succeed and
+// do nothing, readiness has no reason to refuse, `changed` runs `on_change`.
+NodeTable::Hooks InertNodeHooks(std::function<void()> on_change = [] {});
 
 // A one-task CPU job: 1 core, 64 MiB, run timeout 60 s.
 v1::JobSpec CpuJob(const std::string& name);
