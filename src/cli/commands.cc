@@ -4,12 +4,14 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -17,6 +19,9 @@
 #include "cli/agent_status.h"
 #include "cli/dir_inputs.h"
 #include "cli/image_signing.h"
+#include "cli/job_view.h"
+#include "cli/log_lines.h"
+#include "cli/table.h"
 #include "cli/progress.h"
 #include "cli/task_ranges.h"
 #include "common/exit_code.h"
@@ -107,56 +112,68 @@ void PrintArrayProgress(const v1::Job& job) {
   std::cout << JobProgressText(job) << "\n";
 }
 
-void PrintJob(const v1::Job& job) {
+void PrintTask(const v1::Task& t) {
+  const v1::Attempt* a = LastAttempt(t);
+  std::cout << "  task " << t.index() << ": " << jobs::StateName(t.state());
+  if (a) {
+    std::cout << " on " << a->node_id();
+    if (jobs::IsTerminal(a->state()) && a->state() != v1::CANCELLED) std::cout << " exit " << a->exit_code();
+    if (t.attempts_size() > 1) std::cout << " (attempt " << t.attempts_size() << ")";
+  }
+  if (t.failure_reason() != v1::FAILURE_REASON_UNSPECIFIED) {
+    std::cout << " [" << jobs::ReasonName(t.failure_reason()) << "]";
+  }
+  if (!t.message().empty()) std::cout << ": " << t.message();
+  std::cout << "\n";
+  if (a && t.state() == v1::QUEUED && jobs::IsTerminal(a->state()) && !a->message().empty()) {
+    // Back in the queue after a node refused or lost it: why, in the node's words.
+    std::cout << "    last attempt on " << a->node_id() << ": " << a->message() << "\n";
+  }
+  if (!t.verification().empty()) {
+    // Each run's part in the verdict (docs/verification.md).
+    for (const auto& run : t.attempts()) {
+      if (run.vote().empty()) continue;
+      std::cout << "    run " << run.id() << " on " << run.node_id() << ": " << run.vote()
+                << (run.vote_reason().empty() ? "" : " (" + run.vote_reason() + ")") << "\n";
+    }
+  }
+  if (a && a->has_provenance()) std::cout << "    ran with " << ProvenanceLine(a->provenance()) << "\n";
+  if (a && a->placement().price_per_hour() > 0) {
+    std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n", a->placement().policy().c_str(),
+                a->placement().price_per_hour(), a->placement().pricing_rule().c_str(),
+                a->placement().ask_per_gpu_hour(), a->placement().bid_per_gpu_hour(), t.cost());
+  }
+  if (t.has_checkpoint() && t.checkpoint().files_size() > 0) {
+    std::printf("    checkpoint: %d file(s) from attempt %s (epoch %llu); work redone %.1f s\n",
+                t.checkpoint().files_size(), t.checkpoint().attempt_id().c_str(),
+                static_cast<unsigned long long>(t.checkpoint().lease_epoch()), t.work_redone_ms() / 1000.0);
+  }
+  if (t.logs_dropped_bytes() > 0) {
+    std::printf("    log: %llu byte(s) of output dropped past the coordinator's log cap (first and last part kept)\n",
+                static_cast<unsigned long long>(t.logs_dropped_bytes()));
+  }
+  std::fflush(stdout);
+}
+
+// The job's first line, progress, summary (job_view.h), then the tasks
+// `filter` selects; a large job lists none unless asked.
+void PrintJob(const v1::Job& job, const TaskFilter& filter, int64_t now_ms) {
   std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
   PrintArrayProgress(job);
   const v1::RegistryImage& pulled = job.spec().registry_image();
   if (!pulled.requested().empty() && pulled.requested() != job.spec().image()) {
     std::cout << "  image " << pulled.requested() << " resolved at submit to " << job.spec().image() << "\n";
   }
-  for (const auto& t : job.tasks()) {
-    const v1::Attempt* a = LastAttempt(t);
-    std::cout << "  task " << t.index() << ": " << jobs::StateName(t.state());
-    if (a) {
-      std::cout << " on " << a->node_id();
-      if (jobs::IsTerminal(a->state()) && a->state() != v1::CANCELLED) std::cout << " exit " << a->exit_code();
-      if (t.attempts_size() > 1) std::cout << " (attempt " << t.attempts_size() << ")";
-    }
-    if (t.failure_reason() != v1::FAILURE_REASON_UNSPECIFIED) {
-      std::cout << " [" << jobs::ReasonName(t.failure_reason()) << "]";
-    }
-    if (!t.message().empty()) std::cout << ": " << t.message();
-    std::cout << "\n";
-    if (a && t.state() == v1::QUEUED && jobs::IsTerminal(a->state()) && !a->message().empty()) {
-      // Back in the queue after a node refused or lost it: why, in the node's words.
-      std::cout << "    last attempt on " << a->node_id() << ": " << a->message() << "\n";
-    }
-    if (!t.verification().empty()) {
-      // Each run's part in the verdict (docs/verification.md).
-      for (const auto& run : t.attempts()) {
-        if (run.vote().empty()) continue;
-        std::cout << "    run " << run.id() << " on " << run.node_id() << ": " << run.vote()
-                  << (run.vote_reason().empty() ? "" : " (" + run.vote_reason() + ")") << "\n";
-      }
-    }
-    if (a && a->has_provenance()) std::cout << "    ran with " << ProvenanceLine(a->provenance()) << "\n";
-    if (a && a->placement().price_per_hour() > 0) {
-      std::printf("    %s at %.4f/h (%s; ask %.4f/GPU-h, bid %.4f); cost so far %.4f\n",
-                  a->placement().policy().c_str(), a->placement().price_per_hour(),
-                  a->placement().pricing_rule().c_str(), a->placement().ask_per_gpu_hour(),
-                  a->placement().bid_per_gpu_hour(), t.cost());
-    }
-    if (t.has_checkpoint() && t.checkpoint().files_size() > 0) {
-      std::printf("    checkpoint: %d file(s) from attempt %s (epoch %llu); work redone %.1f s\n",
-                  t.checkpoint().files_size(), t.checkpoint().attempt_id().c_str(),
-                  static_cast<unsigned long long>(t.checkpoint().lease_epoch()), t.work_redone_ms() / 1000.0);
-    }
-    if (t.logs_dropped_bytes() > 0) {
-      std::printf("    log: %llu byte(s) of output dropped past the coordinator's log cap (first and last part kept)\n",
-                  static_cast<unsigned long long>(t.logs_dropped_bytes()));
-    }
-    std::fflush(stdout);
+  if (job.tasks_size() > 1)
+    for (const std::string& line : SummaryLines(job, now_ms)) std::cout << "  " << line << "\n";
+  if (job.tasks_size() > kListAllTasksUpTo && !filter.asked) {
+    std::cout << "  (" << job.tasks_size()
+              << " tasks: list some with --tasks 3,7-9, --state failed, --limit N, or all with --all)\n";
+    return;
   }
+  size_t more = 0;
+  for (const v1::Task* t : SelectTasks(job, filter, &more)) PrintTask(*t);
+  if (more > 0) std::cout << "  ... " << more << " more task(s) match (--limit N or --all to list them)\n";
 }
 
 // Streams job updates until it ends, showing its progress on stderr (a bar
@@ -180,6 +197,26 @@ Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool json) {
 }
 
 int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The filter `status` lists tasks by; InvalidArgument for a malformed selection.
+Result<TaskFilter> FilterOf(const ShowFlags& show) {
+  TaskFilter filter;
+  if (!show.tasks.indices.empty()) {
+    IG_ASSIGN_OR_RETURN(filter.tasks, ParseTaskRanges(show.tasks.indices));
+  }
+  if (!show.tasks.states.empty()) {
+    IG_ASSIGN_OR_RETURN(filter.states, ParseTaskStates(show.tasks.states));
+  }
+  if (show.limit < 0) return Status::InvalidArgument("--limit must be 0 or more");
+  filter.limit = show.all ? 0 : (show.limit > 0 ? show.limit : kDefaultTaskLimit);
+  filter.asked = !show.tasks.indices.empty() || !show.tasks.states.empty() || show.limit > 0 || show.all;
+  return filter;
+}
 
 }  // namespace
 
@@ -227,7 +264,7 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   if (f.json)
     PrintJson(*job);
   else
-    PrintJob(*job);
+    PrintJob(*job, TaskFilter{}, NowMs());
   return JobExit(*job);
 }
 
@@ -245,7 +282,8 @@ int Explain(const CommonFlags& f, const std::string& job_id) {
     return 0;
   }
   if (resp.tasks_size() == 0) std::cout << "job " << job_id << " has no queued tasks: nothing waits\n";
-  for (const auto& t : resp.tasks()) std::cout << "task " << t.index() << ": " << t.text() << "\n";
+  // Tasks with the same reason are one group: 9,812 identical explanations say nothing more than one.
+  for (const std::string& line : GroupedExplanation(resp)) std::cout << line << "\n";
   return 0;
 }
 
@@ -263,8 +301,10 @@ int Market(const CommonFlags& f) {
   return 0;
 }
 
-int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
+int Status_(const CommonFlags& f, const std::string& job_id, bool wait, const ShowFlags& show) {
   if (IsWorkflowId(job_id)) return WorkflowStatus(f, job_id, wait);
+  Result<TaskFilter> filter = FilterOf(show);
+  if (!filter.ok()) return Fail(filter.status());
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
   v1::Job job;
@@ -282,7 +322,7 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait) {
   if (f.json)
     PrintJson(job);
   else
-    PrintJob(job);
+    PrintJob(job, *filter, NowMs());
   return wait ? JobExit(job) : 0;
 }
 
@@ -297,7 +337,14 @@ int Jobs(const CommonFlags& f) {
     PrintJson(resp);
     return 0;
   }
-  for (const auto& j : resp.jobs()) std::cout << j.id() << "  " << j.spec().name() << "  " << Counts(j) << "\n";
+  std::vector<std::vector<std::string>> rows{{"JOB", "NAME", "STATE", "TASKS"}};
+  for (const auto& j : resp.jobs()) {
+    std::string counts = Counts(j);  // "running (3/10 succeeded, ...)": the state, then the counts
+    const size_t paren = counts.find(" (");
+    rows.push_back({j.id(), j.spec().name(), jobs::StateName(j.state()),
+                    paren == std::string::npos ? "" : counts.substr(paren + 2, counts.size() - paren - 3)});
+  }
+  std::cout << FormatTable(rows);
   return 0;
 }
 
@@ -417,24 +464,53 @@ int Drain(const CommonFlags& f, const std::string& node_id, const std::string& d
   return 0;
 }
 
-int Logs(const CommonFlags& f, const std::string& job_id, bool follow) {
+int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const ShowFlags& show) {
+  if (!show.stream.empty() && show.stream != "stdout" && show.stream != "stderr") {
+    return Fail(Status::InvalidArgument("--stream must be stdout or stderr, not '" + show.stream + "'"));
+  }
+  std::vector<uint32_t> tasks;
+  if (!show.tasks.indices.empty()) {
+    auto parsed = ParseTaskRanges(show.tasks.indices);
+    if (!parsed.ok()) return Fail(parsed.status());
+    tasks = *parsed;
+  }
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
+  // Lines name their task when several tasks' output is shown.
+  bool several = tasks.size() > 1;
+  if (tasks.empty()) {
+    v1::GetJobRequest get;
+    get.set_job_id(job_id);
+    v1::Job job;
+    auto ctx = (*client)->Context();
+    Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), get, &job));
+    if (!st.ok()) return Fail(st);
+    several = job.tasks_size() > 1;
+  }
   v1::StreamLogsRequest req;
   req.set_job_id(job_id);
   req.set_follow(follow);
   auto ctx = (*client)->Context(0);
   auto reader = (*client)->stub()->StreamLogs(ctx.get(), req);
+  LogLines lines(std::set<uint32_t>(tasks.begin(), tasks.end()), show.stream, several);
+  const auto print = [](const std::vector<LogLines::Out>& out) {
+    for (const auto& o : out) {
+      std::ostream& os = o.stream == "stderr" ? std::cerr : std::cout;
+      os << o.text;
+      os.flush();
+    }
+  };
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) {
     if (f.json) {
-      PrintJson(chunk, true);
+      const bool shown = (tasks.empty() || std::find(tasks.begin(), tasks.end(), chunk.task_index()) != tasks.end()) &&
+                         (show.stream.empty() || chunk.stream() == show.stream);
+      if (shown) PrintJson(chunk, true);
     } else {
-      std::ostream& os = chunk.stream() == "stderr" ? std::cerr : std::cout;
-      os << chunk.data();
-      os.flush();
+      print(lines.Add(chunk));
     }
   }
+  print(lines.Finish());
   Status st = FromGrpc(reader->Finish());
   return st.ok() ? 0 : Fail(st);
 }

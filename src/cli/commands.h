@@ -30,7 +30,10 @@ int WorkflowStatus(const CommonFlags& f, const std::string& workflow_id, bool wa
 int WorkflowCancel(const CommonFlags& f, const std::string& workflow_id);
 int WorkflowValidate(const CommonFlags& f, const std::string& manifest_path);
 int Workflows(const CommonFlags& f);
-int Status_(const CommonFlags& f, const std::string& job_id, bool wait);
+struct ShowFlags;
+// A job's first line, progress and summary; its tasks when it has few or
+// when `show` asks (cli/job_view.h).
+int Status_(const CommonFlags& f, const std::string& job_id, bool wait, const ShowFlags& show);
 int Jobs(const CommonFlags& f);
 // Why the job's queued tasks wait: filter counts and candidates' scores.
 int Explain(const CommonFlags& f, const std::string& job_id);
@@ -41,13 +44,24 @@ int Market(const CommonFlags& f);
 int ProviderEarnings(const CommonFlags& f, const std::string& provider);
 int Nodes(const CommonFlags& f);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
-int Logs(const CommonFlags& f, const std::string& job_id, bool follow);
+// The job's output; with `show.tasks.indices`, those tasks', with
+// `show.stream`, one stream; "[task N] " before each line when several
+// tasks' output is shown (cli/log_lines.h).
+int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const ShowFlags& show);
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
 // Which tasks `cancel` and `retry` touch: indices as "3,7-9" and state
 // names (repeated or comma lists), parsed by cli/task_ranges.h.
 struct TaskFlags {
   std::string indices;
   std::vector<std::string> states;
+};
+// What `status` lists and `logs` prints: the tasks (indices, states), how
+// many at most (`limit`, 0: the default; `all`: no limit), one stream.
+struct ShowFlags {
+  TaskFlags tasks;
+  int limit = 0;
+  bool all = false;
+  std::string stream;
 };
 // Without indices or states, the whole job; else only the tasks matching both.
 int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tasks = {});

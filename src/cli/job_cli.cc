@@ -14,6 +14,7 @@ struct JobFlags {
   std::string manifest, job_id, dir;
   bool wait = false, follow = false, explain = false;
   std::string node_id, deadline;
+  ShowFlags show;  // which tasks `status` lists, which output `logs` prints
 };
 
 // submit, validate, status, market, jobs, workflows.
@@ -28,7 +29,13 @@ void AddJobQueryCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& commo
   auto* status = app.add_subcommand("status", "show a job, or a workflow (w-...) as a tree of its steps");
   status->add_option("job", f->job_id, "job id, or workflow id")->required();
   status->add_flag("--wait", f->wait, "wait until the job ends");
-  status->add_flag("--explain", f->explain, "why its queued tasks wait: nodes per filter, best candidates' scores");
+  status->add_flag("--explain", f->explain,
+                   "why its queued tasks wait, grouped by reason: nodes per filter, best candidates' scores");
+  status->add_option("--tasks", f->show.tasks.indices, "list these task indices, e.g. 3,7-9");
+  status->add_option("--state", f->show.tasks.states, "list tasks in these states (e.g. failed,running; repeatable)")
+      ->allow_extra_args(false);
+  status->add_option("--limit", f->show.limit, "list at most this many tasks (default 50 when listing)");
+  status->add_flag("--all", f->show.all, "list every task (a job of more than 20 tasks shows its summary only)");
   AddClientFlags(status, common);
   auto* market = app.add_subcommand("market", "the spot market's order book (free units and asks per device class)");
   AddClientFlags(market, common);
@@ -41,7 +48,7 @@ void AddJobQueryCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& commo
   reg.Add(validate, [f, &common] { return Validate(common, f->manifest); });
   reg.Add(status, [f, &common] {
     if (f->explain) return Explain(common, f->job_id);
-    return Status_(common, f->job_id, f->wait);
+    return Status_(common, f->job_id, f->wait, f->show);
   });
   reg.Add(market, [&common] { return Market(common); });
   reg.Add(jobs, [&common] { return Jobs(common); });
@@ -63,6 +70,8 @@ void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& 
   auto* logs = app.add_subcommand("logs", "print a job's output");
   logs->add_option("job", f->job_id)->required();
   logs->add_flag("-f,--follow", f->follow, "keep streaming until the job ends");
+  logs->add_option("--task,--tasks", f->show.tasks.indices, "only these tasks' output, e.g. 3 or 3,7-9");
+  logs->add_option("--stream", f->show.stream, "only stdout or only stderr");
   AddClientFlags(logs, common);
   auto* fetch = app.add_subcommand("fetch", "download a job's outputs, verifying digests");
   fetch->add_option("job", f->job_id)->required();
@@ -72,7 +81,7 @@ void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& 
   reg.Add(drain, [f, &common] { return Drain(common, f->node_id, f->deadline, false); });
   reg.Add(undrain, [f, &common] { return Drain(common, f->node_id, "", true); });
   reg.Add(nodes, [&common] { return Nodes(common); });
-  reg.Add(logs, [f, &common] { return Logs(common, f->job_id, f->follow); });
+  reg.Add(logs, [f, &common] { return Logs(common, f->job_id, f->follow, f->show); });
   reg.Add(fetch, [f, &common] { return Fetch(common, f->job_id, f->dir); });
 }
 
