@@ -16,6 +16,7 @@ packages=(
   mmdebstrap  # idlegrid image base (and test-deb.sh's clean root)
   clang clang-format  # the test suite's thread-safety analysis and format check
   chromium chromium-driver python3-selenium
+  nodejs  # the JavaScript SDK (sdk/js) and its tests
 )
 # --ml: also what runs the ML example on the host itself (scripts/demo-ml.sh
 # compares a point with the grid's; bench/ml.sh times a bare epoch). Jobs

@@ -3,8 +3,11 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -143,6 +146,7 @@ void HttpApi::Routes() {
   ServeDashboard(*server_);
   MetricsRoutes();
   MarketAndAccountRoutes();
+  ArtifactRoutes();
   server_->set_payload_max_length(16 << 20);
 }
 
@@ -315,6 +319,34 @@ Result<int> HttpApi::Start(const std::string& host, int port) {
 void HttpApi::Stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+// Artifacts by digest (a job's outputs, inputs, images), under DownloadArtifact's
+// rule: whoever may read the blob. The whole blob, or one byte range
+// (`Range: bytes=N-` resumes a download; httplib answers 206 with
+// Content-Range). The digest is the name: clients hash what they received.
+void HttpApi::ArtifactRoutes() {
+  server_->Get(R"(/v1/artifacts/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string digest = req.matches[1];
+    if (!Admit(req, res, "DownloadArtifact", gate_.Artifact(digest))) return;
+    auto size = c_->artifact_store()->SizeOf(digest);
+    if (!size.ok()) return SendError(res, size.status());
+    auto file = std::make_shared<std::ifstream>(c_->artifact_store()->PathOf(digest), std::ios::binary);
+    if (!*file) return SendError(res, Status::NotFound("artifact " + digest + " cannot be opened"));
+    res.set_header("ETag", "\"" + digest + "\"");
+    res.set_header("Accept-Ranges", "bytes");
+    res.set_content_provider(static_cast<size_t>(*size), "application/octet-stream",
+                             [this, file](size_t offset, size_t length, httplib::DataSink& sink) {
+                               std::vector<char> buf(std::min<size_t>(length, 1 << 20));
+                               file->clear();
+                               file->seekg(static_cast<std::streamoff>(offset));
+                               file->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+                               const auto n = static_cast<size_t>(file->gcount());
+                               if (n == 0 || !sink.write(buf.data(), n)) return false;
+                               c_->CountArtifactBytes(false, n);
+                               return true;
+                             });
+  });
 }
 
 }  // namespace idlegrid::api

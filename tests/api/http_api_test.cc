@@ -14,6 +14,7 @@
 #include "api/http_api.h"
 #include "artifacts/artifact_store.h"
 #include "common/clock.h"
+#include "common/digest.h"
 #include "common/fs.h"
 #include "common/test_support.h"
 #include "coordinator/coordinator.h"
@@ -50,6 +51,7 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/workflows"},
     {"GET", "/v1/workflows/w-1"},
     {"POST", "/v1/workflows/w-1/cancel"},
+    {"GET", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -337,6 +339,50 @@ TEST_F(HttpApiTest, AReceiptIsServedAsTheCliPrintsIt) {
     EXPECT_EQ(refused->status, 400) << bad << ": " << refused->body;
     EXPECT_EQ(Field(Json(refused->body), "code"), "InvalidArgument") << bad;
   }
+}
+
+// An artifact over HTTPS, whole or from an offset (a resumed download), to
+// those who may read it; a requester with no claim on it is refused.
+TEST_F(HttpApiTest, AnArtifactIsServedWholeOrFromAByteRange) {
+  std::string data;
+  for (int i = 0; i < 300'000; ++i) data += static_cast<char>('a' + i % 26);
+  const std::string digest = Sha256Digest(data);
+  auto writer = coordinator_->artifact_store()->NewWriter(digest, data.size());
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_TRUE((*writer)->Append(data.data(), data.size()).ok());
+  ASSERT_TRUE((*writer)->Commit().ok());
+  ASSERT_TRUE(coordinator_->store()->RecordArtifact(digest, data.size(), "output", 1000).ok());
+
+  auto whole = Call("GET", "/v1/artifacts/" + digest);
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  EXPECT_EQ(whole->body, data);
+  EXPECT_EQ(whole->get_header_value("ETag"), "\"" + digest + "\"");
+
+  httplib::Headers headers{{"Authorization", "Bearer " + token_}, {"Range", "bytes=123456-"}};
+  auto rest = client_->Get("/v1/artifacts/" + digest, headers);
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->status, 206) << rest->body.substr(0, 200);
+  EXPECT_EQ(rest->body, data.substr(123456));
+  EXPECT_EQ(rest->get_header_value("Content-Range"), "bytes 123456-299999/300000");
+
+  auto missing = Call("GET", "/v1/artifacts/sha256:" + std::string(64, '0'));
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404) << missing->body;
+
+  v1::Account bob;
+  bob.set_name("bob");
+  bob.set_role("requester");
+  ASSERT_TRUE(coordinator_->tenancy().CreateAccount(bob).ok());
+  v1::CreateTokenRequest mint;
+  mint.set_account("bob");
+  auto bob_token =
+      coordinator_->tenancy().CreateToken({auth::Role::kOperator, ~0u, store::kOperatorAccount, "", ""}, mint);
+  ASSERT_TRUE(bob_token.ok()) << bob_token.status().ToString();
+  auto refused = Call("GET", "/v1/artifacts/" + digest, "", bob_token->token());
+  ASSERT_TRUE(refused);
+  EXPECT_TRUE(refused->status == 403 || refused->status == 404) << refused->status << " " << refused->body;
+  EXPECT_EQ(refused->body.find(data.substr(0, 100)), std::string::npos) << "no byte of the blob";
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {

@@ -1,0 +1,160 @@
+// The coordinator's HTTPS/JSON API (docs/dashboard.md lists the routes).
+// Requests go through node:https, not fetch: Node's fetch cannot be given a
+// CA per request without the undici package, and a coordinator's API is
+// served under its own CA (the client.yaml's caFile).
+import fs from "node:fs";
+import http from "node:http";
+import https from "node:https";
+
+import { download } from "./download.mjs";
+import { IdlegridError } from "./errors.mjs";
+import { isSettled } from "./spec.mjs";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Client {
+  // `url`: "https://host:port" of the coordinator's HTTPS API; `token`: an
+  // API token; `ca`: the CA's PEM (or `caFile`, its path) when the server's
+  // certificate is not signed by a public CA.
+  constructor({ url, token, ca, caFile } = {}) {
+    if (!url) throw new IdlegridError("InvalidArgument", "url: the coordinator's HTTPS API address is required");
+    this.url = new URL(url);
+    this.token = token ?? "";
+    this.ca = ca ?? (caFile ? fs.readFileSync(caFile, "utf8") : undefined);
+  }
+
+  // One request; resolves to the parsed JSON body, rejects with an
+  // IdlegridError carrying the API's code and message.
+  async request(method, path, body) {
+    const res = await this.raw(method, path, body === undefined ? undefined : JSON.stringify(body));
+    const text = res.body.toString("utf8");
+    let parsed = {};
+    try {
+      parsed = text ? JSON.parse(text) : {};
+    } catch {
+      throw new IdlegridError("Internal", `${method} ${path}: not JSON (HTTP ${res.status}): ${text.slice(0, 200)}`, res.status);
+    }
+    if (res.status >= 400) throw new IdlegridError(parsed.code ?? "Unknown", parsed.message ?? text, res.status);
+    return parsed;
+  }
+
+  // The response as bytes: { status, headers, body }. `headers` are added
+  // to the request's; `sink(chunk, status)`, when given, receives the body's
+  // chunks instead, unless it returns false for one (that chunk is kept in body).
+  raw(method, path, body, headers = {}, sink = null) {
+    const lib = this.url.protocol === "http:" ? http : https;
+    const options = {
+      method,
+      hostname: this.url.hostname,
+      port: this.url.port,
+      path,
+      headers: { ...headers, ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}) },
+      ...(this.ca ? { ca: this.ca } : {}),
+    };
+    if (body !== undefined) options.headers["Content-Type"] = "application/json";
+    return new Promise((resolve, reject) => {
+      const req = lib.request(options, (res) => {
+        const chunks = [];
+        res.on("data", (c) => {
+          if (!sink || sink(c, res.statusCode) === false) chunks.push(c);
+        });
+        res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on("error", reject);
+      });
+      req.on("error", (e) => reject(new IdlegridError("Unavailable", `${method} ${path}: ${e.message}`)));
+      if (body !== undefined) req.write(body);
+      req.end();
+    });
+  }
+
+  // --- jobs ---
+  async submit(spec) {
+    return (await this.request("POST", "/v1/jobs", { spec })).job;
+  }
+  job(id) {
+    return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+  async jobs() {
+    return (await this.request("GET", "/v1/jobs")).jobs ?? [];
+  }
+  explain(id) {
+    return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}/explain`);
+  }
+  // The whole job, or only `tasks` (indices) and/or tasks in `states` ("QUEUED", ...).
+  cancel(id, { tasks = [], states = [] } = {}) {
+    return this.request("POST", `/v1/jobs/${encodeURIComponent(id)}/cancel`, { taskIndices: tasks, states });
+  }
+  // Every failed task (`failed`), or the listed failed or cancelled `tasks`.
+  retry(id, { failed = false, tasks = [] } = {}) {
+    return this.request("POST", `/v1/jobs/${encodeURIComponent(id)}/retry`, { failed, taskIndices: tasks });
+  }
+  delete(id) {
+    return this.request("DELETE", `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+  // Log chunks after the cursor `after` ({ taskIndex, stream, text, seq }),
+  // and the cursor to ask from next.
+  async logs(id, { after = 0 } = {}) {
+    const r = await this.request("GET", `/v1/jobs/${encodeURIComponent(id)}/logs?after=${after}`);
+    const chunks = (r.chunks ?? []).map((c) => ({
+      taskIndex: c.taskIndex ?? 0,
+      stream: c.stream ?? "stdout",
+      text: Buffer.from(c.data ?? "", "base64").toString("utf8"),
+      seq: Number(c.seq ?? 0),
+    }));
+    return { chunks, next: Number(r.next ?? after) };
+  }
+
+  // Polls until every task ended; `onUpdate(job)` sees each state read.
+  async wait(id, { intervalMs = 500, timeoutMs = 0, onUpdate = null } = {}) {
+    const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Infinity;
+    for (;;) {
+      const job = await this.job(id);
+      if (onUpdate) onUpdate(job);
+      if (isSettled(job)) return job;
+      if (Date.now() >= deadline) throw new IdlegridError("DeadlineExceeded", `job ${id} did not settle in ${timeoutMs} ms`);
+      await sleep(intervalMs);
+    }
+  }
+
+  // Downloads the outputs of each succeeded task into dir/task-N/, each file
+  // checked against its digest (a partial file from an interrupted call is
+  // resumed). Returns [{ index, files: [paths] }] in task order.
+  async results(job, dir) {
+    const out = [];
+    for (const task of job.tasks ?? []) {
+      if (task.state !== "SUCCEEDED") continue;
+      const attempt = [...(task.attempts ?? [])].reverse().find((a) => a.state === "SUCCEEDED");
+      if (!attempt) continue;
+      const index = task.index ?? 0;
+      const files = [];
+      for (const o of attempt.outputs ?? []) {
+        const target = safeJoin(`${dir}/task-${index}`, o.path);
+        await download(this, o.digest, target, Number(o.size ?? 0));
+        files.push(target);
+      }
+      out.push({ index, files });
+    }
+    return out;
+  }
+}
+
+// dir/rel, refusing a path that would leave dir (an output path is the
+// job's to choose: never trusted to name a place outside).
+function safeJoin(dir, rel) {
+  const parts = String(rel).split("/").filter((p) => p !== "" && p !== ".");
+  if (parts.length === 0 || parts.includes("..")) {
+    throw new IdlegridError("InvalidArgument", `output path '${rel}' is not a relative path inside the output directory`);
+  }
+  return `${dir}/${parts.join("/")}`;
+}
+
+// A client from the environment: IDLEGRID_URL, IDLEGRID_TOKEN and
+// IDLEGRID_CA_FILE, each overridden by `options`.
+export function connect(options = {}) {
+  return new Client({
+    url: options.url ?? process.env.IDLEGRID_URL,
+    token: options.token ?? process.env.IDLEGRID_TOKEN,
+    ca: options.ca,
+    caFile: options.caFile ?? process.env.IDLEGRID_CA_FILE,
+  });
+}
