@@ -74,7 +74,9 @@ class Grid:
         checks every item at submit: InvalidArgument naming the item
         ("array.items[3]"; also e.item_index) for one that lacks a value,
         FailedPrecondition naming the image when it was never pushed."""
-        return self.submit(map_spec(image, items, args, **options))
+        items = list(items)
+        job = self.submit(map_spec(image, items, args, **options))
+        return Job(self, job.id, items)  # results give back each item as given (0.1, not "0.1")
 
     def submit(self, spec):
         """Submits a JobSpec (or a dict in protobuf's JSON mapping); returns the Job."""

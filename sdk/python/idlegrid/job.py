@@ -57,9 +57,12 @@ class Explanation:
 
 
 class Job:
-    def __init__(self, grid, job_id):
+    def __init__(self, grid, job_id, items=None):
         self._grid = grid
         self.id = job_id
+        # The items map() was given, as given: results carry them with their
+        # Python types. None for a job read by id (its items are the wire's strings).
+        self._items = list(items) if items is not None else None
 
     def __repr__(self):
         return f"Job({self.id!r})"
@@ -143,6 +146,22 @@ class Job:
         request = pb.RetryJobRequest(job_id=self.id, failed=bool(failed), task_indices=_indices(tasks))
         return JobStatus.of(self._grid.call("RetryJob", request))
 
+    def abandon(self):
+        """Gives up the tasks lost with their node (they fail), as `idlegrid
+        abandon JOB` does; `retry()` with no tasks is not the way to rerun
+        those: `resolve_lost(retry=True)` is. Returns the job's status."""
+        return self.resolve_lost(retry=False)
+
+    def resolve_lost(self, retry):
+        """Runs the tasks lost with their node again (`retry`), or fails them."""
+        return JobStatus.of(self._grid.call("ResolveLost", pb.ResolveLostRequest(job_id=self.id, retry=bool(retry))))
+
+    def delete(self):
+        """Deletes the settled job with its logs and the artifacts only it
+        held, as `idlegrid delete JOB` does; FailedPrecondition while a task
+        has not ended."""
+        return self._grid.call("DeleteJob", pb.DeleteJobRequest(job_id=self.id))
+
     def explain(self):
         """Why each queued task waits (ExplainJob); empty when none is queued."""
         response = self._grid.call("ExplainJob", pb.GetJobRequest(job_id=self.id))
@@ -150,8 +169,11 @@ class Job:
                 for t in response.tasks]
 
     def _result(self, job, task):
-        items = job.spec.items
-        item = items[task.index].values if task.index < len(items) else {}
+        if self._items is not None and task.index < len(self._items):
+            item = self._items[task.index]
+        else:
+            items = job.spec.items
+            item = items[task.index].values if task.index < len(items) else {}
         return TaskResult(task, item, self._grid.download)
 
 

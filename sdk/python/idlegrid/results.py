@@ -39,7 +39,9 @@ def safe_output_path(path):
 
 class TaskResult:
     """One task of a job, as it ended. `index` is its item's index in the
-    list given to map(); `item` that item's values (strings). `ok` is True
+    list given to map(); `item` that item as map() was given it (its values
+    with their Python types), or, for a job read by id, the values as the
+    job saw them (strings). `ok` is True
     for a task that succeeded; reading outputs of any other raises
     TaskFailed with its state and reason."""
 

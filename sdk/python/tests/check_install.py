@@ -1,7 +1,9 @@
 """The SDK as pip installs it: builds a copy of sdk/python offline (Debian's
 setuptools: --no-build-isolation --no-index), which must generate the
 protocol modules itself, into a fresh directory; then runs the unit tests
-against that installed package alone. ctest: sdk_python_install."""
+against that installed package alone. Then the README's two lines: a virtual
+environment that sees Debian's packages, and pip install into it (Debian 12's
+own Python refuses pip, PEP 668). ctest: sdk_python_install."""
 import os
 import shutil
 import subprocess
@@ -32,6 +34,21 @@ def main():
         subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", os.path.join(source, "tests"),
                         "-t", os.path.join(source, "tests"), "-p", "test_*.py"], check=True, env=env, cwd=tmp)
         print(f"installed and tested: {' '.join(where)}")
+        check_venv(tmp, source, env)
+
+
+def check_venv(tmp, source, env):
+    venv = os.path.join(tmp, "venv")
+    env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True, env=env, cwd=tmp)
+    python = os.path.join(venv, "bin", "python")
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-build-isolation", "--no-index", source],
+                   check=True, env=env, cwd=tmp)
+    where = subprocess.run([python, "-c", "import idlegrid.v1.idlegrid_pb2_grpc as g; print(g.__file__)"],
+                           check=True, env=env, cwd=tmp, capture_output=True, text=True).stdout.strip()
+    if not where.startswith(venv + os.sep):
+        sys.exit(f"the venv imported {where}, not its own install")
+    print(f"installed in a venv as the README says: {where}")
 
 
 if __name__ == "__main__":

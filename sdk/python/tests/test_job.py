@@ -103,6 +103,27 @@ class OtherCallsTest(unittest.TestCase):
         self.assertEqual((why[0].index, why[0].state, why[0].summary, why[0].total_nodes),
                          (2, "QUEUED", "no node has a GPU", 3))
 
+    def test_items_given_to_map_come_back_with_their_types(self):
+        typed = [{"lr": 0.1, "layers": 3, "tag": "007", "warm": True}]
+        done = [job(pb.SUCCEEDED, [task(0, pb.SUCCEEDED)], [{"lr": "0.1", "layers": "3", "tag": "007",
+                                                            "warm": "true"}])]
+        from_map = list(Job(FakeGrid(done), "j-1", typed).results(progress=False))
+        self.assertEqual(from_map[0].item, {"lr": 0.1, "layers": 3, "tag": "007", "warm": True})
+        by_id = list(Job(FakeGrid(done), "j-1").results(progress=False))  # read by id: the wire's strings
+        self.assertEqual(by_id[0].item, {"lr": "0.1", "layers": "3", "tag": "007", "warm": "true"})
+
+    def test_abandon_and_delete(self):
+        lost = job(pb.FAILED, [task(0, pb.FAILED, failure=pb.NODE_LOST)])
+        grid = FakeGrid(unary={"ResolveLost": lost, "DeleteJob": pb.DeleteJobResponse()})
+        status = Job(grid, "j-1").abandon()
+        self.assertEqual(status.state, "FAILED")
+        self.assertEqual(grid.calls[-1][0], "ResolveLost")
+        self.assertEqual((grid.calls[-1][1].job_id, grid.calls[-1][1].retry), ("j-1", False))
+        Job(grid, "j-1").resolve_lost(retry=True)
+        self.assertTrue(grid.calls[-1][1].retry)
+        Job(grid, "j-1").delete()
+        self.assertEqual((grid.calls[-1][0], grid.calls[-1][1].job_id), ("DeleteJob", "j-1"))
+
     def test_status_and_cancel(self):
         j = job(pb.CANCELLED, [task(0, pb.CANCELLED)])
         status = Job(FakeGrid(unary={"CancelJob": j}), "j-1").cancel()
