@@ -117,6 +117,13 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_EQ(history.exit_code, 0) << history.err;
   EXPECT_NE(history.out.find("\"periodMs\":5000,\"samples\":[{\"atMs\":"), std::string::npos) << history.out;
 
+  // A requester, for the landing view (requesters see no nodes).
+  ASSERT_EQ(grid.Cli({"account", "create", "rita", "--role", "requester"}).exit_code, 0);
+  auto rita = grid.Cli({"token", "create", "--account", "rita"});
+  ASSERT_EQ(rita.exit_code, 0) << rita.err;
+  std::string rita_token = rita.out;
+  while (!rita_token.empty() && (rita_token.back() == '\n' || rita_token.back() == ' ')) rita_token.pop_back();
+
   const std::string artifacts = ArtifactsDir();
   std::vector<std::string> argv = {kPython,
                                    std::string(IDLEGRID_SOURCE_DIR) + "/tests/e2e/dashboard_test.py",
@@ -131,7 +138,9 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
                                    "--explain-contains",
                                    "insufficient CPU (need 512 cores)",
                                    "--artifacts",
-                                   artifacts};
+                                   artifacts,
+                                   "--requester-token",
+                                   rita_token};
   for (const auto& node : grid.node_ids) {
     argv.push_back("--node");
     argv.push_back(node);

@@ -16,6 +16,7 @@ from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 
@@ -126,8 +127,14 @@ def run(driver, args):
     check(args.explain_contains in explain, "explain shows %r, without %r" % (explain, args.explain_contains))
     screenshot(driver, args.artifacts, "dashboard-waiting-job.png")
 
-    # Cancel with the button; the page follows, the caller checks the API.
+    # Cancel asks first: dismissed, nothing is cancelled.
     driver.find_element(By.ID, "cancel-job").click()
+    WebDriverWait(driver, 10).until(EC.alert_is_present()).dismiss()
+    wait_for(driver, "the dismissed cancel to say so", lambda d: "not confirmed" in d.find_element(By.ID, "job-message").text, 10)
+    check(task_state(driver, 0) == "QUEUED", "a dismissed cancel cancelled the task")
+    # Accepted: the page follows, the caller checks the API.
+    driver.find_element(By.ID, "cancel-job").click()
+    WebDriverWait(driver, 10).until(EC.alert_is_present()).accept()
     wait_for(driver, "the cancelled task", lambda d: task_state(d, 0) == "CANCELLED", 30)
     wait_for(driver, "the cancel to be confirmed", lambda d: "done" in d.find_element(By.ID, "job-message").text, 10)
     wait_for(driver, "the explanation to go once nothing waits",
@@ -151,6 +158,17 @@ def run(driver, args):
 
     check(driver.execute_script("return window.__igNoReload;") == "kept", "the page reloaded")
 
+    # A requester (who sees no nodes) lands on the jobs list, not an empty fleet.
+    if args.requester_token:
+        driver.find_element(By.ID, "logout").click()
+        driver.execute_script("history.replaceState(null, '', location.pathname);")
+        wait_for(driver, "the login form again", lambda d: d.find_element(By.ID, "token").is_displayed(), 10)
+        driver.find_element(By.ID, "token").send_keys(args.requester_token)
+        driver.find_element(By.ID, "login").click()
+        wait_for(driver, "a requester's landing on the jobs view",
+                 lambda d: d.find_element(By.ID, "jobs-view").is_displayed(), 30)
+        check(not driver.find_element(By.ID, "fleet-view").is_displayed(), "a requester landed on the fleet")
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -164,6 +182,7 @@ def main():
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     p.add_argument("--run-timeout", type=float, default=120)
     p.add_argument("--chart-timeout", type=float, default=30)
+    p.add_argument("--requester-token", default="")
     args = p.parse_args()
     os.makedirs(args.artifacts, exist_ok=True)
 

@@ -177,7 +177,20 @@
     }
     $('token').value = '';
     $('login-error').hidden = true;
+    await landingView();
     navigate();
+  }
+
+  // Where a login lands when no view was asked for: the fleet for those who
+  // see nodes (operators, providers), their jobs for requesters (who see none).
+  async function landingView() {
+    if (location.hash.replace(/^#/, '')) return;
+    try {
+      const nodes = await api('/v1/nodes');
+      if (!(nodes.nodes || []).length) history.replaceState(null, '', '#jobs');
+    } catch (e) {
+      history.replaceState(null, '', '#jobs');
+    }
   }
 
   function logout(why) {
@@ -422,6 +435,11 @@
     const jobId = route().jobId;
     const msg = $('job-message');
     msg.className = '';
+    // Cancelling stops running work: asked once more, never by a stray click.
+    if (action === 'cancel' && !window.confirm('Cancel every task of job ' + jobId + ' that has not ended?')) {
+      msg.textContent = label + ': not confirmed; nothing was cancelled';
+      return;
+    }
     msg.textContent = label + '…';
     try {
       await api('/v1/jobs/' + encodeURIComponent(jobId) + '/' + action, 'POST',
