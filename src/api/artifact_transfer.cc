@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "artifacts/artifact_store.h"
@@ -13,7 +15,36 @@ namespace idlegrid::api {
 
 namespace {
 constexpr size_t kChunk = 1 << 20;
+
+// The last step of every upload: the blob committed (its digest checked),
+// recorded, held by the uploading account.
+Status FinishUpload(coordinator::Coordinator* c, artifacts::BlobWriter& writer, const std::string& kind,
+                    const std::string& account, bool make_public, uint64_t resumed_at, const std::string& who,
+                    v1::ArtifactRef* out) {
+  IG_ASSIGN_OR_RETURN(std::string digest, writer.Commit());
+  IG_RETURN_IF_ERROR(c->artifact_rights().Record(digest, writer.size(), kind));
+  if (!account.empty()) IG_RETURN_IF_ERROR(c->artifact_rights().HoldUpload(digest, account, make_public));
+  out->set_digest(digest);
+  out->set_size(writer.size());
+  spdlog::info("transfer: received {} ({} bytes, {}{}) from {}", digest, writer.size(), kind,
+               resumed_at > 0 ? ", resumed at " + std::to_string(resumed_at) : std::string(), who);
+  return Status::Ok();
 }
+
+// The store quota an upload of `size` bytes of `digest` needs, counting the
+// caller's other interrupted uploads.
+Status CheckUploadQuota(coordinator::Coordinator* c, const std::string& account, const std::string& who,
+                        const std::string& digest, uint64_t size) {
+  const uint64_t partials = c->artifact_store()->PartialBytesOf(who, digest);
+  Status quota = c->tenancy().CheckStoreQuota(account, size + partials);
+  if (!quota.ok() && partials > 0) {
+    quota = quota.WithContext("counting " + std::to_string(partials) +
+                              " bytes of interrupted uploads (resume them, or they expire after 24 h)");
+  }
+  return quota;
+}
+
+}  // namespace
 
 grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1::ArtifactChunk>* reader,
                              v1::ArtifactRef* out, const std::string& account, const std::string& who,
@@ -41,12 +72,8 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
     // Refused before a byte is written: the declared size counts, and so do
     // the caller's other interrupted uploads (this one's kept bytes are part
     // of the declared size).
-    const uint64_t partials = resumable ? store->PartialBytesOf(who, announced) : 0;
-    Status quota = c->tenancy().CheckStoreQuota(account, announced_size + partials);
-    if (!quota.ok() && partials > 0) {
-      quota = quota.WithContext("counting " + std::to_string(partials) +
-                                " bytes of interrupted uploads (resume them, or they expire after 24 h)");
-    }
+    Status quota = resumable ? CheckUploadQuota(c, account, who, announced, announced_size)
+                             : c->tenancy().CheckStoreQuota(account, announced_size);
     if (!quota.ok()) return ToGrpc(quota);
   }
   auto writer = resumable ? store->NewResumableWriter(announced, announced_size, who, offset)
@@ -68,19 +95,7 @@ grpc::Status ReceiveArtifact(coordinator::Coordinator* c, grpc::ServerReader<v1:
                                                  " of " + std::to_string(announced_size) +
                                                  " bytes; they are kept: resume at offset " + std::to_string(kept)));
   }
-  auto digest = (*writer)->Commit();
-  if (!digest.ok()) return ToGrpc(digest.status());
-  Status st = c->artifact_rights().Record(*digest, (*writer)->size(), kind);
-  if (!st.ok()) return ToGrpc(st);
-  if (!account.empty()) {
-    st = c->artifact_rights().HoldUpload(*digest, account, make_public);
-    if (!st.ok()) return ToGrpc(st);
-  }
-  out->set_digest(*digest);
-  out->set_size((*writer)->size());
-  spdlog::info("transfer: received {} ({} bytes, {}{}) from {}", *digest, (*writer)->size(), kind,
-               offset > 0 ? ", resumed at " + std::to_string(offset) : std::string(), who);
-  return grpc::Status::OK;
+  return ToGrpc(FinishUpload(c, **writer, kind, account, make_public, offset, who, out));
 }
 
 grpc::Status SendArtifact(coordinator::Coordinator* c, const v1::DownloadArtifactRequest& req,
@@ -156,6 +171,29 @@ Result<v1::ArtifactStat> StatArtifact(coordinator::Coordinator* c, const std::st
   }
   stat.set_partial_bytes(store->PartialBytes(digest, who));
   return stat;
+}
+
+Result<std::optional<v1::ArtifactRef>> ReceivePiece(coordinator::Coordinator* c, const UploadPiece& piece,
+                                                    std::string_view data, const std::string& account,
+                                                    const std::string& who) {
+  if (!IsValidDigest(piece.digest)) {
+    return Status::InvalidArgument("digest must be sha256:<64 hex>, got '" + piece.digest.substr(0, 80) + "'");
+  }
+  if (piece.total == 0 || piece.offset + data.size() > piece.total) {
+    return Status::InvalidArgument("the piece (bytes " + std::to_string(piece.offset) + " to " +
+                                   std::to_string(piece.offset + data.size()) + ") is not inside the blob's " +
+                                   std::to_string(piece.total) + " bytes");
+  }
+  if (!account.empty()) IG_RETURN_IF_ERROR(CheckUploadQuota(c, account, who, piece.digest, piece.total));
+  IG_ASSIGN_OR_RETURN(auto writer,
+                      c->artifact_store()->NewResumableWriter(piece.digest, piece.total, who, piece.offset));
+  IG_RETURN_IF_ERROR(writer->Append(data.data(), data.size()));
+  c->CountArtifactBytes(true, data.size());
+  if (writer->size() < piece.total) return std::optional<v1::ArtifactRef>();  // kept for the next piece
+  v1::ArtifactRef out;
+  IG_RETURN_IF_ERROR(FinishUpload(c, *writer, piece.kind.empty() ? "input" : piece.kind, account, piece.make_public,
+                                  piece.offset, who, &out));
+  return std::optional<v1::ArtifactRef>(std::move(out));
 }
 
 }  // namespace idlegrid::api

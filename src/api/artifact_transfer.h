@@ -10,11 +10,31 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <functional>
+#include <optional>
+#include <string_view>
 
 #include "coordinator/coordinator.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
 
 namespace idlegrid::api {
+
+// One piece of an upload over HTTPS (PUT /v1/artifacts/DIGEST with
+// Content-Range): bytes [offset, offset + size) of the blob `digest`, of
+// `total` bytes. Pieces go in order; what arrived is kept between them for
+// this uploader alone (StatArtifact's partial_bytes says where to go on).
+struct UploadPiece {
+  std::string digest;
+  uint64_t offset = 0;
+  uint64_t total = 0;
+  std::string kind;  // "" : input
+  bool make_public = false;
+};
+// The blob's ArtifactRef once this piece completes it (its digest checked:
+// DataLoss otherwise, and nothing is kept), empty while pieces remain.
+// FailedPrecondition when `offset` is not where the kept bytes end.
+Result<std::optional<v1::ArtifactRef>> ReceivePiece(coordinator::Coordinator* c, const UploadPiece& piece,
+                                                    std::string_view data, const std::string& account,
+                                                    const std::string& who);
 
 // `account`: the requester account uploading (its store quota applies, its
 // interrupted uploads counted in, and it holds the blob); "" for an agent's

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "api/artifact_transfer.h"
 #include "api/dashboard.h"
 #include "api/visibility.h"
 #include "metrics/load_history.h"
@@ -321,6 +323,34 @@ void HttpApi::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// `Content-Range: bytes START-END/TOTAL` of an upload's piece; none: the
+// body is the whole blob.
+Result<UploadPiece> PieceOf(const httplib::Request& req, const std::string& digest) {
+  UploadPiece piece;
+  piece.digest = digest;
+  piece.kind = req.get_param_value("kind");
+  piece.make_public = req.get_param_value("public") == "true";
+  const std::string range = req.get_header_value("Content-Range");
+  if (range.empty()) {
+    piece.total = req.body.size();
+    return piece;
+  }
+  unsigned long long start = 0, end = 0, total = 0;
+  char tail = 0;
+  if (std::sscanf(range.c_str(), "bytes %llu-%llu/%llu%c", &start, &end, &total, &tail) != 3 || end < start ||
+      end - start + 1 != req.body.size()) {
+    return Status::InvalidArgument("Content-Range '" + range.substr(0, 80) + "' must be 'bytes START-END/TOTAL' " +
+                                   "naming the body's " + std::to_string(req.body.size()) + " bytes");
+  }
+  piece.offset = start;
+  piece.total = total;
+  return piece;
+}
+
+}  // namespace
+
 // Artifacts by digest (a job's outputs, inputs, images), under DownloadArtifact's
 // rule: whoever may read the blob. The whole blob, or one byte range
 // (`Range: bytes=N-` resumes a download; httplib answers 206 with
@@ -347,6 +377,38 @@ void HttpApi::ArtifactRoutes() {
                                return true;
                              });
   });
+  // Uploads in pieces of at most 16 MiB (the API's request limit), each
+  // `PUT` with its Content-Range; what arrived is kept for this account, so
+  // an interrupted upload goes on from `GET .../stat`'s partialBytes. The
+  // last piece answers 201 with the ArtifactRef, the others 202.
+  server_->Put(R"(/v1/artifacts/(sha256:[0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "UploadArtifact", Gate::None());
+    if (!caller) return;
+    auto piece = PieceOf(req, req.matches[1]);
+    if (!piece.ok()) return SendError(res, piece.status());
+    auto done = ReceivePiece(c_, *piece, req.body, caller->account, "account " + caller->account);
+    if (!done.ok()) return SendError(res, done.status());
+    if (!*done) {
+      res.status = 202;
+      v1::ArtifactStat kept;
+      kept.set_digest(piece->digest);
+      kept.set_partial_bytes(piece->offset + req.body.size());
+      return SendMessage(res, kept);
+    }
+    res.status = 201;
+    SendMessage(res, **done);
+  });
+  server_->Get(R"(/v1/artifacts/(sha256:[0-9a-f]{64})/stat)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 auto caller = Admit(req, res, "StatArtifacts", Gate::None());
+                 if (!caller) return;
+                 const std::string download = RequesterMethod("DownloadArtifact");
+                 auto may_read = [&](const std::string& digest) -> Result<bool> {
+                   IG_ASSIGN_OR_RETURN(auth::Target target, gate_.Artifact(digest).lookup(*caller));
+                   return auth::Authorize(*caller, download, target).ok();
+                 };
+                 SendResult(res, StatArtifact(c_, req.matches[1], "account " + caller->account, may_read));
+               });
 }
 
 }  // namespace idlegrid::api

@@ -52,6 +52,8 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/workflows/w-1"},
     {"POST", "/v1/workflows/w-1/cancel"},
     {"GET", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000"},
+    {"PUT", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000"},
+    {"GET", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000/stat"},
 };
 
 // A response body as JSON (google.protobuf.Struct); fails the test if it is not.
@@ -112,6 +114,7 @@ class HttpApiTest : public ::testing::Test {
     if (!t.empty()) headers.emplace("Authorization", "Bearer " + t);
     if (method == "POST") return client_->Post(path, headers, body, "application/json");
     if (method == "DELETE") return client_->Delete(path, headers);
+    if (method == "PUT") return client_->Put(path, headers, body, "application/octet-stream");
     return client_->Get(path, headers);
   }
 
@@ -383,6 +386,67 @@ TEST_F(HttpApiTest, AnArtifactIsServedWholeOrFromAByteRange) {
   ASSERT_TRUE(refused);
   EXPECT_TRUE(refused->status == 403 || refused->status == 404) << refused->status << " " << refused->body;
   EXPECT_EQ(refused->body.find(data.substr(0, 100)), std::string::npos) << "no byte of the blob";
+}
+
+// An upload in pieces over HTTPS: each PUT carries its Content-Range, what
+// arrived is kept (stat says how much), a piece that does not start there is
+// refused, and the last one answers with the blob, which its uploader then
+// reads back; bytes that do not hash to the digest are kept nowhere.
+TEST_F(HttpApiTest, AnArtifactIsUploadedInPiecesAndResumedWhereItStopped) {
+  std::string data;
+  for (int i = 0; i < 250'000; ++i) data += static_cast<char>('A' + i % 23);
+  const std::string digest = Sha256Digest(data);
+  auto put = [&](size_t from, size_t to) {
+    httplib::Headers headers{{"Authorization", "Bearer " + token_},
+                             {"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(to - 1) + "/" +
+                                                   std::to_string(data.size())}};
+    return client_->Put("/v1/artifacts/" + digest, headers, data.substr(from, to - from), "application/octet-stream");
+  };
+  auto first = put(0, 100'000);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 202) << first->body;
+  auto stat = Call("GET", "/v1/artifacts/" + digest + "/stat");
+  ASSERT_TRUE(stat);
+  ASSERT_EQ(stat->status, 200) << stat->body;
+  v1::ArtifactStat held;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(stat->body, &held).ok()) << stat->body;
+  EXPECT_EQ(held.partial_bytes(), 100'000u);
+  EXPECT_FALSE(held.present());
+
+  auto gap = put(150'000, 200'000);  // not where the kept bytes end
+  ASSERT_TRUE(gap);
+  EXPECT_EQ(gap->status, 409) << gap->body;
+
+  ASSERT_EQ(put(100'000, 200'000)->status, 202);
+  auto last = put(200'000, data.size());
+  ASSERT_TRUE(last);
+  ASSERT_EQ(last->status, 201) << last->body;
+  v1::ArtifactRef ref;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(last->body, &ref).ok()) << last->body;
+  EXPECT_EQ(ref.digest(), digest);
+  EXPECT_EQ(ref.size(), data.size());
+  auto back = Call("GET", "/v1/artifacts/" + digest);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->status, 200) << back->body.substr(0, 200);
+  EXPECT_EQ(back->body, data);
+
+  // Whole in one PUT (no Content-Range), but not the digest's bytes: refused, nothing kept.
+  const std::string wrong = "sha256:" + std::string(64, 'e');
+  auto bad = Call("PUT", "/v1/artifacts/" + wrong, "these bytes hash to something else");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(Field(Json(bad->body), "code"), "DataLoss") << bad->body;
+  auto after = Call("GET", "/v1/artifacts/" + wrong + "/stat");
+  ASSERT_TRUE(after);
+  v1::ArtifactStat none;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(after->body, &none).ok()) << after->body;
+  EXPECT_FALSE(none.present());
+  EXPECT_EQ(none.partial_bytes(), 0u);
+
+  httplib::Headers lying{{"Authorization", "Bearer " + token_}, {"Content-Range", "bytes 0-99/250000"}};
+  auto mismatched = client_->Put("/v1/artifacts/" + wrong, lying, std::string(10, 'x'), "application/octet-stream");
+  ASSERT_TRUE(mismatched);
+  EXPECT_EQ(mismatched->status, 400) << mismatched->body;
+  EXPECT_NE(Field(Json(mismatched->body), "message").find("Content-Range"), std::string::npos) << mismatched->body;
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {

@@ -1,8 +1,8 @@
 // The JavaScript SDK (sdk/js) against a real coordinator and agent, over the
 // HTTPS/JSON API: Node's own test runner runs sdk/js/test/live.test.mjs (an
-// item array run and its outputs downloaded with digest checks and ranges,
-// logs, explain, cancel and retry of chosen tasks), and it must report every
-// test passed and none skipped. Node is a dependency (scripts/install-deps.sh).
+// item array run and its outputs downloaded with digest checks, logs; a file
+// uploaded in pieces and used as a job's input; explain, cancel and retry of
+// chosen tasks), and it must report every test passed and none skipped. Node is a dependency (scripts/install-deps.sh).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,7 +27,7 @@ TEST(SdkJsE2E, LiveTestsPassAgainstARealGrid) {
                   "IDLEGRID_CA_FILE=" + grid.coordinator_dir + "/pki/ca.crt", "IDLEGRID_TEST_IMAGE=igtest@" + image,
                   "node", "--test", kSource + "/sdk/js/test/live.test.mjs"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("# pass 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# pass 3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# skipped 0"), std::string::npos) << r.out;
 }
 

@@ -6,11 +6,14 @@ import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
 
-import { download } from "./download.mjs";
-import { IdlegridError } from "./errors.mjs";
+import { download, hashFile } from "./download.mjs";
+import { IdlegridError, errorOf } from "./errors.mjs";
 import { isSettled } from "./spec.mjs";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// Upload pieces: under the API's 16 MiB request limit.
+const PIECE_BYTES = 8 << 20;
+
 
 export class Client {
   // `url`: "https://host:port" of the coordinator's HTTPS API; `token`: an
@@ -41,7 +44,7 @@ export class Client {
   // The response as bytes: { status, headers, body }. `headers` are added
   // to the request's; `sink(chunk, status)`, when given, receives the body's
   // chunks instead, unless it returns false for one (that chunk is kept in body).
-  raw(method, path, body, headers = {}, sink = null) {
+  raw(method, path, body, headers = {}, sink = null, bytes = null) {
     const lib = this.url.protocol === "http:" ? http : https;
     const options = {
       method,
@@ -52,6 +55,7 @@ export class Client {
       ...(this.ca ? { ca: this.ca } : {}),
     };
     if (body !== undefined) options.headers["Content-Type"] = "application/json";
+    if (bytes) options.headers["Content-Length"] = bytes.length;
     return new Promise((resolve, reject) => {
       const req = lib.request(options, (res) => {
         const chunks = [];
@@ -63,6 +67,7 @@ export class Client {
       });
       req.on("error", (e) => reject(new IdlegridError("Unavailable", `${method} ${path}: ${e.message}`)));
       if (body !== undefined) req.write(body);
+      if (bytes) req.write(bytes);
       req.end();
     });
   }
@@ -102,6 +107,37 @@ export class Client {
       seq: Number(c.seq ?? 0),
     }));
     return { chunks, next: Number(r.next ?? after) };
+  }
+
+  // Uploads a file as an artifact (an input for jobs), in pieces of
+  // `pieceBytes` (8 MiB at most), each a PUT with its Content-Range; an
+  // interrupted upload goes on from what the coordinator kept. Resolves to
+  // { digest, size }.
+  async upload(file, { makePublic = false, kind = "input", pieceBytes = PIECE_BYTES } = {}) {
+    pieceBytes = Math.max(1, Math.min(pieceBytes, PIECE_BYTES));
+    const digest = await hashFile(file);
+    const size = fs.statSync(file).size;
+    if (size === 0) throw new IdlegridError("InvalidArgument", `${file} is empty: an artifact has at least one byte`);
+    const base = `/v1/artifacts/${digest}`;
+    const stat = await this.request("GET", `${base}/stat`);
+    if (stat.present) return { digest, size };
+    const query = `?kind=${encodeURIComponent(kind)}${makePublic ? "&public=true" : ""}`;
+    const fd = fs.openSync(file, "r");
+    try {
+      let offset = Number(stat.partialBytes ?? 0);
+      do {
+        const piece = Buffer.alloc(Math.min(pieceBytes, size - offset));
+        fs.readSync(fd, piece, 0, piece.length, offset);
+        const headers = { "Content-Type": "application/octet-stream",
+                          "Content-Range": `bytes ${offset}-${offset + piece.length - 1}/${size}` };
+        const res = await this.raw("PUT", base + query, undefined, headers, null, piece);
+        if (res.status >= 400) throw errorOf(res, `PUT ${digest}`);
+        offset += piece.length;
+      } while (offset < size);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return { digest, size };
   }
 
   // Polls until every task ended; `onUpdate(job)` sees each state read.

@@ -6,7 +6,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
-import { IdlegridError } from "./errors.mjs";
+import { IdlegridError, errorOf } from "./errors.mjs";
 
 // Resolves to `target` once it holds the blob `digest` ("sha256:<hex>").
 export async function download(client, digest, target, expectedSize = 0) {
@@ -45,11 +45,7 @@ export async function download(client, digest, target, expectedSize = 0) {
   }
   if (res.status !== 200 && res.status !== 206) {
     if (have === 0) fs.rmSync(part, { force: true });  // a partial file stays, to resume later
-    let body = {};
-    try {
-      body = JSON.parse(res.body.toString("utf8") || "{}");
-    } catch {}
-    throw new IdlegridError(body.code ?? "Unknown", body.message ?? `GET ${digest}: HTTP ${res.status}`, res.status);
+    throw errorOf(res, `GET ${digest}`);
   }
   const got = await hashFile(part);
   if (got !== digest) {
@@ -60,7 +56,7 @@ export async function download(client, digest, target, expectedSize = 0) {
   return target;
 }
 
-function hashFile(file) {
+export function hashFile(file) {
   return new Promise((resolve, reject) => {
     const h = crypto.createHash("sha256");
     fs.createReadStream(file)

@@ -9,3 +9,12 @@ export class IdlegridError extends Error {
     this.status = status;
   }
 }
+
+// The API's error in a raw response ({code, message} JSON), or its status alone.
+export function errorOf(res, what) {
+  let body = {};
+  try {
+    body = JSON.parse(res.body.toString("utf8") || "{}");
+  } catch {}
+  return new IdlegridError(body.code ?? "Unknown", body.message ?? `${what}: HTTP ${res.status}`, res.status);
+}

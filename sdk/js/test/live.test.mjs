@@ -63,3 +63,28 @@ test("a job nothing can run waits, says why, and is cancelled then retried", { s
   assert.deepEqual(now.tasks.map((t) => t.state), ["CANCELLED", "CANCELLED"]);
   await assert.rejects(grid.job("j-does-not-exist"), (e) => e.code === "NotFound" && e.status === 404);
 });
+
+test("an uploaded file is a job's input, and what the job made of it comes back", { skip: live }, async () => {
+  const grid = connect();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "igjs-up-"));
+  const file = path.join(dir, "data.txt");
+  fs.writeFileSync(file, "uploaded over HTTPS in pieces\n".repeat(2000));
+  const ref = await grid.upload(file, { pieceBytes: 16_384 });
+  assert.equal(ref.size, fs.statSync(file).size);
+  assert.deepEqual(await grid.upload(file), ref);  // already there: nothing sent again
+  const job = await grid.submit({
+    apiVersion: "idlegrid/v1",
+    name: "js-input",
+    image,
+    command: ["/sim"],
+    args: ["copy", "/in/data.txt"],
+    outputPath: "/out",
+    resources: { cpu: 0.25, memoryBytes: String(64 << 20) },
+    inputs: [{ artifact: ref.digest, path: "/in/data.txt" }],
+  });
+  const done = await grid.wait(job.id, { intervalMs: 200, timeoutMs: 120_000 });
+  assert.equal(done.tasks[0].state, "SUCCEEDED", JSON.stringify(done.tasks[0]));
+  const [result] = await grid.results(done, path.join(dir, "results"));
+  assert.deepEqual(fs.readFileSync(path.join(dir, "results", "task-0", "copy.txt")), fs.readFileSync(file));
+  assert.equal(result.index, 0);
+});

@@ -18,6 +18,9 @@ const bad = `sha256:${"0".repeat(64)}`;
 let server;
 let client;
 const seen = [];  // each request's Range header ("" for none)
+const kept = new Map();  // digest -> bytes an upload left, as the coordinator keeps them
+const stored = new Map();  // digest -> uploaded blob
+const puts = [];  // each PUT's Content-Range
 
 before(async () => {
   server = http.createServer((req, res) => {
@@ -25,6 +28,13 @@ before(async () => {
     if (req.headers.authorization !== "Bearer t0k") {
       res.writeHead(401, { "Content-Type": "application/json" });
       return res.end(JSON.stringify({ code: "Unauthenticated", message: "missing or unknown token" }));
+    }
+    const put = /^\/v1\/artifacts\/(sha256:[0-9a-f]{64})\?/.exec(req.url);
+    if (req.method === "PUT" && put) return receivePiece(req, res, put[1]);
+    const stat = /^\/v1\/artifacts\/(sha256:[0-9a-f]{64})\/stat$/.exec(req.url);
+    if (stat) {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      return res.end(JSON.stringify({ digest: stat[1], present: stored.has(stat[1]), partialBytes: String(kept.get(stat[1])?.length ?? 0) }));
     }
     if (req.url === `/v1/artifacts/${bad}`) {  // serves bytes that are not the digest's
       res.writeHead(200);
@@ -48,6 +58,34 @@ before(async () => {
 });
 
 after(() => server.close());
+
+// PUT with Content-Range, as the coordinator takes it: a piece must start
+// where the kept bytes end (409 otherwise); the last one stores the blob.
+function receivePiece(req, res, digest) {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks);
+    const range = req.headers["content-range"];
+    puts.push(range);
+    const [, start, end, total] = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(range).map(Number);
+    const have = kept.get(digest) ?? Buffer.alloc(0);
+    if (start !== have.length || end - start + 1 !== body.length) {
+      res.writeHead(409, { "Content-Type": "application/json" });
+      return res.end(JSON.stringify({ code: "FailedPrecondition", message: `kept ${have.length}, piece starts at ${start}` }));
+    }
+    const now = Buffer.concat([have, body]);
+    if (now.length < total) {
+      kept.set(digest, now);
+      res.writeHead(202);
+      return res.end("{}");
+    }
+    kept.delete(digest);
+    stored.set(digest, now);
+    res.writeHead(201);
+    res.end(JSON.stringify({ digest, size: String(now.length) }));
+  });
+}
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), "igjs-"));
 
@@ -118,4 +156,22 @@ test("results() refuses an output path that would leave its directory", async ()
     tasks: [{ index: 0, state: "SUCCEEDED", attempts: [{ state: "SUCCEEDED", outputs: [{ path: "../../etc/x", digest, size: String(blob.length) }] }] }],
   };
   await assert.rejects(client.results(job, tmp()), /not a relative path inside/);
+});
+
+test("an upload goes in pieces, and an interrupted one on from the kept bytes", async () => {
+  const file = path.join(tmp(), "input.bin");
+  fs.writeFileSync(file, blob.subarray(0, 100_000));
+  const want = `sha256:${crypto.createHash("sha256").update(blob.subarray(0, 100_000)).digest("hex")}`;
+  kept.set(want, blob.subarray(0, 45_000));  // what an interrupted upload left
+  puts.length = 0;
+  const ref = await client.upload(file, { pieceBytes: 30_000 });
+  assert.deepEqual(ref, { digest: want, size: 100_000 });
+  assert.deepEqual(puts, ["bytes 45000-74999/100000", "bytes 75000-99999/100000"]);
+  assert.deepEqual(stored.get(want), blob.subarray(0, 100_000));
+  puts.length = 0;
+  await client.upload(file);  // already stored: nothing sent
+  assert.deepEqual(puts, []);
+  const empty = path.join(tmp(), "empty.bin");
+  fs.writeFileSync(empty, "");
+  await assert.rejects(client.upload(empty), (e) => e.code === "InvalidArgument");
 });
