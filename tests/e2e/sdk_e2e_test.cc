@@ -62,6 +62,7 @@ class SdkE2E : public ::testing::Test {
                                      "PYTHONPATH=" + std::string(IDLEGRID_PYTHONPATH),
                                      "IDLEGRID_BIN=" + grid_->binary(),
                                      "IDLEGRID_TEST_IMAGE=" + image_,
+                                     "IDLEGRID_TEST_ARCHIVE=" + PiSimArchive(),
                                      IDLEGRID_PYTHON};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, 600);

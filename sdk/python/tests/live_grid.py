@@ -3,12 +3,14 @@ starts a coordinator and an agent and pushes the pi-sim image):
     IDLEGRID_CONFIG=DATA_DIR/client.yaml IDLEGRID_TEST_IMAGE=pi-sim@sha256:...
     IDLEGRID_BIN=build/idlegrid python3 -m unittest -v live_grid
 Every refusal must carry the coordinator's reason naming what is at fault."""
+import asyncio
 import hashlib
 import os
 import tempfile
 import unittest
 
 import idlegrid
+import idlegrid.aio
 from idlegrid._proto import pb
 from idlegrid.artifacts import read_verified
 
@@ -112,6 +114,33 @@ class LiveGridTest(unittest.TestCase):
             digest = self.grid.upload(f.name)
         self.assertEqual(digest, "sha256:" + hashlib.sha256(data).hexdigest())
         self.assertEqual(read_verified(self.grid.download(digest), digest, len(data)), data)
+
+    def test_an_image_archive_is_pushed_and_runs(self):
+        archive = os.environ.get("IDLEGRID_TEST_ARCHIVE", "")
+        if not archive:
+            self.fail("IDLEGRID_TEST_ARCHIVE is not set: the suite passes the pi-sim archive")
+        image = self.grid.push_image(archive)
+        self.assertTrue(image.startswith("sha256:"), image)
+        self.assertTrue(IMAGE.endswith(image), f"{IMAGE} was pushed by the CLI; the SDK's push names {image}")
+        job = self.grid.map(image, [{"samples": 500}], ["{{.samples}}", "/out"], name="pushed-by-sdk")
+        self.assertEqual(job.wait(progress=False).state, "SUCCEEDED")
+
+    def test_asyncio_map_and_results(self):
+        async def run():
+            grid = await idlegrid.aio.connect()
+            try:
+                job = await grid.map(IMAGE, [{"samples": 1000}, {"samples": 3000}], ["{{.samples}}", "/out"],
+                                     name="async")
+                got = {}
+                async for r in job.results():
+                    got[r.index] = (r.item["samples"], await r.read_text("result.txt"))
+                return got
+            finally:
+                grid.close()
+        got = asyncio.run(run())
+        self.assertEqual(sorted(got), [0, 1])
+        self.assertEqual(got[1][0], 3000)  # the item as given, an int
+        self.assertTrue(got[1][1].startswith("task=1 samples=3000 "), got[1][1])
 
     def test_jobs_and_nodes_are_listed(self):
         job = self.map([{"samples": 1000}], ["{{.samples}}", "/out"], name="listed")
