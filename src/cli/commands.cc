@@ -4,8 +4,6 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +22,7 @@
 #include "cli/table.h"
 #include "cli/progress.h"
 #include "cli/task_ranges.h"
+#include "common/clock.h"
 #include "common/exit_code.h"
 #include "common/grpc_status.h"
 #include "common/units.h"
@@ -198,11 +197,6 @@ Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool json) {
 
 int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The filter `status` lists tasks by; InvalidArgument for a malformed selection.
 Result<TaskFilter> FilterOf(const ShowFlags& show) {
   TaskFilter filter;
@@ -264,7 +258,7 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
   if (f.json)
     PrintJson(*job);
   else
-    PrintJob(*job, TaskFilter{}, NowMs());
+    PrintJob(*job, TaskFilter{}, SystemClock::Get()->NowMs());
   return JobExit(*job);
 }
 
@@ -322,7 +316,7 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait, const Sh
   if (f.json)
     PrintJson(job);
   else
-    PrintJob(job, *filter, NowMs());
+    PrintJob(job, *filter, SystemClock::Get()->NowMs());
   return wait ? JobExit(job) : 0;
 }
 
@@ -352,11 +346,7 @@ namespace {
 
 std::string Age(int64_t ms) {
   if (ms <= 0) return "never";
-  int64_t age =
-      (std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-           .count() -
-       ms) /
-      1000;
+  int64_t age = (SystemClock::Get()->NowMs() - ms) / 1000;
   return std::to_string(age) + "s ago";
 }
 
@@ -425,10 +415,7 @@ int Nodes(const CommonFlags& f) {
     std::printf("    reliability %.2f (%s)  trust tier %u\n", n.reliability(), n.reliability_detail().c_str(),
                 n.trust_tier());
     std::printf("    handshake: %s\n", FormatHandshake(n.reliability_components()).c_str());
-    if (std::string pause = FormatNodePause(n.pause(), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                           std::chrono::system_clock::now().time_since_epoch())
-                                                           .count());
-        !pause.empty()) {
+    if (std::string pause = FormatNodePause(n.pause(), SystemClock::Get()->NowMs()); !pause.empty()) {
       std::printf("    owner pause: %s\n", pause.c_str());
     }
     std::fflush(stdout);
@@ -503,9 +490,7 @@ int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const Sho
   v1::LogChunk chunk;
   while (reader->Read(&chunk)) {
     if (f.json) {
-      const bool shown = (tasks.empty() || std::find(tasks.begin(), tasks.end(), chunk.task_index()) != tasks.end()) &&
-                         (show.stream.empty() || chunk.stream() == show.stream);
-      if (shown) PrintJson(chunk, true);
+      if (lines.Shows(chunk)) PrintJson(chunk, true);
     } else {
       print(lines.Add(chunk));
     }

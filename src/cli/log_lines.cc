@@ -7,10 +7,13 @@ std::string LogLines::Prefixed(uint32_t task, const std::string& line) const {
   return prefix_ ? "[task " + std::to_string(task) + "] " + line : line;
 }
 
+bool LogLines::Shows(const v1::LogChunk& chunk) const {
+  return (tasks_.empty() || tasks_.count(chunk.task_index()) > 0) && (stream_.empty() || chunk.stream() == stream_);
+}
+
 std::vector<LogLines::Out> LogLines::Add(const v1::LogChunk& chunk) {
   std::vector<Out> out;
-  if (!tasks_.empty() && tasks_.count(chunk.task_index()) == 0) return out;
-  if (!stream_.empty() && chunk.stream() != stream_) return out;
+  if (!Shows(chunk)) return out;
   std::string& pending = partial_[{chunk.task_index(), chunk.stream()}];
   pending += chunk.data();
   size_t start = 0;

@@ -26,6 +26,8 @@ class LogLines {
   LogLines(std::set<uint32_t> tasks, std::string stream, bool prefix)
       : tasks_(std::move(tasks)), stream_(std::move(stream)), prefix_(prefix) {}
 
+  // Whether `chunk` is of a task and stream asked for (--json prints those whole).
+  bool Shows(const v1::LogChunk& chunk) const;
   // The whole lines `chunk` completes (none when it is filtered out).
   std::vector<Out> Add(const v1::LogChunk& chunk);
   // The partial lines left, each ended with a newline.

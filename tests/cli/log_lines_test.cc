@@ -38,6 +38,9 @@ TEST(LogLinesTest, InterleavedTasksComeOutAsWholePrefixedLines) {
 
 TEST(LogLinesTest, FiltersKeepExactlyTheTaskAndStreamAsked) {
   LogLines lines({3}, "stderr", /*prefix=*/false);
+  EXPECT_FALSE(lines.Shows(Chunk(2, "stderr", "")));
+  EXPECT_FALSE(lines.Shows(Chunk(3, "stdout", "")));
+  EXPECT_TRUE(lines.Shows(Chunk(3, "stderr", "")));
   EXPECT_EQ(Text(lines.Add(Chunk(2, "stderr", "other task\n"))), "");
   EXPECT_EQ(Text(lines.Add(Chunk(3, "stdout", "other stream\n"))), "");
   EXPECT_EQ(Text(lines.Add(Chunk(3, "stderr", "Traceback\n  line 4\n"))), "stderr:Traceback\n  line 4\n");

@@ -30,15 +30,13 @@ export class Client {
   // IdlegridError carrying the API's code and message.
   async request(method, path, body) {
     const res = await this.raw(method, path, body === undefined ? undefined : JSON.stringify(body));
+    if (res.status >= 400) throw errorOf(res, `${method} ${path}`);
     const text = res.body.toString("utf8");
-    let parsed = {};
     try {
-      parsed = text ? JSON.parse(text) : {};
+      return text ? JSON.parse(text) : {};
     } catch {
       throw new IdlegridError("Internal", `${method} ${path}: not JSON (HTTP ${res.status}): ${text.slice(0, 200)}`, res.status);
     }
-    if (res.status >= 400) throw new IdlegridError(parsed.code ?? "Unknown", parsed.message ?? text, res.status);
-    return parsed;
   }
 
   // The response as bytes: { status, headers, body }. `headers` are added
