@@ -78,6 +78,8 @@ void AddCoordinatorServerFlags(CLI::App* c, CoordinatorFlags& f) {
       ->capture_default_str();
   c->add_option("--rate-burst", f.coord.options.rate_limits.per_token.burst, "calls a token may make at once")
       ->capture_default_str();
+  c->add_option("--webhook-allow", f.coord.options.webhook_allow,
+                "a HOST or HOST:PORT jobs' and workflows' callback URLs may name (repeatable; docs/webhooks.md)");
 }
 
 // --trusted-image-key to --skopeo: which images jobs may name.

@@ -56,7 +56,7 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* out) override {
     IG_ADMIT("GetJob", gate_.Job(req->job_id()));
-    return Reply(c_->jobs().Get(req->job_id()), out);
+    return Reply(c_->jobs().Get(*req), out);
   }
 
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
@@ -65,14 +65,19 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     std::string last;
     while (!ctx->IsCancelled()) {
       uint64_t version = c_->changes().version();
-      auto job = c_->jobs().Get(req->job_id());
+      auto job = c_->jobs().Get(*req);  // paged as the request asks
       if (!job.ok()) return ToGrpc(job.status());
-      std::string bytes = job->SerializeAsString();
+      // The rate and ETA move with the clock alone: an update is sent when
+      // something else changed.
+      v1::Job compared = *job;
+      compared.mutable_summary()->clear_tasks_per_minute();
+      compared.mutable_summary()->clear_eta_ms();
+      std::string bytes = compared.SerializeAsString();
       if (bytes != last) {
         if (!writer->Write(*job)) return grpc::Status::OK;
         last = std::move(bytes);
       }
-      if (jobs::IsSettled(*job)) return grpc::Status::OK;
+      if (job->settled()) return grpc::Status::OK;
       c_->changes().WaitForChange(version, 1000);
     }
     return grpc::Status::OK;
@@ -321,6 +326,16 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     v1::LedgerStakeRequest own = *req;
     if (own.account().empty()) own.set_account(caller.account);
     return Reply(c_->ledger_requests().Stake(own), out);
+  }
+
+  grpc::Status ListWebhookDeliveries(grpc::ServerContext* ctx, const v1::ListWebhookDeliveriesRequest* req,
+                                     v1::ListWebhookDeliveriesResponse* out) override {
+    if (req->job_id().empty() == req->workflow_id().empty()) {
+      return ToGrpc(Status::InvalidArgument("name one of job_id and workflow_id"));
+    }
+    const bool job = !req->job_id().empty();
+    IG_ADMIT("ListWebhookDeliveries", job ? gate_.Job(req->job_id()) : gate_.Workflow(req->workflow_id()));
+    return Reply(c_->webhooks().List(job ? "job" : "workflow", job ? req->job_id() : req->workflow_id()), out);
   }
 
   grpc::Status ProviderEarnings(grpc::ServerContext* ctx, const v1::ProviderEarningsRequest* req,

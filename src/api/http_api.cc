@@ -14,9 +14,11 @@
 
 #include "api/artifact_transfer.h"
 #include "api/dashboard.h"
+#include "api/http_queries.h"
 #include "api/visibility.h"
 #include "metrics/load_history.h"
 #include "receipt/receipt_json.h"
+#include "common/digest.h"
 #include "common/grpc_status.h"
 
 namespace idlegrid::api {
@@ -48,19 +50,24 @@ void SendMessage(httplib::Response& res, const Message& m) {
   res.set_content(out, "application/json");
 }
 
-// The chunks after a cursor, as {"chunks": [LogChunk...], "next": N}: N is
-// the cursor for the next read (the last chunk's seq, or `after` when none).
-void SendLogChunks(httplib::Response& res, const std::vector<v1::LogChunk>& chunks, int64_t after) {
+// The chunks after a cursor that `filter` shows, as {"chunks": [LogChunk...],
+// "next": N}: N is the cursor for the next read (the last chunk read, shown
+// or not, or `after` when none was).
+void SendLogChunks(httplib::Response& res, const std::vector<v1::LogChunk>& chunks, int64_t after,
+                   const LogFilter& filter) {
   google::protobuf::util::JsonPrintOptions opts;
   std::string out = "{\"chunks\":[";
-  for (size_t i = 0; i < chunks.size(); ++i) {
+  bool first = true;
+  for (const v1::LogChunk& chunk : chunks) {
+    after = chunk.seq();
+    if (!filter.Shows(chunk)) continue;
     std::string one;
-    if (!google::protobuf::util::MessageToJsonString(chunks[i], &one, opts).ok()) {
+    if (!google::protobuf::util::MessageToJsonString(chunk, &one, opts).ok()) {
       return SendError(res, Status::Internal("cannot encode log chunk"));
     }
-    if (i) out += ",";
+    if (!first) out += ",";
+    first = false;
     out += one;
-    after = chunks[i].seq();
   }
   out += "],\"next\":" + std::to_string(after) + "}\n";
   res.set_content(out, "application/json");
@@ -99,35 +106,21 @@ Result<Request> JobBody(const std::string& body, const std::string& job_id) {
   return out;
 }
 
-// The log cursor of a logs request: ?after=SEQ, 0 when absent.
-Result<int64_t> LogCursor(const httplib::Request& req) {
-  int64_t after = 0;
-  if (req.has_param("after")) {
-    const std::string text = req.get_param_value("after");
-    char* end = nullptr;
-    after = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || after < 0) {
-      return Status::InvalidArgument("after: not a log sequence number: " + text);
-    }
-  }
-  return after;
-}
-
-// GetReceipt's request from a receipt request's path and ?task=N&attempt=ID.
-Result<v1::GetReceiptRequest> ReceiptQuery(const httplib::Request& req) {
-  v1::GetReceiptRequest query;
-  query.set_job_id(std::string(req.matches[1]));
-  if (req.has_param("task")) {
-    const std::string text = req.get_param_value("task");
-    char* end = nullptr;
-    const unsigned long long index = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || text[0] == '-' || *end != '\0' || index > UINT32_MAX) {
-      return Status::InvalidArgument("task: not a task index: " + text);
-    }
-    query.set_task_index(static_cast<uint32_t>(index));
-  }
-  if (req.has_param("attempt")) query.set_attempt_id(req.get_param_value("attempt"));
-  return query;
+// A JSON answer to a GET carries a strong ETag of its body, and a request
+// whose If-None-Match names it is answered 304 with no body: a dashboard
+// polling a page that did not change moves a few hundred bytes, not the page.
+// The answer is still computed (the ETag is of what would be sent).
+void Revalidate(const httplib::Request& req, httplib::Response& res) {
+  if (req.method != "GET" || res.status != 200 || res.body.empty()) return;
+  if (res.get_header_value("Content-Type").rfind("application/json", 0) != 0) return;
+  const std::string etag = "\"" + Sha256Digest(res.body).substr(7, 32) + "\"";
+  res.set_header("ETag", etag);
+  res.set_header("Cache-Control", "no-cache");  // may be kept, but revalidated every time
+  if (req.get_header_value("If-None-Match") != etag) return;
+  res.status = 304;
+  res.body.clear();
+  res.headers.erase("Content-Length");
+  res.headers.erase("Content-Type");
 }
 
 }  // namespace
@@ -135,6 +128,7 @@ Result<v1::GetReceiptRequest> ReceiptQuery(const httplib::Request& req) {
 HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, const std::string& key_file)
     : c_(c), gate_(c), server_(std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str())) {
   Routes();
+  server_->set_post_routing_handler(Revalidate);
 }
 
 HttpApi::~HttpApi() { Stop(); }
@@ -148,6 +142,7 @@ void HttpApi::Routes() {
   ServeDashboard(*server_);
   MetricsRoutes();
   MarketAndAccountRoutes();
+  LedgerRoutes();
   ArtifactRoutes();
   server_->set_payload_max_length(16 << 20);
 }
@@ -184,7 +179,9 @@ void HttpApi::JobRoutes() {
   });
   server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+))", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "GetJob", gate_.Job(req.matches[1]))) return;
-    SendResult(res, c_->jobs().Get(req.matches[1]));
+    auto query = JobQuery(req, req.matches[1]);  // ?state=, ?tasks=, ?offset=, ?limit=: one page of a large job
+    if (!query.ok()) return SendError(res, query.status());
+    SendResult(res, c_->jobs().Get(*query));
   });
   server_->Delete(R"(/v1/jobs/([A-Za-z0-9-]+))", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "DeleteJob", gate_.Job(req.matches[1]))) return;
@@ -213,6 +210,50 @@ void HttpApi::NodeRoutes() {
     if (!nodes.ok()) return SendError(res, nodes.status());
     SendMessage(res, VisibleNodes(*caller, std::move(nodes).value()));
   });
+  // Drain (or with {"undo": true}, take work again); {"deadlineSeconds": N}
+  // bounds how long running work may finish. DrainNode's rule: the node's owner.
+  server_->Post(R"(/v1/nodes/([A-Za-z0-9-]+)/drain)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "DrainNode", gate_.Node(req.matches[1]))) return;
+    v1::DrainNodeRequest body;
+    if (!req.body.empty()) {
+      auto parsed = ParseBody<v1::DrainNodeRequest>(req.body);
+      if (!parsed.ok()) return SendError(res, parsed.status());
+      body = std::move(parsed).value();
+    }
+    if (!body.node_id().empty() && body.node_id() != req.matches[1]) {
+      return SendError(res, Status::InvalidArgument("the body names node " + body.node_id() + ", the path " +
+                                                    std::string(req.matches[1])));
+    }
+    body.set_node_id(req.matches[1]);
+    SendResult(res, c_->nodes().Drain(body));
+  });
+}
+
+// An account's money: ledger balance and history (?account=, "" the
+// caller's own), and a provider's earnings (?provider=).
+void HttpApi::LedgerRoutes() {
+  server_->Get("/v1/ledger/balance", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string account = req.get_param_value("account");
+    auto caller = Admit(req, res, "LedgerBalance", gate_.Account(account));
+    if (!caller) return;
+    SendResult(res, c_->ledger_requests().Balance(account.empty() ? caller->account : account));
+  });
+  server_->Get("/v1/ledger/history", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string account = req.get_param_value("account");
+    auto caller = Admit(req, res, "LedgerHistory", gate_.Account(account));
+    if (!caller) return;
+    auto after = LogCursor(req);  // ?after=SEQ, as for logs
+    if (!after.ok()) return SendError(res, after.status());
+    auto limit = PageLimit(req);
+    if (!limit.ok()) return SendError(res, limit.status());
+    SendResult(res, c_->ledger_requests().History(account.empty() ? caller->account : account, *after, *limit));
+  });
+  server_->Get("/v1/earnings", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string provider = req.get_param_value("provider");
+    auto caller = Admit(req, res, "ProviderEarnings", gate_.Account(provider));
+    if (!caller) return;
+    SendResult(res, c_->reports().ProviderEarnings(provider.empty() ? caller->account : provider));
+  });
 }
 
 // What a job did and why: its scheduling explanation, logs and receipt.
@@ -221,15 +262,23 @@ void HttpApi::JobDetailRoutes() {
     if (!Admit(req, res, "ExplainJob", gate_.Job(req.matches[1]))) return;
     SendResult(res, c_->dispatcher().Explain(req.matches[1]));
   });
-  // Log chunks after ?after=SEQ (default 0), at most a few hundred per call:
-  // the dashboard polls with the returned cursor (gRPC's StreamLogs follows).
+  // Log chunks after ?after=SEQ (default 0), at most a few hundred read per
+  // call, of ?task=N and ?stream=stdout|stderr when given: the dashboard
+  // polls with the returned cursor (gRPC's StreamLogs follows).
   server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/logs)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "StreamLogs", gate_.Job(req.matches[1]))) return;
     auto after = LogCursor(req);
     if (!after.ok()) return SendError(res, after.status());
+    auto filter = LogFilterOf(req);
+    if (!filter.ok()) return SendError(res, filter.status());
     auto chunks = c_->jobs().ReadLogs(req.matches[1], *after, 0);
     if (!chunks.ok()) return SendError(res, chunks.status());
-    SendLogChunks(res, *chunks, *after);
+    SendLogChunks(res, *chunks, *after, *filter);
+  });
+  // How the job's callback was delivered (docs/webhooks.md).
+  server_->Get(R"(/v1/jobs/([A-Za-z0-9-]+)/webhooks)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, "ListWebhookDeliveries", gate_.Job(req.matches[1]))) return;
+    SendResult(res, c_->webhooks().List("job", req.matches[1]));
   });
   // The receipt of the job's latest attempt that has one (?task=N and
   // ?attempt=ID narrow it), as `idlegrid receipt JOB --json` prints it: the
@@ -266,6 +315,11 @@ void HttpApi::WorkflowRoutes() {
     if (!Admit(req, res, "GetWorkflow", gate_.Workflow(req.matches[1]))) return;
     SendResult(res, c_->workflows().Get(req.matches[1]));
   });
+  server_->Get(R"(/v1/workflows/([A-Za-z0-9-]+)/webhooks)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 if (!Admit(req, res, "ListWebhookDeliveries", gate_.Workflow(req.matches[1]))) return;
+                 SendResult(res, c_->webhooks().List("workflow", req.matches[1]));
+               });
   server_->Post(R"(/v1/workflows/([A-Za-z0-9-]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "CancelWorkflow", gate_.Workflow(req.matches[1]))) return;
     SendResult(res, c_->workflows().Cancel(req.matches[1]));

@@ -40,6 +40,7 @@ class HttpApi {
   void HistoryRoutes();
   void MetricsRoutes();
   void MarketAndAccountRoutes();
+  void LedgerRoutes();
   void ArtifactRoutes();
   // The caller, or the refusal already written to `res`.
   std::optional<auth::Caller> Admit(const httplib::Request& req, httplib::Response& res, std::string_view method,

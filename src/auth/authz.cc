@@ -61,6 +61,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/LedgerStake", owners, kNoScope, Owner::kAccount},
       // A provider reads its own earnings; operators anyone's.
       {"/idlegrid.v1.RequesterService/ProviderEarnings", owners, kRead, Owner::kAccount},
+      // A callback's deliveries are its job's (or workflow's): whoever reads it.
+      {"/idlegrid.v1.RequesterService/ListWebhookDeliveries", tenants, kRead, Owner::kJob},
       // Register is the one call made with a join token instead of a node
       // credential; the join token's own check is the rule.
       {"/idlegrid.v1.AgentService/Register", agents, kNoScope, Owner::kNone},

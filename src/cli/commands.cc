@@ -4,6 +4,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -21,13 +22,14 @@
 #include "cli/log_lines.h"
 #include "cli/table.h"
 #include "cli/progress.h"
-#include "cli/task_ranges.h"
 #include "common/clock.h"
 #include "common/exit_code.h"
 #include "common/grpc_status.h"
 #include "common/units.h"
 #include "common/fs.h"
 #include "image/signature_files.h"
+#include "jobs/task_page.h"
+#include "jobs/task_ranges.h"
 #include "jobs/task_state.h"
 #include "manifest/manifest.h"
 
@@ -154,32 +156,69 @@ void PrintTask(const v1::Task& t) {
   std::fflush(stdout);
 }
 
-// The job's first line, progress, summary (job_view.h), then the tasks
-// `filter` selects; a large job lists none unless asked.
-void PrintJob(const v1::Job& job, const TaskFilter& filter, int64_t now_ms) {
+// The job's first line, progress, summary (job_view.h), then the tasks the
+// coordinator selected for `filter` (ReadJob); a large job lists none unless asked.
+void PrintJob(const v1::Job& job, const TaskFilter& filter) {
   std::cout << "job " << job.id() << " " << job.spec().name() << ": " << Counts(job) << "\n";
   PrintArrayProgress(job);
   const v1::RegistryImage& pulled = job.spec().registry_image();
   if (!pulled.requested().empty() && pulled.requested() != job.spec().image()) {
     std::cout << "  image " << pulled.requested() << " resolved at submit to " << job.spec().image() << "\n";
   }
-  if (job.tasks_size() > 1)
-    for (const std::string& line : SummaryLines(job, now_ms)) std::cout << "  " << line << "\n";
-  if (job.tasks_size() > kListAllTasksUpTo && !filter.asked) {
-    std::cout << "  (" << job.tasks_size()
+  const uint32_t total = job.summary().tasks();
+  if (total > 1)
+    for (const std::string& line : SummaryLines(job.summary())) std::cout << "  " << line << "\n";
+  if (total > static_cast<uint32_t>(kListAllTasksUpTo) && !filter.asked) {
+    std::cout << "  (" << total
               << " tasks: list some with --tasks 3,7-9, --state failed, --limit N, or all with --all)\n";
     return;
   }
-  size_t more = 0;
-  for (const v1::Task* t : SelectTasks(job, filter, &more)) PrintTask(*t);
-  if (more > 0) std::cout << "  ... " << more << " more task(s) match (--limit N or --all to list them)\n";
+  for (const v1::Task& t : job.tasks()) PrintTask(t);
+  const uint32_t listed = static_cast<uint32_t>(job.tasks_size());
+  if (job.tasks_matched() > listed) {
+    std::cout << "  ... " << job.tasks_matched() - listed << " more task(s) match (--limit N or --all to list them)\n";
+  }
+}
+
+// The job with the tasks `filter` lists, read from the coordinator a page at
+// a time; a filter nobody asked for reads the first kListAllTasksUpTo (all
+// of a small job). With `json` and no filter, the whole job, every task, as
+// scripts reading `status --json` always had it.
+Result<v1::Job> ReadJob(Client* client, const std::string& job_id, const TaskFilter& filter, bool json) {
+  v1::Job job;
+  if (json && !filter.asked) {
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    auto ctx = client->Context();
+    IG_RETURN_IF_ERROR(FromGrpc(client->stub()->GetJob(ctx.get(), req, &job)));
+    return job;
+  }
+  const uint32_t want =
+      !filter.asked ? kListAllTasksUpTo : (filter.limit == 0 ? UINT32_MAX : static_cast<uint32_t>(filter.limit));
+  uint32_t offset = 0;
+  while (true) {
+    v1::Job page;
+    const uint32_t size = std::min<uint32_t>(want - offset, jobs::kMaxTaskPage);
+    auto ctx = client->Context();
+    IG_RETURN_IF_ERROR(FromGrpc(client->stub()->GetJob(ctx.get(), PageRequest(job_id, filter, offset, size), &page)));
+    const uint32_t got = static_cast<uint32_t>(page.tasks_size());
+    if (offset == 0) {
+      job = std::move(page);
+    } else {
+      for (auto& t : *page.mutable_tasks()) *job.add_tasks() = std::move(t);
+      job.set_tasks_matched(page.tasks_matched());
+    }
+    offset += got;
+    if (got == 0 || offset >= want || offset >= job.tasks_matched()) return job;
+  }
 }
 
 // Streams job updates until it ends, showing its progress on stderr (a bar
 // on a terminal, a line per change otherwise, nothing with --json).
 Result<v1::Job> WaitJob(Client* client, const std::string& job_id, bool json) {
-  v1::GetJobRequest req;
+  v1::GetJobRequest req;  // the summary alone: a 10,000-task job's updates stay small
   req.set_job_id(job_id);
+  req.set_paged(true);
   auto ctx = client->Context(0);
   auto reader = client->stub()->WatchJob(ctx.get(), req);
   ProgressDisplay progress(std::cerr, StderrProgressStyle(json), ProgressDisplay::LineEvery::kChange);
@@ -201,10 +240,10 @@ int JobExit(const v1::Job& job) { return job.state() == v1::SUCCEEDED ? 0 : 1; }
 Result<TaskFilter> FilterOf(const ShowFlags& show) {
   TaskFilter filter;
   if (!show.tasks.indices.empty()) {
-    IG_ASSIGN_OR_RETURN(filter.tasks, ParseTaskRanges(show.tasks.indices));
+    IG_ASSIGN_OR_RETURN(filter.tasks, jobs::ParseTaskRanges(show.tasks.indices));
   }
   if (!show.tasks.states.empty()) {
-    IG_ASSIGN_OR_RETURN(filter.states, ParseTaskStates(show.tasks.states));
+    IG_ASSIGN_OR_RETURN(filter.states, jobs::ParseTaskStates(show.tasks.states));
   }
   if (show.limit < 0) return Status::InvalidArgument("--limit must be 0 or more");
   filter.limit = show.all ? 0 : (show.limit > 0 ? show.limit : kDefaultTaskLimit);
@@ -253,12 +292,14 @@ int Submit(const CommonFlags& f, const std::string& path, bool wait) {
     return 0;
   }
   if (!f.json) std::cerr << "submitted " << resp.job().id() << "\n";
-  auto job = WaitJob(client->get(), resp.job().id(), f.json);
+  auto ended = WaitJob(client->get(), resp.job().id(), f.json);
+  if (!ended.ok()) return Fail(ended.status());
+  auto job = ReadJob(client->get(), resp.job().id(), TaskFilter{}, f.json);
   if (!job.ok()) return Fail(job.status());
   if (f.json)
     PrintJson(*job);
   else
-    PrintJob(*job, TaskFilter{}, SystemClock::Get()->NowMs());
+    PrintJob(*job, TaskFilter{});
   return JobExit(*job);
 }
 
@@ -301,23 +342,17 @@ int Status_(const CommonFlags& f, const std::string& job_id, bool wait, const Sh
   if (!filter.ok()) return Fail(filter.status());
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
-  v1::Job job;
   if (wait) {
-    auto j = WaitJob(client->get(), job_id, f.json);
-    if (!j.ok()) return Fail(j.status());
-    job = *j;
-  } else {
-    v1::GetJobRequest req;
-    req.set_job_id(job_id);
-    auto ctx = (*client)->Context();
-    Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), req, &job));
-    if (!st.ok()) return Fail(st);
+    auto ended = WaitJob(client->get(), job_id, f.json);
+    if (!ended.ok()) return Fail(ended.status());
   }
+  auto job = ReadJob(client->get(), job_id, *filter, f.json);
+  if (!job.ok()) return Fail(job.status());
   if (f.json)
-    PrintJson(job);
+    PrintJson(*job);
   else
-    PrintJob(job, *filter, SystemClock::Get()->NowMs());
-  return wait ? JobExit(job) : 0;
+    PrintJob(*job, *filter);
+  return wait ? JobExit(*job) : 0;
 }
 
 int Jobs(const CommonFlags& f) {
@@ -389,7 +424,33 @@ void PrintAdvertisement(const v1::Advertisement& ad) {
   }
 }
 
-int Nodes(const CommonFlags& f) {
+namespace {
+
+// One row of `nodes`: what a person scanning a fleet compares.
+std::vector<std::string> NodeRow(const v1::Node& n) {
+  char cpu[48], mem[48], rel[16];
+  std::snprintf(cpu, sizeof cpu, "%g/%u", n.cpu_allocated(), n.info().cpu_cores());
+  std::snprintf(mem, sizeof mem, "%llu/%llu MiB", static_cast<unsigned long long>(n.memory_allocated() >> 20),
+                static_cast<unsigned long long>(n.info().memory_bytes() >> 20));
+  std::snprintf(rel, sizeof rel, "%.2f", n.reliability());
+  int simulated = 0;
+  for (const auto& g : n.gpus()) simulated += g.simulated() ? 1 : 0;
+  std::string gpus = std::to_string(n.gpus_size());
+  if (simulated > 0) gpus += " (" + std::to_string(simulated) + " SIMULATED)";
+  return {n.id(),
+          n.name(),
+          n.state(),
+          n.schedulable() ? "yes" : "no: " + n.unschedulable_reason(),
+          cpu,
+          mem,
+          gpus,
+          rel,
+          Age(n.last_heartbeat_ms())};
+}
+
+}  // namespace
+
+int Nodes(const CommonFlags& f, bool details) {
   auto client = Open(f);
   if (!client.ok()) return Fail(client.status());
   v1::ListNodesResponse resp;
@@ -398,6 +459,14 @@ int Nodes(const CommonFlags& f) {
   if (!st.ok()) return Fail(st);
   if (f.json) {
     PrintJson(resp);
+    return 0;
+  }
+  if (!details) {
+    std::vector<std::vector<std::string>> rows{
+        {"NODE", "NAME", "STATE", "SCHEDULABLE", "CPU", "MEMORY", "GPUS", "RELIABILITY", "HEARTBEAT"}};
+    for (const auto& n : resp.nodes()) rows.push_back(NodeRow(n));
+    std::cout << FormatTable(rows);
+    if (resp.nodes_size() == 0) std::cout << "(no node has joined)\n";
     return 0;
   }
   for (const auto& n : resp.nodes()) {
@@ -457,7 +526,7 @@ int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const Sho
   }
   std::vector<uint32_t> tasks;
   if (!show.tasks.indices.empty()) {
-    auto parsed = ParseTaskRanges(show.tasks.indices);
+    auto parsed = jobs::ParseTaskRanges(show.tasks.indices);
     if (!parsed.ok()) return Fail(parsed.status());
     tasks = *parsed;
   }
@@ -466,13 +535,14 @@ int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const Sho
   // Lines name their task when several tasks' output is shown.
   bool several = tasks.size() > 1;
   if (tasks.empty()) {
-    v1::GetJobRequest get;
+    v1::GetJobRequest get;  // the summary alone: how many tasks the job has
     get.set_job_id(job_id);
+    get.set_paged(true);
     v1::Job job;
     auto ctx = (*client)->Context();
     Status st = FromGrpc((*client)->stub()->GetJob(ctx.get(), get, &job));
     if (!st.ok()) return Fail(st);
-    several = job.tasks_size() > 1;
+    several = job.summary().tasks() > 1;
   }
   v1::StreamLogsRequest req;
   req.set_job_id(job_id);
@@ -584,12 +654,12 @@ int Cancel(const CommonFlags& f, const std::string& job_id, const TaskFlags& tas
   v1::CancelJobRequest req;
   req.set_job_id(job_id);
   if (!tasks.indices.empty()) {
-    auto indices = ParseTaskRanges(tasks.indices);
+    auto indices = jobs::ParseTaskRanges(tasks.indices);
     if (!indices.ok()) return Fail(indices.status().WithContext("--tasks"));
     for (uint32_t i : *indices) req.add_task_indices(i);
   }
   if (!tasks.states.empty()) {
-    auto states = ParseTaskStates(tasks.states);
+    auto states = jobs::ParseTaskStates(tasks.states);
     if (!states.ok()) return Fail(states.status().WithContext("--state"));
     for (v1::TaskState s : *states) req.add_states(s);
   }
@@ -628,7 +698,7 @@ int Retry(const CommonFlags& f, const std::string& job_id, const TaskFlags& task
   req.set_job_id(job_id);
   req.set_failed(failed);
   if (!tasks.indices.empty()) {
-    auto indices = ParseTaskRanges(tasks.indices);
+    auto indices = jobs::ParseTaskRanges(tasks.indices);
     if (!indices.ok()) return Fail(indices.status().WithContext("--tasks"));
     for (uint32_t i : *indices) req.add_task_indices(i);
   }

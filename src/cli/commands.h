@@ -42,7 +42,8 @@ int Market(const CommonFlags& f);
 // `provider earnings`: what a provider's nodes earned (metered, accepted work
 // and, with a ledger, its balances) and an estimate per hour at its asks.
 int ProviderEarnings(const CommonFlags& f, const std::string& provider);
-int Nodes(const CommonFlags& f);
+// A table of the nodes; with `details`, each node in full.
+int Nodes(const CommonFlags& f, bool details);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
 // The job's output; with `show.tasks.indices`, those tasks', with
 // `show.stream`, one stream; "[task N] " before each line when several
@@ -50,7 +51,7 @@ int Drain(const CommonFlags& f, const std::string& node_id, const std::string& d
 int Logs(const CommonFlags& f, const std::string& job_id, bool follow, const ShowFlags& show);
 int Fetch(const CommonFlags& f, const std::string& job_id, const std::string& dir);
 // Which tasks `cancel` and `retry` touch: indices as "3,7-9" and state
-// names (repeated or comma lists), parsed by cli/task_ranges.h.
+// names (repeated or comma lists), parsed by jobs/task_ranges.h.
 struct TaskFlags {
   std::string indices;
   std::vector<std::string> states;

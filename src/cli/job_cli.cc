@@ -12,7 +12,7 @@ namespace {
 
 struct JobFlags {
   std::string manifest, job_id, dir;
-  bool wait = false, follow = false, explain = false;
+  bool wait = false, follow = false, explain = false, details = false;
   std::string node_id, deadline;
   ShowFlags show;  // which tasks `status` lists, which output `logs` prints
 };
@@ -58,7 +58,9 @@ void AddJobQueryCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& commo
 // nodes (drain, undrain), logs, fetch.
 void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& common,
                               const std::shared_ptr<JobFlags>& f) {
-  auto* nodes = app.add_subcommand("nodes", "list nodes; drain or undrain one");
+  auto* nodes = app.add_subcommand("nodes", "list nodes (a table; --details: everything); drain or undrain one");
+  nodes->add_flag("--details", f->details,
+                  "each node in full: benchmarks, limits, reliability, handshake, pause, asks, GPUs");
   AddClientFlags(nodes, common);
   auto* drain = nodes->add_subcommand("drain", "take no new work; at --deadline, hand running work back");
   drain->add_option("node", f->node_id)->required();
@@ -80,7 +82,7 @@ void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& 
 
   reg.Add(drain, [f, &common] { return Drain(common, f->node_id, f->deadline, false); });
   reg.Add(undrain, [f, &common] { return Drain(common, f->node_id, "", true); });
-  reg.Add(nodes, [&common] { return Nodes(common); });
+  reg.Add(nodes, [&common, f] { return Nodes(common, f->details); });
   reg.Add(logs, [f, &common] { return Logs(common, f->job_id, f->follow, f->show); });
   reg.Add(fetch, [f, &common] { return Fetch(common, f->job_id, f->dir); });
 }

@@ -11,8 +11,6 @@
 namespace idlegrid::cli {
 namespace {
 
-bool Ended(v1::TaskState s) { return s == v1::SUCCEEDED || s == v1::FAILED || s == v1::CANCELLED; }
-
 // "45s", "4m", "2h 5m": coarse, as an estimate should be.
 std::string Coarse(int64_t ms) {
   const int64_t s = std::max<int64_t>(ms / 1000, 1);
@@ -23,36 +21,27 @@ std::string Coarse(int64_t ms) {
 
 // The time left at the rate tasks ended since the job was submitted; "" when
 // nothing has ended yet or nothing is left.
-std::string EtaLine(const v1::Job& job, int64_t now_ms) {
-  size_t ended = 0;
-  for (const auto& t : job.tasks()) ended += Ended(t.state()) ? 1 : 0;
-  const size_t left = static_cast<size_t>(job.tasks_size()) - ended;
-  const int64_t elapsed = now_ms - job.created_at_ms();
-  if (ended == 0 || left == 0 || elapsed <= 0 || job.tasks_size() < 2) return "";
-  const double per_minute = static_cast<double>(ended) * 60'000.0 / static_cast<double>(elapsed);
-  const auto left_ms = static_cast<int64_t>(static_cast<double>(left) * 60'000.0 / per_minute);
+std::string EtaLine(const v1::JobSummary& summary) {
+  const uint32_t left = summary.tasks() - std::min(summary.ended(), summary.tasks());
+  if (summary.tasks_per_minute() <= 0 || left == 0 || summary.tasks() < 2) return "";
   char rate[32];
-  std::snprintf(rate, sizeof rate, "%.1f", per_minute);
-  return "about " + Coarse(left_ms) + " left at " + rate + " tasks/min so far (" + std::to_string(left) + " to go)";
+  std::snprintf(rate, sizeof rate, "%.1f", summary.tasks_per_minute());
+  return "about " + Coarse(summary.eta_ms()) + " left at " + rate + " tasks/min so far (" + std::to_string(left) +
+         " to go)";
 }
 
 }  // namespace
 
-std::vector<const v1::Task*> SelectTasks(const v1::Job& job, const TaskFilter& filter, size_t* more) {
-  const std::set<uint32_t> wanted(filter.tasks.begin(), filter.tasks.end());
-  const std::set<v1::TaskState> states(filter.states.begin(), filter.states.end());
-  std::vector<const v1::Task*> out;
-  *more = 0;
-  for (const auto& t : job.tasks()) {
-    if (!wanted.empty() && wanted.count(t.index()) == 0) continue;
-    if (!states.empty() && states.count(t.state()) == 0) continue;
-    if (filter.limit > 0 && out.size() >= static_cast<size_t>(filter.limit)) {
-      ++*more;
-      continue;
-    }
-    out.push_back(&t);
-  }
-  return out;
+v1::GetJobRequest PageRequest(const std::string& job_id, const TaskFilter& filter, uint32_t offset, uint32_t limit) {
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  req.set_paged(true);
+  req.set_offset(offset);
+  req.set_limit(limit);
+  if (!filter.asked) return req;
+  req.mutable_task_indices()->Add(filter.tasks.begin(), filter.tasks.end());
+  for (v1::TaskState s : filter.states) req.add_states(s);
+  return req;
 }
 
 std::string FormatTaskList(const std::vector<uint32_t>& indices, size_t max_parts) {
@@ -73,23 +62,30 @@ std::string FormatTaskList(const std::vector<uint32_t>& indices, size_t max_part
   return out;
 }
 
-std::vector<std::string> SummaryLines(const v1::Job& job, int64_t now_ms) {
+std::string FormatRanges(const google::protobuf::RepeatedPtrField<v1::IndexRange>& ranges, uint32_t count,
+                         size_t max_parts) {
+  std::string out;
+  uint64_t shown = 0;
+  for (int i = 0; i < ranges.size() && static_cast<size_t>(i) < max_parts; ++i) {
+    const v1::IndexRange& r = ranges[i];
+    out += (out.empty() ? "" : ", ") + (r.first() == r.last()
+                                            ? std::to_string(r.first())
+                                            : std::to_string(r.first()) + "-" + std::to_string(r.last()));
+    shown += static_cast<uint64_t>(r.last()) - r.first() + 1;
+  }
+  if (shown < count) out += ", ... (" + std::to_string(count - shown) + " more)";
+  return out;
+}
+
+std::vector<std::string> SummaryLines(const v1::JobSummary& summary) {
   // Failure reasons of tasks that ended badly, and of queued tasks sent back
-  // by a lost or refusing node, with the tasks each names.
-  std::map<std::string, std::vector<uint32_t>> by_reason;
-  for (const auto& t : job.tasks()) {
-    if (t.failure_reason() == v1::FAILURE_REASON_UNSPECIFIED) continue;
-    by_reason[std::string(jobs::StateName(t.state())) + " (" + jobs::ReasonName(t.failure_reason()) + ")"].push_back(
-        t.index());
-  }
-  std::vector<std::pair<std::string, std::vector<uint32_t>>> reasons(by_reason.begin(), by_reason.end());
-  std::stable_sort(reasons.begin(), reasons.end(),
-                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  // by a lost or refusing node, with the tasks each names; most first.
   std::vector<std::string> out;
-  for (const auto& [reason, tasks] : reasons) {
-    out.push_back(std::to_string(tasks.size()) + " " + reason + ": tasks " + FormatTaskList(tasks));
+  for (const v1::ReasonGroup& g : summary.reasons()) {
+    out.push_back(std::to_string(g.count()) + " " + jobs::StateName(g.state()) + " (" + jobs::ReasonName(g.reason()) +
+                  "): tasks " + FormatRanges(g.ranges(), g.count()));
   }
-  if (std::string eta = EtaLine(job, now_ms); !eta.empty()) out.push_back(eta);
+  if (std::string eta = EtaLine(summary); !eta.empty()) out.push_back(eta);
   return out;
 }
 

@@ -22,7 +22,8 @@ inline constexpr int kDefaultTaskLimit = 50;
 inline constexpr size_t kExamples = 5;
 
 // Which tasks `status` lists: those in `tasks` (all when empty) and in one
-// of `states` (any when empty), the first `limit` of them (0: no limit).
+// of `states` (any when empty), the first `limit` of them (0: no limit). The
+// coordinator selects them (GetJobRequest's paging, jobs/task_page.h).
 struct TaskFilter {
   std::vector<uint32_t> tasks;
   std::vector<v1::TaskState> states;
@@ -31,20 +32,24 @@ struct TaskFilter {
   bool asked = false;
 };
 
-// The tasks `filter` selects, in index order; *more is set to how many
-// more matched past the limit.
-std::vector<const v1::Task*> SelectTasks(const v1::Job& job, const TaskFilter& filter, size_t* more);
+// GetJob's paged request for the tasks `filter` lists, from `offset`, at
+// most `limit` (a page); a filter nobody asked for reads the first
+// kListAllTasksUpTo tasks, all of a small job.
+v1::GetJobRequest PageRequest(const std::string& job_id, const TaskFilter& filter, uint32_t offset, uint32_t limit);
 
 // "0-3, 7, 9-10": ascending indices as ranges; past `max_parts` parts,
 // ", ... (N more)".
 std::string FormatTaskList(const std::vector<uint32_t>& indices, size_t max_parts = kExamples);
+// The same from runs of indices, of `count` tasks in all (the runs may
+// name only the first of them).
+std::string FormatRanges(const google::protobuf::RepeatedPtrField<v1::IndexRange>& ranges, uint32_t count,
+                         size_t max_parts = kExamples);
 
 // The summary under a job's first line: tasks per state and failure reason
 // with example indices ("12 failed (run_timeout): tasks 3, 17, 40-41, ...
-// (8 more)"), most first, and
-// for an array job still running, the time left at the rate so far
-// ("about 4m left at 83 tasks/min") once any task has ended.
-std::vector<std::string> SummaryLines(const v1::Job& job, int64_t now_ms);
+// (8 more)"), most first, and for an array job still running, the time left
+// at the rate so far ("about 4m left at 83.0 tasks/min") once any task has ended.
+std::vector<std::string> SummaryLines(const v1::JobSummary& summary);
 
 // `status --explain`: the queued tasks grouped by identical summary, most
 // tasks first; each group is one line with its count and example indices,

@@ -96,13 +96,30 @@ void Coordinator::WireRequesterSide(std::unique_ptr<sched::Scheduler> scheduler)
     }
   };
   job_hooks.settle_ledger = [this](const std::string& job_id) { settler_.SettleJob(job_id); };
+  job_hooks.prepare_callback = [this](v1::JobSpec* spec) {
+    return webhooks_->Prepare(spec->callback_url(), spec->mutable_callback_secret());
+  };
+  job_hooks.register_callback = [this](const std::string& job_id, const v1::JobSpec& spec) {
+    return webhooks_->Register("job", job_id, spec.callback_url(), spec.callback_secret());
+  };
   job_hooks.changed = changed;
   job_hooks.version = [this] { return changes_.version(); };
   job_hooks.wait_for_change = [this](uint64_t known, int wait_ms) { return changes_.WaitForChange(known, wait_ms); };
+  WebhookDesk::Hooks webhook_hooks;
+  webhook_hooks.job = [this](const std::string& job_id) {
+    v1::GetJobRequest summary;  // state and summary, no tasks
+    summary.set_job_id(job_id);
+    summary.set_paged(true);
+    return jobs_->Get(summary);
+  };
+  webhook_hooks.workflow = [this](const std::string& workflow_id) { return workflows_->Get(workflow_id); };
+  webhooks_ =
+      std::make_unique<WebhookDesk>(store_.get(), &poster_, clock_, options_.webhook_allow, std::move(webhook_hooks));
   jobs_ = std::make_unique<JobRequests>(
       store_.get(), artifacts_.get(), &images_, &tenancy_, verification_.get(), ledger_.get(), &retention_, clock_,
       JobRequests::Settings{options_.default_retention_seconds, options_.policies}, std::move(job_hooks));
-  workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_.get(), options_.default_retention_seconds);
+  workflows_ = std::make_unique<WorkflowService>(store_.get(), clock_, jobs_.get(), webhooks_.get(),
+                                                 options_.default_retention_seconds);
   dispatcher_ = std::make_unique<Dispatcher>(Dispatcher::Parts{store_.get(), clock_, nodes_.get(), &images_, &sender_,
                                                                &account_terms_, &standing_, &counters_, &changes_},
                                              std::move(scheduler), options_.policies);
@@ -121,12 +138,14 @@ Coordinator::~Coordinator() { Stop(); }
 void Coordinator::Start() {
   nodes_->Load(clock_->NowMs());
   loop_ = std::thread([this] { Loop(); });
+  webhooks_->Start();
 }
 
 void Coordinator::Stop() {
   if (!changes_.Stop()) return;
   sessions_.CloseAll();
   if (loop_.joinable()) loop_.join();
+  webhooks_->Stop();
 }
 
 void Coordinator::Loop() {

@@ -63,6 +63,7 @@
 #include "coordinator/standing_reader.h"
 #include "coordinator/tenancy.h"
 #include "coordinator/verification_service.h"
+#include "coordinator/webhook_desk.h"
 #include "coordinator/workflow_service.h"
 #include "auth/rate_limit.h"
 #include "idlegrid/v1/idlegrid.pb.h"
@@ -105,6 +106,7 @@ class Coordinator {
   auth::RequestRateLimits& rate_limits() { return rate_limits_; }
   JobRequests& jobs() { return *jobs_; }
   WorkflowService& workflows() { return *workflows_; }
+  WebhookDesk& webhooks() { return *webhooks_; }  // callbacks (docs/webhooks.md)
   ImageCatalog& images() { return images_; }
   Dispatcher& dispatcher() { return *dispatcher_; }  // explain, market
   FleetReports& reports() { return *reports_; }      // metrics, load history, earnings
@@ -159,6 +161,8 @@ class Coordinator {
   std::unique_ptr<WorkflowService> workflows_;         // its own lock, taken before NodeTable's
   std::unique_ptr<Dispatcher> dispatcher_;             // its own lock (a leaf)
   std::unique_ptr<FleetReports> reports_;              // its own lock (a leaf)
+  webhook::HttpPoster poster_;
+  std::unique_ptr<WebhookDesk> webhooks_;  // its own thread; its lock guards only its stop flag
   std::thread loop_;
 };
 

@@ -5,6 +5,8 @@
 
 #include "common/random.h"
 #include "jobs/lease.h"
+#include "jobs/task_page.h"
+#include "jobs/task_state.h"
 #include "jobs/task_select.h"
 #include "manifest/image_ref.h"
 #include "manifest/items.h"
@@ -60,6 +62,11 @@ Result<JobRequests::PreparedJob> JobRequests::Prepare(v1::JobSpec spec, const st
   manifest::ApplyDefaults(&spec);
   if (spec.retention_seconds() == 0) spec.set_retention_seconds(settings_.default_retention_seconds);
   IG_RETURN_IF_ERROR(manifest::ValidateJobSpec(spec));
+  if (!spec.callback_url().empty()) {
+    IG_RETURN_IF_ERROR(hooks_.prepare_callback(&spec).WithContext("spec.callback_url"));
+  } else if (!spec.callback_secret().empty()) {
+    return Status::InvalidArgument("spec.callback_secret: names no callback_url to sign for");
+  }
   IG_RETURN_IF_ERROR(verification_->Resolve(&spec));
   IG_RETURN_IF_ERROR(tenancy_->CheckSubmitQuota(account, spec.array_count() == 0 ? 1 : spec.array_count()));
   // The class is stamped now: a job's data stays as sensitive as it was
@@ -106,6 +113,9 @@ Result<v1::Job> JobRequests::Store(const PreparedJob& job, const std::string& jo
     IG_ASSIGN_OR_RETURN(ledger::Micros cost_cap, CostCapOf(spec));
     IG_RETURN_IF_ERROR(ledger_->EscrowAtSubmit(account, job_id, cost_cap, clock_->NowMs()));
   }
+  // Recorded before the job, so no job ends with its callback unrecorded (a
+  // callback whose job was never stored fails as deleted).
+  if (!spec.callback_url().empty()) IG_RETURN_IF_ERROR(hooks_.register_callback(job_id, spec));
   // The digest an attempt's provenance names its spec by (the agent hashes
   // the spec it is sent the same way).
   if (Status st = store_->CreateJob(job_id, spec, manifest::SpecDigest(spec), clock_->NowMs(), account); !st.ok()) {
@@ -129,12 +139,23 @@ Result<v1::Job> JobRequests::Store(const PreparedJob& job, const std::string& jo
   return Get(job_id);
 }
 
-Result<v1::Job> JobRequests::Get(const std::string& job_id) {
-  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(job_id));
+Result<v1::Job> JobRequests::Get(const v1::GetJobRequest& request) {
+  IG_ASSIGN_OR_RETURN(jobs::TaskPage page, jobs::PageOf(request));
+  IG_ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(request.job_id()));
   int64_t now = clock_->NowMs();
+  *job.mutable_summary() = jobs::Summarize(job, now);
+  job.set_settled(jobs::IsSettled(job));
+  // Costs and waiting reasons for the tasks that go out only.
+  jobs::ApplyPage(page, &job);
   for (auto& task : *job.mutable_tasks()) task.set_cost(jobs::FillCosts(&task, now));
   hooks_.fill_waiting(&job);
   return job;
+}
+
+Result<v1::Job> JobRequests::Get(const std::string& job_id) {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  return Get(request);
 }
 
 Result<v1::ListJobsResponse> JobRequests::List(const std::string& account) {

@@ -48,6 +48,10 @@ class JobRequests : public StepJobs {
     std::function<void(const std::vector<store::ActiveAttempt>&)> stop_attempts;
     // Charges and refunds what the job's latest change allows (ledger only).
     std::function<void(const std::string& job_id)> settle_ledger;
+    // A callback URL this coordinator accepts, with its secret drawn when the
+    // spec names none (WebhookDesk::Prepare); then recorded for the stored job.
+    std::function<Status(v1::JobSpec* spec)> prepare_callback;
+    std::function<Status(const std::string& job_id, const v1::JobSpec& spec)> register_callback;
     // Something changed: wake the loop and watchers.
     std::function<void()> changed;
     // The change counter now, and a wait until it moves (or `wait_ms` passes).
@@ -64,7 +68,10 @@ class JobRequests : public StepJobs {
   // is resolved and stored pinned (ImageCatalog::PinRegistryImage); nothing
   // is stored when any check fails.
   Result<v1::Job> Submit(const v1::SubmitJobRequest& request, const std::string& account);
-  // With each task's costs and each queued task's waiting reason.
+  // With its summary, each task's costs and each queued task's waiting
+  // reason; with every task, or the page the request asks for
+  // (jobs/task_page.h).
+  Result<v1::Job> Get(const v1::GetJobRequest& request);
   Result<v1::Job> Get(const std::string& job_id);
   // Jobs of `account` ("": all accounts').
   Result<v1::ListJobsResponse> List(const std::string& account);

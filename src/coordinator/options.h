@@ -56,6 +56,9 @@ struct Options {
   // OCI registries jobs may name images from, and whether a tag is resolved
   // at submit (docs/registries.md); none by default.
   registry::OperatorRegistries registries;
+  // Hosts jobs' and workflows' callback URLs may name ("HOST" or
+  // "HOST:PORT", docs/webhooks.md); none by default: callbacks are refused.
+  std::vector<std::string> webhook_allow;
   // The ledger (issue 13, docs/ledger.md): off by default; on, a job must set
   // maxCost, which is escrowed from its account at submit, succeeded attempts
   // are charged and what is left is refunded when the job ends.

@@ -38,7 +38,20 @@ Result<v1::Workflow> WorkflowService::Submit(const v1::SubmitWorkflowRequest& re
   for (const v1::WorkflowStepSpec& step : spec.steps()) {
     if (Status st = jobs_->CheckJob(step.job(), account); !st.ok()) return st.WithContext("step " + step.name());
   }
+  if (!spec.callback_url().empty() && webhooks_ == nullptr) {
+    return Status::FailedPrecondition("spec.callback_url: this coordinator sends no callbacks");
+  }
+  if (!spec.callback_url().empty()) {
+    IG_RETURN_IF_ERROR(
+        webhooks_->Prepare(spec.callback_url(), spec.mutable_callback_secret()).WithContext("spec.callback_url"));
+  } else if (!spec.callback_secret().empty()) {
+    return Status::InvalidArgument("spec.callback_secret: names no callback_url to sign for");
+  }
   const std::string id = NewId("w");
+  // Recorded before the workflow (see JobRequests::Store).
+  if (!spec.callback_url().empty()) {
+    IG_RETURN_IF_ERROR(webhooks_->Register("workflow", id, spec.callback_url(), spec.callback_secret()));
+  }
   IG_RETURN_IF_ERROR(store_->CreateWorkflow(id, spec, account, clock_->NowMs()));
   spdlog::info("workflow {} submitted by {}: {} step(s) of {}", id, account, spec.steps_size(), spec.name());
   if (Status st = Advance(id); !st.ok()) spdlog::warn("workflow {}: {} (the loop tries again)", id, st.ToString());

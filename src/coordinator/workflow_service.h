@@ -19,6 +19,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
+#include "coordinator/webhook_desk.h"
 #include "store/store.h"
 #include "workflow/plan.h"
 
@@ -46,8 +47,15 @@ class WorkflowService {
   // How often Sweep advances every unsettled workflow at most.
   static constexpr int64_t kSweepMs = 500;
 
-  WorkflowService(store::Store* store, const Clock* clock, StepJobs* jobs, uint32_t default_retention_seconds)
-      : store_(store), clock_(clock), jobs_(jobs), default_retention_seconds_(default_retention_seconds) {}
+  // `webhooks` records the workflow's callback (docs/webhooks.md); null:
+  // a workflow naming one is refused.
+  WorkflowService(store::Store* store, const Clock* clock, StepJobs* jobs, WebhookDesk* webhooks,
+                  uint32_t default_retention_seconds)
+      : store_(store),
+        clock_(clock),
+        jobs_(jobs),
+        webhooks_(webhooks),
+        default_retention_seconds_(default_retention_seconds) {}
 
   // Validates the workflow (manifest::ValidateWorkflowSpec) and each step's
   // job as a submit would, stores it for `account` and submits its first
@@ -80,6 +88,7 @@ class WorkflowService {
   store::Store* const store_;
   const Clock* const clock_;
   StepJobs* const jobs_;
+  WebhookDesk* const webhooks_;
   const uint32_t default_retention_seconds_;
   Mutex mu_;
   int64_t swept_ms_ = 0;  // Sweep's; the loop thread only

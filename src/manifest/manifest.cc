@@ -257,6 +257,14 @@ Result<v1::WorkflowSpec> ManifestParser::ParseWorkflowDocument(const std::string
        }},
       {"name", Bind(&P::ReadString, [&wf](std::string s) { wf.set_name(s); })},
       {"onFailure", Bind(&P::ReadString, [&wf](std::string s) { wf.set_on_failure(s); })},
+      {"callback",
+       [&](const Value& v) {
+         const std::vector<FieldRule> callback_rules = {
+             {"url", Bind(&P::ReadString, [&wf](std::string s) { wf.set_callback_url(s); })},
+             {"secret", Bind(&P::ReadString, [&wf](std::string s) { wf.set_callback_secret(s); })},
+         };
+         return ReadFields(v, callback_rules, {"url"});
+       }},
       {"steps",
        [&](const Value& list) -> Status {
          if (!list.node.IsSequence() || list.node.size() == 0) return Expected(list, "a list of steps");
@@ -465,6 +473,11 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
       {"path", Bind(&P::ReadString, [spec](std::string s) { spec->set_checkpoint_path(s); })},
       {"interval", Bind(&P::ReadDuration, [spec](uint32_t s) { spec->set_checkpoint_interval_seconds(s); })},
   };
+  // callback: {url, secret}: where the coordinator POSTs the final state (docs/webhooks.md).
+  const std::vector<FieldRule> callback_rules = {
+      {"url", Bind(&P::ReadString, [spec](std::string s) { spec->set_callback_url(s); })},
+      {"secret", Bind(&P::ReadString, [spec](std::string s) { spec->set_callback_secret(s); })},
+  };
   auto c = [spec] { return spec->mutable_constraints(); };
   const std::vector<FieldRule> constraint_rules = {
       {"gpuModels",
@@ -522,6 +535,7 @@ Status ManifestParser::ReadJob(const Value& root, v1::JobSpec* spec) {
          spec->set_checkpoint_interval_seconds(kDefaultCheckpointIntervalSeconds);
          return ReadFields(v, checkpoint_rules, {"path"});
        }},
+      {"callback", [&](const Value& v) { return ReadFields(v, callback_rules, {"url"}); }},
   };
   if (step_ == nullptr) return ReadFields(root, rules, {"apiVersion", "name", "image"});
   // A workflow's step: the workflow names the API version; dependsOn is its own.

@@ -518,6 +518,34 @@ class WorkflowStore {
                                                            const std::string& cache_key) = 0;
 };
 
+// --- webhooks (docs/webhooks.md) ---
+// One callback: its delivery (id, subject, url, state, tries; state
+// "waiting" until its subject ends, then "pending", "delivered" or
+// "failed"), the key it is signed with and the body POSTed ("" while waiting).
+struct WebhookRow {
+  v1::WebhookDelivery delivery;
+  std::string secret;
+  std::string body;
+};
+
+class WebhookStore {
+ public:
+  virtual ~WebhookStore() = default;
+
+  // Inserts the row; one already stored under its id is kept as it is (a
+  // replayed submit registers once).
+  virtual Status AddWebhook(const WebhookRow& row) = 0;
+  // Rows in `state` whose next try is due at `now_ms`, soonest first, at most `limit`.
+  virtual Result<std::vector<WebhookRow>> DueWebhooks(const std::string& state, int64_t now_ms, size_t limit) = 0;
+  // Writes `row` over the stored one with its id only if that one is still in
+  // `from_state` with next try at `from_next_ms` (a compare-and-set: of two
+  // coordinators, one claims a try). False, writing nothing, otherwise.
+  virtual Result<bool> UpdateWebhook(const WebhookRow& row, const std::string& from_state, int64_t from_next_ms) = 0;
+  // The deliveries about one subject ("job", id), oldest first.
+  virtual Result<std::vector<v1::WebhookDelivery>> WebhooksOf(const std::string& subject,
+                                                              const std::string& subject_id) = 0;
+};
+
 // --- verification (docs/verification.md) ---
 class VerificationStore {
  public:
@@ -558,6 +586,7 @@ class Store : public virtual JobStore,
               public virtual ArtifactStore,
               public virtual LedgerStore,
               public virtual WorkflowStore,
+              public virtual WebhookStore,
               public virtual VerificationStore {
  public:
   ~Store() override = default;

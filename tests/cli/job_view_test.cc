@@ -1,14 +1,16 @@
 // `status` for a job of any size (cli/job_view.h), on plain messages: a
-// 2,000-task job's summary stays a few lines, filters select exactly the
-// tasks asked (and say how many more matched past the limit), task lists
-// fold into ranges, the estimate of the time left follows the rate so far,
-// and `--explain` groups identical reasons with their counts.
+// 2,000-task job's summary (jobs::Summarize, as the coordinator sends it)
+// stays a few lines, filters become the paged request that selects exactly
+// the tasks asked, task lists fold into ranges, the estimate of the time left
+// follows the rate so far, and `--explain` groups identical reasons.
 #include "cli/job_view.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "jobs/task_page.h"
 
 namespace idlegrid::cli {
 namespace {
@@ -42,7 +44,7 @@ v1::Job Sweep() {
 }
 
 TEST(JobViewTest, TheSummaryOfTwoThousandTasksIsAFewLines) {
-  const std::vector<std::string> lines = SummaryLines(Sweep(), kNow);
+  const std::vector<std::string> lines = SummaryLines(jobs::Summarize(Sweep(), kNow));
   ASSERT_EQ(lines.size(), 3u) << ::testing::PrintToString(lines);
   EXPECT_EQ(lines[0], "200 failed (run_timeout): tasks 1500-1699");
   EXPECT_EQ(lines[1], "100 failed (out_of_memory): tasks 1700-1799");
@@ -56,41 +58,48 @@ TEST(JobViewTest, NoEstimateBeforeAnythingEndedOrAfterEverythingDid) {
     t.set_state(v1::QUEUED);
     t.clear_failure_reason();
   }
-  EXPECT_TRUE(SummaryLines(job, kNow).empty());
+  EXPECT_TRUE(SummaryLines(jobs::Summarize(job, kNow)).empty());
   for (auto& t : *job.mutable_tasks()) t.set_state(v1::SUCCEEDED);
-  EXPECT_TRUE(SummaryLines(job, kNow).empty());
+  EXPECT_TRUE(SummaryLines(jobs::Summarize(job, kNow)).empty());
 }
 
-TEST(JobViewTest, FiltersSelectExactlyTheTasksAsked) {
-  const v1::Job job = Sweep();
-  size_t more = 0;
-  TaskFilter by_index;
-  by_index.tasks = {3, 7, 8, 9, 1999};
-  std::vector<uint32_t> got;
-  for (const v1::Task* t : SelectTasks(job, by_index, &more)) got.push_back(t->index());
-  EXPECT_EQ(got, (std::vector<uint32_t>{3, 7, 8, 9, 1999}));
-  EXPECT_EQ(more, 0u);
-
+TEST(JobViewTest, FiltersBecomeThePagedRequestThatSelectsExactlyTheTasksAsked) {
   TaskFilter failed;
+  failed.asked = true;
+  failed.tasks = {0, 1600, 1999};
   failed.states = {v1::FAILED};
-  failed.limit = 10;
-  auto selected = SelectTasks(job, failed, &more);
-  ASSERT_EQ(selected.size(), 10u);
-  EXPECT_EQ(selected.front()->index(), 1500u);
-  EXPECT_EQ(more, 290u);  // 300 failed in all
-  for (const v1::Task* t : selected) EXPECT_EQ(t->state(), v1::FAILED);
+  const v1::GetJobRequest req = PageRequest("j-sweep", failed, 0, 10);
+  EXPECT_TRUE(req.paged());
+  EXPECT_EQ(req.limit(), 10u);
+  v1::Job job = Sweep();
+  jobs::ApplyPage(*jobs::PageOf(req), &job);
+  ASSERT_EQ(job.tasks_size(), 1);  // an index outside the state selects nothing
+  EXPECT_EQ(job.tasks(0).index(), 1600u);
 
-  TaskFilter both;  // an index outside the state selects nothing
-  both.tasks = {0, 1600};
-  both.states = {v1::FAILED};
-  selected = SelectTasks(job, both, &more);
-  ASSERT_EQ(selected.size(), 1u);
-  EXPECT_EQ(selected[0]->index(), 1600u);
+  failed.tasks.clear();
+  v1::Job page = Sweep();
+  jobs::ApplyPage(*jobs::PageOf(PageRequest("j-sweep", failed, 20, 10)), &page);
+  ASSERT_EQ(page.tasks_size(), 10);
+  EXPECT_EQ(page.tasks(0).index(), 1520u);
+  EXPECT_EQ(page.tasks_matched(), 300u);  // 300 failed in all
 
-  TaskFilter unlimited;
-  unlimited.states = {v1::QUEUED};
-  unlimited.limit = 0;
-  EXPECT_EQ(SelectTasks(job, unlimited, &more).size(), 50u);
+  // Nobody asked: no selection, only the page the caller sizes.
+  TaskFilter unasked;
+  unasked.states = {v1::FAILED};
+  const v1::GetJobRequest plain = PageRequest("j-sweep", unasked, 0, 20);
+  EXPECT_TRUE(plain.states().empty());
+}
+
+TEST(JobViewTest, RangesSayHowManyMoreThanTheyName) {
+  v1::ReasonGroup g;
+  for (auto [first, last] : std::vector<std::pair<uint32_t, uint32_t>>{{3, 3}, {7, 9}, {20, 20}}) {
+    v1::IndexRange* r = g.add_ranges();
+    r->set_first(first);
+    r->set_last(last);
+  }
+  EXPECT_EQ(FormatRanges(g.ranges(), 5), "3, 7-9, 20");
+  EXPECT_EQ(FormatRanges(g.ranges(), 50), "3, 7-9, 20, ... (45 more)");
+  EXPECT_EQ(FormatRanges(g.ranges(), 50, 2), "3, 7-9, ... (46 more)");
 }
 
 TEST(JobViewTest, TaskListsFoldIntoRangesAndSayHowManyMore) {

@@ -64,7 +64,7 @@ class WorkflowServiceTest : public ::testing::Test {
     store_ = std::move(*store);
     jobs_.store = store_.get();
     jobs_.clock = &clock_;
-    service_ = std::make_unique<WorkflowService>(store_.get(), &clock_, &jobs_, 3600);
+    service_ = std::make_unique<WorkflowService>(store_.get(), &clock_, &jobs_, nullptr, 3600);
   }
   const v1::WorkflowStep& Step(const v1::Workflow& wf, const std::string& name) {
     for (const auto& s : wf.steps()) {

@@ -76,7 +76,7 @@ TEST_F(Capacity, SimulatedGpusAreAdvertisedAsSuchAndCpuIsMeasured) {
   EXPECT_GT(n->advertisement().sequence(), 0u);
   auto json = grid_->Cli({"nodes", "--json"});
   EXPECT_NE(json.out.find("\"simulated\": true"), std::string::npos) << json.out;
-  auto text = grid_->Cli({"nodes"});
+  auto text = grid_->Cli({"nodes", "--details"});
   EXPECT_NE(text.out.find("SIMULATED"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("unmeasured"), std::string::npos) << text.out;
 
@@ -116,7 +116,7 @@ TEST_F(Capacity, NodeWhoseBenchmarkIsImplausibleGetsNoWork) {
   EXPECT_FALSE(n->measurement().passed());
   EXPECT_FALSE(n->schedulable());
   EXPECT_NE(n->unschedulable_reason().find("implausibly slow"), std::string::npos) << n->unschedulable_reason();
-  auto text = grid_->Cli({"nodes"});
+  auto text = grid_->Cli({"nodes", "--details"});
   EXPECT_NE(text.out.find("implausibly slow"), std::string::npos) << text.out;
   auto job = grid_->WaitJob(
       id, [](const v1::Job& j) { return j.tasks(0).message().find("implausibly slow") != std::string::npos; }, 30000);
@@ -207,7 +207,7 @@ TEST_F(Capacity, AGpuNodeRunsCpuWorkWhileItsGpusCannotBeMeasured) {
     EXPECT_FALSE(g.measured()) << g.name() << " must not count as measured";
     EXPECT_NE(g.unavailable_reason().find("CDI"), std::string::npos) << g.unavailable_reason();
   }
-  auto listed = grid_->Cli({"nodes"});
+  auto listed = grid_->Cli({"nodes", "--details"});
   EXPECT_NE(listed.out.find("not offered: failed its readiness benchmark"), std::string::npos) << listed.out;
 
   std::string cpu = Submit(grid_->Manifest("cpu", {"write", "x"}));

@@ -442,6 +442,19 @@ std::string Grid::PushTestImage() {
   return digest;
 }
 
+CmdResult Grid::Curl(const std::string& path, const std::vector<std::string>& extra, const std::string& token) {
+  std::vector<std::string> argv = {"curl",
+                                   "-sS",
+                                   "--fail-with-body",
+                                   "--cacert",
+                                   (shared_dir.empty() ? coordinator_dir : shared_dir) + "/pki/ca.crt",
+                                   "-H",
+                                   "Authorization: Bearer " + (token.empty() ? admin_token : token)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("https://" + http_addr + path);
+  return RunCommand(argv);
+}
+
 std::string Grid::WriteFile(const std::string& name, const std::string& content) {
   std::string path = root + "/" + name;
   std::ofstream(path) << content;

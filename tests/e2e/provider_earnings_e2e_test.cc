@@ -85,7 +85,7 @@ TEST(ProviderEarningsE2E, EarningsMarketPricesAndHandshakeAfterAPricedJob) {
     return list.nodes_size() == 1 && list.nodes(0).reliability_components().rtt_ms() > 0;
   });
   ASSERT_TRUE(timed.ok()) << timed.status().message();
-  auto nodes = grid.Cli({"nodes"});
+  auto nodes = grid.Cli({"nodes", "--details"});
   ASSERT_EQ(nodes.exit_code, 0);
   EXPECT_NE(nodes.out.find("handshake: heartbeat jitter"), std::string::npos) << nodes.out;
 

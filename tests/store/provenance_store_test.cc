@@ -105,6 +105,7 @@ TEST_P(ProvenanceStoreTest, UpgradingFromV11KeepsOldAttemptsWithEmptyProvenance)
   store_.reset();
   // Back to v11: undo v14 (the attempts' receipt column) and v13 (the
   // ledger's tables); v12 added the attempts' provenance column.
+  ASSERT_TRUE(db_->Exec(kUndoV18).ok());
   ASSERT_TRUE(db_->Exec(kUndoV17).ok());
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->Exec(kUndoV15).ok());

@@ -31,6 +31,7 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
   Assign("j1", 0, "a1", "n1");
   store_.reset();
   // Back to v8: drop what v9 to v14 added (DROP COLUMN refuses indexed columns).
+  ASSERT_TRUE(db_->Exec(kUndoV18).ok());
   ASSERT_TRUE(db_->Exec(kUndoV17).ok());
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->Exec(kUndoV15).ok());

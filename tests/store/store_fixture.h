@@ -37,6 +37,9 @@ inline constexpr char kUndoV16[] = "DROP TABLE workflow_steps; DROP TABLE workfl
 // Takes a database back from schema v17 (a user's retry is a fresh budget) to v16.
 inline constexpr char kUndoV17[] = "ALTER TABLE tasks DROP COLUMN retry_base";
 
+// Takes a database back from schema v18 (webhooks) to v17.
+inline constexpr char kUndoV18[] = "DROP TABLE webhooks";
+
 inline v1::JobSpec Spec(const SpecOptions& o = {}) {
   v1::JobSpec s;
   s.set_api_version("idlegrid/v1");

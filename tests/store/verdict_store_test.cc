@@ -312,6 +312,7 @@ TEST_P(VerdictStoreTest, UpgradingFromV14KeepsJobsAndAddsEmptyVotes) {
   ReportOk("n1", Report("a1", v1::EXITED), 4000);
   const v1::Job before = Job("j1");
   store_.reset();
+  ASSERT_TRUE(db_->Exec(kUndoV18).ok());
   ASSERT_TRUE(db_->Exec(kUndoV17).ok());
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->Exec("ALTER TABLE attempts DROP COLUMN vote").ok());

@@ -161,6 +161,7 @@ TEST_P(WorkflowStoreTest, UpgradingFromV15KeepsJobsAndAddsNoWorkflows) {
   CreateJob("j1");
   const v1::Job before = Job("j1");
   store_.reset();
+  ASSERT_TRUE(db_->Exec(kUndoV18).ok());
   ASSERT_TRUE(db_->Exec(kUndoV17).ok());
   ASSERT_TRUE(db_->Exec(kUndoV16).ok());
   ASSERT_TRUE(db_->SetSchemaVersion(15).ok());

@@ -74,8 +74,17 @@ export class Client {
   async submit(spec) {
     return (await this.request("POST", "/v1/jobs", { spec })).job;
   }
-  job(id) {
-    return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+  // The job with every task; with any of `state` ("failed" or a list),
+  // `tasks` ("3,7-9" or a list of indices), `offset`, `limit` (at most 1000),
+  // one page of the tasks the coordinator selects (`tasksMatched` says how
+  // many matched); `{ paged: true }` alone: counts and summary, no tasks.
+  job(id, { state, tasks, offset, limit, paged } = {}) {
+    return this.request("GET", `/v1/jobs/${encodeURIComponent(id)}${jobQuery({ state, tasks, offset, limit, paged })}`);
+  }
+  // One page of the job's tasks: { tasks, matched } (see job()).
+  async tasks(id, { state, tasks, offset = 0, limit = 50 } = {}) {
+    const page = await this.job(id, { state, tasks, offset, limit });
+    return { tasks: page.tasks ?? [], matched: Number(page.tasksMatched ?? 0) };
   }
   async jobs() {
     return (await this.request("GET", "/v1/jobs")).jobs ?? [];
@@ -95,9 +104,13 @@ export class Client {
     return this.request("DELETE", `/v1/jobs/${encodeURIComponent(id)}`);
   }
   // Log chunks after the cursor `after` ({ taskIndex, stream, text, seq }),
-  // and the cursor to ask from next.
-  async logs(id, { after = 0 } = {}) {
-    const r = await this.request("GET", `/v1/jobs/${encodeURIComponent(id)}/logs?after=${after}`);
+  // of `task` and `stream` ("stdout" or "stderr") when given, and the cursor
+  // to ask from next.
+  async logs(id, { after = 0, task, stream } = {}) {
+    let query = `?after=${after}`;
+    if (task !== undefined) query += `&task=${Number(task)}`;
+    if (stream !== undefined) query += `&stream=${encodeURIComponent(stream)}`;
+    const r = await this.request("GET", `/v1/jobs/${encodeURIComponent(id)}/logs${query}`);
     const chunks = (r.chunks ?? []).map((c) => ({
       taskIndex: c.taskIndex ?? 0,
       stream: c.stream ?? "stdout",
@@ -138,13 +151,15 @@ export class Client {
     return { digest, size };
   }
 
-  // Polls until every task ended; `onUpdate(job)` sees each state read.
+  // Polls the job's counts and summary (never its tasks, however many)
+  // until it settles; `onUpdate(job)` sees each one read. Resolves to the
+  // settled job with every task (what results() reads).
   async wait(id, { intervalMs = 500, timeoutMs = 0, onUpdate = null } = {}) {
     const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Infinity;
     for (;;) {
-      const job = await this.job(id);
-      if (onUpdate) onUpdate(job);
-      if (isSettled(job)) return job;
+      const summary = await this.job(id, { paged: true });
+      if (onUpdate) onUpdate(summary);
+      if (isSettled(summary)) return this.job(id);
       if (Date.now() >= deadline) throw new IdlegridError("DeadlineExceeded", `job ${id} did not settle in ${timeoutMs} ms`);
       await sleep(intervalMs);
     }
@@ -170,6 +185,18 @@ export class Client {
     }
     return out;
   }
+}
+
+// The query string of a paged job read ("" for the whole job).
+export function jobQuery({ state, tasks, offset, limit, paged } = {}) {
+  const parts = [];
+  const list = (v) => (Array.isArray(v) ? v.join(",") : String(v));
+  if (state !== undefined) parts.push(`state=${encodeURIComponent(list(state))}`);
+  if (tasks !== undefined) parts.push(`tasks=${encodeURIComponent(list(tasks))}`);
+  if (offset !== undefined) parts.push(`offset=${Number(offset)}`);
+  if (limit !== undefined) parts.push(`limit=${Number(limit)}`);
+  if (paged && parts.length === 0) parts.push("paged=1");
+  return parts.length ? `?${parts.join("&")}` : "";
 }
 
 // dir/rel, refusing a path that would leave dir (an output path is the

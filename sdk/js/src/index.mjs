@@ -6,7 +6,7 @@
 //   const job = await grid.submit(mapSpec("sim@sha256:...", [{ seed: 1 }, { seed: 2 }], { args: ["--seed", "{{.seed}}"] }));
 //   const done = await grid.wait(job.id);
 //   for (const r of await grid.results(done, "results")) console.log(r.index, r.files);
-export { Client, connect } from "./client.mjs";
+export { Client, connect, jobQuery } from "./client.mjs";
 export { IdlegridError } from "./errors.mjs";
 export { mapSpec, isSettled, TERMINAL_STATES } from "./spec.mjs";
 export { download } from "./download.mjs";

@@ -48,8 +48,11 @@ function itemValues(index, item) {
 }
 
 // Settled: every task ended (a job's state alone may say FAILED while
-// retries are still queued).
+// retries are still queued). The coordinator says so (`settled`, which also
+// counts a job whose LOST tasks await a decision); an older one did not, and
+// then every task is looked at.
 export function isSettled(job) {
+  if (job.settled !== undefined || job.summary !== undefined) return job.settled === true;
   const tasks = job.tasks ?? [];
   return tasks.length > 0 && tasks.every((t) => TERMINAL_STATES.has(t.state));
 }

@@ -55,6 +55,11 @@ test("a job nothing can run waits, says why, and is cancelled then retried", { s
   await grid.cancel(job.id, { tasks: [1] });
   let now = await grid.job(job.id);
   assert.deepEqual(now.tasks.map((t) => t.state), ["QUEUED", "CANCELLED"]);
+  const page = await grid.tasks(job.id, { state: "cancelled" });
+  assert.deepEqual([page.tasks.map((t) => t.index ?? 0), page.matched], [[1], 1]);
+  const summary = await grid.job(job.id, { paged: true });
+  assert.equal(summary.tasks, undefined);
+  assert.equal(summary.summary.tasks, 2);
   await grid.retry(job.id, { tasks: [1] });
   now = await grid.job(job.id);
   assert.equal(now.tasks[1].state, "QUEUED");

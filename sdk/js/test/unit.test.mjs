@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { Client, IdlegridError, download, isSettled, mapSpec } from "../src/index.mjs";
+import { Client, IdlegridError, download, isSettled, jobQuery, mapSpec } from "../src/index.mjs";
 
 const blob = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
 const digest = `sha256:${crypto.createHash("sha256").update(blob).digest("hex")}`;
@@ -109,6 +109,17 @@ test("a job is settled only when every task ended", () => {
   assert.equal(isSettled({ tasks: [{ state: "SUCCEEDED" }, { state: "FAILED" }] }), true);
   assert.equal(isSettled({ state: "FAILED", tasks: [{ state: "FAILED" }, { state: "QUEUED" }] }), false);
   assert.equal(isSettled({ tasks: [] }), false);
+  // The coordinator's word, when it gives it (a summary has no tasks to look at).
+  assert.equal(isSettled({ settled: true, summary: { tasks: 10000 } }), true);
+  assert.equal(isSettled({ summary: { tasks: 10000 } }), false);
+});
+
+test("a paged read asks the coordinator for one page", () => {
+  assert.equal(jobQuery(), "");
+  assert.equal(jobQuery({ paged: true }), "?paged=1");
+  assert.equal(jobQuery({ state: ["failed", "lost"], offset: 50, limit: 25 }), "?state=failed%2Clost&offset=50&limit=25");
+  assert.equal(jobQuery({ tasks: [3, 7, 8], paged: true }), "?tasks=3%2C7%2C8");
+  assert.equal(jobQuery({ tasks: "3,7-9" }), "?tasks=3%2C7-9");
 });
 
 test("the API's errors arrive with their code and HTTP status", async () => {

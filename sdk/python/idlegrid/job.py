@@ -25,8 +25,11 @@ class JobStatus:
 
     @classmethod
     def of(cls, job):
-        ended = sum(1 for t in job.tasks if t.state in ENDED)
-        return cls(id=job.id, state=state_name(job.state), counts=dict(job.task_counts), total=len(job.tasks),
+        # The coordinator's summary counts every task, even when the message
+        # holds a page of them (or none).
+        total = sum(job.task_counts.values())
+        ended = sum(n for name, n in job.task_counts.items() if name in ("succeeded", "failed", "cancelled"))
+        return cls(id=job.id, state=state_name(job.state), counts=dict(job.task_counts), total=total,
                    ended=ended, done=job.state in _FINAL, job=job)
 
 
@@ -67,23 +70,43 @@ class Job:
     def __repr__(self):
         return f"Job({self.id!r})"
 
-    def status(self):
-        """The job now (GetJob). NotFound for an unknown job id."""
-        return JobStatus.of(self._grid.call("GetJob", pb.GetJobRequest(job_id=self.id)))
+    def status(self, tasks=True):
+        """The job now (GetJob). NotFound for an unknown job id. With
+        tasks=False, only its counts and summary (cheap for a large job)."""
+        request = pb.GetJobRequest(job_id=self.id, paged=not tasks)
+        return JobStatus.of(self._grid.call("GetJob", request))
 
-    def watch(self):
+    def tasks(self, state=None, tasks=None, offset=0, limit=50):
+        """One page of the job's tasks, selected by the coordinator: those
+        in `state` ("failed", or a list of names) and/or with the indices in
+        `tasks` (a list of indices), from `offset`, at most `limit` (at most
+        1000). Returns (tasks, matched): the Task messages and how many
+        tasks the selection matched in all."""
+        request = pb.GetJobRequest(job_id=self.id, paged=True, offset=offset, limit=limit)
+        if state is not None:
+            names = [state] if isinstance(state, str) else list(state)
+            request.states.extend(_state_value(n) for n in names)
+        if tasks is not None:
+            request.task_indices.extend(_indices(tasks))
+        job = self._grid.call("GetJob", request)
+        return list(job.tasks), job.tasks_matched
+
+    def watch(self, tasks=True):
         """Yields the job's status now and each time it changes, until it
-        settles (WatchJob)."""
-        for job in self._grid.stream("WatchJob", pb.GetJobRequest(job_id=self.id)):
+        settles (WatchJob). With tasks=False the updates carry counts and
+        the summary only: what a progress bar needs of a 10,000-task job."""
+        request = pb.GetJobRequest(job_id=self.id, paged=not tasks)
+        for job in self._grid.stream("WatchJob", request):
             yield JobStatus.of(job)
 
     def wait(self, progress=None):
-        """Blocks until the job settles; returns its last status. progress:
+        """Blocks until the job settles; returns its last status (counts
+        and summary; `status()` or `tasks()` read its tasks). progress:
         True/False for a tqdm bar on stderr; None: a bar on a terminal only."""
         bar = Progress(wanted(progress), self.id)
         last = None
         try:
-            for last in self.watch():
+            for last in self.watch(tasks=False):
                 bar.show(last)
         finally:
             bar.close()

@@ -50,6 +50,30 @@ class ResultsTest(unittest.TestCase):
 
 
 class OtherCallsTest(unittest.TestCase):
+    def test_tasks_reads_one_page_the_coordinator_selects(self):
+        page = job(pb.RUNNING, [task(7, pb.FAILED), task(9, pb.FAILED)])
+        page.tasks_paged = True
+        page.tasks_matched = 40
+        grid = FakeGrid(unary={"GetJob": page})
+        tasks, matched = Job(grid, "j-1").tasks(state="failed", tasks=[7, 9, 11], offset=10, limit=2)
+        method, request = grid.calls[-1]
+        self.assertEqual(method, "GetJob")
+        self.assertTrue(request.paged)
+        self.assertEqual((list(request.states), list(request.task_indices)), ([pb.FAILED], [7, 9, 11]))
+        self.assertEqual((request.offset, request.limit), (10, 2))
+        self.assertEqual(([t.index for t in tasks], matched), ([7, 9], 40))
+        with self.assertRaisesRegex(ValueError, "'sleeping': not one of"):
+            Job(grid, "j-1").tasks(state=["sleeping"])
+
+    def test_wait_watches_the_summary_and_counts_every_task(self):
+        summary = pb.Job(id="j-1", state=pb.SUCCEEDED, tasks_paged=True)  # no tasks in the message
+        summary.task_counts["succeeded"] = 9000
+        summary.task_counts["failed"] = 1000
+        grid = FakeGrid([summary])
+        status = Job(grid, "j-1").wait(progress=False)
+        self.assertTrue(grid.calls[-1][1].paged, "a wait never streams every task")
+        self.assertEqual((status.total, status.ended, status.done), (10000, 10000, True))
+
     def test_cancel_some_tasks_by_index_and_state(self):
         j = job(pb.RUNNING, [task(0, pb.CANCELLED), task(1, pb.RUNNING)], ITEMS[:2])
         grid = FakeGrid(unary={"CancelJob": j})

@@ -194,6 +194,17 @@ class PgWorkflows : public virtual WorkflowStore, protected PgRole {
                                                          const std::string& arg);
 };
 
+class PgWebhooks : public virtual WebhookStore, protected PgRole {
+ public:
+  explicit PgWebhooks(PgContext& context) : PgRole(context) {}
+
+  Status AddWebhook(const WebhookRow& row) override;
+  Result<std::vector<WebhookRow>> DueWebhooks(const std::string& state, int64_t now_ms, size_t limit) override;
+  Result<bool> UpdateWebhook(const WebhookRow& row, const std::string& from_state, int64_t from_next_ms) override;
+  Result<std::vector<v1::WebhookDelivery>> WebhooksOf(const std::string& subject,
+                                                      const std::string& subject_id) override;
+};
+
 class PgVerification : public virtual VerificationStore, protected PgRole {
  public:
   explicit PgVerification(PgContext& context) : PgRole(context) {}
@@ -220,6 +231,7 @@ class PostgresStore final : private PgContext,
                             public PgArtifacts,
                             public PgLedger,
                             public PgWorkflows,
+                            public PgWebhooks,
                             public PgVerification {
  public:
   // The pool is a base listed first, so it is built before the roles that
@@ -234,6 +246,7 @@ class PostgresStore final : private PgContext,
         PgArtifacts(static_cast<PgContext&>(*this)),
         PgLedger(static_cast<PgContext&>(*this)),
         PgWorkflows(static_cast<PgContext&>(*this)),
+        PgWebhooks(static_cast<PgContext&>(*this)),
         PgVerification(static_cast<PgContext&>(*this)) {}
   // Applies pending migrations under a database-wide advisory lock, so
   // coordinators starting together migrate once. FailedPrecondition for a

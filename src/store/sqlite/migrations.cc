@@ -252,6 +252,15 @@ const std::vector<Migration>& Migrations() {
       R"sql(
       ALTER TABLE tasks ADD COLUMN retry_base INTEGER NOT NULL DEFAULT 0;
       )sql",
+      // v18: webhooks (docs/webhooks.md): one row per callback, its delivery
+      // (a WebhookDelivery) and state, due at next_ms.
+      R"sql(
+      CREATE TABLE webhooks(
+        id TEXT PRIMARY KEY, subject TEXT NOT NULL, subject_id TEXT NOT NULL, state TEXT NOT NULL,
+        next_ms INTEGER NOT NULL, delivery BLOB NOT NULL, secret TEXT NOT NULL, body BLOB NOT NULL);
+      CREATE INDEX webhooks_due ON webhooks(state, next_ms);
+      CREATE INDEX webhooks_by_subject ON webhooks(subject, subject_id);
+      )sql",
   };
   return kMigrations;
 }

@@ -185,6 +185,17 @@ class SqliteWorkflows : public virtual WorkflowStore, protected SqliteRole {
   Result<std::vector<v1::Workflow>> ReadWorkflowsLocked(const char* where, const std::string& arg);
 };
 
+class SqliteWebhooks : public virtual WebhookStore, protected SqliteRole {
+ public:
+  explicit SqliteWebhooks(SqliteContext& context) : SqliteRole(context) {}
+
+  Status AddWebhook(const WebhookRow& row) override;
+  Result<std::vector<WebhookRow>> DueWebhooks(const std::string& state, int64_t now_ms, size_t limit) override;
+  Result<bool> UpdateWebhook(const WebhookRow& row, const std::string& from_state, int64_t from_next_ms) override;
+  Result<std::vector<v1::WebhookDelivery>> WebhooksOf(const std::string& subject,
+                                                      const std::string& subject_id) override;
+};
+
 class SqliteVerification : public virtual VerificationStore, protected SqliteRole {
  public:
   explicit SqliteVerification(SqliteContext& context) : SqliteRole(context) {}
@@ -211,6 +222,7 @@ class SqliteStore final : private SqliteContext,
                           public SqliteArtifacts,
                           public SqliteLedger,
                           public SqliteWorkflows,
+                          public SqliteWebhooks,
                           public SqliteVerification {
  public:
   // The connection is a base listed first, so it is built before the roles
@@ -225,6 +237,7 @@ class SqliteStore final : private SqliteContext,
         SqliteArtifacts(static_cast<SqliteContext&>(*this)),
         SqliteLedger(static_cast<SqliteContext&>(*this)),
         SqliteWorkflows(static_cast<SqliteContext&>(*this)),
+        SqliteWebhooks(static_cast<SqliteContext&>(*this)),
         SqliteVerification(static_cast<SqliteContext&>(*this)) {}
   Status Migrate();
 };

@@ -1,12 +1,12 @@
-// What `cancel --tasks/--state` and `retry --tasks` accept (cli/task_ranges.h).
+// What `cancel --tasks/--state` and `retry --tasks` accept (jobs/task_ranges.h).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "cli/task_ranges.h"
+#include "jobs/task_ranges.h"
 
-namespace idlegrid::cli {
+namespace idlegrid::jobs {
 namespace {
 
 TEST(ParseTaskRangesTest, IndicesAndRanges) {
@@ -72,4 +72,4 @@ TEST(ParseTaskStatesTest, UnknownStateListsTheKnownOnes) {
 }
 
 }  // namespace
-}  // namespace idlegrid::cli
+}  // namespace idlegrid::jobs

@@ -1,4 +1,4 @@
-#include "cli/task_ranges.h"
+#include "jobs/task_ranges.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 
 #include "jobs/task_state.h"
 
-namespace idlegrid::cli {
+namespace idlegrid::jobs {
 
 namespace {
 
@@ -92,4 +92,4 @@ Result<std::vector<v1::TaskState>> ParseTaskStates(const std::vector<std::string
   return out;
 }
 
-}  // namespace idlegrid::cli
+}  // namespace idlegrid::jobs

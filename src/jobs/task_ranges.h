@@ -8,7 +8,7 @@
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 
-namespace idlegrid::cli {
+namespace idlegrid::jobs {
 
 // Most task indices one selection may name: a typo like "0-4000000000"
 // must not allocate gigabytes before the coordinator says the job is smaller.
@@ -26,4 +26,4 @@ Result<std::vector<uint32_t>> ParseTaskRanges(std::string_view text);
 // are dropped. InvalidArgument naming an unknown state and listing the known.
 Result<std::vector<v1::TaskState>> ParseTaskStates(const std::vector<std::string>& values);
 
-}  // namespace idlegrid::cli
+}  // namespace idlegrid::jobs
