@@ -2,8 +2,11 @@
 // tests/e2e/dashboard_test.py through python3-selenium, against a real
 // coordinator and agent. The script logs in with a token, lists the node,
 // follows a running job's task to success without reloading, shows why a task
-// waits, cancels that job with its button, and keeps screenshots; this test
-// owns the grid and checks through the CLI what the button did. The JSON
+// waits, cancels that job with its button, and keeps screenshots; then, as a
+// requester, pages through a 2,000-task job, filters it, reads a task's
+// attempts and its log by stream and downloads an output; as the node's
+// provider, drains and undrains the node and reads its earnings. This test
+// owns the grid and checks through the CLI what the buttons did. The JSON
 // routes the page polls (logs, history) are checked here with curl first.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -52,6 +55,11 @@ CmdResult Curl(const Grid& grid, const std::string& path, const std::vector<std:
   return RunCommand(argv);
 }
 
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -64,6 +72,14 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   }
   Grid grid("DashboardE2E");
   ASSERT_TRUE(grid.StartCoordinator().ok());
+  // The node joins under a provider account, whose token drains it in the page.
+  ASSERT_EQ(grid.Cli({"account", "create", "pat", "--role", "provider"}).exit_code, 0);
+  auto join = grid.Cli({"join-token", "create", "--provider", "pat"});
+  ASSERT_EQ(join.exit_code, 0) << join.err;
+  grid.agent_join_tokens[1] = Trimmed(join.out);
+  auto pat = grid.Cli({"token", "create", "--account", "pat"});
+  ASSERT_EQ(pat.exit_code, 0) << pat.err;
+  const std::string pat_token = Trimmed(pat.out);
   Status started = grid.StartAgent(1);
   ASSERT_TRUE(started.ok()) << started.message();
   ASSERT_TRUE(
@@ -117,12 +133,37 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_EQ(history.exit_code, 0) << history.err;
   EXPECT_NE(history.out.find("\"periodMs\":5000,\"samples\":[{\"atMs\":"), std::string::npos) << history.out;
 
-  // A requester, for the landing view (requesters see no nodes).
+  // A requester, for the landing view (requesters see no nodes), and her
+  // jobs: one task writing to both streams, one writing outputs, then a
+  // 2,000-task sweep that waits (each task asks for more cores than the node
+  // has) with tasks 100-149 cancelled, so that it has a failure-reason group.
   ASSERT_EQ(grid.Cli({"account", "create", "rita", "--role", "requester"}).exit_code, 0);
   auto rita = grid.Cli({"token", "create", "--account", "rita"});
   ASSERT_EQ(rita.exit_code, 0) << rita.err;
-  std::string rita_token = rita.out;
-  while (!rita_token.empty() && (rita_token.back() == '\n' || rita_token.back() == ' ')) rita_token.pop_back();
+  const std::string rita_token = Trimmed(rita.out);
+  ASSERT_EQ(grid.Cli({"image", "push", Grid::TestImageArchive(), "--token", rita_token}).exit_code, 0);
+  auto submit_as_rita = [&](const std::string& manifest) {
+    auto out = grid.Cli({"submit", manifest, "--token", rita_token});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    return Trim(out.out.substr(0, out.out.find('\n')));
+  };
+  const std::string streams_id = submit_as_rita(grid.Manifest("dash-streams", {"exit", "0"}));
+  const std::string output_id = submit_as_rita(grid.Manifest("dash-output", {"write", "dash-out"}));
+  for (const std::string& id : {streams_id, output_id}) {
+    auto done = grid.WaitJob(id, [](const v1::Job& j) { return j.state() == v1::SUCCEEDED; });
+    ASSERT_TRUE(done.ok()) << done.status().message();
+    ASSERT_EQ(done->state(), v1::SUCCEEDED) << id;
+  }
+  const std::string sweep_id = submit_as_rita(
+      grid.WriteFile("dash-sweep.yaml",
+                     "apiVersion: idlegrid/v1\nname: dash-sweep\nimage: igtest@" + image +
+                         "\ncommand: [\"/sim\"]\nargs: [\"write\", \"never\"]\n"
+                         "resources:\n  cpu: 512\n  memory: 64Mi\n  pids: 16\noutput: /out\narray: {count: 2000}\n"));
+  ASSERT_FALSE(sweep_id.empty());
+  std::string some = "{\"taskIndices\":[";
+  for (int i = 100; i < 150; ++i) some += (i > 100 ? "," : "") + std::to_string(i);
+  auto cancelled = Curl(grid, "/v1/jobs/" + sweep_id + "/cancel", {"-X", "POST", "-d", some + "]}"});
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err << cancelled.out;
 
   const std::string artifacts = ArtifactsDir();
   std::vector<std::string> argv = {kPython,
@@ -140,7 +181,17 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
                                    "--artifacts",
                                    artifacts,
                                    "--requester-token",
-                                   rita_token};
+                                   rita_token,
+                                   "--provider-token",
+                                   pat_token,
+                                   "--sweep-job",
+                                   sweep_id,
+                                   "--streams-job",
+                                   streams_id,
+                                   "--output-job",
+                                   output_id,
+                                   "--output-text",
+                                   "dash-out from task 0\n"};
   for (const auto& node : grid.node_ids) {
     argv.push_back("--node");
     argv.push_back(node);
@@ -160,6 +211,18 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   auto done = grid.Cli({"status", running_id, "--json"});
   ASSERT_EQ(done.exit_code, 0) << done.err;
   EXPECT_EQ(ParseJson<v1::Job>(done.out).state(), v1::SUCCEEDED);
+  // The sweep's cancel was dismissed: it still waits, all but the 50 cancelled.
+  auto sweep_read = Curl(grid, "/v1/jobs/" + sweep_id + "?paged=1");
+  ASSERT_EQ(sweep_read.exit_code, 0) << sweep_read.err << sweep_read.out;
+  const auto sweep = ParseJson<v1::Job>(sweep_read.out);
+  EXPECT_EQ(sweep.state(), v1::QUEUED);
+  ASSERT_EQ(sweep.task_counts().count("queued"), 1u) << sweep_read.out;
+  EXPECT_EQ(sweep.task_counts().at("queued"), 1950u);
+  // Drained, then undrained: the node takes work again.
+  auto nodes =
+      grid.WaitNodes([](const v1::ListNodesResponse& l) { return l.nodes_size() == 1 && l.nodes(0).schedulable(); });
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  EXPECT_TRUE(nodes->nodes(0).schedulable()) << nodes->nodes(0).unschedulable_reason();
 }
 
 }  // namespace
