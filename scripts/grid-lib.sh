@@ -106,5 +106,5 @@ load_node_names() {
   local id name
   while read -r id name; do names[$id]=$name; done < <("$bin" nodes --json |
     python3 -c 'import json,sys; [print(n["id"], n["name"]) for n in json.load(sys.stdin)["nodes"]]' 2>/dev/null ||
-    "$bin" nodes | awk '{print $1, $2}')
+    "$bin" nodes | awk 'NR > 1 {print $1, $2}')
 }

@@ -4,6 +4,7 @@
 
 #include "api/artifact_transfer.h"
 #include "api/gate.h"
+#include "api/image_registration.h"
 #include "api/visibility.h"
 #include "common/grpc_status.h"
 #include "jobs/task_state.h"
@@ -239,15 +240,8 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status RegisterImage(grpc::ServerContext* ctx, const v1::RegisterImageRequest* req,
                              v1::PushImageResponse* out) override {
-    // Registering reads the archive (or the manifest): the caller must be able to read it.
-    const bool layered = req->archive_digest().empty() && !req->manifest_digest().empty();
-    IG_ADMIT("RegisterImage", gate_.Artifact(layered ? req->manifest_digest() : req->archive_digest()));
-    if (!layered) return Reply(c_->images().RegisterArchive(req->archive_digest()), out);
-    // Every blob the manifest names must be the caller's to read, too.
-    auto may_read = [&](const std::string& digest) -> Status {
-      return gate_.Check(caller, RequesterMethod("RegisterImage"), gate_.Artifact(digest));
-    };
-    return Reply(c_->images().RegisterLayered(req->manifest_digest(), may_read), out);
+    IG_ADMIT("RegisterImage", RegisterImageTarget(gate_, *req));
+    return Reply(api::RegisterImage(c_, gate_, caller, *req), out);
   }
 
   grpc::Status AddImageSignature(grpc::ServerContext* ctx, const v1::AddImageSignatureRequest* req,
@@ -330,11 +324,11 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
 
   grpc::Status ListWebhookDeliveries(grpc::ServerContext* ctx, const v1::ListWebhookDeliveriesRequest* req,
                                      v1::ListWebhookDeliveriesResponse* out) override {
-    if (req->job_id().empty() == req->workflow_id().empty()) {
-      return ToGrpc(Status::InvalidArgument("name one of job_id and workflow_id"));
-    }
     const bool job = !req->job_id().empty();
     IG_ADMIT("ListWebhookDeliveries", job ? gate_.Job(req->job_id()) : gate_.Workflow(req->workflow_id()));
+    if (job == !req->workflow_id().empty()) {  // checked once admitted: a stranger learns nothing
+      return ToGrpc(Status::InvalidArgument("name one of job_id and workflow_id"));
+    }
     return Reply(c_->webhooks().List(job ? "job" : "workflow", job ? req->job_id() : req->workflow_id()), out);
   }
 

@@ -15,6 +15,7 @@
 #include "api/artifact_transfer.h"
 #include "api/dashboard.h"
 #include "api/http_queries.h"
+#include "api/image_registration.h"
 #include "api/visibility.h"
 #include "metrics/load_history.h"
 #include "receipt/receipt_json.h"
@@ -451,6 +452,23 @@ void HttpApi::ArtifactRoutes() {
     }
     res.status = 201;
     SendMessage(res, **done);
+  });
+  // An image from blobs already PUT above: {"archiveDigest"} a whole OCI
+  // archive (kind=image), or {"manifestDigest"} a manifest whose config and
+  // layers are each stored, as `idlegrid image push` registers them.
+  server_->Post("/v1/images", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "RegisterImage", Gate::None());  // who, before reading what
+    if (!caller) return;
+    auto body = ParseBody<v1::RegisterImageRequest>(req.body);
+    if (!body.ok()) return SendError(res, body.status());
+    if (Status may = gate_.Check(*caller, RequesterMethod("RegisterImage"), RegisterImageTarget(gate_, *body));
+        !may.ok()) {
+      return SendError(res, may);
+    }
+    auto image = RegisterImage(c_, gate_, *caller, *body);
+    if (!image.ok()) return SendError(res, image.status());
+    res.status = 201;
+    SendMessage(res, *image);
   });
   server_->Get(R"(/v1/artifacts/(sha256:[0-9a-f]{64})/stat)",
                [this](const httplib::Request& req, httplib::Response& res) {

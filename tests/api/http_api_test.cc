@@ -51,6 +51,13 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/workflows"},
     {"GET", "/v1/workflows/w-1"},
     {"POST", "/v1/workflows/w-1/cancel"},
+    {"GET", "/v1/workflows/w-1/webhooks"},
+    {"GET", "/v1/jobs/j-1/webhooks"},
+    {"POST", "/v1/nodes/n-1/drain"},
+    {"GET", "/v1/ledger/balance"},
+    {"GET", "/v1/ledger/history"},
+    {"GET", "/v1/earnings"},
+    {"POST", "/v1/images"},
     {"GET", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000"},
     {"PUT", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000"},
     {"GET", "/v1/artifacts/sha256:0000000000000000000000000000000000000000000000000000000000000000/stat"},
@@ -447,6 +454,46 @@ TEST_F(HttpApiTest, AnArtifactIsUploadedInPiecesAndResumedWhereItStopped) {
   ASSERT_TRUE(mismatched);
   EXPECT_EQ(mismatched->status, 400) << mismatched->body;
   EXPECT_NE(Field(Json(mismatched->body), "message").find("Content-Range"), std::string::npos) << mismatched->body;
+}
+
+// An image pushed over HTTPS by layer, as a curl user (or an SDK) would:
+// each blob PUT, then the manifest registered; a manifest naming a blob
+// that was never uploaded is refused, naming it, and nothing is registered.
+TEST_F(HttpApiTest, AnImageIsRegisteredFromItsUploadedBlobs) {
+  auto put = [&](const std::string& bytes) {
+    const std::string digest = Sha256Digest(bytes);
+    auto res = Call("PUT", "/v1/artifacts/" + digest + "?kind=image", bytes);
+    EXPECT_TRUE(res && res->status == 201) << (res ? res->body : httplib::to_string(res.error()));
+    return digest;
+  };
+  const std::string config_bytes = R"({"architecture":"amd64","os":"linux"})";
+  const std::string config = put(config_bytes);
+  const std::string layer = put("layer bytes");
+  auto manifest = [&](const std::string& layer_digest) {
+    return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+           R"("config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":")" +
+           config + R"(","size":)" + std::to_string(config_bytes.size()) +
+           R"(},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":")" + layer_digest +
+           R"(","size":11}]})";
+  };
+  const std::string missing = Sha256Digest("never uploaded");
+  const std::string lacking = put(manifest(missing));
+  auto refused = Call("POST", "/v1/images", R"({"manifestDigest": ")" + lacking + R"("})");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 409) << refused->body;
+  EXPECT_NE(refused->body.find("layer"), std::string::npos) << refused->body;
+
+  const std::string good = put(manifest(layer));
+  auto registered = Call("POST", "/v1/images", R"({"manifestDigest": ")" + good + R"("})");
+  ASSERT_TRUE(registered);
+  ASSERT_EQ(registered->status, 201) << registered->body;
+  EXPECT_EQ(Field(Json(registered->body), "image"), good);
+  auto job = Call("POST", "/v1/jobs", SubmitBody("pushed-over-https", good));
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 201) << "a job may name the image: " << job->body;
+  auto bad = Call("POST", "/v1/images", "not json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
 }
 
 TEST_F(HttpApiTest, ErrorsAreJsonWithTheCodeAndWhatIsWrong) {

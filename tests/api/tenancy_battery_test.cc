@@ -404,9 +404,19 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
       {"POST", "/v1/workflows/" + alice_workflow_ + "/cancel"},
       {"GET", "/v1/workflows"},
       {"POST", "/v1/workflows"},
+      {"GET", "/v1/jobs/" + alice_job_ + "?state=assigned&limit=5"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/logs?task=0&stream=stderr"},
+      {"GET", "/v1/jobs/" + alice_job_ + "/webhooks"},
+      {"GET", "/v1/workflows/" + alice_workflow_ + "/webhooks"},
+      {"POST", "/v1/nodes/n-other/drain"},
+      {"GET", "/v1/ledger/balance?account=alice"},
+      {"GET", "/v1/ledger/history?account=alice"},
+      {"GET", "/v1/earnings?provider=prov"},
+      {"POST", "/v1/images"},
   };
-  const std::set<std::string> open = {"/v1/jobs",     "/v1/nodes",   "/v1/market",
-                                      "/v1/accounts", "/v1/history", "/v1/workflows"};
+  // Routes any tenant may call (answered, or refused for a malformed body).
+  const std::set<std::string> open = {"/v1/jobs",    "/v1/nodes",     "/v1/market", "/v1/accounts",
+                                      "/v1/history", "/v1/workflows", "/v1/images"};
   for (const Route& r : routes) {
     for (const Credential& cred : creds_) {
       httplib::Headers headers;

@@ -211,7 +211,7 @@ TEST_F(Pause, OwnersGameFreezesTheJobWhichResumesAndFinishesWhenTheGameExits) {
   const auto& frozen = node->pause().frozen_attempts();
   EXPECT_NE(std::find(frozen.begin(), frozen.end(), running->tasks(0).attempts(0).id()), frozen.end())
       << node->pause().DebugString();
-  auto cli = grid_->Cli({"nodes"});
+  auto cli = grid_->Cli({"nodes", "--details"});
   EXPECT_NE(cli.out.find("owner pause: owner-gpu since"), std::string::npos) << cli.out;
 
   // The game exits: after resumeAfter (1 s) the job runs again.

@@ -151,6 +151,14 @@ export class Client {
     return { digest, size };
   }
 
+  // Pushes an OCI image archive (`podman save --format oci-archive`,
+  // `idlegrid image build`) as an artifact and registers it (POST
+  // /v1/images); resolves to the image to name in a spec ("sha256:...").
+  async pushImage(archive, { makePublic = false } = {}) {
+    const { digest } = await this.upload(archive, { makePublic, kind: "image" });
+    return (await this.request("POST", "/v1/images", { archiveDigest: digest })).image;
+  }
+
   // Polls the job's counts and summary (never its tasks, however many)
   // until it settles; `onUpdate(job)` sees each one read. Resolves to the
   // settled job with every task (what results() reads).

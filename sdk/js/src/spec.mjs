@@ -8,10 +8,22 @@ export const TERMINAL_STATES = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 // {{.name}} placeholders in `args` and `env` values. Item values are sent
 // as the strings the job sees (numbers and booleans as JSON writes them).
 // Sizes are bytes, timeouts seconds; other JobSpec fields go in `fields`
-// by their JSON names (e.g. { maxCost: 2.5 }).
+// by their JSON names (e.g. { maxCost: 2.5 }). `budget` bounds the whole
+// job's cost: split evenly into each task's maxCost (budget / tasks), which
+// the coordinator enforces (and escrows with its ledger on); it needs a
+// runTimeout, as maxCost does.
 export function mapSpec(image, items, options = {}) {
   if (!Array.isArray(items) || items.length === 0) {
     throw new IdlegridError("InvalidArgument", "array.items: mapSpec() needs at least one item");
+  }
+  const { budget } = options;
+  if (budget !== undefined) {
+    if (options.fields?.maxCost !== undefined) {
+      throw new IdlegridError("InvalidArgument", "budget: give budget (the whole job's) or fields.maxCost (each task's), not both");
+    }
+    if (typeof budget !== "number" || !(budget > 0)) {
+      throw new IdlegridError("InvalidArgument", `budget: a positive number of credits, got ${JSON.stringify(budget)}`);
+    }
   }
   const { args = [], command = [], env = {}, name = "map", cpu = 0, memory = 0, gpus = 0, gpuMemory = 0,
           output = "/out", retries = 0, runTimeout = 0, fields = {} } = options;
@@ -30,6 +42,7 @@ export function mapSpec(image, items, options = {}) {
     items: items.map((item, i) => ({ values: itemValues(i, item) })),
     ...fields,
   };
+  if (budget !== undefined) spec.maxCost = budget / items.length;
   return spec;
 }
 

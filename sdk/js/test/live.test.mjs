@@ -12,6 +12,7 @@ import { connect, mapSpec } from "../src/index.mjs";
 
 const live = process.env.IDLEGRID_URL ? false : "IDLEGRID_URL is not set: no grid to run against";
 const image = process.env.IDLEGRID_TEST_IMAGE;
+const archive = process.env.IDLEGRID_TEST_ARCHIVE;  // the same image as an OCI archive
 
 test("an item array runs, and its outputs arrive verified", { skip: live }, async () => {
   const grid = connect();
@@ -39,6 +40,15 @@ test("an item array runs, and its outputs arrive verified", { skip: live }, asyn
   const lines = logs.chunks.map((c) => `${c.taskIndex}:${c.text.trim()}`).sort();
   assert.deepEqual(lines, ["0:task 0 wrote its outputs", "1:task 1 wrote its outputs", "2:task 2 wrote its outputs"]);
   assert.ok((await grid.jobs()).some((j) => j.id === job.id));
+});
+
+test("an image archive pushed over HTTPS is one a job can name", { skip: live }, async () => {
+  const grid = connect();
+  const pushed = await grid.pushImage(archive);
+  assert.match(pushed, /^sha256:[0-9a-f]{64}$/);
+  const job = await grid.submit(mapSpec(pushed, [{ n: 1 }], { command: ["/sim"], args: ["write", "{{.n}}"], name: "js-pushed" }));
+  const done = await grid.wait(job.id, { intervalMs: 200, timeoutMs: 120_000 });
+  assert.deepEqual(done.tasks.map((t) => t.state), ["SUCCEEDED"]);
 });
 
 test("a job nothing can run waits, says why, and is cancelled then retried", { skip: live }, async () => {

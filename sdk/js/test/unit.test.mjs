@@ -102,6 +102,10 @@ test("mapSpec makes one task per item, values as the strings the job sees", () =
   assert.equal(spec.resources.memoryBytes, String(256 << 20));
   assert.equal(spec.maxCost, 2.5);
   assert.throws(() => mapSpec("img", []), (e) => e instanceof IdlegridError && e.code === "InvalidArgument");
+  const budgeted = mapSpec("img", [{ a: 1 }, { a: 2 }, { a: 3 }, { a: 4 }], { budget: 10, runTimeout: 60 });
+  assert.equal(budgeted.maxCost, 2.5);
+  assert.throws(() => mapSpec("img", [{}], { budget: 1, fields: { maxCost: 1 } }), /not both/);
+  assert.throws(() => mapSpec("img", [{}], { budget: 0 }), /positive number/);
   assert.throws(() => mapSpec("img", [{ nested: { a: 1 } }]), /values are strings, numbers or booleans/);
 });
 

@@ -11,7 +11,7 @@ from google.protobuf import json_format
 
 from ._proto import pb, pb_grpc
 from .config import resolve_config
-from .errors import ConfigError, InvalidArgument, from_rpc_error
+from .errors import ConfigError, IdlegridError, InvalidArgument, from_rpc_error
 from .job import Job
 from .spec import map_spec, spec_from
 from .workflow import Workflow
@@ -43,7 +43,11 @@ def connect(address=None, ca_file=None, token=None, config_file=None, timeout=30
         ("grpc.ssl_target_name_override", _SERVER_NAME),
         ("grpc.max_receive_message_length", _MAX_MESSAGE),
     ])
-    return Grid(channel, timeout)
+    grid = Grid(channel, timeout)
+    # What the CLI needs to reach the same coordinator (build_image runs it).
+    grid._cli_env = {"IDLEGRID_ADDR": config.address, "IDLEGRID_CA_FILE": config.ca_file,
+                     "IDLEGRID_TOKEN": config.token}
+    return grid
 
 
 class Grid:
@@ -54,6 +58,7 @@ class Grid:
         self._channel = channel
         self._stub = pb_grpc.RequesterServiceStub(channel)
         self.timeout = timeout
+        self._cli_env = {}  # connect() fills it: the CLI then reaches this coordinator
 
     def __enter__(self):
         return self
@@ -157,6 +162,32 @@ class Grid:
         digest = self.upload(archive, public=public, kind="image")
         return self.call("RegisterImage", pb.RegisterImageRequest(archive_digest=digest)).image
 
+    def build_image(self, context, file=None, name=None, allow_network=False, public=False, idlegrid_bin=None):
+        """Builds the directory `context` (its Containerfile or Dockerfile,
+        or `file`) with podman and pushes it to this coordinator, as `idlegrid
+        image build` does (the CLI, from $IDLEGRID_BIN or PATH): RUN steps
+        without a network unless `allow_network`, no base image pulled (make
+        one with `idlegrid image base` or `podman import`). Returns the image
+        to name in a spec ("NAME@sha256:..." with `name`, else "sha256:...").
+        A build that fails raises with podman's own words."""
+        argv = [_cli(idlegrid_bin), "image", "build", str(context)]
+        if file is not None:
+            argv += ["--file", str(file)]
+        if name is not None:
+            argv += ["--name", str(name)]
+        if allow_network:
+            argv.append("--allow-network")
+        if public:
+            argv.append("--public")
+        run = subprocess.run(argv, capture_output=True, text=True, check=False, env={**os.environ, **self._cli_env})
+        if run.returncode != 0:
+            reason = run.stderr.strip().removeprefix("error: ") or f"{argv[0]} image build failed"
+            raise (InvalidArgument if run.returncode == 2 else IdlegridError)(reason)
+        lines = run.stdout.strip().splitlines()
+        if not lines:
+            raise IdlegridError(f"{argv[0]} image build printed no image")
+        return lines[-1].strip()
+
     def download(self, digest):
         """The DownloadArtifact stream of `digest` (unverified chunks: see
         artifacts.read_verified / save_verified)."""
@@ -202,12 +233,18 @@ def parse_workflow_manifest(path, idlegrid_bin=None):
     return spec
 
 
-def _parse(path, idlegrid_bin):
-    """A JobSpec or WorkflowSpec: whichever the CLI's parser printed."""
+def _cli(idlegrid_bin):
+    """The idlegrid CLI: the one given, else $IDLEGRID_BIN, else on PATH."""
     binary = idlegrid_bin or os.environ.get("IDLEGRID_BIN") or shutil.which("idlegrid")
     if not binary:
-        raise ConfigError("submitting a manifest needs the idlegrid CLI (its manifest parser): "
+        raise ConfigError("this needs the idlegrid CLI (its manifest parser, its image build): "
                           "put it on PATH or set IDLEGRID_BIN")
+    return binary
+
+
+def _parse(path, idlegrid_bin):
+    """A JobSpec or WorkflowSpec: whichever the CLI's parser printed."""
+    binary = _cli(idlegrid_bin)
     run = subprocess.run([binary, "validate", str(path), "--json"], capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise InvalidArgument(run.stderr.strip().removeprefix("error: ") or f"{binary} validate failed")

@@ -37,16 +37,28 @@ def item_values(index, item):
 
 def map_spec(image, items, args=None, *, command=None, env=None, name="map", gpus=0, gpu_memory=0,
              cpu=0.0, memory=0, output="/out", retries=0, idempotent=False, run_timeout=0,
-             queue_timeout=0, inputs=None, **fields):
+             queue_timeout=0, inputs=None, budget=None, **fields):
     """The JobSpec of an item array: one task per entry of `items`, whose
     values fill the {{.name}} placeholders in `args` and `env` values.
     Sizes are bytes (`memory=512 * MiB`), timeouts seconds; 0 means the
     coordinator's default. `inputs` maps container paths to artifact
     digests. Any other JobSpec field may be given by its proto name
-    (`max_cost=2.5`, `constraints={"gpu_models": ["H100"]}`)."""
+    (`max_cost=2.5`, `constraints={"gpu_models": ["H100"]}`).
+
+    `budget` bounds what the whole job may cost: it is split evenly into each
+    task's `max_cost` (budget / tasks), which the coordinator enforces over
+    all of a task's attempts and, with its ledger on, escrows at submit; so
+    the job never costs more, though a task cannot use another's share. Like
+    max_cost it needs a `run_timeout` (to price a run before it starts)."""
     items = list(items)
     if not items:
         raise InvalidArgument("array.items: map() needs at least one item")
+    if budget is not None:
+        if "max_cost" in fields:
+            raise InvalidArgument("budget: give budget (the whole job's) or max_cost (each task's), not both")
+        if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+            raise InvalidArgument(f"budget: a positive number of credits, got {budget!r}")
+        fields["max_cost"] = float(budget) / len(items)
     spec = pb.JobSpec(api_version=API_VERSION, name=name, image=image, command=list(command or []),
                       args=[str(a) for a in (args or [])], env={k: str(v) for k, v in (env or {}).items()},
                       output_path=output, retries=retries, idempotent=idempotent,

@@ -148,6 +148,17 @@ class LiveGridTest(unittest.TestCase):
         self.assertEqual(len(self.grid.nodes()), 1)
         self.assertEqual(job.wait(progress=False).state, "SUCCEEDED")
 
+    def test_a_page_of_tasks_is_read_by_state(self):
+        job = self.map([{"samples": 1000 + i} for i in range(5)], ["{{.samples}}", "/out"], gpus=1, name="paged")
+        job.cancel(tasks=[1, 3])
+        cancelled, matched = job.tasks(state="cancelled")
+        self.assertEqual(([t.index for t in cancelled], matched), ([1, 3], 2))
+        page, matched = job.tasks(state=["queued"], offset=1, limit=2)
+        self.assertEqual(([t.index for t in page], matched), ([2, 4], 3))
+        summary = job.status(tasks=False)
+        self.assertEqual((summary.total, len(summary.job.tasks)), (5, 0))
+        job.cancel()
+
     def test_a_job_no_node_can_take_is_explained_then_cancelled(self):
         job = self.map([{"samples": 1000}], ["{{.samples}}", "/out"], gpus=1, name="needs-gpu")
         why = job.explain()

@@ -45,6 +45,16 @@ class MapSpecTest(unittest.TestCase):
         self.assertEqual(list(spec.constraints.gpu_models), ["H100"])
         self.assertEqual((spec.inputs[0].path, spec.inputs[0].artifact), ("/in/params.json", "sha256:" + "cd" * 32))
 
+    def test_a_job_budget_is_split_into_each_tasks_cost_cap(self):
+        spec = map_spec(IMAGE, [{"seed": s} for s in range(4)], budget=10, run_timeout=60)
+        self.assertEqual(spec.max_cost, 2.5)
+        self.assertEqual(spec.max_cost * spec.array_count, 10)
+        with self.assertRaisesRegex(idlegrid.InvalidArgument, "not both"):
+            map_spec(IMAGE, [{}], budget=1, max_cost=1)
+        for bad in (0, -1, "5", True):
+            with self.assertRaisesRegex(idlegrid.InvalidArgument, "budget: a positive number"):
+                map_spec(IMAGE, [{}], budget=bad)
+
     def test_an_unknown_field_is_refused(self):
         with self.assertRaises(idlegrid.InvalidArgument) as e:
             map_spec(IMAGE, [{}], memroy=1)

@@ -118,5 +118,48 @@ class ManifestKindTest(unittest.TestCase):
             idlegrid.parse_workflow_manifest("job.yaml", idlegrid_bin=cli)
 
 
+class BuildImageTest(unittest.TestCase):
+    """Grid.build_image runs the CLI's `image build` against the same coordinator."""
+
+    def fake_cli(self, script):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "idlegrid")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + script)
+        os.chmod(path, stat.S_IRWXU)
+        return path, d
+
+    def test_builds_with_the_grids_connection_and_returns_the_image(self):
+        cli, d = self.fake_cli('echo "$@" > "$(dirname "$0")/argv"\n'
+                               'echo "$IDLEGRID_ADDR $IDLEGRID_TOKEN" > "$(dirname "$0")/env"\n'
+                               'echo "pushing 3 layers" \necho "sweep@sha256:' + "a" * 64 + '"\n')
+
+        class Grid(idlegrid.Grid):
+            def __init__(self):
+                self._cli_env = {"IDLEGRID_ADDR": "10.0.0.1:7443", "IDLEGRID_TOKEN": "t0k",
+                                 "IDLEGRID_CA_FILE": "/ca.crt"}
+        image = Grid().build_image("ctx", file="ctx/Containerfile.gpu", name="sweep", allow_network=True,
+                                   idlegrid_bin=cli)
+        self.assertEqual(image, "sweep@sha256:" + "a" * 64)
+        with open(os.path.join(d, "argv")) as f:
+            self.assertEqual(f.read().split(), ["image", "build", "ctx", "--file", "ctx/Containerfile.gpu",
+                                                "--name", "sweep", "--allow-network"])
+        with open(os.path.join(d, "env")) as f:
+            self.assertEqual(f.read().split(), ["10.0.0.1:7443", "t0k"])
+
+    def test_a_failed_build_raises_with_the_clis_words(self):
+        cli, _ = self.fake_cli('echo "error: podman build: RUN apt-get: no network" >&2\nexit 1\n')
+        with self.assertRaises(idlegrid.IdlegridError) as e:
+            g = idlegrid.Grid.__new__(idlegrid.Grid)
+            g._cli_env = {}
+            g.build_image("ctx", idlegrid_bin=cli)
+        self.assertEqual(e.exception.reason, "podman build: RUN apt-get: no network")
+        usage, _ = self.fake_cli('echo "error: no such directory: ctx" >&2\nexit 2\n')
+        g = idlegrid.Grid.__new__(idlegrid.Grid)
+        g._cli_env = {}
+        with self.assertRaises(idlegrid.InvalidArgument):
+            g.build_image("ctx", idlegrid_bin=usage)
+
+
 if __name__ == "__main__":
     unittest.main()
