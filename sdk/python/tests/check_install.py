@@ -3,7 +3,10 @@ setuptools: --no-build-isolation --no-index), which must generate the
 protocol modules itself, into a fresh directory; then runs the unit tests
 against that installed package alone. Then the README's two lines: a virtual
 environment that sees Debian's packages, and pip install into it (Debian 12's
-own Python refuses pip, PEP 668). ctest: sdk_python_install."""
+own Python refuses pip, PEP 668). Last, the wheel make_dist.py makes, which
+carries the protocol modules: installed into another virtual environment
+with no protoc or grpc_python_plugin on PATH, it imports and its unit tests
+pass. ctest: sdk_python_install."""
 import os
 import shutil
 import subprocess
@@ -35,6 +38,7 @@ def main():
                         "-t", os.path.join(source, "tests"), "-p", "test_*.py"], check=True, env=env, cwd=tmp)
         print(f"installed and tested: {' '.join(where)}")
         check_venv(tmp, source, env)
+        check_wheel(tmp, source, env)
 
 
 def check_venv(tmp, source, env):
@@ -49,6 +53,31 @@ def check_venv(tmp, source, env):
     if not where.startswith(venv + os.sep):
         sys.exit(f"the venv imported {where}, not its own install")
     print(f"installed in a venv as the README says: {where}")
+
+
+def check_wheel(tmp, source, env):
+    env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "IDLEGRID_PROTO_DIR")}
+    dist = os.path.join(tmp, "dist")
+    wheel = subprocess.run([sys.executable, os.path.join(SDK, "make_dist.py"), dist], check=True, env=env, cwd=tmp,
+                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    venv = os.path.join(tmp, "wheel-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True, env=env, cwd=tmp)
+    # Only the venv's own programs on PATH: no protoc, no grpc_python_plugin.
+    bare = dict(env, PATH=os.path.join(venv, "bin"))
+    for tool in ("protoc", "grpc_python_plugin"):
+        if shutil.which(tool, path=bare["PATH"]):
+            sys.exit(f"{tool} is on the bare PATH: the check would prove nothing")
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--no-index", "--no-deps", wheel],
+                   check=True, env=bare, cwd=tmp)
+    python = os.path.join(venv, "bin", "python")
+    where = subprocess.run([python, "-c", "import idlegrid.v1.idlegrid_pb2_grpc as g; print(g.__file__)"],
+                           check=True, env=bare, cwd=tmp, capture_output=True, text=True).stdout.strip()
+    if not where.startswith(venv + os.sep):
+        sys.exit(f"the wheel's venv imported {where}, not its own install")
+    # The tests' stand-in CLIs are shell scripts: they need the system's PATH back.
+    subprocess.run([python, "-m", "unittest", "discover", "-s", os.path.join(source, "tests"),
+                    "-t", os.path.join(source, "tests"), "-p", "test_*.py"], check=True, env=env, cwd=tmp)
+    print(f"the wheel {os.path.basename(wheel)} installed without protoc: {where}")
 
 
 if __name__ == "__main__":
