@@ -92,19 +92,27 @@ Result<Request> ParseBody(const std::string& body) {
   return out;
 }
 
-// A request about the job in the path, from an optional JSON body (empty:
-// only the job id). A body naming another job is InvalidArgument.
+// A request about the object in the path (`what` `id`), from an optional
+// JSON body (empty: only the id). A body naming another one is
+// InvalidArgument; `id_field` is the request's mutable id accessor.
 template <typename Request>
-Result<Request> JobBody(const std::string& body, const std::string& job_id) {
+Result<Request> PathBody(const std::string& body, const std::string& what, const std::string& id,
+                         std::string* (Request::*id_field)()) {
   Request out;
   if (!body.empty()) {
     IG_ASSIGN_OR_RETURN(out, ParseBody<Request>(body));
   }
-  if (!out.job_id().empty() && out.job_id() != job_id) {
-    return Status::InvalidArgument("the body names job " + out.job_id() + ", the path " + job_id);
+  std::string* named = (out.*id_field)();
+  if (!named->empty() && *named != id) {
+    return Status::InvalidArgument("the body names " + what + " " + *named + ", the path " + id);
   }
-  out.set_job_id(job_id);
+  *named = id;
   return out;
+}
+
+template <typename Request>
+Result<Request> JobBody(const std::string& body, const std::string& job_id) {
+  return PathBody<Request>(body, "job", job_id, &Request::mutable_job_id);
 }
 
 // A JSON answer to a GET carries a strong ETag of its body, and a request
@@ -215,18 +223,10 @@ void HttpApi::NodeRoutes() {
   // bounds how long running work may finish. DrainNode's rule: the node's owner.
   server_->Post(R"(/v1/nodes/([A-Za-z0-9-]+)/drain)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Admit(req, res, "DrainNode", gate_.Node(req.matches[1]))) return;
-    v1::DrainNodeRequest body;
-    if (!req.body.empty()) {
-      auto parsed = ParseBody<v1::DrainNodeRequest>(req.body);
-      if (!parsed.ok()) return SendError(res, parsed.status());
-      body = std::move(parsed).value();
-    }
-    if (!body.node_id().empty() && body.node_id() != req.matches[1]) {
-      return SendError(res, Status::InvalidArgument("the body names node " + body.node_id() + ", the path " +
-                                                    std::string(req.matches[1])));
-    }
-    body.set_node_id(req.matches[1]);
-    SendResult(res, c_->nodes().Drain(body));
+    auto body =
+        PathBody<v1::DrainNodeRequest>(req.body, "node", req.matches[1], &v1::DrainNodeRequest::mutable_node_id);
+    if (!body.ok()) return SendError(res, body.status());
+    SendResult(res, c_->nodes().Drain(*body));
   });
 }
 

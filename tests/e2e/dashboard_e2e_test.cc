@@ -42,19 +42,6 @@ std::string BrowserMissing() {
   return "";
 }
 
-CmdResult Curl(const Grid& grid, const std::string& path, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {"curl",
-                                   "-sS",
-                                   "--fail-with-body",
-                                   "--cacert",
-                                   grid.coordinator_dir + "/pki/ca.crt",
-                                   "-H",
-                                   "Authorization: Bearer " + grid.admin_token};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back("https://" + grid.http_addr + path);
-  return RunCommand(argv);
-}
-
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -88,12 +75,12 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
 
   // The page and its assets: served with their types and a policy that
   // forbids inline script.
-  auto page = Curl(grid, "/", {"-D", "-"});
+  auto page = grid.Curl("/", {"-D", "-"});
   ASSERT_EQ(page.exit_code, 0) << page.err;
   EXPECT_NE(Lower(page.out).find("content-type: text/html"), std::string::npos) << page.out;
   EXPECT_NE(Lower(page.out).find("content-security-policy: default-src 'none'; script-src 'self';"), std::string::npos)
       << page.out;
-  auto script = Curl(grid, "/dashboard/app.js", {"-D", "-"});
+  auto script = grid.Curl("/dashboard/app.js", {"-D", "-"});
   ASSERT_EQ(script.exit_code, 0) << script.err;
   EXPECT_NE(Lower(script.out).find("content-type: text/javascript"), std::string::npos) << script.out.substr(0, 400);
 
@@ -116,20 +103,20 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_TRUE(grid.WaitForLog(running_id, "started"));
 
   // The routes the page polls: logs after a cursor, the load history.
-  auto logs = Curl(grid, "/v1/jobs/" + running_id + "/logs?after=0");
+  auto logs = grid.Curl("/v1/jobs/" + running_id + "/logs?after=0");
   ASSERT_EQ(logs.exit_code, 0) << logs.err << logs.out;
   EXPECT_NE(logs.out.find("\"chunks\":[{"), std::string::npos) << logs.out;
   const size_t next_at = logs.out.rfind("\"next\":");
   ASSERT_NE(next_at, std::string::npos) << logs.out;
   const std::string next = logs.out.substr(next_at + 7, logs.out.find('}', next_at) - next_at - 7);
-  auto after = Curl(grid, "/v1/jobs/" + running_id + "/logs?after=" + next);
+  auto after = grid.Curl("/v1/jobs/" + running_id + "/logs?after=" + next);
   ASSERT_EQ(after.exit_code, 0) << after.err << after.out;
   EXPECT_NE(after.out.find("{\"chunks\":[],\"next\":" + next + "}"), std::string::npos)
       << "nothing new after the cursor: " << after.out;
-  auto bad_cursor = Curl(grid, "/v1/jobs/" + running_id + "/logs?after=x");
+  auto bad_cursor = grid.Curl("/v1/jobs/" + running_id + "/logs?after=x");
   EXPECT_NE(bad_cursor.exit_code, 0);
   EXPECT_NE(bad_cursor.out.find("InvalidArgument"), std::string::npos) << bad_cursor.out;
-  auto history = Curl(grid, "/v1/history");
+  auto history = grid.Curl("/v1/history");
   ASSERT_EQ(history.exit_code, 0) << history.err;
   EXPECT_NE(history.out.find("\"periodMs\":5000,\"samples\":[{\"atMs\":"), std::string::npos) << history.out;
 
@@ -162,7 +149,7 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_FALSE(sweep_id.empty());
   std::string some = "{\"taskIndices\":[";
   for (int i = 100; i < 150; ++i) some += (i > 100 ? "," : "") + std::to_string(i);
-  auto cancelled = Curl(grid, "/v1/jobs/" + sweep_id + "/cancel", {"-X", "POST", "-d", some + "]}"});
+  auto cancelled = grid.Curl("/v1/jobs/" + sweep_id + "/cancel", {"-X", "POST", "-d", some + "]}"});
   ASSERT_EQ(cancelled.exit_code, 0) << cancelled.err << cancelled.out;
 
   const std::string artifacts = ArtifactsDir();
@@ -212,7 +199,7 @@ TEST(DashboardE2E, ABrowserFollowsAJobExplainsAWaitingOneAndCancelsIt) {
   ASSERT_EQ(done.exit_code, 0) << done.err;
   EXPECT_EQ(ParseJson<v1::Job>(done.out).state(), v1::SUCCEEDED);
   // The sweep's cancel was dismissed: it still waits, all but the 50 cancelled.
-  auto sweep_read = Curl(grid, "/v1/jobs/" + sweep_id + "?paged=1");
+  auto sweep_read = grid.Curl("/v1/jobs/" + sweep_id + "?paged=1");
   ASSERT_EQ(sweep_read.exit_code, 0) << sweep_read.err << sweep_read.out;
   const auto sweep = ParseJson<v1::Job>(sweep_read.out);
   EXPECT_EQ(sweep.state(), v1::QUEUED);

@@ -86,7 +86,8 @@ class Grid {
   // curl of the HTTPS/JSON API at `path` ("/v1/jobs?..."), with `token`
   // (default: the admin's) and the coordinator's CA; `extra` curl arguments
   // go before the URL. --fail-with-body: a refusal exits non-zero with its body.
-  CmdResult Curl(const std::string& path, const std::vector<std::string>& extra = {}, const std::string& token = "");
+  CmdResult Curl(const std::string& path, const std::vector<std::string>& extra = {},
+                 const std::string& token = "") const;
   // Builds (once per process) the test image and pushes it; returns its digest.
   std::string PushTestImage();
   // The test image's OCI archive, built once per process; "" if that failed.

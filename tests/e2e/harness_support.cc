@@ -442,7 +442,7 @@ std::string Grid::PushTestImage() {
   return digest;
 }
 
-CmdResult Grid::Curl(const std::string& path, const std::vector<std::string>& extra, const std::string& token) {
+CmdResult Grid::Curl(const std::string& path, const std::vector<std::string>& extra, const std::string& token) const {
   std::vector<std::string> argv = {"curl",
                                    "-sS",
                                    "--fail-with-body",
