@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "common/digest.h"
 #include "common/fs.h"
@@ -54,6 +55,32 @@ Status CopyRange(int fd, uint64_t offset, uint64_t size, const std::string& to) 
   return st;
 }
 
+// What identifies one version of a file: a write in progress changes its
+// size or modification time, a rename puts another inode at the path.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp StampOf(const struct stat& st) {
+  return {st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+std::optional<FileStamp> StampOfPath(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return StampOf(st);
+}
+
+std::optional<FileStamp> StampOfFd(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  return StampOf(st);
+}
+
 }  // namespace
 
 CheckpointSync::CheckpointSync(std::string dir, UploadFn upload, ReportFn report, Chunking chunking)
@@ -87,19 +114,33 @@ Status CheckpointSync::Restore(const v1::Checkpoint& checkpoint, const DownloadF
 Status CheckpointSync::SyncOnce() {
   std::lock_guard<std::mutex> lock(sync_mu_);
   std::vector<v1::OutputFile> files;
+  // A file that changes while it is read (a job writing its temporary
+  // file before the rename) is left for the next sync: the report keeps
+  // the version the coordinator holds, if any, instead of a torn one.
+  auto keep_held = [&](const std::string& rel) {
+    spdlog::info("checkpoint file {} changed while it was read; a later sync sends it", rel);
+    auto held = held_.find(rel);
+    if (held != held_.end()) files.push_back(held->second);
+  };
   for (const auto& rel : RegularFilesUnder(dir_)) {
     std::string path = dir_ + "/" + rel;
-    std::error_code ec;
-    const uint64_t size = std::filesystem::file_size(path, ec);
-    if (ec) continue;  // removed while we looked: the next sync sees it
-    if (size > chunking_.above) {
+    const std::optional<FileStamp> before = StampOfPath(path);
+    if (!before) continue;  // removed while we looked: the next sync sees it
+    if (static_cast<uint64_t>(before->size) > chunking_.above) {
       auto chunked = SyncChunked(path, rel);
       if (!chunked.ok()) return chunked.status().WithContext("checkpoint file " + rel);
-      files.push_back(std::move(*chunked));
+      if (chunked->has_value()) {
+        files.push_back(std::move(**chunked));
+      } else {
+        keep_held(rel);
+      }
       continue;
     }
     auto digest = Sha256File(path);
-    if (!digest.ok()) continue;  // removed or replaced while we looked: the next sync sees it
+    if (!digest.ok() || StampOfPath(path) != before) {
+      keep_held(rel);
+      continue;
+    }
     auto held = held_.find(rel);
     if (held != held_.end() && held->second.digest() == *digest && held->second.chunks_size() == 0) {
       files.push_back(held->second);
@@ -107,6 +148,11 @@ Status CheckpointSync::SyncOnce() {
     }
     auto up = upload_(path, rel);
     if (!up.ok()) return up.status().WithContext("checkpoint file " + rel);
+    spdlog::info("checkpoint file {}: {} bytes sent whole", rel, up->size());
+    if (up->digest() != *digest || StampOfPath(path) != before) {  // rewritten while it was sent
+      keep_held(rel);
+      continue;
+    }
     held_[rel] = *up;
     files.push_back(std::move(*up));
   }
@@ -126,16 +172,19 @@ Status CheckpointSync::SyncOnce() {
 }
 
 // One pass over the file hashes it whole and chunk by chunk; only chunks
-// the coordinator lacks are copied out and uploaded. A file rewritten while
-// it is read shows as a chunk that uploads under another digest: the sync
-// fails and the next one sees the new file.
-Result<v1::OutputFile> CheckpointSync::SyncChunked(const std::string& path, const std::string& rel) {
+// the coordinator lacks are copied out and uploaded. A file written to
+// while it is hashed (its size or mtime moved) gives nullopt before anything
+// is sent; one rewritten while its chunks are copied shows as a chunk that
+// uploads under another digest, nullopt too: the next sync sees it settled.
+Result<std::optional<v1::OutputFile>> CheckpointSync::SyncChunked(const std::string& path, const std::string& rel) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Errno("open " + path);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
+  const std::optional<FileStamp> before = StampOfFd(fd);
+  if (!before) return Errno("stat " + path);
   Sha256 whole;
   std::vector<ChunkRef> chunks;
   std::vector<char> buf(1 << 20);
@@ -157,8 +206,11 @@ Result<v1::OutputFile> CheckpointSync::SyncChunked(const std::string& path, cons
     if (part_size < chunking_.chunk) break;
   }
   const std::string digest = whole.Finish();
+  if (StampOfFd(fd) != before) return std::optional<v1::OutputFile>();
   auto held = held_.find(rel);
-  if (held != held_.end() && held->second.digest() == digest && held->second.chunks_size() > 0) return held->second;
+  if (held != held_.end() && held->second.digest() == digest && held->second.chunks_size() > 0) {
+    return std::optional<v1::OutputFile>(held->second);
+  }
   IG_RETURN_IF_ERROR(MakeDirs(chunk_dir_, 0700));
   v1::OutputFile out;
   out.set_path(rel);
@@ -175,13 +227,13 @@ Result<v1::OutputFile> CheckpointSync::SyncChunked(const std::string& path, cons
     Result<v1::OutputFile> up = st.ok() ? upload_(tmp, rel) : Result<v1::OutputFile>(st);
     ::unlink(tmp.c_str());
     if (!up.ok()) return up.status();
-    if (up->digest() != c.digest) return Status::Unavailable("changed while it was uploaded; the next sync sends it");
+    if (up->digest() != c.digest) return std::optional<v1::OutputFile>();  // rewritten in place meanwhile
     held_chunks_.insert(c.digest);
     sent += c.size;
   }
   spdlog::info("checkpoint file {}: {} of {} bytes sent ({} chunks)", rel, sent, offset, chunks.size());
   held_[rel] = out;
-  return out;
+  return std::optional<v1::OutputFile>(std::move(out));
 }
 
 Status CheckpointSync::RestoreChunked(const v1::OutputFile& f, const std::string& path, const DownloadFn& download) {

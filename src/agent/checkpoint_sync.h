@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -45,7 +46,9 @@ class CheckpointSync {
   // malformed file list; the download's error otherwise.
   Status Restore(const v1::Checkpoint& checkpoint, const DownloadFn& download);
   // Uploads new or changed files and reports the directory if its contents
-  // differ from the last report. Symlinks and special files are skipped.
+  // differ from the last report. Symlinks and special files are skipped; a
+  // file written to while it is read keeps its last uploaded version in the
+  // report (or stays out of it) until a sync finds it settled.
   Status SyncOnce();
   // Calls SyncOnce every `interval` on its own thread until Stop().
   void Start(std::chrono::milliseconds interval);
@@ -55,7 +58,8 @@ class CheckpointSync {
   uint32_t reports() const;
 
  private:
-  Result<v1::OutputFile> SyncChunked(const std::string& path, const std::string& rel);
+  // nullopt when the file changed while it was read (nothing of it is held).
+  Result<std::optional<v1::OutputFile>> SyncChunked(const std::string& path, const std::string& rel);
   Status RestoreChunked(const v1::OutputFile& f, const std::string& path, const DownloadFn& download);
 
   const std::string dir_;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
+#include <functional>
 #include <map>
 
 #include "common/digest.h"
@@ -32,6 +34,7 @@ class CheckpointSyncTest : public ::testing::Test {
         dir,
         [this](const std::string& path, const std::string& rel) -> Result<v1::OutputFile> {
           IG_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+          if (during_upload_) during_upload_(rel);
           uploaded_bytes_ += bytes.size();
           ++uploads_;
           v1::OutputFile f;
@@ -70,6 +73,7 @@ class CheckpointSyncTest : public ::testing::Test {
   std::vector<std::vector<v1::OutputFile>> reports_;
   uint64_t uploaded_bytes_ = 0;
   int uploads_ = 0;
+  std::function<void(const std::string& rel)> during_upload_;  // runs inside each upload
 };
 
 TEST_F(CheckpointSyncTest, AnUnchangedSmallFileIsSentOnceAndReportedOnce) {
@@ -81,6 +85,40 @@ TEST_F(CheckpointSyncTest, AnUnchangedSmallFileIsSentOnceAndReportedOnce) {
   ASSERT_EQ(reports_.size(), 1u);
   ASSERT_EQ(reports_[0].size(), 1u);
   EXPECT_EQ(reports_[0][0].chunks_size(), 0) << "small files are one blob";
+}
+
+// A job still writing a file (its temporary file before the rename) is not
+// reported torn: the sync that saw it change keeps the version already held,
+// and the next sync, finding it settled, sends and reports it.
+TEST_F(CheckpointSyncTest, AFileWrittenWhileItIsSentWaitsForTheNextSync) {
+  auto sync = Make(dir_);
+  Write("state.json", "{\"epoch\": 1}");
+  ASSERT_TRUE(sync->SyncOnce().ok());
+  ASSERT_EQ(reports_.size(), 1u);
+  const std::string epoch1 = reports_[0][0].digest();
+
+  Write("state.json", "{\"epoch\": 2}");
+  Write(".next.tmp", "half of a ");
+  during_upload_ = [&](const std::string& rel) {
+    const std::string path = dir_ + "/" + rel;
+    FILE* f = std::fopen(path.c_str(), "a");  // the writer goes on, in place
+    ASSERT_NE(f, nullptr);
+    std::fputs("more", f);
+    std::fclose(f);
+  };
+  ASSERT_TRUE(sync->SyncOnce().ok());
+  EXPECT_EQ(reports_.size(), 1u) << "nothing settled changed, so nothing new is reported";
+
+  during_upload_ = nullptr;
+  Write(".next.tmp", "whole");
+  Write("state.json", "{\"epoch\": 3}");
+  ASSERT_TRUE(sync->SyncOnce().ok());
+  ASSERT_EQ(reports_.size(), 2u);
+  ASSERT_EQ(reports_[1].size(), 2u);
+  for (const auto& f : reports_[1]) {
+    EXPECT_NE(f.digest(), epoch1);
+    EXPECT_EQ(store_.at(f.digest()), f.path() == "state.json" ? "{\"epoch\": 3}" : "whole") << f.path();
+  }
 }
 
 TEST_F(CheckpointSyncTest, ALargeFileMovesInChunksAndOnlyItsChangedChunkIsSentAgain) {

@@ -146,30 +146,53 @@ TEST(Checkpoint, ALargeFileMovesOnlyItsChangedChunksAndRestoresWhole) {
   };
   constexpr double kMiB = 1 << 20;
   constexpr int kFileMiB = 72;  // 5 chunks of 16 MiB, the last 8
-  std::string manifest = grid.Manifest("weights", {"bigstate", std::to_string(kFileMiB), "12", "700"},
+  std::string manifest = grid.Manifest("weights", {"bigstate", std::to_string(kFileMiB), "20", "700"},
                                        "retries: 2\nidempotent: true\ncheckpoint:\n  path: /ckpt\n  interval: 1s\n");
   const double before = bytes_in();  // after Manifest pushed the test image
   auto sub = grid.Cli({"submit", manifest});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   const std::string id = sub.out.substr(0, sub.out.find('\n'));
 
-  auto saved = grid.WaitJob(id, [&](const v1::Job& j) {
-    const auto& t = j.tasks(0);
-    return t.attempts_size() == 1 && t.attempts(0).state() == v1::RUNNING && t.attempts(0).checkpoints() >= 3 &&
-           t.checkpoint().files_size() == 1;
-  });
+  // The coordinator's byte counter is read between counts of the attempt's
+  // checkpoints: uploads it holds belong to checkpoints up to the count
+  // read after it, plus one in flight.
+  auto checkpoints_now = [&](int at_least) {
+    auto job = grid.WaitJob(id, [&](const v1::Job& j) {
+      const auto& t = j.tasks(0);
+      return t.attempts_size() == 1 && t.attempts(0).state() == v1::RUNNING &&
+             t.attempts(0).checkpoints() >= static_cast<uint32_t>(at_least) && t.checkpoint().files_size() == 1;
+    });
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    return job.ok() ? static_cast<int>(job->tasks(0).attempts(0).checkpoints()) : -1;
+  };
+  auto agent_says = [&] {  // the agents' own account of each sync, shown when a bound fails
+    std::string lines;
+    for (int n = 1; n <= 2; ++n) {
+      std::istringstream log(ReadAll(grid.root + "/agent" + std::to_string(n) + ".err"));
+      for (std::string line; std::getline(log, line);) {
+        if (line.find("checkpoint file") != std::string::npos) lines += line + "\n";
+      }
+    }
+    return lines;
+  };
+  const int first = checkpoints_now(1);
+  ASSERT_GE(first, 1);
+  const double sent_first = bytes_in() - before;
+  EXPECT_GE(sent_first, kFileMiB * kMiB) << "the first checkpoint sends every chunk once\n" << agent_says();
+  const int from = checkpoints_now(first);  // no fewer than were complete when the counter was read
+  ASSERT_GE(checkpoints_now(from + 3), from + 3);
+  const double sent_later = bytes_in() - before - sent_first;
+  auto saved = grid.WaitJob(id, [](const v1::Job&) { return true; });
   ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  const int upto = static_cast<int>(saved->tasks(0).attempts(0).checkpoints());
   const v1::OutputFile& weights = saved->tasks(0).checkpoint().files(0);
   EXPECT_EQ(weights.path(), "weights");
   EXPECT_EQ(weights.size(), static_cast<uint64_t>(kFileMiB) << 20);
   ASSERT_EQ(weights.chunks_size(), 5) << weights.DebugString();
-  // Whole files would be 3 x 72 MiB by now; chunks are 72 MiB and then 16
-  // MiB per checkpoint (one more may land while we read the counter).
-  const double sent = bytes_in() - before;
-  const double checkpoints = saved->tasks(0).attempts(0).checkpoints();
-  EXPECT_GE(sent, kFileMiB * kMiB);
-  EXPECT_LE(sent, (kFileMiB + 16 * checkpoints + 1) * kMiB)
-      << sent / kMiB << " MiB for " << checkpoints << " checkpoints";
+  // Whole files would be 72 MiB per checkpoint; one changed chunk is 16.
+  EXPECT_LE(sent_later, 16 * (upto - from + 1) * kMiB)
+      << sent_later / kMiB << " MiB for checkpoints " << from + 1 << " to " << upto << " and one in flight\n"
+      << agent_says();
   grid.StopAgent(agent_of_node[saved->tasks(0).attempts(0).node_id()], SIGKILL);
 
   auto done = grid.WaitJob(

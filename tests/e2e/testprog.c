@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
     const size_t size = (size_t)mib << 20;
     unsigned char* buf = malloc(size);
     if (!buf) { fprintf(stderr, "malloc failed\n"); return 20; }
-    for (size_t i = 16; i < size; ++i) buf[i] = (unsigned char)((i * 31) ^ (i >> 12));
+    /* No two 16 MiB chunks alike (a short-period pattern would let chunks dedupe). */
+    for (size_t i = 16; i < size; ++i) buf[i] = (unsigned char)(((unsigned)i * 2654435761u) >> 24);
     char path[512], tmp[512];
     snprintf(path, sizeof path, "%s/weights", dir);
     snprintf(tmp, sizeof tmp, "%s/.weights.tmp", dir);
