@@ -157,6 +157,15 @@ class RequesterServiceImpl : public v1::RequesterService::Service {
     return Reply(c_->nodes().Drain(*req), out);
   }
 
+  grpc::Status ListNodeAttempts(grpc::ServerContext* ctx, const v1::ListNodeAttemptsRequest* req,
+                                v1::ListNodeAttemptsResponse* out) override {
+    IG_ADMIT("ListNodeAttempts", gate_.Node(req->node_id()));
+    auto page = c_->nodes().Attempts(*req);
+    if (!page.ok()) return ToGrpc(page.status());
+    *out = VisibleNodeAttempts(caller, std::move(page).value());
+    return grpc::Status::OK;
+  }
+
   grpc::Status WatchNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest*,
                           grpc::ServerWriter<v1::ListNodesResponse>* writer) override {
     IG_ADMIT("WatchNodes", Gate::None());

@@ -228,6 +228,21 @@ void HttpApi::NodeRoutes() {
     if (!body.ok()) return SendError(res, body.status());
     SendResult(res, c_->nodes().Drain(*body));
   });
+  // The node's attempts, newest first: ?limit=N (50; at most 500) and
+  // ?page_token= from the previous page's nextPageToken.
+  server_->Get(R"(/v1/nodes/([A-Za-z0-9-]+)/attempts)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto caller = Admit(req, res, "ListNodeAttempts", gate_.Node(req.matches[1]));
+    if (!caller) return;
+    auto limit = PageLimit(req);
+    if (!limit.ok()) return SendError(res, limit.status());
+    v1::ListNodeAttemptsRequest query;
+    query.set_node_id(req.matches[1]);
+    query.set_limit(*limit);
+    query.set_page_token(req.get_param_value("page_token"));
+    auto page = c_->nodes().Attempts(query);
+    if (!page.ok()) return SendError(res, page.status());
+    SendMessage(res, VisibleNodeAttempts(*caller, std::move(page).value()));
+  });
 }
 
 // An account's money: ledger balance and history (?account=, "" the

@@ -25,4 +25,17 @@ inline v1::ListNodesResponse VisibleNodes(const auth::Caller& caller, v1::ListNo
   return out;
 }
 
+// A node's attempt history: whole for an operator; for the node's provider
+// (the only other caller its rule admits) without what is the requester's:
+// the attempt's outputs, its message and how its vote differed.
+inline v1::ListNodeAttemptsResponse VisibleNodeAttempts(const auth::Caller& caller, v1::ListNodeAttemptsResponse page) {
+  if (caller.role == auth::Role::kOperator) return page;
+  for (auto& a : *page.mutable_attempts()) {
+    a.mutable_attempt()->clear_outputs();
+    a.mutable_attempt()->clear_message();
+    a.mutable_attempt()->clear_vote_reason();
+  }
+  return page;
+}
+
 }  // namespace idlegrid::api

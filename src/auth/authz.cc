@@ -24,6 +24,8 @@ std::vector<Rule> BuildRules() {
       {"/idlegrid.v1.RequesterService/ListNodes", people, kRead, Owner::kNode, true},
       {"/idlegrid.v1.RequesterService/DrainNode", owners, kDrain, Owner::kNode},
       {"/idlegrid.v1.RequesterService/WatchNodes", people, kRead, Owner::kNode, true},
+      // What ran on a machine: its provider's (and operators') to read.
+      {"/idlegrid.v1.RequesterService/ListNodeAttempts", owners, kRead, Owner::kNode},
       {"/idlegrid.v1.RequesterService/StreamLogs", tenants, kRead, Owner::kJob},
       {"/idlegrid.v1.RequesterService/UploadArtifact", tenants, kSubmit, Owner::kNone},
       {"/idlegrid.v1.RequesterService/DownloadArtifact", tenants, kRead, Owner::kJob},

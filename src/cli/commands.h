@@ -45,6 +45,8 @@ int ProviderEarnings(const CommonFlags& f, const std::string& provider);
 // A table of the nodes; with `details`, each node in full.
 int Nodes(const CommonFlags& f, bool details);
 int Drain(const CommonFlags& f, const std::string& node_id, const std::string& deadline, bool undo);
+// `nodes attempts`: a page of what ran on the node, newest first (node_attempts.cc).
+int NodeAttempts(const CommonFlags& f, const std::string& node_id, uint32_t limit, const std::string& page_token);
 // The job's output; with `show.tasks.indices`, those tasks', with
 // `show.stream`, one stream; "[task N] " before each line when several
 // tasks' output is shown (cli/log_lines.h).

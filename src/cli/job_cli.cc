@@ -13,7 +13,8 @@ namespace {
 struct JobFlags {
   std::string manifest, job_id, dir;
   bool wait = false, follow = false, explain = false, details = false;
-  std::string node_id, deadline;
+  std::string node_id, deadline, page_token;
+  uint32_t attempts_limit = 0;
   ShowFlags show;  // which tasks `status` lists, which output `logs` prints
 };
 
@@ -69,6 +70,12 @@ void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& 
   auto* undrain = nodes->add_subcommand("undrain", "take work again");
   undrain->add_option("node", f->node_id)->required();
   AddClientFlags(undrain, common);
+  auto* attempts =
+      nodes->add_subcommand("attempts", "what ran on a node, newest first (its provider's and operators')");
+  attempts->add_option("node", f->node_id)->required();
+  attempts->add_option("--limit", f->attempts_limit, "attempts a page (default 50, at most 500)");
+  attempts->add_option("--page", f->page_token, "the older page a previous page named");
+  AddClientFlags(attempts, common);
   auto* logs = app.add_subcommand("logs", "print a job's output");
   logs->add_option("job", f->job_id)->required();
   logs->add_flag("-f,--follow", f->follow, "keep streaming until the job ends");
@@ -82,6 +89,7 @@ void AddNodeAndOutputCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& 
 
   reg.Add(drain, [f, &common] { return Drain(common, f->node_id, f->deadline, false); });
   reg.Add(undrain, [f, &common] { return Drain(common, f->node_id, "", true); });
+  reg.Add(attempts, [f, &common] { return NodeAttempts(common, f->node_id, f->attempts_limit, f->page_token); });
   reg.Add(nodes, [&common, f] { return Nodes(common, f->details); });
   reg.Add(logs, [f, &common] { return Logs(common, f->job_id, f->follow, f->show); });
   reg.Add(fetch, [f, &common] { return Fetch(common, f->job_id, f->dir); });

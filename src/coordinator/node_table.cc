@@ -10,6 +10,8 @@
 #include "common/digest.h"
 #include "common/random.h"
 #include "coordinator/node_views.h"
+#include "jobs/lease.h"
+#include "jobs/node_history.h"
 #include "market/market.h"
 #include "sched/data_class.h"
 
@@ -269,6 +271,26 @@ Result<v1::Node> NodeTable::Drain(const v1::DrainNodeRequest& request) {
     if (n.id() == request.node_id()) return n;
   }
   return Status::NotFound("node " + request.node_id() + " does not exist");
+}
+
+Result<v1::ListNodeAttemptsResponse> NodeTable::Attempts(const v1::ListNodeAttemptsRequest& request) {
+  IG_ASSIGN_OR_RETURN(uint32_t limit, jobs::NodeAttemptsLimit(request.limit()));
+  IG_ASSIGN_OR_RETURN(std::optional<jobs::AttemptCursor> before, jobs::ParseAttemptCursor(request.page_token()));
+  IG_ASSIGN_OR_RETURN(std::optional<store::NodeRecord> node, store_->GetNode(request.node_id()));
+  if (!node) return Status::NotFound("node " + request.node_id() + " does not exist");
+  IG_ASSIGN_OR_RETURN(std::vector<store::NodeAttemptRow> rows, store_->NodeAttempts(request.node_id(), before, limit));
+  const int64_t now = clock_->NowMs();
+  v1::ListNodeAttemptsResponse out;
+  for (auto& row : rows) {
+    v1::NodeAttempt* a = out.add_attempts();
+    a->set_job_id(row.job_id);
+    a->set_task_index(row.task_index);
+    row.attempt.set_cost(jobs::AttemptCost(row.attempt, now));
+    *a->mutable_attempt() = std::move(row.attempt);
+  }
+  // A full page may have older ones behind it; the next page says.
+  if (rows.size() == limit) out.set_next_page_token(jobs::FormatAttemptCursor(rows.back().cursor));
+  return out;
 }
 
 void NodeTable::SetDataPolicy(sched::DataPolicy policy) {

@@ -104,6 +104,10 @@ class NodeTable {
   // Drain (or undo): no new work; at the deadline, running attempts are
   // stopped and handed back. NotFound for an unknown node.
   Result<v1::Node> Drain(const v1::DrainNodeRequest& request);
+  // A page of the attempts the node ran or runs, newest first, with their
+  // costs so far. NotFound for an unknown node; InvalidArgument for a page
+  // token or limit that is not one (jobs/node_history.h).
+  Result<v1::ListNodeAttemptsResponse> Attempts(const v1::ListNodeAttemptsRequest& request);
   // Replaces the data policy (an operator assigned or withdrew a node's
   // trust tier, or changed a class's rule); the next dispatch and explanation
   // use it. Jobs already submitted keep the class they were stamped with.

@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 #include "jobs/log_cap.h"
+#include "jobs/node_history.h"
 #include "jobs/task_select.h"
 #include "jobs/attempt_events.h"
 #include "jobs/task_write.h"
@@ -119,6 +120,15 @@ struct NewAttempt {
   std::vector<std::string> device_uuids;  // GPUs the placement reserves
   uint64_t lease_epoch = 0;               // set by CommitAssignments
   v1::PlacementRecord placement;          // policy and market terms, stored with the attempt
+};
+
+// One attempt of a node's history (AttemptStore::NodeAttempts): whose task
+// it was, where it stands in the history, and the attempt as GetJob shows it.
+struct NodeAttemptRow {
+  std::string job_id;
+  uint32_t task_index = 0;
+  jobs::AttemptCursor cursor;
+  v1::Attempt attempt;
 };
 
 // Per-node outcomes of attempts that ended in a time window (reliability).
@@ -379,6 +389,10 @@ class AttemptStore {
   virtual Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) = 0;
   // Attempt outcomes per node for attempts that finished at or after `since_ms`.
   virtual Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) = 0;
+  // Up to `limit` of the node's attempts, newest first (by assignment time,
+  // then commit order), only those older than `before` when it is given.
+  virtual Result<std::vector<NodeAttemptRow>> NodeAttempts(const std::string& node_id,
+                                                           std::optional<jobs::AttemptCursor> before, size_t limit) = 0;
 };
 
 // --- logs ---

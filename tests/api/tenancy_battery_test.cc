@@ -97,6 +97,7 @@ class TenancyBatteryTest : public ::testing::Test {
     auto revoked = mint("bob", 0);
     ASSERT_TRUE(t.RevokeToken(revoked.info().id()).ok());
     const std::string prov2 = mint("prov2", 0).token();
+    prov_token_ = mint("prov", 0).token();
 
     // prov's node (the agent credential is its token), and another node
     // holding an attempt of alice's job.
@@ -289,7 +290,7 @@ class TenancyBatteryTest : public ::testing::Test {
   std::unique_ptr<httplib::SSLClient> http_client_;
   std::vector<Credential> creds_;
   std::string alice_workflow_;
-  std::string alice_job_, alice_token_, alice_token_id_, operator_token_;
+  std::string alice_job_, alice_token_, alice_token_id_, operator_token_, prov_token_;
 };
 
 // Calls a tenant may make whatever objects exist, because they name none of
@@ -379,6 +380,79 @@ TEST_F(TenancyBatteryTest, TheOwnerAndTheOperatorGetThroughOverGrpc) {
   EXPECT_NE(mine.responses.find(alice_job_), std::string::npos);
 }
 
+// What ran on a node is its provider's to read, without what is the
+// requester's (the attempt's message and outputs); operators read it whole.
+TEST_F(TenancyBatteryTest, ANodesProviderReadsItsHistoryWithoutTheRequestersOutputs) {
+  v1::ReportAttemptRequest started;
+  started.set_attempt_id("att-alice-1");
+  started.set_event(v1::STARTED);
+  ASSERT_TRUE(c_->store()->ApplyAttemptReport("n-other", started, clock_.NowMs()).ok());
+  v1::ReportAttemptRequest exited = started;
+  exited.set_event(v1::EXITED);
+  exited.set_exit_code(3);
+  exited.set_message("alices-secret-message");
+  v1::OutputFile* out = exited.add_outputs();
+  out->set_path("alices-secret-output.txt");
+  out->set_digest(kAliceBlob);
+  out->set_size(7);
+  ASSERT_TRUE(c_->store()->ApplyAttemptReport("n-other", exited, clock_.NowMs() + 5000).ok());
+
+  v1::ListNodeAttemptsRequest req;
+  req.set_node_id("n-other");
+  const std::string method = "/idlegrid.v1.RequesterService/ListNodeAttempts";
+  for (const std::string& token : {prov_token_, operator_token_}) {
+    CallResult r = Call(method, req.SerializeAsString(), token);
+    ASSERT_EQ(r.code, grpc::StatusCode::OK) << r.message;
+    v1::ListNodeAttemptsResponse page;
+    ASSERT_TRUE(page.ParseFromString(r.responses));
+    ASSERT_EQ(page.attempts_size(), 1) << page.DebugString();
+    const v1::NodeAttempt& a = page.attempts(0);
+    EXPECT_EQ(a.job_id(), alice_job_);
+    EXPECT_EQ(a.attempt().id(), "att-alice-1");
+    EXPECT_EQ(a.attempt().exit_code(), 3);
+    EXPECT_EQ(a.attempt().finished_at_ms() - a.attempt().started_at_ms(), 5000);
+    EXPECT_TRUE(page.next_page_token().empty()) << "one attempt is the last page";
+    const bool op = token == operator_token_;
+    EXPECT_EQ(a.attempt().message(), op ? "alices-secret-message" : "");
+    EXPECT_EQ(a.attempt().outputs_size(), op ? 1 : 0);
+  }
+  // A full page names the next; following it past the last attempt is an
+  // empty page that names none.
+  req.set_limit(1);
+  v1::ListNodeAttemptsResponse first, second;
+  CallResult r1 = Call(method, req.SerializeAsString(), prov_token_);
+  ASSERT_EQ(r1.code, grpc::StatusCode::OK) << r1.message;
+  ASSERT_TRUE(first.ParseFromString(r1.responses));
+  ASSERT_EQ(first.attempts_size(), 1);
+  ASSERT_FALSE(first.next_page_token().empty());
+  req.set_page_token(first.next_page_token());
+  CallResult r2 = Call(method, req.SerializeAsString(), prov_token_);
+  ASSERT_EQ(r2.code, grpc::StatusCode::OK) << r2.message;
+  ASSERT_TRUE(second.ParseFromString(r2.responses));
+  EXPECT_EQ(second.attempts_size(), 0);
+  EXPECT_TRUE(second.next_page_token().empty());
+  req.clear_page_token();
+  req.clear_limit();
+  // alice's own token is a requester's: no node is hers to look into.
+  EXPECT_EQ(Call(method, req.SerializeAsString(), alice_token_).code, grpc::StatusCode::PERMISSION_DENIED);
+  // Malformed paging is the caller's error, named.
+  req.set_page_token("yesterday");
+  CallResult bad = Call(method, req.SerializeAsString(), prov_token_);
+  EXPECT_EQ(bad.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.message.find("page_token"), std::string::npos) << bad.message;
+  // Over HTTPS the same page, as JSON.
+  auto res = http_client_->Get("/v1/nodes/n-other/attempts?limit=10",
+                               httplib::Headers{{"Authorization", "Bearer " + prov_token_}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_NE(res->body.find("att-alice-1"), std::string::npos) << res->body;
+  EXPECT_EQ(res->body.find("alices-secret"), std::string::npos) << res->body;
+  res = http_client_->Get("/v1/nodes/n-other/attempts?limit=501",
+                          httplib::Headers{{"Authorization", "Bearer " + prov_token_}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+}
+
 struct Route {
   const char* method;
   std::string path;
@@ -409,6 +483,7 @@ TEST_F(TenancyBatteryTest, EveryRouteRefusesEveryoneButTheOwnerOverHttp) {
       {"GET", "/v1/jobs/" + alice_job_ + "/webhooks"},
       {"GET", "/v1/workflows/" + alice_workflow_ + "/webhooks"},
       {"POST", "/v1/nodes/n-other/drain"},
+      {"GET", "/v1/nodes/n-other/attempts"},
       {"GET", "/v1/ledger/balance?account=alice"},
       {"GET", "/v1/ledger/history?account=alice"},
       {"GET", "/v1/earnings?provider=prov"},

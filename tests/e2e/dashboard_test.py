@@ -329,6 +329,38 @@ def requester_task_pages(driver, args):
     screenshot(driver, args.artifacts, "dashboard-task.png")
 
 
+NODE_ATTEMPT_IDS = ("return [...document.querySelectorAll('#node-attempts tbody tr[data-attempt-id]')]"
+                    ".map((r) => r.dataset.attemptId)")
+
+
+def node_attempts(driver):
+    """The node page lists what ran there, newest first, 50 a page, each linking its task."""
+    wait_for(driver, "the node's attempts", lambda d: d.execute_script(NODE_ATTEMPT_IDS), 30)
+    first = driver.execute_script(NODE_ATTEMPT_IDS)
+    check(len(first) <= 50 and len(set(first)) == len(first) and all(first),
+          "the node's attempt rows are not one page of distinct attempts: %r" % first[:5])
+    links = driver.execute_script(
+        "return [...document.querySelectorAll('#node-attempts tbody a.task-link')].map((a) => a.hash)")
+    check(len(links) == len(first) and all(h.startswith("#job/") and "/task/" in h for h in links),
+          "each attempt links its task: %r" % links[:3])
+    if len(first) < 50:
+        check(driver.find_element(By.ID, "node-attempts-older").get_attribute("disabled") is not None,
+              "Older is offered under a page that is not full")
+        return
+    driver.find_element(By.ID, "node-attempts-older").click()
+    wait_for(driver, "the older attempts", lambda d: (d.execute_script(NODE_ATTEMPT_IDS) or [first[0]])[0]
+             not in first, 30)
+    older = driver.execute_script(NODE_ATTEMPT_IDS)
+    check(not set(older) & set(first), "the older page repeats attempts of the newest")
+    check(driver.find_element(By.ID, "node-attempts-newer").get_attribute("disabled") is None,
+          "Newer is not offered on the older page")
+    driver.find_element(By.ID, "node-attempts-newer").click()
+    # Back on the newest page (new attempts may have arrived above those seen first).
+    wait_for(driver, "the newest attempts again", lambda d: d.find_element(
+        By.ID, "node-attempts-newer").get_attribute("disabled") is not None and
+        not set(d.execute_script(NODE_ATTEMPT_IDS)) & set(older), 30)
+
+
 def provider_pages(driver, args):
     """The provider's node page: drain then undrain (confirmed); earnings and balance."""
     node = args.node[0]
@@ -345,6 +377,7 @@ def provider_pages(driver, args):
     driver.find_element(By.ID, "undrain-node").click()
     WebDriverWait(driver, 10).until(EC.alert_is_present()).accept()
     wait_for(driver, "the node to take work again", lambda d: schedulable(d).startswith("yes"), 30)
+    node_attempts(driver)
     screenshot(driver, args.artifacts, "dashboard-node.png")
 
     driver.find_element(By.ID, "nav-earnings").click()

@@ -56,6 +56,27 @@ TEST_F(Drain, RunningWorkFinishesAndNoNewWorkArrivesUntilUndrained) {
   auto done = grid_->WaitJob(waiting_job, [](const v1::Job& j) { return jobs::IsSettled(j); });
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state(), v1::SUCCEEDED);
+
+  // The node's history names both attempts, newest first; a page of one
+  // names the older page, which holds the first.
+  auto history = grid_->Cli({"nodes", "attempts", node});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  const std::string later = done->tasks(0).attempts(0).id(), first = finished->tasks(0).attempts(0).id();
+  ASSERT_NE(history.out.find(later), std::string::npos) << history.out;
+  ASSERT_NE(history.out.find(first), std::string::npos) << history.out;
+  EXPECT_LT(history.out.find(later), history.out.find(first)) << history.out;
+  EXPECT_NE(history.out.find("succeeded (exit 0)"), std::string::npos) << history.out;
+  auto one = grid_->Cli({"nodes", "attempts", node, "--limit", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out.find(first), std::string::npos) << one.out;
+  const size_t at = one.out.find("--page ");
+  ASSERT_NE(at, std::string::npos) << one.out;
+  const std::string token = FirstLine(one.out.substr(at + 7));
+  auto older = grid_->Cli({"nodes", "attempts", node, "--limit", "1", "--page", token});
+  ASSERT_EQ(older.exit_code, 0) << older.err;
+  EXPECT_NE(older.out.find(first), std::string::npos) << older.out;
+  auto bad = grid_->Cli({"nodes", "attempts", node, "--page", "not-a-token"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
 }
 
 TEST_F(Drain, AtTheDeadlineRunningWorkIsHandedBackAndRunsElsewhere) {

@@ -52,7 +52,7 @@ TEST_F(SqliteStoreTest, MigratingToV9BackfillsJobColumnsFromStoredSpecs) {
                         "ledger_settlement")
                   .ok());  // v13: the ledger
   ASSERT_TRUE(db_->Exec("DROP INDEX logs_by_task_part; DROP TABLE log_usage; ALTER TABLE logs DROP COLUMN part; "
-                        "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; "
+                        "DROP INDEX tasks_by_state; DROP INDEX attempts_by_node; DROP INDEX attempts_by_node_assigned; "
                         "ALTER TABLE jobs DROP COLUMN cpu; ALTER TABLE jobs DROP COLUMN memory; "
                         "ALTER TABLE jobs DROP COLUMN gpus; ALTER TABLE jobs DROP COLUMN gpu_memory; "
                         "ALTER TABLE jobs DROP COLUMN runtime; ALTER TABLE jobs DROP COLUMN queue_timeout_ms; "

@@ -40,6 +40,9 @@ inline constexpr char kUndoV17[] = "ALTER TABLE tasks DROP COLUMN retry_base";
 // Takes a database back from schema v18 (webhooks) to v17.
 inline constexpr char kUndoV18[] = "DROP TABLE webhooks";
 
+// Takes a database back from schema v19 (a node's attempt history) to v18.
+inline constexpr char kUndoV19[] = "DROP INDEX attempts_by_node_assigned";
+
 inline v1::JobSpec Spec(const SpecOptions& o = {}) {
   v1::JobSpec s;
   s.set_api_version("idlegrid/v1");

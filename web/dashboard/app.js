@@ -878,7 +878,12 @@
   const nodeView = {nodeId: null};
 
   function resetNodeView(nodeId) {
-    Object.assign(nodeView, {nodeId, drawn: false});
+    // pages: the page tokens of the newer pages passed on the way to this one.
+    Object.assign(nodeView, {nodeId, drawn: false, page: '', pages: [], attemptsDrawn: false, rows: new Map()});
+    replaceRows($('node-attempts').tBodies[0], []);
+    $('node-attempts-empty').hidden = true;
+    $('node-attempts-older').disabled = true;
+    $('node-attempts-newer').disabled = true;
     $('node-name').textContent = '';
     $('node-id').textContent = nodeId;
     $('node-state').textContent = '';
@@ -889,13 +894,70 @@
   }
 
   async function refreshNode(nodeId) {
-    const {body, changed} = await call('/v1/nodes');
+    const page = nodeView.page;
+    const [{body, changed}, attempts] = await Promise.all([call('/v1/nodes'), nodeAttempts(nodeId, page)]);
     const node = (body.nodes || []).find((n) => n.id === nodeId);
     return () => {
-      if (nodeId !== nodeView.nodeId || (!changed && nodeView.drawn)) return;
-      nodeView.drawn = true;
-      renderNode(node);
+      if (nodeId !== nodeView.nodeId) return;
+      if (changed || !nodeView.drawn) {
+        nodeView.drawn = true;
+        renderNode(node);
+      }
+      if (page === nodeView.page && (attempts.changed || !nodeView.attemptsDrawn)) renderNodeAttempts(attempts.body);
     };
+  }
+
+  // A page of what ran on the node, newest first (ListNodeAttempts: the
+  // node's provider and operators; anyone else is refused, shown as empty).
+  async function nodeAttempts(nodeId, page) {
+    const path = '/v1/nodes/' + encodeURIComponent(nodeId) + '/attempts?limit=50' +
+        (page ? '&page_token=' + encodeURIComponent(page) : '');
+    try {
+      return await call(path);
+    } catch (e) {
+      return {body: {refused: e.message}, changed: true};
+    }
+  }
+
+  function renderNodeAttempts(body) {
+    nodeView.attemptsDrawn = true;
+    const list = body.attempts || [];
+    $('node-attempts-empty').hidden = list.length > 0;
+    $('node-attempts-empty').textContent = body.refused ? 'Not shown: ' + body.refused
+        : nodeView.page ? 'No older attempt.' : 'No attempt has run here yet.';
+    keyedRows($('node-attempts').tBodies[0], nodeView.rows, list, (r) => (r.attempt || {}).id, nodeAttemptRow);
+    nodeView.next = body.nextPageToken || '';
+    $('node-attempts-older').disabled = !nodeView.next;
+    $('node-attempts-newer').disabled = !nodeView.page;
+  }
+
+  function nodeAttemptRow(r) {
+    const a = r.attempt || {};
+    const s = a.state || 'ASSIGNED';
+    const start = num(a.startedAtMs), end = num(a.finishedAtMs);
+    const exit = end && start && !['CANCELLED', 'LOST'].includes(s) ? ' exit ' + num(a.exitCode) : '';
+    return el('tr', {'data-attempt-id': a.id || '', 'data-state': s},
+        el('td', {}, el('a', {class: 'task-link mono', href: taskHash(r.jobId, r.taskIndex)},
+            (r.jobId || '') + ' / ' + num(r.taskIndex))),
+        el('td', {class: 'mono'}, a.id || ''),
+        el('td', {}, timeOf(start || a.assignedAtMs)),
+        el('td', {}, start ? duration((end || Date.now()) - start) + (end ? '' : ' (running)') : ''),
+        el('td', {class: 'attempt-exit'}, stateBadge(s), exit),
+        el('td', {}, lower(a.failureReason)),
+        el('td', {}, a.cost ? money(a.cost) : ''));
+  }
+
+  // Older follows the page's next token; Newer goes back one page.
+  function pageNodeAttempts(older) {
+    if (older && !nodeView.next) return;
+    if (older) {
+      nodeView.pages.push(nodeView.page);
+      nodeView.page = nodeView.next;
+    } else {
+      nodeView.page = nodeView.pages.pop() || '';
+    }
+    nodeView.attemptsDrawn = false;
+    poll();
   }
 
   function renderNode(n) {
@@ -1145,6 +1207,8 @@
     $('task-log-stream').addEventListener('change', changeTaskStream);
     $('drain-node').addEventListener('click', () => drainNode(false));
     $('undrain-node').addEventListener('click', () => drainNode(true));
+    $('node-attempts-older').addEventListener('click', () => pageNodeAttempts(true));
+    $('node-attempts-newer').addEventListener('click', () => pageNodeAttempts(false));
     $('cancel-workflow').addEventListener('click', cancelWorkflow);
     $('history-first').addEventListener('click', () => { historyView.after = 0; poll(); });
     $('history-next').addEventListener('click', () => { historyView.after = historyView.last || 0; poll(); });

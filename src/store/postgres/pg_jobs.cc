@@ -161,6 +161,38 @@ Status ReadLogUsage(Connection& c, const std::string& job_id, const std::map<uin
 
 }  // namespace
 
+// PgAttempts' query, here beside AttemptOfRow, which it shares with GetJob.
+Result<std::vector<NodeAttemptRow>> PgAttempts::NodeAttempts(const std::string& node_id,
+                                                             std::optional<jobs::AttemptCursor> before, size_t limit) {
+  std::vector<NodeAttemptRow> out;
+  const jobs::AttemptCursor from = before.value_or(jobs::AttemptCursor{});
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    IG_ASSIGN_OR_RETURN(
+        Rows q, c.Exec("SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+                       "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+                       "placement, provenance, receipt, vote, vote_reason, job_id, seq FROM attempts "
+                       "WHERE node_id = $1 AND ($2 = 0 OR assigned_ms < $3 OR (assigned_ms = $3 AND seq < $4)) "
+                       "ORDER BY assigned_ms DESC, seq DESC LIMIT $5",
+                       Params()
+                           .Text(node_id)
+                           .Int(before.has_value() ? 1 : 0)
+                           .Int(from.assigned_ms)
+                           .Int(from.seq)
+                           .Int(static_cast<int64_t>(limit))));
+    out.clear();
+    for (int r = 0; r < q.size(); ++r) {
+      NodeAttemptRow row;
+      IG_RETURN_IF_ERROR(AttemptOfRow(q, r, &row.attempt));
+      row.task_index = static_cast<uint32_t>(q.Int(r, 1));
+      row.job_id = q.Text(r, 22);
+      row.cursor = {row.attempt.assigned_at_ms(), q.Int(r, 23)};
+      out.push_back(std::move(row));
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
 Result<v1::Job> PgJobs::ReadJob(Connection& c, const std::string& job_id) {
   IG_ASSIGN_OR_RETURN(
       Rows jq, c.Exec("SELECT spec, spec_digest, created_ms, account FROM jobs WHERE id = $1", Params().Text(job_id)));

@@ -261,6 +261,10 @@ const std::vector<Migration>& Migrations() {
       CREATE INDEX webhooks_due ON webhooks(state, next_ms);
       CREATE INDEX webhooks_by_subject ON webhooks(subject, subject_id);
       )sql",
+      // v19: a node's attempt history, newest first (AttemptStore::NodeAttempts).
+      R"sql(
+      CREATE INDEX IF NOT EXISTS attempts_by_node_assigned ON attempts(node_id, assigned_ms, seq);
+      )sql",
   };
   return kMigrations;
 }

@@ -777,6 +777,37 @@ Result<std::vector<ActiveAttempt>> SqliteAttempts::UnacknowledgedAttempts(int64_
   return out;
 }
 
+// Here beside AttemptOfRow, which it shares with GetJob.
+Result<std::vector<NodeAttemptRow>> SqliteAttempts::NodeAttempts(const std::string& node_id,
+                                                                 std::optional<jobs::AttemptCursor> before,
+                                                                 size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeAttemptRow> out;
+  Stmt q(db_,
+         "SELECT id, idx, node_id, state, reason, message, exit_code, assigned_ms, started_ms, "
+         "finished_ms, runtime, outputs, devices, epoch, checkpoints, last_checkpoint_ms, restored_from, "
+         "placement, provenance, receipt, vote, vote_reason, job_id, seq FROM attempts "
+         "WHERE node_id = ? AND (? = 0 OR assigned_ms < ? OR (assigned_ms = ? AND seq < ?)) "
+         "ORDER BY assigned_ms DESC, seq DESC LIMIT ?");
+  const jobs::AttemptCursor from = before.value_or(jobs::AttemptCursor{});
+  q.Bind(1, node_id)
+      .Bind(2, int64_t{before.has_value()})
+      .Bind(3, from.assigned_ms)
+      .Bind(4, from.assigned_ms)
+      .Bind(5, from.seq)
+      .Bind(6, static_cast<int64_t>(limit));
+  while (q.Step()) {
+    NodeAttemptRow row;
+    IG_RETURN_IF_ERROR(AttemptOfRow(q, &row.attempt));
+    row.task_index = static_cast<uint32_t>(q.Int(1));
+    row.job_id = q.Text(22);
+    row.cursor = {row.attempt.assigned_at_ms(), q.Int(23)};
+    out.push_back(std::move(row));
+  }
+  IG_RETURN_IF_ERROR(q.status());
+  return out;
+}
+
 Result<std::vector<ActiveAttempt>> SqliteAttempts::AssignedAttempts(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ActiveAttempt> out;

@@ -87,6 +87,8 @@ class SqliteAttempts : public virtual AttemptStore, protected SqliteRole {
   Result<std::vector<ActiveAttempt>> AssignedAttempts(const std::string& node_id) override;
   Result<std::vector<ActiveAttempt>> UnacknowledgedAttempts(int64_t assigned_before_ms) override;
   Result<std::map<std::string, NodeOutcomes>> RecentNodeOutcomes(int64_t since_ms) override;
+  Result<std::vector<NodeAttemptRow>> NodeAttempts(const std::string& node_id,
+                                                   std::optional<jobs::AttemptCursor> before, size_t limit) override;
 
  private:
   // Helpers; callers hold mu_ (and usually a transaction).
