@@ -137,6 +137,7 @@ Status CheckpointSync::SyncOnce() {
       continue;
     }
     auto digest = Sha256File(path);
+    if (!digest.ok() && !PathExists(path)) continue;  // removed while we looked: the next sync sees it
     if (!digest.ok() || StampOfPath(path) != before) {
       keep_held(rel);
       continue;

@@ -25,7 +25,8 @@ Result<std::optional<AttemptCursor>> ParseAttemptCursor(const std::string& token
   if (dot == std::string::npos || !ParseNonNegative(std::string_view(token).substr(0, dot), &c.assigned_ms) ||
       !ParseNonNegative(std::string_view(token).substr(dot + 1), &c.seq)) {
     return Status::InvalidArgument("page_token '" + token.substr(0, 64) +
-                                   "' is not one a previous page gave (next_page_token)");
+                                   "' is not a page token: pass the previous page's next_page_token "
+                                   "(nextPageToken in JSON), or none for the newest attempts");
   }
   return std::optional<AttemptCursor>(c);
 }
