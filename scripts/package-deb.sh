@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds idlegrid_<version>_<arch>.deb from an existing build tree
-# (docs/provider.md, "Packaging"): the binary and its readiness benchmark in
+# (docs/packaging.md): the binary and its readiness benchmark in
 # /usr/lib/idlegrid (the coordinator looks for the benchmark beside the
 # binary), /usr/bin/idlegrid, man pages generated from the CLI with
 # help2man, the coordinator's system unit, the agent's user unit (printed by
@@ -9,19 +9,22 @@
 # (dpkg-shlibdeps).
 #
 #   scripts/package-deb.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, build/deb)
-# Prints the .deb's path on its last line.
+# Prints the .deb's path on its last line. The package's version is the
+# binary's (`idlegrid --version`) unless IDLEGRID_DEB_VERSION sets another,
+# e.g. 0.1.0~prev: scripts/test-deb.sh --rootfs upgrades from such a package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-src=$PWD
 build=$(realpath "${1:-build}")
 out=$(realpath -m "${2:-$build/deb}")
 bin=$build/idlegrid
 for tool in help2man dpkg-deb dpkg-shlibdeps strip gzip; do
   command -v "$tool" >/dev/null || { echo "package-deb: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 done
-[ -x "$bin" ] && [ -x "$build/idlegrid-bench" ] || { echo "package-deb: build idlegrid first (scripts/build.sh idlegrid)" >&2; exit 1; }
+if [ ! -x "$bin" ] || [ ! -x "$build/idlegrid-bench" ]; then echo "package-deb: build idlegrid first (scripts/build.sh idlegrid)" >&2; exit 1; fi
 
-version=$("$bin" --version | awk '{print $2}')
+upstream_version=$("$bin" --version | awk '{print $2}')
+version=${IDLEGRID_DEB_VERSION:-$upstream_version}
+dpkg --validate-version "$version" || { echo "package-deb: '$version' is not a Debian version" >&2; exit 1; }
 arch=$(dpkg --print-architecture)
 umask 022
 work=$(mktemp -d)
@@ -54,7 +57,7 @@ manpage() {  # manpage NAME "SUBCOMMAND WORDS" DESCRIPTION
   local name=$1 words=$2 what=$3
   printf '#!/bin/sh\nexec %q %s "$@"\n' "$bin" "$words" >"$wrappers/$name"
   chmod +x "$wrappers/$name"
-  help2man --no-info --section=1 --version-string="$version" --name="$what" \
+  help2man --no-info --section=1 --version-string="$upstream_version" --name="$what" \
     --output="$work/$name.1" "$wrappers/$name"
   gzip -9n -c "$work/$name.1" >"$stage/usr/share/man/man1/$name.1.gz"
 }
@@ -80,7 +83,7 @@ printf 'Source: idlegrid\n\nPackage: idlegrid\nArchitecture: any\n' >"$work/src/
 shlibs=$(cd "$work/src" && dpkg-shlibdeps -O -e"$stage/usr/lib/idlegrid/idlegrid" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
-install -m 0755 packaging/deb/postinst packaging/deb/postrm "$stage/DEBIAN/"
+install -m 0755 packaging/deb/postinst packaging/deb/prerm packaging/deb/postrm "$stage/DEBIAN/"
 echo /etc/default/idlegrid-coordinator >"$stage/DEBIAN/conffiles"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@SHLIBS@/$shlibs/" \
@@ -89,6 +92,6 @@ sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/conffiles" "$stage/DEBIAN/md5sums"
 
 mkdir -p "$out"
-deb=$out/idlegrid_${version}_${arch}.deb
+deb=$out/idlegrid_${version#*:}_${arch}.deb  # file names carry no epoch
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
 echo "$deb"
