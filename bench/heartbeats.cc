@@ -39,6 +39,7 @@
 #include "agent/advertiser.h"
 #include "common/clock.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
 #include "discovery/host.h"
 #include "e2e/harness.h"
 #include "jobs/task_state.h"
@@ -122,7 +123,7 @@ v1::NodeInfo SimulatedInfo(int i) {
   info.set_cpu_cores(4);
   info.set_memory_bytes(uint64_t{8} << 30);
   info.add_runtimes("runc");
-  info.set_agent_version("idlegrid-agent/0.1.0 (bench)");
+  info.set_agent_version(AgentVersionString() + " (bench)");
   info.set_gpus(0);
   return info;
 }

@@ -112,7 +112,7 @@ pids+=($!)
 wait_for_line "$data/coordinator.out" '^ready' 30
 read -r _ grpc _ ca < "$data/coordinator.out"
 grpc=${grpc#grpc=}; ca=${ca#ca=}
-join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--join-token") print $(i+1)}' "$data/coordinator/agent-join.txt")
+join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--token") print $(i+1)}' "$data/coordinator/agent-join.txt")
 export IDLEGRID_CONFIG="$data/coordinator/client.yaml"
 
 # The agent runs unprivileged: as its own user when we are root (as demo.sh),

@@ -40,7 +40,7 @@ start_coordinator() {  # [FLAG...]
   local _
   read -r _ grpc http ca < "$data/coordinator.out"
   grpc=${grpc#grpc=}; ca=${ca#ca=}
-  join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--join-token") print $(i+1)}' "$data/coordinator/agent-join.txt")
+  join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--token") print $(i+1)}' "$data/coordinator/agent-join.txt")
   export IDLEGRID_CONFIG="$data/coordinator/client.yaml"
 }
 

@@ -28,7 +28,7 @@ db=${server/\/postgres\?//idlegrid?}
 echo "database: $db"
 
 for c in a b; do
-  "$bin" coordinator --data-dir "$work/$c" --db "$db" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+  "$bin" coordinator --data-dir "$work/$c" --shared-dir "$work/shared" --db "$db" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
     >"$work/$c.log" 2>&1 &
   pids+=($!)
 done

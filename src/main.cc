@@ -16,6 +16,7 @@
 #include "cli/command_groups.h"
 #include "cli/command_registry.h"
 #include "cli/commands.h"
+#include "common/version.h"
 #include "ledger/plans.h"
 #include "manifest/manifest.h"
 #include "verify/spec.h"
@@ -37,6 +38,8 @@ struct CoordinatorFlags {
   std::string default_verification = "none";
   std::string dispute_window = "24h";
   std::string slash_credits = "10";
+  std::string tls_lifetime = "365d";
+  std::string tls_renew_before = "30d";
 };
 
 // --data-dir to --rate-burst: where it keeps state, what it listens on, how
@@ -47,6 +50,16 @@ void AddCoordinatorServerFlags(CLI::App* c, CoordinatorFlags& f) {
   c->add_option("--listen", f.coord.grpc_listen, "gRPC address (port 0 = any)")->capture_default_str();
   c->add_option("--http-listen", f.coord.http_listen, "HTTPS/JSON address (port 0 = any)")->capture_default_str();
   c->add_option("--tls-name", f.coord.tls_names, "extra DNS name or IP for the server certificate");
+  c->add_option("--tls-cert-lifetime", f.tls_lifetime, "how long a server certificate it issues lasts")
+      ->capture_default_str();
+  c->add_option("--tls-renew-before", f.tls_renew_before,
+                "re-issue the server certificate this long before it expires, while running (docs/operations.md)")
+      ->capture_default_str();
+  c->add_flag("--adopt-new-ca", f.coord.adopt_new_ca,
+              "record this coordinator's CA in the database in place of a lost one (every agent must join again)");
+  c->add_option("--advertise-address", f.coord.advertise_address,
+                "HOST[:PORT] agents and users dial, written to agent-join.txt and login.txt (default: the --listen "
+                "host, or this machine's name when that is a wildcard)");
   c->add_option("--shared-dir", f.coord.shared_dir,
                 "PKI, artifacts and secrets shared by coordinators on one PostgreSQL database (default: DATA_DIR)");
   c->add_option("--policy-file", f.coord.policy_file,
@@ -173,6 +186,16 @@ int RunCoordinatorCommand(CoordinatorFlags& f) {
     return 2;
   }
   coord.options.verification.default_mode = *mode;
+  auto lifetime = idlegrid::manifest::ParseDurationSeconds(f.tls_lifetime);
+  auto renew = idlegrid::manifest::ParseDurationSeconds(f.tls_renew_before);
+  if (!lifetime.ok() || !renew.ok() || *renew >= *lifetime) {
+    std::cerr << (!lifetime.ok() ? "--tls-cert-lifetime: " + lifetime.status().message()
+                  : !renew.ok()  ? "--tls-renew-before: " + renew.status().message()
+                                 : std::string("--tls-renew-before must be shorter than --tls-cert-lifetime"))
+              << "\n";
+    return 2;
+  }
+  coord.tls_lifetime = {static_cast<int64_t>(*lifetime), static_cast<int64_t>(*renew)};
   auto window = idlegrid::manifest::ParseDurationSeconds(f.dispute_window);
   auto slash = idlegrid::ledger::ParseCredits(f.slash_credits);
   if (!window.ok() || !slash.ok()) {
@@ -206,7 +229,7 @@ void RegisterCoordinatorCommand(CLI::App& app, idlegrid::cli::CommandRegistry& r
 int main(int argc, char** argv) {
   CLI::App app{"idlegrid: a grid of idle GPUs and CPUs for batch ML and simulation jobs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("idlegrid ") + IDLEGRID_VERSION);
+  app.set_version_flag("--version", std::string("idlegrid ") + idlegrid::BuildVersion());
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
 
@@ -220,6 +243,7 @@ int main(int argc, char** argv) {
   idlegrid::cli::RegisterJobControlCommands(app, reg, common);
   idlegrid::cli::RegisterImageCommands(app, reg, common);
   idlegrid::cli::RegisterAccountCommands(app, reg, common);
+  idlegrid::cli::RegisterOpsCommands(app, reg);
 
   try {
     app.parse(argc, argv);

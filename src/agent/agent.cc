@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +18,10 @@
 #include "agent/input_cache.h"
 #include "agent/log_shipper.h"
 #include "common/clock.h"
+#include "common/coordinator_target.h"
 #include "common/fs.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
 #include "discovery/host.h"
 #include "discovery/simulated.h"
 #include "image/signature_files.h"
@@ -33,7 +36,6 @@ namespace idlegrid::agent {
 
 namespace {
 
-constexpr char kVersion[] = "idlegrid-agent/0.1.0";
 constexpr char kTargetName[] = "idlegrid-coordinator";
 // On shutdown, killed attempts get this long to be reported handed back.
 constexpr int64_t kStopReportMs = 3000;
@@ -124,7 +126,7 @@ v1::NodeInfo Agent::Describe() const {
   info.set_memory_bytes(config_.memory_bytes > 0 ? config_.memory_bytes : mem);
   for (const auto& r : runtime_->Runtimes()) info.add_runtimes(r);
   *info.mutable_enforcement() = runtime_->Enforcement();
-  info.set_agent_version(kVersion);
+  info.set_agent_version(AgentVersionString());
   info.set_region(config_.region);
   info.set_gpus(0);  // devices are described in the advertisement, not here
   return info;
@@ -200,7 +202,7 @@ Result<v1::Advertisement> Agent::CurrentAdvertisement() {
   in.cached_images = CachedImages();
   in.cached_inputs = inputs_->CachedDigests();
   in.region = config_.region;
-  in.agent_version = kVersion;
+  in.agent_version = AgentVersionString();
   MutexLock lock(&mu_);
   in.owner = owner_;
   in.owner_command = owner_command_;
@@ -218,7 +220,7 @@ NodeFacts Agent::Facts() {
   facts.node_id = node_id_;
   facts.key_fingerprint = key_fingerprint_;
   if (auto kernel = discovery::ReadKernelRelease(); kernel.ok()) facts.kernel_release = *kernel;
-  facts.agent_version = kVersion;
+  facts.agent_version = AgentVersionString();
   MutexLock lock(&mu_);
   facts.gpus = last_devices_;
   return facts;
@@ -257,9 +259,15 @@ Status Agent::Enroll() {
     if (config_.ca_hash.empty()) {
       return Status::InvalidArgument("first start needs --ca-hash (printed by the coordinator) to pin its CA");
     }
-    // kubeadm-style discovery: trust nothing but the pinned fingerprint.
-    IG_ASSIGN_OR_RETURN(std::string ca, pki::FetchPinnedCa(config_.coordinator, config_.ca_hash));
-    IG_RETURN_IF_ERROR(WriteFileAtomic(ca_path, ca, 0600));
+    // kubeadm-style discovery: trust nothing but the pinned fingerprint,
+    // from the first of the coordinators that answers.
+    Result<std::string> ca = Status::InvalidArgument("no coordinator address given (--coordinator HOST:PORT)");
+    for (const std::string& address : SplitCoordinators(config_.coordinator)) {
+      ca = pki::FetchPinnedCa(address, config_.ca_hash);
+      if (ca.ok() || ca.status().code() != Code::kUnavailable) break;
+    }
+    if (!ca.ok()) return ca.status();
+    IG_RETURN_IF_ERROR(WriteFileAtomic(ca_path, *ca, 0600));
   }
   IG_ASSIGN_OR_RETURN(std::string ca_pem, ReadFile(ca_path));
   grpc::SslCredentialsOptions tls;
@@ -274,13 +282,15 @@ Status Agent::Enroll() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
+  // Several coordinators: one target listing them all (common/coordinator_target.h).
+  IG_ASSIGN_OR_RETURN(const std::string target, ChannelTarget(config_.coordinator, ResolveWithSystem));
+  channel_ = grpc::CreateCustomChannel(target, grpc::SslCredentials(tls), args);
   stub_ = v1::AgentService::NewStub(channel_);
   // A connection of its own for heartbeats (a local subchannel pool keeps
   // gRPC from sharing the one above).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetString("idlegrid.connection", "heartbeat");
-  heartbeat_channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::SslCredentials(tls), args);
+  heartbeat_channel_ = grpc::CreateCustomChannel(target, grpc::SslCredentials(tls), args);
   heartbeat_stub_ = v1::AgentService::NewStub(heartbeat_channel_);
 
   // The node's identity is its Ed25519 key; the node id derives from it.
@@ -324,6 +334,12 @@ Result<std::string> Agent::EnrollOnly() {
 }
 
 int Agent::Run() {
+  if (!config_.metrics_listen.empty()) {
+    if (Status st = CheckLoopbackListen(config_.metrics_listen); !st.ok()) {
+      std::fprintf(stderr, "idlegrid agent: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
   Status st = Enroll();
   if (!st.ok()) {
     std::fprintf(stderr, "idlegrid agent: %s\n", st.message().c_str());
@@ -345,6 +361,17 @@ int Agent::Run() {
     MutexLock lock(&hb_mu_);
     hb_.info = Describe();
   }
+  if (!config_.metrics_listen.empty()) {
+    auto port = metrics_server_.Start(config_.metrics_listen, [this] { return metrics_.Render(Gauges()); });
+    if (!port.ok()) {
+      std::fprintf(stderr, "idlegrid agent: %s\n", port.status().message().c_str());
+      return 2;
+    }
+    // Machine-readable, as the readiness line.
+    const std::string host = config_.metrics_listen.substr(0, config_.metrics_listen.rfind(':'));
+    std::printf("metrics listen=%s:%d\n", host.c_str(), *port);
+    std::fflush(stdout);
+  }
   std::thread heartbeats([this] { HeartbeatSendLoop(); });
   std::thread maintenance([this] { MaintenanceLoop(); });
   std::thread pauses([this] { PauseLoop(); });
@@ -360,7 +387,17 @@ int Agent::Run() {
   }
   for (auto& t : runners) t.join();
   logs_.reset();
+  metrics_server_.Stop();
   return 0;
+}
+
+AgentGauges Agent::Gauges() {
+  AgentGauges g;
+  g.draining = draining_.load();
+  MutexLock lock(&mu_);
+  g.running_attempts = attempts_.size() - std::min(attempts_.size(), finished_.size());
+  g.paused = !owner_pause_reason_.empty();
+  return g;
 }
 
 void Agent::Shutdown() {
@@ -443,6 +480,7 @@ void Agent::ConnectLoop() {
       std::fflush(stdout);
       announced = true;
     }
+    metrics_.SetConnected(true);
     v1::Command cmd;
     while (reader->Read(&cmd)) {
       backoff_ms = 200;
@@ -450,6 +488,7 @@ void Agent::ConnectLoop() {
       if (cmd.has_cancel()) HandleCancel(cmd.cancel());
     }
     grpc::Status s = reader->Finish();
+    metrics_.SetConnected(false);
     {
       MutexLock lock(&mu_);
       connect_ctx_ = nullptr;
@@ -506,6 +545,17 @@ bool Agent::IsCancelled(const std::string& attempt_id) {
   return cancelled_.count(attempt_id) > 0;
 }
 
+namespace {
+
+// "STARTED" -> "started": a Prometheus label value.
+std::string AttemptEventLabel(v1::AttemptEvent event) {
+  std::string name = v1::AttemptEvent_Name(event);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
 Status Agent::Report(const v1::ReportAttemptRequest& report) {
   // Everything reported about an attempt carries its lease epoch (fencing).
   v1::ReportAttemptRequest req = report;
@@ -525,6 +575,7 @@ Status Agent::Report(const v1::ReportAttemptRequest& report) {
     auto ctx = Context(10000);
     ctx->set_wait_for_ready(true);
     Status st = FromGrpc(stub_->ReportAttempt(ctx.get(), req, &resp));
+    if (st.ok()) metrics_.CountReport(AttemptEventLabel(req.event()));
     if (st.code() != Code::kUnavailable) return st;
     if (stopping_) return st;  // shutting down: the coordinator fails it once heartbeats stop
     MutexLock lock(&mu_);

@@ -23,6 +23,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "idlegrid/v1/idlegrid.grpc.pb.h"
+#include "agent/agent_metrics.h"
 #include "registry/registry_client.h"
 #include "runtime/container_runtime.h"
 
@@ -72,6 +73,9 @@ struct AgentConfig {
   // commands' expiry, attempts' start and end times. Tests inject a
   // ManualClock; gRPC deadlines and file mtimes stay on the system's.
   const Clock* clock = SystemClock::Get();
+  // Serve this agent's own Prometheus metrics at http://LISTEN/metrics,
+  // loopback only (agent_metrics.h); "" : none.
+  std::string metrics_listen;
 };
 
 class ImageCache;
@@ -226,6 +230,10 @@ class Agent : private AttemptHost, private AttemptReporter, private ArtifactTran
   std::map<std::string, std::string> stop_messages_ IG_GUARDED_BY(mu_);  // attempt id -> message
   std::atomic<bool> draining_{false};
   grpc::ClientContext* connect_ctx_ IG_GUARDED_BY(mu_) = nullptr;
+  AgentMetrics metrics_;
+  MetricsServer metrics_server_;
+  // What the metrics read of the agent's own state at a scrape.
+  AgentGauges Gauges();
 };
 
 }  // namespace idlegrid::agent

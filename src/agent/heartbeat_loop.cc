@@ -61,6 +61,7 @@ void Agent::HeartbeatSendLoop() {
     grpc::Status s = heartbeat_stub_->Heartbeat(ctx.get(), req, &resp);
     ctx.reset();
     bool delivered = s.ok();
+    metrics_.CountHeartbeat(delivered);
     if (delivered) {
       const auto us =
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - call_start).count();

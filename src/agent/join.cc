@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "agent/join_plan.h"
+#include "common/coordinator_target.h"
 #include "common/exit_code.h"
 #include "common/fs.h"
 #include "discovery/nvml_loader.h"
@@ -325,8 +326,14 @@ std::string UserUnitState() {
 }
 
 int RunJoin(const JoinOptions& o) {
-  auto address = CoordinatorAddressFromUrl(o.url);
-  if (!address.ok()) return std::fprintf(stderr, "error: %s\n", address.status().message().c_str()), 2;
+  // One URL, or several (a,b: coordinators sharing one database) to fail over between.
+  Result<std::string> address = std::string();
+  for (const std::string& url : SplitCoordinators(o.url)) {
+    auto one = CoordinatorAddressFromUrl(url);
+    if (!one.ok()) return std::fprintf(stderr, "error: %s\n", one.status().message().c_str()), 2;
+    *address += (address->empty() ? "" : ",") + *one;
+  }
+  if (address->empty()) return std::fprintf(stderr, "error: agent join needs the coordinator's URL\n"), 2;
   if (o.join_token.empty() || o.ca_hash.empty()) {
     std::fprintf(stderr,
                  "error: agent join needs --token igj_... and --ca-hash sha256:... (the coordinator prints "

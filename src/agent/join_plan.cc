@@ -124,6 +124,7 @@ std::string RenderAgentConfig(const AgentConfig& c) {
       << "driver: " << Quoted(c.driver) << "\n"
       << "untrusted_runtime: " << Quoted(c.untrusted_runtime) << "\n";
   if (!c.policy_file.empty()) out << "policy: " << Quoted(c.policy_file) << "\n";
+  if (!c.metrics_listen.empty()) out << "metrics_listen: " << Quoted(c.metrics_listen) << "\n";
   return out.str();
 }
 
@@ -161,6 +162,8 @@ Status ApplyAgentConfig(const std::string& yaml_text, const std::set<std::string
         c->untrusted_runtime = v.as<std::string>();
       else if (key == "policy")
         c->policy_file = v.as<std::string>();
+      else if (key == "metrics_listen")
+        c->metrics_listen = v.as<std::string>();
       else
         return Status::InvalidArgument("agent config: unknown setting '" + key + "'");
     } catch (const YAML::Exception&) {

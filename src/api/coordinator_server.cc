@@ -1,15 +1,23 @@
 #include "api/coordinator_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
+#include "api/advertise.h"
+#include "api/cert_renewer.h"
 #include "api/grpc_services.h"
 #include "advert/node_key.h"
 #include "api/http_api.h"
@@ -115,10 +123,20 @@ struct CoordinatorState {
 
 Result<CoordinatorState> OpenState(const CoordinatorConfig& config, const std::string& shared) {
   CoordinatorState state;
-  auto pki = pki::LoadOrCreate(shared + "/pki", config.tls_names);
+  auto pki = pki::LoadOrCreate(shared + "/pki", config.tls_names, config.tls_lifetime);
   if (!pki.ok()) return pki.status().WithContext("TLS setup");
   state.pki = std::move(pki).value();
   IG_ASSIGN_OR_RETURN(state.store, store::OpenStore(config.db.empty() ? config.data_dir + "/state.db" : config.db));
+  // The database remembers the CA its nodes pin: a coordinator with another
+  // one (started without the --shared-dir its peers use, or on a data
+  // directory that is not this database's) would strand every agent.
+  IG_ASSIGN_OR_RETURN(std::string pinned, state.store->PinClusterCa(state.pki.ca_fingerprint, config.adopt_new_ca));
+  if (pinned != state.pki.ca_fingerprint) {
+    return Status::FailedPrecondition(
+        "this database's nodes pin CA " + pinned + ", but " + shared + "/pki holds CA " + state.pki.ca_fingerprint +
+        ": coordinators on one database must share one --shared-dir (docs/operations.md, PostgreSQL); if that CA "
+        "is lost for good, --adopt-new-ca records this one (every agent must then join again)");
+  }
   state.artifacts = std::make_unique<artifacts::ArtifactStore>(shared + "/artifacts");
   IG_RETURN_IF_ERROR(state.artifacts->Init());
   bool created = false;
@@ -228,15 +246,28 @@ struct GrpcListener {
   int port = 0;
 };
 
-Result<GrpcListener> StartGrpc(coordinator::Coordinator* coord, const std::string& listen,
-                               const pki::CoordinatorPki& pki) {
+// TLS from the files the PKI keeps (server.key, server-chain.crt), watched by
+// gRPC: a certificate renewed while the coordinator runs (api/cert_renewer.h)
+// is served from the next handshake on.
+std::shared_ptr<grpc::ServerCredentials> WatchedTls(const std::string& pki_dir,
+                                                    const pki::ServerCertLifetime& lifetime) {
+  const auto refresh_s =
+      static_cast<unsigned>(std::clamp<int64_t>(CertRenewer::CheckIntervalMs(lifetime) / 1000, 1, 60));
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      pki_dir + "/server.key", pki_dir + "/server-chain.crt", refresh_s);
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+Result<GrpcListener> StartGrpc(coordinator::Coordinator* coord, const std::string& listen, const std::string& pki_dir,
+                               const pki::ServerCertLifetime& lifetime) {
   GrpcListener out;
   out.requester = NewRequesterService(coord);
   out.agent = NewAgentService(coord);
-  grpc::SslServerCredentialsOptions tls;
-  tls.pem_key_cert_pairs.push_back({pki.server_key_pem, pki.server_cert_pem + pki.ca_cert_pem});
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::SslServerCredentials(tls), &out.port);
+  builder.AddListeningPort(listen, WatchedTls(pki_dir, lifetime), &out.port);
   builder.RegisterService(out.requester.get());
   builder.RegisterService(out.agent.get());
   builder.SetMaxReceiveMessageSize(8 << 20);
@@ -245,21 +276,40 @@ Result<GrpcListener> StartGrpc(coordinator::Coordinator* coord, const std::strin
   return out;
 }
 
-// client.yaml (the operator's admin credentials) and agent-join.txt (the
-// command that joins an agent), in the data directory.
+// In the data directory: client.yaml (the operator's admin credentials, for
+// this machine), agent-join.txt (the command that joins an agent) and
+// login.txt (the command a user runs with a token from `token create`).
 Status WriteClientFiles(const CoordinatorConfig& config, const std::string& shared, const CoordinatorState& state,
-                        const std::string& receipt_fingerprint, const std::string& grpc_addr,
+                        const std::string& receipt_fingerprint, const Advertised& advertised,
                         const std::string& http_addr) {
   const std::string& dir = config.data_dir;
   std::string client_yaml =
       "# written by idlegrid coordinator; admin credentials, keep private\n"
       "address: " +
-      grpc_addr + "\nhttp_address: " + http_addr + "\nca_file: " + shared + "/pki/ca.crt\ntoken: " + state.admin_token +
-      "\n" + "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
+      advertised.local_address + "\nhttp_address: " + http_addr + "\nca_file: " + shared +
+      "/pki/ca.crt\ntoken: " + state.admin_token + "\n" + "receipt_key_fingerprint: " + receipt_fingerprint + "\n";
   IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/client.yaml", client_yaml, 0600));
-  std::string join_line = "idlegrid agent --coordinator " + grpc_addr + " --join-token " + state.join_token +
-                          " --ca-hash " + state.pki.ca_fingerprint + "\n";
-  return WriteFileAtomic(dir + "/agent-join.txt", join_line, 0600);
+  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/agent-join.txt",
+                                     AgentJoinLine(advertised.url, state.join_token, state.pki.ca_fingerprint), 0600));
+  return WriteFileAtomic(dir + "/login.txt",
+                         "# give a user this line with a token of theirs (idlegrid token create --account NAME)\n" +
+                             LoginLine(advertised.url, state.pki.ca_fingerprint),
+                         0644);
+}
+
+// Where agents and clients are told to dial, said in the log when it is a guess.
+Result<Advertised> Advertise(const CoordinatorConfig& config, int grpc_port) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  IG_ASSIGN_OR_RETURN(Advertised out, AdvertisedAddress({config.advertise_address,
+                                                         SplitHostPort(config.grpc_listen).first, grpc_port, host}));
+  if (out.guessed) {
+    spdlog::warn(
+        "--listen {} is a wildcard: agents and users are told {} (this machine's name); "
+        "give --advertise-address HOST[:PORT] if they must dial another name or address",
+        config.grpc_listen, out.url);
+  }
+  return out;
 }
 
 void AnnounceReady(const std::string& grpc_addr, const std::string& http_addr, const std::string& ca_fingerprint,
@@ -276,6 +326,7 @@ void ServeUntilSignal(const sigset_t& signals, coordinator::Coordinator& coord, 
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  http.SetReady(false);
   coord.Stop();
   http.Stop();
   grpc.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -286,6 +337,10 @@ void ServeUntilSignal(const sigset_t& signals, coordinator::Coordinator& coord, 
 int RunCoordinator(const CoordinatorConfig& config) {
   const sigset_t signals = BlockShutdownSignals();
   const std::string& dir = config.data_dir;
+  // A bad --advertise-address is refused before anything is opened.
+  if (auto checked = AdvertisedAddress({config.advertise_address, "", 1, "localhost"}); !checked.ok()) {
+    return Fail(checked.status());
+  }
   auto lock = LockDataDir(dir);
   if (!lock.ok()) return Fail(lock.status());
 
@@ -309,20 +364,35 @@ int RunCoordinator(const CoordinatorConfig& config) {
   init_lock.reset();
   PrepareBenchmarks(coord, config);
 
-  auto grpc = StartGrpc(&coord, config.grpc_listen, state->pki);
+  auto grpc = StartGrpc(&coord, config.grpc_listen, shared + "/pki", config.tls_lifetime);
   if (!grpc.ok()) return Fail(grpc.status());
   HttpApi http(&coord, shared + "/pki/server.crt", shared + "/pki/server.key");
+  if (Status st = http.SetCertificate(state->pki.server_cert_pem + state->pki.ca_cert_pem, state->pki.server_key_pem);
+      !st.ok()) {
+    return Fail(st);
+  }
   auto [http_host, http_port_wanted] = SplitHostPort(config.http_listen);
   auto http_port = http.Start(http_host, http_port_wanted);
   if (!http_port.ok()) return Fail(http_port.status());
   std::string grpc_addr = SplitHostPort(config.grpc_listen).first + ":" + std::to_string(grpc->port);
   std::string http_addr = http_host + ":" + std::to_string(*http_port);
-  if (Status st = WriteClientFiles(config, shared, *state, setup->receipt_fingerprint, grpc_addr, http_addr);
+  auto advertised = Advertise(config, grpc->port);
+  if (!advertised.ok()) return Fail(advertised.status());
+  if (Status st = WriteClientFiles(config, shared, *state, setup->receipt_fingerprint, *advertised, http_addr);
       !st.ok()) {
     return Fail(st);
   }
 
   coord.Start();
+  CertRenewer renewer({shared, config.tls_names, config.tls_lifetime,
+                       [&http](const pki::CoordinatorPki& renewed) {
+                         Status st =
+                             http.SetCertificate(renewed.server_cert_pem + renewed.ca_cert_pem, renewed.server_key_pem);
+                         if (!st.ok()) spdlog::error("serving the renewed certificate over HTTPS: {}", st.message());
+                       }},
+                      state->pki.server_cert_pem);
+  renewer.Start();
+  http.SetReady(true);
   AnnounceReady(grpc_addr, http_addr, state->pki.ca_fingerprint, setup->receipt_fingerprint);
   ServeUntilSignal(signals, coord, http, *grpc->server);
   return 0;

@@ -3,6 +3,8 @@
 // HTTPS listeners, until SIGINT/SIGTERM.
 #include <string>
 
+#include "pki/pki.h"
+
 #include "coordinator/coordinator.h"
 
 namespace idlegrid::api {
@@ -18,9 +20,16 @@ struct CoordinatorConfig {
   std::string shared_dir;  // scheduling policies (docs/scheduling.md); default: the built-ins
   std::string grpc_listen = "127.0.0.1:7443";
   std::string http_listen = "127.0.0.1:7080";
-  std::vector<std::string> tls_names;  // extra DNS names / IPs for the server certificate
-  std::string bench_binary;            // static readiness benchmark; default: idlegrid-bench beside this binary
-  std::string gpu_bench_binary;        // GPU readiness benchmark; default: idlegrid-gpu-bench beside the former
+  std::vector<std::string> tls_names;    // extra DNS names / IPs for the server certificate
+  pki::ServerCertLifetime tls_lifetime;  // the server certificate's, renewed while running
+  // HOST[:PORT] agents and clients dial (agent-join.txt, login.txt); default:
+  // the --listen host, or this machine's name when that is a wildcard.
+  std::string advertise_address;
+  // Record this coordinator's CA as the one the database's nodes pin, even
+  // though another is recorded (the old CA was lost).
+  bool adopt_new_ca = false;
+  std::string bench_binary;      // static readiness benchmark; default: idlegrid-bench beside this binary
+  std::string gpu_bench_binary;  // GPU readiness benchmark; default: idlegrid-gpu-bench beside the former
   // Public-key files (docs/containment.md, Signatures) whose signatures make an image
   // acceptable at submit; with options.require_signed_images.
   std::vector<std::string> trusted_image_key_files;

@@ -7,6 +7,7 @@
 #include "api/image_registration.h"
 #include "api/visibility.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::api {
@@ -368,6 +369,11 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
                        grpc::ServerWriter<v1::Command>* writer) override {
     auto node = Auth(ctx);
     if (!node.ok()) return ToGrpc(node.status());
+    // An enrolled agent upgraded past its coordinator is turned away here
+    // (Register checks new ones); it retries, and connects once both match.
+    if (Status skew = CheckAgentSkew(req->info().agent_version(), BuildVersionParts()); !skew.ok()) {
+      return ToGrpc(skew);
+    }
     auto session = c_->nodes().OpenSession(*node, req->info(), ctx->peer());
     // Headers go out now so the agent knows the stream is live before any command.
     writer->SendInitialMetadata();

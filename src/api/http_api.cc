@@ -142,6 +142,12 @@ HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, cons
 
 HttpApi::~HttpApi() { Stop(); }
 
+Status HttpApi::SetCertificate(const std::string& chain_pem, const std::string& key_pem) {
+  IG_RETURN_IF_ERROR(identity_.Set(chain_pem, key_pem));
+  identity_.Install(server_->ssl_context());
+  return Status::Ok();
+}
+
 void HttpApi::Routes() {
   JobRoutes();
   NodeRoutes();
@@ -150,6 +156,7 @@ void HttpApi::Routes() {
   HistoryRoutes();
   ServeDashboard(*server_);
   MetricsRoutes();
+  HealthRoutes();
   MarketAndAccountRoutes();
   LedgerRoutes();
   ArtifactRoutes();
@@ -365,6 +372,28 @@ void HttpApi::MetricsRoutes() {
     auto text = c_->reports().Metrics();
     if (!text.ok()) return SendError(res, text.status());
     res.set_content(*text, "text/plain; version=0.0.4");
+  });
+}
+
+// For load balancers, systemd and orchestrators: no token, and nothing in
+// the answer but whether this process serves. /healthz: the HTTP thread
+// answers. /readyz: the coordinator runs its loops and its store answers a
+// read (a keyed lookup of a node that cannot exist: one index probe, which
+// on PostgreSQL also takes a pooled connection, reconnecting if it must).
+void HttpApi::HealthRoutes() {
+  server_->Get("/healthz",
+               [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_.load()) {
+      res.status = 503;
+      return res.set_content("not ready: starting or shutting down\n", "text/plain");
+    }
+    auto probe = c_->store()->GetNode("readyz-probe");
+    if (!probe.ok()) {
+      res.status = 503;
+      return res.set_content("not ready: the store does not answer: " + probe.status().message() + "\n", "text/plain");
+    }
+    res.set_content("ready\n", "text/plain");
   });
 }
 

@@ -2,6 +2,7 @@
 // HTTPS/JSON API: the requester operations, with request and response bodies
 // in protobuf's JSON mapping of the same messages the gRPC API uses. Each
 // route names the gRPC method it serves, and the same Gate decides it.
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "common/status.h"
 #include "api/gate.h"
+#include "api/tls_identity.h"
 #include "coordinator/coordinator.h"
 
 namespace httplib {
@@ -28,6 +30,12 @@ class HttpApi {
   // Returns the bound port.
   Result<int> Start(const std::string& host, int port);
   void Stop();
+  // What /readyz answers beyond its store probe: false until the coordinator
+  // has started its loops, and again once it is shutting down.
+  void SetReady(bool ready) { ready_.store(ready); }
+  // The certificate chain (leaf first) and key new connections are served
+  // with, from now on (a renewed certificate: api/cert_renewer.h).
+  Status SetCertificate(const std::string& chain_pem, const std::string& key_pem);
 
  private:
   // Registers every route, group by group (httplib tries a method's routes in
@@ -39,6 +47,7 @@ class HttpApi {
   void WorkflowRoutes();
   void HistoryRoutes();
   void MetricsRoutes();
+  void HealthRoutes();
   void MarketAndAccountRoutes();
   void LedgerRoutes();
   void ArtifactRoutes();
@@ -50,6 +59,8 @@ class HttpApi {
   Gate gate_;
   std::unique_ptr<httplib::SSLServer> server_;
   std::thread thread_;
+  std::atomic<bool> ready_{false};
+  TlsIdentity identity_;
 };
 
 }  // namespace idlegrid::api

@@ -150,8 +150,12 @@ int AgentPauseCommand(const AgentFlags& f, bool pause) {
 
 // The agent's flags up to --simulate-gpu: where it joins and what it offers.
 void AddAgentHostFlags(CLI::App* a, AgentFlags& f) {
-  a->add_option("--coordinator", f.agent.coordinator, "coordinator gRPC address host:port");
+  a->add_option("--coordinator", f.agent.coordinator,
+                "coordinator gRPC address host:port; several, comma-separated, to fail over between coordinators "
+                "sharing one database");
   a->add_option("--join-token", f.agent.join_token, "join token (first start only)");
+  a->add_option("--metrics-listen", f.agent.metrics_listen,
+                "serve this agent's Prometheus metrics at http://ADDR/metrics, loopback only (e.g. 127.0.0.1:9464)");
   a->add_option("--ca-hash", f.agent.ca_hash, "sha256 fingerprint of the coordinator CA to pin (first start)");
   a->add_option("--data-dir", f.agent.data_dir, "agent state")->capture_default_str();
   a->add_option("--name", f.agent.name, "node name (default: hostname)");
@@ -234,7 +238,10 @@ CLI::App* AddAgentJoin(CLI::App* a, AgentFlags& f) {
   auto* ajoin = a->add_subcommand("join",
                                   "join a coordinator as this (unprivileged) user: check the host, enroll, "
                                   "write the config and a systemd user unit, start it");
-  ajoin->add_option("url", j.url, "the coordinator's gRPC API, https://HOST:PORT")->required();
+  ajoin
+      ->add_option("url", j.url,
+                   "the coordinator's gRPC API, https://HOST:PORT (several, comma-separated: fail over between them)")
+      ->required();
   ajoin->add_option("--token", j.join_token, "join token (igj_...)")->required();
   ajoin->add_option("--ca-hash", j.ca_hash, "sha256 fingerprint of the coordinator CA to pin")->required();
   ajoin->add_option("--api-token", j.api_token,
@@ -251,6 +258,8 @@ CLI::App* AddAgentJoin(CLI::App* a, AgentFlags& f) {
       ->check(CLI::IsMember({"runsc", "runc"}))
       ->capture_default_str();
   ajoin->add_option("--policy", j.agent.policy_file, "owner policy YAML (default: DATA_DIR/policy.yaml)");
+  ajoin->add_option("--metrics-listen", j.agent.metrics_listen,
+                    "the agent serves its Prometheus metrics here, loopback only (e.g. 127.0.0.1:9464)");
   ajoin->add_option("--shutdown-grace", j.grace_seconds, "seconds running work may take when the unit stops")
       ->capture_default_str();
   ajoin->add_flag("--ignore-checks", j.ignore_checks, "enroll even when the host check finds a PROBLEM");

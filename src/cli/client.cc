@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/artifact_client.h"
+#include "common/coordinator_target.h"
 #include "common/grpc_status.h"
 #include "common/digest.h"
 #include "common/fs.h"
@@ -64,8 +65,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
   args.SetMaxReceiveMessageSize(64 << 20);
   auto client = std::make_unique<Client>();
   client->token_ = config.token;
-  client->stub_ =
-      v1::RequesterService::NewStub(grpc::CreateCustomChannel(config.address, grpc::SslCredentials(tls), args));
+  // Several coordinators (a,b): one channel that fails over between them.
+  IG_ASSIGN_OR_RETURN(const std::string target, ChannelTarget(config.address, ResolveWithSystem));
+  client->stub_ = v1::RequesterService::NewStub(grpc::CreateCustomChannel(target, grpc::SslCredentials(tls), args));
   return client;
 }
 

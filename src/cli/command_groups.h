@@ -22,5 +22,7 @@ void RegisterJobControlCommands(CLI::App& app, CommandRegistry& reg, CommonFlags
 void RegisterImageCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& common);
 // account_cli.cc: account, token, ledger, provider, join-token, delete.
 void RegisterAccountCommands(CLI::App& app, CommandRegistry& reg, CommonFlags& common);
+// ops_cli.cc: login, backup, restore.
+void RegisterOpsCommands(CLI::App& app, CommandRegistry& reg);
 
 }  // namespace idlegrid::cli

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "capacity/node_capacity.h"
+#include "common/version.h"
 #include "jobs/task_state.h"
 #include "ledger/accounts.h"
 #include "market/earnings.h"
@@ -146,6 +147,9 @@ Result<std::string> FleetReports::Metrics() {
   IG_ASSIGN_OR_RETURN(auto nodes, sources_.nodes());
   const int64_t now = clock_->NowMs();
   std::vector<Family> out;
+  Family build = Gauge("idlegrid_build_info", "The coordinator's version, in a label; always 1.");
+  build.samples.push_back({{{"version", BuildVersion()}}, 1.0});
+  out.push_back(std::move(build));
   out.push_back(TaskStates(jobs));
   AddEventFamilies(counters_->Read(), out);
   Family gap =

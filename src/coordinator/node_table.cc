@@ -9,6 +9,7 @@
 #include "auth/credentials.h"
 #include "common/digest.h"
 #include "common/random.h"
+#include "common/version.h"
 #include "coordinator/node_views.h"
 #include "jobs/lease.h"
 #include "jobs/node_history.h"
@@ -112,6 +113,10 @@ Result<v1::RegisterResponse> NodeTable::Register(const v1::RegisterRequest& requ
       return owner.status();
     }
     provider = *owner;
+  }
+  if (Status skew = CheckAgentSkew(request.info().agent_version(), BuildVersionParts()); !skew.ok()) {
+    spdlog::warn("registration from {} refused: {}", peer, skew.message());
+    return skew;
   }
   if (request.name().empty() || request.name().size() > 128) {
     return Status::InvalidArgument("node name must be 1-128 characters");

@@ -50,8 +50,6 @@ using SslPtr = std::unique_ptr<SSL, OpenSslDeleter<SSL_free>>;
 using AddrInfoPtr = std::unique_ptr<addrinfo, OpenSslDeleter<freeaddrinfo>>;
 
 constexpr int kCaValidityDays = 3650;
-constexpr int kServerValidityDays = 365;
-constexpr int kRenewBeforeDays = 30;
 constexpr auto kDiscoveryTimeout = std::chrono::seconds(10);
 const char* const kDefaultServerNames[] = {"localhost", "idlegrid-coordinator", "127.0.0.1", "::1"};
 
@@ -223,7 +221,7 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
 
 // A certificate with version, random serial, subject, validity and public key
 // set; extensions and the signature are the caller's.
-Result<X509Ptr> NewCert(const char* common_name, EVP_PKEY* key, int validity_days) {
+Result<X509Ptr> NewCert(const char* common_name, EVP_PKEY* key, int validity_days, int64_t extra_seconds = 0) {
   X509Ptr cert(X509_new());
   BignumPtr serial(BN_new());
   // 127 random bits: unique in practice and always a positive DER integer.
@@ -240,7 +238,7 @@ Result<X509Ptr> NewCert(const char* common_name, EVP_PKEY* key, int validity_day
   }
   // Backdated an hour so that agents with a slightly slow clock accept it.
   if (!X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) ||
-      !X509_time_adj_ex(X509_getm_notAfter(cert.get()), validity_days, 0, nullptr) ||
+      !X509_time_adj_ex(X509_getm_notAfter(cert.get()), validity_days, static_cast<long>(extra_seconds), nullptr) ||
       X509_set_pubkey(cert.get(), key) != 1) {
     return OpenSslFailure("set certificate validity and key");
   }
@@ -257,9 +255,9 @@ Result<X509Ptr> IssueCa(EVP_PKEY* ca_key) {
   return cert;
 }
 
-Result<X509Ptr> IssueServerCert(X509* ca, EVP_PKEY* ca_key, EVP_PKEY* server_key,
-                                const std::vector<std::string>& names) {
-  IG_ASSIGN_OR_RETURN(X509Ptr cert, NewCert("idlegrid-coordinator", server_key, kServerValidityDays));
+Result<X509Ptr> IssueServerCert(X509* ca, EVP_PKEY* ca_key, EVP_PKEY* server_key, const std::vector<std::string>& names,
+                                int64_t valid_seconds) {
+  IG_ASSIGN_OR_RETURN(X509Ptr cert, NewCert("idlegrid-coordinator", server_key, 0, valid_seconds));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(ca));
   // A leaf that outlives its CA would fail verification anyway; cap it.
   if (ASN1_TIME_compare(X509_get0_notAfter(ca), X509_get0_notAfter(cert.get())) < 0) {
@@ -338,12 +336,13 @@ Result<Ca> LoadOrCreateCa(const std::string& dir) {
 }
 
 // True if the stored server certificate can be served as is.
-bool ServerCertUsable(const Ca& ca, X509* cert, EVP_PKEY* key, const std::vector<std::string>& names) {
+bool ServerCertUsable(const Ca& ca, X509* cert, EVP_PKEY* key, const std::vector<std::string>& names,
+                      int64_t renew_before_seconds) {
   bool usable = X509_check_private_key(cert, key) == 1 && X509_check_issued(ca.cert.get(), cert) == X509_V_OK &&
                 X509_verify(cert, X509_get0_pubkey(ca.cert.get())) == 1;
   ERR_clear_error();
   if (!usable) return false;
-  time_t renew_at = time(nullptr) + kRenewBeforeDays * 24 * 3600;
+  time_t renew_at = time(nullptr) + static_cast<time_t>(renew_before_seconds);
   if (X509_cmp_time(X509_get0_notAfter(cert), &renew_at) <= 0) return false;
   std::set<std::string> present = SansOf(cert);
   return std::all_of(names.begin(), names.end(),
@@ -353,9 +352,18 @@ bool ServerCertUsable(const Ca& ca, X509* cert, EVP_PKEY* key, const std::vector
 struct ServerMaterial {
   std::string cert_pem;
   std::string key_pem;
+  int64_t not_after_s = 0;
 };
 
-Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, const std::vector<std::string>& names) {
+// A certificate's notAfter as Unix seconds (0 if it cannot be read).
+int64_t NotAfterSeconds(const X509* cert) {
+  struct tm t {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &t) != 1) return 0;
+  return static_cast<int64_t>(timegm(&t));
+}
+
+Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, const std::vector<std::string>& names,
+                                         const ServerCertLifetime& lifetime) {
   const std::string cert_path = dir + "/server.crt";
   const std::string key_path = dir + "/server.key";
   if (PathExists(cert_path) && PathExists(key_path)) {
@@ -365,17 +373,30 @@ Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, c
     auto key = ParseKey(key_pem);
     // Anything wrong with the leaf is repaired by re-issuing: unlike the CA,
     // nobody pins it.
-    if (cert.ok() && key.ok() && ServerCertUsable(ca, cert->get(), key->get(), names)) {
-      return ServerMaterial{std::move(cert_pem), std::move(key_pem)};
+    if (cert.ok() && key.ok() && ServerCertUsable(ca, cert->get(), key->get(), names, lifetime.renew_before_seconds)) {
+      ServerMaterial kept{std::move(cert_pem), std::move(key_pem), NotAfterSeconds(cert->get())};
+      // The chain is derived: written when missing (a data directory from
+      // before it existed) or stale.
+      auto chain = ReadFile(dir + "/server-chain.crt");
+      if (!chain.ok() || *chain != kept.cert_pem + ca.cert_pem) {
+        IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/server-chain.crt", kept.cert_pem + ca.cert_pem, 0644));
+      }
+      return kept;
     }
   }
   IG_ASSIGN_OR_RETURN(PkeyPtr key, GenerateKey());
-  IG_ASSIGN_OR_RETURN(X509Ptr cert, IssueServerCert(ca.cert.get(), ca.key.get(), key.get(), names));
+  IG_ASSIGN_OR_RETURN(X509Ptr cert,
+                      IssueServerCert(ca.cert.get(), ca.key.get(), key.get(), names, lifetime.valid_seconds));
   ServerMaterial material;
   IG_ASSIGN_OR_RETURN(material.key_pem, KeyToPem(key.get()));
   IG_ASSIGN_OR_RETURN(material.cert_pem, CertToPem(cert.get()));
+  material.not_after_s = NotAfterSeconds(cert.get());
+  // Each file is replaced by rename. A reader that reads the key and then a
+  // certificate (gRPC's file watcher) sees one of them change under it by its
+  // mtime, and reads both again.
   IG_RETURN_IF_ERROR(WriteFileAtomic(key_path, material.key_pem, 0600));
   IG_RETURN_IF_ERROR(WriteFileAtomic(cert_path, material.cert_pem, 0644));
+  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/server-chain.crt", material.cert_pem + ca.cert_pem, 0644));
   return material;
 }
 
@@ -545,16 +566,24 @@ Status VerifyLeaf(X509* leaf, X509* ca, const std::string& address, const std::s
 
 }  // namespace
 
-Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names) {
+Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names,
+                                    const ServerCertLifetime& lifetime) {
+  if (lifetime.valid_seconds <= 0 || lifetime.renew_before_seconds <= 0 ||
+      lifetime.renew_before_seconds >= lifetime.valid_seconds) {
+    return Status::InvalidArgument(
+        "a server certificate's lifetime must be positive and longer than the time "
+        "before its end when it is renewed");
+  }
   IG_ASSIGN_OR_RETURN(std::vector<std::string> names, ServerNames(extra_names));
   IG_RETURN_IF_ERROR(MakeDirs(dir, 0700));
   IG_ASSIGN_OR_RETURN(Ca ca, LoadOrCreateCa(dir));
-  IG_ASSIGN_OR_RETURN(ServerMaterial server, LoadOrIssueServer(dir, ca, names));
+  IG_ASSIGN_OR_RETURN(ServerMaterial server, LoadOrIssueServer(dir, ca, names, lifetime));
   CoordinatorPki pki;
   pki.ca_fingerprint = DerFingerprint(ca.cert.get());
   pki.ca_cert_pem = std::move(ca.cert_pem);
   pki.server_cert_pem = std::move(server.cert_pem);
   pki.server_key_pem = std::move(server.key_pem);
+  pki.server_not_after_s = server.not_after_s;
   return pki;
 }
 

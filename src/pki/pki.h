@@ -3,6 +3,7 @@
 // and a TLS server certificate issued from it. Agents trust the coordinator
 // by pinning the CA's fingerprint (kubeadm-style discovery), so the CA must
 // outlive restarts and the fingerprint must never change silently.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,15 @@ struct CoordinatorPki {
   std::string ca_cert_pem;
   std::string server_cert_pem;  // leaf, signed by the CA
   std::string server_key_pem;
-  std::string ca_fingerprint;  // "sha256:<hex>" of the CA certificate's DER encoding
+  std::string ca_fingerprint;      // "sha256:<hex>" of the CA certificate's DER encoding
+  int64_t server_not_after_s = 0;  // when the leaf expires (Unix seconds)
+};
+
+// How long a server certificate lasts, and how long before its end it is
+// re-issued (at start, and by a running coordinator: api/cert_renewer.h).
+struct ServerCertLifetime {
+  int64_t valid_seconds = 365LL * 24 * 3600;
+  int64_t renew_before_seconds = 30LL * 24 * 3600;
 };
 
 // Loads ca.crt, ca.key, server.crt and server.key from `dir`, creating the
@@ -26,16 +35,22 @@ struct CoordinatorPki {
 // not match is FailedPrecondition/InvalidArgument naming the file, because
 // regenerating would break every agent that pinned the old fingerprint.
 //
-// The server certificate (1 year, serverAuth) carries the SANs localhost,
-// idlegrid-coordinator, 127.0.0.1, ::1 plus `extra_names` (each an IP SAN if
-// it parses as an IP address, else a DNS SAN). It is re-issued from the
-// existing CA with a fresh key when it is missing, does not match its key, is
-// not signed by the CA, expires within 30 days, or lacks one of the names.
-// InvalidArgument if an extra name is empty or not a plausible host name.
+// The server certificate (`lifetime.valid_seconds`, 1 year by default,
+// serverAuth) carries the SANs localhost, idlegrid-coordinator, 127.0.0.1,
+// ::1 plus `extra_names` (each an IP SAN if it parses as an IP address, else
+// a DNS SAN). It is re-issued from the existing CA with a fresh key when it is
+// missing, does not match its key, is not signed by the CA, expires within
+// `lifetime.renew_before_seconds` (30 days), or lacks one of the names.
+// server-chain.crt (the leaf, then the CA: what TLS servers send) is kept
+// beside it. Files are replaced by rename, key first, then the leaf, then
+// the chain. InvalidArgument if an extra name is empty or not a plausible
+// host name, or the lifetime is not positive or shorter than its renewal
+// window.
 //
 // Not safe to call concurrently for the same `dir` (callers hold the data
 // directory lock).
-Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names);
+Result<CoordinatorPki> LoadOrCreate(const std::string& dir, const std::vector<std::string>& extra_names,
+                                    const ServerCertLifetime& lifetime = {});
 
 // "sha256:<hex>" of the DER encoding of the first certificate in `cert_pem`.
 // InvalidArgument if no certificate can be parsed.

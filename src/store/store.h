@@ -426,6 +426,11 @@ class NodeStore {
   virtual Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) = 0;
   // Last heartbeat times of many nodes in one transaction.
   virtual Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) = 0;
+  // The fingerprint of the CA the database's nodes pin: `fingerprint` is
+  // recorded if none is (or if `replace`), and the recorded one returned, so
+  // a coordinator can tell it serves another CA than the database's nodes
+  // trust (coordinators that do not share --shared-dir).
+  virtual Result<std::string> PinClusterCa(const std::string& fingerprint, bool replace) = 0;
 };
 
 // --- accounts and credentials ---

@@ -152,6 +152,30 @@ TEST_F(HttpApiTest, EveryRouteRefusesAMissingOrWrongTokenWithAJsonError) {
   EXPECT_EQ(jobs->jobs_size(), 0) << "a refused submission must create nothing";
 }
 
+// Health probes need no token and say nothing but whether this process serves.
+TEST_F(HttpApiTest, HealthzAnswersAtOnceAndReadyzOnlyWhileTheCoordinatorIsReady) {
+  auto health = Call("GET", "/healthz", "", "");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok\n");
+
+  auto starting = Call("GET", "/readyz", "", "");
+  ASSERT_TRUE(starting);
+  EXPECT_EQ(starting->status, 503) << "not marked ready yet: " << starting->body;
+  EXPECT_NE(starting->body.find("starting"), std::string::npos) << starting->body;
+
+  http_->SetReady(true);
+  auto ready = Call("GET", "/readyz", "", "");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  EXPECT_EQ(ready->body, "ready\n");
+
+  http_->SetReady(false);  // shutting down
+  auto stopping = Call("GET", "/readyz", "", "");
+  ASSERT_TRUE(stopping);
+  EXPECT_EQ(stopping->status, 503) << stopping->body;
+}
+
 TEST_F(HttpApiTest, SubmissionTakesTheCoordinatorsPathAndTheJobCanBeReadListedAndCancelled) {
   auto res = Call("POST", "/v1/jobs", SubmitBody("viahttp"));
   ASSERT_TRUE(res);

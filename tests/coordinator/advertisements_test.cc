@@ -104,6 +104,7 @@ v1::RegisterRequest RegisterRequestFor(const v1::SignedAdvertisement& signed_ad,
   request.set_name(name);
   request.mutable_info()->set_hostname(name);
   request.mutable_info()->set_cpu_cores(4);
+  request.mutable_info()->set_agent_version(AgentVersionString());
   *request.mutable_advertisement() = signed_ad;
   return request;
 }

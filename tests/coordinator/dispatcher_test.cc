@@ -51,6 +51,7 @@ class DispatcherTest : public ServiceTest {
     v1::RegisterRequest request;
     request.set_join_secret(kSecret);
     request.set_name("node-a");
+    request.mutable_info()->set_agent_version(AgentVersionString());
     *request.mutable_advertisement() = advert::SignAdvertisement(testing::AdOf(1, cpu_ask), key_);
     auto registered = nodes_->Register(request, "test");
     EXPECT_TRUE(registered.ok()) << registered.status().ToString();

@@ -39,13 +39,14 @@ class NodeTableTest : public ServiceTest {
   }
 
   // Registers a node under `secret`; its id, or "" with a failure recorded.
-  std::string Register(const std::string& secret = kSecret) {
+  std::string Register(const std::string& secret = kSecret, const std::string& version = AgentVersionString()) {
     v1::RegisterRequest request;
     request.set_join_secret(secret);
     request.set_name("node-a");
     request.mutable_info()->set_hostname("node-a");
     request.mutable_info()->set_cpu_cores(4);
     request.mutable_info()->set_memory_bytes(8ull << 30);
+    request.mutable_info()->set_agent_version(version);
     *request.mutable_advertisement() = advert::SignAdvertisement(testing::AdOf(1), key_);
     auto response = table_->Register(request, "test");
     if (!response.ok()) {
@@ -96,6 +97,20 @@ TEST_F(NodeTableTest, RegistrationDerivesTheIdFromTheKeyAndRefusesAWrongSecret) 
   EXPECT_EQ(n.provider(), store::kOperatorAccount);
   EXPECT_EQ(table_->ProviderOf(id), store::kOperatorAccount);
   EXPECT_FALSE(table_->PublicKeyOf(id).empty());
+}
+
+TEST_F(NodeTableTest, AnAgentNewerThanItsCoordinatorIsRefusedWithWhatToUpgrade) {
+  const Version mine = BuildVersionParts();
+  const std::string newer =
+      "idlegrid-agent/" + std::to_string(mine.major) + "." + std::to_string(mine.minor + 1) + ".0";
+  EXPECT_EQ(Register(kSecret, newer), "");
+  EXPECT_NE(last_error_.find("FailedPrecondition"), std::string::npos) << last_error_;
+  EXPECT_NE(last_error_.find("upgrade the coordinator first"), std::string::npos) << last_error_;
+  EXPECT_EQ(Register(kSecret, ""), "") << "an agent that states no version";
+  auto listed = table_->List();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->nodes_size(), 0) << "a refused agent is not enrolled";
+  EXPECT_EQ(Register(), key_.node_id()) << "the same agent at this version joins: " << last_error_;
 }
 
 TEST_F(NodeTableTest, ASilentNodeIsSuspectThenOfflineAndOnlyThenDropped) {

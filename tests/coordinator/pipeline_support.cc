@@ -32,16 +32,14 @@ v1::JobSpec CpuJob(const std::string& name) {
   return spec;
 }
 
-namespace {
-constexpr char kAgentVersion[] = "test-agent";
-}  // namespace
+namespace {}  // namespace
 
 v1::Advertisement AdOf(uint64_t sequence, double cpu_ask) {
   v1::Advertisement ad;
   ad.set_sequence(sequence);
   ad.set_created_at_ms(1'000'000);
   ad.set_region("lab");
-  ad.set_agent_version(kAgentVersion);
+  ad.set_agent_version(AgentVersionString());
   ad.set_protocol_version("idlegrid.v1");
   ad.set_allocatable_cpu(4);
   ad.set_allocatable_memory_bytes(8ull << 30);
@@ -66,7 +64,7 @@ v1::NodeInfo InfoOf(const std::string& name) {
   info.mutable_enforcement()->set_memory("cgroup");
   info.mutable_enforcement()->set_pids("cgroup");
   info.mutable_enforcement()->set_cpu("cgroup");
-  info.set_agent_version(kAgentVersion);
+  info.set_agent_version(AgentVersionString());
   return info;
 }
 
@@ -126,7 +124,7 @@ Result<std::string> PipelineHarness::AddNode(const std::string& name, double cpu
   m.set_passed(true);
   m.set_cpu_score(1e8);
   m.set_measured_at_ms(clock_.NowMs());
-  m.set_agent_version(kAgentVersion);
+  m.set_agent_version(AgentVersionString());
   IG_RETURN_IF_ERROR(coordinator_->store()->RecordMeasurement(id, m));
   IG_ASSIGN_OR_RETURN(auto second, coordinator_->nodes().Register(RegisterRequestOf(name, ad(2), join_secret), kPeer));
   if (second.node_id() != id) return Status::Internal("node id changed on re-registration");

@@ -16,6 +16,7 @@
 #include "advert/node_key.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/version.h"
 #include "coordinator/coordinator.h"
 #include "idlegrid/v1/idlegrid.pb.h"
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/fs.h"
+#include "common/version.h"
 #include "e2e/harness.h"
 
 namespace idlegrid::testing {
@@ -32,8 +33,10 @@ TEST(MetricsE2E, PromtoolAcceptsALiveCoordinatorsMetricsAndTheyCountTheJob) {
   }
   Grid grid("MetricsE2E");
   ASSERT_TRUE(grid.StartCoordinator().ok());
-  Status started = grid.StartAgent(1);
+  Status started = grid.StartAgent(1, {"--metrics-listen", "127.0.0.1:0"});
   ASSERT_TRUE(started.ok()) << started.message();
+  const std::string agent_metrics = ValueAfter(grid.agents[0]->WaitForLine("metrics listen=", 1000), "listen");
+  ASSERT_FALSE(agent_metrics.empty()) << "the agent printed no metrics address";
   auto submitted = grid.Cli({"submit", grid.Manifest("measured", {"write", "measured"}), "--wait"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
 
@@ -49,6 +52,8 @@ TEST(MetricsE2E, PromtoolAcceptsALiveCoordinatorsMetricsAndTheyCountTheJob) {
   EXPECT_EQ(metrics.out.find("# idlegrid: left out"), std::string::npos) << metrics.out;
 
   // The job: one task waited, ran and succeeded; its image and output moved.
+  EXPECT_EQ(Sample(metrics.out, "idlegrid_build_info{version=\"" + std::string(BuildVersion()) + "\"}"), 1)
+      << metrics.out;
   EXPECT_GE(Sample(metrics.out, "idlegrid_queue_wait_seconds_count"), 1) << metrics.out;
   EXPECT_GE(Sample(metrics.out, "idlegrid_attempt_run_seconds_count"), 1) << metrics.out;
   EXPECT_GE(Sample(metrics.out, "idlegrid_attempts_ended_total{reason=\"succeeded\"}"), 1) << metrics.out;
@@ -64,6 +69,29 @@ TEST(MetricsE2E, PromtoolAcceptsALiveCoordinatorsMetricsAndTheyCountTheJob) {
   EXPECT_GT(Sample(metrics.out, "idlegrid_node_memory_bytes" + node + "\"allocatable\"}"), 0) << metrics.out;
   EXPECT_GE(Sample(metrics.out, "idlegrid_node_heartbeat_age_seconds{node=\"" + grid.node_ids[0] + "\"}"), 0)
       << metrics.out;
+
+  // The agent's own, on loopback, also promtool-clean.
+  auto own = RunCommand({"curl", "-sS", "--fail", "http://" + agent_metrics + "/metrics"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const std::string own_file = grid.coordinator_dir + "/agent-metrics.txt";
+  ASSERT_TRUE(WriteFileAtomic(own_file, own.out).ok());
+  auto own_checked = RunCommand({"sh", "-c", "promtool check metrics < " + own_file});
+  EXPECT_EQ(own_checked.exit_code, 0) << own_checked.out << own_checked.err << "\n" << own.out;
+  EXPECT_EQ(Sample(own.out, "idlegrid_agent_build_info{version=\"" + std::string(BuildVersion()) + "\"}"), 1)
+      << own.out;
+  EXPECT_EQ(Sample(own.out, "idlegrid_agent_connected"), 1) << own.out;
+  EXPECT_GE(Sample(own.out, "idlegrid_agent_reports_total{event=\"exited\"}"), 1) << own.out;
+  EXPECT_GE(Sample(own.out, "idlegrid_agent_heartbeats_total{result=\"delivered\"}"), 1) << own.out;
+  EXPECT_EQ(Sample(own.out, "idlegrid_agent_running_attempts"), 0) << own.out;
+}
+
+TEST(MetricsE2E, AnAgentRefusesToServeMetricsBeyondLoopback) {
+  Grid grid("MetricsLoopback");
+  auto refused = RunCommand({grid.binary(), "agent", "--coordinator", "127.0.0.1:1", "--data-dir", grid.root + "/a",
+                             "--metrics-listen", "0.0.0.0:9464"},
+                            60);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("loopback only"), std::string::npos) << refused.err;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
@@ -229,6 +230,41 @@ TEST(LoadOrCreateTest, ExtraNameReissuesServerCertFromSameCa) {
   auto again = LoadOrCreate(dir.path(), {"10.1.2.3", "GPU-BOX.lan"});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->server_cert_pem, after->server_cert_pem);
+}
+
+TEST(LoadOrCreateTest, ALeafInsideItsRenewalWindowIsReissuedFromTheSameCaWithItsChain) {
+  TempDir dir;
+  const int64_t now = static_cast<int64_t>(time(nullptr));
+  auto first = LoadOrCreate(dir.path(), {}, {60, 30});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_NEAR(static_cast<double>(first->server_not_after_s), static_cast<double>(now + 60), 5);
+  auto chain = ReadFile(dir.path() + "/server-chain.crt");
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(*chain, first->server_cert_pem + first->ca_cert_pem) << "the leaf, then the CA";
+
+  // 60 s left is outside a 30 s window: kept.
+  auto kept = LoadOrCreate(dir.path(), {}, {60, 30});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->server_cert_pem, first->server_cert_pem);
+  // Inside a 599 s window: re-issued, from the same CA, for the new lifetime.
+  auto renewed = LoadOrCreate(dir.path(), {}, {600, 599});
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_NE(renewed->server_cert_pem, first->server_cert_pem);
+  EXPECT_NE(renewed->server_key_pem, first->server_key_pem) << "a fresh key";
+  EXPECT_EQ(renewed->ca_fingerprint, first->ca_fingerprint);
+  EXPECT_TRUE(VerifiesAgainst(renewed->server_cert_pem, first->ca_cert_pem));
+  EXPECT_NEAR(static_cast<double>(renewed->server_not_after_s), static_cast<double>(now + 600), 5);
+  chain = ReadFile(dir.path() + "/server-chain.crt");
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(*chain, renewed->server_cert_pem + renewed->ca_cert_pem);
+  auto key = ReadFile(dir.path() + "/server.key");
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(*key, renewed->server_key_pem);
+
+  for (ServerCertLifetime bad : {ServerCertLifetime{0, 0}, ServerCertLifetime{60, 60}, ServerCertLifetime{60, -1}}) {
+    auto refused = LoadOrCreate(dir.path(), {}, bad);
+    EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad.valid_seconds << "/" << bad.renew_before_seconds;
+  }
 }
 
 TEST(LoadOrCreateTest, RejectsBadExtraName) {

@@ -1114,5 +1114,23 @@ TEST_P(StoreTest, HeartbeatsOfManyNodesInOneBatchNeverGoBackwards) {
   EXPECT_EQ((*n2)->last_heartbeat_ms, 700);
 }
 
+// The CA the database's nodes pin (schema v20): the first coordinator's is
+// kept; another coordinator's is returned the recorded one, unless it asks to
+// replace it.
+TEST_P(StoreTest, TheClusterCaIsRecordedOnceAndReplacedOnlyWhenAsked) {
+  auto first = store_->PinClusterCa("sha256:aaaa", false);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, "sha256:aaaa");
+  auto other = store_->PinClusterCa("sha256:bbbb", false);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(*other, "sha256:aaaa") << "the first CA recorded stays";
+  auto replaced = store_->PinClusterCa("sha256:bbbb", true);
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(*replaced, "sha256:bbbb");
+  auto again = store_->PinClusterCa("sha256:aaaa", false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, "sha256:bbbb");
+}
+
 }  // namespace
 }  // namespace idlegrid::store

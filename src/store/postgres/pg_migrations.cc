@@ -204,6 +204,10 @@ const std::vector<const char*>& Migrations() {
       R"sql(
       CREATE INDEX IF NOT EXISTS attempts_by_node_assigned ON attempts(node_id, assigned_ms, seq);
       )sql",
+      // v20: settings of the grid as a whole (NodeStore::PinClusterCa).
+      R"sql(
+      CREATE TABLE IF NOT EXISTS cluster_settings(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+      )sql",
   };
   return kMigrations;
 }

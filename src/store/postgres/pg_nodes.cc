@@ -298,4 +298,21 @@ Result<std::optional<ImageRecord>> PgArtifacts::GetImage(const std::string& mani
   return out;
 }
 
+Result<std::string> PgNodes::PinClusterCa(const std::string& fingerprint, bool replace) {
+  std::string out;
+  IG_RETURN_IF_ERROR(Tx(Isolation::kAutocommit, [&](Connection& c) -> Status {
+    // One statement: of coordinators starting together, the first records its CA.
+    IG_ASSIGN_OR_RETURN(
+        Rows r, c.Exec(replace ? "INSERT INTO cluster_settings(name, value) VALUES('ca_fingerprint', $1) "
+                                 "ON CONFLICT(name) DO UPDATE SET value = excluded.value RETURNING value"
+                               : "INSERT INTO cluster_settings(name, value) VALUES('ca_fingerprint', $1) "
+                                 "ON CONFLICT(name) DO UPDATE SET value = cluster_settings.value RETURNING value",
+                       Params().Text(fingerprint)));
+    if (r.empty()) return Status::Internal("the CA fingerprint was not recorded");
+    out = r.Text(0, 0);
+    return Status::Ok();
+  }));
+  return out;
+}
+
 }  // namespace idlegrid::store

@@ -132,6 +132,7 @@ class PgNodes : public virtual NodeStore, protected PgRole {
   Status SetDrain(const std::string& node_id, bool draining, int64_t deadline_ms) override;
   Status RecordHeartbeat(const std::string& node_id, const v1::NodeInfo& info, int64_t now_ms) override;
   Status RecordHeartbeats(const std::map<std::string, int64_t>& last_heartbeat_ms) override;
+  Result<std::string> PinClusterCa(const std::string& fingerprint, bool replace) override;
 };
 
 class PgAccounts : public virtual AccountStore, protected PgRole {

@@ -245,4 +245,19 @@ Result<std::optional<ImageRecord>> SqliteArtifacts::GetImage(const std::string& 
   return std::optional<ImageRecord>();
 }
 
+Result<std::string> SqliteNodes::PinClusterCa(const std::string& fingerprint, bool replace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt put(db_, replace ? "INSERT INTO cluster_settings(name, value) VALUES('ca_fingerprint', ?) "
+                          "ON CONFLICT(name) DO UPDATE SET value = excluded.value"
+                        : "INSERT INTO cluster_settings(name, value) VALUES('ca_fingerprint', ?) "
+                          "ON CONFLICT(name) DO NOTHING");
+  put.Bind(1, fingerprint);
+  put.Step();
+  IG_RETURN_IF_ERROR(put.status());
+  Stmt get(db_, "SELECT value FROM cluster_settings WHERE name = 'ca_fingerprint'");
+  if (get.Step()) return get.Text(0);
+  IG_RETURN_IF_ERROR(get.status());
+  return Status::Internal("the CA fingerprint was not recorded");
+}
+
 }  // namespace idlegrid::store
