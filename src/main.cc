@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -210,6 +211,10 @@ int RunCoordinatorCommand(CoordinatorFlags& f) {
     std::cerr << st.message() << "\n";
     return 2;
   }
+  // A PostgreSQL server that does not answer must not hold a connection
+  // attempt (or /readyz) for minutes: libpq reads this unless --db sets
+  // connect_timeout. Set before any thread starts.
+  ::setenv("PGCONNECT_TIMEOUT", "10", /*overwrite=*/0);
   return idlegrid::api::RunCoordinator(coord);
 }
 

@@ -290,7 +290,13 @@ Status Agent::Enroll() {
   // gRPC from sharing the one above).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetString("idlegrid.connection", "heartbeat");
-  heartbeat_channel_ = grpc::CreateCustomChannel(target, grpc::SslCredentials(tls), args);
+  // With several coordinators, heartbeats share the command stream's channel
+  // instead: two pick_first channels could settle on different coordinators
+  // (one reconnects to a restarted coordinator, the other stays), and the
+  // one holding the session would hear no heartbeats and declare the node lost.
+  heartbeat_channel_ = SplitCoordinators(config_.coordinator).size() > 1
+                           ? channel_
+                           : grpc::CreateCustomChannel(target, grpc::SslCredentials(tls), args);
   heartbeat_stub_ = v1::AgentService::NewStub(heartbeat_channel_);
 
   // The node's identity is its Ed25519 key; the node id derives from it.
@@ -480,7 +486,8 @@ void Agent::ConnectLoop() {
       std::fflush(stdout);
       announced = true;
     }
-    metrics_.SetConnected(true);
+    // Only an accepted stream carries the marker (a refused one ends with its status).
+    metrics_.SetConnected(ctx.GetServerInitialMetadata().count("idlegrid-session") > 0);
     v1::Command cmd;
     while (reader->Read(&cmd)) {
       backoff_ms = 200;

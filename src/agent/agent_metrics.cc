@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <vector>
 
 #include "common/version.h"
@@ -98,6 +99,9 @@ Result<int> MetricsServer::Start(const std::string& listen, std::function<std::s
   const int port = wanted == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, wanted) ? wanted : -1);
   if (port <= 0) return Status::Unavailable("--metrics-listen " + listen + ": cannot listen there");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() does nothing before the loop runs: wait for it, so a
+  // Stop right after Start cannot hang in join.
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return port;
 }
 

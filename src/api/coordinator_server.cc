@@ -246,15 +246,15 @@ struct GrpcListener {
   int port = 0;
 };
 
-// TLS from the files the PKI keeps (server.key, server-chain.crt), watched by
-// gRPC: a certificate renewed while the coordinator runs (api/cert_renewer.h)
-// is served from the next handshake on.
+// TLS from the file the PKI keeps (pki::kServerIdentityFile: chain and key,
+// replaced by one rename), watched by gRPC: a certificate renewed while the
+// coordinator runs (api/cert_renewer.h) is served from the next handshake on.
 std::shared_ptr<grpc::ServerCredentials> WatchedTls(const std::string& pki_dir,
                                                     const pki::ServerCertLifetime& lifetime) {
   const auto refresh_s =
       static_cast<unsigned>(std::clamp<int64_t>(CertRenewer::CheckIntervalMs(lifetime) / 1000, 1, 60));
   auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      pki_dir + "/server.key", pki_dir + "/server-chain.crt", refresh_s);
+      pki_dir + "/" + pki::kServerIdentityFile, pki_dir + "/" + pki::kServerIdentityFile, refresh_s);
   grpc::experimental::TlsServerCredentialsOptions options(provider);
   options.watch_identity_key_cert_pairs();
   options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
@@ -366,7 +366,8 @@ int RunCoordinator(const CoordinatorConfig& config) {
 
   auto grpc = StartGrpc(&coord, config.grpc_listen, shared + "/pki", config.tls_lifetime);
   if (!grpc.ok()) return Fail(grpc.status());
-  HttpApi http(&coord, shared + "/pki/server.crt", shared + "/pki/server.key");
+  const std::string identity = shared + "/pki/" + pki::kServerIdentityFile;  // chain and key, one file
+  HttpApi http(&coord, identity, identity);
   if (Status st = http.SetCertificate(state->pki.server_cert_pem + state->pki.ca_cert_pem, state->pki.server_key_pem);
       !st.ok()) {
     return Fail(st);

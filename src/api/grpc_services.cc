@@ -375,7 +375,9 @@ class AgentServiceImpl : public v1::AgentService::WithCallbackMethod_Heartbeat<v
       return ToGrpc(skew);
     }
     auto session = c_->nodes().OpenSession(*node, req->info(), ctx->peer());
-    // Headers go out now so the agent knows the stream is live before any command.
+    // Headers go out now so the agent knows the stream is live before any
+    // command; the marker tells an accepted stream from a refused one.
+    ctx->AddInitialMetadata("idlegrid-session", "open");
     writer->SendInitialMetadata();
     while (!ctx->IsCancelled() && !session->closed()) {
       auto cmd = session->Next(1000);

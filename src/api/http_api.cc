@@ -136,6 +136,9 @@ void Revalidate(const httplib::Request& req, httplib::Response& res) {
 
 HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, const std::string& key_file)
     : c_(c), gate_(c), server_(std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str())) {
+  // Once, before any connection: every handshake then asks identity_ first
+  // (it serves the files' certificate until SetCertificate is called).
+  if (server_->is_valid()) identity_.Install(server_->ssl_context());
   Routes();
   server_->set_post_routing_handler(Revalidate);
 }
@@ -143,9 +146,7 @@ HttpApi::HttpApi(coordinator::Coordinator* c, const std::string& cert_file, cons
 HttpApi::~HttpApi() { Stop(); }
 
 Status HttpApi::SetCertificate(const std::string& chain_pem, const std::string& key_pem) {
-  IG_RETURN_IF_ERROR(identity_.Set(chain_pem, key_pem));
-  identity_.Install(server_->ssl_context());
-  return Status::Ok();
+  return identity_.Set(chain_pem, key_pem);
 }
 
 void HttpApi::Routes() {

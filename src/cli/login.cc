@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 #include "agent/join_plan.h"
 #include "cli/client.h"
@@ -60,15 +61,26 @@ int Login(const LoginOptions& o) {
   auto ca = pki::FetchPinnedCa(*address, o.ca_hash);
   if (!ca.ok()) return Failed("the coordinator at " + *address + ": " + ca.status().message());
 
-  const std::string dir = std::filesystem::path(file).parent_path().string();
-  if (Status st = MakeDirs(dir.empty() ? "." : dir, 0700); !st.ok()) return Failed(st.message());
-  const std::string ca_file = (dir.empty() ? "." : dir) + "/coordinator-ca.crt";
-  // The CA goes first (the check below connects with it); a token refused
-  // leaves only that public certificate behind, never a config.
-  if (Status st = WriteFileAtomic(ca_file, *ca, 0644); !st.ok()) return Failed(st.message());
-  auto who = WhoAmI({*address, ca_file, o.token});
+  // The token is checked with the CA in a private temporary directory:
+  // nothing is written where the config goes until both checks passed.
+  Result<std::string> who = Status::Internal("no check ran");
+  {
+    char scratch[] = "/tmp/idlegrid-login.XXXXXX";
+    if (::mkdtemp(scratch) == nullptr) return Failed("cannot make a temporary directory in /tmp");
+    const std::string probe_ca = std::string(scratch) + "/ca.crt";
+    Status st = WriteFileAtomic(probe_ca, *ca, 0600);
+    who = st.ok() ? WhoAmI({*address, probe_ca, o.token}) : Result<std::string>(st);
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch, ignored);
+  }
   if (!who.ok()) return Failed("the coordinator did not accept the token: " + who.status().message());
 
+  // The CA is named after the config (config.yaml -> config.ca.crt), so a
+  // second login with --config never replaces the CA another config uses.
+  const std::string dir = std::filesystem::path(file).parent_path().string();
+  if (Status st = MakeDirs(dir.empty() ? "." : dir, 0700); !st.ok()) return Failed(st.message());
+  const std::string ca_file = std::filesystem::path(file).replace_extension(".ca.crt").string();
+  if (Status st = WriteFileAtomic(ca_file, *ca, 0644); !st.ok()) return Failed(st.message());
   const std::string yaml = "# written by idlegrid login; your API token, keep private\naddress: " + *address +
                            "\nca_file: " + ca_file + "\ntoken: " + o.token + "\n";
   if (Status st = WriteFileAtomic(file, yaml, 0600); !st.ok()) return Failed(st.message());

@@ -71,22 +71,34 @@ Result<std::string> ChannelTarget(const std::string& coordinators, const Resolve
     IG_ASSIGN_OR_RETURN(HostPort hp, Split(e));
     parsed.push_back(hp);
   }
-  std::vector<std::string> addresses;
-  std::set<std::string> seen;
-  bool v4 = false, v6 = false;
+  // Each name's addresses by family. A dual-stack name (localhost, most
+  // hosts with A and AAAA records) has both; the list takes the family every
+  // name has, IPv4 first.
+  std::vector<std::vector<std::string>> v4s, v6s;
   for (const HostPort& hp : parsed) {
     IG_ASSIGN_OR_RETURN(std::vector<std::string> found, resolve(hp.host));
     if (found.empty()) return Status::InvalidArgument("coordinator " + hp.host + " has no address");
-    for (const std::string& a : found) {
-      const std::string one = IsIpv6(a) ? "[" + a + "]:" + hp.port : a + ":" + hp.port;
-      if (!seen.insert(one).second) continue;
-      (IsIpv6(a) ? v6 : v4) = true;
-      addresses.push_back(one);
-    }
+    std::vector<std::string> v4, v6;
+    for (const std::string& a : found)
+      (IsIpv6(a) ? v6 : v4).push_back(IsIpv6(a) ? "[" + a + "]:" + hp.port : a + ":" + hp.port);
+    v4s.push_back(v4);
+    v6s.push_back(v6);
   }
-  if (v4 && v6) {
+  auto all_have = [](const std::vector<std::vector<std::string>>& lists) {
+    return std::all_of(lists.begin(), lists.end(), [](const auto& l) { return !l.empty(); });
+  };
+  const bool v6 = !all_have(v4s);
+  if (v6 && !all_have(v6s)) {
     return Status::InvalidArgument("coordinators " + coordinators +
-                                   " mix IPv4 and IPv6 addresses: give addresses of one family");
+                                   " have no address family in common (some only IPv4, some only IPv6): give "
+                                   "addresses of one family");
+  }
+  std::vector<std::string> addresses;
+  std::set<std::string> seen;
+  for (const auto& list : v6 ? v6s : v4s) {
+    for (const std::string& one : list) {
+      if (seen.insert(one).second) addresses.push_back(one);
+    }
   }
   std::string target = v6 ? "ipv6:" : "ipv4:";
   for (size_t i = 0; i < addresses.size(); ++i) target += (i ? "," : "") + addresses[i];
@@ -97,6 +109,7 @@ Result<std::vector<std::string>> ResolveWithSystem(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;  // no IPv6 addresses on a host without IPv6
   addrinfo* res = nullptr;
   int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0) return Status::Unavailable("cannot resolve coordinator " + host + ": " + gai_strerror(rc));

@@ -22,8 +22,9 @@ using ResolveHost = std::function<Result<std::vector<std::string>>(const std::st
 // One coordinator: its address as given, unchecked (gRPC's DNS resolver
 // follows the name, and every address it has). Several: "ipv4:A:P,B:P" or
 // "ipv6:[A]:P,..." with every address of every name, in the order given,
-// looked up once now. InvalidArgument for an entry that is not HOST:PORT, no
-// entry at all, or names whose addresses mix IPv4 and IPv6.
+// looked up once now: IPv4 when every name has an IPv4 address, else IPv6
+// when every name has one. InvalidArgument for an entry that is not
+// HOST:PORT, no entry at all, or names with no family in common.
 Result<std::string> ChannelTarget(const std::string& coordinators, const ResolveHost& resolve);
 
 // getaddrinfo's TCP addresses of `host`.

@@ -99,14 +99,23 @@ Status CheckDatabase(const std::string& path) {
   return Status::Ok();
 }
 
-// Copies a file keeping its mode (keys stay 0600).
+// Copies a file keeping its mode (keys stay 0600). NotFound when `from` is
+// gone (a temporary file renamed away, a blob deleted while the tree is walked).
 Status CopyOne(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (!ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::permissions(to, fs::status(from).permissions(), ec);
+  if (ec == std::errc::no_such_file_or_directory) return Status::NotFound(from.string() + " is gone");
   if (ec) return Status::Internal("copying " + from.string() + " to " + to.string() + ": " + ec.message());
   return Status::Ok();
+}
+
+// A directory as given, without a trailing separator ("out/" -> "out"), so
+// that "out.partial" is a sibling, not a file inside it.
+std::string NoTrailingSlash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 // Every regular file under `from` whose walk `keep` accepts, into `to`.
@@ -118,7 +127,9 @@ Status CopyTree(const fs::path& from, const fs::path& to, Keep keep, uint64_t* f
        it.increment(ec)) {
     if (!it->is_regular_file(ec) || !keep(it->path())) continue;
     const fs::path rel = fs::relative(it->path(), from, ec);
-    IG_RETURN_IF_ERROR(CopyOne(it->path(), to / rel));
+    Status copied = CopyOne(it->path(), to / rel);
+    if (copied.code() == Code::kNotFound) continue;  // gone since it was listed: not part of the copy
+    IG_RETURN_IF_ERROR(copied);
     ++*files;
     *bytes += it->file_size(ec);
   }
@@ -145,7 +156,9 @@ std::string ManifestJson(const BackupReport& r) {
 
 }  // namespace
 
-Result<BackupReport> Backup(const BackupOptions& o) {
+Result<BackupReport> Backup(const BackupOptions& given) {
+  BackupOptions o = given;
+  o.out_dir = NoTrailingSlash(o.out_dir);
   const std::string shared = o.shared_dir.empty() ? o.data_dir : o.shared_dir;
   if (!PathExists(shared + "/pki/ca.key")) {
     return Status::FailedPrecondition(shared +
@@ -184,7 +197,9 @@ Result<BackupReport> Backup(const BackupOptions& o) {
   return report;
 }
 
-Status Restore(const RestoreOptions& o) {
+Status Restore(const RestoreOptions& given) {
+  RestoreOptions o = given;
+  o.data_dir = NoTrailingSlash(o.data_dir);
   if (!PathExists(o.backup_dir + "/" + kManifest)) {
     return Status::InvalidArgument(o.backup_dir + " is not a backup (no " + kManifest +
                                    "): give a directory `idlegrid backup` wrote");

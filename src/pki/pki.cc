@@ -375,11 +375,12 @@ Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, c
     // nobody pins it.
     if (cert.ok() && key.ok() && ServerCertUsable(ca, cert->get(), key->get(), names, lifetime.renew_before_seconds)) {
       ServerMaterial kept{std::move(cert_pem), std::move(key_pem), NotAfterSeconds(cert->get())};
-      // The chain is derived: written when missing (a data directory from
-      // before it existed) or stale.
-      auto chain = ReadFile(dir + "/server-chain.crt");
-      if (!chain.ok() || *chain != kept.cert_pem + ca.cert_pem) {
-        IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/server-chain.crt", kept.cert_pem + ca.cert_pem, 0644));
+      // The identity file is derived: written when missing (a data
+      // directory from before it existed) or stale.
+      const std::string identity = kept.cert_pem + ca.cert_pem + kept.key_pem;
+      auto served = ReadFile(dir + "/" + kServerIdentityFile);
+      if (!served.ok() || *served != identity) {
+        IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kServerIdentityFile, identity, 0600));
       }
       return kept;
     }
@@ -391,12 +392,14 @@ Result<ServerMaterial> LoadOrIssueServer(const std::string& dir, const Ca& ca, c
   IG_ASSIGN_OR_RETURN(material.key_pem, KeyToPem(key.get()));
   IG_ASSIGN_OR_RETURN(material.cert_pem, CertToPem(cert.get()));
   material.not_after_s = NotAfterSeconds(cert.get());
-  // Each file is replaced by rename. A reader that reads the key and then a
-  // certificate (gRPC's file watcher) sees one of them change under it by its
-  // mtime, and reads both again.
+  // What TLS servers read goes first, and whole: the leaf, the CA and the key
+  // in one file replaced by one rename, so a reader that takes the key and
+  // the chain from it (gRPC's file watcher, twice) never pairs a new key with
+  // an old certificate. server.key and server.crt follow for the rest.
+  IG_RETURN_IF_ERROR(
+      WriteFileAtomic(dir + "/" + kServerIdentityFile, material.cert_pem + ca.cert_pem + material.key_pem, 0600));
   IG_RETURN_IF_ERROR(WriteFileAtomic(key_path, material.key_pem, 0600));
   IG_RETURN_IF_ERROR(WriteFileAtomic(cert_path, material.cert_pem, 0644));
-  IG_RETURN_IF_ERROR(WriteFileAtomic(dir + "/server-chain.crt", material.cert_pem + ca.cert_pem, 0644));
   return material;
 }
 

@@ -11,6 +11,9 @@
 
 namespace idlegrid::pki {
 
+// In the PKI directory: the server's chain and key in one file.
+inline constexpr char kServerIdentityFile[] = "server-identity.pem";
+
 struct CoordinatorPki {
   std::string ca_cert_pem;
   std::string server_cert_pem;  // leaf, signed by the CA
@@ -41,11 +44,10 @@ struct ServerCertLifetime {
 // a DNS SAN). It is re-issued from the existing CA with a fresh key when it is
 // missing, does not match its key, is not signed by the CA, expires within
 // `lifetime.renew_before_seconds` (30 days), or lacks one of the names.
-// server-chain.crt (the leaf, then the CA: what TLS servers send) is kept
-// beside it. Files are replaced by rename, key first, then the leaf, then
-// the chain. InvalidArgument if an extra name is empty or not a plausible
-// host name, or the lifetime is not positive or shorter than its renewal
-// window.
+// kServerIdentityFile (the leaf, the CA, then the key, mode 0600: what TLS
+// servers load) is kept beside them, written first and by one rename.
+// InvalidArgument if an extra name is empty or not a plausible host name, or
+// the lifetime is not positive or shorter than its renewal window.
 //
 // Not safe to call concurrently for the same `dir` (callers hold the data
 // directory lock).

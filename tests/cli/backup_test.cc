@@ -94,9 +94,10 @@ TEST_F(BackupTest, ALiveStoreIsCopiedWholeWithItsKeysSecretsAndPublishedBlobsOnl
 
 TEST_F(BackupTest, ARestoredDirectoryIsTheBackedUpCoordinator) {
   const std::string out = dir_.path() + "/backup";
-  ASSERT_TRUE(Backup({data_, "", "", out}).ok());
+  ASSERT_TRUE(Backup({data_, "", "", out + "/"}).ok()) << "a trailing slash, as tab completion writes it";
+  EXPECT_FALSE(fs::exists(out + "/.partial"));
   const std::string fresh = dir_.path() + "/restored";
-  Status restored = Restore({out, fresh});
+  Status restored = Restore({out, fresh + "/"});
   ASSERT_TRUE(restored.ok()) << restored.ToString();
   EXPECT_FALSE(fs::exists(fresh + ".restoring"));
   auto ca_before = ReadFile(data_ + "/pki/ca.crt");

@@ -57,6 +57,17 @@ TEST(CoordinatorTargetTest, MalformedEntriesUnknownNamesAndMixedFamiliesAreRefus
   EXPECT_NE(mixed.status().message().find("one family"), std::string::npos) << mixed.status().message();
 }
 
+TEST(CoordinatorTargetTest, DualStackNamesTakeTheFamilyEveryNameHas) {
+  auto names = Table(
+      {{"localhost", {"::1", "127.0.0.1"}}, {"both.lab", {"2001:db8::2", "10.0.0.2"}}, {"v6.lab", {"2001:db8::6"}}});
+  auto v4 = ChannelTarget("localhost:7443,localhost:7444,both.lab:7443", names);
+  ASSERT_TRUE(v4.ok()) << v4.status().ToString();
+  EXPECT_EQ(*v4, "ipv4:127.0.0.1:7443,127.0.0.1:7444,10.0.0.2:7443");
+  auto v6 = ChannelTarget("both.lab:7443,v6.lab:7443", names);
+  ASSERT_TRUE(v6.ok()) << v6.status().ToString();
+  EXPECT_EQ(*v6, "ipv6:[2001:db8::2]:7443,[2001:db8::6]:7443");
+}
+
 TEST(CoordinatorTargetTest, TheSystemResolverFindsLoopback) {
   auto found = ResolveWithSystem("127.0.0.1");
   ASSERT_TRUE(found.ok()) << found.status().ToString();

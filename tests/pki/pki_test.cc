@@ -238,9 +238,10 @@ TEST(LoadOrCreateTest, ALeafInsideItsRenewalWindowIsReissuedFromTheSameCaWithIts
   auto first = LoadOrCreate(dir.path(), {}, {60, 30});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_NEAR(static_cast<double>(first->server_not_after_s), static_cast<double>(now + 60), 5);
-  auto chain = ReadFile(dir.path() + "/server-chain.crt");
+  auto chain = ReadFile(dir.path() + "/" + kServerIdentityFile);
   ASSERT_TRUE(chain.ok());
-  EXPECT_EQ(*chain, first->server_cert_pem + first->ca_cert_pem) << "the leaf, then the CA";
+  EXPECT_EQ(*chain, first->server_cert_pem + first->ca_cert_pem + first->server_key_pem)
+      << "the leaf, the CA, then the key";
 
   // 60 s left is outside a 30 s window: kept.
   auto kept = LoadOrCreate(dir.path(), {}, {60, 30});
@@ -254,9 +255,12 @@ TEST(LoadOrCreateTest, ALeafInsideItsRenewalWindowIsReissuedFromTheSameCaWithIts
   EXPECT_EQ(renewed->ca_fingerprint, first->ca_fingerprint);
   EXPECT_TRUE(VerifiesAgainst(renewed->server_cert_pem, first->ca_cert_pem));
   EXPECT_NEAR(static_cast<double>(renewed->server_not_after_s), static_cast<double>(now + 600), 5);
-  chain = ReadFile(dir.path() + "/server-chain.crt");
+  chain = ReadFile(dir.path() + "/" + kServerIdentityFile);
   ASSERT_TRUE(chain.ok());
-  EXPECT_EQ(*chain, renewed->server_cert_pem + renewed->ca_cert_pem);
+  EXPECT_EQ(*chain, renewed->server_cert_pem + renewed->ca_cert_pem + renewed->server_key_pem);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() + "/" + kServerIdentityFile).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "it holds the key";
   auto key = ReadFile(dir.path() + "/server.key");
   ASSERT_TRUE(key.ok());
   EXPECT_EQ(*key, renewed->server_key_pem);
