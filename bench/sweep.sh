@@ -144,7 +144,7 @@ pids+=($!)
 wait_for_line "$tmp/log/coordinator.out" '^ready' 30
 read -r _ grpc _ ca <"$tmp/log/coordinator.out"
 grpc=${grpc#grpc=}; ca=${ca#ca=}
-join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--join-token") print $(i+1)}' "$tmp/coordinator/agent-join.txt")
+join=$(awk '{for (i=1;i<=NF;i++) if ($i=="--token") print $(i+1)}' "$tmp/coordinator/agent-join.txt")
 export IDLEGRID_CONFIG=$tmp/coordinator/client.yaml
 # The agents share this host: each offers its share of the real cores, so
 # together they offer what the machine has (as Slurm's node does below).
