@@ -27,13 +27,17 @@ std::string Env(const char* name) {
 
 }  // namespace
 
+std::string DefaultConfigFile() {
+  if (!Env("IDLEGRID_CONFIG").empty()) return Env("IDLEGRID_CONFIG");
+  return Env("HOME").empty() ? "" : Env("HOME") + "/.config/idlegrid/config.yaml";
+}
+
 Result<ClientConfig> ResolveConfig(const ClientConfig& explicit_values, const std::string& config_file) {
   ClientConfig c = explicit_values;
   if (c.address.empty()) c.address = Env("IDLEGRID_ADDR");
   if (c.ca_file.empty()) c.ca_file = Env("IDLEGRID_CA_FILE");
   if (c.token.empty()) c.token = Env("IDLEGRID_TOKEN");
-  std::string file = config_file.empty() ? Env("IDLEGRID_CONFIG") : config_file;
-  if (file.empty() && !Env("HOME").empty()) file = Env("HOME") + "/.config/idlegrid/config.yaml";
+  const std::string file = config_file.empty() ? DefaultConfigFile() : config_file;
   if ((c.address.empty() || c.ca_file.empty() || c.token.empty()) && PathExists(file)) {
     try {
       YAML::Node y = YAML::LoadFile(file);

@@ -21,6 +21,9 @@ struct ClientConfig {
 // ~/.config/idlegrid/config.yaml) with keys address, ca_file, token.
 // InvalidArgument naming what is missing and where it was looked for.
 Result<ClientConfig> ResolveConfig(const ClientConfig& explicit_values, const std::string& config_file);
+// The config file ResolveConfig reads when none is named: IDLEGRID_CONFIG,
+// else ~/.config/idlegrid/config.yaml; "" without either.
+std::string DefaultConfigFile();
 
 class Client {
  public:

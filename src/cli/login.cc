@@ -15,12 +15,6 @@ namespace idlegrid::cli {
 
 namespace {
 
-std::string DefaultConfigFile() {
-  if (const char* env = std::getenv("IDLEGRID_CONFIG"); env && *env) return env;
-  const char* home = std::getenv("HOME");
-  return home && *home ? std::string(home) + "/.config/idlegrid/config.yaml" : "";
-}
-
 int Usage(const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 2;

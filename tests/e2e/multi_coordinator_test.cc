@@ -37,24 +37,36 @@ Result<std::string> FreshDatabase(const std::string& dir) {
   return server.substr(0, slash) + "/" + db + server.substr(slash + 9);
 }
 
-TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersClients) {
-  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
-  Grid grid("multicoord");
-  // Outside the grid's directory: the cluster outlives the Grid until this process exits.
+// A fresh database for `grid` (on a cluster outside the grid's directory, so
+// it outlives the Grid until this process exits) and the directory its
+// coordinators share; the database's URL.
+Result<std::string> SharedGrid(Grid& grid) {
   char pg_dir[] = "/tmp/igpg-e2e-XXXXXX";
-  ASSERT_NE(::mkdtemp(pg_dir), nullptr);
-  auto url = FreshDatabase(pg_dir);
-  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  if (::mkdtemp(pg_dir) == nullptr) return Status::Internal("mkdtemp for the PostgreSQL cluster");
   grid.shared_dir = grid.root + "/shared";
-  const std::vector<std::string> common = {"--db", *url, "--heartbeat-interval-ms", "500"};
-  ASSERT_TRUE(grid.StartCoordinator(common).ok());
+  return FreshDatabase(pg_dir);
+}
 
-  // The second coordinator: its own data dir and port, the same database and shared dir.
+// A second coordinator beside grid's: its own data directory and port, the
+// same database and shared directory (`common` carries --db); null if it
+// could not be started.
+std::unique_ptr<Process> StartSecondCoordinator(Grid& grid, const std::vector<std::string>& common) {
   std::vector<std::string> argv = {grid.binary(),  "coordinator",  "--data-dir",    grid.root + "/coordinator2",
                                    "--listen",     "127.0.0.1:0",  "--http-listen", "127.0.0.1:0",
                                    "--shared-dir", grid.shared_dir};
   argv.insert(argv.end(), common.begin(), common.end());
-  auto second = Process::Start(argv, grid.root + "/coordinator2.err");
+  return Process::Start(argv, grid.root + "/coordinator2.err");
+}
+
+TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersClients) {
+  if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
+  Grid grid("multicoord");
+  auto url = SharedGrid(grid);
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  const std::vector<std::string> common = {"--db", *url, "--heartbeat-interval-ms", "500"};
+  ASSERT_TRUE(grid.StartCoordinator(common).ok());
+
+  auto second = StartSecondCoordinator(grid, common);
   ASSERT_NE(second, nullptr);
   std::string ready = second->WaitForLine("ready ", 30000);
   ASSERT_FALSE(ready.empty()) << "second coordinator did not start";
@@ -97,11 +109,8 @@ TEST(MultiCoordinator, TwoCoordinatorsOnOnePostgresShareTheWorkAndAnyOneAnswersC
 TEST(MultiCoordinator, AgentsGivenBothCoordinatorsFailOverWhenOneIsKilledMidSweep) {
   if (std::string why = PodmanMissing(); !why.empty()) GTEST_SKIP() << why;
   Grid grid("failover");
-  char pg_dir[] = "/tmp/igpg-e2e-XXXXXX";
-  ASSERT_NE(::mkdtemp(pg_dir), nullptr);
-  auto url = FreshDatabase(pg_dir);
+  auto url = SharedGrid(grid);
   ASSERT_TRUE(url.ok()) << url.status().ToString();
-  grid.shared_dir = grid.root + "/shared";
   // 1 s heartbeats: this tests failover, not tight liveness on a loaded host.
   const std::vector<std::string> common = {"--db", *url, "--heartbeat-interval-ms", "1000"};
   ASSERT_TRUE(grid.StartCoordinator(common).ok());
@@ -112,11 +121,7 @@ TEST(MultiCoordinator, AgentsGivenBothCoordinatorsFailOverWhenOneIsKilledMidSwee
                           60);
   EXPECT_EQ(stray.exit_code, 1) << stray.out << stray.err;
   EXPECT_NE(stray.err.find("must share one --shared-dir"), std::string::npos) << stray.err;
-  std::vector<std::string> argv = {grid.binary(),  "coordinator",  "--data-dir",    grid.root + "/coordinator2",
-                                   "--listen",     "127.0.0.1:0",  "--http-listen", "127.0.0.1:0",
-                                   "--shared-dir", grid.shared_dir};
-  argv.insert(argv.end(), common.begin(), common.end());
-  auto second = Process::Start(argv, grid.root + "/coordinator2.err");
+  auto second = StartSecondCoordinator(grid, common);
   ASSERT_NE(second, nullptr);
   const std::string ready = second->WaitForLine("ready ", 30000);
   ASSERT_FALSE(ready.empty()) << "second coordinator did not start";
