@@ -10,6 +10,9 @@
 #                                  with PID, a watcher stops it once that
 #                                  process is gone (a test binary killed mid-run)
 #   pg-test-cluster.sh stop DIR    stops it and removes DIR
+#   pg-test-cluster.sh crash DIR   stops the server as a crash would (immediate
+#                                  mode: no checkpoint, clients cut), keeps DIR
+#   pg-test-cluster.sh resume DIR  starts a crashed server again (crash recovery)
 #
 # The superuser `idlegrid` connects without a password (trust, socket only).
 # IDLEGRID_PG_BINDIR overrides where initdb/pg_ctl are looked for.
@@ -38,7 +41,7 @@ as_owner() {
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start DIR [PID] | stop DIR"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start DIR [PID] | stop DIR | crash DIR | resume DIR"
 case "$dir" in /*) ;; *) dir="$(pwd)/$dir" ;; esac
 
 case "$cmd" in
@@ -84,7 +87,16 @@ EOF
     fi
     rm -rf "$dir"
     ;;
+  crash)
+    bindir=$(find_bindir)
+    as_owner "$bindir/pg_ctl" --pgdata="$dir/data" --mode=immediate --wait --silent stop
+    ;;
+  resume)
+    bindir=$(find_bindir)
+    as_owner "$bindir/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
+      --silent start || { cat "$dir/server.log" >&2; die "the server did not start"; }
+    ;;
   *)
-    die "usage: $0 start DIR [PID] | stop DIR"
+    die "usage: $0 start DIR [PID] | stop DIR | crash DIR | resume DIR"
     ;;
 esac

@@ -11,6 +11,7 @@
 #include "agent/local_policy.h"
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
+#include "common/failpoint.h"
 #include "common/fs.h"
 #include "image/dir_archive.h"
 #include "receipt/receipt.h"
@@ -24,6 +25,8 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   const std::string& id = a.attempt_id();
   if (auto refusal = Admit(a)) return ReportOrLog(*refusal);
   CapacityHold hold(env_.host, id);
+  // Failpoints (docs/reliability.md) name the step a crash interrupts.
+  (void)IG_FAILPOINT("agent.attempt.before_accept");
   if (Status st = env_.reporter->Report(AttemptEvent(id, v1::ACCEPTED)); !st.ok()) {
     spdlog::info("attempt {} dropped: {}", id, st.message());
     return;
@@ -51,6 +54,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   if (!prepared.ok()) return Fail(id, v1::PLATFORM_FAILURE, prepared.status(), hold, &scratch);
   if (env_.host->IsCancelled(id)) return ReportOrLog(AttemptEvent(id, v1::STOPPED));
 
+  (void)IG_FAILPOINT("agent.attempt.before_start");
   RunFacts facts = RunContainer(a, *prepared);
   const std::vector<std::string> files = CollectAfterRun(id, *prepared, facts);
   const Outcome outcome = DecideOutcome(facts);
@@ -59,6 +63,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   }
   v1::ReportAttemptRequest done = OutcomeReport(id, outcome);
   if (done.event() == v1::EXITED) *done.mutable_provenance() = prepared->provenance;
+  (void)IG_FAILPOINT("agent.attempt.before_upload");
   if (outcome.collect_outputs) {
     if (Status st = CollectOutputs(prepared->out_dir, files, done); !st.ok()) {
       return Fail(id, v1::PLATFORM_FAILURE, st, hold, &scratch);
@@ -69,6 +74,7 @@ void AttemptRunner::Run(const v1::Assignment& a) {
   // coordinator, which frees them on this report, sends the next task here.
   scratch.Remove();
   hold.Release();
+  (void)IG_FAILPOINT("agent.attempt.before_report");
   Status st = env_.reporter->Report(done);
   spdlog::info("attempt {} {} (exit {}){}", id, v1::AttemptEvent_Name(done.event()), done.exit_code(),
                st.ok() ? "" : "; report refused: " + st.message());
@@ -227,6 +233,7 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
     r.set_runtime(run.spec.runtime);
     *r.mutable_provenance() = run.provenance;
     ReportOrLog(r);
+    (void)IG_FAILPOINT("agent.attempt.after_start");  // the container runs on
     if (run.checkpoint) {
       run.checkpoint->Start(std::chrono::seconds(std::max<uint32_t>(1, spec.checkpoint_interval_seconds())));
     }

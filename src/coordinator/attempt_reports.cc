@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/failpoint.h"
 #include "advert/node_key.h"
 #include "jobs/lease.h"
 #include "jobs/task_state.h"
@@ -73,6 +74,11 @@ Status AttemptReports::Report(const std::string& node_id, const v1::ReportAttemp
     report = &attested;
   }
   const v1::ReportAttemptRequest& request = *report;
+  // Failpoints around the commit of each event (docs/reliability.md): a crash
+  // before it loses the report (the agent resends it), after it the reply.
+  if (IG_FAILPOINT("coordinator.report." + v1::AttemptEvent_Name(request.event()) + ".before_commit")) {
+    return Status::Unavailable("failpoint: report not committed");
+  }
   auto result = store_->ApplyAttemptReport(node_id, request, clock_->NowMs());
   if (!result.ok()) {
     spdlog::warn("report {} for attempt {} from node {} rejected: {}", v1::AttemptEvent_Name(request.event()),
@@ -111,6 +117,9 @@ Status AttemptReports::Report(const std::string& node_id, const v1::ReportAttemp
   if (job && ended) hooks_.judge_readiness(*job);
   if (job && ended) hooks_.settle_ledger(*job);
   if (o.changed && o.hold_for_verdict) verification_->OnResultHeld(result->job_id, result->index);
+  if (IG_FAILPOINT("coordinator.report." + v1::AttemptEvent_Name(request.event()) + ".after_commit")) {
+    return Status::Unavailable("failpoint: report committed, reply lost");
+  }
   if (o.changed) {
     spdlog::info("attempt {} ({}/{}) on {}: {} -> task {}{}", request.attempt_id(), result->job_id, result->index,
                  node_id, v1::AttemptEvent_Name(request.event()), jobs::StateName(o.task_state),

@@ -45,6 +45,17 @@ void Coordinator::WireNodeSide(const std::string& join_secret) {
   const auto changed = [this] { changes_.Notify(); };
   VerificationService::Hooks hooks;
   hooks.provider_of = [this](const std::string& node_id) { return nodes_->ProviderOf(node_id); };
+  // Provider accounts that could still run a split task: those with a node
+  // and those created but not joined yet (they may join and break the tie).
+  hooks.provider_accounts = [this] {
+    std::set<std::string> out = nodes_->ProviderAccounts();
+    if (auto accounts = store_->ListAccounts(); accounts.ok()) {
+      for (const auto& a : *accounts) {
+        if (a.role == "provider") out.insert(a.name);
+      }
+    }
+    return out;
+  };
   hooks.verdict_written = [this](const std::string& job_id) { settler_.SettleJob(job_id); };
   hooks.changed = changed;
   const int64_t backtrack_window_ms =

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <string_view>
 
 #include "capacity/node_capacity.h"
+#include "common/failpoint.h"
 #include "common/random.h"
 #include "coordinator/dispatcher.h"
 #include "coordinator/node_views.h"
@@ -128,6 +130,21 @@ std::vector<store::NewAttempt> AttemptsOf(const sched::Plan& plan, int64_t now) 
     attempts.push_back(std::move(a));
   }
   return attempts;
+}
+
+// A verified task's attempt restores only a checkpoint its own node's
+// provider wrote (NewAttempt::restore_only_from): its result must be
+// independent of the providers it is compared with.
+void KeepReplicasIndependent(std::vector<store::NewAttempt>& attempts, const std::vector<store::QueuedTask>& queued,
+                             NodeTable& nodes) {
+  std::set<std::string_view> verified;
+  for (const auto& q : queued) {
+    const std::string& mode = q.spec.verification().mode();
+    if (!mode.empty() && mode != "none") verified.insert(q.job_id);
+  }
+  for (store::NewAttempt& a : attempts) {
+    if (verified.count(a.job_id)) a.restore_only_from = nodes.ProviderOf(a.node_id);
+  }
 }
 
 // Queue waits of the tasks this pass placed. Keyed by what was committed (a
@@ -327,6 +344,7 @@ void Dispatcher::DispatchOnce() {
   FailPricedOut(in, plan, now);
   if (plan.placements.empty()) return;
   std::vector<store::NewAttempt> attempts = AttemptsOf(plan, now);
+  KeepReplicasIndependent(attempts, *queued, *parts_.nodes);
   const auto planned = std::chrono::steady_clock::now();
   auto committed = parts_.store->CommitAssignments(attempts);
   if (!committed.ok()) {
@@ -350,6 +368,8 @@ void Dispatcher::DispatchOnce() {
   } else {
     conflict_replans_ = 0;
   }
+  // Failpoint: committed, not sent (the acknowledgement timeout requeues them).
+  if (IG_FAILPOINT("coordinator.dispatch.after_commit")) return;
   SendAll(*parts_.store, *parts_.sender, *committed, placed_classes);
   parts_.changes->Notify();
 }

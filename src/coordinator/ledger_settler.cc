@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/failpoint.h"
+
 namespace idlegrid::coordinator {
 
 void LedgerSettler::SettleJob(const std::string& job_id) {
@@ -16,6 +18,7 @@ void LedgerSettler::SettleJob(const std::string& job_id) {
 
 void LedgerSettler::SettleJob(const v1::Job& job) {
   if (!ledger_) return;
+  if (IG_FAILPOINT("coordinator.settle.before_commit")) return;  // the sweep settles it
   Status st = ledger_->SettleJob(job, clock_->NowMs());
   if (!st.ok()) spdlog::warn("ledger: job {} not settled now (the sweep retries): {}", job.id(), st.ToString());
 }

@@ -359,6 +359,13 @@ std::string NodeTable::ProviderOf(const std::string& node_id) {
   return rec.ok() && *rec ? (*rec)->provider : std::string(store::kOperatorAccount);
 }
 
+std::set<std::string> NodeTable::ProviderAccounts() {
+  MutexLock lock(&mu_);
+  std::set<std::string> out;
+  for (const auto& [id, node] : nodes_) out.insert(node.provider.empty() ? store::kOperatorAccount : node.provider);
+  return out;
+}
+
 std::string NodeTable::PublicKeyOf(const std::string& node_id) {
   MutexLock lock(&mu_);
   auto it = nodes_.find(node_id);

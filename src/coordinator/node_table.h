@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,8 @@ class NodeTable {
   std::vector<ClearingAsk> ClearingAsks(const std::vector<store::NewAttempt>& placed);
   // The provider account owning a node (the operator's when unknown).
   std::string ProviderOf(const std::string& node_id);
+  // The provider accounts of every node this coordinator knows, online or not.
+  std::set<std::string> ProviderAccounts();
   std::string PublicKeyOf(const std::string& node_id);
   std::map<std::string, int64_t> HeartbeatGaps();
   ReadinessBenchmarks::Hooks ReadinessHooks();

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "common/failpoint.h"
 #include "common/fs.h"
 #include "jobs/task_state.h"
 #include "manifest/image_ref.h"
@@ -137,11 +138,13 @@ Status VerificationService::Decide(const std::string& job_id, uint32_t index) {
     in.provider_on_probation = RecordFor(*mine, pending_provider, "").caught > 0 && in.consecutive_valid == 0;
   }
   in.draw = Draw();
+  if (hooks_.provider_accounts) in.providers = hooks_.provider_accounts();
   const verify::TaskVerdict verdict = verify::DecideTask(in);
   if (verdict.outcome == verify::TaskOutcome::kNothing) return Status::Ok();
 
   const int64_t now = clock_->NowMs();
   IG_ASSIGN_OR_RETURN(store::VerdictWrite w, VerdictWriteOf(job_id, index, image, verdict, records_of, now));
+  if (IG_FAILPOINT("coordinator.verdict.before_commit")) return Status::Unavailable("failpoint: verdict not written");
   IG_ASSIGN_OR_RETURN(bool applied, store_->ApplyVerdict(w, now));
   if (!applied) return Status::Ok();  // decided elsewhere first
   spdlog::info("verification {}/{}: {} ({})", job_id, index, verify::TaskOutcomeName(verdict.outcome), verdict.line);

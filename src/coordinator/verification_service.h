@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ class VerificationService {
   struct Hooks {
     // The provider account owning a node (the operator's when unknown).
     std::function<std::string(const std::string& node_id)> provider_of;
+    // The provider accounts that could run a task (with a node registered,
+    // online or not, or created to join): a split settles by the majority rule
+    // once none of them is left to run it (verify::DecideQuorum). Unset: unbounded.
+    std::function<std::set<std::string>()> provider_accounts;
     // A verdict was written on one of the job's tasks: its ledger may settle.
     std::function<void(const std::string& job_id)> verdict_written;
     // Tasks changed state: wake the dispatcher and watchers.

@@ -120,7 +120,18 @@ struct NewAttempt {
   std::vector<std::string> device_uuids;  // GPUs the placement reserves
   uint64_t lease_epoch = 0;               // set by CommitAssignments
   v1::PlacementRecord placement;          // policy and market terms, stored with the attempt
+  // Verified jobs: the provider account of the attempt's node. The attempt
+  // then restores the task's checkpoint only when a node of that same account
+  // wrote it, so a replica never resumes from state written by the provider
+  // it is meant to check (docs/verification.md). "": any checkpoint.
+  std::string restore_only_from;
 };
+
+// Whether `a` may restore a checkpoint that a node of provider account
+// `writer` wrote (NewAttempt::restore_only_from). Both stores' commits ask.
+inline bool MayRestoreFrom(const NewAttempt& a, const std::string& writer) {
+  return a.restore_only_from.empty() || a.restore_only_from == writer;
+}
 
 // One attempt of a node's history (AttemptStore::NodeAttempts): whose task
 // it was, where it stands in the history, and the attempt as GetJob shows it.

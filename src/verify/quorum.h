@@ -4,6 +4,7 @@
 // ACCOUNT: two nodes of one provider are one opinion, since one owner can
 // make all its machines lie alike.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,16 @@ struct Vote {
   std::string reason;           // how it differed, or why it could not be compared
 };
 
+// Which rule accepted a result.
+enum class SettledBy {
+  kQuorum,    // `quorum` matching results leading every other group by `margin`
+  kMajority,  // no provider was left to reach the margin: `quorum` matching results that are a
+              // strict majority of the distinct providers that voted (DecideQuorum)
+};
+
 struct QuorumDecision {
   Verdict verdict = Verdict::kWait;
+  SettledBy settled_by = SettledBy::kQuorum;  // kAccept
   uint32_t more_runs = 0;
   std::vector<std::string> agreeing;  // attempt ids, in arrival order
   std::vector<Vote> wrong;            // kAccept: results that lost the vote or were malformed
@@ -62,7 +71,19 @@ struct QuorumDecision {
 // those that failed); `runs_running` those still running. Results are grouped
 // by CompareOutputs against each group's first member; a group of `quorum`
 // distinct providers that leads every other by `margin` wins.
+//
+// `fresh_providers`: how many provider accounts that have not run the task
+// could still run it (nullopt: unbounded). When the runs still possible
+// (those running, plus those not started up to max_replicas and to the fresh
+// providers) cannot reach the margin, the task settles without waiting: by
+// the majority rule (kMajority) when the largest group has `quorum` members
+// and is a strict majority of the distinct providers that voted (malformed
+// results count against it), or by the runs that could still make it one;
+// else kFail, "no quorum", with every group's size. So providers that
+// disagree can never hold a task open without bound (Byzantine providers
+// stall nothing), and an honest quorum still wins over a lone liar.
 QuorumDecision DecideQuorum(const ReplicationRule& rule, const CompareSpec& compare,
-                            const std::vector<ReplicaResult>& results, uint32_t runs_started, uint32_t runs_running);
+                            const std::vector<ReplicaResult>& results, uint32_t runs_started, uint32_t runs_running,
+                            std::optional<uint32_t> fresh_providers = std::nullopt);
 
 }  // namespace idlegrid::verify

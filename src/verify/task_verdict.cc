@@ -171,6 +171,9 @@ TaskVerdict QuorumAccepted(const TaskVerdictInput& in, const std::vector<const R
   MarkDemotedMismatches(in, voters, d, out);
   out.line = "accepted: " + std::to_string(d.agreeing.size()) + " of " + std::to_string(voters.size()) +
              " results agree (" + ModeName(in.spec.mode) + ")";
+  if (d.settled_by == SettledBy::kMajority) {
+    out.line += "; settled by the majority rule: " + d.reason;
+  }
   if (!d.wrong.empty()) out.line += "; " + std::to_string(d.wrong.size()) + " wrong";
   return out;
 }
@@ -203,7 +206,15 @@ TaskVerdict DecideByQuorum(const TaskVerdictInput& in, const RunTally& tally) {
   std::vector<ReplicaResult> results;
   for (const RunRecord* run : tally.voters) results.push_back({run->attempt_id, run->provider, "", run->outputs});
   const ReplicationRule rule = RuleFor(in.spec);
-  QuorumDecision d = DecideQuorum(rule, in.spec.compare, results, tally.started, tally.running);
+  std::optional<uint32_t> fresh;
+  if (in.providers) {
+    std::set<std::string> fresh_set = *in.providers;
+    for (const RunRecord& run : in.runs) {
+      if (Started(run)) fresh_set.erase(run.provider);
+    }
+    fresh = uint32_t(fresh_set.size());
+  }
+  QuorumDecision d = DecideQuorum(rule, in.spec.compare, results, tally.started, tally.running, fresh);
   switch (d.verdict) {
     case Verdict::kAccept:
       return QuorumAccepted(in, tally.voters, d);

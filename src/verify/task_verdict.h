@@ -19,6 +19,8 @@
 // one live attempt, as every other task does (leases, capacity and fencing
 // stay per attempt), and a sweep is throughput-bound, not latency-bound.
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,12 @@ struct TaskVerdictInput {
   // result (the job has a known answer it never ran), so the audit floor
   // gives way to the checks (AuditFloor, adaptive.h).
   bool check_can_reach = false;
+  // The provider accounts that could run the task (the coordinator's: those
+  // with a node registered, online or not); nullopt: unbounded. Those that
+  // have not started a run of it bound the runs a split may still get, so
+  // disagreeing providers never hold a task open once no one else is left
+  // (DecideQuorum's majority rule).
+  std::optional<std::set<std::string>> providers;
 };
 
 // What the verdict writes on one attempt.

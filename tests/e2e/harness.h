@@ -48,6 +48,9 @@ class Process {
   std::string WaitForLine(const std::string& prefix, int timeout_ms);
   void Signal(int sig);
   int Wait();  // exit status (128+signal if killed)
+  // Waits up to timeout_ms for the process to exit (a pidfd becomes readable);
+  // true if it did (Wait() then returns at once).
+  bool WaitExit(int timeout_ms);
   pid_t pid() const { return pid_; }
   bool running();
 
@@ -110,6 +113,15 @@ class Grid {
   int listen_port = 0;                    // 0: any; set to restart a coordinator on the same address
   std::string agent_netns;                // when set, agents start inside this network namespace
   std::string shared_dir;                 // when set, the coordinator's --shared-dir (PKI, artifacts, secrets)
+  // IDLEGRID_FAILPOINTS for the next coordinator or agent n started (common/failpoint.h;
+  // only the binary UseBinary(IDLEGRID_FAULTS_BINARY) installs can be armed).
+  std::string coordinator_failpoints;
+  std::map<int, std::string> agent_failpoints;
+  // Armed failpoints count hits only once the gate is open (IDLEGRID_FAILPOINTS_GATE).
+  std::string FailpointGate() const { return root + "/failpoint-gate"; }
+  void SetFailpointGate(bool open);
+  // Runs `path` instead of the idlegrid binary from now on (coordinator, agents, CLI).
+  void UseBinary(const std::string& path);
   // Agent n joins with agent_join_tokens[n] when set (e.g. a provider
   // account's token from `join-token create`), else with join_token.
   std::map<int, std::string> agent_join_tokens;

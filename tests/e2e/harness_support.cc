@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -194,6 +196,18 @@ int Process::Wait() {
   return status_;
 }
 
+bool Process::WaitExit(int timeout_ms) {
+  if (reaped_ || pid_ <= 0) return true;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (fd < 0) return false;
+  struct pollfd p = {fd, POLLIN, 0};
+  const int ready = ::poll(&p, 1, timeout_ms);
+  ::close(fd);
+  if (ready <= 0) return false;
+  Wait();
+  return true;
+}
+
 bool Process::running() {
   if (reaped_ || pid_ <= 0) return false;
   int status = 0;
@@ -226,6 +240,16 @@ Grid::Grid(const std::string& name) {
   agents.resize(4);
 }
 
+void Grid::SetFailpointGate(bool open) {
+  if (open) {
+    std::ofstream(FailpointGate()) << "open\n";
+  } else {
+    ::unlink(FailpointGate().c_str());
+  }
+}
+
+void Grid::UseBinary(const std::string& path) { RunCommand({"install", "-m", "755", path, bin_}); }
+
 Grid::~Grid() {
   for (auto& a : agents) {
     if (a) a->Signal(SIGTERM);
@@ -250,6 +274,10 @@ Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
     argv.push_back(shared_dir);
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!coordinator_failpoints.empty()) {
+    argv.insert(argv.begin(), {"env", "IDLEGRID_FAILPOINTS=" + coordinator_failpoints,
+                               "IDLEGRID_FAILPOINTS_GATE=" + FailpointGate()});
+  }
   coordinator = Process::Start(argv, root + "/coordinator.err");
   if (!coordinator) return Status::Internal("cannot start coordinator");
   std::string ready = coordinator->WaitForLine("ready ", 30000);
@@ -370,6 +398,11 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
                    agent_join_tokens.count(n) ? agent_join_tokens.at(n) : join_token, "--ca-hash", ca_hash,
                    "--data-dir", dir + "/state", "--name", "agent" + std::to_string(n), "--cpus", "2"});
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (auto fp = agent_failpoints.find(n); fp != agent_failpoints.end() && !fp->second.empty()) {
+    // After AsAgentUser's own env, so it reaches the agent under its user.
+    auto bin = std::find(argv.begin(), argv.end(), bin_);
+    argv.insert(bin, {"env", "IDLEGRID_FAILPOINTS=" + fp->second, "IDLEGRID_FAILPOINTS_GATE=" + FailpointGate()});
+  }
   if (!agent_netns.empty()) argv.insert(argv.begin(), {"ip", "netns", "exec", agent_netns});
   auto& slot = agents[static_cast<size_t>(n - 1)];
   slot = Process::Start(argv, root + "/agent" + std::to_string(n) + ".err");

@@ -219,6 +219,67 @@ TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResu
   EXPECT_NE(history.out.find("slash"), std::string::npos) << history.out;
 }
 
+// Issue 32: three provider accounts, one lying on every task, the default
+// lead of two. Each task splits 1-1 between alice and mallory, bob breaks the
+// tie 2-1, and no fourth provider exists to reach a lead of two: the strict
+// majority settles it (the job ends) and mallory is caught and slashed.
+TEST_F(VerificationE2E, ALiarAmongThreeAccountsStallsNothingAndIsCaught) {
+  ASSERT_NO_FATAL_FAILURE(StartGrid("VerifyByzantine", {"--ledger", "--ledger-slash", "1"}));
+  ASSERT_EQ(grid_->Cli({"ledger", "deposit", "operator", "40"}).exit_code, 0);
+  ASSERT_EQ(grid_->Cli({"ledger", "deposit", "mallory", "5"}).exit_code, 0);
+  ASSERT_EQ(grid_->Cli({"ledger", "stake", "5", "--account", "mallory"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(Start(kAlice));
+  ASSERT_NO_FATAL_FAILURE(StartLiar());
+  ASSERT_NO_FATAL_FAILURE(WaitSchedulable(2));
+  Lie(true);
+  // Single-task jobs: the shim tampers with containers it starts itself, not
+  // with the warm pilot an array's tasks share.
+  constexpr int kJobs = 2;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    ids.push_back(Submit("byzantine" + std::to_string(i),
+                         "maxCost: 4\nverification:\n  mode: replicate\n  replicas: 2\n  quorum: 2\n"));
+  }
+  // Each splits between the two providers there are and waits for bob (whose
+  // account exists): before the majority rule, that wait never ended.
+  for (const std::string& id : ids) {
+    v1::Job split = Wait(id, [](const v1::Job& j) {
+      int pending = 0;
+      for (const auto& a : j.tasks(0).attempts()) pending += a.vote() == "pending";
+      return pending == 2 && j.tasks(0).state() == v1::QUEUED &&
+             j.tasks(0).verification().find("another run on a provider not yet used") != std::string::npos;
+    });
+    ASSERT_NE(split.tasks(0).verification().find("another run"), std::string::npos) << split.DebugString();
+  }
+
+  ASSERT_NO_FATAL_FAILURE(Start(kBob));
+  for (const std::string& id : ids) {
+    v1::Job done = Wait(id, Settled, 180000);
+    ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString();
+    const v1::Task& t = done.tasks(0);
+    EXPECT_NE(t.verification().find("settled by the majority rule"), std::string::npos) << t.verification();
+    ASSERT_EQ(RunsOf(done, kMallory).size(), 1u);
+    EXPECT_EQ(RunsOf(done, kMallory)[0]->vote(), "wrong");
+    EXPECT_EQ(RunsOf(done, kMallory)[0]->failure_reason(), v1::VERIFICATION_FAILED);
+    for (int honest : {kAlice, kBob}) {
+      ASSERT_EQ(RunsOf(done, honest).size(), 1u);
+      EXPECT_EQ(RunsOf(done, honest)[0]->vote(), "agreed");
+    }
+    EXPECT_EQ(FetchedHello(id), "honest from task 0\n");
+  }
+  // Caught: slashed (the ledger shows no event to await, so it is polled).
+  v1::LedgerBalanceResponse mallory;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    auto r = grid_->Cli({"ledger", "balance", "--account", "mallory", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    mallory = ParseJson<v1::LedgerBalanceResponse>(r.out);
+    if (mallory.stake_micros() < 5000000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_LT(mallory.stake_micros(), 5000000) << mallory.DebugString();
+}
+
 TEST_F(VerificationE2E, AdaptiveAuditCatchesTheLiarAndReverifiesWhatItAcceptedUnchecked) {
   // Trusted after 2 verified results; a trusted result is audited half the time.
   ASSERT_NO_FATAL_FAILURE(

@@ -153,6 +153,44 @@ TEST_P(StoreTest, CheckpointsAreFencedByEpochRestoredOnRetryAndNotKeptForACancel
   EXPECT_EQ(TaskOf("j1", 0).checkpoint().files(0).digest(), digest);
 }
 
+// A verified task's attempt names its node's provider (the dispatcher does):
+// it restores only a checkpoint a node of that same account wrote, so a
+// replica never resumes from the state of the provider it checks.
+TEST_P(StoreTest, AnAttemptNamingItsProviderRestoresOnlyThatProvidersCheckpoint) {
+  AddNode("pa1", "pa");
+  AddNode("pa2", "pa");
+  AddNode("pb1", "pb");
+  CreateJob("j1", {.retries = 3, .idempotent = true});
+  const auto commit = [&](const std::string& attempt, const std::string& node, const std::string& provider,
+                          int64_t now) {
+    store::NewAttempt a{attempt, "j1", 0, node, now};
+    a.restore_only_from = provider;
+    auto r = store_->CommitAssignments({a});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), 1u);
+  };
+  const auto restored = [&](int i) { return TaskOf("j1", 0).attempts(i).restored_from_attempt(); };
+  commit("a1", "pa1", "pa", 2000);
+  ReportOk("pa1", Report("a1", v1::STARTED));
+  const std::string digest = "sha256:" + std::string(64, 'e');
+  ASSERT_TRUE(store_->RecordArtifact(digest, 10, "output", 3000).ok());
+  v1::ReportAttemptRequest cp = Report("a1", v1::CHECKPOINTED);
+  cp.set_lease_epoch(1);
+  cp.add_checkpoint()->set_path("state");
+  cp.mutable_checkpoint(0)->set_digest(digest);
+  ReportOk("pa1", cp, 3500);
+  ReportOk("pa1", Report("a1", v1::EXITED, 1), 3600);
+
+  commit("a2", "pb1", "pb", 4000);  // another provider: starts fresh
+  EXPECT_EQ(restored(1), "");
+  ReportOk("pb1", Report("a2", v1::STARTED), 4100);
+  ReportOk("pb1", Report("a2", v1::EXITED, 1), 4200);
+
+  commit("a3", "pa2", "pa", 5000);  // the writer's own account, another node: resumes
+  EXPECT_EQ(restored(2), "a1");
+  EXPECT_EQ(TaskOf("j1", 0).checkpoint().attempt_id(), "a1");
+}
+
 TEST_P(StoreTest, RefusesADatabaseFromANewerVersion) {
   store_.reset();
   ASSERT_TRUE(db_->SetSchemaVersion(99).ok());

@@ -144,6 +144,88 @@ TEST(Quorum, DecisionTable) {
   }
 }
 
+// The providers that have not run a task bound the runs a split can still
+// get: once the margin is out of reach, a strict majority of the distinct
+// providers that voted (with the job's quorum) settles it; otherwise the task
+// fails with the groups' sizes. It never waits for providers that do not exist.
+TEST(Quorum, MajorityRuleWhenNoProviderIsLeftToReachTheMargin) {
+  CompareSpec compare;
+  compare.outputs = {"out.bin"};
+  const ReplicationRule lead2{2, 2, 6, 2};
+  struct FreshCase {
+    const char* name;
+    std::vector<std::string> results;
+    uint32_t started, running, fresh;
+    Verdict verdict;
+    uint32_t more_runs;
+    SettledBy settled_by;
+    Ids agreeing, wrong;
+  };
+  const FreshCase cases[] = {
+      // Three accounts, one lying: 2-1 cannot lead by 2 with nobody left.
+      {"2-1, none left: majority",
+       {"p1:A", "p2:B", "p3:A"},
+       3,
+       0,
+       0,
+       Verdict::kAccept,
+       0,
+       SettledBy::kMajority,
+       {"a1", "a3"},
+       {"a2"}},
+      // The same split with a fourth account still to come waits for the margin.
+      {"2-1, one left: margin",
+       {"p1:A", "p2:B", "p3:A"},
+       3,
+       0,
+       1,
+       Verdict::kNeedMoreRuns,
+       1,
+       SettledBy::kQuorum,
+       {},
+       {}},
+      // 1-1 with one account left: its run makes a majority either way.
+      {"1-1, one left: one run", {"p1:A", "p2:B"}, 2, 0, 1, Verdict::kNeedMoreRuns, 1, SettledBy::kQuorum, {}, {}},
+      {"1-1, running: wait", {"p1:A", "p2:B"}, 3, 1, 0, Verdict::kWait, 0, SettledBy::kQuorum, {}, {}},
+      {"1-1, none left: no quorum", {"p1:A", "p2:B"}, 2, 0, 0, Verdict::kFail, 0, SettledBy::kQuorum, {}, {}},
+      {"2-2, none left: no quorum",
+       {"p1:A", "p2:B", "p3:A", "p4:B"},
+       4,
+       0,
+       0,
+       Verdict::kFail,
+       0,
+       SettledBy::kQuorum,
+       {},
+       {}},
+      // A malformed result counts against the largest group.
+      {"2 and a malformed, none left",
+       {"p1:A", "p2:!", "p3:A"},
+       3,
+       0,
+       0,
+       Verdict::kAccept,
+       0,
+       SettledBy::kMajority,
+       {"a1", "a3"},
+       {"a2"}},
+      // Agreement needs no majority rule, whoever is left.
+      {"2-0, none left", {"p1:A", "p2:A"}, 2, 0, 0, Verdict::kAccept, 0, SettledBy::kQuorum, {"a1", "a2"}, {}},
+  };
+  for (const FreshCase& c : cases) {
+    QuorumDecision d = DecideQuorum(lead2, compare, Results(c.results), c.started, c.running, c.fresh);
+    EXPECT_EQ(VerdictName(d.verdict), std::string(VerdictName(c.verdict))) << c.name << ": " << d.reason;
+    EXPECT_EQ(d.more_runs, c.more_runs) << c.name;
+    EXPECT_EQ(d.settled_by, c.settled_by) << c.name;
+    EXPECT_EQ(d.agreeing, c.agreeing) << c.name;
+    EXPECT_EQ(WrongIds(d), c.wrong) << c.name;
+  }
+  QuorumDecision failed = DecideQuorum(lead2, compare, Results({"p1:A", "p2:B"}), 2, 0, 0u);
+  EXPECT_NE(failed.reason.find("no quorum: groups of 1, 1"), std::string::npos) << failed.reason;
+  QuorumDecision majority = DecideQuorum(lead2, compare, Results({"p1:A", "p2:B", "p3:A"}), 3, 0, 0u);
+  EXPECT_NE(majority.reason.find("strict majority"), std::string::npos) << majority.reason;
+}
+
 TEST(Quorum, WrongVotesSayWhyAndWhoseProvider) {
   CompareSpec compare;
   compare.outputs = {"out.bin"};

@@ -76,6 +76,32 @@ TEST(TaskVerdict, TheTieBreakerConvictsTheOddOneOut) {
   EXPECT_TRUE(wrong_failed);
 }
 
+// Issue 32: with three provider accounts and a lead of two, one liar used to
+// hold every task open, waiting for a fourth provider that did not exist.
+TEST(TaskVerdict, ALiarAmongThreeAccountsIsOutvotedByTheMajorityRule) {
+  VerificationSpec s = Replicate();
+  s.margin = 2;
+  s.max_replicas = 6;
+  const std::vector<RunRecord> runs = {Rec("a1", "alice", "sha256:x"), Rec("a2", "mallory", "sha256:bad"),
+                                       Rec("a3", "carol", "sha256:x")};
+  TaskVerdictInput in{s, runs};
+  in.providers = std::set<std::string>{"alice", "mallory", "carol"};
+  TaskVerdict v = DecideTask(in);
+  ASSERT_EQ(v.outcome, TaskOutcome::kAccept) << v.line;
+  EXPECT_EQ(v.caught, std::vector<std::string>{"mallory"});
+  EXPECT_NE(v.line.find("settled by the majority rule"), std::string::npos) << v.line;
+
+  // A fourth account that has not run it: the margin is still reachable.
+  in.providers->insert("dave");
+  v = DecideTask(in);
+  EXPECT_EQ(v.outcome, TaskOutcome::kMoreRuns) << v.line;
+  EXPECT_TRUE(v.caught.empty());
+
+  // Unknown providers (no bound): as before, another run is asked for.
+  in.providers.reset();
+  EXPECT_EQ(DecideTask(in).outcome, TaskOutcome::kMoreRuns);
+}
+
 TEST(TaskVerdict, NoQuorumWithinTheRunsAllowedFailsAndConvictsNobody) {
   VerificationSpec s = Replicate();
   s.max_replicas = 2;

@@ -184,8 +184,10 @@ Status Connection::ErrorFrom(PGresult* result, const char* what, const char* sql
   std::string where = sql;
   if (where.size() > 120) where = where.substr(0, 117) + "...";
   msg = std::string("postgres ") + what + ": " + msg + " in: " + where;
-  // Class 08: connection exceptions; 57P01..57P03: the server is shutting down or starting.
-  if (!healthy() || last_sqlstate_.rfind("08", 0) == 0 || last_sqlstate_.rfind("57P", 0) == 0) {
+  // Class 08: connection exceptions; 57P01..57P03: the server is shutting down or starting;
+  // no SQLSTATE at all: libpq's own report of a lost server (every server error has one).
+  if (!healthy() || last_sqlstate_.empty() || last_sqlstate_.rfind("08", 0) == 0 ||
+      last_sqlstate_.rfind("57P", 0) == 0) {
     return Status::Unavailable(msg);
   }
   if (IsRetryable(last_sqlstate_)) return Status::Unavailable(msg);

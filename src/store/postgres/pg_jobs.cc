@@ -435,7 +435,7 @@ std::vector<capacity::BatchCandidate> Candidates(const std::vector<const NewAtte
 
 // The admitted attempts as the columns of the write's arrays, in order.
 struct AttemptColumns {
-  std::vector<std::string> ids, jobs, indexes, nodes, times, devices, placements, gpu_millis;
+  std::vector<std::string> ids, jobs, indexes, nodes, times, devices, placements, gpu_millis, restore_only;
 };
 
 AttemptColumns ColumnsOf(const std::vector<const NewAttempt*>& batch, const std::vector<size_t>& admitted) {
@@ -452,6 +452,7 @@ AttemptColumns ColumnsOf(const std::vector<const NewAttempt*>& batch, const std:
     out.devices.push_back(std::move(d));
     out.placements.push_back(pg::ByteaLiteral(a->placement.SerializeAsString()));
     out.gpu_millis.push_back(std::to_string(a->placement.gpu_milli()));
+    out.restore_only.push_back(a->restore_only_from);
   }
   return out;
 }
@@ -469,16 +470,20 @@ Status WriteAdmitted(Connection& c, const std::vector<const NewAttempt*>& batch,
   IG_ASSIGN_OR_RETURN(
       Rows q,
       c.Exec("WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], "
-             "$5::bigint[], $6::text[], $9::bytea[], $10::integer[]) "
-             "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli)), "
+             "$5::bigint[], $6::text[], $9::bytea[], $10::integer[], $11::text[]) "
+             "AS i(attempt_id, job_id, idx, node_id, now_ms, devices, placement, gpu_milli, restore_only)), "
              "claimed AS (UPDATE tasks t SET state = $7, attempts = t.attempts + 1, updated_ms = i.now_ms "
              "FROM input i WHERE t.job_id = i.job_id AND t.idx = i.idx AND t.state = $8 "
              "RETURNING i.attempt_id, i.job_id, i.idx, i.node_id, i.now_ms, i.devices, i.placement, i.gpu_milli, "
-             "t.attempts AS epoch) "
+             "i.restore_only, t.attempts AS epoch) "
              "INSERT INTO attempts(id, job_id, idx, node_id, state, assigned_ms, cpu, memory, gpus, gpu_memory, "
              "runtime, devices, epoch, restored_from, placement, gpu_milli) "
              "SELECT m.attempt_id, m.job_id, m.idx, m.node_id, $7, m.now_ms, j.cpu, j.memory, j.gpus, "
-             "j.gpu_memory, j.runtime, m.devices, m.epoch, COALESCE(k.attempt_id, ''), m.placement, m.gpu_milli "
+             "j.gpu_memory, j.runtime, m.devices, m.epoch, "
+             // store::MayRestoreFrom: only a checkpoint of the attempt's own provider, when it names one.
+             "CASE WHEN k.attempt_id IS NULL THEN '' WHEN m.restore_only = '' OR m.restore_only = "
+             "(SELECT n.provider FROM attempts ka JOIN nodes n ON n.id = ka.node_id WHERE ka.id = k.attempt_id) "
+             "THEN k.attempt_id ELSE '' END, m.placement, m.gpu_milli "
              "FROM claimed m JOIN jobs j ON j.id = m.job_id "
              "LEFT JOIN checkpoints k ON k.job_id = m.job_id AND k.idx = m.idx RETURNING id, epoch",
              Params()
@@ -491,7 +496,8 @@ Status WriteAdmitted(Connection& c, const std::vector<const NewAttempt*>& batch,
                  .Int(v1::ASSIGNED)
                  .Int(v1::QUEUED)
                  .TextArray(in.placements)
-                 .TextArray(in.gpu_millis)));
+                 .TextArray(in.gpu_millis)
+                 .TextArray(in.restore_only)));
   for (int r = 0; r < q.size(); ++r) (*epochs)[q.Text(r, 0)] = static_cast<uint64_t>(q.Int(r, 1));
   return Status::Ok();
 }

@@ -80,12 +80,16 @@ const char* BeginStatement(Isolation isolation) {
 }
 
 constexpr int kMaxTries = 30;
+// A transaction whose connection was lost runs again at most this often: one
+// reconnect per stale pooled connection is the usual case after a restart.
+constexpr int kMaxReconnects = 3;
 
 }  // namespace
 
 Status RunTransaction(ConnectionPool& pool, Isolation isolation, const std::function<Status(Connection&)>& body) {
   thread_local std::minstd_rand jitter(std::random_device{}());
   Status last;
+  int reconnects = 0;
   for (int attempt = 0; attempt < kMaxTries; ++attempt) {
     if (attempt > 0) {
       // Contending transactions back off by random, growing amounts so they
@@ -96,11 +100,30 @@ Status RunTransaction(ConnectionPool& pool, Isolation isolation, const std::func
     IG_ASSIGN_OR_RETURN(PooledConnection conn, pool.Acquire());
     conn->clear_last_sqlstate();
     const bool explicit_tx = isolation != Isolation::kAutocommit;
+    bool committing = false;
     Status st = explicit_tx ? conn->ExecScript(BeginStatement(isolation)) : Status::Ok();
     if (st.ok()) st = body(*conn);
-    if (st.ok() && explicit_tx) st = conn->ExecScript("COMMIT");
+    if (st.ok() && explicit_tx) {
+      committing = true;
+      st = conn->ExecScript("COMMIT");
+    }
     if (st.ok()) return st;
     std::string sqlstate = conn->last_sqlstate();
+    // The connection broke (the server restarted, the network was cut) inside
+    // an explicit transaction before its COMMIT was sent: the server rolled it
+    // back, so it runs again on a new connection, as a conflict would. Bodies
+    // are written to be run again (serialization failures retry them too). At
+    // COMMIT its fate is unknown: the caller gets the error (agents resend
+    // their reports, which the store applies idempotently).
+    // libpq reports a lost server without a SQLSTATE (every server error has
+    // one), sometimes before PQstatus turns bad.
+    const bool connection_lost = !conn->healthy() || sqlstate.empty();
+    if (explicit_tx && !committing && connection_lost && ++reconnects <= kMaxReconnects) {
+      spdlog::warn("postgres: connection lost mid-transaction ({}); running it again on a new one", st.message());
+      if (Status reset = conn->Reset(); !reset.ok()) return reset.WithContext("after a lost connection");
+      last = st;
+      continue;
+    }
     RollBackOrReset(&*conn);
     if (!IsRetryable(sqlstate)) return st;
     last = st;

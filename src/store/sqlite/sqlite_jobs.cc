@@ -299,7 +299,8 @@ struct CommitStatements {
         // The task's row, attempts so far and latest checkpoint (if any), then an
         // update by rowid: cheaper than a conditional UPDATE ... RETURNING.
         task_q(db,
-               "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, '') FROM tasks t "
+               "SELECT t.rowid, t.state, t.attempts, COALESCE(c.attempt_id, ''), COALESCE((SELECT n.provider FROM "
+               "attempts ca JOIN nodes n ON n.id = ca.node_id WHERE ca.id = c.attempt_id), '') FROM tasks t "
                "LEFT JOIN checkpoints c ON c.job_id = t.job_id AND c.idx = t.idx WHERE t.job_id = ? AND t.idx = ?"),
         upd(db, "UPDATE tasks SET state = ?, attempts = ?, updated_ms = ? WHERE rowid = ?"),
         ins(db,
@@ -395,6 +396,7 @@ Status ReadBatch(CommitStatements& s, const std::vector<NewAttempt>& attempts, B
     }
     candidate.queued = s.task_q.Int(1) == v1::QUEUED;
     row = {s.task_q.Int(0), s.task_q.Int(2) + 1, s.task_q.Text(3), nullptr};
+    if (!MayRestoreFrom(a, s.task_q.Text(4))) row.restored_from.clear();
     s.task_q.Reset();
     IG_ASSIGN_OR_RETURN(const v1::Resources* res, Reservation(s.job_q, a.job_id, read));
     row.res = res == nullptr ? &kNone : res;
