@@ -3,16 +3,19 @@
 // shared with specs that arrive as JSON, and their violations are mapped back
 // to a line and column here.
 #include "manifest/manifest.h"
+#include "common/utf8.h"
 #include "manifest/items.h"
 #include "manifest/quote.h"
 #include "manifest/workflow.h"
 
 #include <cmath>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -223,17 +227,74 @@ Result<v1::WorkflowSpec> ManifestParser::ParseWorkflow(const std::string& text) 
   }
 }
 
+// Where each document of a YAML stream starts (its root node, else the
+// document's own start); no node is built.
+class DocumentStartMarks : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    marks.push_back(mark);
+    root_pending_ = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Root(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Root(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { Root(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Root(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Root(mark);
+  }
+  void OnMapEnd() override {}
+  std::vector<YAML::Mark> marks;
+
+ private:
+  void Root(const YAML::Mark& mark) {
+    if (root_pending_ && !mark.is_null()) marks.back() = mark;
+    root_pending_ = false;
+  }
+  bool root_pending_ = false;
+};
+
+// The start of each of the first `at_most` documents of `text`. Throws
+// YAML::Exception on malformed YAML, as YAML::Load does.
+std::vector<YAML::Mark> DocumentStarts(const std::string& text, size_t at_most) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStartMarks starts;
+  // Bounded by calls too: the broken state returns "another document" for ever.
+  for (size_t calls = 0; calls < at_most && parser.HandleNextDocument(starts); ++calls) {
+  }
+  return starts.marks;
+}
+
 Result<Value> ManifestParser::LoadRoot(const std::string& text, const char* example_fields) {
   const YAML::Mark start;
   if (text.size() > kMaxManifestBytes) {
     return Error(start, "manifest is larger than " + FormatBytes(kMaxManifestBytes));
   }
-  std::vector<YAML::Node> documents = YAML::LoadAll(text);
-  if (documents.empty()) return Error(start, "manifest is empty");
-  if (documents.size() > 1) {
-    return Error(documents[1].Mark(), "a manifest must hold a single YAML document");
+  // Every string read becomes a protobuf string, which must be UTF-8 (found
+  // by fuzzing: a raw byte in `args` made the spec change across the API's
+  // JSON round trip, and fail to serialize).
+  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string::npos) {
+    YAML::Mark at;
+    at.pos = static_cast<int>(bad);
+    at.line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    at.column = static_cast<int>(line_start == std::string::npos || bad == 0 ? bad : bad - line_start - 1);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+    return Error(at, std::string("not UTF-8 text (byte ") + hex + "): a manifest must be UTF-8");
   }
-  const YAML::Node& node = documents[0];
+  // Counted by a parser that stops at the second document, then the first
+  // loaded alone: yaml-cpp 0.7's LoadAll loops forever, allocating, on some
+  // malformed flow maps (found by fuzzing: tests/fuzz/corpus/manifest/regress_loadall_loop; fixed
+  // upstream in 0.8 by jbeder/yaml-cpp#1319).
+  const std::vector<YAML::Mark> documents = DocumentStarts(text, 2);
+  if (documents.empty()) return Error(start, "manifest is empty");
+  if (documents.size() > 1) return Error(documents[1], "a manifest must hold a single YAML document");
+  const YAML::Node node = YAML::Load(text);
   Value root{node, "", node.Mark().is_null() ? start : node.Mark()};
   if (!root.node.IsMap()) {
     return Error(root.mark, std::string("a manifest must be a map of fields (") + example_fields + "), got " +

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -128,6 +129,21 @@ TEST(ParseManifestTest, MinimalManifestGetsDefaults) {
   EXPECT_FALSE(spec->idempotent());
   EXPECT_EQ(spec->array_count(), 1u);
   EXPECT_EQ(spec->runtime(), "runc");
+}
+
+// Found by fuzzing (tests/fuzz/corpus/manifest/regress_invalid_utf8_in_args):
+// a raw byte that is not UTF-8 reached a protobuf string field. It is now
+// refused where it stands; UTF-8 text (and YAML's escapes) still parse.
+TEST(ParseManifestTest, TextThatIsNotUtf8IsRefusedWhereItStands) {
+  Result<v1::JobSpec> bad = ParseManifest(kBase + "args: [\"/ou\x84t\"]\n", "job.yaml");
+  ASSERT_FALSE(bad.ok());
+  const int line = int(std::count(kBase.begin(), kBase.end(), '\n')) + 1;
+  EXPECT_EQ(bad.status().message(),
+            "job.yaml:" + std::to_string(line) + ":12: not UTF-8 text (byte 0x84): a manifest must be UTF-8");
+  Result<v1::JobSpec> good = ParseManifest(kBase + "args: [\"caf\xc3\xa9\", \"\\xe9\"]\n", "job.yaml");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->args(0), "caf\xc3\xa9");
+  EXPECT_EQ(good->args(1), "\xc3\xa9") << "YAML's \\xe9 escape is U+00E9, encoded as UTF-8";
 }
 
 TEST(ParseManifestTest, TmpfsSizesFollowTheMemoryWrittenUnlessGiven) {
