@@ -48,7 +48,7 @@ rc=0
 for t in "${targets[@]}"; do
   start=$(date +%s)
   if "$build/$t" --gtest_brief=1 >"$build/$t.log" 2>&1; then
-    echo "$kind $t: clean ($(( $(date +%s) - start )) s; $(grep -c '^\[       OK \]\|^\[  PASSED  \]' "$build/$t.log" || true) lines of passes)"
+    echo "$kind $t: clean in $(( $(date +%s) - start )) s: $(grep -m1 '^\[  PASSED  \]' "$build/$t.log" || echo '(no gtest summary)')"
   else
     rc=1
     echo "$kind $t: FAILED or reported (see $build/$t.log):"
