@@ -343,7 +343,9 @@ void Dispatcher::DispatchOnce() {
   }
   FailPricedOut(in, plan, now);
   if (plan.placements.empty()) return;
-  std::vector<store::NewAttempt> attempts = AttemptsOf(plan, now);
+  // Stamped as late as possible: the attempt exists from its commit on (the
+  // fault matrix's history checker compares these times with attempts' ends).
+  std::vector<store::NewAttempt> attempts = AttemptsOf(plan, parts_.clock->NowMs());
   KeepReplicasIndependent(attempts, *queued, *parts_.nodes);
   const auto planned = std::chrono::steady_clock::now();
   auto committed = parts_.store->CommitAssignments(attempts);

@@ -9,6 +9,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -130,6 +132,22 @@ bool WaitReady(Grid& grid, bool want, int timeout_ms) {
   return false;
 }
 
+// WaitJob, again while the call fails as Unavailable: a call that meets the
+// database restarting may fail so (clients retry Unavailable); what must hold
+// is the sweep's end, not every call's success.
+Result<v1::Job> WaitThroughRestart(Grid& grid, const std::string& job_id,
+                                   const std::function<bool(const v1::Job&)>& pred, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    Result<v1::Job> job = grid.WaitJob(job_id, pred, int(std::max<int64_t>(left, 1)));
+    if (job.ok() || job.status().code() != Code::kUnavailable || left <= 0) return job;
+    std::fprintf(stderr, "[fault] %s; calling again\n", job.status().ToString().c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 // The coordinator's PostgreSQL crashes mid-sweep and comes back at once
 // (crash recovery, every connection cut), then goes away for a while (an
 // outage, as a partition between them looks from the coordinator) and comes
@@ -169,14 +187,14 @@ TEST(PostgresFaults, ACrashAndAnOutageMidSweepLoseNothing) {
   ASSERT_EQ(RunCommand({script, "crash", pg_dir}).exit_code, 0);
   ASSERT_EQ(RunCommand({script, "resume", pg_dir}).exit_code, 0);
   // 2. An outage the coordinator notices before the database returns.
-  ASSERT_TRUE(grid.WaitJob(job_id, succeeded_at_least(10)).ok());
+  ASSERT_TRUE(WaitThroughRestart(grid, job_id, succeeded_at_least(10), 120000).ok());
   ASSERT_EQ(RunCommand({script, "crash", pg_dir}).exit_code, 0);
   EXPECT_TRUE(WaitReady(grid, false, 30000)) << "/readyz still ready with the database down";
   ASSERT_EQ(RunCommand({script, "resume", pg_dir}).exit_code, 0);
   EXPECT_TRUE(WaitReady(grid, true, 60000)) << "/readyz never ready again after the database returned";
 
-  auto done = grid.WaitJob(
-      job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
+  auto done = WaitThroughRestart(
+      grid, job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
   const std::map<std::string, double> cpus = {{grid.node_ids[0], 2}, {grid.node_ids[1], 2}};

@@ -9,6 +9,8 @@
 //     once (no run twice unnoticed);
 //   - no capacity held twice: on every node, the CPU reserved by attempts live
 //     at the same moment never exceeds what the node offers.
+// Overlaps shorter than 250 ms are not counted: attempt times are taken just
+// before the transactions that write them (history_check_support.cc).
 // Plain data in, a list of violations out (empty: the history is sound).
 #include <cstdint>
 #include <map>

@@ -7,8 +7,9 @@
 namespace idlegrid::testing {
 namespace {
 
-// An attempt assigned at `from` (0: never assigned) that ended at `to`.
-v1::Attempt Try(const std::string& id, const std::string& node, v1::TaskState state, int64_t from, int64_t to) {
+// An attempt assigned at second `from` (0: never assigned) that ended at second `to`.
+v1::Attempt Try(const std::string& id, const std::string& node, v1::TaskState state, int64_t from_s, int64_t to_s) {
+  const int64_t from = from_s * 1000, to = to_s * 1000;
   v1::Attempt a;
   a.set_id(id);
   a.set_node_id(node);
@@ -45,12 +46,12 @@ TEST(HistoryCheck, ASoundHistoryPasses) {
   v1::Job job = JobOf({{Try("a1", "n2", v1::FAILED, 0, 50), Try("a2", "n2", v1::SUCCEEDED, 50, 90)},
                        {Try("a3", "n1", v1::SUCCEEDED, 10, 80)},
                        {Try("a4", "n1", v1::SUCCEEDED, 20, 60)}});
-  EXPECT_TRUE(CheckHistory({job}, kTwoCpus, 100).empty()) << Joined(CheckHistory({job}, kTwoCpus, 100));
+  EXPECT_TRUE(CheckHistory({job}, kTwoCpus, 100000).empty()) << Joined(CheckHistory({job}, kTwoCpus, 100000));
 }
 
 TEST(HistoryCheck, EachBrokenRuleIsReported) {
   const auto expect_one = [](const v1::Job& job, const std::string& words) {
-    auto found = CheckHistory({job}, kTwoCpus, 100);
+    auto found = CheckHistory({job}, kTwoCpus, 100000);
     ASSERT_EQ(found.size(), 1u) << words << ":\n" << Joined(found);
     EXPECT_NE(found[0].find(words), std::string::npos) << found[0];
   };
@@ -73,9 +74,21 @@ TEST(HistoryCheck, EachBrokenRuleIsReported) {
   expect_one(JobOf({{Try("a1", "n1", v1::RUNNING, 0, 0), Try("a2", "n2", v1::SUCCEEDED, 0, 0)}}), "still RUNNING");
 }
 
+TEST(HistoryCheck, AnOverlapShorterThanTheClockSkewIsNotCounted) {
+  // Three one-CPU attempts on a two-CPU node, the third starting 0.1 s before
+  // the first's end was written: that skew, not a double booking.
+  v1::Job job = JobOf({{Try("a1", "n1", v1::SUCCEEDED, 1, 10)},
+                       {Try("a2", "n1", v1::SUCCEEDED, 2, 20)},
+                       {Try("a3", "n1", v1::SUCCEEDED, 10, 30)}});
+  job.mutable_tasks(2)->mutable_attempts(0)->set_assigned_at_ms(9900);
+  EXPECT_TRUE(CheckHistory({job}, kTwoCpus, 100000).empty()) << Joined(CheckHistory({job}, kTwoCpus, 100000));
+  job.mutable_tasks(2)->mutable_attempts(0)->set_assigned_at_ms(9000);  // a second: counted
+  EXPECT_EQ(CheckHistory({job}, kTwoCpus, 100000).size(), 1u);
+}
+
 TEST(HistoryCheck, AnAttemptIdTwiceIsReported) {
   v1::Job job = JobOf({{Try("a1", "n1", v1::SUCCEEDED, 0, 10)}, {Try("a1", "n2", v1::SUCCEEDED, 0, 10)}});
-  auto found = CheckHistory({job}, kTwoCpus, 100);
+  auto found = CheckHistory({job}, kTwoCpus, 100000);
   ASSERT_EQ(found.size(), 1u) << Joined(found);
   EXPECT_NE(found[0].find("appears twice"), std::string::npos);
 }

@@ -92,6 +92,13 @@ class Connection {
   // True while the server is reachable; after a network or server failure the
   // pool reconnects through Reset().
   bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
+  // Whether the server still holds this idle connection: libpq learns that
+  // the server closed it (a restart) only by reading, so this reads what is
+  // pending without blocking. False also when it was unhealthy already.
+  bool StillOpen() {
+    if (!healthy()) return false;
+    return PQconsumeInput(conn_) == 1 && healthy();
+  }
   bool in_transaction() const;
   Status Reset();
 

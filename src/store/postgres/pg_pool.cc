@@ -34,7 +34,10 @@ Result<PooledConnection> ConnectionPool::Acquire() {
     std::unique_ptr<Connection> conn = std::move(idle_.back());
     idle_.pop_back();
     lock.unlock();
-    if (!conn->healthy()) {
+    // A connection the server dropped while it sat idle (the server
+    // restarted) is replaced before anyone uses it (the PostgreSQL fault
+    // test: a token lookup on a stale connection failed a client's call).
+    if (!conn->StillOpen()) {
       if (Status st = conn->Reset(); !st.ok()) {
         Release(std::move(conn));
         return st;
@@ -115,9 +118,9 @@ Status RunTransaction(ConnectionPool& pool, Isolation isolation, const std::func
     // are written to be run again (serialization failures retry them too). At
     // COMMIT its fate is unknown: the caller gets the error (agents resend
     // their reports, which the store applies idempotently).
-    // libpq reports a lost server without a SQLSTATE (every server error has
-    // one), sometimes before PQstatus turns bad.
-    const bool connection_lost = !conn->healthy() || sqlstate.empty();
+    // libpq may report a lost server before PQstatus turns bad: StillOpen
+    // reads the socket (a body's own error leaves the connection open).
+    const bool connection_lost = !conn->StillOpen();
     if (explicit_tx && !committing && connection_lost && ++reconnects <= kMaxReconnects) {
       spdlog::warn("postgres: connection lost mid-transaction ({}); running it again on a new one", st.message());
       if (Status reset = conn->Reset(); !reset.ok()) return reset.WithContext("after a lost connection");
