@@ -80,7 +80,9 @@ def main():
             bad.append(name)
     if bad:
         print(f"skip-report: {len(bad)} test(s) skipped that must run on this machine "
-              f"(not in {os.path.relpath(may_skip)}): {', '.join(bad)}", file=sys.stderr)
+              f"(not in {os.path.relpath(may_skip)}): {', '.join(bad)}; mend what each reason names "
+              f"(scripts/install-deps.sh installs the tools), or, if this machine truly cannot run it, "
+              f"add it to that file with why", file=sys.stderr)
         return 1
     return 0
 

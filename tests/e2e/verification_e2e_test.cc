@@ -154,6 +154,21 @@ class VerificationE2E : public ::testing::Test {
     return out;
   }
 
+  // `account`'s balance once its stake fell below `staked` micros, or after
+  // 20 s; polled, since the ledger announces no event to await.
+  v1::LedgerBalanceResponse BalanceOnceSlashed(const std::string& account, int64_t staked) {
+    v1::LedgerBalanceResponse balance;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      auto r = grid_->Cli({"ledger", "balance", "--account", account, "--json"});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      balance = ParseJson<v1::LedgerBalanceResponse>(r.out);
+      if (balance.stake_micros() < staked) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return balance;
+  }
+
   std::unique_ptr<Grid> grid_;
   std::string lie_flag_;
 };
@@ -204,15 +219,7 @@ TEST_F(VerificationE2E, ReplicateOutvotesTheLiarSlashesItAndReturnsTheHonestResu
   EXPECT_EQ(FetchedHello(job_id), "honest from task 0\n") << "the requester gets the honest result";
 
   // Slashed: one credit of mallory's stake, part of it to the requester.
-  v1::LedgerBalanceResponse mallory;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  do {
-    auto r = grid_->Cli({"ledger", "balance", "--account", "mallory", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    mallory = ParseJson<v1::LedgerBalanceResponse>(r.out);
-    if (mallory.stake_micros() < 5000000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the ledger shows no events to await
-  } while (std::chrono::steady_clock::now() < deadline);
+  const v1::LedgerBalanceResponse mallory = BalanceOnceSlashed("mallory", 5000000);
   EXPECT_EQ(mallory.stake_micros(), 4000000) << mallory.DebugString();
   EXPECT_EQ(mallory.pending_micros(), 0) << "a wrong result is never charged";
   auto history = grid_->Cli({"ledger", "history", "--account", "mallory"});
@@ -268,15 +275,7 @@ TEST_F(VerificationE2E, ALiarAmongThreeAccountsStallsNothingAndIsCaught) {
     EXPECT_EQ(FetchedHello(id), "honest from task 0\n");
   }
   // Caught: slashed (the ledger shows no event to await, so it is polled).
-  v1::LedgerBalanceResponse mallory;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  do {
-    auto r = grid_->Cli({"ledger", "balance", "--account", "mallory", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    mallory = ParseJson<v1::LedgerBalanceResponse>(r.out);
-    if (mallory.stake_micros() < 5000000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  } while (std::chrono::steady_clock::now() < deadline);
+  const v1::LedgerBalanceResponse mallory = BalanceOnceSlashed("mallory", 5000000);
   EXPECT_LT(mallory.stake_micros(), 5000000) << mallory.DebugString();
 }
 
