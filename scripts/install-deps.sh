@@ -11,6 +11,7 @@ packages=(
   containernetworking-plugins golang-github-containers-common
   skopeo docker-registry openssl prometheus
   iproute2 iptables curl ca-certificates passwd util-linux python3
+  libfaketime  # the fault tests' clock offsets and jumps (tests/e2e/fault_env_test.cc)
   python3-grpcio python3-protobuf python3-tqdm python3-yaml python3-setuptools python3-wheel python3-pip python3-venv
   dpkg-dev help2man lintian systemd  # scripts/package-deb.sh and test-deb.sh
   mmdebstrap  # idlegrid image base (and test-deb.sh's clean root)

@@ -15,6 +15,9 @@
 #   pg-test-cluster.sh resume DIR  starts a crashed server again (crash recovery)
 #
 # The superuser `idlegrid` connects without a password (trust, socket only).
+# With IG_PG_TCP_PORT=PORT set at start, the server also listens on
+# 127.0.0.1:PORT and the URL printed is postgresql://idlegrid@127.0.0.1:PORT/
+# postgres (the fault tests cut that link with iptables).
 # IDLEGRID_PG_BINDIR overrides where initdb/pg_ctl are looked for.
 set -euo pipefail
 
@@ -60,9 +63,9 @@ case "$cmd" in
     as_owner "$bindir/initdb" --pgdata="$dir/data" --username=idlegrid --auth=trust --encoding=UTF8 \
       --locale=C --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
     cat >>"$dir/data/postgresql.conf" <<EOF
-listen_addresses = ''
+listen_addresses = '${IG_PG_TCP_PORT:+127.0.0.1}'
 unix_socket_directories = '$dir'
-port = 5432
+port = ${IG_PG_TCP_PORT:-5432}
 fsync = off
 synchronous_commit = off
 full_page_writes = off
@@ -78,7 +81,11 @@ EOF
       nohup setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2/data" ]; do sleep 1; done; "$0" stop "$2"' \
         "$(readlink -f "$0")" "$owner" "$dir" </dev/null >/dev/null 2>&1 &
     fi
-    echo "postgresql:///postgres?host=$dir&user=idlegrid"
+    if [ -n "${IG_PG_TCP_PORT:-}" ]; then
+      echo "postgresql://idlegrid@127.0.0.1:$IG_PG_TCP_PORT/postgres"
+    else
+      echo "postgresql:///postgres?host=$dir&user=idlegrid"
+    fi
     ;;
   stop)
     bindir=$(find_bindir)

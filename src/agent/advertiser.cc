@@ -1,8 +1,14 @@
 #include "agent/advertiser.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "advert/advertisement.h"
+#include "capacity/disk_floor.h"
+#include "common/fs.h"
 
 namespace idlegrid::agent {
 
@@ -44,7 +50,10 @@ std::string Fingerprint(const v1::Advertisement& ad) {
   f.clear_sequence();
   f.clear_created_at_ms();
   f.mutable_inventory()->clear_memory_available_bytes();
-  for (auto& d : *f.mutable_inventory()->mutable_disks()) d.clear_free_bytes();
+  // Free space changes all the time; only a disk filling up (or freed) is news.
+  for (auto& d : *f.mutable_inventory()->mutable_disks()) {
+    d.set_free_bytes(capacity::DiskIsFull(d.free_bytes(), d.total_bytes()) ? 0 : 1);
+  }
   for (auto& g : *f.mutable_inventory()->mutable_gpus()->mutable_devices()) {
     g.clear_memory_used_bytes();
     g.clear_memory_free_bytes();
@@ -61,10 +70,29 @@ std::string Fingerprint(const v1::Advertisement& ad) {
   return out;
 }
 
+Advertiser::Advertiser(advert::NodeKey key, int64_t refresh_ms, std::string sequence_file)
+    : key_(std::move(key)), refresh_ms_(refresh_ms), sequence_file_(std::move(sequence_file)) {
+  if (sequence_file_.empty() || !PathExists(sequence_file_)) return;
+  auto text = ReadFile(sequence_file_);
+  uint64_t last = 0;
+  if (text.ok() && std::sscanf(text->c_str(), "%" SCNu64, &last) == 1) {
+    last_sequence_ = last;
+  } else {
+    spdlog::warn("{}: not a sequence number; starting from the clock", sequence_file_);
+  }
+}
+
 std::optional<v1::SignedAdvertisement> Advertiser::Next(v1::Advertisement ad, int64_t now_ms, bool force) {
   std::string fp = Fingerprint(ad);
   if (!force && fp == last_fingerprint_ && now_ms - last_sent_ms_ < refresh_ms_) return std::nullopt;
-  last_sequence_ = std::max<uint64_t>(last_sequence_ + 1, static_cast<uint64_t>(now_ms));
+  last_sequence_ = std::max<uint64_t>(last_sequence_ + 1, static_cast<uint64_t>(std::max<int64_t>(now_ms, 0)));
+  if (!sequence_file_.empty()) {
+    // Kept before it is sent. A failure (a full disk) costs only the
+    // guarantee across a restart with the clock stepped back.
+    if (Status st = WriteFileAtomic(sequence_file_, std::to_string(last_sequence_) + "\n", 0600); !st.ok()) {
+      spdlog::warn("advertisement sequence not kept: {}", st.WithContext(sequence_file_).message());
+    }
+  }
   ad.set_sequence(last_sequence_);
   ad.set_created_at_ms(now_ms);
   last_fingerprint_ = fp;

@@ -38,11 +38,14 @@ std::string Fingerprint(const v1::Advertisement& ad);
 
 class Advertiser {
  public:
-  explicit Advertiser(advert::NodeKey key, int64_t refresh_ms = 180'000)
-      : key_(std::move(key)), refresh_ms_(refresh_ms) {}
+  // `sequence_file` ("" for none) keeps the last sequence signed across
+  // restarts: the coordinator refuses one not above what it accepted.
+  explicit Advertiser(advert::NodeKey key, int64_t refresh_ms = 180'000, std::string sequence_file = "");
   // A signed advertisement if `ad` differs from the last one sent or the last
   // is older than the refresh period; nullopt otherwise. Sequences are
-  // max(last + 1, now_ms), so they keep increasing across agent restarts.
+  // max(last + 1, now_ms), the last one read back from the sequence file at
+  // start, so they keep increasing across restarts even when the wall clock
+  // was stepped back between them (NTP correcting a clock that ran fast).
   std::optional<v1::SignedAdvertisement> Next(v1::Advertisement ad, int64_t now_ms, bool force = false);
   // Forget what was sent (e.g. the coordinator refused it), so the next call signs anew.
   void Reset() { last_fingerprint_.clear(); }
@@ -51,6 +54,7 @@ class Advertiser {
  private:
   advert::NodeKey key_;
   int64_t refresh_ms_;
+  std::string sequence_file_;
   uint64_t last_sequence_ = 0;
   int64_t last_sent_ms_ = 0;
   std::string last_fingerprint_;

@@ -40,6 +40,13 @@ constexpr char kTargetName[] = "idlegrid-coordinator";
 // On shutdown, killed attempts get this long to be reported handed back.
 constexpr int64_t kStopReportMs = 3000;
 
+// std::chrono::system_clock in ms: gRPC deadlines are its time points (the
+// process clock, SystemClock, may be absorbing a step and differ from it).
+int64_t SystemWallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string Hostname() {
   char buf[256] = {0};
   ::gethostname(buf, sizeof(buf) - 1);
@@ -301,7 +308,7 @@ Status Agent::Enroll() {
 
   // The node's identity is its Ed25519 key; the node id derives from it.
   IG_ASSIGN_OR_RETURN(advert::NodeKey key, advert::NodeKey::LoadOrCreate(dir));
-  advertiser_ = std::make_unique<Advertiser>(key);
+  advertiser_ = std::make_unique<Advertiser>(key, 180'000, dir + "/advertisement.sequence");
   key_fingerprint_ = advert::KeyFingerprint(key.public_key());
   IG_ASSIGN_OR_RETURN(v1::Advertisement ad, CurrentAdvertisement());
   WarnAsksPricingNothing(ad);
@@ -408,7 +415,7 @@ AgentGauges Agent::Gauges() {
 
 void Agent::Shutdown() {
   // A gRPC deadline (agent.cc's deadlines are system_clock time points): the system's clock.
-  if (shutdown_deadline_ms_.load() == 0) shutdown_deadline_ms_ = SystemClock::Get()->NowMs() + kStopReportMs;
+  if (shutdown_deadline_ms_.load() == 0) shutdown_deadline_ms_ = SystemWallMs() + kStopReportMs;
   stopping_ = true;
   std::vector<std::string> running;
   {
@@ -438,7 +445,7 @@ void Agent::Shutdown() {
 }
 
 void Agent::GracefulShutdown(std::chrono::seconds grace) {
-  const int64_t start_ms = SystemClock::Get()->NowMs();  // with shutdown_deadline_ms_: gRPC deadlines
+  const int64_t start_ms = SystemWallMs();  // with shutdown_deadline_ms_: gRPC deadlines
   // Everything, reports to an unreachable coordinator included, ends within
   // the grace period: running work gets what is left after a reserve for
   // killing containers and reporting them handed back.

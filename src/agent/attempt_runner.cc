@@ -11,8 +11,10 @@
 #include "agent/local_policy.h"
 #include "agent/log_shipper.h"
 #include "agent/output_watch.h"
+#include "capacity/disk_floor.h"
 #include "common/failpoint.h"
 #include "common/fs.h"
+#include "discovery/host.h"
 #include "image/dir_archive.h"
 #include "receipt/receipt.h"
 #include "runtime/job_files.h"
@@ -20,6 +22,18 @@
 #include "runtime/enforcement_probe.h"
 
 namespace idlegrid::agent {
+namespace {
+
+// capacity/disk_floor.h's reason when the filesystem holding `dir` is full.
+std::optional<std::string> DiskFull(const std::string& dir) {
+  auto disk = discovery::ReadDisk(dir);
+  if (!disk.ok()) return std::nullopt;  // unreadable: the run's own error says what went wrong
+  std::string why = capacity::DiskFullReason(disk->free_bytes(), disk->total_bytes(), dir);
+  if (why.empty()) return std::nullopt;
+  return why;
+}
+
+}  // namespace
 
 void AttemptRunner::Run(const v1::Assignment& a) {
   const std::string& id = a.attempt_id();
@@ -93,6 +107,15 @@ std::optional<v1::ReportAttemptRequest> AttemptRunner::Admit(const v1::Assignmen
     spdlog::warn("attempt {} rejected: {}", id, admit.message());
     auto r = AttemptEvent(id, v1::REJECTED);
     r.set_message(admit.message());
+    return r;
+  }
+  // A full disk takes no work: the coordinator learns it from the next
+  // advertisement; until then, what reaches the node goes elsewhere.
+  if (auto full = DiskFull(env_.attempts_dir)) {
+    spdlog::warn("attempt {} refused: {}", id, *full);
+    auto r = AttemptEvent(id, v1::REJECTED);
+    r.set_failure_reason(v1::NODE_BUSY);
+    r.set_message("the node's " + *full);
     return r;
   }
   // Never more than this node advertises: the hold is taken before the
@@ -260,6 +283,8 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   facts.cancelled = env_.host->IsCancelled(id);
   facts.run_timeout_seconds = spec.run_timeout_seconds();
   facts.memory_bytes = spec.resources().memory_bytes();
+  const bool succeeded = facts.exit.ok() && facts.exit->error.empty() && facts.exit->exit_code == 0;
+  if (!succeeded && !facts.cancelled) facts.disk_full = DiskFull(env_.attempts_dir);
   return facts;
 }
 

@@ -14,6 +14,15 @@ Outcome DecideOutcome(const RunFacts& facts) {
     o.message = *facts.output_breach;
     return o;
   }
+  if (facts.disk_full) {
+    o.event = v1::ERRORED;
+    o.reason = v1::PLATFORM_FAILURE;
+    o.message = "the node's " + *facts.disk_full;
+    if (facts.exit.ok() && facts.exit->error.empty()) {
+      o.message += " (the job exited " + std::to_string(facts.exit->exit_code) + "; not held against it)";
+    }
+    return o;
+  }
   if (!facts.exit.ok() || !facts.exit->error.empty()) {
     o.event = v1::ERRORED;
     o.reason = v1::PLATFORM_FAILURE;

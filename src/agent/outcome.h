@@ -26,6 +26,9 @@ struct RunFacts {
   // Set when what it wrote passed its total disk cap (OutputCapBreach's
   // message): while it ran (the watcher killed it) or at collect.
   std::optional<std::string> output_breach;
+  // Set when the run did not succeed and the node's scratch filesystem is
+  // full (capacity/disk_floor.h's reason): the node's failure, not the job's.
+  std::optional<std::string> disk_full;
 };
 
 struct Outcome {
@@ -39,7 +42,9 @@ struct Outcome {
 // The rules, in order: a cancelled attempt is STOPPED whatever happened
 // after; one that wrote past its total disk cap is ERRORED as DISK_LIMIT
 // (the job's fault; whatever the runtime said after the kill, and nothing is
-// uploaded); a runtime or OCI-runtime failure is ERRORED as a platform
+// uploaded); a run that failed on a full disk is ERRORED as a platform
+// failure (the node's: the job may write what it declared, and its exit
+// code is most likely the full disk's); a runtime or OCI-runtime failure is ERRORED as a platform
 // failure (not the job's fault); more than kMaxOutputFiles outputs is
 // ERRORED as the job's fault; otherwise EXITED with the exit code, marked RUN_TIMEOUT when
 // the timeout stopped it or OUT_OF_MEMORY when it died of the memory limit,

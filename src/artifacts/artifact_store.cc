@@ -33,6 +33,17 @@ constexpr uint64_t kWritebackLag = 64 << 20;
 
 std::string Errno() { return std::strerror(errno); }
 
+// A failed write, errno intact: the artifact disk being full is the
+// coordinator's passing state, not the upload's fault, so the caller hears
+// Unavailable (and uploads again later, resuming) rather than a final error.
+Status WriteFailure(const std::string& what) {
+  if (errno == ENOSPC || errno == EDQUOT) {
+    return Status::Unavailable(what + ": " + Errno() + " (the coordinator's artifact disk is full; upload again once " +
+                               "its operator frees space)");
+  }
+  return Status::Internal(what + ": " + Errno());
+}
+
 // 16 hex digits of sha256(uploader): enough that two callers never collide,
 // and the file name does not spell out who uploaded what.
 std::string UploaderTag(const std::string& uploader) { return DigestHex(Sha256Digest(uploader)).substr(0, 16); }
@@ -67,7 +78,7 @@ Result<FILE*> OpenPartialAt(const std::string& path, const std::string& expected
     if (fd >= 0) ::close(fd);
     return st;
   };
-  if (fd < 0) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  if (fd < 0) return fail(WriteFailure("cannot open " + path));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     return fail(Status::Unavailable("another coordinator is receiving " + expected_digest + " from this caller"));
   }
@@ -80,10 +91,10 @@ Result<FILE*> OpenPartialAt(const std::string& path, const std::string& expected
                                            std::to_string(held) + " bytes of it; upload again from offset 0"));
   }
   if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
-    return fail(Status::Internal("cannot truncate " + path + ": " + Errno()));
+    return fail(WriteFailure("cannot truncate " + path));
   }
   FILE* f = ::fdopen(fd, "r+b");
-  if (!f) return fail(Status::Internal("cannot open " + path + ": " + Errno()));
+  if (!f) return fail(WriteFailure("cannot open " + path));
   return f;
 }
 
@@ -118,7 +129,7 @@ Status BlobWriter::Append(const void* data, size_t size) {
   }
   if (std::fwrite(data, 1, size, file_) != size) {
     keep_partial_ = false;
-    return Status::Internal("cannot write artifact: " + Errno());
+    return WriteFailure("cannot write artifact");
   }
   hash_.Update(data, size);
   size_ += size;
@@ -166,7 +177,7 @@ Result<std::string> BlobWriter::Commit() {
   // Whatever happens now, these bytes are either published or worthless.
   keep_partial_ = false;
   if (std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) {
-    return Status::Internal("cannot flush artifact: " + Errno());
+    return WriteFailure("cannot flush artifact");
   }
   std::fclose(file_);
   file_ = nullptr;
@@ -184,7 +195,7 @@ Result<std::string> BlobWriter::Commit() {
   IG_RETURN_IF_ERROR(MakeDirs(dir));
   std::string final_path = dir + "/" + hex;
   if (::rename(tmp_path_.c_str(), final_path.c_str()) != 0) {
-    return Status::Internal("cannot publish artifact " + digest + ": " + Errno());
+    return WriteFailure("cannot publish artifact " + digest);
   }
   done_ = true;
   return digest;
@@ -214,7 +225,7 @@ Result<std::unique_ptr<BlobWriter>> ArtifactStore::NewWriter(const std::string& 
   }
   std::string tmp = root_ + "/tmp/" + RandomHex(8);
   FILE* f = std::fopen(tmp.c_str(), "wbx");
-  if (!f) return Status::Internal("cannot create " + tmp + ": " + Errno());
+  if (!f) return WriteFailure("cannot create " + tmp);
   return std::unique_ptr<BlobWriter>(new BlobWriter(root_, expected_digest, expected_size, tmp, f));
 }
 

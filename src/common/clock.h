@@ -12,6 +12,33 @@ class Clock {
   virtual int64_t NowMs() const = 0;
 };
 
+// Pure: wall time that never steps. It follows the system's wall clock, but
+// a step of that clock (NTP correcting a wrong clock, an operator's `date
+// -s`, a VM resumed) is taken in gradually: the result runs at most
+// kSlewRate faster or slower than the monotonic clock until it has caught
+// up. So durations measured on it (a node's heartbeat silence, an
+// acknowledgement's timeout, a lease) stay true within 10 %, and times it
+// stamps never go backwards, while it still converges on the true time.
+class StepAbsorber {
+ public:
+  static constexpr double kSlewRate = 0.1;
+  // Steps larger than this are worth a log line (Next's `stepped_ms`).
+  static constexpr int64_t kReportStepMs = 1000;
+
+  // The time for this moment, given both clocks' readings (ms; `steady_ms`
+  // never decreases). `stepped_ms`, when given, gets the step just seen
+  // (wall minus this clock, before this call's correction) when it is
+  // larger than kReportStepMs and was not reported before, else 0.
+  int64_t Next(double steady_ms, double wall_ms, int64_t* stepped_ms = nullptr);
+
+ private:
+  bool started_ = false;
+  double last_steady_ = 0, value_ = 0;
+  bool reported_ = false;
+};
+
+// The process's clock: the system's wall clock through a StepAbsorber.
+// gRPC deadlines are std::chrono::system_clock points: take them from there.
 class SystemClock : public Clock {
  public:
   int64_t NowMs() const override;

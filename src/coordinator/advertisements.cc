@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "advert/advertisement.h"
+#include "capacity/disk_floor.h"
 #include "coordinator/node_table.h"
 #include "coordinator/node_views.h"
 #include "sched/data_class.h"
@@ -90,6 +91,13 @@ std::string NodeTable::UnschedulableReasonLocked(const NodeLive& node) const {
   if (node.pause.paused()) return "paused by its owner: " + node.pause.reason();
   if (node.ad.sequence() == 0) return "no advertisement yet";
   if (!node.ad.policy().accept_jobs()) return "paused by its owner";
+  // The agent's first disk is the one its scratch is on (agent.cc).
+  if (node.ad.inventory().disks_size() > 0) {
+    const v1::DiskInfo& d = node.ad.inventory().disks(0);
+    if (std::string full = capacity::DiskFullReason(d.free_bytes(), d.total_bytes(), d.path()); !full.empty()) {
+      return full;
+    }
+  }
   const v1::Measurement& m = node.measurement;
   bool current = m.agent_version() == StackOf(node.ad);
   if (m.measured_at_ms() == 0 || !current) {

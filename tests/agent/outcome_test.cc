@@ -83,6 +83,23 @@ TEST(DecideOutcomeTest, RuntimeFailuresArePlatformFailuresNotTheJobs) {
   EXPECT_FALSE(b.collect_outputs);
 }
 
+TEST(DecideOutcomeTest, ARunThatFailedOnAFullDiskIsTheNodesFailureNotTheJobs) {
+  RunFacts f = Facts(Exited(12));
+  f.disk_full = "disk is full: 0 MiB free of 256 MiB at /srv/agent";
+  Outcome o = DecideOutcome(f);
+  EXPECT_EQ(o.event, v1::ERRORED);
+  EXPECT_EQ(o.reason, v1::PLATFORM_FAILURE);
+  EXPECT_EQ(o.message,
+            "the node's disk is full: 0 MiB free of 256 MiB at /srv/agent (the job exited 12; not held against it)");
+  EXPECT_FALSE(o.collect_outputs);
+  // A runtime that failed on it says only what the disk did.
+  f.exit = Status::Internal("runc: no space left on device");
+  EXPECT_EQ(DecideOutcome(f).message, "the node's disk is full: 0 MiB free of 256 MiB at /srv/agent");
+  // Past its own cap, the job's fault still comes first.
+  f.output_breach = "wrote more than 1Gi (resources.disk)";
+  EXPECT_EQ(DecideOutcome(f).reason, v1::DISK_LIMIT);
+}
+
 TEST(DecideOutcomeTest, TooManyOutputsIsTheJobsFault) {
   RunFacts f = Facts(Exited(0));
   f.output_files = kMaxOutputFiles;

@@ -117,6 +117,10 @@ class Grid {
   // only the binary UseBinary(IDLEGRID_FAULTS_BINARY) installs can be armed).
   std::string coordinator_failpoints;
   std::map<int, std::string> agent_failpoints;
+  // More environment ("NAME=value") for the next coordinator or agent n
+  // started, e.g. a clock offset (fault_env_support.h).
+  std::vector<std::string> coordinator_env;
+  std::map<int, std::vector<std::string>> agent_env;
   // Armed failpoints count hits only once the gate is open (IDLEGRID_FAILPOINTS_GATE).
   std::string FailpointGate() const { return root + "/failpoint-gate"; }
   void SetFailpointGate(bool open);

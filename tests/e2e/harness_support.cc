@@ -278,6 +278,10 @@ Status Grid::StartCoordinator(const std::vector<std::string>& extra) {
     argv.insert(argv.begin(), {"env", "IDLEGRID_FAILPOINTS=" + coordinator_failpoints,
                                "IDLEGRID_FAILPOINTS_GATE=" + FailpointGate()});
   }
+  if (!coordinator_env.empty()) {
+    argv.insert(argv.begin(), coordinator_env.begin(), coordinator_env.end());
+    argv.insert(argv.begin(), "env");
+  }
   coordinator = Process::Start(argv, root + "/coordinator.err");
   if (!coordinator) return Status::Internal("cannot start coordinator");
   std::string ready = coordinator->WaitForLine("ready ", 30000);
@@ -402,6 +406,11 @@ Status Grid::StartAgent(int n, const std::vector<std::string>& extra) {
     // After AsAgentUser's own env, so it reaches the agent under its user.
     auto bin = std::find(argv.begin(), argv.end(), bin_);
     argv.insert(bin, {"env", "IDLEGRID_FAILPOINTS=" + fp->second, "IDLEGRID_FAILPOINTS_GATE=" + FailpointGate()});
+  }
+  if (auto env = agent_env.find(n); env != agent_env.end() && !env->second.empty()) {
+    auto bin = std::find(argv.begin(), argv.end(), bin_);
+    bin = argv.insert(bin, env->second.begin(), env->second.end());
+    argv.insert(bin, "env");
   }
   if (!agent_netns.empty()) argv.insert(argv.begin(), {"ip", "netns", "exec", agent_netns});
   auto& slot = agents[static_cast<size_t>(n - 1)];

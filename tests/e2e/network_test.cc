@@ -6,59 +6,11 @@
 
 #include "common/fs.h"
 #include "e2e/harness.h"
+#include "e2e/netns_support.h"
 #include "jobs/task_state.h"
 
 namespace idlegrid::testing {
 namespace {
-
-bool Sh(const std::vector<std::string>& argv) {
-  auto r = RunCommand(argv, 30);
-  if (r.exit_code != 0) ADD_FAILURE() << argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << ": " << r.err;
-  return r.exit_code == 0;
-}
-
-// A home network behind a masquerading router, all in namespaces this test creates:
-//   [home ns] agent 192.168.77.2 ── 192.168.77.1 [router ns] 10.213.0.2 ── 10.213.0.1 [host] coordinator
-// The host gets an explicit "unreachable" route for the home subnet, so nothing
-// it sends there can leave the machine.
-class NatNetwork {
- public:
-  NatNetwork() : tag_(std::to_string(::getpid() % 100000)) {
-    home = "ighome" + tag_;
-    router = "igrtr" + tag_;
-    std::string wan_host = "igw" + tag_, lan_rtr = "iglr" + tag_, lan_home = "iglh" + tag_;
-    wan_rtr = "igwr" + tag_;
-    ok = Sh({"ip", "netns", "add", home}) && Sh({"ip", "netns", "add", router}) &&
-         Sh({"ip", "link", "add", wan_host, "type", "veth", "peer", "name", wan_rtr}) &&
-         Sh({"ip", "link", "set", wan_rtr, "netns", router}) &&
-         Sh({"ip", "addr", "add", "10.213.0.1/30", "dev", wan_host}) && Sh({"ip", "link", "set", wan_host, "up"}) &&
-         Sh({"ip", "-n", router, "addr", "add", "10.213.0.2/30", "dev", wan_rtr}) &&
-         Sh({"ip", "-n", router, "link", "set", wan_rtr, "up"}) &&
-         Sh({"ip", "-n", router, "link", "add", lan_rtr, "type", "veth", "peer", "name", lan_home}) &&
-         Sh({"ip", "-n", router, "link", "set", lan_home, "netns", home}) &&
-         Sh({"ip", "-n", router, "addr", "add", "192.168.77.1/24", "dev", lan_rtr}) &&
-         Sh({"ip", "-n", router, "link", "set", lan_rtr, "up"}) &&
-         Sh({"ip", "-n", home, "addr", "add", "192.168.77.2/24", "dev", lan_home}) &&
-         Sh({"ip", "-n", home, "link", "set", lan_home, "up"}) && Sh({"ip", "-n", home, "link", "set", "lo", "up"}) &&
-         Sh({"ip", "-n", home, "route", "add", "default", "via", "192.168.77.1"}) &&
-         Sh({"ip", "netns", "exec", router, "sysctl", "-qw", "net.ipv4.ip_forward=1"}) &&
-         Sh({"ip", "netns", "exec", router, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan_rtr, "-j",
-             "MASQUERADE"}) &&
-         Sh({"ip", "route", "add", "unreachable", "192.168.77.0/24"});
-  }
-  ~NatNetwork() {
-    RunCommand({"ip", "route", "del", "unreachable", "192.168.77.0/24"});
-    RunCommand({"ip", "link", "del", "igw" + tag_});
-    RunCommand({"ip", "netns", "del", home});
-    RunCommand({"ip", "netns", "del", router});
-  }
-  bool ok = false;
-  std::string home, router;
-  std::string wan_rtr;  // the router's uplink: setting it down cuts the home network off
-
- private:
-  std::string tag_;
-};
 
 TEST(Network, AgentBehindNatTheCoordinatorCannotReachRunsJobs) {
   if (::geteuid() != 0) GTEST_SKIP() << "creating network namespaces needs root";

@@ -45,13 +45,24 @@ int main(int argc, char** argv) {
     if (argc > 3) nap_ms(atol(argv[3]));  // write TEXT MS: a task that takes a while
     FILE* f = fopen("/out/hello.txt", "w");
     if (!f) { perror("open /out/hello.txt"); return 10; }
+    /* A full disk shows at the flush: a program that does not check it
+       silently leaves an empty output. */
     fprintf(f, "%s from task %s\n", argc > 2 ? argv[2] : "hello", idx);
-    fclose(f);
+    if (fclose(f) != 0) { perror("write /out/hello.txt"); return 12; }
     mkdir("/out/sub", 0755);
     f = fopen("/out/sub/index.txt", "w");
     if (!f) { perror("open /out/sub/index.txt"); return 11; }
     fprintf(f, "%s\n", idx);
-    fclose(f);
+    if (fclose(f) != 0) { perror("write /out/sub/index.txt"); return 13; }
+    if (argc > 4) { /* write TEXT MS PAD_MIB: and PAD_MIB MiB more, in /out/pad.bin */
+      static char pad[1 << 20];
+      f = fopen("/out/pad.bin", "w");
+      if (!f) { perror("open /out/pad.bin"); return 14; }
+      for (long m = 0; m < atol(argv[4]); ++m) {
+        if (fwrite(pad, 1, sizeof pad, f) != sizeof pad) { perror("write /out/pad.bin"); return 15; }
+      }
+      if (fclose(f) != 0) { perror("write /out/pad.bin"); return 15; }
+    }
     printf("task %s wrote its outputs\n", idx);
     return 0;
   }

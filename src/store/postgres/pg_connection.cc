@@ -142,7 +142,15 @@ std::string Rows::Text(int row, int col) const {
 }
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo) {
-  PGconn* conn = PQconnectdb(conninfo.c_str());
+  // A link to the database that dies without a reset (a partition, a cut
+  // cable, a NAT that forgot us) must fail the connection within seconds,
+  // not after TCP's quarter of an hour of retransmissions: the pool then
+  // replaces it and callers hear Unavailable. Defaults only: the URL's own
+  // settings, processed after them, win. (Unix sockets ignore them.)
+  static const char* const kKeys[] = {"connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+                                      "keepalives_count", "tcp_user_timeout", "dbname",          nullptr};
+  const char* const values[] = {"10", "1", "10", "3", "3", "15000", conninfo.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(kKeys, values, /*expand_dbname=*/1);
   if (conn == nullptr) return Status::Internal("postgres: out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(conn);

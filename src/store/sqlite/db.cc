@@ -3,6 +3,19 @@
 #include <spdlog/spdlog.h>
 
 namespace idlegrid::store {
+namespace {
+
+// A full disk is the coordinator's passing state, not the caller's error:
+// Unavailable, which agents and clients retry, and which names the cause.
+Status Failure(int rc, const std::string& what) {
+  if ((rc & 0xff) == SQLITE_FULL) {
+    return Status::Unavailable(what + " (the coordinator's database disk is full; nothing was written, call again " +
+                               "once its operator frees space)");
+  }
+  return Status::Internal(what);
+}
+
+}  // namespace
 
 Stmt::Stmt(sqlite3* db, const char* sql) : db_(db) {
   if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
@@ -34,7 +47,7 @@ bool Stmt::Step() {
   if (!stmt_) return false;
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
-  if (rc != SQLITE_DONE) status_ = Status::Internal(std::string("sqlite step: ") + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) status_ = Failure(rc, std::string("sqlite step: ") + sqlite3_errmsg(db_));
   return false;
 }
 
@@ -60,10 +73,10 @@ bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQL
 
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+  if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
     std::string msg = err ? err : "unknown";
     sqlite3_free(err);
-    return Status::Internal("sqlite: " + msg);
+    return Failure(rc, "sqlite: " + msg);
   }
   return Status::Ok();
 }

@@ -1,0 +1,78 @@
+// Staged machine faults for the e2e tests (fault_env_support.h).
+#include "e2e/fault_env_support.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/fs.h"
+#include "e2e/harness.h"
+
+namespace idlegrid::testing {
+namespace {
+constexpr const char* kFakeTimeLib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+}  // namespace
+
+SmallDisk::SmallDisk(std::string dir, int size_mib) : dir_(std::move(dir)) {
+  mounted_ = MakeDirs(dir_, 0700);
+  if (!mounted_.ok()) return;
+  const std::string options = "size=" + std::to_string(size_mib) + "m,mode=0700";
+  if (::mount("igtest-small-disk", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    mounted_ = Status::Internal("mount tmpfs on " + dir_ + ": " + std::strerror(errno));
+  }
+}
+
+SmallDisk::~SmallDisk() {
+  if (mounted_.ok()) ::umount2(dir_.c_str(), MNT_DETACH);
+}
+
+Status SmallDisk::Fill() {
+  // dd stops at ENOSPC (exit 1): the file then holds every free block.
+  RunCommand({"dd", "if=/dev/zero", "of=" + dir_ + "/.ballast", "bs=64k"}, 60);
+  if (FreeBytes() != 0) return Status::Internal(dir_ + ": still " + std::to_string(FreeBytes()) + " bytes free");
+  return Status::Ok();
+}
+
+Status SmallDisk::Drain() {
+  if (::unlink((dir_ + "/.ballast").c_str()) != 0) {
+    return Status::Internal("unlink " + dir_ + "/.ballast: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+uint64_t SmallDisk::FreeBytes() const {
+  struct statvfs fs {};
+  if (::statvfs(dir_.c_str(), &fs) != 0) return 0;
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
+
+SkewedClock::SkewedClock(const std::string& dir, const std::string& offset) : file_(dir + "/faketime.rc") {
+  Status st = MakeDirs(dir, 0755);
+  if (st.ok()) st = Set(offset);
+  if (!st.ok()) ADD_FAILURE() << st.message();
+}
+
+std::string SkewedClock::Missing() {
+  if (::access(kFakeTimeLib, R_OK) == 0) return "";
+  return std::string(kFakeTimeLib) + " is missing (Debian's libfaketime: run scripts/install-deps.sh)";
+}
+
+Status SkewedClock::Set(const std::string& offset) {
+  Status st = WriteFileAtomic(file_, offset + "\n", 0644);
+  return st.WithContext(file_);
+}
+
+std::vector<std::string> SkewedClock::Env() const {
+  return {std::string("LD_PRELOAD=") + kFakeTimeLib, "FAKETIME_TIMESTAMP_FILE=" + file_,
+          // Re-read each second, so Set() reaches running processes.
+          "FAKETIME_CACHE_DURATION=1",
+          // Only the wall clock is wrong; the monotonic one is the machine's.
+          "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+}
+
+}  // namespace idlegrid::testing
