@@ -14,19 +14,21 @@ int64_t StepAbsorber::Next(double steady_ms, double wall_ms, int64_t* stepped_ms
   if (!started_) {
     started_ = true;
     last_steady_ = steady_ms;
+    last_offset_ = wall_ms - steady_ms;
     value_ = wall_ms;
     return static_cast<int64_t>(std::floor(value_));
   }
+  // A step is the wall clock moving against the monotonic one between two
+  // readings; a slew moves them apart too slowly to count.
+  const double offset = wall_ms - steady_ms;
+  if (std::fabs(offset - last_offset_) > kReportStepMs && stepped_ms != nullptr) {
+    *stepped_ms = static_cast<int64_t>(offset - last_offset_);
+  }
+  last_offset_ = offset;
   const double elapsed = std::max(0.0, steady_ms - last_steady_);
   last_steady_ = std::max(last_steady_, steady_ms);
   const double proposed = value_ + elapsed;
   const double behind = wall_ms - proposed;  // > 0: the wall clock is ahead of us
-  if (std::fabs(behind) > kReportStepMs) {
-    if (!reported_ && stepped_ms != nullptr) *stepped_ms = static_cast<int64_t>(behind);
-    reported_ = true;
-  } else {
-    reported_ = false;
-  }
   const double room = elapsed * kSlewRate;
   value_ = proposed + std::clamp(behind, -room, room);
   return static_cast<int64_t>(std::floor(value_));

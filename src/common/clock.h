@@ -26,15 +26,14 @@ class StepAbsorber {
   static constexpr int64_t kReportStepMs = 1000;
 
   // The time for this moment, given both clocks' readings (ms; `steady_ms`
-  // never decreases). `stepped_ms`, when given, gets the step just seen
-  // (wall minus this clock, before this call's correction) when it is
-  // larger than kReportStepMs and was not reported before, else 0.
+  // never decreases). `stepped_ms`, when given, gets the step the wall
+  // clock took since the last reading (its move against the monotonic
+  // clock) when larger than kReportStepMs, else 0.
   int64_t Next(double steady_ms, double wall_ms, int64_t* stepped_ms = nullptr);
 
  private:
   bool started_ = false;
-  double last_steady_ = 0, value_ = 0;
-  bool reported_ = false;
+  double last_steady_ = 0, last_offset_ = 0, value_ = 0;
 };
 
 // The process's clock: the system's wall clock through a StepAbsorber.

@@ -25,6 +25,12 @@ TEST(StepAbsorber, AStepAheadIsTakenInAtTenPercentAndReportedOnce) {
   // A heartbeat silence measured across the step reads 1.1 s, not 601 s.
   EXPECT_EQ(a.Next(2000, kWall + 600'000 + 2000, &stepped), int64_t(kWall + 2200));
   EXPECT_EQ(stepped, 0) << "reported again";
+  // Stepped back to the true time: that is reported too, and taken in.
+  EXPECT_EQ(a.Next(3000, kWall + 3000, &stepped), int64_t(kWall + 3100));
+  EXPECT_EQ(stepped, -600'000);
+  // Ahead again, and this time left there until caught up.
+  a.Next(4000, kWall + 600'000 + 4000, &stepped);
+  EXPECT_EQ(stepped, 600'000);
   // It catches up in time: 600 s at 10 % takes 6000 s.
   int64_t now = a.Next(6'002'000, kWall + 600'000 + 6'002'000, &stepped);
   EXPECT_EQ(now, int64_t(kWall + 600'000 + 6'002'000));

@@ -7,6 +7,7 @@
 // (libfaketime). Each must end with nothing lost, nothing run twice, and a
 // clear reason wherever work failed.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -350,7 +351,9 @@ TEST(FaultEnv, ACoordinatorClockJumpingAheadAndBackLosesNoNodeAndNoTask) {
   Grid grid("coordclock");
   SkewedClock clock(grid.root, "+0");
   grid.coordinator_env = clock.Env();
-  ASSERT_TRUE(grid.StartCoordinator({"--heartbeat-interval-ms", "500"}).ok());
+  ASSERT_TRUE(
+      grid.StartCoordinator({"--heartbeat-interval-ms", "500", "--heartbeat-margin", "10", "--ack-timeout-ms", "10000"})
+          .ok());
   for (int n : {1, 2}) ASSERT_TRUE(grid.StartAgent(n).ok());
   const std::string id = SubmitSweep(grid, "jump", 16, "jumped", 1000);
   ASSERT_FALSE(id.empty());
@@ -361,10 +364,28 @@ TEST(FaultEnv, ACoordinatorClockJumpingAheadAndBackLosesNoNodeAndNoTask) {
       return done >= n || jobs::IsSettled(j);
     };
   };
+  // Both agents are frozen across each jump, so no heartbeat or
+  // acknowledgement arriving just after it can hide what the coordinator
+  // makes of it. The freeze is the fault's length, not a wait for an event:
+  // 2 s after the coordinator has logged the step (it reads the clock file
+  // within a second), well inside the 5 s silence a node is allowed, so a
+  // coordinator that measured the silence across the jump would fail them.
+  auto jump = [&](const std::string& offset, const std::string& logged) {
+    for (auto& a : grid.agents) {
+      if (a) a->Signal(SIGSTOP);
+    }
+    EXPECT_TRUE(clock.Set(offset).ok());
+    const bool seen = WaitForText({grid.root + "/coordinator.err"}, logged, 30000);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    for (auto& a : grid.agents) {
+      if (a) a->Signal(SIGCONT);
+    }
+    return seen;
+  };
   ASSERT_TRUE(grid.WaitJob(id, succeeded_at_least(3)).ok());
-  ASSERT_TRUE(clock.Set("+10m").ok());
+  ASSERT_TRUE(jump("+10m", "wall clock stepped ahead")) << "the coordinator never saw its clock jump ahead";
   ASSERT_TRUE(grid.WaitJob(id, succeeded_at_least(8)).ok());
-  ASSERT_TRUE(clock.Set("+0").ok());
+  ASSERT_TRUE(jump("+0", "wall clock stepped back")) << "the coordinator never saw its clock jump back";
   auto done = grid.WaitJob(
       id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
