@@ -3,8 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
+#include <cstdint>
 
 #include "advert/advertisement.h"
 #include "capacity/disk_floor.h"
@@ -74,8 +73,15 @@ Advertiser::Advertiser(advert::NodeKey key, int64_t refresh_ms, std::string sequ
     : key_(std::move(key)), refresh_ms_(refresh_ms), sequence_file_(std::move(sequence_file)) {
   if (sequence_file_.empty() || !PathExists(sequence_file_)) return;
   auto text = ReadFile(sequence_file_);
+  // Digits only (sscanf and strtoull would take "-1" as 2^64 - 1).
   uint64_t last = 0;
-  if (text.ok() && std::sscanf(text->c_str(), "%" SCNu64, &last) == 1) {
+  bool digits = text.ok() && !text->empty() && (*text)[0] != '\n';
+  for (size_t i = 0; digits && i < text->size() && (*text)[i] != '\n'; ++i) {
+    const char c = (*text)[i];
+    digits = c >= '0' && c <= '9' && last <= (UINT64_MAX - 9) / 10;
+    last = last * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (digits) {
     last_sequence_ = last;
   } else {
     spdlog::warn("{}: not a sequence number; starting from the clock", sequence_file_);

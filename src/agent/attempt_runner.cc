@@ -24,11 +24,12 @@
 namespace idlegrid::agent {
 namespace {
 
-// capacity/disk_floor.h's reason when the filesystem holding `dir` is full.
-std::optional<std::string> DiskFull(const std::string& dir) {
+// capacity/disk_floor.h's reason when the filesystem holding `dir` is full,
+// counting `own_bytes` (the attempt's own files, about to go) as free.
+std::optional<std::string> DiskFull(const std::string& dir, uint64_t own_bytes = 0) {
   auto disk = discovery::ReadDisk(dir);
   if (!disk.ok()) return std::nullopt;  // unreadable: the run's own error says what went wrong
-  std::string why = capacity::DiskFullReason(disk->free_bytes(), disk->total_bytes(), dir);
+  std::string why = capacity::DiskFullReason(disk->free_bytes() + own_bytes, disk->total_bytes(), dir);
   if (why.empty()) return std::nullopt;
   return why;
 }
@@ -283,8 +284,6 @@ RunFacts AttemptRunner::RunContainer(const v1::Assignment& a, PreparedRun& run) 
   facts.cancelled = env_.host->IsCancelled(id);
   facts.run_timeout_seconds = spec.run_timeout_seconds();
   facts.memory_bytes = spec.resources().memory_bytes();
-  const bool succeeded = facts.exit.ok() && facts.exit->error.empty() && facts.exit->exit_code == 0;
-  if (!succeeded && !facts.cancelled) facts.disk_full = DiskFull(env_.attempts_dir);
   return facts;
 }
 
@@ -298,9 +297,15 @@ std::vector<std::string> AttemptRunner::CollectAfterRun(const std::string& attem
   }
   // Judged before anything more leaves the node (the last checkpoint, the
   // outputs), on what is there now, whatever the watcher saw.
-  if (!facts.output_breach) {
-    facts.output_breach =
-        OutputCapBreach(MeasureWritableDirs(run.writable_dirs), run.output_cap, OutputCheck::kBeforeUpload);
+  const Result<uint64_t> written = MeasureWritableDirs(run.writable_dirs);
+  if (!facts.output_breach) facts.output_breach = OutputCapBreach(written, run.output_cap, OutputCheck::kBeforeUpload);
+  // A run that exited non-zero (or whose runtime failed) on a full disk: the
+  // node's failure, unless the job's own files are what filled it (it was
+  // given that room) or it ended for a reason of its own (timeout, memory).
+  const bool own_end = facts.exit.ok() && (facts.exit->timed_out || facts.exit->oom);
+  const bool succeeded = facts.exit.ok() && facts.exit->error.empty() && facts.exit->exit_code == 0;
+  if (!succeeded && !own_end && !facts.cancelled) {
+    facts.disk_full = DiskFull(env_.attempts_dir, written.ok() ? written.value() : 0);
   }
   if (run.checkpoint) {
     if (NeedsFinalCheckpoint(facts)) {

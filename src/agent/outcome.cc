@@ -20,6 +20,8 @@ Outcome DecideOutcome(const RunFacts& facts) {
     o.message = "the node's " + *facts.disk_full;
     if (facts.exit.ok() && facts.exit->error.empty()) {
       o.message += " (the job exited " + std::to_string(facts.exit->exit_code) + "; not held against it)";
+    } else {
+      o.message += " (" + (facts.exit.ok() ? facts.exit->error : facts.exit.status().message()) + ")";
     }
     return o;
   }

@@ -26,8 +26,10 @@ struct RunFacts {
   // Set when what it wrote passed its total disk cap (OutputCapBreach's
   // message): while it ran (the watcher killed it) or at collect.
   std::optional<std::string> output_breach;
-  // Set when the run did not succeed and the node's scratch filesystem is
-  // full (capacity/disk_floor.h's reason): the node's failure, not the job's.
+  // Set when the run did not succeed, for no reason of its own (a timeout,
+  // its memory limit), and the node's scratch filesystem is full even
+  // without the job's own files (capacity/disk_floor.h's reason): the
+  // node's failure, not the job's.
   std::optional<std::string> disk_full;
 };
 

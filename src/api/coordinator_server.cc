@@ -355,9 +355,10 @@ int RunCoordinator(const CoordinatorConfig& config) {
   if (!state.ok()) return Fail(state.status());
   auto setup = BuildSetup(config, shared);
   if (!setup.ok()) return Fail(setup.status());
-  coordinator::Coordinator coord(
-      std::move(state->store), std::move(state->artifacts), sched::NewPipelineScheduler({setup->options.policies, 0}),
-      state->join_token, setup->options, SystemClock::Get(), registry::NewSkopeoClient(std::move(setup->skopeo)));
+  coordinator::Coordinator coord(std::move(state->store), std::move(state->artifacts),
+                                 sched::NewPipelineScheduler({setup->options.policies, 0}), state->join_token,
+                                 setup->options, StepAbsorbingClock::Get(),
+                                 registry::NewSkopeoClient(std::move(setup->skopeo)));
   if (state->admin_created) {
     if (Status st = AddFirstOperatorToken(coord, state->admin_token); !st.ok()) return Fail(st);
   }

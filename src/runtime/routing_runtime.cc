@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -65,10 +66,13 @@ class RoutingRuntime : public ContainerRuntime {
     if (!fast_) return reference_->LoadImage(archive_path, image_id);
     const std::string own = load_dir_ + "/" + image_id + ".tar";
     std::shared_future<Status> loading;
+    if (!load_dir_.empty()) ::unlink(own.c_str());  // one a failed load kept
     if (!load_dir_.empty() && ::link(archive_path.c_str(), own.c_str()) == 0) {
       loading = std::async(std::launch::async, [this, own, image_id] {
                   Status st = reference_->LoadImage(own, image_id);
-                  ::unlink(own.c_str());
+                  // A failed load keeps its link: AwaitReference tries again
+                  // (a disk that was full may have room now).
+                  if (st.ok()) ::unlink(own.c_str());
                   if (!st.ok()) spdlog::warn("podman load of image {}: {}", image_id.substr(0, 12), st.ToString());
                   return st;
                 }).share();
@@ -97,9 +101,18 @@ class RoutingRuntime : public ContainerRuntime {
       loading = it->second;
     }
     Status st = loading.get();
+    if (!st.ok()) {
+      // Once more from the link it kept, now: nothing else would load it
+      // (the image cache sees the runc copy and takes the image as loaded).
+      const std::string own = load_dir_ + "/" + image_id + ".tar";
+      if (::access(own.c_str(), F_OK) == 0) {
+        st = reference_->LoadImage(own, image_id);
+        if (st.ok()) ::unlink(own.c_str());
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto it = reference_loads_.find(image_id);
-    if (it != reference_loads_.end() && it->second.valid() &&
+    if (st.ok() && it != reference_loads_.end() && it->second.valid() &&
         it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       reference_loads_.erase(it);
     }
@@ -121,7 +134,10 @@ class RoutingRuntime : public ContainerRuntime {
         if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return true;  // on its way
         const bool ok = it->second.get().ok();
         reference_loads_.erase(it);
-        if (!ok) return false;  // loaded again by the image cache
+        if (!ok) {
+          ::unlink((load_dir_ + "/" + image_id + ".tar").c_str());  // the link a failed load kept
+          return false;                                             // loaded again by the image cache
+        }
       }
     }
     return reference_->HasImage(image_id);
@@ -155,6 +171,14 @@ class RoutingRuntime : public ContainerRuntime {
       std::string why = !result.ok() ? result.status().message() : result->error;
       bool killed = result.ok() && result->killed;
       if (why.empty() || killed) return result;
+      // A full disk is the node's passing state, not a host where runc
+      // cannot work: the run fails (as the node's), runc stays in use.
+      std::string lower = why;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (lower.find("no space left on device") != std::string::npos) {
+        spdlog::warn("runc driver failed on a full disk ({}); it stays in use", why);
+        return result;
+      }
       DisableFast(why);
     }
     IG_RETURN_IF_ERROR(AwaitReference(spec.image_id));

@@ -47,10 +47,12 @@ TEST(Advertiser, SequencesKeepRisingAcrossARestartWithTheClockSteppedBack) {
 
 TEST(Advertiser, AnUnreadableSequenceFileStartsFromTheClock) {
   const std::string file = TempDir() + "/advertisement.sequence";
-  ASSERT_TRUE(WriteFileAtomic(file, "not a number\n").ok());
-  Advertiser a(advert::NodeKey::Generate(), 180'000, file);
-  EXPECT_EQ(SequenceOf(*a.Next(v1::Advertisement(), 5000, true)), 5000u);
-  EXPECT_EQ(*ReadFile(file), "5000\n");
+  for (const char* bad : {"not a number\n", "-1\n", "", "99999999999999999999999\n"}) {
+    ASSERT_TRUE(WriteFileAtomic(file, bad).ok());
+    Advertiser a(advert::NodeKey::Generate(), 180'000, file);
+    EXPECT_EQ(SequenceOf(*a.Next(v1::Advertisement(), 5000, true)), 5000u) << bad;
+    EXPECT_EQ(*ReadFile(file), "5000\n");
+  }
 }
 
 TEST(Advertiser, ADiskFillingUpIsWorthReadvertisingOtherFreeSpaceChangesAreNot) {

@@ -92,9 +92,10 @@ TEST(DecideOutcomeTest, ARunThatFailedOnAFullDiskIsTheNodesFailureNotTheJobs) {
   EXPECT_EQ(o.message,
             "the node's disk is full: 0 MiB free of 256 MiB at /srv/agent (the job exited 12; not held against it)");
   EXPECT_FALSE(o.collect_outputs);
-  // A runtime that failed on it says only what the disk did.
+  // A runtime that failed on it: the disk first, then what the runtime said.
   f.exit = Status::Internal("runc: no space left on device");
-  EXPECT_EQ(DecideOutcome(f).message, "the node's disk is full: 0 MiB free of 256 MiB at /srv/agent");
+  EXPECT_EQ(DecideOutcome(f).message,
+            "the node's disk is full: 0 MiB free of 256 MiB at /srv/agent (runc: no space left on device)");
   // Past its own cap, the job's fault still comes first.
   f.output_breach = "wrote more than 1Gi (resources.disk)";
   EXPECT_EQ(DecideOutcome(f).reason, v1::DISK_LIMIT);

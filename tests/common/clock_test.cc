@@ -58,5 +58,16 @@ TEST(StepAbsorber, ASteadyClockThatDoesNotMoveHoldsTheTime) {
   EXPECT_EQ(a.Next(40, kWall), int64_t(kWall)) << "a steady reading that went back is no time at all";
 }
 
+TEST(StepAbsorber, AStepOfHoursIsTakenAtOnce) {
+  StepAbsorber a;
+  a.Next(0, kWall);
+  int64_t stepped = 0;
+  // A clock years off at boot, set right by NTP: absorbing it would take weeks.
+  EXPECT_EQ(a.Next(1000, kWall + 1000 + 3 * 3'600'000.0, &stepped), int64_t(kWall + 1000 + 3 * 3'600'000.0));
+  EXPECT_EQ(stepped, 3 * 3'600'000);
+  EXPECT_EQ(a.Next(2000, kWall + 2000 + 3 * 3'600'000.0, &stepped), int64_t(kWall + 2000 + 3 * 3'600'000.0));
+  EXPECT_EQ(stepped, 0);
+}
+
 }  // namespace
 }  // namespace idlegrid
