@@ -95,7 +95,7 @@ std::string NodeTable::UnschedulableReasonLocked(const NodeLive& node) const {
   if (node.ad.inventory().disks_size() > 0) {
     const v1::DiskInfo& d = node.ad.inventory().disks(0);
     if (std::string full = capacity::DiskFullReason(d.free_bytes(), d.total_bytes(), d.path()); !full.empty()) {
-      return full;
+      return full + "; it takes work again once its owner frees space there";
     }
   }
   const v1::Measurement& m = node.measurement;

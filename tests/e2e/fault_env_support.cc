@@ -10,8 +10,13 @@
 #include <cstring>
 #include <utility>
 
+#include <chrono>
+#include <map>
+
 #include "common/fs.h"
 #include "e2e/harness.h"
+#include "e2e/history_check_support.h"
+#include "jobs/task_state.h"
 
 namespace idlegrid::testing {
 namespace {
@@ -79,6 +84,30 @@ std::vector<std::string> SkewedClock::Env() const {
           "FAKETIME_CACHE_DURATION=1",
           // Only the wall clock is wrong; the monotonic one is the machine's.
           "FAKETIME_DONT_FAKE_MONOTONIC=1"};
+}
+
+std::function<bool(const v1::Job&)> SucceededAtLeast(int n) {
+  return [n](const v1::Job& j) {
+    int done = 0;
+    for (const auto& t : j.tasks()) done += t.state() == v1::SUCCEEDED;
+    return done >= n || jobs::IsSettled(j);
+  };
+}
+
+bool AnyRunning(const v1::Job& job) {
+  for (const auto& t : job.tasks()) {
+    if (t.state() == v1::RUNNING) return true;
+  }
+  return false;
+}
+
+void ExpectSoundHistory(const v1::Job& job, const std::vector<std::string>& node_ids) {
+  std::map<std::string, double> cpus;
+  for (const auto& id : node_ids) cpus[id] = 2;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  for (const std::string& v : CheckHistory({job}, cpus, now)) ADD_FAILURE() << v;
 }
 
 }  // namespace idlegrid::testing

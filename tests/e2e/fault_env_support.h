@@ -2,10 +2,12 @@
 // What a stranger's machine does to a grid, staged for real (root only): a
 // small filesystem that fills up (tmpfs), and a wall clock that is off or
 // jumps (libfaketime, Debian's `libfaketime`). docs/reliability.md.
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "idlegrid/v1/idlegrid.pb.h"
 
 namespace idlegrid::testing {
 
@@ -45,5 +47,14 @@ class SkewedClock {
  private:
   std::string file_;
 };
+
+// Job predicates the fault tests wait on: at least `n` tasks succeeded (or
+// the job settled), and some task running.
+std::function<bool(const v1::Job&)> SucceededAtLeast(int n);
+bool AnyRunning(const v1::Job& job);
+
+// The history checker (history_check_support.h) over `job`, on nodes of 2
+// CPUs each (the harness's agents); each violation is a test failure.
+void ExpectSoundHistory(const v1::Job& job, const std::vector<std::string>& node_ids);
 
 }  // namespace idlegrid::testing

@@ -28,11 +28,6 @@
 namespace idlegrid::testing {
 namespace {
 
-int64_t WallNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Submits an idempotent sweep of `count` tasks writing `text` (after `nap_ms`);
 // returns its id ("" after a test failure).
 // `pad_mib` > 0: each task also writes that many MiB (pad.bin).
@@ -51,9 +46,7 @@ std::string SubmitSweep(Grid& grid, const std::string& name, int count, const st
 // what it wrote (fetched through the coordinator).
 void ExpectSweepWhole(Grid& grid, const v1::Job& job, const std::string& text, int agents) {
   EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
-  std::map<std::string, double> cpus;
-  for (int n = 0; n < agents; ++n) cpus[grid.node_ids[size_t(n)]] = 2;
-  for (const std::string& v : CheckHistory({job}, cpus, WallNowMs())) ADD_FAILURE() << v;
+  ExpectSoundHistory(job, std::vector<std::string>(grid.node_ids.begin(), grid.node_ids.begin() + agents));
   const std::string out = grid.root + "/out-" + job.id();
   auto fetched = grid.Cli({"fetch", job.id(), out});
   ASSERT_EQ(fetched.exit_code, 0) << fetched.out << fetched.err;
@@ -236,14 +229,7 @@ TEST(FaultEnv, TheCoordinatorsArtifactDiskFillingUpMakesUploadsWaitAndLosesNoOut
   // The image is stored before the disk fills: only outputs meet it.
   const std::string id = SubmitSweep(grid, "artfull", 8, "artifacts", 1500);
   ASSERT_FALSE(id.empty());
-  ASSERT_TRUE(grid.WaitJob(id,
-                           [](const v1::Job& j) {
-                             for (const auto& t : j.tasks()) {
-                               if (t.state() == v1::RUNNING) return true;
-                             }
-                             return false;
-                           })
-                  .ok());
+  ASSERT_TRUE(grid.WaitJob(id, AnyRunning).ok());
   ASSERT_TRUE(disk.Fill().ok());
   // Held full until an agent's upload has been told so.
   const std::string told = "the coordinator's artifact disk is full";
@@ -270,14 +256,7 @@ TEST(FaultEnv, TheDatabasesDiskFillingUpLosesNothing) {
   for (int n : {1, 2}) ASSERT_TRUE(grid.StartAgent(n).ok());
   const std::string id = SubmitSweep(grid, "dbfull", 8, "database", 1500);
   ASSERT_FALSE(id.empty());
-  ASSERT_TRUE(grid.WaitJob(id,
-                           [](const v1::Job& j) {
-                             for (const auto& t : j.tasks()) {
-                               if (t.state() == v1::RUNNING) return true;
-                             }
-                             return false;
-                           })
-                  .ok());
+  ASSERT_TRUE(grid.WaitJob(id, AnyRunning).ok());
   const std::string refused_manifest = grid.Manifest("refused", {"write", "x"});
   ASSERT_TRUE(disk.Fill().ok());
   // A submission now is refused with the reason, and stores nothing.
@@ -362,13 +341,6 @@ TEST(FaultEnv, ACoordinatorClockJumpingAheadAndBackLosesNoNodeAndNoTask) {
   for (int n : {1, 2}) ASSERT_TRUE(grid.StartAgent(n).ok());
   const std::string id = SubmitSweep(grid, "jump", 16, "jumped", 1000);
   ASSERT_FALSE(id.empty());
-  const auto succeeded_at_least = [](int n) {
-    return [n](const v1::Job& j) {
-      int done = 0;
-      for (const auto& t : j.tasks()) done += t.state() == v1::SUCCEEDED;
-      return done >= n || jobs::IsSettled(j);
-    };
-  };
   // Both agents are frozen across each jump, so no heartbeat or
   // acknowledgement arriving just after it can hide what the coordinator
   // makes of it. The freeze is the fault's length, not a wait for an event:
@@ -387,9 +359,9 @@ TEST(FaultEnv, ACoordinatorClockJumpingAheadAndBackLosesNoNodeAndNoTask) {
     }
     return seen;
   };
-  ASSERT_TRUE(grid.WaitJob(id, succeeded_at_least(3)).ok());
+  ASSERT_TRUE(grid.WaitJob(id, SucceededAtLeast(3)).ok());
   ASSERT_TRUE(jump("+10m", "wall clock stepped ahead")) << "the coordinator never saw its clock jump ahead";
-  ASSERT_TRUE(grid.WaitJob(id, succeeded_at_least(8)).ok());
+  ASSERT_TRUE(grid.WaitJob(id, SucceededAtLeast(8)).ok());
   ASSERT_TRUE(jump("+0", "wall clock stepped back")) << "the coordinator never saw its clock jump back";
   auto done = grid.WaitJob(
       id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "e2e/fault_env_support.h"
 #include "e2e/harness.h"
 #include "e2e/history_check_support.h"
 #include "e2e/pg_support.h"
@@ -128,11 +129,7 @@ TEST_P(FaultMatrix, AKillAtEveryProtocolStepLosesNothingAndRunsNothingTwice) {
         job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);
     ASSERT_TRUE(done.ok()) << done.status().ToString();
     EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
-    const std::map<std::string, double> cpus = {{grid_->node_ids[0], 2}, {grid_->node_ids[1], 2}};
-    const auto now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    for (const std::string& v : CheckHistory({*done}, cpus, now)) ADD_FAILURE() << f.failpoint << ": " << v;
+    ExpectSoundHistory(*done, grid_->node_ids);
   }
 }
 
@@ -212,11 +209,7 @@ TEST(VerifiedFaults, AKillBeforeTheVerdictOrTheSettlementPaysOnceAndLosesNothing
         job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 180000);
     ASSERT_TRUE(done.ok()) << done.status().ToString();
     ASSERT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
-    const std::map<std::string, double> cpus = {{grid.node_ids[0], 2}, {grid.node_ids[1], 2}};
-    const auto now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    for (const std::string& v : CheckHistory({*done}, cpus, now)) ADD_FAILURE() << v;
+    ExpectSoundHistory(*done, grid.node_ids);
     int accepted_runs = 0;
     for (const auto& t : done->tasks()) {
       EXPECT_NE(t.verification().find("accepted"), std::string::npos) << t.verification();
@@ -302,20 +295,13 @@ TEST(PostgresFaults, ACrashAndAnOutageMidSweepLoseNothing) {
   auto submitted = grid.Cli({"submit", manifest, "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const std::string job_id = ParseJson<v1::Job>(submitted.out).id();
-  const auto succeeded_at_least = [](int n) {
-    return [n](const v1::Job& j) {
-      int done = 0;
-      for (const auto& t : j.tasks()) done += t.state() == v1::SUCCEEDED;
-      return done >= n || jobs::IsSettled(j);
-    };
-  };
 
   // 1. A crash and an immediate restart.
-  ASSERT_TRUE(grid.WaitJob(job_id, succeeded_at_least(3)).ok());
+  ASSERT_TRUE(grid.WaitJob(job_id, SucceededAtLeast(3)).ok());
   ASSERT_EQ(RunCommand({script, "crash", pg_dir}).exit_code, 0);
   ASSERT_EQ(RunCommand({script, "resume", pg_dir}).exit_code, 0);
   // 2. An outage the coordinator notices before the database returns.
-  ASSERT_TRUE(WaitThroughRestart(grid, job_id, succeeded_at_least(10), 120000).ok());
+  ASSERT_TRUE(WaitThroughRestart(grid, job_id, SucceededAtLeast(10), 120000).ok());
   ASSERT_EQ(RunCommand({script, "crash", pg_dir}).exit_code, 0);
   EXPECT_TRUE(WaitReady(grid, false, 30000)) << "/readyz still ready with the database down";
   ASSERT_EQ(RunCommand({script, "resume", pg_dir}).exit_code, 0);
@@ -325,11 +311,7 @@ TEST(PostgresFaults, ACrashAndAnOutageMidSweepLoseNothing) {
       grid, job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
-  const std::map<std::string, double> cpus = {{grid.node_ids[0], 2}, {grid.node_ids[1], 2}};
-  const auto now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  for (const std::string& v : CheckHistory({*done}, cpus, now)) ADD_FAILURE() << v;
+  ExpectSoundHistory(*done, grid.node_ids);
 }
 
 // A partition between the coordinator and its PostgreSQL with the database
@@ -381,13 +363,7 @@ TEST(PostgresFaults, APartitionFromTheDatabaseWhileItStaysUpLosesNothing) {
   auto submitted = grid.Cli({"submit", manifest, "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const std::string job_id = ParseJson<v1::Job>(submitted.out).id();
-  ASSERT_TRUE(grid.WaitJob(job_id,
-                           [](const v1::Job& j) {
-                             int done = 0;
-                             for (const auto& t : j.tasks()) done += t.state() == v1::SUCCEEDED;
-                             return done >= 3 || jobs::IsSettled(j);
-                           })
-                  .ok());
+  ASSERT_TRUE(grid.WaitJob(job_id, SucceededAtLeast(3)).ok());
 
   ASSERT_TRUE(heal.cut = iptables("-I"));
   EXPECT_TRUE(WaitReady(grid, false, 60000)) << "/readyz still ready with the database cut off";
@@ -398,11 +374,7 @@ TEST(PostgresFaults, APartitionFromTheDatabaseWhileItStaysUpLosesNothing) {
       grid, job_id, [](const v1::Job& j) { return jobs::IsSettled(j); }, 240000);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->DebugString();
-  const std::map<std::string, double> cpus = {{grid.node_ids[0], 2}, {grid.node_ids[1], 2}};
-  const auto now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  for (const std::string& v : CheckHistory({*done}, cpus, now)) ADD_FAILURE() << v;
+  ExpectSoundHistory(*done, grid.node_ids);
 }
 
 }  // namespace
